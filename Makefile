@@ -1,0 +1,53 @@
+# DoorGateway — entry points. `make test` is the CI test command.
+# Every target that needs a Debian package installs it first (apt-get, as root).
+
+SWIFT        ?= swift
+CONFIG       ?= debug
+BIN_DIR       = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path 2>/dev/null)
+STATIC_OUT   ?= out/static
+# Build-time and test-time Debian packages. Keep in step with Package.swift providers.
+DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libusb-dev \
+                libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
+                libqrencode-dev openssl
+
+.PHONY: all build deps test unit-test static lint links clean bench
+
+all: build
+
+## deps: install the Debian packages the build and the tests use (once; needs root)
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+## build: debug build of gateway (+ gatewayd/gatewayctl links) and pn532-sim
+build: deps
+	$(SWIFT) build -c $(CONFIG)
+	@$(MAKE) --no-print-directory links
+
+links:
+	@cd "$(BIN_DIR)" && ln -sf gateway gatewayd && ln -sf gateway gatewayctl
+	@echo "binaries in $(BIN_DIR): gateway gatewayd gatewayctl pn532-sim"
+
+## test: the whole suite (unit, interop vectors, fuzz, CLI black-box, real libraries)
+test: deps
+	$(SWIFT) build --build-tests
+	@$(MAKE) --no-print-directory links
+	$(SWIFT) test --skip-build --parallel
+
+## static: one fully static release binary at $(STATIC_OUT)/gateway
+static: deps
+	./scripts/static.sh "$(STATIC_OUT)"
+
+## lint: formatting check with the toolchain's swift-format
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+
+bench: build
+	@echo "no benchmarks yet"
+
+clean:
+	rm -rf .build out

@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// One system-library target per C library (STYLE.md §5), a pure core, and
+// adapters at the edge. See README.md "Layout" for where each piece lives.
+let package = Package(
+    name: "DoorGateway",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "gateway", targets: ["gateway"]),
+        .executable(name: "pn532-sim", targets: ["pn532-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+    ],
+    targets: [
+        // MARK: C libraries
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNFC", pkgConfig: "libnfc",
+                       providers: [.apt(["libnfc-dev", "libusb-dev"])]),
+        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod",
+                       providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto",
+                       providers: [.apt(["libmosquitto-dev"])]),
+
+        // MARK: Pure core: tag formats, crypto wrapper, verdicts, state machine, config model
+        .target(name: "DoorCore", dependencies: ["COpenSSL"]),
+        // MARK: Configuration file (TOML) loading and the example file
+        .target(name: "GatewayConfig", dependencies: [
+            "DoorCore", .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        // MARK: The store (SQLite through GRDB)
+        .target(name: "GatewayStore", dependencies: [
+            "DoorCore", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // MARK: Adapters: the only code that touches libnfc / libgpiod
+        .target(name: "NFCReader", dependencies: ["DoorCore", "CNFC",
+            .product(name: "Logging", package: "swift-log")]),
+        .target(name: "DoorIO", dependencies: ["DoorCore", "CGPIOD",
+            .product(name: "Logging", package: "swift-log")]),
+        // MARK: PN532 + NTAG21x emulator (library, and the pn532-sim executable)
+        .target(name: "PN532Emulator", dependencies: ["DoorCore"]),
+        .executableTarget(name: "pn532-sim", dependencies: [
+            "PN532Emulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // MARK: gatewayctl / gatewayd command tree
+        .target(name: "GatewayCLI", dependencies: [
+            "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "gateway", dependencies: ["GatewayCLI"]),
+
+        // MARK: Tests
+        .target(name: "TestSupport", dependencies: ["DoorCore"], path: "Tests/TestSupport"),
+        .testTarget(name: "DoorCoreTests", dependencies: ["DoorCore", "TestSupport"]),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "TestSupport"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "TestSupport"]),
+        .testTarget(name: "NFCReaderTests", dependencies: ["NFCReader", "PN532Emulator", "TestSupport"]),
+        .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
+        .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
+        .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

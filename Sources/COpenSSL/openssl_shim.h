@@ -1,0 +1,9 @@
+#ifndef DOORGATEWAY_OPENSSL_SHIM_H
+#define DOORGATEWAY_OPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/sha.h>
+#endif

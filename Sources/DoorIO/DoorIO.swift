@@ -1,0 +1,1 @@
+// DoorIO: see README.md "Layout".

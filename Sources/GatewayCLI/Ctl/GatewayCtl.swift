@@ -1,0 +1,17 @@
+import ArgumentParser
+import DoorCore
+
+/// `gatewayctl`: the admin CLI. Offline commands (config, tag, otp) need no daemon.
+public struct GatewayCtl: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "gatewayctl",
+        abstract: "Administer a DoorGateway door controller.",
+        subcommands: [VersionCommand.self]
+    )
+    public init() {}
+}
+
+struct VersionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print the version.")
+    func run() throws { print("gateway \(GatewayVersion.string)") }
+}

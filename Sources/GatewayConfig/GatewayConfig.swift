@@ -1,0 +1,1 @@
+// GatewayConfig: see README.md "Layout".

@@ -1,0 +1,1 @@
+// GatewayStore: see README.md "Layout".

@@ -1,0 +1,1 @@
+// NFCReader: see README.md "Layout".

@@ -1,0 +1,1 @@
+// PN532Emulator: see README.md "Layout".

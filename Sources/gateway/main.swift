@@ -1,0 +1,3 @@
+import GatewayCLI
+
+Entry.main()

@@ -1,0 +1,2 @@
+import PN532Emulator
+print("pn532-sim: not implemented yet")

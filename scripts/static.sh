@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+echo "static build: not yet"; exit 1
