@@ -1,0 +1,76 @@
+// The door's vocabulary (DESIGN.md "Vocabulary"): actions, outputs, modes.
+
+/// An action index, `0…N-1`: a sticker's `idx`, `gatewayctl --action N`.
+public typealias ActionIndex = Int
+
+/// The logical state of a relay output. The physical level each maps to is
+/// the output's `lockedLevel` (and its opposite), applied by the GPIO adapter.
+public enum OutputState: String, Sendable, Hashable, Codable, CaseIterable {
+    case locked, unlocked
+}
+
+/// The electrical state of a relay coil. A fail-secure strike is locked when
+/// de-energised; a maglock is locked when energised.
+public enum CoilLevel: String, Sendable, Hashable, Codable, CaseIterable {
+    case deenergised = "deenergised"
+    case energised = "energised"
+    public var opposite: CoilLevel { self == .energised ? .deenergised : .energised }
+}
+
+/// A relay output as the door logic sees it: a name and its locked level.
+/// Where it is wired (chip, line, active-low) is the board configuration's.
+public struct OutputDefinition: Equatable, Sendable, Hashable {
+    public var name: String
+    public var lockedLevel: CoilLevel
+    public init(name: String, lockedLevel: CoilLevel = .deenergised) {
+        self.name = name
+        self.lockedLevel = lockedLevel
+    }
+    public func level(for state: OutputState) -> CoilLevel {
+        state == .locked ? lockedLevel : lockedLevel.opposite
+    }
+}
+
+/// One step of an action: unlock an output for a while then lock it again, or wait.
+public enum OutputStep: Equatable, Sendable, Hashable {
+    /// Drive `output` unlocked for `duration` (clamped by `PulseLimits`), then locked.
+    case pulse(output: String, duration: Duration)
+    /// Do nothing for `duration` before the next step.
+    case wait(Duration)
+}
+
+/// A numbered thing the door can do. A plain door is one pulse; the ESP32's
+/// open–stop–close is pulse(open), wait 10 s, pulse(stop), wait 50 s, pulse(close).
+public struct ActionDefinition: Equatable, Sendable, Hashable {
+    public var index: ActionIndex
+    public var name: String
+    public var steps: [OutputStep]
+    public init(index: ActionIndex, name: String, steps: [OutputStep]) {
+        self.index = index
+        self.name = name
+        self.steps = steps
+    }
+}
+
+/// Relay pulses are clamped to this range whatever the configuration or a
+/// command says (safety: a strike coil is not rated for continuous current).
+public struct PulseLimits: Equatable, Sendable, Hashable {
+    public var minimum: Duration
+    public var maximum: Duration
+    public init(minimum: Duration = .milliseconds(50), maximum: Duration = .seconds(10)) {
+        self.minimum = minimum
+        self.maximum = maximum
+    }
+    /// The hard ceiling no configuration may raise `maximum` above.
+    public static let absoluteMaximum: Duration = .seconds(30)
+    public func clamp(_ d: Duration) -> Duration {
+        let hi = min(maximum, Self.absoluteMaximum)
+        return max(minimum, min(hi, d))
+    }
+}
+
+/// Door modes (DESIGN.md): normal; passage = outputs held unlocked (office
+/// hours); lockdown = only the exit button and admin commands open.
+public enum DoorMode: String, Sendable, Hashable, Codable, CaseIterable {
+    case normal, passage, lockdown
+}

@@ -1,0 +1,15 @@
+/// A tag's hardware UID (7 bytes for NTAG21x; 4 or 10 for other type A tags).
+public struct TagUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let bytes: [UInt8]
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    /// Parses hex (either case, optional ':' separators); nil when not 4, 7 or 10 bytes.
+    public init?(hex: String) {
+        let clean = hex.filter { $0 != ":" }
+        guard let b = Hex.decode(clean), [4, 7, 10].contains(b.count) else { return nil }
+        bytes = b
+    }
+    /// Uppercase hex, no separators (the form COMPAT §4 signs).
+    public var hex: String { Hex.encode(bytes, uppercase: true) }
+    public var description: String { hex }
+    public static func < (a: TagUID, b: TagUID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+}

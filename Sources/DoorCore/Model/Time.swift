@@ -1,0 +1,60 @@
+/// A point on the monotonic clock (CLOCK_MONOTONIC / CLOCK_BOOTTIME in the
+/// runtime, a manual clock in tests). Timers and debounce use it; it never jumps.
+public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public var nanoseconds: UInt64
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+    public static let zero = MonotonicInstant(nanoseconds: 0)
+
+    public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
+
+    /// `self + d`; negative durations saturate at zero.
+    public static func + (a: Self, d: Duration) -> Self {
+        let delta = d.nanosecondsClamped
+        if delta >= 0 { return Self(nanoseconds: a.nanoseconds &+ UInt64(delta)) }
+        let back = UInt64(-delta)
+        return Self(nanoseconds: a.nanoseconds > back ? a.nanoseconds - back : 0)
+    }
+
+    /// The duration from `earlier` to `self` (zero when `earlier` is later).
+    public func since(_ earlier: Self) -> Duration {
+        nanoseconds >= earlier.nanoseconds ? .nanoseconds(Int64(clamping: nanoseconds - earlier.nanoseconds)) : .zero
+    }
+
+    public var description: String { "mono+\(nanoseconds / 1_000_000)ms" }
+}
+
+/// Wall-clock time for timestamps and freshness checks, with whether the
+/// kernel says the clock is synchronised (`adjtimex`, STA_UNSYNC clear) or the
+/// configuration declares it so (simulations and tests).
+public struct WallClock: Equatable, Hashable, Sendable {
+    /// Unix time, seconds.
+    public var unixSeconds: Int64
+    public var synchronised: Bool
+    public init(unixSeconds: Int64, synchronised: Bool) {
+        self.unixSeconds = unixSeconds
+        self.synchronised = synchronised
+    }
+}
+
+/// What `DoorMachine.handle(_:at:)` is told about "now" (STYLE.md §1).
+public struct Now: Equatable, Hashable, Sendable {
+    public var monotonic: MonotonicInstant
+    public var wall: WallClock
+    public init(monotonic: MonotonicInstant, wall: WallClock) {
+        self.monotonic = monotonic
+        self.wall = wall
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, clamped to Int64.
+    public var nanosecondsClamped: Int64 {
+        let (s, atto) = components
+        let (ns, o1) = s.multipliedReportingOverflow(by: 1_000_000_000)
+        if o1 { return s < 0 ? .min : .max }
+        let (sum, o2) = ns.addingReportingOverflow(atto / 1_000_000_000)
+        return o2 ? (s < 0 ? .min : .max) : sum
+    }
+    /// Whole milliseconds, clamped to Int64.
+    public var millisecondsClamped: Int64 { nanosecondsClamped / 1_000_000 }
+}
