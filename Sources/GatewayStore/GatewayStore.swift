@@ -1,1 +1,0 @@
-// GatewayStore: see README.md "Layout".

@@ -1,0 +1,57 @@
+import Foundation
+import GRDB
+
+/// The keys of DESIGN.md "Keys" other than sticker secrets.
+public enum KeyName: String, CaseIterable, Sendable {
+    /// COMPAT §3: 16-byte AES-128 key of the phone app's `%T` OTP block.
+    case compatTimestamp = "compat_timestamp"
+    /// COMPAT §5: the per-door HMAC key of native commands (32 bytes).
+    case nativeCommand = "native_command"
+    /// Derives NTAG write passwords and the HMAC of UIDs in events (32 bytes).
+    case device
+
+    /// The length each key must have.
+    public var length: Int { self == .compatTimestamp ? 16 : 32 }
+}
+
+extension GatewayStore {
+    /// The stored key, or nil when none is set.
+    public func key(_ name: KeyName) throws -> [UInt8]? {
+        try pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM key WHERE name = ?", arguments: [name.rawValue])
+                .map { [UInt8]($0) }
+        }
+    }
+
+    /// Sets (or replaces) a key. The length must match `name.length`.
+    public func setKey(_ name: KeyName, _ value: [UInt8], now: Int64) throws {
+        guard value.count == name.length else {
+            throw StoreError.invalidValue("\(name.rawValue) key must be \(name.length) bytes, got \(value.count)")
+        }
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO key (name, value, created) VALUES (?, ?, ?)
+                ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
+                """, arguments: [name.rawValue, Data(value), now])
+        }
+    }
+
+    /// Returns the device key, generating it with `generate` on first start.
+    /// Generation and insertion happen in one transaction, so two processes
+    /// starting together cannot end up with different keys.
+    public func ensureDeviceKey(now: Int64, generate: () throws -> [UInt8]) throws -> [UInt8] {
+        try pool.write { db in
+            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM key WHERE name = 'device'") {
+                return [UInt8](existing)
+            }
+            let fresh = try generate()
+            guard fresh.count == KeyName.device.length else {
+                throw StoreError.invalidValue("device key must be \(KeyName.device.length) bytes")
+            }
+            try db.execute(sql: "INSERT INTO key (name, value, created) VALUES ('device', ?, ?)",
+                           arguments: [Data(fresh), now])
+            return fresh
+        }
+    }
+}
+

@@ -1,0 +1,113 @@
+import DoorCore
+import Foundation
+import GRDB
+
+/// Where a sticker secret came from (DESIGN.md "Keys"): generated here, or
+/// imported from a phone's share link. v1 stickers verify only with imported ones.
+public enum SecretOrigin: String, Sendable, Codable, CaseIterable {
+    case generated, imported
+}
+
+/// A sticker secret as stored.
+public struct StoredSecret: Equatable, Sendable {
+    public var id: Int64
+    public var action: ActionIndex
+    public var label: String
+    public var key: [UInt8]
+    public var created: Int64
+    public var origin: SecretOrigin
+    public var active: Bool
+}
+
+extension StoredSecret: FetchableRecord {
+    public init(row: Row) throws {
+        id = row["id"]
+        action = row["action"]
+        label = row["label"]
+        key = [UInt8]((row["key"] as Data?) ?? Data())
+        created = row["created"]
+        guard let o = SecretOrigin(rawValue: row["origin"]) else {
+            throw StoreError.invalidValue("secret \(id) has an unknown origin")
+        }
+        origin = o
+        active = row["active"]
+    }
+}
+
+extension GatewayStore {
+    /// Makes the store's action table match the configuration's actions.
+    /// Actions that still own secrets are never deleted (their secrets would
+    /// be lost); they stay, and the configuration check reports them.
+    public func syncActions(_ actions: [ActionDefinition]) throws {
+        try pool.write { db in
+            for a in actions {
+                try db.execute(sql: """
+                    INSERT INTO action (idx, name) VALUES (?, ?)
+                    ON CONFLICT(idx) DO UPDATE SET name = excluded.name
+                    """, arguments: [a.index, a.name])
+            }
+            let keep = actions.map(\.index)
+            try db.execute(sql: """
+                DELETE FROM action WHERE idx NOT IN (\(keep.map { _ in "?" }.joined(separator: ",").ifEmpty("NULL")))
+                AND idx NOT IN (SELECT action FROM secret)
+                """, arguments: StatementArguments(keep))
+        }
+    }
+
+    /// Stores a new secret (32 bytes) for an action that exists.
+    @discardableResult
+    public func addSecret(action: ActionIndex, key: [UInt8], label: String, origin: SecretOrigin,
+                          now: Int64) throws -> StoredSecret {
+        guard key.count == 32 else { throw StoreError.invalidValue("a sticker secret is 32 bytes, got \(key.count)") }
+        return try pool.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [action]) != nil else {
+                throw StoreError.notFound("action \(action)")
+            }
+            try db.execute(sql: """
+                INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
+                """, arguments: [action, label, Data(key), now, origin.rawValue])
+            return StoredSecret(id: db.lastInsertedRowID, action: action, label: label, key: key,
+                                created: now, origin: origin, active: true)
+        }
+    }
+
+    /// Secrets, optionally of one action, oldest first.
+    public func secrets(action: ActionIndex? = nil) throws -> [StoredSecret] {
+        try pool.read { db in
+            if let action {
+                return try StoredSecret.fetchAll(db, sql: "SELECT * FROM secret WHERE action = ? ORDER BY id",
+                                                 arguments: [action])
+            }
+            return try StoredSecret.fetchAll(db, sql: "SELECT * FROM secret ORDER BY id")
+        }
+    }
+
+    /// The action's newest active generated secret: what provisioning signs with.
+    public func newestGeneratedSecret(action: ActionIndex) throws -> StoredSecret? {
+        try pool.read { db in
+            try StoredSecret.fetchOne(db, sql: """
+                SELECT * FROM secret WHERE action = ? AND origin = 'generated' AND active
+                ORDER BY created DESC, id DESC LIMIT 1
+                """, arguments: [action])
+        }
+    }
+
+    public func setSecretActive(id: Int64, _ active: Bool) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE secret SET active = ? WHERE id = ?", arguments: [active, id])
+            if db.changesCount == 0 { throw StoreError.notFound("secret \(id)") }
+        }
+    }
+
+    /// Removes a secret: exactly the stickers signed with it stop validating (COMPAT §1).
+    public func removeSecret(id: Int64) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM secret WHERE id = ?", arguments: [id])
+            if db.changesCount == 0 { throw StoreError.notFound("secret \(id)") }
+        }
+    }
+}
+
+private extension String {
+    func ifEmpty(_ other: String) -> String { isEmpty ? other : self }
+}
