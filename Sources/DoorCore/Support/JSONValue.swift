@@ -1,0 +1,109 @@
+/// A JSON value with ordered object keys and a serializer that never escapes
+/// `/` (URLs stay readable: `gatewayctl … --json`, MQTT payloads). Pure and
+/// Foundation-free.
+public indirect enum JSONValue: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case let (.bool(x), .bool(y)): return x == y
+        case let (.int(x), .int(y)): return x == y
+        case let (.double(x), .double(y)): return x == y
+        case let (.string(x), .string(y)): return x == y
+        case let (.array(x), .array(y)): return x == y
+        case let (.object(x), .object(y)):
+            return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        default: return false
+        }
+    }
+
+    public static func int<I: BinaryInteger>(_ v: I) -> JSONValue { .int(Int64(clamping: v)) }
+    public static func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+
+    /// Compact serialization (no spaces), keys in the given order.
+    public var serialized: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    private func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .int(let i): out += String(i)
+        case .double(let d): out += d.isFinite ? String(d) : "null"
+        case .string(let s): Self.writeString(s, to: &out)
+        case .array(let items):
+            out += "["
+            for (i, v) in items.enumerated() {
+                if i > 0 { out += "," }
+                v.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, (k, v)) in members.enumerated() {
+                if i > 0 { out += "," }
+                Self.writeString(k, to: &out)
+                out += ":"
+                v.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef")
+
+    private static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let v = Int(scalar.value)
+                out += "\\u00" + String(hexDigits[v >> 4]) + String(hexDigits[v & 0xF])
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}
+
+/// UTC timestamps without Foundation's locale machinery (which would pull ICU
+/// into the static binary).
+public enum UTCTime {
+    /// `2025-09-24T04:02:20Z` for a Unix time in seconds.
+    public static func iso8601(_ unix: Int64) -> String {
+        let days = unix >= 0 ? unix / 86_400 : (unix - 86_399) / 86_400
+        let secs = unix - days * 86_400
+        let (y, m, d) = civil(fromDays: days)
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let year = y >= 0 && y < 10_000 ? String(repeating: "0", count: 4 - String(y).count) + String(y) : String(y)
+        return "\(year)-\(two(m))-\(two(d))T\(two(secs / 3600)):\(two(secs % 3600 / 60)):\(two(secs % 60))Z"
+    }
+
+    /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+}

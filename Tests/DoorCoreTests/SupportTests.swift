@@ -1,0 +1,55 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+final class SupportTests: XCTestCase {
+    func testHexRoundTripAndRejects() {
+        XCTAssertEqual(Hex.encode([0x00, 0xAB, 0xFF]), "00abff")
+        XCTAssertEqual(Hex.encode([0xAB], uppercase: true), "AB")
+        XCTAssertEqual(Hex.decode("00AbfF"), [0x00, 0xAB, 0xFF])
+        XCTAssertNil(Hex.decode("abc"))
+        XCTAssertNil(Hex.decode("zz"))
+        XCTAssertEqual(Hex.decode(""), [])
+    }
+
+    func testJSONDoesNotEscapeSlashesAndKeepsKeyOrder() {
+        let v = JSONValue.object([
+            ("url", .string("smp://action?idx=1")), ("n", .int(-3)), ("ok", .bool(true)),
+            ("none", .null), ("list", .array([.string("a\"b\\c\n\u{01}"), .double(1.5)])),
+        ])
+        XCTAssertEqual(v.serialized,
+                       #"{"url":"smp://action?idx=1","n":-3,"ok":true,"none":null,"list":["a\"b\\c\n\u0001",1.5]}"#)
+        // Foundation agrees it is valid JSON with the same content.
+        let parsed = try? JSONSerialization.jsonObject(with: Data(v.serialized.utf8)) as? [String: Any]
+        XCTAssertEqual(parsed?["url"] as? String, "smp://action?idx=1")
+        XCTAssertEqual((parsed?["list"] as? [Any])?.first as? String, "a\"b\\c\n\u{01}")
+    }
+
+    func testUTCTimeMatchesFoundationOverAWideRange() {
+        var rng = SeededRandom(seed: 7)
+        let f = ISO8601DateFormatter()
+        f.timeZone = TimeZone(identifier: "UTC")
+        for _ in 0..<2000 {
+            let t = Int64.random(in: -2_000_000_000...4_000_000_000, using: &rng)
+            XCTAssertEqual(UTCTime.iso8601(t), f.string(from: Date(timeIntervalSince1970: TimeInterval(t))), "t=\(t)")
+        }
+        XCTAssertEqual(UTCTime.iso8601(0), "1970-01-01T00:00:00Z")
+        XCTAssertEqual(UTCTime.iso8601(1_758_686_540), "2025-09-24T04:02:20Z")
+    }
+
+    func testMonotonicArithmeticSaturates() {
+        let t = MonotonicInstant(nanoseconds: 1_000_000_000)
+        XCTAssertEqual((t + .milliseconds(500)).nanoseconds, 1_500_000_000)
+        XCTAssertEqual((t + .seconds(-5)).nanoseconds, 0)
+        XCTAssertEqual((t + .seconds(2)).since(t), .seconds(2))
+        XCTAssertEqual(t.since(t + .seconds(2)), .zero)
+    }
+
+    func testPulseClamp() {
+        let limits = PulseLimits(minimum: .milliseconds(50), maximum: .seconds(60))
+        XCTAssertEqual(limits.clamp(.seconds(45)), PulseLimits.absoluteMaximum)
+        XCTAssertEqual(limits.clamp(.milliseconds(1)), .milliseconds(50))
+        XCTAssertEqual(PulseLimits().clamp(.seconds(3)), .seconds(3))
+    }
+}

@@ -1,0 +1,32 @@
+@testable import GatewayCLI
+import TestSupport
+import XCTest
+
+final class EntryTests: XCTestCase {
+    func testRoutesByInvokedNameAndRoleWord() {
+        XCTAssertEqual(Entry.route(["/usr/bin/gatewayd", "-c", "x"])?.0, .daemon)
+        XCTAssertEqual(Entry.route(["/usr/bin/gatewayd", "-c", "x"])?.1, ["-c", "x"])
+        XCTAssertEqual(Entry.route(["gatewayctl", "status"])?.0, .ctl)
+        XCTAssertEqual(Entry.route(["gateway", "ctl", "status"])?.1, ["status"])
+        XCTAssertEqual(Entry.route(["./gateway", "daemon"])?.0, .daemon)
+        XCTAssertNil(Entry.route(["gateway"]))
+        XCTAssertNil(Entry.route(["gateway", "status"]))
+    }
+
+    func testBinaryAnswersUnderEachName() throws {
+        let version = try Run.gatewayctl(["version"])
+        XCTAssertEqual(version.status, 0)
+        XCTAssertTrue(version.stdout.hasPrefix("gateway "), version.stdout)
+        let bare = try Run.process(Run.product("gateway"), [])
+        XCTAssertEqual(bare.status, 64)
+        XCTAssertTrue(bare.stderr.contains("gateway ctl <command>"))
+        let linkDir = FileManager.default.temporaryDirectory.appendingPathComponent("links-\(getpid())")
+        try? FileManager.default.createDirectory(at: linkDir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: linkDir) }
+        let ctl = linkDir.appendingPathComponent("gatewayctl")
+        try? FileManager.default.removeItem(at: ctl)
+        try FileManager.default.createSymbolicLink(at: ctl, withDestinationURL: Run.product("gateway"))
+        let viaLink = try Run.process(ctl, ["version"])
+        XCTAssertEqual(viaLink.stdout, version.stdout)
+    }
+}
