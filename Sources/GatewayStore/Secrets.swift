@@ -2,25 +2,9 @@ import DoorCore
 import Foundation
 import GRDB
 
-/// Where a sticker secret came from (DESIGN.md "Keys"): generated here, or
-/// imported from a phone's share link. v1 stickers verify only with imported ones.
-public enum SecretOrigin: String, Sendable, Codable, CaseIterable {
-    case generated, imported
-}
-
-/// A sticker secret as stored.
-public struct StoredSecret: Equatable, Sendable {
-    public var id: Int64
-    public var action: ActionIndex
-    public var label: String
-    public var key: [UInt8]
-    public var created: Int64
-    public var origin: SecretOrigin
-    public var active: Bool
-}
-
-extension StoredSecret: FetchableRecord {
+extension StickerSecret: FetchableRecord {
     public init(row: Row) throws {
+        self.init(id: 0, action: 0, key: [], origin: .imported)
         id = row["id"]
         action = row["action"]
         label = row["label"]
@@ -57,7 +41,7 @@ extension GatewayStore {
     /// Stores a new secret (32 bytes) for an action that exists.
     @discardableResult
     public func addSecret(action: ActionIndex, key: [UInt8], label: String, origin: SecretOrigin,
-                          now: Int64) throws -> StoredSecret {
+                          now: Int64) throws -> StickerSecret {
         guard key.count == 32 else { throw StoreError.invalidValue("a sticker secret is 32 bytes, got \(key.count)") }
         return try pool.write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [action]) != nil else {
@@ -66,26 +50,26 @@ extension GatewayStore {
             try db.execute(sql: """
                 INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
                 """, arguments: [action, label, Data(key), now, origin.rawValue])
-            return StoredSecret(id: db.lastInsertedRowID, action: action, label: label, key: key,
+            return StickerSecret(id: db.lastInsertedRowID, action: action, label: label, key: key,
                                 created: now, origin: origin, active: true)
         }
     }
 
     /// Secrets, optionally of one action, oldest first.
-    public func secrets(action: ActionIndex? = nil) throws -> [StoredSecret] {
+    public func secrets(action: ActionIndex? = nil) throws -> [StickerSecret] {
         try pool.read { db in
             if let action {
-                return try StoredSecret.fetchAll(db, sql: "SELECT * FROM secret WHERE action = ? ORDER BY id",
+                return try StickerSecret.fetchAll(db, sql: "SELECT * FROM secret WHERE action = ? ORDER BY id",
                                                  arguments: [action])
             }
-            return try StoredSecret.fetchAll(db, sql: "SELECT * FROM secret ORDER BY id")
+            return try StickerSecret.fetchAll(db, sql: "SELECT * FROM secret ORDER BY id")
         }
     }
 
     /// The action's newest active generated secret: what provisioning signs with.
-    public func newestGeneratedSecret(action: ActionIndex) throws -> StoredSecret? {
+    public func newestGeneratedSecret(action: ActionIndex) throws -> StickerSecret? {
         try pool.read { db in
-            try StoredSecret.fetchOne(db, sql: """
+            try StickerSecret.fetchOne(db, sql: """
                 SELECT * FROM secret WHERE action = ? AND origin = 'generated' AND active
                 ORDER BY created DESC, id DESC LIMIT 1
                 """, arguments: [action])
