@@ -1,0 +1,176 @@
+/// What a remote command asks for.
+public enum CommandTarget: Equatable, Hashable, Sendable, CustomStringConvertible {
+    case action(ActionIndex)
+    /// Command 5 of the ESP32 firmware: publish a device report (no OTP needed).
+    case report
+    public var description: String {
+        switch self {
+        case .action(let a): return "action \(a)"
+        case .report: return "report"
+        }
+    }
+}
+
+/// Why a remote command was refused. Codes are stable (events, `--json`).
+public struct CommandRejection: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        case retained, deviceReport = "device_report", malformed
+        case unknownCommand = "unknown_command", unknownAction = "unknown_action"
+        case badChecksum = "bad_checksum", stale, future, replay
+        case olderThanHighest = "older_than_highest", replayRecordFull = "replay_record_full"
+        case badMAC = "bad_mac", wrongDevice = "wrong_device"
+        case clockUnsynchronised = "clock_unsynchronised", noKey = "no_key"
+    }
+    public var code: Code
+    public var detail: String
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+    public var description: String { "\(code.rawValue): \(detail)" }
+}
+
+/// The verdict on one remote command message, with what was learnt on the
+/// way (for `gatewayctl otp inspect` and events).
+public struct CommandVerdict: Equatable, Sendable {
+    public enum Kind: String, Sendable { case compat, native }
+    public var kind: Kind
+    public var command: Int?
+    public var target: CommandTarget?
+    /// The timestamp inside the OTP block or the native message.
+    public var timestamp: Int64?
+    /// now − timestamp, seconds.
+    public var skew: Int64?
+    public var checksumOK: Bool?
+    public var rejection: CommandRejection?
+
+    public var accepted: Bool { rejection == nil }
+}
+
+/// Judges remote commands, COMPAT §3 (compat) and §5 (native). The replay
+/// guard is passed in so the caller owns its persistence.
+public struct CommandJudge: Sendable {
+    /// Compat command number → target (default 1→0, 2→1, 3→2, 4→3, 5→report).
+    public var mapping: [Int: CommandTarget]
+    /// Freshness window, seconds: `|now − ts| ≤ tolerance`; clamped to 0…30.
+    public var tolerance: Int64
+    public var deviceID: String
+    public var actionCount: Int
+
+    public static let defaultMapping: [Int: CommandTarget] = [1: .action(0), 2: .action(1), 3: .action(2), 4: .action(3), 5: .report]
+    public static let maximumTolerance: Int64 = 30
+
+    public init(mapping: [Int: CommandTarget] = defaultMapping, tolerance: Int64 = 5, deviceID: String, actionCount: Int = 4) {
+        self.mapping = mapping
+        self.tolerance = min(max(tolerance, 0), Self.maximumTolerance)
+        self.deviceID = deviceID
+        self.actionCount = actionCount
+    }
+
+    /// A compat command (`{"command": n, "otp-auth": "<32 hex>"}`).
+    public func judgeCompat(payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
+                            replay: inout ReplayGuard) -> CommandVerdict {
+        var v = CommandVerdict(kind: .compat)
+        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
+        if let r = Self.screen(payload: payload, retained: retained) { return reject(r) }
+        let json: JSONValue
+        do { json = try JSONValue.parse(payload) } catch { return reject(CommandRejection(.malformed, error.description)) }
+        guard case .object(let members) = json else { return reject(CommandRejection(.malformed, "not a JSON object")) }
+        guard case .int(let number)? = json["command"] else {
+            return reject(CommandRejection(.malformed, "\"command\" must be an integer"))
+        }
+        if let extra = members.first(where: { $0.0 != "command" && $0.0 != "otp-auth" }) {
+            return reject(CommandRejection(.malformed, "unexpected key \"\(extra.0.prefix(32))\""))
+        }
+        v.command = Int(clamping: number)
+        guard let target = mapping[Int(clamping: number)] else {
+            return reject(CommandRejection(.unknownCommand, "command \(number) is not mapped"))
+        }
+        v.target = target
+        if target == .report { return v }
+        guard case .string(let otp)? = json["otp-auth"] else {
+            return reject(CommandRejection(.malformed, "\"otp-auth\" must be a string"))
+        }
+        guard let key else { return reject(CommandRejection(.noKey, "no timestamp key is configured")) }
+        let block: OTPBlock
+        do { block = try OTPBlock.decrypt(hex: otp, key: key) } catch { return reject(error) }
+        v.checksumOK = block.checksumOK
+        guard block.checksumOK else {
+            return reject(CommandRejection(.badChecksum, "checksum does not match (wrong key or damaged block)"))
+        }
+        v.timestamp = block.timestamp
+        v.skew = now.unixSeconds - block.timestamp
+        if let r = fresh(block.timestamp, now: now) { return reject(r) }
+        if let r = replay.admit(keyID: "compat", fingerprint: otp.lowercased(), timestamp: block.timestamp,
+                                now: now.unixSeconds, tolerance: tolerance) {
+            return reject(r)
+        }
+        return v
+    }
+
+    /// A native command (`{"action","ts","nonce","device","mac"}`, COMPAT §5).
+    public func judgeNative(payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
+                            replay: inout ReplayGuard) -> CommandVerdict {
+        var v = CommandVerdict(kind: .native)
+        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
+        if let r = Self.screen(payload: payload, retained: retained) { return reject(r) }
+        let json: JSONValue
+        do { json = try JSONValue.parse(payload) } catch { return reject(CommandRejection(.malformed, error.description)) }
+        guard case .object(let members) = json, members.count == 5,
+              case .int(let action)? = json["action"], case .int(let ts)? = json["ts"],
+              case .string(let nonce)? = json["nonce"], case .string(let device)? = json["device"],
+              case .string(let macHex)? = json["mac"] else {
+            return reject(CommandRejection(.malformed, "expected exactly action, ts (integers), nonce, device, mac (strings)"))
+        }
+        guard nonce.utf8.count == 32, Hex.decode(nonce) != nil else {
+            return reject(CommandRejection(.malformed, "nonce must be 32 hex digits"))
+        }
+        guard macHex.utf8.count == 64, let mac = Hex.decode(macHex) else {
+            return reject(CommandRejection(.malformed, "mac must be 64 hex digits"))
+        }
+        v.timestamp = ts
+        v.skew = now.unixSeconds &- ts
+        guard device == deviceID else {
+            return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
+        }
+        guard let key else { return reject(CommandRejection(.noKey, "no command key is configured")) }
+        let expected = Crypto.hmacSHA256(key: key, message: Self.nativeMACMessage(device: device, action: action, ts: ts, nonce: nonce))
+        guard Crypto.constantTimeEqual(expected, mac) else {
+            return reject(CommandRejection(.badMAC, "the MAC does not verify"))
+        }
+        guard action >= 0, action < actionCount else {
+            return reject(CommandRejection(.unknownAction, "action \(action) is not configured"))
+        }
+        v.target = .action(Int(action))
+        if let r = fresh(ts, now: now) { return reject(r) }
+        if let r = replay.admit(keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
+                                now: now.unixSeconds, tolerance: tolerance) {
+            return reject(r)
+        }
+        return v
+    }
+
+    /// `cmd1|<device>|<action>|<ts>|<nonce>`: what a native command's MAC covers.
+    public static func nativeMACMessage(device: String, action: Int64, ts: Int64, nonce: String) -> String {
+        "cmd1|\(device)|\(action)|\(ts)|\(nonce)"
+    }
+
+    /// Retained messages and device reports are never commands (COMPAT §3).
+    static func screen(payload: [UInt8], retained: Bool) -> CommandRejection? {
+        if retained { return CommandRejection(.retained, "retained messages are ignored") }
+        if payload.starts(with: Array(#"{"TT_ID""#.utf8)) {
+            return CommandRejection(.deviceReport, "a device report, not a command")
+        }
+        return nil
+    }
+
+    func fresh(_ ts: Int64, now: WallClock) -> CommandRejection? {
+        guard now.synchronised else {
+            return CommandRejection(.clockUnsynchronised, "the system clock is not synchronised; remote commands are refused")
+        }
+        let skew = now.unixSeconds &- ts
+        if skew > tolerance { return CommandRejection(.stale, "\(skew) s old, the window is \(tolerance) s") }
+        if -skew > tolerance { return CommandRejection(.future, "\(-skew) s in the future, the window is \(tolerance) s") }
+        return nil
+    }
+}

@@ -1,0 +1,134 @@
+import DoorCore
+import TestSupport
+import XCTest
+
+final class CommandTests: XCTestCase {
+    let vectors = CompatVectors.load()
+    let judge = CommandJudge(deviceID: "front-door")
+
+    func clock(_ t: Int, synced: Bool = true) -> WallClock { WallClock(unixSeconds: Int64(t), synchronised: synced) }
+
+    func compat(_ message: String, key: String?, now: Int, retained: Bool = false, tolerance: Int64 = 5,
+                replay: inout ReplayGuard) -> CommandVerdict {
+        CommandJudge(tolerance: tolerance, deviceID: "front-door")
+            .judgeCompat(payload: Array(message.utf8), retained: retained, key: key.flatMap(Hex.decode),
+                         now: clock(now), replay: &replay)
+    }
+
+    func testOTPVectorsDecryptAndEncrypt() throws {
+        for v in vectors.otp {
+            let key = Hex.decode(v.key)!
+            let block = try OTPBlock.decrypt(hex: v.otp_auth, key: key)
+            XCTAssertEqual(Hex.encode(block.plain), v.plain)
+            XCTAssertEqual(block.timestamp, Int64(v.ts))
+            XCTAssertEqual(block.checksumOK, v.bad_checksum != true)
+            XCTAssertEqual(Hex.encode(try Crypto.aes128ECB(.encrypt, key: key, block: Hex.decode(v.plain)!)), v.otp_auth)
+            if v.bad_checksum == true {
+                var replay = ReplayGuard()
+                let msg = #"{"command": 1, "otp-auth": "\#(v.otp_auth)"}"#
+                XCTAssertEqual(compat(msg, key: v.key, now: v.ts, replay: &replay).rejection?.code, .badChecksum)
+            }
+        }
+    }
+
+    func testOTPCases() {
+        for c in vectors.otp_cases {
+            var replay = ReplayGuard()
+            let v = compat(c.message, key: c.key, now: c.now, tolerance: Int64(c.tolerance), replay: &replay)
+            XCTAssertEqual(v.accepted, c.accept, "\(c.why): \(String(describing: v.rejection))")
+        }
+        // The vector messages carry their command number to the mapped action.
+        var replay = ReplayGuard()
+        let first = vectors.otp[0]
+        XCTAssertEqual(compat(first.message!, key: first.key, now: first.ts, replay: &replay).target, .action(0))
+    }
+
+    func testReplayAndHighestTimestamp() throws {
+        let key = Array(repeating: UInt8(7), count: 16)
+        let keyHex = Hex.encode(key)
+        func msg(_ ts: UInt32, _ r: UInt8) throws -> String {
+            #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: ts, random: Array(repeating: r, count: 11), key: key))"}"#
+        }
+        var replay = ReplayGuard()
+        let a = try msg(1000, 1)
+        XCTAssertTrue(compat(a, key: keyHex, now: 1000, replay: &replay).accepted)
+        XCTAssertEqual(compat(a, key: keyHex, now: 1002, replay: &replay).rejection?.code, .replay)
+        // A later block raises the highest accepted timestamp to 1030 …
+        XCTAssertTrue(compat(try msg(1030, 2), key: keyHex, now: 1030, replay: &replay).accepted)
+        // … so a logged block from 1020 is dead even if the clock is moved back to 1020.
+        XCTAssertEqual(compat(try msg(1020, 3), key: keyHex, now: 1020, replay: &replay).rejection?.code, .olderThanHighest)
+        // Within the window of the highest, a different block is fine.
+        XCTAssertTrue(compat(try msg(1026, 4), key: keyHex, now: 1027, replay: &replay).accepted)
+        // The replay of `a` is still refused after its entry expired, by the highest rule.
+        XCTAssertNotNil(compat(a, key: keyHex, now: 1000, replay: &replay).rejection)
+    }
+
+    func testFullReplayRecordRejectsInsteadOfEvicting() throws {
+        let key = Array(repeating: UInt8(9), count: 16)
+        var replay = ReplayGuard(capacity: 2)
+        for r in 1...2 {
+            let m = #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 500, random: Array(repeating: UInt8(r), count: 11), key: key))"}"#
+            XCTAssertTrue(compat(m, key: Hex.encode(key), now: 500, replay: &replay).accepted)
+        }
+        let third = #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 500, random: Array(repeating: 3, count: 11), key: key))"}"#
+        XCTAssertEqual(compat(third, key: Hex.encode(key), now: 501, replay: &replay).rejection?.code, .replayRecordFull)
+        XCTAssertEqual(replay.entries.count, 2)
+        // Two windows later the entries are pruned and there is room again.
+        let later = #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 520, random: Array(repeating: 4, count: 11), key: key))"}"#
+        XCTAssertTrue(compat(later, key: Hex.encode(key), now: 520, replay: &replay).accepted)
+    }
+
+    func testScreeningAndClock() {
+        let v = vectors.otp[0]
+        var replay = ReplayGuard()
+        XCTAssertEqual(compat(v.message!, key: v.key, now: v.ts, retained: true, replay: &replay).rejection?.code, .retained)
+        XCTAssertEqual(compat(#"{"TT_ID":"x","command":1}"#, key: v.key, now: v.ts, replay: &replay).rejection?.code, .deviceReport)
+        let unsynced = judge.judgeCompat(payload: Array(v.message!.utf8), retained: false, key: Hex.decode(v.key),
+                                         now: clock(v.ts, synced: false), replay: &replay)
+        XCTAssertEqual(unsynced.rejection?.code, .clockUnsynchronised)
+        XCTAssertTrue(replay.entries.isEmpty, "a refused command leaves no trace")
+        XCTAssertEqual(compat(#"{"command":5}"#, key: nil, now: 0, replay: &replay).target, .report)
+        XCTAssertTrue(compat(#"{"command":5}"#, key: nil, now: 0, replay: &replay).accepted)
+        XCTAssertEqual(compat(#"{"command":9,"otp-auth":"00"}"#, key: v.key, now: 0, replay: &replay).rejection?.code, .unknownCommand)
+        XCTAssertEqual(compat(#"{"command":1,"otp-auth":"\#(v.otp_auth)"}"#, key: nil, now: v.ts, replay: &replay).rejection?.code, .noKey)
+        for bad in ["", "{", "[]", #"{"command":"1","otp-auth":"x"}"#, #"{"command":1.5}"#, #"{"command":1,"otp-auth":12}"#,
+                    #"{"command":1,"otp-auth":"zz"}"#, #"{"command":1,"command":1}"#, #"{"command":1,"x":1,"otp-auth":"\#(v.otp_auth)"}"#] {
+            XCTAssertEqual(compat(bad, key: v.key, now: v.ts, replay: &replay).rejection?.code, .malformed, bad)
+        }
+    }
+
+    func nativeMessage(action: Int64, ts: Int64, nonce: String, device: String, key: [UInt8], macAction: Int64? = nil) -> String {
+        let mac = Crypto.hmacSHA256(key: key, message: CommandJudge.nativeMACMessage(device: device, action: macAction ?? action, ts: ts, nonce: nonce))
+        return #"{"action": \#(action), "ts": \#(ts), "nonce": "\#(nonce)", "device": "\#(device)", "mac": "\#(Hex.encode(mac))"}"#
+    }
+
+    func testNativeCommands() {
+        let key = Array(repeating: UInt8(5), count: 32)
+        let nonce = String(repeating: "ab", count: 16)
+        var replay = ReplayGuard()
+        func run(_ m: String, now: Int = 2000, synced: Bool = true) -> CommandVerdict {
+            judge.judgeNative(payload: Array(m.utf8), retained: false, key: key, now: clock(now, synced: synced), replay: &replay)
+        }
+        let good = nativeMessage(action: 2, ts: 2000, nonce: nonce, device: "front-door", key: key)
+        XCTAssertEqual(run(good).target, .action(2))
+        XCTAssertEqual(run(good).rejection?.code, .replay)
+        let altered = nativeMessage(action: 3, ts: 2000, nonce: String(repeating: "cd", count: 16), device: "front-door", key: key, macAction: 2)
+        XCTAssertEqual(run(altered).rejection?.code, .badMAC)
+        let otherDoor = nativeMessage(action: 0, ts: 2000, nonce: String(repeating: "ef", count: 16), device: "back-door", key: key)
+        XCTAssertEqual(run(otherDoor).rejection?.code, .wrongDevice)
+        let old = nativeMessage(action: 0, ts: 1900, nonce: String(repeating: "01", count: 16), device: "front-door", key: key)
+        XCTAssertEqual(run(old).rejection?.code, .stale)
+        let ahead = nativeMessage(action: 0, ts: 2060, nonce: String(repeating: "02", count: 16), device: "front-door", key: key)
+        XCTAssertEqual(run(ahead).rejection?.code, .future)
+        let fine = nativeMessage(action: 0, ts: 2001, nonce: String(repeating: "03", count: 16), device: "front-door", key: key)
+        XCTAssertEqual(run(fine, synced: false).rejection?.code, .clockUnsynchronised)
+        let badAction = nativeMessage(action: 9, ts: 2000, nonce: String(repeating: "04", count: 16), device: "front-door", key: key)
+        XCTAssertEqual(run(badAction).rejection?.code, .unknownAction)
+        XCTAssertEqual(run(#"{"action":1}"#).rejection?.code, .malformed)
+    }
+
+    func testToleranceIsClampedToThirtySeconds() {
+        XCTAssertEqual(CommandJudge(tolerance: 300, deviceID: "d").tolerance, 30)
+        XCTAssertEqual(CommandJudge(tolerance: -1, deviceID: "d").tolerance, 0)
+    }
+}
