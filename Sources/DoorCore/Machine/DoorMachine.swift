@@ -1,0 +1,455 @@
+/// The pure door logic: `handle(event, at: now) -> [effect]` (DESIGN.md
+/// "Shape of the program"). No I/O, no clock reads, no sleeping: timers are
+/// effects and their firing is an input.
+///
+/// Outputs are unlocked only while something holds them — an action step or
+/// passage mode — and the effect that locks an output is produced the moment
+/// its last holder lets go, so every path that unlocks also locks.
+public struct DoorMachine: Sendable {
+    public let settings: DoorSettings
+    public private(set) var mode: DoorMode
+    public private(set) var readerHealthy = true
+    public private(set) var provisioning: Provisioning = .idle
+    public private(set) var doorOpen = false
+
+    public enum Provisioning: Equatable, Sendable {
+        case idle
+        case armed(ProvisioningJob, source: String)
+        case writing(ProvisioningJob)
+    }
+
+    enum Holder: Hashable, Sendable { case run(Int), passage }
+
+    struct Run: Sendable {
+        var action: ActionDefinition
+        var step: Int
+        var source: String
+    }
+
+    private var holders: [String: Set<Holder>] = [:]
+    private var runs: [Int: Run] = [:]
+    private var nextRun = 0
+    private var lastRunEnd: MonotonicInstant?
+    // Tags in the field and when each left it (de-duplication).
+    private var present: Set<TagUID> = []
+    private var departed: [TagUID: MonotonicInstant] = [:]
+    // Button.
+    private var pressStart: MonotonicInstant?
+    private var press = 0
+    private var holdReached = false
+    // Provisioning.
+    private var arming = 0
+    // Lockout.
+    private var denials: [TagUID: [MonotonicInstant]] = [:]
+    private var globalDenials: [MonotonicInstant] = []
+    private var lockedTags: [TagUID: MonotonicInstant] = [:]
+    private var globalLockUntil: MonotonicInstant?
+    private var lastLockout: [TagUID?: (end: MonotonicInstant, length: Duration)] = [:]
+    private var lockoutGeneration = 0
+    // Door contact.
+    private var heldOpenGeneration = 0
+
+    public init(settings: DoorSettings) {
+        self.settings = settings
+        mode = settings.initialMode
+    }
+
+    // MARK: Status
+
+    public func outputState(_ name: String) -> OutputState { (holders[name] ?? []).isEmpty ? .locked : .unlocked }
+    public var runningActions: [ActionIndex] { runs.values.map(\.action.index).sorted() }
+
+    public struct LockoutStatus: Equatable, Sendable {
+        public var globalUntil: MonotonicInstant?
+        public var tags: [TagUID: MonotonicInstant]
+    }
+
+    public func lockoutStatus(at now: MonotonicInstant) -> LockoutStatus {
+        LockoutStatus(globalUntil: globalLockUntil.flatMap { $0 > now ? $0 : nil },
+                      tags: lockedTags.filter { $0.value > now })
+    }
+
+    // MARK: Entry points
+
+    /// Start: every output driven to its locked level before anything else.
+    public mutating func start(at now: Now) -> [DoorEffect] {
+        var fx: [DoorEffect] = settings.outputs.map { .drive(output: $0.name, .locked) }
+        fx.append(.emit(DoorEvent(.started, reason: mode.rawValue)))
+        fx.append(.feedback(.heartbeat))
+        if mode == .passage {
+            for o in settings.outputs { acquire(o.name, .passage, &fx) }
+        }
+        return fx
+    }
+
+    public mutating func handle(_ input: DoorInput, at now: Now) -> [DoorEffect] {
+        var fx: [DoorEffect] = []
+        switch input {
+        case .tagArrived(let p): tagArrived(p, now.monotonic, &fx)
+        case .tagDeparted(let uid):
+            present.remove(uid)
+            departed[uid] = now.monotonic
+        case .button(let pressed): pressed ? buttonPressed(now.monotonic, &fx) : buttonReleased(now.monotonic, &fx)
+        case .doorContact(let open): doorContact(open, now.monotonic, &fx)
+        case .timerFired(let id): timerFired(id, now.monotonic, &fx)
+        case .remoteCommand(let outcome): remote(outcome, now.monotonic, &fx)
+        case .admin(let request): admin(request, now.monotonic, &fx)
+        case .writeResult(let uid, let outcome): writeResult(uid, outcome, &fx)
+        case .readerFault(let why):
+            if readerHealthy {
+                readerHealthy = false
+                fx.append(.feedback(.readerFault))
+            }
+            fx.append(.emit(DoorEvent(.readerFault, reason: why)))
+        case .readerRecovered:
+            guard !readerHealthy else { break }
+            readerHealthy = true
+            fx.append(.stopFeedback(.readerFault))
+            fx.append(.emit(DoorEvent(.readerRecovered)))
+        }
+        return fx
+    }
+
+    // MARK: Outputs and action runs
+
+    private mutating func acquire(_ output: String, _ holder: Holder, _ fx: inout [DoorEffect]) {
+        var set = holders[output] ?? []
+        let wasEmpty = set.isEmpty
+        set.insert(holder)
+        holders[output] = set
+        if wasEmpty { fx.append(.drive(output: output, .unlocked)) }
+    }
+
+    private mutating func release(_ output: String, _ holder: Holder, _ fx: inout [DoorEffect]) {
+        guard var set = holders[output], set.remove(holder) != nil else { return }
+        holders[output] = set
+        if set.isEmpty { fx.append(.drive(output: output, .locked)) }
+    }
+
+    /// Runs an action's steps. A second request for an action already running
+    /// does not restart it (the door is already open; restarting could hold a
+    /// strike energised indefinitely under repeated taps).
+    private mutating func runAction(_ index: ActionIndex, source: String, _ now: MonotonicInstant,
+                                    _ fx: inout [DoorEffect]) -> Bool {
+        guard let action = settings.action(index) else { return false }
+        if runs.values.contains(where: { $0.action.index == index }) { return true }
+        nextRun += 1
+        runs[nextRun] = Run(action: action, step: -1, source: source)
+        advance(nextRun, now, &fx)
+        return true
+    }
+
+    private mutating func advance(_ id: Int, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        while var run = runs[id] {
+            if run.step >= 0, run.step < run.action.steps.count, case .pulse(let output, _) = run.action.steps[run.step] {
+                release(output, .run(id), &fx)
+            }
+            run.step += 1
+            runs[id] = run
+            guard run.step < run.action.steps.count else {
+                runs[id] = nil
+                lastRunEnd = now
+                fx.append(.emit(DoorEvent(.actionCompleted, action: run.action.index, source: run.source)))
+                return
+            }
+            switch run.action.steps[run.step] {
+            case .pulse(let output, let duration):
+                guard settings.output(output) != nil else { continue }  // validated by the config; skip safely
+                acquire(output, .run(id), &fx)
+                fx.append(.startTimer(.step(run: id, step: run.step), after: settings.pulseLimits.clamp(duration)))
+                return
+            case .wait(let duration):
+                fx.append(.startTimer(.step(run: id, step: run.step), after: max(.zero, duration)))
+                return
+            }
+        }
+    }
+
+    // MARK: Tags
+
+    private mutating func tagArrived(_ p: TagPresentation, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        // A tag left on the reader fires once; one that returns within the quiet time is the same tap.
+        departed = departed.filter { now.since($0.value) < settings.sameTagQuiet }
+        let returning = departed.removeValue(forKey: p.uid) != nil
+        guard present.insert(p.uid).inserted, !returning else { return }
+
+        switch provisioning {
+        case .writing:
+            return  // the reader is busy writing; other tags wait
+        case .armed(var job, let source):
+            if p.content == .foreign && !job.overwrite {
+                fx.append(.emit(DoorEvent(.provisioningRefused, reason: "foreign_content", action: job.action, uid: p.uid, source: source)))
+                fx.append(.feedback(.writeFailed))
+                return
+            }
+            job.uid = p.uid
+            provisioning = .writing(job)
+            fx.append(.cancelTimer(.provisioningTimeout(arming: arming)))
+            fx.append(.emit(DoorEvent(.provisioningWriting, action: job.action, uid: p.uid, source: source)))
+            fx.append(.writeTag(job))
+            return
+        case .idle:
+            break
+        }
+
+        if isLockedOut(p.uid, now) {
+            fx.append(.feedback(.lockedOut))
+            fx.append(.emit(DoorEvent(.accessDenied, reason: "locked_out", uid: p.uid, source: "tag")))
+            return
+        }
+        switch p.verdict {
+        case .grant(let action, let reason):
+            if mode == .lockdown {
+                fx.append(.feedback(.denied))
+                fx.append(.emit(DoorEvent(.accessDenied, reason: "lockdown", action: action, uid: p.uid, source: "tag")))
+                return
+            }
+            guard settings.action(action) != nil else {
+                fx.append(.feedback(.denied))
+                fx.append(.emit(DoorEvent(.accessDenied, reason: "unknown_action", action: action, uid: p.uid, source: "tag")))
+                return
+            }
+            fx.append(.feedback(.granted))
+            fx.append(.emit(DoorEvent(.accessGranted, reason: reason, action: action, uid: p.uid, source: "tag")))
+            _ = runAction(action, source: "tag", now, &fx)
+        case .deny(let reason, let counts):
+            fx.append(.feedback(.denied))
+            fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: p.uid, source: "tag")))
+            if counts { countDenial(p.uid, now, &fx) }
+        }
+    }
+
+    // MARK: Lockout
+
+    private func isLockedOut(_ uid: TagUID, _ now: MonotonicInstant) -> Bool {
+        guard settings.lockout.enabled else { return false }
+        if let g = globalLockUntil, now < g { return true }
+        if let t = lockedTags[uid], now < t { return true }
+        return false
+    }
+
+    private mutating func countDenial(_ uid: TagUID, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let policy = settings.lockout
+        guard policy.enabled else { return }
+        let window = policy.window
+        globalDenials = globalDenials.filter { now.since($0) < window } + [now]
+        denials = denials.compactMapValues { times in
+            let kept = times.filter { now.since($0) < window }
+            return kept.isEmpty ? nil : kept
+        }
+        denials[uid, default: []].append(now)
+        if globalDenials.count >= policy.globalThreshold {
+            globalDenials = []
+            lockOut(nil, now, &fx)
+        } else if denials[uid]!.count >= policy.perTagThreshold {
+            denials[uid] = nil
+            lockOut(uid, now, &fx)
+        }
+    }
+
+    /// Locks out one tag (or all when `uid` is nil): the first lockout lasts
+    /// `duration`; one following a lockout of the same scope within `cap`
+    /// doubles, up to `cap`.
+    private mutating func lockOut(_ uid: TagUID?, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let policy = settings.lockout
+        lastLockout = lastLockout.filter { now.since($0.value.end) < policy.cap }
+        var length = policy.duration
+        if let previous = lastLockout[uid] { length = min(policy.cap, previous.length * 2) }
+        length = min(length, policy.cap)
+        let until = now + length
+        lastLockout[uid] = (until, length)
+        if let uid { lockedTags[uid] = until } else { globalLockUntil = until }
+        lockoutGeneration += 1
+        fx.append(.feedback(.lockedOut))
+        fx.append(.emit(DoorEvent(.lockout, reason: uid == nil ? "global" : "tag", uid: uid)))
+        fx.append(.startTimer(.lockoutEnd(generation: lockoutGeneration), after: length))
+    }
+
+    private mutating func lockoutTimer(_ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let expired = lockedTags.filter { $0.value <= now }.map(\.key)
+        for uid in expired.sorted() {
+            lockedTags[uid] = nil
+            fx.append(.emit(DoorEvent(.lockoutEnded, reason: "tag", uid: uid)))
+        }
+        if let g = globalLockUntil, g <= now {
+            globalLockUntil = nil
+            fx.append(.emit(DoorEvent(.lockoutEnded, reason: "global")))
+        }
+    }
+
+    // MARK: Button
+
+    private mutating func buttonPressed(_ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        guard pressStart == nil else { return }
+        pressStart = now
+        press += 1
+        holdReached = false
+        fx.append(.startTimer(.buttonHold(press: press), after: settings.button.provisioningHold))
+    }
+
+    private mutating func buttonReleased(_ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        guard let start = pressStart else { return }
+        pressStart = nil
+        fx.append(.cancelTimer(.buttonHold(press: press)))
+        let length = now.since(start)
+        // A hold never also opens, even if its timer has not been delivered yet.
+        guard !holdReached, length < settings.button.provisioningHold else { return }
+        guard length >= settings.button.minimumPress, let exit = settings.button.exitAction else { return }
+        // The exit request works in lockdown and during lockout.
+        if runAction(exit, source: "button", now, &fx) {
+            fx.append(.feedback(.granted))
+            fx.append(.emit(DoorEvent(.exitRequest, action: exit, source: "button")))
+        }
+    }
+
+    private mutating func holdTimer(_ id: Int, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        guard id == press, pressStart != nil else { return }
+        holdReached = true
+        let policy = settings.provisioning
+        if !policy.buttonArmed {
+            fx.append(.emit(DoorEvent(.provisioningRefused, reason: "button_arming_disabled", source: "button")))
+        } else if mode == .lockdown {
+            fx.append(.emit(DoorEvent(.provisioningRefused, reason: "lockdown", source: "button")))
+        } else {
+            arm(ProvisioningJob(action: policy.action, protect: policy.protect), source: "button", &fx)
+        }
+    }
+
+    // MARK: Provisioning
+
+    private mutating func arm(_ job: ProvisioningJob, source: String, _ fx: inout [DoorEffect]) {
+        if case .writing = provisioning {
+            fx.append(.emit(DoorEvent(.provisioningRefused, reason: "write_in_progress", action: job.action, source: source)))
+            return
+        }
+        guard settings.action(job.action) != nil else {
+            fx.append(.emit(DoorEvent(.provisioningRefused, reason: "unknown_action", action: job.action, source: source)))
+            return
+        }
+        if case .armed = provisioning { fx.append(.cancelTimer(.provisioningTimeout(arming: arming))) }
+        arming += 1
+        provisioning = .armed(job, source: source)
+        fx.append(.feedback(.provisioningArmed))
+        fx.append(.emit(DoorEvent(.provisioningArmed, action: job.action, source: source)))
+        fx.append(.startTimer(.provisioningTimeout(arming: arming), after: settings.provisioning.timeout))
+    }
+
+    private mutating func disarm(reason: String, _ fx: inout [DoorEffect]) {
+        guard case .armed(let job, let source) = provisioning else { return }
+        provisioning = .idle
+        fx.append(.cancelTimer(.provisioningTimeout(arming: arming)))
+        fx.append(.stopFeedback(.provisioningArmed))
+        fx.append(.emit(DoorEvent(.provisioningCancelled, reason: reason, action: job.action, source: source)))
+    }
+
+    private mutating func writeResult(_ uid: TagUID, _ outcome: WriteOutcome, _ fx: inout [DoorEffect]) {
+        guard case .writing(let job) = provisioning, job.uid == uid else { return }
+        provisioning = .idle
+        fx.append(.stopFeedback(.provisioningArmed))
+        switch outcome {
+        case .written:
+            fx.append(.feedback(.tagWritten))
+            fx.append(.emit(DoorEvent(.provisioningWritten, action: job.action, uid: uid)))
+        case .failed(let why):
+            fx.append(.feedback(.writeFailed))
+            fx.append(.emit(DoorEvent(.provisioningFailed, reason: why, action: job.action, uid: uid)))
+        }
+    }
+
+    // MARK: Remote and admin
+
+    private mutating func remote(_ outcome: RemoteOutcome, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        switch outcome {
+        case .accepted(.report, let source):
+            fx.append(.publishReport)
+            fx.append(.emit(DoorEvent(.remoteAccepted, reason: "report", source: source)))
+        case .accepted(.action(let a), let source):
+            if mode == .lockdown {
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "lockdown", action: a, source: source)))
+            } else if runAction(a, source: source, now, &fx) {
+                fx.append(.feedback(.granted))
+                fx.append(.emit(DoorEvent(.remoteAccepted, action: a, source: source)))
+            } else {
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "unknown_action", action: a, source: source)))
+            }
+        case .rejected(let code, _, let source):
+            fx.append(.emit(DoorEvent(.remoteRejected, reason: code, source: source)))
+        }
+    }
+
+    private mutating func admin(_ request: AdminRequest, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        switch request {
+        case .open(let a):
+            if runAction(a, source: "admin", now, &fx) {
+                fx.append(.feedback(.granted))
+                fx.append(.emit(DoorEvent(.adminOpen, action: a, source: "admin")))
+            }
+        case .setMode(let new):
+            guard new != mode else { return }
+            let old = mode
+            mode = new
+            if new == .passage {
+                for o in settings.outputs { acquire(o.name, .passage, &fx) }
+            } else if old == .passage {
+                for o in settings.outputs { release(o.name, .passage, &fx) }
+            }
+            if new == .lockdown { disarm(reason: "lockdown", &fx) }
+            fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: "admin")))
+        case .armProvisioning(let job):
+            arm(job, source: "admin", &fx)
+        case .cancelProvisioning:
+            disarm(reason: "cancelled", &fx)
+        case .clearLockout:
+            denials = [:]
+            globalDenials = []
+            lockedTags = [:]
+            globalLockUntil = nil
+            lastLockout = [:]
+            lockoutGeneration += 1
+            fx.append(.emit(DoorEvent(.lockoutCleared, source: "admin")))
+        case .playFeedback(let kind):
+            fx.append(.feedback(kind))
+        }
+    }
+
+    // MARK: Door contact
+
+    private mutating func doorContact(_ open: Bool, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let policy = settings.doorContact
+        guard policy.enabled, open != doorOpen else { return }
+        doorOpen = open
+        heldOpenGeneration += 1
+        if open {
+            fx.append(.emit(DoorEvent(.doorOpened)))
+            let granted = !runs.isEmpty || mode == .passage || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
+            if !granted { fx.append(.emit(DoorEvent(.doorForcedOpen))) }
+            if mode != .passage {
+                fx.append(.startTimer(.doorHeldOpen(generation: heldOpenGeneration), after: policy.heldOpenAfter))
+            }
+        } else {
+            fx.append(.cancelTimer(.doorHeldOpen(generation: heldOpenGeneration - 1)))
+            fx.append(.emit(DoorEvent(.doorClosed)))
+        }
+    }
+
+    // MARK: Timers
+
+    private mutating func timerFired(_ id: TimerID, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        switch id {
+        case .step(let run, let step):
+            guard runs[run]?.step == step else { return }
+            advance(run, now, &fx)
+        case .buttonHold(let p):
+            holdTimer(p, now, &fx)
+        case .provisioningTimeout(let a):
+            guard a == arming else { return }
+            disarm(reason: "timeout", &fx)
+        case .lockoutEnd:
+            // Whatever is due ends; after an admin clear nothing is, and the firing is a no-op.
+            lockoutTimer(now, &fx)
+        case .doorHeldOpen(let g):
+            guard g == heldOpenGeneration, doorOpen else { return }
+            fx.append(.emit(DoorEvent(.doorHeldOpen)))
+        }
+    }
+}

@@ -1,0 +1,129 @@
+/// What the door machine is told. Validation of stickers and commands
+/// happens before (it needs secrets and the registry); the machine gets the outcome.
+public enum DoorInput: Equatable, Sendable {
+    case tagArrived(TagPresentation)
+    case tagDeparted(TagUID)
+    /// A debounced button edge from the I/O adapter (its time is the event's `now`).
+    case button(pressed: Bool)
+    /// The door contact changed (when one is configured).
+    case doorContact(open: Bool)
+    case timerFired(TimerID)
+    case remoteCommand(RemoteOutcome)
+    case admin(AdminRequest)
+    case writeResult(uid: TagUID, WriteOutcome)
+    case readerFault(String)
+    case readerRecovered
+}
+
+/// A tag in the field, classified (DESIGN.md "blank", "ours", foreign) and judged.
+public struct TagPresentation: Equatable, Sendable {
+    public enum Content: String, Equatable, Sendable { case blank, ours, foreign }
+    public var uid: TagUID
+    public var content: Content
+    public var verdict: AccessVerdict
+    public init(uid: TagUID, content: Content, verdict: AccessVerdict) {
+        self.uid = uid
+        self.content = content
+        self.verdict = verdict
+    }
+}
+
+public enum AccessVerdict: Equatable, Sendable {
+    /// `reason` is the sticker verdict code, e.g. `valid_v2`.
+    case grant(action: ActionIndex, reason: String)
+    /// Denials of stickers in our format count toward lockout; foreign tags do not.
+    case deny(reason: String, countsTowardLockout: Bool)
+}
+
+public enum RemoteOutcome: Equatable, Sendable {
+    case accepted(CommandTarget, source: String)
+    case rejected(code: String, detail: String, source: String)
+}
+
+public enum AdminRequest: Equatable, Sendable {
+    case open(ActionIndex)
+    case setMode(DoorMode)
+    case armProvisioning(ProvisioningJob)
+    case cancelProvisioning
+    case clearLockout
+    case playFeedback(FeedbackKind)
+}
+
+/// What provisioning writes on the next suitable tag.
+public struct ProvisioningJob: Equatable, Sendable {
+    public var action: ActionIndex
+    public var label: String
+    public var protect: Bool
+    /// Overwrite foreign content (only when the admin said so).
+    public var overwrite: Bool
+    /// Set when a tag is chosen.
+    public var uid: TagUID?
+    public init(action: ActionIndex, label: String = "", protect: Bool = false, overwrite: Bool = false, uid: TagUID? = nil) {
+        self.action = action
+        self.label = label
+        self.protect = protect
+        self.overwrite = overwrite
+        self.uid = uid
+    }
+}
+
+public enum WriteOutcome: Equatable, Sendable {
+    case written
+    case failed(String)
+}
+
+/// Timers the machine asks for. Each carries a generation so a firing that
+/// was cancelled or replaced meanwhile is recognised and ignored.
+public enum TimerID: Hashable, Sendable {
+    /// Step `step` of action run `run` ended.
+    case step(run: Int, step: Int)
+    case buttonHold(press: Int)
+    case provisioningTimeout(arming: Int)
+    case lockoutEnd(generation: Int)
+    case doorHeldOpen(generation: Int)
+}
+
+/// What the machine asks the runtime to do (STYLE.md §1).
+public enum DoorEffect: Equatable, Sendable {
+    case drive(output: String, OutputState)
+    case feedback(FeedbackKind)
+    case stopFeedback(FeedbackKind)
+    case startTimer(TimerID, after: Duration)
+    case cancelTimer(TimerID)
+    case emit(DoorEvent)
+    case writeTag(ProvisioningJob)
+    /// Publish the device report (compat command 5).
+    case publishReport
+}
+
+/// An event for the audit log and MQTT: kind, reason and context.
+public struct DoorEvent: Equatable, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case started
+        case accessGranted = "access_granted", accessDenied = "access_denied"
+        case exitRequest = "exit_request", adminOpen = "admin_open"
+        case actionCompleted = "action_completed"
+        case remoteAccepted = "remote_accepted", remoteRejected = "remote_rejected"
+        case provisioningArmed = "provisioning_armed", provisioningWriting = "provisioning_writing"
+        case provisioningWritten = "provisioning_written", provisioningFailed = "provisioning_failed"
+        case provisioningRefused = "provisioning_refused", provisioningCancelled = "provisioning_cancelled"
+        case lockout, lockoutEnded = "lockout_ended", lockoutCleared = "lockout_cleared"
+        case modeChanged = "mode_changed"
+        case readerFault = "reader_fault", readerRecovered = "reader_recovered"
+        case doorOpened = "door_opened", doorClosed = "door_closed"
+        case doorForcedOpen = "door_forced_open", doorHeldOpen = "door_held_open"
+    }
+    public var kind: Kind
+    public var reason: String?
+    public var action: ActionIndex?
+    public var uid: TagUID?
+    public var source: String?
+
+    public init(_ kind: Kind, reason: String? = nil, action: ActionIndex? = nil, uid: TagUID? = nil, source: String? = nil) {
+        self.kind = kind
+        self.reason = reason
+        self.action = action
+        self.uid = uid
+        self.source = source
+    }
+}

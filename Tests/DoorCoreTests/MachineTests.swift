@@ -1,0 +1,347 @@
+import DoorCore
+import TestSupport
+import XCTest
+
+final class MachineTests: XCTestCase {
+    let grant = AccessVerdict.grant(action: 0, reason: "valid_v2")
+    let forged = AccessVerdict.deny(reason: "bad_signature", countsTowardLockout: true)
+    let foreign = AccessVerdict.deny(reason: "not_ours", countsTowardLockout: false)
+    let a = "04A1B2C3D4E5F6", b = "04000000000001"
+
+    func harness(_ settings: DoorSettings = DoorSettings()) -> MachineHarness {
+        var h = MachineHarness(settings: settings)
+        h.start()
+        return h
+    }
+
+    func testStartLocksEveryOutputBeforeAnythingElse() {
+        var h = MachineHarness(settings: DoorSettings(outputs: [OutputDefinition(name: "strike"),
+                                                                 OutputDefinition(name: "gate", lockedLevel: .energised)]))
+        let fx = h.start()
+        XCTAssertEqual(Array(fx.prefix(2)), [.drive(output: "strike", .locked), .drive(output: "gate", .locked)])
+        XCTAssertEqual(fx.eventKinds, [.started])
+        XCTAssertTrue(fx.contains(.feedback(.heartbeat)))
+    }
+
+    func testGrantedTapPulsesThenLocksInOrder() {
+        var h = harness()
+        let fx = h.send(MachineHarness.tag(a, grant))
+        XCTAssertEqual(fx, [
+            .feedback(.granted),
+            .emit(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: a), source: "tag")),
+            .drive(output: "strike", .unlocked),
+            .startTimer(.step(run: 1, step: 0), after: .seconds(3)),
+        ])
+        XCTAssertEqual(h.advance(.milliseconds(2999)), [])
+        XCTAssertEqual(h.advance(.milliseconds(1)), [
+            .drive(output: "strike", .locked),
+            .emit(DoorEvent(.actionCompleted, action: 0, source: "tag")),
+        ])
+    }
+
+    func testDeniedTapNeverDrives() {
+        var h = harness()
+        let fx = h.send(MachineHarness.tag(a, forged))
+        XCTAssertEqual(fx, [.feedback(.denied), .emit(DoorEvent(.accessDenied, reason: "bad_signature", uid: TagUID(hex: a), source: "tag"))])
+    }
+
+    func testMultiStepActionsAndClamping() {
+        let steps: [OutputStep] = [.pulse(output: "open", duration: .milliseconds(500)), .wait(.seconds(10)),
+                                   .pulse(output: "stop", duration: .seconds(600)), .pulse(output: "nowhere", duration: .seconds(1))]
+        var h = harness(DoorSettings(outputs: [OutputDefinition(name: "open"), OutputDefinition(name: "stop")],
+                                     actions: [ActionDefinition(index: 0, name: "garage", steps: steps)]))
+        h.send(MachineHarness.tag(a, grant))
+        XCTAssertEqual(h.outputs["open"], .unlocked)
+        h.advance(.milliseconds(500))
+        XCTAssertEqual(h.outputs["open"], .locked)
+        XCTAssertNil(h.outputs["stop"].flatMap { $0 == .unlocked ? $0 : nil })
+        h.advance(.seconds(10))
+        XCTAssertEqual(h.outputs["stop"], .unlocked)
+        // 600 s is clamped to the 10 s default maximum.
+        let fx = h.advance(.seconds(10))
+        XCTAssertEqual(fx.drives, [.drive(output: "stop", .locked)])
+        XCTAssertEqual(fx.eventKinds, [.actionCompleted], "the unknown output's step is skipped")
+        XCTAssertTrue(h.timers.isEmpty)
+    }
+
+    func testATagLeftOnTheReaderFiresOnce() {
+        var h = harness()
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)).eventKinds, [.accessGranted])
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)), [], "still present")
+        h.send(.tagDeparted(TagUID(hex: a)!))
+        h.advance(.milliseconds(900))
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)), [], "back within 1 s: the same tap")
+        h.send(.tagDeparted(TagUID(hex: a)!))
+        h.advance(.seconds(1))
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)).eventKinds, [.accessGranted])
+        // Another tag is not held back by the first.
+        XCTAssertEqual(h.send(MachineHarness.tag(b, forged)).eventKinds, [.accessDenied])
+    }
+
+    func testRepeatedGrantsDoNotRestartARunningAction() {
+        var h = harness()
+        h.send(MachineHarness.tag(a, grant))
+        h.advance(.seconds(2))
+        let fx = h.send(MachineHarness.tag(b, grant))
+        XCTAssertEqual(fx.eventKinds, [.accessGranted])
+        XCTAssertEqual(fx.drives, [])
+        XCTAssertEqual(h.advance(.seconds(1)).drives, [.drive(output: "strike", .locked)])
+    }
+
+    func testShortPressOpensOnReleaseAndAHoldNeverOpens() {
+        var h = harness()
+        XCTAssertEqual(h.send(.button(pressed: true)).drives, [])
+        h.advance(.milliseconds(4900))
+        let release = h.send(.button(pressed: false))
+        XCTAssertEqual(release.eventKinds, [.exitRequest])
+        XCTAssertEqual(release.drives, [.drive(output: "strike", .unlocked)])
+        h.runAllTimers()
+
+        h.send(.button(pressed: true))
+        let atHold = h.advance(.seconds(5))
+        XCTAssertEqual(atHold.eventKinds, [.provisioningArmed])
+        XCTAssertTrue(atHold.contains(.feedback(.provisioningArmed)))
+        h.advance(.seconds(3))
+        let late = h.send(.button(pressed: false))
+        XCTAssertEqual(late.drives, [])
+        XCTAssertEqual(late.eventKinds, [])
+        // Noise shorter than the minimum press does nothing either.
+        h.send(.button(pressed: true))
+        h.advance(.milliseconds(20))
+        XCTAssertEqual(h.send(.button(pressed: false)).drives, [])
+    }
+
+    func testHoldWithArmingDisabledStillNeverOpens() {
+        var s = DoorSettings()
+        s.provisioning.buttonArmed = false
+        var h = harness(s)
+        h.send(.button(pressed: true))
+        XCTAssertEqual(h.advance(.seconds(6)).events.map(\.reason), ["button_arming_disabled"])
+        XCTAssertEqual(h.send(.button(pressed: false)).drives, [])
+    }
+
+    func testProvisioningWritesBlankOrOursRefusesForeignAndTimesOut() {
+        var h = harness()
+        h.send(.admin(.armProvisioning(ProvisioningJob(action: 1, label: "front"))))
+        let refused = h.send(MachineHarness.tag(a, foreign, content: .foreign))
+        XCTAssertEqual(refused.events.map(\.reason), ["foreign_content"])
+        let fx = h.send(MachineHarness.tag(b, .deny(reason: "not_ours", countsTowardLockout: false), content: .blank))
+        XCTAssertEqual(fx.eventKinds, [.provisioningWriting])
+        XCTAssertTrue(fx.contains(.writeTag(ProvisioningJob(action: 1, label: "front", uid: TagUID(hex: b)))))
+        XCTAssertEqual(fx.drives, [], "a tag being provisioned never opens")
+        // One tag per arming: another tag during the write is ignored.
+        XCTAssertEqual(h.send(MachineHarness.tag("04000000000009", grant)), [])
+        let done = h.send(.writeResult(uid: TagUID(hex: b)!, .written))
+        XCTAssertEqual(done.eventKinds, [.provisioningWritten])
+        XCTAssertTrue(done.contains(.feedback(.tagWritten)))
+        XCTAssertEqual(h.machine.provisioning, .idle)
+
+        h.send(.admin(.armProvisioning(ProvisioningJob(action: 0))))
+        XCTAssertEqual(h.advance(.seconds(59)).eventKinds, [])
+        let timeout = h.advance(.seconds(1))
+        XCTAssertEqual(timeout.events.map(\.reason), ["timeout"])
+        XCTAssertTrue(timeout.contains(.stopFeedback(.provisioningArmed)))
+        XCTAssertEqual(h.machine.provisioning, .idle)
+    }
+
+    func testProvisioningFailureAndOverwrite() {
+        var h = harness()
+        h.send(.admin(.armProvisioning(ProvisioningJob(action: 0, overwrite: true))))
+        XCTAssertEqual(h.send(MachineHarness.tag(a, foreign, content: .foreign)).eventKinds, [.provisioningWriting])
+        let failed = h.send(.writeResult(uid: TagUID(hex: a)!, .failed("tag_lost")))
+        XCTAssertEqual(failed.events.first?.reason, "tag_lost")
+        XCTAssertTrue(failed.contains(.feedback(.writeFailed)))
+        // A stale timeout from that arming is ignored.
+        XCTAssertEqual(h.advance(.seconds(120)).eventKinds, [])
+    }
+
+    func testButtonArmingRefusedInLockdownAndLockdownCancelsArming() {
+        var h = harness()
+        h.send(.admin(.armProvisioning(ProvisioningJob(action: 0))))
+        let lock = h.send(.admin(.setMode(.lockdown)))
+        XCTAssertEqual(lock.eventKinds, [.provisioningCancelled, .modeChanged])
+        h.send(.button(pressed: true))
+        XCTAssertEqual(h.advance(.seconds(5)).events.map(\.reason), ["lockdown"])
+    }
+
+    func testLockoutPerTagCountsOnlyOurStickersAndSparesTheExitButton() {
+        var h = harness()
+        for _ in 0..<5 {
+            h.send(MachineHarness.tag(b, foreign, content: .foreign))
+            h.send(.tagDeparted(TagUID(hex: b)!))
+            h.advance(.seconds(2))
+        }
+        XCTAssertTrue(h.machine.lockoutStatus(at: h.clock.monotonic).tags.isEmpty, "foreign tags are not an attack")
+        var kinds: [DoorEvent.Kind] = []
+        for _ in 0..<3 {
+            kinds += h.send(MachineHarness.tag(a, forged)).eventKinds
+            h.send(.tagDeparted(TagUID(hex: a)!))
+            h.advance(.seconds(2))
+        }
+        XCTAssertEqual(kinds, [.accessDenied, .accessDenied, .accessDenied, .lockout])
+        // Even a valid sticker on that UID is refused while locked out …
+        let locked = h.send(MachineHarness.tag(a, grant))
+        XCTAssertEqual(locked.events.map(\.reason), ["locked_out"])
+        XCTAssertTrue(locked.contains(.feedback(.lockedOut)))
+        XCTAssertEqual(locked.drives, [])
+        h.send(.tagDeparted(TagUID(hex: a)!))
+        // … but another tag, the exit button and remote commands still work.
+        XCTAssertEqual(h.send(MachineHarness.tag(b, grant)).eventKinds, [.accessGranted])
+        h.runAllTimers()
+        h.send(.button(pressed: true))
+        h.advance(.milliseconds(200))
+        XCTAssertEqual(h.send(.button(pressed: false)).eventKinds, [.exitRequest])
+        h.runAllTimers()
+        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(0), source: "mqtt"))).eventKinds, [.remoteAccepted])
+    }
+
+    func testLockoutExpiresDoublesAndIsCapped() {
+        var s = DoorSettings()
+        s.lockout = LockoutPolicy(perTagThreshold: 1, globalThreshold: 100, duration: .seconds(30), cap: .seconds(100))
+        var h = harness(s)
+        func deny() -> [DoorEffect] {
+            let fx = h.send(MachineHarness.tag(a, forged))
+            h.send(.tagDeparted(TagUID(hex: a)!))
+            return fx
+        }
+        XCTAssertTrue(deny().contains(.startTimer(.lockoutEnd(generation: 1), after: .seconds(30))))
+        XCTAssertEqual(h.advance(.seconds(30)).eventKinds, [.lockoutEnded])
+        XCTAssertTrue(deny().contains(.startTimer(.lockoutEnd(generation: 2), after: .seconds(60))))
+        h.advance(.seconds(60))
+        XCTAssertTrue(deny().contains(.startTimer(.lockoutEnd(generation: 3), after: .seconds(100))), "capped")
+        let cleared = h.send(.admin(.clearLockout))
+        XCTAssertEqual(cleared.eventKinds, [.lockoutCleared])
+        XCTAssertEqual(h.advance(.seconds(100)).eventKinds, [], "the stale expiry timer does nothing")
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)).eventKinds, [.accessGranted])
+    }
+
+    func testGlobalLockoutBlocksEveryTag() {
+        var s = DoorSettings()
+        s.lockout = LockoutPolicy(perTagThreshold: 100, globalThreshold: 3)
+        var h = harness(s)
+        for n in 1...3 { h.send(MachineHarness.tag("0400000000000\(n)", forged)) }
+        XCTAssertNotNil(h.machine.lockoutStatus(at: h.clock.monotonic).globalUntil)
+        XCTAssertEqual(h.send(MachineHarness.tag("04000000000009", grant)).events.map(\.reason), ["locked_out"])
+        h.advance(.seconds(30))
+        XCTAssertEqual(h.send(MachineHarness.tag("04000000000008", grant)).eventKinds, [.accessGranted])
+    }
+
+    func testModes() {
+        var h = harness()
+        let passage = h.send(.admin(.setMode(.passage)))
+        XCTAssertEqual(passage.drives, [.drive(output: "strike", .unlocked)])
+        // A tap in passage is granted and logged; the action's own pulse does not lock the held output.
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)).drives, [])
+        XCTAssertEqual(h.runAllTimers().drives, [])
+        XCTAssertEqual(h.outputs["strike"], .unlocked)
+        let lockdown = h.send(.admin(.setMode(.lockdown)))
+        XCTAssertEqual(lockdown.drives, [.drive(output: "strike", .locked)])
+        h.send(.tagDeparted(TagUID(hex: a)!))
+        h.advance(.seconds(2))
+        XCTAssertEqual(h.send(MachineHarness.tag(a, grant)).events.map(\.reason), ["lockdown"])
+        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(0), source: "mqtt"))).events.map(\.reason), ["lockdown"])
+        XCTAssertEqual(h.send(.admin(.open(0))).eventKinds, [.adminOpen])
+        h.runAllTimers()
+        h.send(.button(pressed: true))
+        h.advance(.milliseconds(300))
+        XCTAssertEqual(h.send(.button(pressed: false)).eventKinds, [.exitRequest])
+        XCTAssertEqual(h.send(.admin(.setMode(.lockdown))), [], "no change, no event")
+    }
+
+    func testInitialPassageModeLocksFirstThenUnlocks() {
+        var h = MachineHarness(settings: DoorSettings(initialMode: .passage))
+        XCTAssertEqual(h.start().drives, [.drive(output: "strike", .locked), .drive(output: "strike", .unlocked)])
+    }
+
+    func testRemoteCommands() {
+        var h = harness()
+        let ok = h.send(.remoteCommand(.accepted(.action(0), source: "compat")))
+        XCTAssertEqual(ok.eventKinds, [.remoteAccepted])
+        XCTAssertEqual(ok.drives, [.drive(output: "strike", .unlocked)])
+        let rejected = h.send(.remoteCommand(.rejected(code: "replay", detail: "seen", source: "compat")))
+        XCTAssertEqual(rejected, [.emit(DoorEvent(.remoteRejected, reason: "replay", source: "compat"))])
+        XCTAssertEqual(h.send(.remoteCommand(.accepted(.report, source: "compat"))).first, .publishReport)
+        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(9), source: "native"))).events.map(\.reason), ["unknown_action"])
+    }
+
+    func testReaderFaultAndRecovery() {
+        var h = harness()
+        let fault = h.send(.readerFault("no answer"))
+        XCTAssertEqual(fault, [.feedback(.readerFault), .emit(DoorEvent(.readerFault, reason: "no answer"))])
+        XCTAssertFalse(h.machine.readerHealthy)
+        XCTAssertEqual(h.send(.readerFault("still")).count, 1, "the pattern is not restarted")
+        XCTAssertEqual(h.send(.readerRecovered), [.stopFeedback(.readerFault), .emit(DoorEvent(.readerRecovered))])
+        XCTAssertEqual(h.send(.readerRecovered), [])
+    }
+
+    func testDoorContactAlarms() {
+        var s = DoorSettings()
+        s.doorContact = DoorContactPolicy(enabled: true, heldOpenAfter: .seconds(30), openGrace: .seconds(10))
+        var h = harness(s)
+        XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened, .doorForcedOpen])
+        XCTAssertEqual(h.advance(.seconds(30)).eventKinds, [.doorHeldOpen])
+        XCTAssertEqual(h.send(.doorContact(open: false)).eventKinds, [.doorClosed])
+        h.send(MachineHarness.tag(a, grant))
+        h.advance(.seconds(5))
+        XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened], "opened within the grant's grace")
+        XCTAssertEqual(h.send(.doorContact(open: false)).eventKinds, [.doorClosed])
+        XCTAssertEqual(h.advance(.seconds(60)).eventKinds, [], "held-open timer cancelled on close")
+    }
+
+    func testStaleTimersAreIgnored() {
+        var h = harness()
+        XCTAssertEqual(h.send(.timerFired(.step(run: 42, step: 0))), [])
+        XCTAssertEqual(h.send(.timerFired(.buttonHold(press: 7))), [])
+        XCTAssertEqual(h.send(.timerFired(.provisioningTimeout(arming: 3))), [])
+        XCTAssertEqual(h.send(.timerFired(.doorHeldOpen(generation: 5))), [])
+        h.send(MachineHarness.tag(a, grant))
+        XCTAssertEqual(h.send(.timerFired(.step(run: 1, step: 5))), [], "a step the run is not at")
+    }
+
+    /// Random inputs at random times: outside passage mode every output ends
+    /// locked once all timers have fired, and in lockdown only the exit
+    /// button and admin ever unlock.
+    func testRandomSequencesAlwaysEndLocked() {
+        var rng = SeededRandom(seed: 11)
+        let settings = DoorSettings(outputs: [OutputDefinition(name: "strike"), OutputDefinition(name: "gate")],
+                                    actions: [ActionDefinition(index: 0, name: "door", steps: [.pulse(output: "strike", duration: .seconds(3))]),
+                                              ActionDefinition(index: 1, name: "gate", steps: [.pulse(output: "gate", duration: .seconds(1)), .wait(.seconds(2)),
+                                                                                               .pulse(output: "strike", duration: .seconds(1))])],
+                                    doorContact: DoorContactPolicy(enabled: true))
+        let uids = ["04000000000001", "04000000000002", "04000000000003"]
+        for round in 0..<300 {
+            var h = harness(settings)
+            for _ in 0..<60 {
+                let uid = uids[Int.random(in: 0..<3, using: &rng)]
+                let before = h.machine.mode
+                let input: DoorInput
+                var allowedInLockdown = false
+                switch Int.random(in: 0..<12, using: &rng) {
+                case 0, 1: input = MachineHarness.tag(uid, .grant(action: Int.random(in: 0...2, using: &rng), reason: "valid_v2"))
+                case 2: input = MachineHarness.tag(uid, .deny(reason: "bad_signature", countsTowardLockout: true))
+                case 3: input = .tagDeparted(TagUID(hex: uid)!)
+                case 4: input = .button(pressed: Bool.random(using: &rng)); allowedInLockdown = true
+                case 5: input = .remoteCommand(.accepted(.action(Int.random(in: 0...1, using: &rng)), source: "mqtt"))
+                case 6: input = .admin(.setMode([.normal, .lockdown, .passage][Int.random(in: 0...2, using: &rng)])); allowedInLockdown = true
+                case 7: input = .admin(.open(Int.random(in: 0...1, using: &rng))); allowedInLockdown = true
+                case 8: input = .admin(.armProvisioning(ProvisioningJob(action: 0)))
+                case 9: input = .writeResult(uid: TagUID(hex: uid)!, Bool.random(using: &rng) ? .written : .failed("x"))
+                case 10: input = .doorContact(open: Bool.random(using: &rng))
+                default: input = .readerFault("x")
+                }
+                var fx = h.send(input)
+                fx += h.advance(.milliseconds(Int64.random(in: 0...4000, using: &rng)))
+                if before == .lockdown && h.machine.mode == .lockdown && !allowedInLockdown {
+                    // Only timer-driven steps of runs started earlier may unlock.
+                    XCTAssertFalse(h.send(.remoteCommand(.accepted(.action(0), source: "x"))).contains(.drive(output: "strike", .unlocked)))
+                }
+                _ = fx
+            }
+            h.send(.admin(.setMode(.normal)))
+            h.runAllTimers()
+            XCTAssertEqual(h.outputs["strike"], .locked, "round \(round)")
+            XCTAssertEqual(h.outputs["gate"], .locked, "round \(round)")
+            XCTAssertTrue(h.machine.runningActions.isEmpty)
+        }
+    }
+}
