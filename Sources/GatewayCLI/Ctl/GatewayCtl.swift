@@ -6,7 +6,7 @@ public struct GatewayCtl: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "gatewayctl",
         abstract: "Administer a DoorGateway door controller.",
-        subcommands: [VersionCommand.self]
+        subcommands: [VersionCommand.self, GPIOCommand.self]
     )
     public init() {}
 }
