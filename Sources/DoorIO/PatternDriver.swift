@@ -17,7 +17,8 @@ public final class PatternDriver: @unchecked Sendable {
         self.board = board
         self.logger = logger
         timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [unowned self] in self.step { $0.advance(to: MonotonicClock.now()) } }
+        // Weak: a tick racing with deinit finds nil instead of a dying object.
+        timer.setEventHandler { [weak self] in self?.step { $0.advance(to: MonotonicClock.now()) } }
         timer.schedule(deadline: .distantFuture)
         timer.activate()
     }
@@ -28,9 +29,10 @@ public final class PatternDriver: @unchecked Sendable {
         queue.sync { apply(player.stop()) }
     }
 
-    /// Play `pattern` unless a more important one is playing.
+    /// Play `pattern` unless a more important one is playing. Synchronous
+    /// (microseconds), so no queued work outlives the driver.
     public func play(_ pattern: FeedbackPattern) {
-        queue.async { self.step { $0.start(pattern, at: MonotonicClock.now()) } }
+        queue.sync { self.step { $0.start(pattern, at: MonotonicClock.now()) } }
     }
 
     /// Stop whatever plays; every line it lit goes off.

@@ -126,8 +126,10 @@ struct GPIOPulseCommand: ParsableCommand {
         let requested = Duration.milliseconds(ms)
         let length = PulseLimits().clamp(requested)
         if length != requested { logger.warning("pulse clamped to \(length.millisecondsClamped) ms") }
-        let start = MonotonicClock.now()
+        // Timed from when the drive returns, so the line is unlocked for at
+        // least `length`.
         try board.drive(relay.name, .unlocked)
+        let start = MonotonicClock.now()
         emit("pulse-start \(start.milliseconds)")
         if let trapAfterMs {
             MonotonicClock.sleep(for: .milliseconds(trapAfterMs))
@@ -229,7 +231,7 @@ struct GPIOWatchCommand: ParsableCommand {
 }
 
 /// Hidden test tool for the VM checks: read a gpio-sim sysfs value file in a
-/// tight loop and print `MS VALUE` at start and on every change, so the
+/// tight loop and print `MICROSECONDS VALUE` at start and on every change, so the
 /// checks see pulses and glitches at sub-millisecond resolution whatever
 /// shell the VM has.
 struct GPIOSampleCommand: ParsableCommand {
@@ -254,10 +256,10 @@ struct GPIOSampleCommand: ParsableCommand {
             guard pread(fd, &buffer, buffer.count, 0) > 0 else { continue }
             if buffer[0] != last {
                 last = buffer[0]
-                emit("\(now.milliseconds) \(UnicodeScalar(last))")
+                emit("\(now.nanoseconds / 1000) \(UnicodeScalar(last))")
             }
             usleep(100)  // ~0.2 ms resolution without starving a one-CPU VM
         }
-        emit("\(MonotonicClock.now().milliseconds) end")
+        emit("\(MonotonicClock.now().nanoseconds / 1000) end")
     }
 }
