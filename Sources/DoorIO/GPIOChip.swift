@@ -21,16 +21,13 @@ final class GPIOChip: @unchecked Sendable {
     /// `spec` is a name (`gpiochip0`), a path (`/dev/gpiochip4`), a label
     /// (`pinctrl-rp1`) or a number — gpiod_chip_open_lookup tries each.
     init(_ spec: String) throws {
-        var opened: OpaquePointer?
-        try gpiodCall("gpiod_chip_open_lookup", "chip '\(spec)'", handle: { code in
-            code == ENOENT || code == ENODEV || code == ENOTTY
-                ? .chipNotFound(spec: spec, available: GPIOChip.present()) : nil
-        }) {
-            opened = spec.isEmpty ? nil : gpiod_chip_open_lookup(spec)
-            if spec.isEmpty { errno = ENOENT }
-            return opened == nil ? -1 : 0
+        guard !spec.isEmpty, let opened = gpiod_chip_open_lookup(spec) else {
+            let code = spec.isEmpty ? ENOENT : errno
+            // ENOENT: nothing by that name, path or label; ENODEV/ENOTTY: a path that is not a GPIO chip.
+            if [ENOENT, ENODEV, ENOTTY].contains(code) { throw GPIOError.chipNotFound(spec: spec, available: Self.present()) }
+            throw GPIOError.call(function: "gpiod_chip_open_lookup", errno: code, subject: "chip '\(spec)'")
         }
-        pointer = opened!
+        pointer = opened
         name = String(cString: gpiod_chip_name(pointer))
     }
 

@@ -118,9 +118,12 @@ check_pulse() {
     up=$(nth_time pulse.samples 3)
     down=$(nth_time pulse.samples 4)
     seen=$(( (down - up) / 1000 ))
-    # The sampler polls every ~0.2 ms: allow it 1 ms late on the rising edge.
+    # The gateway's own figure is strict (timed from the unlocking ioctl's
+    # return to the locking one's). The sampler confirms it on the line; it
+    # polls every ~0.2 ms but can be descheduled for a few ms under TCG, so
+    # it may see the rising edge late: allow it 20 ms short.
     if [ -n "$reported" ] && [ "$reported" -ge $requested ] && [ "$reported" -le $((requested + 250)) ] \
-        && [ "$seen" -ge $((requested - 1)) ] && [ "$seen" -le $((requested + 250)) ]; then
+        && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ]; then
         pass pulse-length "requested $requested ms, reported $reported ms, sampled on the line $seen ms"
     else
         fail pulse-length "requested $requested ms, reported ${reported:-none} ms, sampled ${seen} ms"
@@ -262,6 +265,27 @@ check_sigkill_restart() {
     fi
 }
 
+# Clear errors: a missing chip, a missing line, and a busy line naming its
+# current consumer (gpiod_line_consumer).
+check_errors() {
+    ctl pulse --chip no-such-chip --output RELAY > /dev/null 2> "$WORKDIR/err-chip"
+    rc_chip=$?
+    ctl pulse --chip "$CHIP" --output NO_SUCH_LINE > /dev/null 2> "$WORKDIR/err-line"
+    rc_line=$?
+    start_pulse holder || { fail errors "no pulse-start: $(cat "$WORKDIR/holder.err")"; return; }
+    ctl pulse --chip "$CHIP" --output RELAY > /dev/null 2> "$WORKDIR/err-busy"
+    rc_busy=$?
+    kill -TERM "$PID"
+    status holder > /dev/null
+    if [ $rc_chip -ne 0 ] && grep -q "GPIO chip 'no-such-chip' not found.*$CHIP \[doorgateway-sim\]" "$WORKDIR/err-chip" \
+        && [ $rc_line -ne 0 ] && grep -q "GPIO line 'NO_SUCH_LINE' not found on chip $CHIP" "$WORKDIR/err-line" \
+        && [ $rc_busy -ne 0 ] && grep -q "is busy: already requested by 'gatewayd'" "$WORKDIR/err-busy"; then
+        pass errors "missing chip, missing line and busy line (consumer gatewayd) are named"
+    else
+        fail errors "$(cat "$WORKDIR/err-chip" "$WORKDIR/err-line" "$WORKDIR/err-busy" | tr '\n' ';')"
+    fi
+}
+
 # Fatal signals: the line must be locked while the process dies. A piped
 # core_pattern runs a probe while the dying process still holds its lines
 # (the core is written before its files are closed), so the probe reads the
@@ -309,6 +333,7 @@ main() {
     check_button
     check_sigterm
     check_sigkill_restart
+    check_errors
     setup_core_probe
     check_fatal sigabrt 134 ABRT
     # Swift runtime traps: SIGILL (132) on x86_64, SIGTRAP (133) on arm64.
