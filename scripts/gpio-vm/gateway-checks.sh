@@ -32,7 +32,7 @@ fail() { echo "FAIL $1: $2"; FAILED=1; }
 ctl() { "$GATEWAY" ctl gpio "$@"; }
 
 # --- a simulated chip with named lines -------------------------------------
-# line 0 RELAY, 1 LED_GREEN, 2 LED_RED, 3 BUZZER, 4 BUTTON
+# line 0 RELAY, 1 LED_GREEN, 2 LED_RED, 3 BUZZER, 4 BUTTON, 5 DOOR
 setup_sim() {
     modprobe gpio-sim 2>/dev/null || true
     if [ ! -d "$CFG" ]; then
@@ -44,7 +44,7 @@ setup_sim() {
     echo 8 > "$SIMDEV/bank0/num_lines"
     echo doorgateway-sim > "$SIMDEV/bank0/label"
     i=0
-    for name in RELAY LED_GREEN LED_RED BUZZER BUTTON; do
+    for name in RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR; do
         mkdir "$SIMDEV/bank0/line$i"
         echo "$name" > "$SIMDEV/bank0/line$i/name"
         i=$((i + 1))
@@ -158,7 +158,9 @@ check_pattern() {
 # 30 ms debounce before it, is reported once; so is the release.
 check_button() {
     set_pull 4 pull-up   # active-low button with pull-up: released
-    ctl watch --chip "/dev/$CHIP" --button BUTTON --count 2 > "$WORKDIR/button.out" 2> "$WORKDIR/button.err" &
+    set_pull 5 pull-up   # door contact, active-low: closed
+    ctl watch --chip "/dev/$CHIP" --button BUTTON --door-contact DOOR --count 3 \
+        > "$WORKDIR/button.out" 2> "$WORKDIR/button.err" &
     pid=$!
     if ! wait_for "$WORKDIR/button.out" '^ready'; then
         kill $pid 2>/dev/null
@@ -171,6 +173,8 @@ check_button() {
     set_pull 4 pull-down; set_pull 4 pull-up; set_pull 4 pull-down   # bounce, then held
     sleep 0.3
     set_pull 4 pull-up; set_pull 4 pull-down; set_pull 4 pull-up     # bounce, then released
+    sleep 0.1
+    set_pull 5 pull-down                                             # door opens
     n=50
     while kill -0 $pid 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
     kill $pid 2>/dev/null
@@ -179,8 +183,9 @@ check_button() {
     t1=$(awk '/button pressed/ { print $3 }' "$WORKDIR/button.out")
     t2=$(awk '/button released/ { print $3 }' "$WORKDIR/button.out")
     held=$(( ${t2:-0} - ${t1:-0} ))
-    if [ "$presses" = 1 ] && [ "$releases" = 1 ] && [ $held -ge 250 ] && [ $held -le 600 ]; then
-        pass button "one press and one release after bounces, held $held ms"
+    opened=$(grep -c 'door_contact open' "$WORKDIR/button.out")
+    if [ "$presses" = 1 ] && [ "$releases" = 1 ] && [ $held -ge 250 ] && [ $held -le 600 ] && [ "$opened" = 1 ]; then
+        pass button "one press and one release after bounces, held $held ms; door contact opened once"
     else
         fail button "presses $presses, releases $releases, held $held ms: $(tr '\n' ';' < "$WORKDIR/button.out")"
     fi
@@ -304,17 +309,16 @@ EOF
 
 restore_core_pattern() { echo "$OLD_CORE_PATTERN" > /proc/sys/kernel/core_pattern; }
 
-# check_fatal NAME EXPECTED_STATUSES SIGNAL|trap
+# check_fatal NAME EXPECTED_STATUSES SIGNAL|trap|overflow
 check_fatal() {
     name=$1 expected=$2 how=$3
     set_pull 0 pull-up
     rm -f "$WORKDIR"/core-value.*
-    if [ "$how" = trap ]; then
-        start_pulse "$name" --trap-after-ms 200
-    else
-        start_pulse "$name"
-    fi || { fail "$name" "no pulse-start: $(cat "$WORKDIR/$name.err")"; return; }
-    [ "$how" = trap ] || kill -"$how" "$PID"
+    case $how in
+        trap) start_pulse "$name" --trap-after-ms 200 ;;
+        overflow) start_pulse "$name" --overflow-after-ms 200 ;;
+        *) start_pulse "$name" && kill -"$how" "$PID" ;;
+    esac || { fail "$name" "no pulse-start: $(cat "$WORKDIR/$name.err")"; return; }
     rc=$(status "$name")
     probe=$(cat "$WORKDIR/core-value.$PID" 2>/dev/null)
     case " $expected " in *" $rc "*) ok_status=yes ;; *) ok_status=no ;; esac
@@ -338,6 +342,8 @@ main() {
     check_fatal sigabrt 134 ABRT
     # Swift runtime traps: SIGILL (132) on x86_64, SIGTRAP (133) on arm64.
     check_fatal swift-trap "132 133" trap
+    # A stack overflow: the handler runs on its alternate stack (sigaltstack).
+    check_fatal stack-overflow 139 overflow
     restore_core_pattern
     teardown_sim
     return $FAILED

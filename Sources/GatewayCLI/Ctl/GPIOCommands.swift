@@ -81,6 +81,9 @@ struct GPIOPulseCommand: ParsableCommand {
     var trapAfterMs: Int?
 
     @Option(help: .hidden)
+    var overflowAfterMs: Int?
+
+    @Option(help: .hidden)
     var lingerMs: Int = 0
 
     func validate() throws {
@@ -135,6 +138,10 @@ struct GPIOPulseCommand: ParsableCommand {
             MonotonicClock.sleep(for: .milliseconds(trapAfterMs))
             triggerRuntimeTrap()
         }
+        if let overflowAfterMs {
+            MonotonicClock.sleep(for: .milliseconds(overflowAfterMs))
+            emit("overflow \(exhaustStack(0))")
+        }
         MonotonicClock.sleep(until: start + length)
         try board.drive(relay.name, .locked)
         let end = MonotonicClock.now()
@@ -156,6 +163,16 @@ struct GPIOPulseCommand: ParsableCommand {
         let empty: [Int] = []
         let index = trapAfterMs ?? 0  // never a valid index of an empty array
         emit("trap \(empty[index])")
+    }
+}
+
+/// Unbounded recursion with a 4 KiB frame: SIGSEGV on the stack guard page,
+/// which the crash handler can only catch on its alternate stack.
+@inline(never)
+private func exhaustStack(_ depth: Int) -> Int {
+    withUnsafeTemporaryAllocation(of: Int.self, capacity: 512) { frame in
+        frame.initialize(repeating: depth)
+        return exhaustStack(depth + 1) &+ frame[depth % 512]
     }
 }
 
