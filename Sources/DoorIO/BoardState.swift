@@ -13,9 +13,10 @@ final class BoardState: Sendable {
     /// Outputs start locked, indicators off, inputs inactive.
     init(outputs: [OutputDefinition], indicators: [String], inputs: [InputKind]) {
         let snapshot = BoardSnapshot(
-            outputs: Dictionary(uniqueKeysWithValues: outputs.map {
-                ($0.name, BoardSnapshot.OutputLine(state: .locked, level: $0.lockedLevel))
-            }),
+            outputs: Dictionary(
+                uniqueKeysWithValues: outputs.map {
+                    ($0.name, BoardSnapshot.OutputLine(state: .locked, level: $0.lockedLevel))
+                }),
             indicators: Dictionary(uniqueKeysWithValues: indicators.map { ($0, false) }),
             inputs: Dictionary(uniqueKeysWithValues: inputs.map { ($0, false) }))
         inner = Mutex(Inner(snapshot: snapshot))

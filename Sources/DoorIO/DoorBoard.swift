@@ -10,8 +10,10 @@ public struct BoardDescription: Equatable, Sendable {
     public var button: Input?
     public var doorContact: Input?
 
-    public init(chip: String, outputs: [Output], indicators: [IndicatorLine] = [],
-                button: Input? = nil, doorContact: Input? = nil) {
+    public init(
+        chip: String, outputs: [Output], indicators: [IndicatorLine] = [],
+        button: Input? = nil, doorContact: Input? = nil
+    ) {
         self.chip = chip
         self.outputs = outputs
         self.indicators = indicators
@@ -54,7 +56,9 @@ public struct BoardDescription: Equatable, Sendable {
         public var activeLow: Bool
         public var bias: Bias
         public var debounce: Duration
-        public init(line: LineSpec, activeLow: Bool = true, bias: Bias = .pullUp, debounce: Duration = .milliseconds(30)) {
+        public init(
+            line: LineSpec, activeLow: Bool = true, bias: Bias = .pullUp, debounce: Duration = .milliseconds(30)
+        ) {
             self.line = line
             self.activeLow = activeLow
             self.bias = bias
@@ -74,7 +78,11 @@ public enum LineSpec: Equatable, Hashable, Sendable, CustomStringConvertible {
 
     /// All digits → an offset; anything else → a line name.
     public init(_ text: String) {
-        if !text.isEmpty, text.allSatisfy(\.isASCII), let n = UInt32(text) { self = .offset(n) } else { self = .name(text) }
+        if !text.isEmpty, text.allSatisfy(\.isASCII), let n = UInt32(text) {
+            self = .offset(n)
+        } else {
+            self = .name(text)
+        }
     }
 
     var isOffset: Bool { if case .offset = self { return true } else { return false } }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import CDoorSafety
 import DoorCore
@@ -30,13 +30,15 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
         chip = try GPIOChip(description.chip)
         var relays: [String: OutputLine] = [:]
         for o in description.outputs {
-            relays[o.name] = try OutputLine(chip: chip, spec: o.line, activeLow: o.activeLow,
-                                            safeValue: o.lockedLevel == .energised, subject: "output '\(o.name)'")
+            relays[o.name] = try OutputLine(
+                chip: chip, spec: o.line, activeLow: o.activeLow,
+                safeValue: o.lockedLevel == .energised, subject: "output '\(o.name)'")
         }
         var indicators: [String: OutputLine] = [:]
         for i in description.indicators {
-            indicators[i.name] = try OutputLine(chip: chip, spec: i.line, activeLow: i.activeLow,
-                                                safeValue: false, subject: "indicator '\(i.name)'")
+            indicators[i.name] = try OutputLine(
+                chip: chip, spec: i.line, activeLow: i.activeLow,
+                safeValue: false, subject: "indicator '\(i.name)'")
         }
         outputs = description.outputs.map(\.definition)
         indicatorNames = description.indicators.map(\.name)
@@ -48,7 +50,10 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
         let chip = self.chip, state = self.state
         monitor = try InputMonitor(
             inputs: try inputs.map { kind, input in
-                (kind, try EdgeInputLine(chip: chip, input: input, subject: kind.rawValue, logger: logger), input.debounce)
+                (
+                    kind, try EdgeInputLine(chip: chip, input: input, subject: kind.rawValue, logger: logger),
+                    input.debounce
+                )
             },
             logger: logger, deliver: { state.deliver($0) })
         logConfiguration(description)
@@ -82,7 +87,8 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
     public func lockAll() {
         for definition in outputs {
             do {
-                try relayLines[definition.name]?.set(definition.lockedLevel == .energised, subject: "output '\(definition.name)'")
+                try relayLines[definition.name]?.set(
+                    definition.lockedLevel == .energised, subject: "output '\(definition.name)'")
                 state.recordOutput(definition, .locked)
             } catch {
                 logger.error("could not lock output \(definition.name): \(error)")
@@ -105,16 +111,22 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
 
     /// STYLE.md §13: the effective wiring, once, at start.
     private func logConfiguration(_ d: BoardDescription) {
-        let outs = d.outputs.map { "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : ""), locked \($0.lockedLevel.rawValue)" }
+        let outs = d.outputs.map {
+            "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : ""), locked \($0.lockedLevel.rawValue)"
+        }
         let inds = d.indicators.map { "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : "")" }
         func input(_ i: BoardDescription.Input?) -> String {
-            i.map { "line \($0.line)\($0.activeLow ? " active-low" : "") bias \($0.bias.rawValue) debounce \($0.debounce)" } ?? "none"
+            i.map {
+                "line \($0.line)\($0.activeLow ? " active-low" : "") bias \($0.bias.rawValue) debounce \($0.debounce)"
+            } ?? "none"
         }
-        logger.info("gpio board ready", metadata: [
-            "chip": "\(chip.name) (\(d.chip))", "outputs": "\(outs.joined(separator: "; "))",
-            "indicators": "\(inds.joined(separator: "; "))",
-            "button": "\(input(d.button))", "door_contact": "\(input(d.doorContact))",
-        ])
+        logger.info(
+            "gpio board ready",
+            metadata: [
+                "chip": "\(chip.name) (\(d.chip))", "outputs": "\(outs.joined(separator: "; "))",
+                "indicators": "\(inds.joined(separator: "; "))",
+                "button": "\(input(d.button))", "door_contact": "\(input(d.doorContact))",
+            ])
     }
 }
 
@@ -126,12 +138,15 @@ final class InputMonitor: @unchecked Sendable {
     private var thread: pthread_t?
 
     /// Starts the thread when there is at least one input.
-    init(inputs: [(InputKind, EdgeInputLine, Duration)], logger: Logger,
-         deliver: @escaping @Sendable (InputEvent) -> Void) throws {
+    init(
+        inputs: [(InputKind, EdgeInputLine, Duration)], logger: Logger,
+        deliver: @escaping @Sendable (InputEvent) -> Void
+    ) throws {
         guard !inputs.isEmpty else { return }
         var tracked: [InputLoop.Tracked] = []
         for (kind, line, debounce) in inputs {
-            tracked.append(.init(kind: kind, line: line, debouncer: Debouncer(interval: debounce, initial: try line.value())))
+            tracked.append(
+                .init(kind: kind, line: line, debouncer: Debouncer(interval: debounce, initial: try line.value())))
         }
         var fds: [Int32] = [-1, -1]
         try gpiodCall("pipe", "input wake-up pipe") { pipe(&fds) }
@@ -139,11 +154,13 @@ final class InputMonitor: @unchecked Sendable {
         let loop = InputLoop(wakeRead: fds[0], inputs: tracked, logger: logger, deliver: deliver)
         var tid = pthread_t()
         let context = Unmanaged.passRetained(loop).toOpaque()
-        let rc = pthread_create(&tid, nil, { context in
-            let loop = Unmanaged<InputLoop>.fromOpaque(context!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &tid, nil,
+            { context in
+                let loop = Unmanaged<InputLoop>.fromOpaque(context!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, context)
         guard rc == 0 else {
             Unmanaged<InputLoop>.fromOpaque(context).release()
             throw GPIOError.call(function: "pthread_create", errno: rc, subject: "input thread")
@@ -185,16 +202,18 @@ private final class InputLoop: @unchecked Sendable {
 
     func run() {
         _ = door_safety_altstack_for_current_thread()
-        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var fds =
+            [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             + inputs.map { pollfd(fd: $0.line.fd, events: Int16(POLLIN), revents: 0) }
         while true {
             let now = MonotonicClock.now()
             for i in inputs.indices {
                 if let edge = inputs[i].debouncer.advance(to: now) { report(i, edge) }
             }
-            let timeout = inputs.compactMap(\.debouncer.deadline).min().map { deadline -> Int32 in
-                Int32(clamping: (deadline.since(now).nanosecondsClamped + 999_999) / 1_000_000)
-            } ?? -1
+            let timeout =
+                inputs.compactMap(\.debouncer.deadline).min().map { deadline -> Int32 in
+                    Int32(clamping: (deadline.since(now).nanosecondsClamped + 999_999) / 1_000_000)
+                } ?? -1
             if poll(&fds, nfds_t(fds.count), timeout) < 0 {
                 if errno == EINTR { continue }
                 logger.error("input thread stops: poll failed, errno \(errno)")

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import CDoorSafety
 import CGPIOD
@@ -24,7 +24,9 @@ final class GPIOChip: @unchecked Sendable {
         guard !spec.isEmpty, let opened = gpiod_chip_open_lookup(spec) else {
             let code = spec.isEmpty ? ENOENT : errno
             // ENOENT: nothing by that name, path or label; ENODEV/ENOTTY: a path that is not a GPIO chip.
-            if [ENOENT, ENODEV, ENOTTY].contains(code) { throw GPIOError.chipNotFound(spec: spec, available: Self.present()) }
+            if [ENOENT, ENODEV, ENOTTY].contains(code) {
+                throw GPIOError.chipNotFound(spec: spec, available: Self.present())
+            }
             throw GPIOError.call(function: "gpiod_chip_open_lookup", errno: code, subject: "chip '\(spec)'")
         }
         pointer = opened
@@ -40,7 +42,9 @@ final class GPIOChip: @unchecked Sendable {
         defer { gpiod_chip_iter_free(iter) }
         var chips: [String] = []
         while let chip = gpiod_chip_iter_next(iter) {
-            chips.append("\(String(cString: gpiod_chip_name(chip))) [\(String(cString: gpiod_chip_label(chip)))] (\(gpiod_chip_num_lines(chip)) lines)")
+            chips.append(
+                "\(String(cString: gpiod_chip_name(chip))) [\(String(cString: gpiod_chip_label(chip)))] (\(gpiod_chip_num_lines(chip)) lines)"
+            )
         }
         return chips
     }
@@ -58,8 +62,9 @@ final class GPIOChip: @unchecked Sendable {
         if let found { return found }
         let code = errno
         if code == 0 || code == ENOENT || code == EINVAL { throw GPIOError.lineNotFound(chip: name, line: spec) }
-        throw GPIOError.call(function: spec.isOffset ? "gpiod_chip_get_line" : "gpiod_chip_find_line",
-                             errno: code, subject: "line '\(spec)' on \(name)")
+        throw GPIOError.call(
+            function: spec.isOffset ? "gpiod_chip_get_line" : "gpiod_chip_find_line",
+            errno: code, subject: "line '\(spec)' on \(name)")
     }
 
     /// The EBUSY case: refresh the line info (gpiod_line_update) to name the
@@ -92,9 +97,12 @@ final class OutputLine: @unchecked Sendable {
         self.safeValue = safeValue
         let line = try chip.line(spec)
         let flags = activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
-        try gpiodCall("gpiod_line_request_output_flags", "\(subject) (line \(spec) on \(chip.name))", handle: { code in
-            code == EBUSY ? chip.busyError(line, spec) : nil
-        }) {
+        try gpiodCall(
+            "gpiod_line_request_output_flags", "\(subject) (line \(spec) on \(chip.name))",
+            handle: { code in
+                code == EBUSY ? chip.busyError(line, spec) : nil
+            }
+        ) {
             gpiod_line_request_output_flags(line, gpioConsumer, flags, safeValue ? 1 : 0)
         }
         self.line = line
@@ -139,18 +147,24 @@ final class EdgeInputLine: @unchecked Sendable {
         }
         let what = "\(subject) (line \(input.line) on \(chip.name))"
         func request(_ flags: Int32) throws {
-            try gpiodCall("gpiod_line_request_both_edges_events_flags", what, handle: { code in
-                code == EBUSY ? chip.busyError(line, input.line) : nil
-            }) { gpiod_line_request_both_edges_events_flags(line, gpioConsumer, flags) }
+            try gpiodCall(
+                "gpiod_line_request_both_edges_events_flags", what,
+                handle: { code in
+                    code == EBUSY ? chip.busyError(line, input.line) : nil
+                }
+            ) { gpiod_line_request_both_edges_events_flags(line, gpioConsumer, flags) }
         }
         do {
             try request(base | bias)
         } catch GPIOError.call(_, let code, _) where bias != 0 && (code == EINVAL || code == EOPNOTSUPP) {
             // Kernels before 5.5 (uAPI v1 without bias flags) and chips that
             // cannot pull refuse the bias; use the board's own resistor.
-            logger.warning("bias not supported; requesting without it — fit an external resistor",
-                           metadata: ["input": "\(subject)", "line": "\(input.line)", "bias": "\(input.bias.rawValue)",
-                                      "errno": "\(code)"])
+            logger.warning(
+                "bias not supported; requesting without it — fit an external resistor",
+                metadata: [
+                    "input": "\(subject)", "line": "\(input.line)", "bias": "\(input.bias.rawValue)",
+                    "errno": "\(code)",
+                ])
             try request(base)
         }
         self.line = line
@@ -166,7 +180,9 @@ final class EdgeInputLine: @unchecked Sendable {
     /// after it and the kernel's timestamp.
     func readEvent() throws -> (level: Bool, time: timespec) {
         var event = gpiod_line_event()
-        try gpiodCall("gpiod_line_event_read_fd", "line \(spec) on \(chip.name)") { gpiod_line_event_read_fd(fd, &event) }
+        try gpiodCall("gpiod_line_event_read_fd", "line \(spec) on \(chip.name)") {
+            gpiod_line_event_read_fd(fd, &event)
+        }
         return (event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE), event.ts)
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Every libgpiod failure (STYLE.md §7): the C function and errno are kept;
@@ -35,9 +35,11 @@ public enum GPIOError: Error, Equatable, CustomStringConvertible {
 /// Run a libgpiod call that returns -1 and sets errno on failure, retrying
 /// EINTR. Returns the result, or throws `.call` unless `handle` maps the errno.
 @discardableResult
-func gpiodCall(_ function: String, _ subject: @autoclosure () -> String,
-               handle: (Int32) -> GPIOError? = { _ in nil },
-               _ body: () -> Int32) throws -> Int32 {
+func gpiodCall(
+    _ function: String, _ subject: @autoclosure () -> String,
+    handle: (Int32) -> GPIOError? = { _ in nil },
+    _ body: () -> Int32
+) throws -> Int32 {
     while true {
         let r = body()
         if r >= 0 { return r }

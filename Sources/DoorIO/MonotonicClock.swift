@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import DoorCore
 
@@ -16,8 +16,9 @@ public enum MonotonicClock {
 
     /// Sleep until `deadline` (clock_nanosleep TIMER_ABSTIME; EINTR resumes).
     public static func sleep(until deadline: MonotonicInstant) {
-        var ts = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000),
-                          tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
+        var ts = timespec(
+            tv_sec: Int(deadline.nanoseconds / 1_000_000_000),
+            tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 

@@ -11,8 +11,10 @@ public final class SimulatedBoard: DoorBoard, @unchecked Sendable {
     private let state: BoardState
     private let logger: Logger
 
-    public init(outputs: [OutputDefinition], indicators: [String] = [Indicator.green, Indicator.red, Indicator.buzzer],
-                inputs: [InputKind] = [.button], logger: Logger) {
+    public init(
+        outputs: [OutputDefinition], indicators: [String] = [Indicator.green, Indicator.red, Indicator.buzzer],
+        inputs: [InputKind] = [.button], logger: Logger
+    ) {
         self.outputs = outputs
         self.indicatorNames = indicators
         self.logger = logger
@@ -23,16 +25,21 @@ public final class SimulatedBoard: DoorBoard, @unchecked Sendable {
     /// The board a description names, without its wiring.
     public convenience init(_ description: BoardDescription, logger: Logger) throws {
         try description.validateNames()
-        self.init(outputs: description.outputs.map(\.definition), indicators: description.indicators.map(\.name),
-                  inputs: [description.button.map { _ in InputKind.button }, description.doorContact.map { _ in .doorContact }]
-                    .compactMap { $0 },
-                  logger: logger)
+        self.init(
+            outputs: description.outputs.map(\.definition), indicators: description.indicators.map(\.name),
+            inputs: [
+                description.button.map { _ in InputKind.button }, description.doorContact.map { _ in .doorContact },
+            ]
+            .compactMap { $0 },
+            logger: logger)
     }
 
     deinit { lockAll() }
 
     public func drive(_ output: String, _ newState: OutputState) throws {
-        guard let definition = outputs.first(where: { $0.name == output }) else { throw DoorBoardError.unknownOutput(output) }
+        guard let definition = outputs.first(where: { $0.name == output }) else {
+            throw DoorBoardError.unknownOutput(output)
+        }
         state.recordOutput(definition, newState)
         logger.info("sim output \(output) → \(newState.rawValue) (\(definition.level(for: newState).rawValue))")
     }

@@ -59,13 +59,20 @@ final class SimulatedBoardTests: XCTestCase {
         XCTAssertThrowsError(try board.drive("garage", .unlocked)) {
             XCTAssertEqual($0 as? DoorBoardError, .unknownOutput("garage"))
         }
-        XCTAssertThrowsError(try board.setIndicators([LineChange(line: "green", on: true), LineChange(line: "blue", on: true)])) {
+        XCTAssertThrowsError(
+            try board.setIndicators([LineChange(line: "green", on: true), LineChange(line: "blue", on: true)])
+        ) {
             XCTAssertEqual($0 as? DoorBoardError, .unknownIndicator("blue"))
         }
         XCTAssertEqual(board.snapshot().indicators["green"], false)
-        XCTAssertThrowsError(try SimulatedBoard(BoardDescription(chip: "x", outputs: [
-            .init(name: "door", line: .offset(1)), .init(name: "door", line: .offset(2)),
-        ]), logger: MemoryLog().logger)) { XCTAssertEqual($0 as? DoorBoardError, .duplicateName("door")) }
+        XCTAssertThrowsError(
+            try SimulatedBoard(
+                BoardDescription(
+                    chip: "x",
+                    outputs: [
+                        .init(name: "door", line: .offset(1)), .init(name: "door", line: .offset(2)),
+                    ]), logger: MemoryLog().logger)
+        ) { XCTAssertEqual($0 as? DoorBoardError, .duplicateName("door")) }
     }
 
     func testReleasingTheBoardLocksEveryOutput() throws {
@@ -115,8 +122,9 @@ final class SimulatedBoardTests: XCTestCase {
 final class RelaySafetyTests: XCTestCase {
     func testPersistWarningOnlyForARaspberryPiThatKeepsOutputs() throws {
         let pi5 = "Raspberry Pi 5 Model B Rev 1.0"
-        let warning = try XCTUnwrap(RelaySafety.persistWarning(
-            model: pi5, parameters: ["pinctrl_rp1": "Y\n", "gpio_brcmstb": "N\n"]))
+        let warning = try XCTUnwrap(
+            RelaySafety.persistWarning(
+                model: pi5, parameters: ["pinctrl_rp1": "Y\n", "gpio_brcmstb": "N\n"]))
         XCTAssertTrue(warning.contains("pinctrl_rp1"), warning)
         XCTAssertFalse(warning.contains("gpio_brcmstb"), warning)
         XCTAssertTrue(warning.contains("dtparam=strict_gpiod"), warning)
@@ -124,7 +132,8 @@ final class RelaySafetyTests: XCTestCase {
         XCTAssertNil(RelaySafety.persistWarning(model: pi5, parameters: [:]))
         XCTAssertNil(RelaySafety.persistWarning(model: "QEMU Virtual Machine", parameters: ["pinctrl_rp1": "Y"]))
         XCTAssertNil(RelaySafety.persistWarning(model: nil, parameters: ["pinctrl_bcm2835": "Y"]))
-        XCTAssertNotNil(RelaySafety.persistWarning(model: "Raspberry Pi 4 Model B", parameters: ["pinctrl_bcm2835": "1"]))
+        XCTAssertNotNil(
+            RelaySafety.persistWarning(model: "Raspberry Pi 4 Model B", parameters: ["pinctrl_bcm2835": "1"]))
     }
 
     func testPulsesAreClampedToTheLimits() {
@@ -140,7 +149,8 @@ final class GPIOErrorTests: XCTestCase {
     func testAMissingChipIsNamedWithWhatIsPresent() {
         // No test machine has a chip by this name; the message lists the chips that exist.
         for spec in ["gpiochip-doorio-missing", "/dev/gpiochip-doorio-missing"] {
-            XCTAssertThrowsError(try GPIOBoard(BoardDescription(chip: spec, outputs: []), logger: MemoryLog().logger)) { error in
+            XCTAssertThrowsError(try GPIOBoard(BoardDescription(chip: spec, outputs: []), logger: MemoryLog().logger)) {
+                error in
                 guard case .chipNotFound(let s, _)? = error as? GPIOError else { return XCTFail("\(error)") }
                 XCTAssertEqual(s, spec)
                 XCTAssertTrue("\(error)".hasPrefix("GPIO chip '\(spec)' not found"), "\(error)")
@@ -149,16 +159,23 @@ final class GPIOErrorTests: XCTestCase {
     }
 
     func testMessages() {
-        XCTAssertEqual(GPIOError.chipNotFound(spec: "pinctrl-rp1", available: ["gpiochip0 [gpio-sim.0-node0] (8 lines)"]).description,
-                       "GPIO chip 'pinctrl-rp1' not found (by name, /dev path, label or number); present: gpiochip0 [gpio-sim.0-node0] (8 lines)")
-        XCTAssertEqual(GPIOError.chipNotFound(spec: "gpiochip0", available: []).description,
-                       "GPIO chip 'gpiochip0' not found (by name, /dev path, label or number); no GPIO chips are present")
-        XCTAssertEqual(GPIOError.lineNotFound(chip: "gpiochip0", line: .name("GPIO99")).description,
-                       "GPIO line 'GPIO99' not found on chip gpiochip0")
-        XCTAssertEqual(GPIOError.lineBusy(chip: "gpiochip0", line: .offset(17), consumer: "gatewayd").description,
-                       "GPIO line '17' on chip gpiochip0 is busy: already requested by 'gatewayd'")
-        XCTAssertEqual(GPIOError.call(function: "gpiod_line_set_value", errno: EIO, subject: "output 'door'").description,
-                       "gpiod_line_set_value failed for output 'door': Input/output error (errno 5)")
+        XCTAssertEqual(
+            GPIOError.chipNotFound(spec: "pinctrl-rp1", available: ["gpiochip0 [gpio-sim.0-node0] (8 lines)"])
+                .description,
+            "GPIO chip 'pinctrl-rp1' not found (by name, /dev path, label or number); present: gpiochip0 [gpio-sim.0-node0] (8 lines)"
+        )
+        XCTAssertEqual(
+            GPIOError.chipNotFound(spec: "gpiochip0", available: []).description,
+            "GPIO chip 'gpiochip0' not found (by name, /dev path, label or number); no GPIO chips are present")
+        XCTAssertEqual(
+            GPIOError.lineNotFound(chip: "gpiochip0", line: .name("GPIO99")).description,
+            "GPIO line 'GPIO99' not found on chip gpiochip0")
+        XCTAssertEqual(
+            GPIOError.lineBusy(chip: "gpiochip0", line: .offset(17), consumer: "gatewayd").description,
+            "GPIO line '17' on chip gpiochip0 is busy: already requested by 'gatewayd'")
+        XCTAssertEqual(
+            GPIOError.call(function: "gpiod_line_set_value", errno: EIO, subject: "output 'door'").description,
+            "gpiod_line_set_value failed for output 'door': Input/output error (errno 5)")
     }
 
     func testLineSpecs() {

@@ -9,7 +9,8 @@ final class DebouncerTests: XCTestCase {
     func testBouncesShorterThanTheDebounceTimeAreIgnored() {
         var d = Debouncer(initial: false)
         var edges: [Debouncer.Edge] = []
-        for (level, t) in [(true, 0), (false, 5), (true, 12), (false, 20), (true, 41), (false, 70)] as [(Bool, UInt64)] {
+        for (level, t) in [(true, 0), (false, 5), (true, 12), (false, 20), (true, 41), (false, 70)] as [(Bool, UInt64)]
+        {
             edges += d.sample(level, at: ms(t))
         }
         if let e = d.advance(to: ms(500)) { edges.append(e) }

@@ -74,7 +74,10 @@ struct GPIOPulseCommand: ParsableCommand {
     @Option(help: "The active buzzer line.")
     var buzzer: String?
 
-    @Option(help: "Play this feedback pattern after the pulse (\(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", "))).")
+    @Option(
+        help:
+            "Play this feedback pattern after the pulse (\(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", ")))."
+    )
     var pattern: String?
 
     @Option(help: .hidden)
@@ -118,10 +121,12 @@ struct GPIOPulseCommand: ParsableCommand {
     func run() throws {
         let logger = gpio.logger
         try RelaySafety.installCrashHandler()
-        let relay = BoardDescription.Output(name: "relay", line: LineSpec(output), activeLow: activeLow,
-                                            lockedLevel: CoilLevel(rawValue: lockedLevel)!)
-        let board = try GPIOBoard(BoardDescription(chip: gpio.chip, outputs: [relay], indicators: try indicators()),
-                                  logger: logger)
+        let relay = BoardDescription.Output(
+            name: "relay", line: LineSpec(output), activeLow: activeLow,
+            lockedLevel: CoilLevel(rawValue: lockedLevel)!)
+        let board = try GPIOBoard(
+            BoardDescription(chip: gpio.chip, outputs: [relay], indicators: try indicators()),
+            logger: logger)
         let signals = lockOnTermination(board, linger: .milliseconds(lingerMs))
         emit("ready")
         if delayMs > 0 { MonotonicClock.sleep(for: .milliseconds(delayMs)) }
@@ -147,7 +152,9 @@ struct GPIOPulseCommand: ParsableCommand {
         let end = MonotonicClock.now()
         emit("pulse-end \(end.milliseconds) length-ms \(end.since(start).millisecondsClamped)")
 
-        if let kind = pattern.flatMap(FeedbackKind.init(rawValue:)), let feedback = FeedbackPattern.defaultPatterns[kind] {
+        if let kind = pattern.flatMap(FeedbackKind.init(rawValue:)),
+            let feedback = FeedbackPattern.defaultPatterns[kind]
+        {
             let driver = PatternDriver(board: board, logger: logger)
             driver.play(feedback)
             MonotonicClock.sleep(for: feedback.passDuration + .milliseconds(20))
@@ -198,7 +205,8 @@ struct GPIOWatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print each debounced button (and door contact) edge with its monotonic time.",
-        discussion: "Prints `ready`, then `button pressed MS` / `button released MS` (or `door_contact open|closed MS`)."
+        discussion:
+            "Prints `ready`, then `button pressed MS` / `button released MS` (or `door_contact open|closed MS`)."
     )
 
     @OptionGroup var gpio: GPIOOptions
@@ -228,17 +236,25 @@ struct GPIOWatchCommand: ParsableCommand {
 
     func run() throws {
         let input = { (line: String) in
-            BoardDescription.Input(line: LineSpec(line), activeLow: activeLow, bias: BoardDescription.Bias(rawValue: bias)!,
-                                   debounce: .milliseconds(debounceMs))
+            BoardDescription.Input(
+                line: LineSpec(line), activeLow: activeLow, bias: BoardDescription.Bias(rawValue: bias)!,
+                debounce: .milliseconds(debounceMs))
         }
-        let board = try GPIOBoard(BoardDescription(chip: gpio.chip, outputs: [], button: input(button),
-                                                   doorContact: doorContact.map(input)), logger: gpio.logger)
+        let board = try GPIOBoard(
+            BoardDescription(
+                chip: gpio.chip, outputs: [], button: input(button),
+                doorContact: doorContact.map(input)), logger: gpio.logger)
         let done = DispatchSemaphore(value: 0)
         let left = Mutex(count ?? Int.max)
         board.setInputHandler { event in
-            let word = event.input == .button ? (event.active ? "pressed" : "released") : (event.active ? "open" : "closed")
+            let word =
+                event.input == .button ? (event.active ? "pressed" : "released") : (event.active ? "open" : "closed")
             emit("\(event.input.rawValue) \(word) \(event.at.milliseconds)")
-            if left.withLock({ $0 -= 1; return $0 == 0 }) { done.signal() }
+            if left.withLock({
+                $0 -= 1; return $0 == 0
+            }) {
+                done.signal()
+            }
         }
         let signals = lockOnTermination(board)
         emit("ready")
