@@ -173,7 +173,13 @@ final class InputMonitor: @unchecked Sendable {
         if let thread {
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
-            pthread_join(thread, nil)
+            // An input handler may drop the last board reference on the
+            // input thread itself: it cannot join itself, it ends on the wake-up.
+            if pthread_equal(thread, pthread_self()) != 0 {
+                pthread_detach(thread)
+            } else {
+                pthread_join(thread, nil)
+            }
         }
         close(wakeWrite)
     }

@@ -25,8 +25,10 @@ public final class PatternDriver: @unchecked Sendable {
 
     deinit {
         timer.cancel()
-        // Never leave a line on.
-        queue.sync { apply(player.stop()) }
+        // Never leave a line on. No queue.sync: deinit may run on `queue` (a
+        // tick's strong upgrade of its weak self can be the last reference),
+        // and nothing else can touch `player` once deinit has begun.
+        apply(player.stop())
     }
 
     /// Play `pattern` unless a more important one is playing. Synchronous
