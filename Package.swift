@@ -41,7 +41,9 @@ let package = Package(
         // MARK: Adapters: the only code that touches libnfc / libgpiod
         .target(name: "NFCReader", dependencies: ["DoorCore", "CNFC",
             .product(name: "Logging", package: "swift-log")]),
-        .target(name: "DoorIO", dependencies: ["DoorCore", "CGPIOD",
+        // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
+        .target(name: "CDoorSafety", dependencies: ["CGPIOD"]),
+        .target(name: "DoorIO", dependencies: ["DoorCore", "CGPIOD", "CDoorSafety",
             .product(name: "Logging", package: "swift-log")]),
         // MARK: PN532 + NTAG21x emulator (library, and the pn532-sim executable)
         .target(name: "PN532Emulator", dependencies: ["DoorCore"]),

@@ -1,1 +1,0 @@
-// DoorIO: see README.md "Layout".

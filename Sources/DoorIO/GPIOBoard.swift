@@ -1,0 +1,252 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+import CDoorSafety
+import DoorCore
+import Logging
+
+/// The door's lines through libgpiod v1 — the only code that touches it.
+///
+/// Order at start: relay outputs first, each requested at its locked level
+/// (so they never glitch), then indicators (off), then inputs. Every exit
+/// path leaves the relays locked: `lockAll()`, deinit (each `OutputLine`
+/// drives itself safe before release), and the fatal-signal handler
+/// (`RelaySafety.installCrashHandler()`) for crashes.
+public final class GPIOBoard: DoorBoard, @unchecked Sendable {
+    public let outputs: [OutputDefinition]
+    public let indicatorNames: [String]
+    private let chip: GPIOChip
+    private let relayLines: [String: OutputLine]
+    private let indicatorLines: [String: OutputLine]
+    private let state: BoardState
+    private let logger: Logger
+    private var monitor: InputMonitor?
+
+    public init(_ description: BoardDescription, logger: Logger) throws {
+        try description.validateNames()
+        self.logger = logger
+        chip = try GPIOChip(description.chip)
+        var relays: [String: OutputLine] = [:]
+        for o in description.outputs {
+            relays[o.name] = try OutputLine(
+                chip: chip, spec: o.line, activeLow: o.activeLow,
+                safeValue: o.lockedLevel == .energised, subject: "output '\(o.name)'")
+        }
+        var indicators: [String: OutputLine] = [:]
+        for i in description.indicators {
+            indicators[i.name] = try OutputLine(
+                chip: chip, spec: i.line, activeLow: i.activeLow,
+                safeValue: false, subject: "indicator '\(i.name)'")
+        }
+        outputs = description.outputs.map(\.definition)
+        indicatorNames = description.indicators.map(\.name)
+        relayLines = relays
+        indicatorLines = indicators
+        let inputs = [(InputKind.button, description.button), (.doorContact, description.doorContact)]
+            .compactMap { kind, input in input.map { (kind, $0) } }
+        state = BoardState(outputs: outputs, indicators: indicatorNames, inputs: inputs.map(\.0))
+        let chip = self.chip, state = self.state
+        monitor = try InputMonitor(
+            inputs: try inputs.map { kind, input in
+                (
+                    kind, try EdgeInputLine(chip: chip, input: input, subject: kind.rawValue, logger: logger),
+                    input.debounce
+                )
+            },
+            logger: logger, deliver: { state.deliver($0) })
+        logConfiguration(description)
+        if let warning = RelaySafety.persistWarning() { logger.warning("\(warning)") }
+    }
+
+    deinit {
+        monitor = nil  // joins the input thread before its lines go
+        logger.info("gpio board closed; outputs locked")
+    }
+
+    public func drive(_ output: String, _ newState: OutputState) throws {
+        guard let line = relayLines[output], let definition = outputs.first(where: { $0.name == output }) else {
+            throw DoorBoardError.unknownOutput(output)
+        }
+        let level = definition.level(for: newState)
+        try line.set(level == .energised, subject: "output '\(output)'")
+        state.recordOutput(definition, newState)
+        logger.debug("output \(output) → \(newState.rawValue) (\(level.rawValue))")
+    }
+
+    public func setIndicators(_ changes: [LineChange]) throws {
+        for change in changes {
+            guard let line = indicatorLines[change.line] else { throw DoorBoardError.unknownIndicator(change.line) }
+            try line.set(change.on, subject: "indicator '\(change.line)'")
+            state.recordIndicator(change.line, on: change.on)
+        }
+        if !changes.isEmpty { logger.trace("indicators \(changes.map(\.description).joined(separator: " "))") }
+    }
+
+    public func lockAll() {
+        for definition in outputs {
+            do {
+                try relayLines[definition.name]?.set(
+                    definition.lockedLevel == .energised, subject: "output '\(definition.name)'")
+                state.recordOutput(definition, .locked)
+            } catch {
+                logger.error("could not lock output \(definition.name): \(error)")
+            }
+        }
+        for name in indicatorNames {
+            do {
+                try indicatorLines[name]?.set(false, subject: "indicator '\(name)'")
+                state.recordIndicator(name, on: false)
+            } catch {
+                logger.error("could not switch off indicator \(name): \(error)")
+            }
+        }
+        logger.notice("all outputs locked")
+    }
+
+    public func snapshot() -> BoardSnapshot { state.snapshot }
+
+    public func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { state.setHandler(handler) }
+
+    /// STYLE.md §13: the effective wiring, once, at start.
+    private func logConfiguration(_ d: BoardDescription) {
+        let outs = d.outputs.map {
+            "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : ""), locked \($0.lockedLevel.rawValue)"
+        }
+        let inds = d.indicators.map { "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : "")" }
+        func input(_ i: BoardDescription.Input?) -> String {
+            i.map {
+                "line \($0.line)\($0.activeLow ? " active-low" : "") bias \($0.bias.rawValue) debounce \($0.debounce)"
+            } ?? "none"
+        }
+        logger.info(
+            "gpio board ready",
+            metadata: [
+                "chip": "\(chip.name) (\(d.chip))", "outputs": "\(outs.joined(separator: "; "))",
+                "indicators": "\(inds.joined(separator: "; "))",
+                "button": "\(input(d.button))", "door_contact": "\(input(d.doorContact))",
+            ])
+    }
+}
+
+/// The input thread: waits in poll(2) on the inputs' edge-event descriptors
+/// and a wake-up pipe — no busy polling — feeds each edge to its
+/// `Debouncer`, and sleeps only until the next debounce deadline.
+final class InputMonitor: @unchecked Sendable {
+    private var wakeWrite: Int32 = -1
+    private var thread: pthread_t?
+
+    /// Starts the thread when there is at least one input.
+    init(
+        inputs: [(InputKind, EdgeInputLine, Duration)], logger: Logger,
+        deliver: @escaping @Sendable (InputEvent) -> Void
+    ) throws {
+        guard !inputs.isEmpty else { return }
+        var tracked: [InputLoop.Tracked] = []
+        for (kind, line, debounce) in inputs {
+            tracked.append(
+                .init(kind: kind, line: line, debouncer: Debouncer(interval: debounce, initial: try line.value())))
+        }
+        var fds: [Int32] = [-1, -1]
+        try gpiodCall("pipe", "input wake-up pipe") { pipe(&fds) }
+        wakeWrite = fds[1]
+        let loop = InputLoop(wakeRead: fds[0], inputs: tracked, logger: logger, deliver: deliver)
+        var tid = pthread_t()
+        let context = Unmanaged.passRetained(loop).toOpaque()
+        let rc = pthread_create(
+            &tid, nil,
+            { context in
+                let loop = Unmanaged<InputLoop>.fromOpaque(context!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<InputLoop>.fromOpaque(context).release()
+            throw GPIOError.call(function: "pthread_create", errno: rc, subject: "input thread")
+        }
+        thread = tid
+    }
+
+    deinit {
+        guard wakeWrite >= 0 else { return }
+        if let thread {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+            // An input handler may drop the last board reference on the
+            // input thread itself: it cannot join itself, it ends on the wake-up.
+            if pthread_equal(thread, pthread_self()) != 0 {
+                pthread_detach(thread)
+            } else {
+                pthread_join(thread, nil)
+            }
+        }
+        close(wakeWrite)
+    }
+}
+
+/// The state the input thread owns.
+private final class InputLoop: @unchecked Sendable {
+    struct Tracked {
+        var kind: InputKind
+        var line: EdgeInputLine
+        var debouncer: Debouncer
+    }
+    private let wakeRead: Int32
+    private var inputs: [Tracked]
+    private let logger: Logger
+    private let deliver: @Sendable (InputEvent) -> Void
+
+    init(wakeRead: Int32, inputs: [Tracked], logger: Logger, deliver: @escaping @Sendable (InputEvent) -> Void) {
+        self.wakeRead = wakeRead
+        self.inputs = inputs
+        self.logger = logger
+        self.deliver = deliver
+    }
+
+    deinit { close(wakeRead) }
+
+    func run() {
+        _ = door_safety_altstack_for_current_thread()
+        var fds =
+            [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            + inputs.map { pollfd(fd: $0.line.fd, events: Int16(POLLIN), revents: 0) }
+        while true {
+            let now = MonotonicClock.now()
+            for i in inputs.indices {
+                if let edge = inputs[i].debouncer.advance(to: now) { report(i, edge) }
+            }
+            let timeout =
+                inputs.compactMap(\.debouncer.deadline).min().map { deadline -> Int32 in
+                    Int32(clamping: (deadline.since(now).nanosecondsClamped + 999_999) / 1_000_000)
+                } ?? -1
+            if poll(&fds, nfds_t(fds.count), timeout) < 0 {
+                if errno == EINTR { continue }
+                logger.error("input thread stops: poll failed, errno \(errno)")
+                return
+            }
+            if fds[0].revents != 0 { return }
+            for i in inputs.indices {
+                let revents = fds[i + 1].revents
+                if revents & Int16(POLLIN) != 0 {
+                    do {
+                        let (level, ts) = try inputs[i].line.readEvent()
+                        // Kernels before 5.7 stamp v1 events with CLOCK_REALTIME:
+                        // never let a stamp lie in the future.
+                        let at = min(MonotonicInstant(timespec: ts), MonotonicClock.now())
+                        for edge in inputs[i].debouncer.sample(level, at: at) { report(i, edge) }
+                    } catch {
+                        logger.error("\(inputs[i].kind.rawValue): \(error)")
+                    }
+                } else if revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                    logger.error("\(inputs[i].kind.rawValue): event descriptor failed; input no longer watched")
+                    fds[i + 1].fd = -1
+                }
+            }
+        }
+    }
+
+    private func report(_ index: Int, _ edge: Debouncer.Edge) {
+        deliver(InputEvent(input: inputs[index].kind, active: edge.active, at: edge.at))
+    }
+}

@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+import CDoorSafety
+import CGPIOD
+import Logging
+
+/// The consumer label every request carries (shown by `gpioinfo`, and in our
+/// own EBUSY messages).
+let gpioConsumer = "gatewayd"
+
+/// Owner of one `struct gpiod_chip *` (STYLE.md §6). Lines found on it stay
+/// valid while it lives; gpiod_chip_close releases them.
+final class GPIOChip: @unchecked Sendable {
+    let pointer: OpaquePointer
+    /// The chip's kernel name, e.g. `gpiochip0`.
+    let name: String
+
+    /// `spec` is a name (`gpiochip0`), a path (`/dev/gpiochip4`), a label
+    /// (`pinctrl-rp1`) or a number — gpiod_chip_open_lookup tries each.
+    init(_ spec: String) throws {
+        guard !spec.isEmpty, let opened = gpiod_chip_open_lookup(spec) else {
+            let code = spec.isEmpty ? ENOENT : errno
+            // ENOENT: nothing by that name, path or label; ENODEV/ENOTTY: a path that is not a GPIO chip.
+            if [ENOENT, ENODEV, ENOTTY].contains(code) {
+                throw GPIOError.chipNotFound(spec: spec, available: Self.present())
+            }
+            throw GPIOError.call(function: "gpiod_chip_open_lookup", errno: code, subject: "chip '\(spec)'")
+        }
+        pointer = opened
+        name = String(cString: gpiod_chip_name(pointer))
+    }
+
+    deinit { gpiod_chip_close(pointer) }
+
+    /// Every chip as "name [label] (N lines)", for the not-found message
+    /// (gpiod_chip_iter walks /dev/gpiochip*).
+    static func present() -> [String] {
+        guard let iter = gpiod_chip_iter_new() else { return [] }
+        defer { gpiod_chip_iter_free(iter) }
+        var chips: [String] = []
+        while let chip = gpiod_chip_iter_next(iter) {
+            chips.append(
+                "\(String(cString: gpiod_chip_name(chip))) [\(String(cString: gpiod_chip_label(chip)))] (\(gpiod_chip_num_lines(chip)) lines)"
+            )
+        }
+        return chips
+    }
+
+    /// gpiod_chip_get_line (offset) or gpiod_chip_find_line (name). Both
+    /// return NULL for a missing line (EINVAL: offset out of range; ENOENT or
+    /// no errno: no such name); other errnos (ENOMEM, EIO) are real failures.
+    func line(_ spec: LineSpec) throws -> OpaquePointer {
+        errno = 0
+        let found: OpaquePointer?
+        switch spec {
+        case .offset(let n): found = gpiod_chip_get_line(pointer, n)
+        case .name(let s): found = gpiod_chip_find_line(pointer, s)
+        }
+        if let found { return found }
+        let code = errno
+        if code == 0 || code == ENOENT || code == EINVAL { throw GPIOError.lineNotFound(chip: name, line: spec) }
+        throw GPIOError.call(
+            function: spec.isOffset ? "gpiod_chip_get_line" : "gpiod_chip_find_line",
+            errno: code, subject: "line '\(spec)' on \(name)")
+    }
+
+    /// The EBUSY case: refresh the line info (gpiod_line_update) to name the
+    /// current consumer.
+    func busyError(_ line: OpaquePointer, _ spec: LineSpec) -> GPIOError {
+        _ = gpiod_line_update(line)
+        let consumer = gpiod_line_consumer(line).map { String(cString: $0) }
+        return .lineBusy(chip: name, line: spec, consumer: consumer)
+    }
+}
+
+/// Owner of one requested output line: a relay, an LED or the buzzer.
+///
+/// Requested with gpiod_line_request_output_flags at its safe value, so the
+/// line is never at another level between request and first write; the
+/// active-low flag makes the kernel invert, so values here are logical
+/// (true = coil energised / LED on). Registered in the fatal-signal table
+/// (CDoorSafety) while requested; deinit drives it safe, unregisters it and
+/// releases it.
+final class OutputLine: @unchecked Sendable {
+    private let chip: GPIOChip
+    private let line: OpaquePointer
+    let spec: LineSpec
+    /// The logical value that is safe: the locked level of a relay, off for an indicator.
+    let safeValue: Bool
+
+    init(chip: GPIOChip, spec: LineSpec, activeLow: Bool, safeValue: Bool, subject: String) throws {
+        self.chip = chip
+        self.spec = spec
+        self.safeValue = safeValue
+        let line = try chip.line(spec)
+        let flags = activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
+        try gpiodCall(
+            "gpiod_line_request_output_flags", "\(subject) (line \(spec) on \(chip.name))",
+            handle: { code in
+                code == EBUSY ? chip.busyError(line, spec) : nil
+            }
+        ) {
+            gpiod_line_request_output_flags(line, gpioConsumer, flags, safeValue ? 1 : 0)
+        }
+        self.line = line
+        if door_safety_register(line, safeValue ? 1 : 0) != 0 {
+            gpiod_line_release(line)
+            throw GPIOError.call(function: "door_safety_register", errno: ENOSPC, subject: subject)
+        }
+    }
+
+    /// gpiod_line_set_value with a logical value.
+    func set(_ value: Bool, subject: @autoclosure () -> String) throws {
+        try gpiodCall("gpiod_line_set_value", subject()) { gpiod_line_set_value(line, value ? 1 : 0) }
+    }
+
+    deinit {
+        _ = gpiod_line_set_value(line, safeValue ? 1 : 0)
+        door_safety_unregister(line)
+        gpiod_line_release(line)
+    }
+}
+
+/// Owner of one input line requested for both-edge events
+/// (gpiod_line_request_both_edges_events_flags); the kernel queues edges on
+/// its event file descriptor.
+final class EdgeInputLine: @unchecked Sendable {
+    private let chip: GPIOChip
+    private let line: OpaquePointer
+    let spec: LineSpec
+    let fd: Int32
+
+    init(chip: GPIOChip, input: BoardDescription.Input, subject: String, logger: Logger) throws {
+        self.chip = chip
+        self.spec = input.line
+        let line = try chip.line(input.line)
+        let base = input.activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
+        let bias: Int32
+        switch input.bias {
+        case .asIs: bias = 0
+        case .disable: bias = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_DISABLE)
+        case .pullUp: bias = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
+        case .pullDown: bias = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN)
+        }
+        let what = "\(subject) (line \(input.line) on \(chip.name))"
+        func request(_ flags: Int32) throws {
+            try gpiodCall(
+                "gpiod_line_request_both_edges_events_flags", what,
+                handle: { code in
+                    code == EBUSY ? chip.busyError(line, input.line) : nil
+                }
+            ) { gpiod_line_request_both_edges_events_flags(line, gpioConsumer, flags) }
+        }
+        do {
+            try request(base | bias)
+        } catch GPIOError.call(_, let code, _) where bias != 0 && (code == EINVAL || code == EOPNOTSUPP) {
+            // Kernels before 5.5 (uAPI v1 without bias flags) and chips that
+            // cannot pull refuse the bias; use the board's own resistor.
+            logger.warning(
+                "bias not supported; requesting without it — fit an external resistor",
+                metadata: [
+                    "input": "\(subject)", "line": "\(input.line)", "bias": "\(input.bias.rawValue)",
+                    "errno": "\(code)",
+                ])
+            try request(base)
+        }
+        self.line = line
+        self.fd = gpiod_line_event_get_fd(line)
+    }
+
+    /// The logical level now (gpiod_line_get_value; true = active).
+    func value() throws -> Bool {
+        try gpiodCall("gpiod_line_get_value", "line \(spec) on \(chip.name)") { gpiod_line_get_value(line) } == 1
+    }
+
+    /// Read one queued edge (gpiod_line_event_read_fd): the logical level
+    /// after it and the kernel's timestamp.
+    func readEvent() throws -> (level: Bool, time: timespec) {
+        var event = gpiod_line_event()
+        try gpiodCall("gpiod_line_event_read_fd", "line \(spec) on \(chip.name)") {
+            gpiod_line_event_read_fd(fd, &event)
+        }
+        return (event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE), event.ts)
+    }
+
+    deinit { gpiod_line_release(line) }
+}

@@ -1,0 +1,352 @@
+#!/bin/sh
+# Gateway checks against a real kernel's GPIO character device, run inside the
+# gpio-vm guest (POSIX sh: busybox ash or bash). Uses gpio-sim: a simulated
+# chip whose lines we read and pull from sysfs
+#   /sys/devices/platform/gpio-sim.N/gpiochipM/sim_gpioX/{value,pull}
+# and the static gateway binary's `gatewayctl gpio` commands (pulse, watch,
+# and the hidden `sample`, a sub-millisecond sysfs sampler).
+#
+# One result line per check: "PASS <check>: <detail>" or "FAIL <check>: <detail>".
+# Exit status: 0 when every check passed, 1 otherwise.
+#
+# Environment:
+#   GATEWAY   the gateway binary (default: `gateway` on PATH, else /gateway)
+#   WORKDIR   scratch directory (default: /tmp/gateway-checks)
+#
+# gpio-sim facts relied on (drivers/gpio/gpio-sim.c): a released line's value
+# falls back to its pull (gpio_sim_free); a line requested as output shows the
+# driven value; writing `pull` on an input line changes its value and fires
+# edge events; a bias flag in a request sets the pull (gpio_sim_set_config).
+
+set -u
+
+GATEWAY=${GATEWAY:-$(command -v gateway || echo /gateway)}
+WORKDIR=${WORKDIR:-/tmp/gateway-checks}
+CFG=/sys/kernel/config/gpio-sim
+SIMDEV=$CFG/doorgateway-checks
+FAILED=0
+rm -rf "$WORKDIR" && mkdir -p "$WORKDIR"
+
+pass() { echo "PASS $1: $2"; }
+fail() { echo "FAIL $1: $2"; FAILED=1; }
+ctl() { "$GATEWAY" ctl gpio "$@"; }
+
+# --- a simulated chip with named lines -------------------------------------
+# line 0 RELAY, 1 LED_GREEN, 2 LED_RED, 3 BUZZER, 4 BUTTON, 5 DOOR
+setup_sim() {
+    modprobe gpio-sim 2>/dev/null || true
+    if [ ! -d "$CFG" ]; then
+        mountpoint -q /sys/kernel/config 2>/dev/null || mount -t configfs none /sys/kernel/config
+    fi
+    [ -d "$CFG" ] || { echo "FAIL setup: no gpio-sim configfs at $CFG (CONFIG_GPIO_SIM)"; exit 1; }
+    [ -d "$SIMDEV" ] && teardown_sim
+    mkdir "$SIMDEV" "$SIMDEV/bank0" || exit 1
+    echo 8 > "$SIMDEV/bank0/num_lines"
+    echo doorgateway-sim > "$SIMDEV/bank0/label"
+    i=0
+    for name in RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR; do
+        mkdir "$SIMDEV/bank0/line$i"
+        echo "$name" > "$SIMDEV/bank0/line$i/name"
+        i=$((i + 1))
+    done
+    echo 1 > "$SIMDEV/live"
+    CHIP=$(cat "$SIMDEV/bank0/chip_name")
+    SYS=/sys/devices/platform/$(cat "$SIMDEV/dev_name")/$CHIP
+    [ -e "$SYS/sim_gpio0/value" ] || { echo "FAIL setup: $SYS/sim_gpio0/value missing"; exit 1; }
+    echo "# gpio-sim chip $CHIP (label doorgateway-sim) at $SYS"
+}
+
+teardown_sim() {
+    [ -d "$SIMDEV" ] || return 0
+    echo 0 > "$SIMDEV/live" 2>/dev/null
+    for d in "$SIMDEV"/bank0/line*; do [ -d "$d" ] && rmdir "$d"; done
+    rmdir "$SIMDEV/bank0" "$SIMDEV" 2>/dev/null
+}
+
+value() { cat "$SYS/sim_gpio$1/value"; }
+set_pull() { echo "$2" > "$SYS/sim_gpio$1/pull"; }
+
+# wait_for FILE PATTERN [TENTHS]: until a line of FILE matches (default 10 s).
+wait_for() {
+    n=${3:-100}
+    while [ "$n" -gt 0 ]; do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    return 1
+}
+
+# sample LINE MS NAME: background sampler of a line's value file into $WORKDIR/NAME.
+sample() {
+    ctl sample --file "$SYS/sim_gpio$1/value" --duration-ms "$2" > "$WORKDIR/$3" &
+    SAMPLER=$!
+    wait_for "$WORKDIR/$3" . 50 || true
+}
+
+# values NAME: the sampled levels in order, e.g. "1 0 1 0 1".
+values() { grep -v end "$WORKDIR/$1" | awk '{ printf "%s%s", sep, $2; sep=" " }'; }
+
+# nth_time NAME N: the time (µs) of the N-th sample line.
+nth_time() { sed -n "${2}p" "$WORKDIR/$1" | awk '{ print $1 }'; }
+
+# --- checks -----------------------------------------------------------------
+
+# The relay stays locked from request until the pulse, then pulses for the
+# requested length. The pull is set to the unlocked level so that anything but
+# an output request at the locked level would show.
+check_pulse() {
+    set_pull 0 pull-up
+    sample 0 3000 pulse.samples
+    ctl pulse --chip "$CHIP" --output RELAY --delay-ms 400 --ms 300 > "$WORKDIR/pulse.out" 2> "$WORKDIR/pulse.err"
+    rc=$?
+    wait "$SAMPLER"
+    seq=$(values pulse.samples)
+    # 1: pull before the request, 0: requested locked, 1/0: the pulse, 1: released to the pull.
+    if [ $rc -ne 0 ]; then
+        fail no-glitch "gatewayctl gpio pulse exited $rc: $(cat "$WORKDIR/pulse.err")"
+        fail pulse-length "no pulse"
+        return
+    fi
+    if [ "$seq" = "1 0 1 0 1" ]; then
+        pass no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq)"
+    else
+        fail no-glitch "expected levels 1 0 1 0 1, sampled: $seq"
+    fi
+    requested=300
+    reported=$(awk '/^pulse-end/ { print $4 }' "$WORKDIR/pulse.out")
+    up=$(nth_time pulse.samples 3)
+    down=$(nth_time pulse.samples 4)
+    seen=$(( (down - up) / 1000 ))
+    # The gateway's own figure is strict (timed from the unlocking ioctl's
+    # return to the locking one's). The sampler confirms it on the line; it
+    # polls every ~0.2 ms but can be descheduled for a few ms under TCG, so
+    # it may see the rising edge late: allow it 20 ms short.
+    if [ -n "$reported" ] && [ "$reported" -ge $requested ] && [ "$reported" -le $((requested + 250)) ] \
+        && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ]; then
+        pass pulse-length "requested $requested ms, reported $reported ms, sampled on the line $seen ms"
+    else
+        fail pulse-length "requested $requested ms, reported ${reported:-none} ms, sampled ${seen} ms"
+    fi
+}
+
+# The granted pattern (two 100 ms beeps and green blinks) plays on the LED and
+# buzzer lines and leaves them off; red stays off.
+check_pattern() {
+    for l in 1 2 3; do set_pull $l pull-down; done
+    sample 1 3000 green.samples
+    green_pid=$SAMPLER
+    sample 3 3000 buzzer.samples
+    buzzer_pid=$SAMPLER
+    sample 2 3000 red.samples
+    red_pid=$SAMPLER
+    ctl pulse --chip doorgateway-sim --output 0 --ms 100 --led LED_GREEN --led LED_RED --buzzer BUZZER --pattern granted \
+        > "$WORKDIR/pattern.out" 2> "$WORKDIR/pattern.err"
+    rc=$?
+    wait "$green_pid" "$buzzer_pid" "$red_pid"
+    g=$(values green.samples) b=$(values buzzer.samples) r=$(values red.samples)
+    on1=$(( ($(nth_time green.samples 3) - $(nth_time green.samples 2)) / 1000 ))
+    if [ $rc -eq 0 ] && [ "$g" = "0 1 0 1 0" ] && [ "$b" = "0 1 0 1 0" ] && [ "$r" = "0" ] \
+        && [ $on1 -ge 90 ] && [ $on1 -le 200 ] && grep -q pattern-end "$WORKDIR/pattern.out"; then
+        pass pattern "granted on chip found by label: green $g, buzzer $b, red $r; first blink $on1 ms"
+    else
+        fail pattern "exit $rc; green: $g; buzzer: $b; red: $r; first blink ${on1} ms; $(cat "$WORKDIR/pattern.err")"
+    fi
+}
+
+# A press made by flipping the simulated pull, with bounces shorter than the
+# 30 ms debounce before it, is reported once; so is the release.
+check_button() {
+    set_pull 4 pull-up   # active-low button with pull-up: released
+    set_pull 5 pull-up   # door contact, active-low: closed
+    ctl watch --chip "/dev/$CHIP" --button BUTTON --door-contact DOOR --count 3 \
+        > "$WORKDIR/button.out" 2> "$WORKDIR/button.err" &
+    pid=$!
+    if ! wait_for "$WORKDIR/button.out" '^ready'; then
+        kill $pid 2>/dev/null
+        fail button "watch never became ready: $(cat "$WORKDIR/button.err")"
+        return
+    fi
+    # Bounce: each write takes well under a millisecond.
+    for _ in 1 2 3 4 5; do set_pull 4 pull-down; set_pull 4 pull-up; done
+    sleep 0.1
+    set_pull 4 pull-down; set_pull 4 pull-up; set_pull 4 pull-down   # bounce, then held
+    sleep 0.3
+    set_pull 4 pull-up; set_pull 4 pull-down; set_pull 4 pull-up     # bounce, then released
+    sleep 0.1
+    set_pull 5 pull-down                                             # door opens
+    n=50
+    while kill -0 $pid 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+    kill $pid 2>/dev/null
+    presses=$(grep -c 'button pressed' "$WORKDIR/button.out")
+    releases=$(grep -c 'button released' "$WORKDIR/button.out")
+    t1=$(awk '/button pressed/ { print $3 }' "$WORKDIR/button.out")
+    t2=$(awk '/button released/ { print $3 }' "$WORKDIR/button.out")
+    held=$(( ${t2:-0} - ${t1:-0} ))
+    opened=$(grep -c 'door_contact open' "$WORKDIR/button.out")
+    if [ "$presses" = 1 ] && [ "$releases" = 1 ] && [ $held -ge 250 ] && [ $held -le 600 ] && [ "$opened" = 1 ]; then
+        pass button "one press and one release after bounces, held $held ms; door contact opened once"
+    else
+        fail button "presses $presses, releases $releases, held $held ms: $(tr '\n' ';' < "$WORKDIR/button.out")"
+    fi
+}
+
+# spawn NAME ARGS...: `gatewayctl gpio ARGS` in the background; its pid in
+# $PID (exec keeps it: the core probe names the file by it), its stdout and
+# stderr in NAME.out/.err, and its exit status in NAME.status once it ends.
+spawn() {
+    name=$1
+    shift
+    rm -f "$WORKDIR/$name.pid" "$WORKDIR/$name.status"
+    (
+        sh -c 'echo $$ > "$0"; exec "$@"' "$WORKDIR/$name.pid" "$GATEWAY" ctl gpio "$@" \
+            > "$WORKDIR/$name.out" 2> "$WORKDIR/$name.err"
+        echo $? > "$WORKDIR/$name.status"
+    ) &
+    n=50
+    while [ ! -s "$WORKDIR/$name.pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+    PID=$(cat "$WORKDIR/$name.pid")
+}
+
+# status NAME: wait (up to 10 s) for the spawned command to end; print its exit status.
+status() {
+    n=100
+    while [ ! -s "$WORKDIR/$1.status" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+    cat "$WORKDIR/$1.status" 2>/dev/null
+}
+
+# start_pulse NAME ARGS...: a long relay pulse in the background; waits for pulse-start.
+start_pulse() {
+    job=$1
+    shift
+    spawn "$job" pulse --chip "$CHIP" --output RELAY --ms 5000 "$@"
+    wait_for "$WORKDIR/$job.out" '^pulse-start'
+}
+
+# SIGTERM mid-pulse: the graceful path locks before exit. --linger-ms keeps
+# the lines requested briefly after locking, so the locked level is readable
+# before the release drops the line to its (unlocked) pull.
+check_sigterm() {
+    set_pull 0 pull-up
+    if ! start_pulse sigterm --linger-ms 500; then
+        fail sigterm "no pulse-start: $(cat "$WORKDIR/sigterm.err")"
+        return
+    fi
+    during=$(value 0)
+    kill -TERM $PID
+    wait_for "$WORKDIR/sigterm.out" 'outputs locked' 30
+    locked=$(value 0)
+    rc=$(status sigterm)
+    if [ "$during" = 1 ] && [ "$locked" = 0 ] && [ "$rc" = 143 ]; then
+        pass sigterm "mid-pulse SIGTERM: line $during -> $locked (locked) before exit, exit status $rc"
+    else
+        fail sigterm "during pulse $during, after SIGTERM $locked, exit status $rc"
+    fi
+}
+
+# SIGKILL mid-pulse: nothing runs, the released line falls to its pull; the
+# restarted process drives it locked at request, before anything else.
+check_sigkill_restart() {
+    set_pull 0 pull-up
+    if ! start_pulse sigkill; then
+        fail sigkill-restart "no pulse-start: $(cat "$WORKDIR/sigkill.err")"
+        return
+    fi
+    kill -KILL $PID
+    status sigkill > /dev/null
+    after_kill=$(value 0)
+    sample 0 2500 restart.samples
+    ctl pulse --chip "$CHIP" --output RELAY --delay-ms 500 --ms 100 > "$WORKDIR/restart.out" 2>&1 &
+    pid=$!
+    wait_for "$WORKDIR/restart.out" '^ready' 50
+    at_ready=$(value 0)
+    wait $pid
+    wait "$SAMPLER"
+    seq=$(values restart.samples)
+    if [ "$after_kill" = 1 ] && [ "$at_ready" = 0 ] && [ "$seq" = "1 0 1 0 1" ]; then
+        pass sigkill-restart "killed mid-pulse: line fell to its pull ($after_kill); restart locked it at request ($at_ready), levels $seq"
+    else
+        fail sigkill-restart "after SIGKILL $after_kill (pull 1), at ready $at_ready, levels after restart: $seq"
+    fi
+}
+
+# Clear errors: a missing chip, a missing line, and a busy line naming its
+# current consumer (gpiod_line_consumer).
+check_errors() {
+    ctl pulse --chip no-such-chip --output RELAY > /dev/null 2> "$WORKDIR/err-chip"
+    rc_chip=$?
+    ctl pulse --chip "$CHIP" --output NO_SUCH_LINE > /dev/null 2> "$WORKDIR/err-line"
+    rc_line=$?
+    start_pulse holder || { fail errors "no pulse-start: $(cat "$WORKDIR/holder.err")"; return; }
+    ctl pulse --chip "$CHIP" --output RELAY > /dev/null 2> "$WORKDIR/err-busy"
+    rc_busy=$?
+    kill -TERM "$PID"
+    status holder > /dev/null
+    if [ $rc_chip -ne 0 ] && grep -q "GPIO chip 'no-such-chip' not found.*$CHIP \[doorgateway-sim\]" "$WORKDIR/err-chip" \
+        && [ $rc_line -ne 0 ] && grep -q "GPIO line 'NO_SUCH_LINE' not found on chip $CHIP" "$WORKDIR/err-line" \
+        && [ $rc_busy -ne 0 ] && grep -q "is busy: already requested by 'gatewayd'" "$WORKDIR/err-busy"; then
+        pass errors "missing chip, missing line and busy line (consumer gatewayd) are named"
+    else
+        fail errors "$(cat "$WORKDIR/err-chip" "$WORKDIR/err-line" "$WORKDIR/err-busy" | tr '\n' ';')"
+    fi
+}
+
+# Fatal signals: the line must be locked while the process dies. A piped
+# core_pattern runs a probe while the dying process still holds its lines
+# (the core is written before its files are closed), so the probe reads the
+# level the crash handler left, not the pull.
+setup_core_probe() {
+    OLD_CORE_PATTERN=$(cat /proc/sys/kernel/core_pattern)
+    cat > "$WORKDIR/core-probe" <<EOF
+#!/bin/sh
+cat "$SYS/sim_gpio0/value" > "$WORKDIR/core-value.\$1"
+cat > /dev/null
+EOF
+    chmod 755 "$WORKDIR/core-probe"
+    echo "|$WORKDIR/core-probe %p" > /proc/sys/kernel/core_pattern
+    ulimit -c unlimited 2>/dev/null || true
+}
+
+restore_core_pattern() { echo "$OLD_CORE_PATTERN" > /proc/sys/kernel/core_pattern; }
+
+# check_fatal NAME EXPECTED_STATUSES SIGNAL|trap|overflow
+check_fatal() {
+    name=$1 expected=$2 how=$3
+    set_pull 0 pull-up
+    rm -f "$WORKDIR"/core-value.*
+    case $how in
+        trap) start_pulse "$name" --trap-after-ms 200 ;;
+        overflow) start_pulse "$name" --overflow-after-ms 200 ;;
+        *) start_pulse "$name" && kill -"$how" "$PID" ;;
+    esac || { fail "$name" "no pulse-start: $(cat "$WORKDIR/$name.err")"; return; }
+    rc=$(status "$name")
+    probe=$(cat "$WORKDIR/core-value.$PID" 2>/dev/null)
+    case " $expected " in *" $rc "*) ok_status=yes ;; *) ok_status=no ;; esac
+    if [ "$probe" = 0 ] && [ $ok_status = yes ]; then
+        pass "$name" "line locked (0) while the process died, exit status $rc; after exit $(value 0) (its pull)"
+    else
+        fail "$name" "line while dying: ${probe:-no probe ran}, exit status ${rc:-?} (want $expected); $(tail -3 "$WORKDIR/$name.err" | tr '\n' ';')"
+    fi
+}
+
+main() {
+    [ -x "$GATEWAY" ] || { echo "FAIL setup: gateway binary $GATEWAY not executable"; exit 1; }
+    setup_sim
+    check_pulse
+    check_pattern
+    check_button
+    check_sigterm
+    check_sigkill_restart
+    check_errors
+    setup_core_probe
+    check_fatal sigabrt 134 ABRT
+    # Swift runtime traps: SIGILL (132) on x86_64, SIGTRAP (133) on arm64.
+    check_fatal swift-trap "132 133" trap
+    # A stack overflow: the handler runs on its alternate stack (sigaltstack).
+    check_fatal stack-overflow 139 overflow
+    restore_core_pattern
+    teardown_sim
+    return $FAILED
+}
+
+main
