@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# static-deps.sh — the static C archives and pkg-config files for `make static`.
+#
+# Debian ships libcrypto.a, libssl.a, libsqlite3.a, libgpiod.a, libnfc.a and
+# libusb.a (libusb-0.1, which Debian's libnfc links), but no libmosquitto.a and
+# no libqrencode.a. This script builds those two from Debian's own source
+# packages (the version of the installed -dev package, so headers and archive
+# agree), once, into a cache outside the working tree, and writes a private
+# pkg-config directory whose .pc files name static archives and list their
+# transitive static libraries in `Libs:` (SwiftPM reads `Libs:` only and a
+# static link needs every dependency spelled out).
+#
+# Usage: scripts/static-deps.sh        (prints the pkg-config directory on stdout)
+# Cache: ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/static-deps
+#   apt/        private deb-src list and its package lists (the system's apt
+#               sources are never touched)
+#   src/        unpacked Debian sources and cmake build trees (scratch)
+#   mosquitto/  include/ lib/libmosquitto.a  .stamp
+#   qrencode/   include/ lib/libqrencode.a   .stamp
+#   pkgconfig/  the .pc files to put in PKG_CONFIG_PATH
+# A library is rebuilt only when its .stamp (Debian source version + recipe)
+# no longer matches. Progress goes to stderr; a warm cache prints one line.
+set -euo pipefail
+
+CACHE_ROOT="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/static-deps"
+MULTIARCH="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)"
+SYSLIB="/usr/lib/$MULTIARCH"
+# Build tools and the libraries whose Debian packages ship the static archives.
+NEEDED_PACKAGES=(cmake dpkg-dev gcc make pkg-config file
+    libssl-dev libsqlite3-dev libnfc-dev libusb-dev libgpiod-dev
+    libmosquitto-dev libqrencode-dev)
+
+say() { echo "static-deps: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# Build flags, part of each stamp: changing them forces a rebuild.
+MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PIC=ON
+    -DWITH_BROKER=OFF -DWITH_APPS=OFF -DWITH_CLIENTS=OFF -DDOCUMENTATION=OFF
+    -DWITH_PLUGINS=OFF -DWITH_CJSON=OFF -DWITH_TLS=ON -DWITH_THREADING=ON
+    -DWITH_SRV=OFF -DWITH_WEBSOCKETS=OFF -DWITH_SOCKS=ON)
+QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWITH_TOOLS=NO -DWITH_TESTS=NO -DWITHOUT_PNG=YES)
+
+install_missing_packages() {
+    local missing=() p
+    for p in "${NEEDED_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' ||
+            missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    [ "$(id -u)" = 0 ] || die "need root to apt-get install: ${missing[*]}"
+    say "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+}
+
+# apt options for a private deb-src list: own SourceList, no SourceParts, own
+# lists directory, no binary caches; nothing under /etc/apt or /var/lib/apt changes.
+APT_OPTS=()
+private_apt() {
+    [ ${#APT_OPTS[@]} -gt 0 ] && return
+    local dir="$CACHE_ROOT/apt" codename keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    codename="$(. /etc/os-release && echo "$VERSION_CODENAME")"
+    mkdir -p "$dir/lists/partial" "$dir/parts"
+    cat >"$dir/sources.list" <<EOF
+deb-src [signed-by=$keyring] http://deb.debian.org/debian $codename main
+deb-src [signed-by=$keyring] http://deb.debian.org/debian $codename-updates main
+deb-src [signed-by=$keyring] http://deb.debian.org/debian-security $codename-security main
+EOF
+    APT_OPTS=(-o "Dir::Etc::SourceList=$dir/sources.list" -o "Dir::Etc::SourceParts=$dir/parts"
+        -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
+        -o "APT::Sandbox::User=root")
+    say "updating the private deb-src list ($dir)"
+    apt-get "${APT_OPTS[@]}" update -qq >/dev/null
+}
+
+# fetch_source SRCPKG VERSION DEST: unpack Debian's source package into DEST.
+fetch_source() {
+    local pkg="$1" version="$2" dest="$3" work="$CACHE_ROOT/src/$1"
+    private_apt
+    rm -rf "$work" && mkdir -p "$work"
+    say "apt-get source $pkg=$version"
+    local tree orig
+    if ! (cd "$work" && apt-get "${APT_OPTS[@]}" source -qq --only-source "$pkg=$version" \
+        >"$work.log" 2>&1); then
+        # The mirror may lack the .debian.tar.* while it has the upstream
+        # tarball; apt has already checked that tarball against the signed
+        # Sources index, so build from it (without Debian's patches).
+        orig="$(find "$work" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | head -n1)"
+        [ -n "$orig" ] || die "apt-get source $pkg=$version failed, see $work.log"
+        say "the mirror lacks part of $pkg $version; using the upstream tarball $(basename "$orig")"
+        tar -xf "$orig" -C "$work"
+    fi
+    tree="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+    [ -n "$tree" ] || die "no unpacked source tree for $pkg in $work"
+    mv "$tree" "$dest"
+}
+
+# build_lib NAME SRCPKG DEVPKG CMAKE_FLAGS... ; the per-library install step is
+# install_NAME BUILD_TREE SOURCE_TREE PREFIX.
+build_lib() {
+    local name="$1" srcpkg="$2" devpkg="$3"
+    shift 3
+    local prefix="$CACHE_ROOT/$name" version stamp
+    version="$(dpkg-query -W -f='${source:Version}' "$devpkg")"
+    stamp="$srcpkg $version $*"
+    if [ -f "$prefix/.stamp" ] && [ "$(cat "$prefix/.stamp")" = "$stamp" ]; then
+        return
+    fi
+    say "building static $name from Debian source $srcpkg $version"
+    local src="$CACHE_ROOT/src/$name-source" build="$CACHE_ROOT/src/$name-build"
+    rm -rf "$src" "$build" "$prefix"
+    fetch_source "$srcpkg" "$version" "$src"
+    cmake -S "$src" -B "$build" "$@" >"$CACHE_ROOT/src/$name-cmake.log" 2>&1 ||
+        die "cmake configure of $name failed, see $CACHE_ROOT/src/$name-cmake.log"
+    cmake --build "$build" -j "$(nproc)" >>"$CACHE_ROOT/src/$name-cmake.log" 2>&1 ||
+        die "cmake build of $name failed, see $CACHE_ROOT/src/$name-cmake.log"
+    mkdir -p "$prefix/include" "$prefix/lib"
+    "install_$name" "$build" "$src" "$prefix"
+    rm -rf "$src" "$build" "$CACHE_ROOT/src/$srcpkg" "$CACHE_ROOT/src/$srcpkg.log"
+    echo "$stamp" >"$prefix/.stamp"
+    say "installed $(cd "$prefix" && echo lib/*.a) in $prefix"
+}
+
+# The archive is libmosquitto_static.a; it is installed as libmosquitto.a so
+# that a plain -lmosquitto finds it.
+install_mosquitto() {
+    cp "$1/lib/libmosquitto_static.a" "$3/lib/libmosquitto.a"
+    cp "$2"/include/mosquitto.h "$2"/include/mqtt_protocol.h "$3/include/"
+}
+
+install_qrencode() {
+    cp "$1/libqrencode.a" "$3/lib/libqrencode.a"
+    cp "$2/qrencode.h" "$3/include/"
+}
+
+# write_pc NAME VERSION CFLAGS LIBS: one .pc file, rewritten only when it changes.
+write_pc() {
+    local file="$CACHE_ROOT/pkgconfig/$1.pc" text
+    text="$(printf 'Name: %s\nDescription: %s, static link (scripts/static-deps.sh)\nVersion: %s\nCflags: %s\nLibs: %s\n' \
+        "$1" "$1" "$2" "$3" "$4")"
+    if [ ! -f "$file" ] || [ "$(cat "$file")" != "$text" ]; then
+        echo "$text" >"$file"
+        say "wrote $file"
+    fi
+}
+
+deb_version() { dpkg-query -W -f='${Version}' "$1" | sed 's/^[0-9]*://; s/[-+~].*//'; }
+
+write_pkgconfig() {
+    mkdir -p "$CACHE_ROOT/pkgconfig"
+    local a
+    for a in libcrypto.a libssl.a libsqlite3.a libgpiod.a libnfc.a libusb.a; do
+        [ -f "$SYSLIB/$a" ] || die "$SYSLIB/$a is missing (its -dev package ships it)"
+    done
+    local ssl_version
+    ssl_version="$(deb_version libssl-dev)"
+    # glibc >= 2.34 has dl and pthread in libc; the -l flags stay for older ones.
+    write_pc libcrypto "$ssl_version" "" "-L$SYSLIB -lcrypto -ldl -lpthread"
+    write_pc libssl "$ssl_version" "" "-L$SYSLIB -lssl -lcrypto -ldl -lpthread"
+    write_pc openssl "$ssl_version" "" "-L$SYSLIB -lssl -lcrypto -ldl -lpthread"
+    write_pc sqlite3 "$(deb_version libsqlite3-dev)" "" "-L$SYSLIB -lsqlite3 -lm -ldl -lpthread"
+    write_pc libgpiod "$(deb_version libgpiod-dev)" "" "-L$SYSLIB -lgpiod"
+    write_pc libusb "$(deb_version libusb-dev)" "" "-L$SYSLIB -lusb"
+    write_pc libnfc "$(deb_version libnfc-dev)" "" "-L$SYSLIB -lnfc -lusb"
+    write_pc libmosquitto "$(deb_version libmosquitto-dev)" \
+        "-I$CACHE_ROOT/mosquitto/include -DLIBMOSQ_STATIC" \
+        "-L$CACHE_ROOT/mosquitto/lib -lmosquitto -L$SYSLIB -lssl -lcrypto -ldl -lpthread"
+    write_pc libqrencode "$(deb_version libqrencode-dev)" "-I$CACHE_ROOT/qrencode/include" \
+        "-L$CACHE_ROOT/qrencode/lib -lqrencode -lpthread"
+}
+
+install_missing_packages
+mkdir -p "$CACHE_ROOT"
+build_lib mosquitto mosquitto libmosquitto-dev "${MOSQUITTO_CMAKE[@]}"
+build_lib qrencode qrencode libqrencode-dev "${QRENCODE_CMAKE[@]}"
+write_pkgconfig
+say "ready: PKG_CONFIG_PATH=$CACHE_ROOT/pkgconfig"
+echo "$CACHE_ROOT/pkgconfig"
