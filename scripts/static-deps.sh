@@ -173,6 +173,9 @@ write_pkgconfig() {
 
 install_missing_packages
 mkdir -p "$CACHE_ROOT"
+# Clones and worktrees share the cache: one run at a time.
+exec 9>"$CACHE_ROOT/.lock"
+flock 9
 build_lib mosquitto mosquitto libmosquitto-dev "${MOSQUITTO_CMAKE[@]}"
 build_lib qrencode qrencode libqrencode-dev "${QRENCODE_CMAKE[@]}"
 write_pkgconfig
