@@ -13,6 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 GATEWAY=${GATEWAY:-out/static/gateway}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-240}
+CHECKS=10                                      # result lines gateway-checks.sh prints
 log() { echo "gpio-vm: $*" >&2; }
 
 # 1. Build tools (root, once).
@@ -108,9 +109,12 @@ set -e
 tr -d '\r' < "$W/console.log" | grep -E '^(PASS|FAIL)' || true
 pass=$(tr -d '\r' < "$W/console.log" | grep -c '^PASS' || true)
 fail=$(tr -d '\r' < "$W/console.log" | grep -c '^FAIL' || true)
-done_=$(grep -c '=== checks exit' "$W/console.log" || true)
-if [ "$qrc" = 124 ] || [ "$done_" = 0 ]; then
-  log "VM did not finish (qemu rc $qrc); console tail:"; tail -20 "$W/console.log" >&2
+# Every check must report, and the checks script must exit 0: a VM that hangs
+# or a script that stops early is a failure even with no FAIL line.
+if [ "$qrc" = 124 ] || ! grep -q '=== checks exit 0' "$W/console.log" || [ $((pass + fail)) -lt "$CHECKS" ]; then
+  log "checks incomplete (qemu rc $qrc, $((pass + fail)) of $CHECKS results); console tail:"
+  tr -d '\r' < "$W/console.log" | tail -25 >&2
+  cp "$W/console.log" "$CACHE/last-console.log"
   fail=$((fail + 1))
 fi
 echo "$pass passed, $fail failed"
