@@ -95,6 +95,8 @@ final class NDEFTests: XCTestCase {
     }
 
     func testEveryURIPrefixRoundTrips() throws {
+        XCTAssertEqual(URIPrefix.table.count, 0x24, "codes 0x00-0x23")
+        XCTAssertNil(URIPrefix.prefix(for: 0x24))
         for (code, prefix) in URIPrefix.table.enumerated() {
             let uri = prefix + "example/\(code)"
             let record = NDEFRecord.uri(uri)
