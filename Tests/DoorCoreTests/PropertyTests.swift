@@ -40,7 +40,7 @@ final class PropertyTests: XCTestCase {
     func testDumpParserNeverTraps() {
         let seeds = vectors.dumps.map { Hex.decode($0.hex)! }
         var parsed = 0
-        inputs(seeds: seeds, seed: 2, maxRandomLength: 1000) { bytes in
+        inputs(seeds: seeds, seed: 2) { bytes in  // random bytes only meet the size check; NDEFPropertyTests flips bytes in place
             guard let image = try? TagImage(dump: bytes) else { return }
             parsed += 1
             _ = image.uid

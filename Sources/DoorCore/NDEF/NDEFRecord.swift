@@ -19,11 +19,12 @@ public struct NDEFRecord: Equatable, Sendable, Hashable {
 
     /// Well-known URI record (RTD-URI) with the longest matching prefix code.
     public static func uri(_ uri: String) -> NDEFRecord {
-        let (code, rest) = URIPrefix.encode(uri)
-        return NDEFRecord(tnf: .wellKnown, type: [0x55], payload: [code] + Array(rest.utf8))
+        let (code, rest) = URIPrefix.split(uri)
+        return NDEFRecord(tnf: .wellKnown, type: [0x55], payload: [code] + rest)
     }
 
-    /// Well-known Text record (RTD-Text), UTF-8.
+    /// Well-known Text record (RTD-Text 1.0 §3.2), UTF-8; the language code
+    /// (RFC 5646, ASCII) is cut to the 63 bytes the status byte can count.
     public static func text(_ text: String, language: String = "en") -> NDEFRecord {
         let lang = Array(language.utf8.prefix(63))
         return NDEFRecord(tnf: .wellKnown, type: [0x54], payload: [UInt8(lang.count)] + lang + Array(text.utf8))
@@ -42,28 +43,33 @@ public struct NDEFRecord: Equatable, Sendable, Hashable {
     public var isURI: Bool { tnf == .wellKnown && type == [0x55] }
     public var isText: Bool { tnf == .wellKnown && type == [0x54] }
 
-    /// The URI of a URI record (nil for other records).
+    /// The URI of a URI record (nil for other records): the identifier code's
+    /// prefix followed by the UTF-8 rest (RTD-URI 1.0 §3.2).
     public func uri() throws(NDEFError) -> String? {
         guard isURI else { return nil }
         guard let code = payload.first else { throw .invalidRecord("empty URI payload") }
         guard let prefix = URIPrefix.prefix(for: code) else { throw .badURICode(code) }
         guard let rest = String(validating: payload.dropFirst(), as: UTF8.self) else {
-            throw .invalidText("URI is not UTF-8")
+            throw .invalidUTF8("URI record")
         }
         return prefix + rest
     }
 
-    /// Language and text of a Text record (nil for other records).
+    /// Language and text of a Text record (nil for other records). Status byte
+    /// (RTD-Text 1.0 §3.2.1): bit 7 = UTF-16, bit 6 reserved (must be 0), bits
+    /// 5–0 = language code length.
     public func text() throws(NDEFError) -> (language: String, text: String)? {
         guard isText else { return nil }
         guard let status = payload.first else { throw .invalidRecord("empty Text payload") }
         let langLength = Int(status & 0x3F)
         guard status & 0x40 == 0 else { throw .invalidRecord("Text status bit 6 is reserved") }
-        guard payload.count >= 1 + langLength else { throw .truncated("Text language code") }
-        let lang = String(decoding: payload[1..<1 + langLength], as: UTF8.self)
+        guard payload.count >= 1 + langLength else { throw .lengthBeyondData("Text language code") }
+        guard let lang = String(validating: payload[1..<1 + langLength], as: UTF8.self) else {
+            throw .invalidUTF8("Text language code")
+        }
         let body = payload[(1 + langLength)...]
         if status & 0x80 == 0 {
-            guard let t = String(validating: body, as: UTF8.self) else { throw .invalidText("Text is not UTF-8") }
+            guard let t = String(validating: body, as: UTF8.self) else { throw .invalidUTF8("Text record") }
             return (lang, t)
         }
         return (lang, try Self.utf16(Array(body)))
@@ -75,12 +81,16 @@ public struct NDEFRecord: Equatable, Sendable, Hashable {
         var units = [UInt16]()
         var little = false, start = 0
         if bytes.count >= 2 {
-            if bytes[0] == 0xFF && bytes[1] == 0xFE { little = true; start = 2 }
-            else if bytes[0] == 0xFE && bytes[1] == 0xFF { start = 2 }
+            if bytes[0] == 0xFF && bytes[1] == 0xFE {
+                little = true; start = 2
+            } else if bytes[0] == 0xFE && bytes[1] == 0xFF {
+                start = 2
+            }
         }
         var i = start
         while i < bytes.count {
-            units.append(little ? UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8 : UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]))
+            units.append(
+                little ? UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8 : UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]))
             i += 2
         }
         var out = ""
@@ -121,12 +131,15 @@ public enum URIPrefix {
 
     public static func prefix(for code: UInt8) -> String? { Int(code) < table.count ? table[Int(code)] : nil }
 
-    /// The longest matching prefix's code and the rest of the URI.
-    public static func encode(_ uri: String) -> (UInt8, String) {
+    /// The code of the longest prefix `uri` starts with (0x00 when none does,
+    /// as for COMPAT's `smp://` stickers) and the UTF-8 bytes that follow it.
+    /// Compared byte for byte: every prefix is ASCII.
+    public static func split(_ uri: String) -> (code: UInt8, rest: [UInt8]) {
+        let bytes = Array(uri.utf8)
         var best = 0
-        for (code, p) in table.enumerated() where !p.isEmpty && uri.hasPrefix(p) && p.utf8.count > table[best].utf8.count {
+        for (code, p) in table.enumerated() where bytes.starts(with: p.utf8) && p.utf8.count > table[best].utf8.count {
             best = code
         }
-        return (UInt8(best), String(uri.utf8.dropFirst(table[best].utf8.count))!)
+        return (UInt8(best), Array(bytes.dropFirst(table[best].utf8.count)))
     }
 }

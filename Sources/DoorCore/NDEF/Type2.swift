@@ -10,33 +10,42 @@ public enum TLV: Equatable, Sendable, Hashable {
     case terminator
 }
 
+/// What a tag's data area holds, as the door sees it. DESIGN.md: "blank" = no
+/// NDEF TLV, or an empty NDEF message.
+public enum TagContent: Equatable, Sendable {
+    case blank
+    case message(NDEFMessage)
+
+    /// From the first NDEF TLV's value (nil when the area has no NDEF TLV).
+    public init(ndefValue: [UInt8]?) throws(NDEFError) {
+        guard let ndefValue else { self = .blank; return }
+        let message = try NDEFMessage.decode(ndefValue)
+        self = message.isEmpty ? .blank : .message(message)
+    }
+}
+
+/// Type 2 Tag data area codec. NTAG21x have no Memory Control areas inside
+/// user memory (data sheet §8.5: the dynamic lock bytes follow it), so TLVs are
+/// read as one contiguous run from page 4.
 public enum Type2 {
-    /// Parses the TLVs of a tag's data area, up to and including the Terminator
+    /// Parses every TLV of a data area, up to and including the Terminator
     /// (anything after it is ignored). The end of the area also ends the list.
+    /// Lengths: one byte, or 0xFF then two bytes big-endian (T2T 1.0 §2.3).
     public static func parseTLVs(_ area: [UInt8]) throws(NDEFError) -> [TLV] {
         var tlvs: [TLV] = []
         var i = 0
         while i < area.count {
             let t = area[i]
-            i += 1
             switch t {
-            case 0x00: tlvs.append(.null); continue
+            case 0x00: tlvs.append(.null); i += 1; continue
             case 0xFE: tlvs.append(.terminator); return tlvs
             default: break
             }
-            guard i < area.count else { throw .truncated("TLV 0x\(Hex.encode([t])) has no length") }
-            var length = Int(area[i])
-            i += 1
-            if length == 0xFF {
-                guard i + 2 <= area.count else { throw .truncated("3-byte TLV length") }
-                length = Int(area[i]) << 8 | Int(area[i + 1])
-                i += 2
+            guard case .known(let header, let length) = try lengthField(area, at: i, areaSize: area.count) else {
+                throw .truncated("TLV at offset \(i)")  // not reached: the whole area is given
             }
-            guard length <= area.count - i else {
-                throw .truncated("TLV 0x\(Hex.encode([t])) length \(length) beyond the data (\(area.count - i) bytes)")
-            }
-            let value = Array(area[i..<i + length])
-            i += length
+            let value = Array(area[(i + header)..<(i + header + length)])
+            i += header + length
             switch t {
             case 0x01: tlvs.append(.lockControl(value))
             case 0x02: tlvs.append(.memoryControl(value))
@@ -48,12 +57,15 @@ public enum Type2 {
         return tlvs
     }
 
-    /// The first NDEF message TLV's value, or nil when the area has none.
+    /// The first NDEF message TLV's value, or nil when a Terminator or the end
+    /// of the area comes first. TLVs after it are not looked at, so this agrees
+    /// with `scan` reading the same area page by page.
     public static func firstNDEFValue(_ area: [UInt8]) throws(NDEFError) -> [UInt8]? {
-        for tlv in try parseTLVs(area) {
-            if case .ndef(let v) = tlv { return v }
+        switch try scan(prefix: area, areaSize: area.count) {
+        case .complete(let value, _): return value
+        case .noNDEF: return nil
+        case .needMore(let n): throw .truncated("\(n) more bytes needed")  // not reached: the whole area is given
         }
-        return nil
     }
 
     /// The first NDEF message on the tag (`.noNDEFMessage` when there is none).
@@ -62,10 +74,18 @@ public enum Type2 {
         return try NDEFMessage.decode(value)
     }
 
-    /// An NDEF TLV holding `message`, followed by the Terminator TLV: what is written.
-    public static func ndefTLV(_ message: NDEFMessage) -> [UInt8] {
-        let m = message.encoded()
-        let length: [UInt8] = m.count < 0xFF ? [UInt8(m.count)] : [0xFF, UInt8(m.count >> 8 & 0xFF), UInt8(m.count & 0xFF)]
+    /// Blank or a message (DESIGN.md "blank").
+    public static func content(ofArea area: [UInt8]) throws(NDEFError) -> TagContent {
+        try TagContent(ndefValue: firstNDEFValue(area))
+    }
+
+    /// The NDEF TLV holding `message`, then the Terminator TLV: what is written
+    /// from page 4. The length takes 3 bytes (FF hi lo) from 0xFF on; 0xFFFE is
+    /// the largest a TLV can say (T2T 1.0 §2.3).
+    public static func ndefTLV(_ message: NDEFMessage) throws(NDEFError) -> [UInt8] {
+        let m = try message.encoded()
+        guard m.count <= 0xFFFE else { throw .oversized(needed: m.count + 5, capacity: 0xFFFE + 5) }
+        let length: [UInt8] = m.count < 0xFF ? [UInt8(m.count)] : [0xFF, UInt8(m.count >> 8), UInt8(m.count & 0xFF)]
         return [0x03] + length + m + [0xFE]
     }
 
@@ -73,42 +93,71 @@ public enum Type2 {
     public enum Scan: Equatable, Sendable {
         /// The first NDEF TLV is complete; `end` is the offset just past it.
         case complete(value: [UInt8], end: Int)
-        /// At least `bytes` more bytes are needed.
+        /// At least `bytes` more bytes of the area are needed to go on.
         case needMore(bytes: Int)
         /// A Terminator (or the end of the area) came before any NDEF TLV.
         case noNDEF
     }
 
-    /// Reads only what the NDEF message needs (CC, then TLVs up to its end):
-    /// given a prefix of the data area of `areaSize` bytes, says how much more to read.
+    /// For a reader that fetches only what the NDEF message needs (the CC, then
+    /// TLVs up to the end of the message): given the first bytes of a data area
+    /// of `areaSize` bytes (from the CC, bounded by user memory), says whether
+    /// the first NDEF TLV is complete, how much more to read, or that there is
+    /// none. A length running past the area is an error, not a request for more.
     public static func scan(prefix: [UInt8], areaSize: Int) throws(NDEFError) -> Scan {
+        let bytes = Array(prefix.prefix(areaSize))
         var i = 0
-        while true {
-            if i >= areaSize { return .noNDEF }
-            guard i < prefix.count else { return .needMore(bytes: i + 1 - prefix.count) }
-            let t = prefix[i]
-            if t == 0x00 { i += 1; continue }
-            if t == 0xFE { return .noNDEF }
-            guard i + 1 < prefix.count else { return .needMore(bytes: i + 2 - prefix.count) }
-            var length = Int(prefix[i + 1])
-            var header = 2
-            if length == 0xFF {
-                guard i + 3 < prefix.count else { return .needMore(bytes: i + 4 - prefix.count) }
-                length = Int(prefix[i + 2]) << 8 | Int(prefix[i + 3])
-                header = 4
+        while i < areaSize {
+            guard i < bytes.count else { return .needMore(bytes: i + 1 - bytes.count) }
+            switch bytes[i] {
+            case 0x00: i += 1; continue
+            case 0xFE: return .noNDEF
+            default: break
+            }
+            let header: Int, length: Int
+            switch try lengthField(bytes, at: i, areaSize: areaSize) {
+            case .known(let h, let l): (header, length) = (h, l)
+            case .needs(let end): return .needMore(bytes: end - bytes.count)
             }
             let end = i + header + length
-            guard end <= areaSize else { throw .truncated("TLV length \(length) beyond the data area (\(areaSize) bytes)") }
-            if t == 0x03 {
-                guard end <= prefix.count else { return .needMore(bytes: end - prefix.count) }
-                return .complete(value: Array(prefix[(i + header)..<end]), end: end)
+            if bytes[i] == 0x03 {
+                guard end <= bytes.count else { return .needMore(bytes: end - bytes.count) }
+                return .complete(value: Array(bytes[(i + header)..<end]), end: end)
             }
             i = end
         }
+        return .noNDEF
+    }
+
+    private enum LengthField {
+        /// Header size (type and length bytes) and value length, within the area.
+        case known(header: Int, length: Int)
+        /// `bytes` must reach `end` before the length is known.
+        case needs(end: Int)
+    }
+
+    /// The length of the TLV at `i` (not NULL or Terminator), checked against
+    /// the area; `bytes` may be a prefix of it.
+    private static func lengthField(_ bytes: [UInt8], at i: Int, areaSize: Int) throws(NDEFError) -> LengthField {
+        let type = "TLV 0x\(Hex.encode([bytes[i]])) at offset \(i)"
+        guard i + 2 <= areaSize else { throw .truncated("\(type) has no length") }
+        guard i + 2 <= bytes.count else { return .needs(end: i + 2) }
+        var header = 2, length = Int(bytes[i + 1])
+        if length == 0xFF {
+            guard i + 4 <= areaSize else { throw .truncated("\(type): 3-byte length cut short") }
+            guard i + 4 <= bytes.count else { return .needs(end: i + 4) }
+            header = 4
+            length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+        }
+        guard i + header + length <= areaSize else {
+            throw .lengthBeyondData("\(type) says \(length) bytes, \(areaSize - i - header) left in the data area")
+        }
+        return .known(header: header, length: length)
     }
 }
 
-/// The capability container in page 3 (T2T 1.0 §2.2.1).
+/// The capability container in page 3 (T2T 1.0 §2.2.1): magic 0xE1, mapping
+/// version, data area size / 8, access conditions.
 public struct CapabilityContainer: Equatable, Sendable, Hashable {
     public var magic: UInt8
     public var version: UInt8
@@ -118,8 +167,12 @@ public struct CapabilityContainer: Equatable, Sendable, Hashable {
 
     public init(_ page: [UInt8]) throws(NDEFError) {
         guard page.count >= 4 else { throw .badCapabilityContainer("needs 4 bytes") }
-        guard page[0] == 0xE1 else { throw .badCapabilityContainer("magic is 0x\(Hex.encode([page[0]])), not 0xE1 (not NDEF-formatted)") }
-        guard page[1] >> 4 == 1 else { throw .badCapabilityContainer("unsupported mapping version \(page[1] >> 4).\(page[1] & 0xF)") }
+        guard page[0] == 0xE1 else {
+            throw .badCapabilityContainer("magic is 0x\(Hex.encode([page[0]])), not 0xE1 (not NDEF-formatted)")
+        }
+        guard page[1] >> 4 == 1 else {
+            throw .badCapabilityContainer("unsupported mapping version \(page[1] >> 4).\(page[1] & 0xF)")
+        }
         magic = page[0]
         version = page[1]
         dataAreaSize = Int(page[2]) * 8
@@ -134,6 +187,9 @@ public struct CapabilityContainer: Equatable, Sendable, Hashable {
     }
 
     public var bytes: [UInt8] { [magic, version, UInt8(dataAreaSize / 8), access] }
-    /// Write access nibble 0x0 = granted; 0xF = read-only.
-    public var readOnly: Bool { access & 0x0F != 0 }
+
+    /// Anything but 0x00 (read and write granted) is treated as read-only: the
+    /// low nibble 0xF means no write access, and other values are proprietary
+    /// or reserved (T2T 1.0 §2.2.1), so the gateway never writes such a tag.
+    public var readOnly: Bool { access != 0x00 }
 }
