@@ -1,4 +1,5 @@
 import DoorCore
+import Foundation
 import TestSupport
 import XCTest
 
@@ -36,6 +37,13 @@ final class CommandTests: XCTestCase {
             var replay = ReplayGuard()
             let v = compat(c.message, key: c.key, now: c.now, tolerance: Int64(c.tolerance), replay: &replay)
             XCTAssertEqual(v.accepted, c.accept, "\(c.why): \(String(describing: v.rejection))")
+            let expected: CommandRejection.Code? = switch c.why {
+            case "6 s late", "an hour late": .stale
+            case "60 s in the future": .future
+            case "wrong key": .badChecksum
+            default: nil
+            }
+            XCTAssertEqual(v.rejection?.code, expected, c.why)
         }
         // The vector messages carry their command number to the mapped action.
         var replay = ReplayGuard()
@@ -61,6 +69,43 @@ final class CommandTests: XCTestCase {
         XCTAssertTrue(compat(try msg(1026, 4), key: keyHex, now: 1027, replay: &replay).accepted)
         // The replay of `a` is still refused after its entry expired, by the highest rule.
         XCTAssertNotNil(compat(a, key: keyHex, now: 1000, replay: &replay).rejection)
+        // Boundary: with the highest at 1030, ts = 1030 − (5 + 1) is dead even with the clock
+        // moved to it, while ts = 1030 − 5 still passes.
+        XCTAssertEqual(compat(try msg(1024, 5), key: keyHex, now: 1024, replay: &replay).rejection?.code, .olderThanHighest)
+        XCTAssertTrue(compat(try msg(1025, 6), key: keyHex, now: 1025, replay: &replay).accepted)
+    }
+
+    func testReplayRecordSurvivesEncoding() throws {
+        var replay = ReplayGuard(capacity: 8)
+        XCTAssertNil(replay.admit(keyID: "compat", fingerprint: "aa", timestamp: 100, now: 100, tolerance: 5))
+        let restored = try JSONDecoder().decode(ReplayGuard.self, from: JSONEncoder().encode(replay))
+        XCTAssertEqual(restored, replay)
+        var again = restored
+        XCTAssertEqual(again.admit(keyID: "compat", fingerprint: "aa", timestamp: 100, now: 101, tolerance: 5)?.code, .replay)
+        // Rows from the store can rebuild it too.
+        var rebuilt = ReplayGuard(entries: replay.entries, highest: replay.highest, capacity: 8)
+        XCTAssertEqual(rebuilt.admit(keyID: "compat", fingerprint: "bb", timestamp: 90, now: 95, tolerance: 5)?.code,
+                       .olderThanHighest)
+    }
+
+    func testPruningIsByTimeAndKeepsEntriesWhenTheClockMovesBack() {
+        var replay = ReplayGuard()
+        XCTAssertNil(replay.admit(keyID: "native", fingerprint: "n1", timestamp: 1000, now: 1000, tolerance: 5))
+        replay.prune(now: 1010, tolerance: 5)
+        XCTAssertEqual(replay.entries.count, 1, "exactly two windows old: kept")
+        replay.prune(now: 900, tolerance: 5)
+        XCTAssertEqual(replay.entries.count, 1, "a clock moved back prunes nothing")
+        replay.prune(now: 1011, tolerance: 5)
+        XCTAssertTrue(replay.entries.isEmpty)
+        XCTAssertEqual(replay.highest["native"], 1000, "the highest timestamp outlives the entries")
+    }
+
+    func testExtremeValuesNeverTrap() {
+        var replay = ReplayGuard()
+        for (ts, now, tol) in [(Int64.min, Int64.max, Int64.max), (Int64.max, Int64.min, Int64.min), (Int64.max, Int64.max, 30)] {
+            _ = replay.admit(keyID: "k", fingerprint: "\(ts)", timestamp: ts, now: now, tolerance: tol)
+            replay.prune(now: now, tolerance: tol)
+        }
     }
 
     func testFullReplayRecordRejectsInsteadOfEvicting() throws {
@@ -125,6 +170,12 @@ final class CommandTests: XCTestCase {
         let badAction = nativeMessage(action: 9, ts: 2000, nonce: String(repeating: "04", count: 16), device: "front-door", key: key)
         XCTAssertEqual(run(badAction).rejection?.code, .unknownAction)
         XCTAssertEqual(run(#"{"action":1}"#).rejection?.code, .malformed)
+        // A correctly MACed ts far from now is stale or future, never an overflow trap.
+        for (i, (ts, code)) in [(Int64.min + 2000, CommandRejection.Code.stale), (Int64.min, .stale),
+                                (Int64.max, .future)].enumerated() {
+            let m = nativeMessage(action: 0, ts: ts, nonce: String(repeating: "1\(i)", count: 16), device: "front-door", key: key)
+            XCTAssertEqual(run(m).rejection?.code, code, "\(ts)")
+        }
     }
 
     func testToleranceIsClampedToThirtySeconds() {

@@ -66,7 +66,12 @@ final class StickerTests: XCTestCase {
                 XCTAssertEqual(verdict.reason, .malformed, c.why)
             case "v1 sticker with a gateway-generated secret", "v2 sticker with u removed (downgrade)":
                 XCTAssertEqual(verdict.reason, .v1NotAllowed, c.why)
-            default: break
+            case "uppercase signature hex", "v1 sticker with an imported secret":
+                XCTAssertEqual(verdict.reason, .validV1, c.why)
+            case "v2 sticker, matching UID":
+                XCTAssertEqual(verdict.reason, .validV2, c.why)
+            default:
+                XCTFail("unexpected vector \(c.why)")
             }
         }
     }

@@ -99,7 +99,7 @@ public struct CommandJudge: Sendable {
             return reject(CommandRejection(.badChecksum, "checksum does not match (wrong key or damaged block)"))
         }
         v.timestamp = block.timestamp
-        v.skew = now.unixSeconds - block.timestamp
+        v.skew = Self.skew(now: now.unixSeconds, ts: block.timestamp)
         if let r = fresh(block.timestamp, now: now) { return reject(r) }
         if let r = replay.admit(keyID: "compat", fingerprint: otp.lowercased(), timestamp: block.timestamp,
                                 now: now.unixSeconds, tolerance: tolerance) {
@@ -129,7 +129,7 @@ public struct CommandJudge: Sendable {
             return reject(CommandRejection(.malformed, "mac must be 64 hex digits"))
         }
         v.timestamp = ts
-        v.skew = now.unixSeconds &- ts
+        v.skew = Self.skew(now: now.unixSeconds, ts: ts)
         guard device == deviceID else {
             return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
         }
@@ -168,9 +168,16 @@ public struct CommandJudge: Sendable {
         guard now.synchronised else {
             return CommandRejection(.clockUnsynchronised, "the system clock is not synchronised; remote commands are refused")
         }
-        let skew = now.unixSeconds &- ts
+        let skew = Self.skew(now: now.unixSeconds, ts: ts)
         if skew > tolerance { return CommandRejection(.stale, "\(skew) s old, the window is \(tolerance) s") }
-        if -skew > tolerance { return CommandRejection(.future, "\(-skew) s in the future, the window is \(tolerance) s") }
+        if skew < -tolerance { return CommandRejection(.future, "\(ts) is ahead of now (\(now.unixSeconds)), the window is \(tolerance) s") }
         return nil
+    }
+
+    /// now − ts, saturated: a native `ts` is any JSON integer, so the
+    /// difference may not fit in Int64 and must not trap.
+    static func skew(now: Int64, ts: Int64) -> Int64 {
+        let (d, overflow) = now.subtractingReportingOverflow(ts)
+        return overflow ? (ts < 0 ? .max : .min) : d
     }
 }

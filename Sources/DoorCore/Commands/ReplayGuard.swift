@@ -3,7 +3,7 @@
 /// freshness windows, the highest accepted timestamp per key is kept, and a
 /// full record rejects rather than evicts. Pure: the MQTT part persists
 /// `entries` and `highest`.
-public struct ReplayGuard: Equatable, Sendable {
+public struct ReplayGuard: Equatable, Sendable, Codable {
     public struct Entry: Equatable, Hashable, Sendable, Codable {
         public var keyID: String
         /// The accepted `otp-auth` block (lowercase hex) or native nonce.
@@ -32,7 +32,9 @@ public struct ReplayGuard: Equatable, Sendable {
     /// Drops entries older than two windows (by acceptance time or timestamp;
     /// whichever keeps them longer, so a clock moved backwards keeps them).
     public mutating func prune(now: Int64, tolerance: Int64) {
-        let horizon = now - 2 * tolerance
+        let window = Self.clamp(tolerance)
+        let (horizon, overflow) = now.subtractingReportingOverflow(2 * window)
+        guard !overflow else { return }
         entries.removeAll { max($0.acceptedAt, $0.timestamp) < horizon && $0.acceptedAt <= now }
     }
 
@@ -40,7 +42,8 @@ public struct ReplayGuard: Equatable, Sendable {
     public mutating func admit(keyID: String, fingerprint: String, timestamp: Int64, now: Int64,
                                tolerance: Int64) -> CommandRejection? {
         prune(now: now, tolerance: tolerance)
-        if let top = highest[keyID], timestamp + tolerance < top {
+        let window = Self.clamp(tolerance)
+        if let top = highest[keyID], case let (limit, false) = top.subtractingReportingOverflow(window), timestamp < limit {
             return CommandRejection(.olderThanHighest,
                                     "timestamp \(timestamp) is older than the newest accepted (\(top)) minus the window")
         }
@@ -54,4 +57,7 @@ public struct ReplayGuard: Equatable, Sendable {
         highest[keyID] = max(highest[keyID] ?? timestamp, timestamp)
         return nil
     }
+
+    /// The window as `CommandJudge` allows it (0…30 s), so no arithmetic on it overflows.
+    static func clamp(_ tolerance: Int64) -> Int64 { min(max(tolerance, 0), CommandJudge.maximumTolerance) }
 }
