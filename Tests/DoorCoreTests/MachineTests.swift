@@ -15,41 +15,61 @@ final class MachineTests: XCTestCase {
     }
 
     func testStartLocksEveryOutputBeforeAnythingElse() {
-        var h = MachineHarness(settings: DoorSettings(outputs: [OutputDefinition(name: "strike"),
-                                                                 OutputDefinition(name: "gate", lockedLevel: .energised)]))
-        let fx = h.start()
-        XCTAssertEqual(Array(fx.prefix(2)), [.drive(output: "strike", .locked), .drive(output: "gate", .locked)])
-        XCTAssertEqual(fx.eventKinds, [.started])
-        XCTAssertTrue(fx.contains(.feedback(.heartbeat)))
+        var h = MachineHarness(
+            settings: DoorSettings(outputs: [
+                OutputDefinition(name: "strike"),
+                OutputDefinition(name: "gate", lockedLevel: .energised),
+            ]))
+        XCTAssertEqual(
+            h.start(),
+            [
+                .drive(output: "strike", .locked), .drive(output: "gate", .locked),
+                .emit(DoorEvent(.started, reason: "normal")),
+                .feedback(.heartbeat),
+            ])
+        XCTAssertEqual(h.machine.state, .idle)
     }
 
     func testGrantedTapPulsesThenLocksInOrder() {
         var h = harness()
         let fx = h.send(MachineHarness.tag(a, grant))
-        XCTAssertEqual(fx, [
-            .feedback(.granted),
-            .emit(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: a), source: "tag")),
-            .drive(output: "strike", .unlocked),
-            .startTimer(.step(run: 1, step: 0), after: .seconds(3)),
-        ])
+        XCTAssertEqual(
+            fx,
+            [
+                .feedback(.granted),
+                .emit(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: a), source: "tag")),
+                .drive(output: "strike", .unlocked),
+                .startTimer(.step(run: 1, step: 0), after: .seconds(3)),
+            ])
         XCTAssertEqual(h.advance(.milliseconds(2999)), [])
-        XCTAssertEqual(h.advance(.milliseconds(1)), [
-            .drive(output: "strike", .locked),
-            .emit(DoorEvent(.actionCompleted, action: 0, source: "tag")),
-        ])
+        XCTAssertEqual(
+            h.advance(.milliseconds(1)),
+            [
+                .drive(output: "strike", .locked),
+                .emit(DoorEvent(.actionCompleted, action: 0, source: "tag")),
+            ])
     }
 
     func testDeniedTapNeverDrives() {
         var h = harness()
         let fx = h.send(MachineHarness.tag(a, forged))
-        XCTAssertEqual(fx, [.feedback(.denied), .emit(DoorEvent(.accessDenied, reason: "bad_signature", uid: TagUID(hex: a), source: "tag"))])
+        XCTAssertEqual(
+            fx,
+            [
+                .feedback(.denied),
+                .emit(DoorEvent(.accessDenied, reason: "bad_signature", uid: TagUID(hex: a), source: "tag")),
+            ])
     }
 
     func testMultiStepActionsAndClamping() {
-        let steps: [OutputStep] = [.pulse(output: "open", duration: .milliseconds(500)), .wait(.seconds(10)),
-                                   .pulse(output: "stop", duration: .seconds(600)), .pulse(output: "nowhere", duration: .seconds(1))]
-        var h = harness(DoorSettings(outputs: [OutputDefinition(name: "open"), OutputDefinition(name: "stop")],
-                                     actions: [ActionDefinition(index: 0, name: "garage", steps: steps)]))
+        let steps: [OutputStep] = [
+            .pulse(output: "open", duration: .milliseconds(500)), .wait(.seconds(10)),
+            .pulse(output: "stop", duration: .seconds(600)), .pulse(output: "nowhere", duration: .seconds(1)),
+        ]
+        var h = harness(
+            DoorSettings(
+                outputs: [OutputDefinition(name: "open"), OutputDefinition(name: "stop")],
+                actions: [ActionDefinition(index: 0, name: "garage", steps: steps)]))
         h.send(MachineHarness.tag(a, grant))
         XCTAssertEqual(h.outputs["open"], .unlocked)
         h.advance(.milliseconds(500))
@@ -261,16 +281,26 @@ final class MachineTests: XCTestCase {
         let rejected = h.send(.remoteCommand(.rejected(code: "replay", detail: "seen", source: "compat")))
         XCTAssertEqual(rejected, [.emit(DoorEvent(.remoteRejected, reason: "replay", source: "compat"))])
         XCTAssertEqual(h.send(.remoteCommand(.accepted(.report, source: "compat"))).first, .publishReport)
-        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(9), source: "native"))).events.map(\.reason), ["unknown_action"])
+        XCTAssertEqual(
+            h.send(.remoteCommand(.accepted(.action(9), source: "native"))).events.map(\.reason), ["unknown_action"])
     }
 
     func testReaderFaultAndRecovery() {
         var h = harness()
+        h.send(MachineHarness.tag(a, grant))
         let fault = h.send(.readerFault("no answer"))
-        XCTAssertEqual(fault, [.feedback(.readerFault), .emit(DoorEvent(.readerFault, reason: "no answer"))])
+        XCTAssertEqual(
+            fault, [.feedback(.readerFault), .emit(DoorEvent(.readerFault, reason: "no answer"))],
+            "a fault never drives")
         XCTAssertFalse(h.machine.readerHealthy)
+        XCTAssertEqual(h.machine.state, .readerFault)
         XCTAssertEqual(h.send(.readerFault("still")).count, 1, "the pattern is not restarted")
-        XCTAssertEqual(h.send(.readerRecovered), [.stopFeedback(.readerFault), .emit(DoorEvent(.readerRecovered))])
+        XCTAssertEqual(
+            h.advance(.seconds(3)).drives, [.drive(output: "strike", .locked)], "the running pulse still ends")
+        XCTAssertEqual(
+            h.send(.readerRecovered),
+            [.stopFeedback(.readerFault), .feedback(.heartbeat), .emit(DoorEvent(.readerRecovered))])
+        XCTAssertEqual(h.machine.state, .idle)
         XCTAssertEqual(h.send(.readerRecovered), [])
     }
 
@@ -298,50 +328,201 @@ final class MachineTests: XCTestCase {
         XCTAssertEqual(h.send(.timerFired(.step(run: 1, step: 5))), [], "a step the run is not at")
     }
 
-    /// Random inputs at random times: outside passage mode every output ends
-    /// locked once all timers have fired, and in lockdown only the exit
-    /// button and admin ever unlock.
-    func testRandomSequencesAlwaysEndLocked() {
+    func testStatusFollowsRunsAndProvisioning() {
+        var h = harness()
+        h.send(.remoteCommand(.accepted(.action(0), source: "mqtt")))
+        XCTAssertEqual(h.machine.state, .running)
+        XCTAssertEqual(h.machine.running, [DoorMachine.RunningAction(action: 0, source: "mqtt")])
+        h.send(.admin(.armProvisioning(ProvisioningJob(action: 0))))
+        XCTAssertEqual(h.machine.state, .provisioningArmed)
+        h.send(MachineHarness.tag(a, grant, content: .ours))
+        XCTAssertEqual(h.machine.state, .writing)
+        h.send(.writeResult(uid: TagUID(hex: a)!, .written))
+        h.runAllTimers()
+        XCTAssertEqual(h.machine.state, .idle)
+        XCTAssertEqual(h.machine.running, [])
+    }
+
+    /// Lockdown ends what a sticker or remote command started (its output is
+    /// locked at once) and keeps what the exit button or an admin started.
+    func testLockdownStopsTagAndRemoteRunsButNotExitOrAdmin() {
+        let settings = DoorSettings(
+            outputs: [OutputDefinition(name: "strike"), OutputDefinition(name: "gate")],
+            actions: [
+                ActionDefinition(index: 0, name: "door", steps: [.pulse(output: "strike", duration: .seconds(3))]),
+                ActionDefinition(
+                    index: 1, name: "gate", steps: [.wait(.seconds(1)), .pulse(output: "gate", duration: .seconds(2))]),
+            ])
+        var h = harness(settings)
+        h.send(MachineHarness.tag(a, .grant(action: 1, reason: "valid_v2")))
+        h.send(.button(pressed: true))
+        h.advance(.milliseconds(200))
+        h.send(.button(pressed: false))
+        XCTAssertEqual(h.outputs["strike"], .unlocked)
+        let lockdown = h.send(.admin(.setMode(.lockdown)))
+        XCTAssertEqual(
+            lockdown,
+            [
+                .cancelTimer(.step(run: 1, step: 0)),
+                .emit(DoorEvent(.actionCancelled, reason: "lockdown", action: 1, source: "tag")),
+                .emit(DoorEvent(.modeChanged, reason: "lockdown", source: "admin")),
+            ])
+        XCTAssertEqual(h.machine.running, [DoorMachine.RunningAction(action: 0, source: "button")])
+        XCTAssertEqual(h.runAllTimers().drives, [.drive(output: "strike", .locked)], "the gate's step never comes")
+
+        // A pulse under way is locked at once.
+        h.send(.admin(.setMode(.normal)))
+        h.send(.remoteCommand(.accepted(.action(0), source: "mqtt")))
+        XCTAssertEqual(
+            h.send(.admin(.setMode(.lockdown))),
+            [
+                .drive(output: "strike", .locked),
+                .cancelTimer(.step(run: 3, step: 0)),
+                .emit(DoorEvent(.actionCancelled, reason: "lockdown", action: 0, source: "mqtt")),
+                .emit(DoorEvent(.modeChanged, reason: "lockdown", source: "admin")),
+            ])
+        XCTAssertEqual(h.send(.timerFired(.step(run: 3, step: 0))), [], "a firing of the cancelled step is stale")
+    }
+
+    func testPassageToLockdownLocksOnceEvenWithARunHoldingTheOutput() {
+        var h = harness()
+        h.send(.admin(.setMode(.passage)))
+        h.send(MachineHarness.tag(a, grant))
+        XCTAssertEqual(h.send(.admin(.setMode(.lockdown))).drives, [.drive(output: "strike", .locked)])
+        XCTAssertEqual(h.runAllTimers().drives, [])
+        XCTAssertEqual(h.outputs["strike"], .locked)
+    }
+
+    func testLeavingPassageWithTheDoorOpenStartsTheHeldOpenCount() {
+        var s = DoorSettings()
+        s.doorContact = DoorContactPolicy(enabled: true, heldOpenAfter: .seconds(30))
+        var h = harness(s)
+        h.send(.admin(.setMode(.passage)))
+        XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened], "open is expected in passage")
+        XCTAssertEqual(h.advance(.seconds(120)).eventKinds, [])
+        h.send(.admin(.setMode(.normal)))
+        XCTAssertEqual(h.advance(.seconds(29)).eventKinds, [])
+        XCTAssertEqual(h.advance(.seconds(1)).eventKinds, [.doorHeldOpen])
+        // Back to passage with the door still open: no further alarm.
+        h.send(.admin(.setMode(.passage)))
+        h.send(.admin(.setMode(.normal)))
+        h.send(.admin(.setMode(.passage)))
+        XCTAssertEqual(h.advance(.seconds(60)).eventKinds, [])
+    }
+
+    func testLockoutCountsOnlyDenialsWithinTheWindow() {
+        var h = harness()  // 3 denials of one UID within 60 s
+        func deny() -> [DoorEvent.Kind] {
+            let kinds = h.send(MachineHarness.tag(a, forged)).eventKinds
+            h.send(.tagDeparted(TagUID(hex: a)!))
+            return kinds
+        }
+        _ = deny()
+        h.advance(.seconds(31))
+        _ = deny()
+        h.advance(.seconds(30))
+        XCTAssertEqual(deny(), [.accessDenied], "the first denial has left the window")
+        h.advance(.seconds(2))
+        XCTAssertEqual(deny(), [.accessDenied, .lockout])
+    }
+
+    func testManualClockKeepsWallTimeInStepWithMonotonicTime() {
+        var clock = ManualClock(unixSeconds: 100)
+        clock.advance(.milliseconds(600))
+        clock.advance(.milliseconds(600))
+        XCTAssertEqual(clock.unixSeconds, 101)
+        clock.advance(.seconds(-5))
+        XCTAssertEqual(clock.now.monotonic, MonotonicInstant(nanoseconds: 2_200_000_000), "never goes back")
+        clock.setWall(unixSeconds: 50)
+        clock.advance(.seconds(2))
+        XCTAssertEqual(clock.now.wall, WallClock(unixSeconds: 52, synchronised: true))
+    }
+
+    /// Random inputs at random times. After every step: the outputs the
+    /// effects left unlocked are exactly those the machine holds, and in
+    /// lockdown only runs of the exit button or an admin exist. At the end,
+    /// outside passage mode, every output's last drive is `.locked` once all
+    /// timers have fired.
+    func testRandomSequencesKeepLockdownAndAlwaysEndLocked() {
         var rng = SeededRandom(seed: 11)
-        let settings = DoorSettings(outputs: [OutputDefinition(name: "strike"), OutputDefinition(name: "gate")],
-                                    actions: [ActionDefinition(index: 0, name: "door", steps: [.pulse(output: "strike", duration: .seconds(3))]),
-                                              ActionDefinition(index: 1, name: "gate", steps: [.pulse(output: "gate", duration: .seconds(1)), .wait(.seconds(2)),
-                                                                                               .pulse(output: "strike", duration: .seconds(1))])],
-                                    doorContact: DoorContactPolicy(enabled: true))
+        let names = ["strike", "gate"]
+        let settings = DoorSettings(
+            outputs: names.map { OutputDefinition(name: $0) },
+            actions: [
+                ActionDefinition(index: 0, name: "door", steps: [.pulse(output: "strike", duration: .seconds(3))]),
+                ActionDefinition(
+                    index: 1, name: "gate",
+                    steps: [
+                        .pulse(output: "gate", duration: .seconds(1)), .wait(.seconds(2)),
+                        .pulse(output: "strike", duration: .seconds(1)),
+                    ]),
+            ],
+            doorContact: DoorContactPolicy(enabled: true))
         let uids = ["04000000000001", "04000000000002", "04000000000003"]
+        func check(_ h: MachineHarness, _ round: Int) {
+            for name in names {
+                XCTAssertEqual(
+                    h.outputs[name] ?? .locked, h.machine.outputState(name),
+                    "round \(round): effects and state agree on \(name)")
+            }
+            if h.machine.mode == .lockdown {
+                XCTAssertTrue(
+                    h.machine.running.allSatisfy { ["button", "admin"].contains($0.source) },
+                    "round \(round): \(h.machine.running)")
+            }
+        }
+        var lockdownSteps = 0
         for round in 0..<300 {
             var h = harness(settings)
             for _ in 0..<60 {
                 let uid = uids[Int.random(in: 0..<3, using: &rng)]
-                let before = h.machine.mode
                 let input: DoorInput
-                var allowedInLockdown = false
-                switch Int.random(in: 0..<12, using: &rng) {
-                case 0, 1: input = MachineHarness.tag(uid, .grant(action: Int.random(in: 0...2, using: &rng), reason: "valid_v2"))
+                switch Int.random(in: 0..<14, using: &rng) {
+                case 0, 1:
+                    input = MachineHarness.tag(
+                        uid, .grant(action: Int.random(in: 0...2, using: &rng), reason: "valid_v2"))
                 case 2: input = MachineHarness.tag(uid, .deny(reason: "bad_signature", countsTowardLockout: true))
                 case 3: input = .tagDeparted(TagUID(hex: uid)!)
-                case 4: input = .button(pressed: Bool.random(using: &rng)); allowedInLockdown = true
+                case 4: input = .button(pressed: Bool.random(using: &rng))
                 case 5: input = .remoteCommand(.accepted(.action(Int.random(in: 0...1, using: &rng)), source: "mqtt"))
-                case 6: input = .admin(.setMode([.normal, .lockdown, .passage][Int.random(in: 0...2, using: &rng)])); allowedInLockdown = true
-                case 7: input = .admin(.open(Int.random(in: 0...1, using: &rng))); allowedInLockdown = true
+                case 6: input = .admin(.setMode([.normal, .lockdown, .passage][Int.random(in: 0...2, using: &rng)]))
+                case 7: input = .admin(.open(Int.random(in: 0...1, using: &rng)))
                 case 8: input = .admin(.armProvisioning(ProvisioningJob(action: 0)))
                 case 9: input = .writeResult(uid: TagUID(hex: uid)!, Bool.random(using: &rng) ? .written : .failed("x"))
                 case 10: input = .doorContact(open: Bool.random(using: &rng))
+                case 11: input = .admin(.clearLockout)
+                case 12: input = .readerRecovered
                 default: input = .readerFault("x")
                 }
-                var fx = h.send(input)
-                fx += h.advance(.milliseconds(Int64.random(in: 0...4000, using: &rng)))
-                if before == .lockdown && h.machine.mode == .lockdown && !allowedInLockdown {
-                    // Only timer-driven steps of runs started earlier may unlock.
-                    XCTAssertFalse(h.send(.remoteCommand(.accepted(.action(0), source: "x"))).contains(.drive(output: "strike", .unlocked)))
+                let lockdown = h.machine.mode == .lockdown
+                let fx = h.send(input)
+                if lockdown, h.machine.mode == .lockdown {
+                    lockdownSteps += 1
+                    switch input {
+                    case .button, .admin(.open): break
+                    default:
+                        XCTAssertEqual(
+                            fx.drives.filter {
+                                $0 != .drive(output: "strike", .locked) && $0 != .drive(output: "gate", .locked)
+                            }, [],
+                            "round \(round): \(input) unlocked in lockdown")
+                    }
                 }
-                _ = fx
+                check(h, round)
+                h.advance(.milliseconds(Int64.random(in: 0...4000, using: &rng)))
+                check(h, round)
             }
-            h.send(.admin(.setMode(.normal)))
+            let passage = h.machine.mode == .passage
+            if passage {
+                XCTAssertEqual(names.map { h.outputs[$0] }, [.unlocked, .unlocked], "round \(round)")
+                h.send(.admin(.setMode(.normal)))
+            }
             h.runAllTimers()
-            XCTAssertEqual(h.outputs["strike"], .locked, "round \(round)")
-            XCTAssertEqual(h.outputs["gate"], .locked, "round \(round)")
-            XCTAssertTrue(h.machine.runningActions.isEmpty)
+            XCTAssertEqual(
+                names.map { h.outputs[$0] }, [.locked, .locked], "round \(round), ended in passage: \(passage)")
+            XCTAssertTrue(h.machine.running.isEmpty)
+            XCTAssertTrue(h.timers.isEmpty)
         }
+        XCTAssertGreaterThan(lockdownSteps, 100, "the sequences spend time in lockdown")
     }
 }

@@ -1,18 +1,5 @@
 import DoorCore
 
-/// A manual clock: time moves only when a test says so (STYLE.md §2).
-public struct ManualClock: Sendable {
-    public var monotonic = MonotonicInstant(nanoseconds: 1_000_000_000)
-    public var unixSeconds: Int64 = 1_760_000_000
-    public var synchronised = true
-    public init() {}
-    public var now: Now { Now(monotonic: monotonic, wall: WallClock(unixSeconds: unixSeconds, synchronised: synchronised)) }
-    public mutating func advance(_ d: Duration) {
-        monotonic = monotonic + d
-        unixSeconds += d.components.seconds
-    }
-}
-
 /// Drives a DoorMachine like the runtime does — executing timer effects on a
 /// manual clock — and records every effect, without sleeping.
 public struct MachineHarness {
@@ -81,7 +68,9 @@ public struct MachineHarness {
         }
     }
 
-    public static func tag(_ hex: String, _ verdict: AccessVerdict, content: TagPresentation.Content = .ours) -> DoorInput {
+    public static func tag(_ hex: String, _ verdict: AccessVerdict, content: TagPresentation.Content = .ours)
+        -> DoorInput
+    {
         .tagArrived(TagPresentation(uid: TagUID(hex: hex)!, content: content, verdict: verdict))
     }
 }

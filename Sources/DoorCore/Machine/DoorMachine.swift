@@ -18,12 +18,43 @@ public struct DoorMachine: Sendable {
         case writing(ProvisioningJob)
     }
 
+    /// What the door is doing, for `gatewayctl status`; lockout, mode and the
+    /// door contact are reported beside it.
+    public enum State: String, Equatable, Sendable {
+        case idle
+        case running
+        case provisioningArmed = "provisioning_armed"
+        case writing
+        case readerFault = "reader_fault"
+    }
+
+    public var state: State {
+        if !readerHealthy { return .readerFault }
+        switch provisioning {
+        case .writing: return .writing
+        case .armed: return .provisioningArmed
+        case .idle: return runs.isEmpty ? .idle : .running
+        }
+    }
+
+    /// An action in progress and who asked for it.
+    public struct RunningAction: Equatable, Sendable {
+        public var action: ActionIndex
+        public var source: String
+        public init(action: ActionIndex, source: String) {
+            self.action = action
+            self.source = source
+        }
+    }
+
     enum Holder: Hashable, Sendable { case run(Int), passage }
 
     struct Run: Sendable {
         var action: ActionDefinition
         var step: Int
         var source: String
+        /// Started by the exit button or an admin: it keeps running in lockdown.
+        var survivesLockdown: Bool
     }
 
     private var holders: [String: Set<Holder>] = [:]
@@ -57,7 +88,10 @@ public struct DoorMachine: Sendable {
     // MARK: Status
 
     public func outputState(_ name: String) -> OutputState { (holders[name] ?? []).isEmpty ? .locked : .unlocked }
-    public var runningActions: [ActionIndex] { runs.values.map(\.action.index).sorted() }
+    /// Actions in progress, oldest first.
+    public var running: [RunningAction] {
+        runs.sorted { $0.key < $1.key }.map { RunningAction(action: $0.value.action.index, source: $0.value.source) }
+    }
 
     public struct LockoutStatus: Equatable, Sendable {
         public var globalUntil: MonotonicInstant?
@@ -65,8 +99,9 @@ public struct DoorMachine: Sendable {
     }
 
     public func lockoutStatus(at now: MonotonicInstant) -> LockoutStatus {
-        LockoutStatus(globalUntil: globalLockUntil.flatMap { $0 > now ? $0 : nil },
-                      tags: lockedTags.filter { $0.value > now })
+        LockoutStatus(
+            globalUntil: globalLockUntil.flatMap { $0 > now ? $0 : nil },
+            tags: lockedTags.filter { $0.value > now })
     }
 
     // MARK: Entry points
@@ -105,6 +140,7 @@ public struct DoorMachine: Sendable {
             guard !readerHealthy else { break }
             readerHealthy = true
             fx.append(.stopFeedback(.readerFault))
+            fx.append(.feedback(.heartbeat))
             fx.append(.emit(DoorEvent(.readerRecovered)))
         }
         return fx
@@ -129,19 +165,32 @@ public struct DoorMachine: Sendable {
     /// Runs an action's steps. A second request for an action already running
     /// does not restart it (the door is already open; restarting could hold a
     /// strike energised indefinitely under repeated taps).
-    private mutating func runAction(_ index: ActionIndex, source: String, _ now: MonotonicInstant,
-                                    _ fx: inout [DoorEffect]) -> Bool {
+    private mutating func runAction(
+        _ index: ActionIndex, source: String, survivesLockdown: Bool = false,
+        _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+    ) -> Bool {
         guard let action = settings.action(index) else { return false }
         if runs.values.contains(where: { $0.action.index == index }) { return true }
         nextRun += 1
-        runs[nextRun] = Run(action: action, step: -1, source: source)
+        runs[nextRun] = Run(action: action, step: -1, source: source, survivesLockdown: survivesLockdown)
         advance(nextRun, now, &fx)
         return true
     }
 
+    /// Stops a run where it is: its step timer is cancelled and the output it
+    /// holds is released (locked, unless another holder keeps it).
+    private mutating func abort(_ id: Int, reason: String, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        guard let run = runs.removeValue(forKey: id) else { return }
+        if case .pulse(let output, _) = run.action.steps[run.step] { release(output, .run(id), &fx) }
+        fx.append(.cancelTimer(.step(run: id, step: run.step)))
+        lastRunEnd = now
+        fx.append(.emit(DoorEvent(.actionCancelled, reason: reason, action: run.action.index, source: run.source)))
+    }
+
     private mutating func advance(_ id: Int, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         while var run = runs[id] {
-            if run.step >= 0, run.step < run.action.steps.count, case .pulse(let output, _) = run.action.steps[run.step] {
+            if run.step >= 0, run.step < run.action.steps.count, case .pulse(let output, _) = run.action.steps[run.step]
+            {
                 release(output, .run(id), &fx)
             }
             run.step += 1
@@ -178,7 +227,11 @@ public struct DoorMachine: Sendable {
             return  // the reader is busy writing; other tags wait
         case .armed(var job, let source):
             if p.content == .foreign && !job.overwrite {
-                fx.append(.emit(DoorEvent(.provisioningRefused, reason: "foreign_content", action: job.action, uid: p.uid, source: source)))
+                fx.append(
+                    .emit(
+                        DoorEvent(
+                            .provisioningRefused, reason: "foreign_content", action: job.action, uid: p.uid,
+                            source: source)))
                 fx.append(.feedback(.writeFailed))
                 return
             }
@@ -201,12 +254,15 @@ public struct DoorMachine: Sendable {
         case .grant(let action, let reason):
             if mode == .lockdown {
                 fx.append(.feedback(.denied))
-                fx.append(.emit(DoorEvent(.accessDenied, reason: "lockdown", action: action, uid: p.uid, source: "tag")))
+                fx.append(
+                    .emit(DoorEvent(.accessDenied, reason: "lockdown", action: action, uid: p.uid, source: "tag")))
                 return
             }
             guard settings.action(action) != nil else {
                 fx.append(.feedback(.denied))
-                fx.append(.emit(DoorEvent(.accessDenied, reason: "unknown_action", action: action, uid: p.uid, source: "tag")))
+                fx.append(
+                    .emit(DoorEvent(.accessDenied, reason: "unknown_action", action: action, uid: p.uid, source: "tag"))
+                )
                 return
             }
             fx.append(.feedback(.granted))
@@ -296,7 +352,7 @@ public struct DoorMachine: Sendable {
         guard !holdReached, length < settings.button.provisioningHold else { return }
         guard length >= settings.button.minimumPress, let exit = settings.button.exitAction else { return }
         // The exit request works in lockdown and during lockout.
-        if runAction(exit, source: "button", now, &fx) {
+        if runAction(exit, source: "button", survivesLockdown: true, now, &fx) {
             fx.append(.feedback(.granted))
             fx.append(.emit(DoorEvent(.exitRequest, action: exit, source: "button")))
         }
@@ -319,11 +375,13 @@ public struct DoorMachine: Sendable {
 
     private mutating func arm(_ job: ProvisioningJob, source: String, _ fx: inout [DoorEffect]) {
         if case .writing = provisioning {
-            fx.append(.emit(DoorEvent(.provisioningRefused, reason: "write_in_progress", action: job.action, source: source)))
+            fx.append(
+                .emit(DoorEvent(.provisioningRefused, reason: "write_in_progress", action: job.action, source: source)))
             return
         }
         guard settings.action(job.action) != nil else {
-            fx.append(.emit(DoorEvent(.provisioningRefused, reason: "unknown_action", action: job.action, source: source)))
+            fx.append(
+                .emit(DoorEvent(.provisioningRefused, reason: "unknown_action", action: job.action, source: source)))
             return
         }
         if case .armed = provisioning { fx.append(.cancelTimer(.provisioningTimeout(arming: arming))) }
@@ -380,7 +438,7 @@ public struct DoorMachine: Sendable {
     private mutating func admin(_ request: AdminRequest, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         switch request {
         case .open(let a):
-            if runAction(a, source: "admin", now, &fx) {
+            if runAction(a, source: "admin", survivesLockdown: true, now, &fx) {
                 fx.append(.feedback(.granted))
                 fx.append(.emit(DoorEvent(.adminOpen, action: a, source: "admin")))
             }
@@ -393,7 +451,15 @@ public struct DoorMachine: Sendable {
             } else if old == .passage {
                 for o in settings.outputs { release(o.name, .passage, &fx) }
             }
-            if new == .lockdown { disarm(reason: "lockdown", &fx) }
+            if new == .lockdown {
+                // Lockdown stops what stickers and remote commands started, so
+                // in lockdown only the exit button and admin hold an output.
+                for (id, run) in runs.sorted(by: { $0.key < $1.key }) where !run.survivesLockdown {
+                    abort(id, reason: "lockdown", now, &fx)
+                }
+                disarm(reason: "lockdown", &fx)
+            }
+            restartHeldOpenTimer(&fx)
             fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: "admin")))
         case .armProvisioning(let job):
             arm(job, source: "admin", &fx)
@@ -421,7 +487,8 @@ public struct DoorMachine: Sendable {
         heldOpenGeneration += 1
         if open {
             fx.append(.emit(DoorEvent(.doorOpened)))
-            let granted = !runs.isEmpty || mode == .passage || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
+            let granted =
+                !runs.isEmpty || mode == .passage || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
             if !granted { fx.append(.emit(DoorEvent(.doorForcedOpen))) }
             if mode != .passage {
                 fx.append(.startTimer(.doorHeldOpen(generation: heldOpenGeneration), after: policy.heldOpenAfter))
@@ -429,6 +496,18 @@ public struct DoorMachine: Sendable {
         } else {
             fx.append(.cancelTimer(.doorHeldOpen(generation: heldOpenGeneration - 1)))
             fx.append(.emit(DoorEvent(.doorClosed)))
+        }
+    }
+
+    /// After a mode change with the door open: passage expects it open (no
+    /// held-open alarm); leaving passage starts the held-open count afresh.
+    private mutating func restartHeldOpenTimer(_ fx: inout [DoorEffect]) {
+        guard settings.doorContact.enabled, doorOpen else { return }
+        fx.append(.cancelTimer(.doorHeldOpen(generation: heldOpenGeneration)))
+        heldOpenGeneration += 1
+        if mode != .passage {
+            fx.append(
+                .startTimer(.doorHeldOpen(generation: heldOpenGeneration), after: settings.doorContact.heldOpenAfter))
         }
     }
 

@@ -58,7 +58,9 @@ public struct ProvisioningJob: Equatable, Sendable {
     public var overwrite: Bool
     /// Set when a tag is chosen.
     public var uid: TagUID?
-    public init(action: ActionIndex, label: String = "", protect: Bool = false, overwrite: Bool = false, uid: TagUID? = nil) {
+    public init(
+        action: ActionIndex, label: String = "", protect: Bool = false, overwrite: Bool = false, uid: TagUID? = nil
+    ) {
         self.action = action
         self.label = label
         self.protect = protect
@@ -102,7 +104,7 @@ public struct DoorEvent: Equatable, Sendable {
         case started
         case accessGranted = "access_granted", accessDenied = "access_denied"
         case exitRequest = "exit_request", adminOpen = "admin_open"
-        case actionCompleted = "action_completed"
+        case actionCompleted = "action_completed", actionCancelled = "action_cancelled"
         case remoteAccepted = "remote_accepted", remoteRejected = "remote_rejected"
         case provisioningArmed = "provisioning_armed", provisioningWriting = "provisioning_writing"
         case provisioningWritten = "provisioning_written", provisioningFailed = "provisioning_failed"
@@ -119,7 +121,9 @@ public struct DoorEvent: Equatable, Sendable {
     public var uid: TagUID?
     public var source: String?
 
-    public init(_ kind: Kind, reason: String? = nil, action: ActionIndex? = nil, uid: TagUID? = nil, source: String? = nil) {
+    public init(
+        _ kind: Kind, reason: String? = nil, action: ActionIndex? = nil, uid: TagUID? = nil, source: String? = nil
+    ) {
         self.kind = kind
         self.reason = reason
         self.action = action
