@@ -81,7 +81,8 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .empty: return "empty command"
         case .unknown(let v):
-            return "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, unmute, dump, stats, status)"
+            return
+                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, unmute, dump, stats, status)"
         case .usage(let v): return "usage: \(ControlError.usageText[v] ?? v)"
         case .badUID(let u): return "UID '\(u)' is not 7 bytes of hex"
         }

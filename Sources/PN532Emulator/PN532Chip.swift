@@ -246,7 +246,8 @@ public struct PN532Chip: Sendable {
         case 0x08: return writeRegisters(p)
         case 0x0C: return respond(0x0D, [0xFF, 0xFF, 0x00])  // ReadGPIO
         case 0x0E: return respond(0x0F, [])  // WriteGPIO
-        case 0x10: return p.count == 1 ? respond(0x11, []) : syntaxError()  // SetSerialBaudRate (the pty has no baud rate)
+        case 0x10:  // SetSerialBaudRate: accepted, the pty has no baud rate
+            return p.count == 1 ? respond(0x11, []) : syntaxError()
         case 0x12:
             guard p.count == 1 else { return syntaxError() }
             parameters = p[0]
@@ -364,12 +365,12 @@ public struct PN532Chip: Sendable {
     /// the target data (SENS_RES as the PN532 reports it, SEL_RES, NFCID1).
     private mutating func activate(uid wanted: [UInt8]?) -> [UInt8]? {
         guard let atqa = exchange(AirFrame([0x52], lastBits: 7)), atqa.bytes.count == 2,
-              let cl1 = exchange(AirFrame([0x93, 0x20])), cl1.bytes.count == 5,
-              case let sel1 = [0x93, 0x70] + cl1.bytes, let sak1 = exchange(.withCRC(sel1)),
-              sak1.bytes.count == 3, sak1.bytes[0] & 0x04 != 0,
-              let cl2 = exchange(AirFrame([0x95, 0x20])), cl2.bytes.count == 5,
-              case let sel2 = [0x95, 0x70] + cl2.bytes, let sak2 = exchange(.withCRC(sel2)),
-              sak2.bytes.count == 3
+            let cl1 = exchange(AirFrame([0x93, 0x20])), cl1.bytes.count == 5,
+            case let sel1 = [0x93, 0x70] + cl1.bytes, let sak1 = exchange(.withCRC(sel1)),
+            sak1.bytes.count == 3, sak1.bytes[0] & 0x04 != 0,
+            let cl2 = exchange(AirFrame([0x95, 0x20])), cl2.bytes.count == 5,
+            case let sel2 = [0x95, 0x70] + cl2.bytes, let sak2 = exchange(.withCRC(sel2)),
+            sak2.bytes.count == 3
         else { return nil }
         let uid = Array(cl1.bytes[1...3] + cl2.bytes[0...3])
         if let wanted, !wanted.isEmpty, wanted != uid { return nil }

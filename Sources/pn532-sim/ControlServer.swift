@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-import Darwin
+    import Darwin
 #endif
 
 /// The control socket: a Unix stream socket taking one command a line and
@@ -26,7 +26,9 @@ final class ControlServer {
         guard fd >= 0 else { throw SystemError("socket") }
         unlink(path)
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0, listen(fd, 8) == 0 else {
             let e = SystemError(bound == 0 ? "listen" : "bind", path)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-import Darwin
+    import Darwin
 #endif
 import ArgumentParser
 import DoorCore
@@ -51,8 +51,12 @@ struct PN532Sim: ParsableCommand {
     var trace = false
 
     func validate() throws {
-        if let uid, TagUID(hex: uid)?.bytes.count != 7 { throw ValidationError("--uid: '\(uid)' is not 7 bytes of hex") }
-        if let type, Self.parseType(type) == nil { throw ValidationError("--type: '\(type)' is not ntag213, ntag215 or ntag216") }
+        if let uid, TagUID(hex: uid)?.bytes.count != 7 {
+            throw ValidationError("--uid: '\(uid)' is not 7 bytes of hex")
+        }
+        if let type, Self.parseType(type) == nil {
+            throw ValidationError("--type: '\(type)' is not ntag213, ntag215 or ntag216")
+        }
         if let baud, baud <= 0 { throw ValidationError("--baud must be positive") }
         if tag != nil && type != nil { throw ValidationError("--type describes blank tags; --tag gives the image") }
     }
@@ -80,10 +84,12 @@ struct PN532Sim: ParsableCommand {
         signal(SIGINT) { _ in stopRequested = 1 }
         signal(SIGPIPE, SIG_IGN)
 
-        let sim = Simulator(chip: chip, pty: pty, control: server,
-                            options: .init(baud: baud, rfTiming: rfTiming, trace: trace, defaultType: defaultType))
+        let sim = Simulator(
+            chip: chip, pty: pty, control: server,
+            options: .init(baud: baud, rfTiming: rfTiming, trace: trace, defaultType: defaultType))
         // Effective configuration at start (STYLE.md §13).
-        sim.log("pty \(pty.slavePath)\(link.map { " (link \($0))" } ?? "")"
+        sim.log(
+            "pty \(pty.slavePath)\(link.map { " (link \($0))" } ?? "")"
                 + ", control \(control ?? "none"), baud \(baud.map(String.init) ?? "unlimited")"
                 + ", rf-timing \(rfTiming ? "on" : "off")"
                 + ", tag \(chip.tag.map { "\($0.type) \($0.uid.hex)" } ?? "none")")

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-import Darwin
+    import Darwin
 #endif
 
 /// A failed system call: the C function and its errno (STYLE.md §7).
@@ -57,7 +57,9 @@ final class PseudoTerminal {
             guard ptsname_r(fd, &name, name.count) == 0 else { throw SystemError("ptsname_r") }
             slavePath = String(cString: name)
             try Self.makeRaw(fd, "master")
-            guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else { throw SystemError("fcntl", "O_NONBLOCK") }
+            guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
+                throw SystemError("fcntl", "O_NONBLOCK")
+            }
         } catch {
             close(fd)
             throw error

@@ -7,8 +7,9 @@ final class ControlCommandTests: XCTestCase {
         let uid = TagUID([0x04, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06])
         XCTAssertEqual(try ControlCommand.parse("insert"), .insert(uid: nil, image: nil, type: nil))
         XCTAssertEqual(try ControlCommand.parse("insert 04010203040506"), .insert(uid: uid, image: nil, type: nil))
-        XCTAssertEqual(try ControlCommand.parse("insert 04:01:02:03:04:05:06 /tmp/a.mfd"),
-                       .insert(uid: uid, image: "/tmp/a.mfd", type: nil))
+        XCTAssertEqual(
+            try ControlCommand.parse("insert 04:01:02:03:04:05:06 /tmp/a.mfd"),
+            .insert(uid: uid, image: "/tmp/a.mfd", type: nil))
         XCTAssertEqual(try ControlCommand.parse("insert /tmp/a.mfd"), .insert(uid: nil, image: "/tmp/a.mfd", type: nil))
         XCTAssertEqual(try ControlCommand.parse("insert ntag215"), .insert(uid: nil, image: nil, type: .ntag215))
         XCTAssertEqual(try ControlCommand.parse("remove"), .remove)
@@ -26,14 +27,24 @@ final class ControlCommandTests: XCTestCase {
 
     func testRejectsBadLinesWithTypedErrors() {
         XCTAssertThrowsError(try ControlCommand.parse("")) { XCTAssertEqual($0 as? ControlError, .empty) }
-        XCTAssertThrowsError(try ControlCommand.parse("explode")) { XCTAssertEqual($0 as? ControlError, .unknown("explode")) }
-        XCTAssertThrowsError(try ControlCommand.parse("tear-after -1")) { XCTAssertEqual($0 as? ControlError, .usage("tear-after")) }
-        XCTAssertThrowsError(try ControlCommand.parse("tear-after x")) { XCTAssertEqual($0 as? ControlError, .usage("tear-after")) }
-        XCTAssertThrowsError(try ControlCommand.parse("remove now")) { XCTAssertEqual($0 as? ControlError, .usage("remove")) }
+        XCTAssertThrowsError(try ControlCommand.parse("explode")) {
+            XCTAssertEqual($0 as? ControlError, .unknown("explode"))
+        }
+        XCTAssertThrowsError(try ControlCommand.parse("tear-after -1")) {
+            XCTAssertEqual($0 as? ControlError, .usage("tear-after"))
+        }
+        XCTAssertThrowsError(try ControlCommand.parse("tear-after x")) {
+            XCTAssertEqual($0 as? ControlError, .usage("tear-after"))
+        }
+        XCTAssertThrowsError(try ControlCommand.parse("remove now")) {
+            XCTAssertEqual($0 as? ControlError, .usage("remove"))
+        }
         XCTAssertThrowsError(try ControlCommand.parse("insert 0401020304050607")) {
             XCTAssertEqual($0 as? ControlError, .badUID("0401020304050607"))
         }
-        XCTAssertThrowsError(try ControlCommand.parse("insert a.mfd ntag213")) { XCTAssertEqual($0 as? ControlError, .usage("insert")) }
+        XCTAssertThrowsError(try ControlCommand.parse("insert a.mfd ntag213")) {
+            XCTAssertEqual($0 as? ControlError, .usage("insert"))
+        }
         XCTAssertEqual(ControlError.usage("dump").description, "usage: dump [PATH]")
     }
 

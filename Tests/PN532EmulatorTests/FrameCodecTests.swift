@@ -5,8 +5,9 @@ import XCTest
 final class FrameCodecTests: XCTestCase {
     func testNormalFrameMatchesTheUserManualLayout() {
         // GetFirmwareVersion answer: D5 03 32 01 06 07, DCS = -(D5+03+32+01+06+07) = E8.
-        XCTAssertEqual(Frame.encode([0x03, 0x32, 0x01, 0x06, 0x07]),
-                       [0x00, 0x00, 0xFF, 0x06, 0xFA, 0xD5, 0x03, 0x32, 0x01, 0x06, 0x07, 0xE8, 0x00])
+        XCTAssertEqual(
+            Frame.encode([0x03, 0x32, 0x01, 0x06, 0x07]),
+            [0x00, 0x00, 0xFF, 0x06, 0xFA, 0xD5, 0x03, 0x32, 0x01, 0x06, 0x07, 0xE8, 0x00])
         // What libnfc's pn53x_build_frame sends for GetFirmwareVersion.
         XCTAssertEqual(Frame.encode(tfi: 0xD4, [0x02]), [0x00, 0x00, 0xFF, 0x02, 0xFE, 0xD4, 0x02, 0x2A, 0x00])
     }
@@ -14,7 +15,8 @@ final class FrameCodecTests: XCTestCase {
     func testExtendedFrameAbove255Bytes() {
         let payload = (0..<260).map { UInt8($0 & 0xFF) }
         let f = Frame.encode(payload)
-        XCTAssertEqual(Array(f[0..<9]), [0x00, 0x00, 0xFF, 0xFF, 0xFF, 0x01, 0x05, 0xFA, 0xD5])  // LEN 261, LCS = -(01+05)
+        // LEN 261 (01 05), LCS = -(01 + 05) = FA.
+        XCTAssertEqual(Array(f[0..<9]), [0x00, 0x00, 0xFF, 0xFF, 0xFF, 0x01, 0x05, 0xFA, 0xD5])
         XCTAssertEqual(f.count, payload.count + 11)
         var d = FrameDecoder()
         XCTAssertEqual(d.feed(f), [.information(tfi: 0xD5, data: payload)])
@@ -31,7 +33,8 @@ final class FrameCodecTests: XCTestCase {
         var d = FrameDecoder()
         XCTAssertEqual(d.feed(Frame.ack), [.ack])
         XCTAssertEqual(d.feed(Frame.nack), [.nack])
-        XCTAssertEqual(d.feed(Frame.encode(tfi: 0xD4, [0x4A, 0x01, 0x00])), [.information(tfi: 0xD4, data: [0x4A, 0x01, 0x00])])
+        XCTAssertEqual(
+            d.feed(Frame.encode(tfi: 0xD4, [0x4A, 0x01, 0x00])), [.information(tfi: 0xD4, data: [0x4A, 0x01, 0x00])])
     }
 
     func testWakeUpPreambleAndGarbageAreSkipped() {

@@ -55,7 +55,9 @@ final class NTAG21xTests: XCTestCase {
         XCTAssertEqual(payload(send(&tag, [0x30, 0x00])), Array(mem[0..<16]))
         // NTAG213's last page is 2Ch: 2Ch, 00h, 01h, 02h; PWD/PACK read as zeros.
         XCTAssertEqual(payload(send(&tag, [0x30, 0x2C])), [0, 0, 0, 0] + Array(mem[0..<12]))
-        XCTAssertEqual(payload(send(&tag, [0x30, 0x2A])), Array(mem[0xA8..<0xAC]) + [UInt8](repeating: 0, count: 8) + Array(mem[0..<4]))
+        XCTAssertEqual(
+            payload(send(&tag, [0x30, 0x2A])),
+            Array(mem[0xA8..<0xAC]) + [UInt8](repeating: 0, count: 8) + Array(mem[0..<4]))
         XCTAssertEqual(send(&tag, [0x30, 0x2D]), Self.nak0)
         XCTAssertEqual(tag.state, .idle, "a NAK sends the tag back to IDLE")
         XCTAssertNil(send(&tag, [0x30, 0x00]), "an idle tag does not answer until woken")
@@ -88,8 +90,9 @@ final class NTAG21xTests: XCTestCase {
     func testStaticLockBitsAreOneTimeAndRefuseWrites() throws {
         var tag = try activeTag()
         XCTAssertEqual(send(&tag, [0xA2, 0x02, 0xFF, 0xFF, 0x10, 0x00]), .ack)  // L4
-        XCTAssertEqual(tag.memory[8], Self.uid.bytes[3] ^ Self.uid.bytes[4] ^ Self.uid.bytes[5] ^ Self.uid.bytes[6],
-                       "BCC1 is read-only")
+        XCTAssertEqual(
+            tag.memory[8], Self.uid.bytes[3] ^ Self.uid.bytes[4] ^ Self.uid.bytes[5] ^ Self.uid.bytes[6],
+            "BCC1 is read-only")
         XCTAssertEqual(send(&tag, [0xA2, 0x04, 1, 1, 1, 1]), Self.nak0)
         activate(&tag)
         XCTAssertEqual(send(&tag, [0xA2, 0x05, 1, 1, 1, 1]), .ack)
@@ -106,7 +109,8 @@ final class NTAG21xTests: XCTestCase {
         var tag = try activeTag()
         let cc = Array(tag.memory[12..<16])
         XCTAssertEqual(send(&tag, [0xA2, 0x03, 0x00, 0x00, 0x00, 0x0F]), .ack)
-        XCTAssertEqual(Array(tag.memory[12..<16]), cc.enumerated().map { $0.offset == 3 ? $0.element | 0x0F : $0.element })
+        XCTAssertEqual(
+            Array(tag.memory[12..<16]), cc.enumerated().map { $0.offset == 3 ? $0.element | 0x0F : $0.element })
     }
 
     func testDynamicLockBits() throws {

@@ -90,7 +90,8 @@ final class PN532ChipTests: XCTestCase {
         host.open()
         XCTAssertEqual(host.answer([0x16, 0xF0]), [0x00])
         XCTAssertEqual(host.command([0x02]), Reply())
-        XCTAssertEqual(host.write(PN532ChipTests.wake + Frame.encode(tfi: 0xD4, [0x02])).answers, [[0x03, 0x32, 0x01, 0x06, 0x07]])
+        XCTAssertEqual(
+            host.write(PN532ChipTests.wake + Frame.encode(tfi: 0xD4, [0x02])).answers, [[0x03, 0x32, 0x01, 0x06, 0x07]])
         // Without the HSU wake-up source enabled the chip stays asleep.
         XCTAssertEqual(host.answer([0x16, 0x20]), [0x00])
         XCTAssertEqual(host.write(PN532ChipTests.wake + Frame.encode(tfi: 0xD4, [0x02])), Reply())
@@ -191,7 +192,9 @@ final class PN532ChipTests: XCTestCase {
         _ = host.answer([0x08, 0x63, 0x02, 0x00, 0x63, 0x03, 0x00])
         let version = host.answer([0x42, 0x60, 0xF8, 0x32])
         XCTAssertEqual(version.first, 0x00)
-        XCTAssertEqual(Array(version.dropFirst()), [0x00, 0x04, 0x04, 0x02, 0x01, 0x00, 0x0F, 0x03] + CRC.a([0x00, 0x04, 0x04, 0x02, 0x01, 0x00, 0x0F, 0x03]))
+        XCTAssertEqual(
+            Array(version.dropFirst()),
+            [0x00, 0x04, 0x04, 0x02, 0x01, 0x00, 0x0F, 0x03] + CRC.a([0x00, 0x04, 0x04, 0x02, 0x01, 0x00, 0x0F, 0x03]))
         // A 4-bit ACK comes back as one byte with RxLastBits = 4 in CIU_Control.
         XCTAssertEqual(host.answer([0x42, 0xA2, 0x07, 1, 1, 1, 1] + CRC.a([0xA2, 0x07, 1, 1, 1, 1])), [0x00, 0x0A])
         XCTAssertEqual((host.answer([0x06, 0x63, 0x3C]).first ?? 0) & 0x07, 4)
@@ -200,7 +203,9 @@ final class PN532ChipTests: XCTestCase {
         // CRC on both ways: the chip adds and strips it; a 4-bit answer then fails the CRC check (02h).
         _ = host.answer([0x4A, 0x01, 0x00])
         _ = host.answer([0x08, 0x63, 0x02, 0x80, 0x63, 0x03, 0x80])
-        XCTAssertEqual(host.answer([0x42, 0x30, 0x04]), [0x00, 0xCA, 0xFE, 0xBA, 0xBE] + [UInt8](repeating: 0, count: 8) + [1, 1, 1, 1])
+        XCTAssertEqual(
+            host.answer([0x42, 0x30, 0x04]),
+            [0x00, 0xCA, 0xFE, 0xBA, 0xBE] + [UInt8](repeating: 0, count: 8) + [1, 1, 1, 1])
         XCTAssertEqual(host.answer([0x42, 0xA2, 0x07, 2, 2, 2, 2]), [0x02])
         // Bit framing: a 7-bit WUPA with CRC off, after a HLTA.
         _ = host.answer([0x08, 0x63, 0x02, 0x00, 0x63, 0x03, 0x00])
