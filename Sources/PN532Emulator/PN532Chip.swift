@@ -115,6 +115,9 @@ public struct PN532Chip: Sendable {
             // Asleep: everything up to the first 55h is lost; the chip wakes on it.
             guard let wake = input.firstIndex(of: 0x55) else { return [] }
             power = .normal
+            // Woken up, the CIU starts from its power-on settings: what libnfc
+            // assumes of a device it has just opened (CRC and parity on).
+            registers = Registers()
             input = input[(wake + 1)...]
         case .powerDown(hsuWakeUp: false):
             return []
@@ -397,7 +400,7 @@ public struct PN532Chip: Sendable {
         haltTarget()
         target = nil
         setField(true)
-        registers.configureForTypeA()
+        registers.selectTypeA106()
         let tries = maxRetries.passiveActivation == 0xFF ? 1 : Int(maxRetries.passiveActivation) + 1
         for _ in 0..<tries {
             if let data = activate(uid: uid) {
@@ -432,7 +435,7 @@ public struct PN532Chip: Sendable {
         haltTarget()
         target = nil
         setField(true)
-        registers.configureForTypeA()
+        registers.selectTypeA106()
         guard let data = activate(uid: nil) else { return nil }
         target = true
         let targetData = [0x01] + data
@@ -444,7 +447,7 @@ public struct PN532Chip: Sendable {
         case .listPassive(_, let uid):
             haltTarget()
             setField(true)
-            registers.configureForTypeA()
+            registers.selectTypeA106()
             guard let data = activate(uid: uid) else { return [] }
             pending = nil
             target = true
@@ -470,7 +473,7 @@ public struct PN532Chip: Sendable {
         guard p.count == 1 else { return syntaxError() }
         guard p[0] == 0x01, target != nil else { return status(0x55, 0x27) }
         haltTarget()
-        registers.configureForTypeA()
+        registers.selectTypeA106()
         guard activate(uid: nil) != nil else { return status(0x55, 0x01) }
         target = true
         return status(0x55, 0x00)

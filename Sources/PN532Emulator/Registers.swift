@@ -37,12 +37,11 @@ public struct Registers: Sendable, Equatable {
     }
 
     /// What the firmware sets up itself to activate a 106 kbit/s type A
-    /// target (InListPassiveTarget, InAutoPoll, InSelect): type A framing
-    /// at 106 kbit/s with CRC on, parity by the chip, no last-bits setting.
-    mutating func configureForTypeA() {
-        self[Self.txMode] = 0x80
-        self[Self.rxMode] = self[Self.rxMode] & 0x0C | 0x80
-        self[Self.manualRCV] &= ~0x10
-        self[Self.bitFraming] &= ~0x07
+    /// target (InListPassiveTarget, InAutoPoll, InSelect): type A framing at
+    /// 106 kbit/s. CRC, parity and TxLastBits stay as the host set them, so
+    /// libnfc's register cache (`bCrc`, `bPar`, `ui8TxBits`) stays true.
+    mutating func selectTypeA106() {
+        self[Self.txMode] &= ~0x73
+        self[Self.rxMode] &= ~0x73
     }
 }
