@@ -1,0 +1,118 @@
+import DoorCore
+
+/// One line on pn532-sim's control socket. Each is answered with one line,
+/// `ok …` or `error …`.
+public enum ControlCommand: Equatable, Sendable {
+    /// `insert [UID] [IMAGE|ntag213|ntag215|ntag216]`: put a tag in the
+    /// field — a dump file, or a blank tag of the type; the UID (7 bytes hex)
+    /// overrides the image's, and is random when neither gives one.
+    case insert(uid: TagUID?, image: String?, type: NTAGType?)
+    /// `remove`: the tag leaves the field.
+    case remove
+    /// `reinsert`: the tag that last left the field comes back, memory and counters intact.
+    case reinsert
+    /// `tear-after N`: the tag leaves the field after N more exchanges.
+    case tearAfter(Int)
+    /// `mute`: the chip stops answering.
+    case mute
+    /// `hang`: the chip ACKs commands but never answers them.
+    case hang
+    /// `unmute`: back to normal after `mute` or `hang`.
+    case unmute
+    /// `dump [PATH]`: the tag image as hex, or written to PATH.
+    case dump(path: String?)
+    /// `stats [reset]`: frame and byte counters, or reset them.
+    case stats(reset: Bool)
+    /// `status`: power, RF field, busy command and tag in one line.
+    case status
+
+    public static func parse(_ line: String) throws(ControlError) -> ControlCommand {
+        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+        guard let verb = words.first else { throw .empty }
+        let args = Array(words.dropFirst())
+        func noArgs(_ c: ControlCommand) throws(ControlError) -> ControlCommand {
+            guard args.isEmpty else { throw .usage(verb) }
+            return c
+        }
+        switch verb {
+        case "insert":
+            var uid: TagUID?, image: String?, type: NTAGType?
+            for a in args {
+                if let t = NTAGType.allCases.first(where: { $0.rawValue.lowercased() == a.lowercased() }), type == nil {
+                    type = t
+                } else if uid == nil, image == nil, a.count >= 14, a.allSatisfy({ $0.isHexDigit || $0 == ":" }) {
+                    guard let u = TagUID(hex: a), u.bytes.count == 7 else { throw .badUID(a) }
+                    uid = u
+                } else if image == nil {
+                    image = a
+                } else {
+                    throw .usage(verb)
+                }
+            }
+            if image != nil && type != nil { throw .usage(verb) }
+            return .insert(uid: uid, image: image, type: type)
+        case "remove": return try noArgs(.remove)
+        case "reinsert": return try noArgs(.reinsert)
+        case "tear-after":
+            guard args.count == 1, let n = Int(args[0]), n >= 0 else { throw .usage(verb) }
+            return .tearAfter(n)
+        case "mute": return try noArgs(.mute)
+        case "hang": return try noArgs(.hang)
+        case "unmute": return try noArgs(.unmute)
+        case "dump":
+            guard args.count <= 1 else { throw .usage(verb) }
+            return .dump(path: args.first)
+        case "stats":
+            guard args.isEmpty || args == ["reset"] else { throw .usage(verb) }
+            return .stats(reset: !args.isEmpty)
+        case "status": return try noArgs(.status)
+        default: throw .unknown(verb)
+        }
+    }
+}
+
+public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
+    case empty
+    case unknown(String)
+    case usage(String)
+    case badUID(String)
+
+    public var description: String {
+        switch self {
+        case .empty: return "empty command"
+        case .unknown(let v):
+            return
+                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, unmute, dump, stats, status)"
+        case .usage(let v): return "usage: \(ControlError.usageText[v] ?? v)"
+        case .badUID(let u): return "UID '\(u)' is not 7 bytes of hex"
+        }
+    }
+
+    static let usageText = [
+        "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]", "remove": "remove", "reinsert": "reinsert",
+        "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "unmute": "unmute",
+        "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status",
+    ]
+}
+
+extension NTAG21x {
+    /// A tag from a dump image, with `uid` written over the image's (and its
+    /// check bytes BCC0/BCC1 recomputed) when given.
+    public init(image: TagImage, uid: TagUID?) throws(NDEFError) {
+        guard let uid else {
+            self.init(image: image)
+            return
+        }
+        guard uid.bytes.count == 7 else { throw .badDump("an NTAG21x UID is 7 bytes") }
+        var b = image.bytes
+        let u = uid.bytes
+        b[0...3] = [u[0], u[1], u[2], 0x88 ^ u[0] ^ u[1] ^ u[2]]
+        b[4...8] = [u[3], u[4], u[5], u[6], u[3] ^ u[4] ^ u[5] ^ u[6]]
+        self.init(image: try TagImage(dump: b))
+    }
+
+    /// A random NXP UID (manufacturer byte 04h, ISO/IEC 14443-3 §6.5.4).
+    public static func randomUID<G: RandomNumberGenerator>(using rng: inout G) -> TagUID {
+        TagUID([0x04] + (0..<6).map { _ in UInt8.random(in: 0...255, using: &rng) })
+    }
+}

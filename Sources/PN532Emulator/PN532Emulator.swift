@@ -1,1 +1,0 @@
-// PN532Emulator: see README.md "Layout".

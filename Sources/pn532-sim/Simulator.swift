@@ -1,0 +1,262 @@
+#if canImport(Glibc)
+    import Glibc
+#else
+    import Darwin
+#endif
+import DoorCore
+import Foundation
+import PN532Emulator
+
+/// Set by SIGTERM / SIGINT; the poll loop checks it.
+nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
+
+/// The driver around `PN532Chip`: moves bytes between the pty and the chip,
+/// runs the control socket and the chip's timers, and carries out effects
+/// (STYLE.md §1: effects at the edge).
+final class Simulator {
+    struct Options {
+        var baud: Int?
+        var rfTiming = false
+        var trace = false
+        var defaultType: NTAGType = .ntag213
+    }
+
+    private var chip: PN532Chip
+    private let pty: PseudoTerminal
+    private let control: ControlServer?
+    private let options: Options
+    private var timers: [(deadline: UInt64, token: Int)] = []
+    /// A host has the slave open (the master reports no hang-up).
+    private var hostPresent = false
+    private var lastByteAt: UInt64 = 0
+    /// A frame left unfinished this long is dropped (the chip's receive timeout).
+    private let frameGapNanos: UInt64 = 50_000_000
+
+    init(chip: PN532Chip, pty: PseudoTerminal, control: ControlServer?, options: Options) {
+        self.chip = chip
+        self.pty = pty
+        self.control = control
+        self.options = options
+    }
+
+    private static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    func run() throws {
+        while stopRequested == 0 {
+            var fds: [pollfd] = []
+            if pollReportsHangUp() {
+                if hostPresent {
+                    // The host closed the port: leave the slave ready for the next one.
+                    hostPresent = false
+                    log("host closed the port")
+                    try pty.resetSlave()
+                }
+            } else {
+                hostPresent = true
+                fds.append(pollfd(fd: pty.master, events: Int16(POLLIN), revents: 0))
+            }
+            let controlFDs = control?.descriptors ?? []
+            fds += controlFDs.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let n = poll(&fds, nfds_t(fds.count), pollTimeout(watchingHost: fds.first?.fd == pty.master))
+            if n < 0 && errno != EINTR { throw SystemError("poll") }
+            try fireTimers()
+            for p in fds where p.revents != 0 {
+                if p.fd == pty.master {
+                    try hostReadable(p.revents)
+                } else if p.fd == control?.listener {
+                    control?.accept()
+                } else {
+                    try controlReadable(p.fd)
+                }
+            }
+            if chipFrameStalled() { chip.linkIdle() }
+        }
+    }
+
+    /// Polls the master alone, without waiting, for a hang-up (no host has the slave open).
+    private func pollReportsHangUp() -> Bool {
+        var p = pollfd(fd: pty.master, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP) != 0 && p.revents & Int16(POLLIN) == 0
+    }
+
+    private func pollTimeout(watchingHost: Bool) -> Int32 {
+        var ms: Int64 = 200
+        if !watchingHost { ms = 20 }  // no host: look again soon for one opening the slave
+        if let next = timers.map(\.deadline).min() {
+            let now = Self.now()
+            ms = min(ms, next > now ? Int64((next - now) / 1_000_000) + 1 : 0)
+        }
+        if lastByteAt != 0 { ms = min(ms, Int64(frameGapNanos / 1_000_000)) }
+        return Int32(ms)
+    }
+
+    private func chipFrameStalled() -> Bool {
+        guard lastByteAt != 0, Self.now() - lastByteAt > frameGapNanos else { return false }
+        lastByteAt = 0
+        return true
+    }
+
+    private func hostReadable(_ revents: Int16) throws {
+        guard revents & Int16(POLLIN) != 0, let bytes = try pty.read(), !bytes.isEmpty else { return }
+        lastByteAt = Self.now()
+        trace("host>", bytes)
+        try apply(chip.receive(bytes))
+    }
+
+    private func fireTimers() throws {
+        let now = Self.now()
+        let due = timers.filter { $0.deadline <= now }
+        timers.removeAll { $0.deadline <= now }
+        for t in due { try apply(chip.timerFired(t.token)) }
+    }
+
+    private func apply(_ effects: [ChipEffect]) throws {
+        for effect in effects {
+            switch effect {
+            case .send(let bytes):
+                if let baud = options.baud, baud > 0 {
+                    // 10 bits a byte on the wire: start, 8 data, stop.
+                    usleep(UInt32(bytes.count * 10 * 1_000_000 / baud))
+                }
+                trace("chip<", bytes)
+                try pty.write(bytes)
+            case .airTime(let us):
+                if options.rfTiming { usleep(UInt32(us)) }
+            case .startTimer(let token, let ms):
+                timers.append((Self.now() + UInt64(ms) * 1_000_000, token))
+            }
+        }
+    }
+
+    // MARK: Control socket
+
+    private func controlReadable(_ fd: Int32) throws {
+        guard let control else { return }
+        let (lines, closed) = control.readLines(fd)
+        for line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            let answer = try perform(line)
+            log("control: \(line) -> \(answer)")
+            control.reply(fd, answer)
+        }
+        if closed { control.drop(fd) }
+    }
+
+    /// Runs one control line; returns the `ok …` / `error …` answer.
+    func perform(_ line: String) throws -> String {
+        let command: ControlCommand
+        do {
+            command = try ControlCommand.parse(line)
+        } catch {
+            return "error \(error)"
+        }
+        switch command {
+        case .insert(let uid, let path, let type):
+            let tag: NTAG21x
+            do {
+                tag = try makeTag(image: path, uid: uid, type: type ?? options.defaultType)
+            } catch {
+                return "error \(error)"
+            }
+            try apply(chip.insert(tag))
+            return "ok inserted \(tag.type) \(tag.uid.hex)"
+        case .remove:
+            guard chip.tag != nil else { return "error no tag in the field" }
+            chip.remove()
+            return "ok removed"
+        case .reinsert:
+            guard let effects = chip.reinsert() else { return "error no tag has left the field" }
+            try apply(effects)
+            return "ok inserted \(chip.tag!.type) \(chip.tag!.uid.hex)"
+        case .tearAfter(let n):
+            guard chip.tag != nil else { return "error no tag in the field" }
+            chip.tear(after: n)
+            return n == 0 ? "ok removed" : "ok tag leaves after \(n) exchanges"
+        case .mute:
+            chip.muted = true
+            return "ok muted"
+        case .hang:
+            chip.hung = true
+            return "ok hanging"
+        case .unmute:
+            chip.unmute()
+            return "ok unmuted"
+        case .dump(let path):
+            guard let tag = chip.tag ?? chip.departedTag else { return "error no tag" }
+            guard let path else { return "ok \(Hex.encode(tag.memory))" }
+            do {
+                try Data(tag.memory).write(to: URL(fileURLWithPath: path))
+            } catch {
+                return "error \(path): \(error.localizedDescription)"
+            }
+            return "ok wrote \(tag.memory.count) bytes to \(path)"
+        case .stats(let reset):
+            if reset {
+                chip.resetStats()
+                return "ok reset"
+            }
+            return "ok \(chip.stats.summary)"
+        case .status:
+            return "ok \(statusLine())"
+        }
+    }
+
+    private func statusLine() -> String {
+        let power: String
+        switch chip.power {
+        case .normal: power = "normal"
+        case .lowVBat: power = "lowvbat"
+        case .powerDown: power = "powerdown"
+        }
+        var s = "power=\(power) rf=\(chip.rfOn ? "on" : "off") busy=\(chip.isBusy ? "yes" : "no")"
+        s += " muted=\(chip.muted ? "yes" : "no") hung=\(chip.hung ? "yes" : "no")"
+        if let t = chip.tag {
+            s += " tag=\(t.uid.hex) type=\(t.type) state=\(t.state) auth_failures=\(t.failedAuthentications)"
+            s += " tear_after=\(chip.tearAfter.map(String.init) ?? "-")"
+        } else {
+            s += " tag=none"
+        }
+        return s
+    }
+
+    // MARK: Output
+
+    private func trace(_ dir: String, _ bytes: [UInt8]) {
+        guard options.trace else { return }
+        log("\(dir) \(bytes.map { Hex.encode([$0]) }.joined(separator: " "))")
+    }
+
+    func log(_ message: String) {
+        FileHandle.standardError.write(Data("pn532-sim: \(message)\n".utf8))
+    }
+}
+
+/// A tag for `insert` and the command-line flags: the dump file at `image`,
+/// or a blank tag of `type`; `uid` overrides the image's UID, and a blank
+/// tag without one gets a random UID.
+func makeTag(image: String?, uid: TagUID?, type: NTAGType) throws -> NTAG21x {
+    if let image {
+        let url = URL(fileURLWithPath: image)
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: url))
+        } catch {
+            throw SimulatorError.unreadableImage(image, error.localizedDescription)
+        }
+        return try NTAG21x(image: try TagImage(dump: bytes), uid: uid)
+    }
+    var rng = SystemRandomNumberGenerator()
+    return NTAG21x(image: try TagImage(type: type, uid: uid ?? NTAG21x.randomUID(using: &rng)))
+}
+
+enum SimulatorError: Error, CustomStringConvertible {
+    case unreadableImage(String, String)
+    var description: String {
+        switch self {
+        case .unreadableImage(let path, let why): return "cannot read \(path): \(why)"
+        }
+    }
+}

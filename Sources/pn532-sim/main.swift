@@ -1,2 +1,0 @@
-import PN532Emulator
-print("pn532-sim: not implemented yet")
