@@ -165,12 +165,14 @@ private struct Scanner {
             }
         case UInt8(ascii: "{"):
             advance()
+            // TOML 1.0 keeps an inline table on one line; following one that
+            // does not costs nothing here.
             while !failed {
-                skipBlank(newlines: false)
+                skipBlank(newlines: true)
                 guard let d = current else { failed = true; return }
                 if d == UInt8(ascii: "}") { advance(); return }
                 keyValue(in: path, depth: depth + 1)
-                skipBlank(newlines: false)
+                skipBlank(newlines: true)
                 if current == UInt8(ascii: ",") { advance() } else if current != UInt8(ascii: "}") { failed = true }
             }
         default:
