@@ -134,7 +134,7 @@ public enum ConfigExample {
             mode = "normal"
 
             # Actions, numbered 0…N-1 without gaps: a sticker's idx, the number in
-            # `gatewayctl open --action N`, and the target of remote commands.
+            # gatewayctl's `--action N`, and the target of remote commands.
             # Default: four actions, each pulsing the first output for 3 s.
             # A step is { pulse = "OUTPUT", ms = N } (N within the pulse limits) or
             # { wait_ms = N }. A garage door's open–stop–close on three relays:
@@ -145,7 +145,8 @@ public enum ConfigExample {
             # repeat and priority of that stock pattern (shown below, commented out).
             # Each step lights the indicators in `on` for `ms` (the rest are off); a
             # repeating pattern loops until replaced; a higher priority (0…100)
-            # preempts a lower one. Patterns: \(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", ")).
+            # preempts a lower one. The patterns: \(FeedbackKind.allCases.prefix(4).map(\.rawValue).joined(separator: ", ")),
+            # \(FeedbackKind.allCases.dropFirst(4).map(\.rawValue).joined(separator: ", ")).
             \(feedback)
 
             [lockout]
@@ -260,7 +261,10 @@ public enum ConfigExample {
             let steps = p.steps.map { s in
                 "#   { on = [\(s.on.sorted().map { "\"\($0)\"" }.joined(separator: ", "))], ms = \(s.duration.millisecondsClamped) },"
             }
-            return (["# [feedback.\(kind.rawValue)]", "# steps = ["] + steps + ["# ]", "# repeat = \(p.repeats)", "# priority = \(p.priority)"])
+            return
+                (["# [feedback.\(kind.rawValue)]", "# steps = ["] + steps + [
+                    "# ]", "# repeat = \(p.repeats)", "# priority = \(p.priority)",
+                ])
                 .joined(separator: "\n")
         }.joined(separator: "\n\n")
     }

@@ -1,9 +1,9 @@
 import DoorCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 extension GatewayConfiguration {
@@ -14,13 +14,16 @@ extension GatewayConfiguration {
     public enum Defaults {
         public static let chip = "gpiochip0"
         public static let connstring = "pn532_i2c:/dev/i2c-1"
-        public static let outputs = [Output(name: "strike", line: .name("GPIO17"), activeLow: false, lockedLevel: .deenergised)]
+        public static let outputs = [
+            Output(name: "strike", line: .name("GPIO17"), activeLow: false, lockedLevel: .deenergised)
+        ]
         public static let indicators = [
             IndicatorLine(name: Indicator.buzzer, line: .name("GPIO24"), activeLow: false),
             IndicatorLine(name: Indicator.green, line: .name("GPIO22"), activeLow: false),
             IndicatorLine(name: Indicator.red, line: .name("GPIO23"), activeLow: false),
         ]
-        public static let button = Input(line: .name("GPIO27"), activeLow: true, bias: .pullUp, debounceMilliseconds: 30)
+        public static let button = Input(
+            line: .name("GPIO27"), activeLow: true, bias: .pullUp, debounceMilliseconds: 30)
         public static let stateDirectory = "/var/lib/doorgateway"
         public static let runtimeDirectory = "/run/doorgateway"
         public static let adminGroup = "doorgateway"
@@ -39,9 +42,10 @@ extension GatewayConfiguration {
         let config = readSections(TableReader(path: "", members: members, sink: sink))
         guard sink.issues.isEmpty else {
             // In file order; issues without a line (none so far) last.
-            throw ConfigError(issues: sink.issues.enumerated().sorted {
-                ($0.element.line ?? .max, $0.offset) < ($1.element.line ?? .max, $1.offset)
-            }.map(\.element))
+            throw ConfigError(
+                issues: sink.issues.enumerated().sorted {
+                    ($0.element.line ?? .max, $0.offset) < ($1.element.line ?? .max, $1.offset)
+                }.map(\.element))
         }
         return config
     }
@@ -52,7 +56,9 @@ extension GatewayConfiguration {
         do {
             bytes = try readFile(path)
         } catch {
-            throw ConfigError(issues: [ConfigIssue(key: "", line: nil, message: "cannot read the file: \(error.message)")])
+            throw ConfigError(issues: [
+                ConfigIssue(key: "", line: nil, message: "cannot read the file: \(error.message)")
+            ])
         }
         return try load(toml: String(decoding: bytes, as: UTF8.self))
     }
@@ -62,7 +68,9 @@ extension GatewayConfiguration {
     /// The whole file with open(2)/read(2), retrying EINTR; a configuration
     /// file is small, so more than 1 MiB is refused.
     static func readFile(_ path: String) throws(ReadError) -> [UInt8] {
-        func failure(_ function: String) -> ReadError { ReadError(message: "\(function): \(String(cString: strerror(errno)))") }
+        func failure(_ function: String) -> ReadError {
+            ReadError(message: "\(function): \(String(cString: strerror(errno)))")
+        }
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw failure("open") }
@@ -86,14 +94,21 @@ extension GatewayConfiguration {
         guard case .success(let members) = TOMLNode.parse(source) else { return [] }
         let sink = IssueSink(source: source)
         _ = readSections(TableReader(path: "", members: members, sink: sink))
-        return Set(sink.askedKeys.map { path in
-            var generic = ""
-            var inIndex = false
-            for c in path {
-                if c == "[" { inIndex = true; generic += "[]" } else if c == "]" { inIndex = false } else if !inIndex { generic.append(c) }
-            }
-            return generic
-        })
+        return Set(
+            sink.askedKeys.map { path in
+                var generic = ""
+                var inIndex = false
+                for c in path {
+                    if c == "[" {
+                        inIndex = true; generic += "[]"
+                    } else if c == "]" {
+                        inIndex = false
+                    } else if !inIndex {
+                        generic.append(c)
+                    }
+                }
+                return generic
+            })
     }
 
     // MARK: - Sections
@@ -124,7 +139,9 @@ extension GatewayConfiguration {
         let outputs = readOutputs(root, &lines)
         let indicators = readIndicators(root, &lines)
         let inputs = root.table("inputs")
-        let button = inputs?.table("button").map { readInput($0, defaults: Defaults.button, &lines, contact: false) } ?? Defaults.button
+        let button =
+            inputs?.table("button").map { readInput($0, defaults: Defaults.button, &lines, contact: false) }
+            ?? Defaults.button
         let doorContact = inputs?.table("door_contact").map { readInput($0, defaults: nil, &lines, contact: true) }
         inputs?.finish()
 
@@ -138,14 +155,18 @@ extension GatewayConfiguration {
         let mqtt = readMQTT(root, deviceID: id, actions: door.actions)
 
         let controlTable = root.table("control")
-        let control = Control(socket: controlTable?.optionalString("socket", Check.socketPath),
-                              adminGroup: controlTable?.string("admin_group", Defaults.adminGroup, Check.groupName) ?? Defaults.adminGroup)
+        let control = Control(
+            socket: controlTable?.optionalString("socket", Check.socketPath),
+            adminGroup: controlTable?.string("admin_group", Defaults.adminGroup, Check.groupName) ?? Defaults.adminGroup
+        )
         controlTable?.finish()
 
         let pathsTable = root.table("paths")
         let paths = Paths(
-            stateDirectory: pathsTable?.string("state_dir", Defaults.stateDirectory, Check.absolutePath) ?? Defaults.stateDirectory,
-            runtimeDirectory: pathsTable?.string("runtime_dir", Defaults.runtimeDirectory, Check.absolutePath) ?? Defaults.runtimeDirectory)
+            stateDirectory: pathsTable?.string("state_dir", Defaults.stateDirectory, Check.absolutePath)
+                ?? Defaults.stateDirectory,
+            runtimeDirectory: pathsTable?.string("runtime_dir", Defaults.runtimeDirectory, Check.absolutePath)
+                ?? Defaults.runtimeDirectory)
         pathsTable?.finish()
         if control.socket == nil, let why = Check.socketPath(paths.runtimeDirectory + "/control.sock") {
             root.sink.add("paths.runtime_dir", "the control socket under it: " + why)
@@ -170,8 +191,9 @@ extension GatewayConfiguration {
             let name = t.optionalString("name", Check.identifier(max: 32))
             if !t.has("name") { t.fail("name", "is required") }
             let line = readLine(t, &lines)
-            let output = Output(name: name ?? "", line: line ?? .offset(0), activeLow: t.bool("active_low", false),
-                                lockedLevel: t.choice("locked_level", CoilLevel.deenergised))
+            let output = Output(
+                name: name ?? "", line: line ?? .offset(0), activeLow: t.bool("active_low", false),
+                lockedLevel: t.choice("locked_level", CoilLevel.deenergised))
             t.finish()
             // An output with a bad line stays, so that actions naming it are not also reported.
             guard let name else { continue }
@@ -220,8 +242,9 @@ extension GatewayConfiguration {
         } else {
             activeLow = t.bool("active_low", defaults?.activeLow ?? true)
         }
-        let input = Input(line: line ?? .offset(0), activeLow: activeLow, bias: t.choice("bias", LineBias.pullUp),
-                          debounceMilliseconds: t.int("debounce_ms", 30, 0...1000))
+        let input = Input(
+            line: line ?? .offset(0), activeLow: activeLow, bias: t.choice("bias", LineBias.pullUp),
+            debounceMilliseconds: t.int("debounce_ms", 30, 0...1000))
         t.finish()
         return input
     }
@@ -243,7 +266,9 @@ extension GatewayConfiguration {
         case .string(let s):
             if let why = Check.lineName(s) { t.fail("line", why); return nil }
             if let v = UInt32(s), s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                guard v <= Check.maxLineOffset else { t.fail("line", "offset \(v) is out of range 0…\(Check.maxLineOffset)"); return nil }
+                guard v <= Check.maxLineOffset else {
+                    t.fail("line", "offset \(v) is out of range 0…\(Check.maxLineOffset)"); return nil
+                }
                 ref = .offset(v)
             } else {
                 ref = .name(s)
@@ -258,7 +283,9 @@ extension GatewayConfiguration {
 
     // MARK: Door
 
-    static func readDoor(_ root: TableReader, outputs: [Output], indicators: [IndicatorLine], hasDoorContact: Bool) -> DoorSettings {
+    static func readDoor(_ root: TableReader, outputs: [Output], indicators: [IndicatorLine], hasDoorContact: Bool)
+        -> DoorSettings
+    {
         let absoluteMs = Int(PulseLimits.absoluteMaximum.millisecondsClamped)
         let d = root.table("door")
         var pulseMin = d?.int("pulse_min_ms", 50, 1...absoluteMs) ?? 50
@@ -313,13 +340,16 @@ extension GatewayConfiguration {
             c?.fail("enabled", "true needs a contact line in [inputs.door_contact]")
         }
         let doorContact = DoorContactPolicy(
-            enabled: contactEnabled && hasDoorContact, heldOpenAfter: .seconds(c?.int("held_open_s", 30, 1...3600) ?? 30),
+            enabled: contactEnabled && hasDoorContact,
+            heldOpenAfter: .seconds(c?.int("held_open_s", 30, 1...3600) ?? 30),
             openGrace: .seconds(c?.int("open_grace_s", 10, 0...600) ?? 10))
         c?.finish()
 
         return DoorSettings(
             outputs: outputs.map(\.definition), actions: actions, pulseLimits: limits, patterns: patterns,
-            lockout: lockout, button: ButtonPolicy(exitAction: exitAction, minimumPress: .milliseconds(minPress), provisioningHold: .milliseconds(hold)),
+            lockout: lockout,
+            button: ButtonPolicy(
+                exitAction: exitAction, minimumPress: .milliseconds(minPress), provisioningHold: .milliseconds(hold)),
             provisioning: provisioning, doorContact: doorContact, sameTagQuiet: .milliseconds(quiet), initialMode: mode)
     }
 
@@ -354,10 +384,17 @@ extension GatewayConfiguration {
                     }
                     if s.has("pulse") {
                         let output = s.optionalString("pulse") { n in
-                            outputs.contains { $0.name == n } ? nil : "there is no output named \"\(n)\" (outputs: \(outputs.map(\.name).joined(separator: ", ")))"
+                            outputs.contains { $0.name == n }
+                                ? nil
+                                : "there is no output named \"\(n)\" (outputs: \(outputs.map(\.name).joined(separator: ", ")))"
                         }
                         let ms = s.optionalInt("ms", minMs...maxMs)
-                        if !s.has("ms") { s.fail("ms", "is required: the pulse length (\(minMs)…\(maxMs), door.pulse_min_ms…door.pulse_max_ms)") }
+                        if !s.has("ms") {
+                            s.fail(
+                                "ms",
+                                "is required: the pulse length (\(minMs)…\(maxMs), door.pulse_min_ms…door.pulse_max_ms)"
+                            )
+                        }
                         if let output, let ms { steps.append(.pulse(output: output, duration: .milliseconds(ms))) }
                     } else if s.has("wait_ms") {
                         if let ms = s.optionalInt("wait_ms", 1...3_600_000) { steps.append(.wait(.milliseconds(ms))) }
@@ -379,7 +416,10 @@ extension GatewayConfiguration {
             actions.append((ActionDefinition(index: index, name: name, steps: steps), t))
         }
         for (a, t) in actions where a.index >= actions.count {
-            t.fail("index", "\(a.index) leaves a gap: \(actions.count) action\(actions.count == 1 ? "" : "s") take\(actions.count == 1 ? "s" : "") indexes 0…\(actions.count - 1)")
+            t.fail(
+                "index",
+                "\(a.index) leaves a gap: \(actions.count) action\(actions.count == 1 ? "" : "s") take\(actions.count == 1 ? "s" : "") indexes 0…\(actions.count - 1)"
+            )
         }
         return actions.map(\.0).sorted { $0.index < $1.index }
     }
@@ -389,9 +429,13 @@ extension GatewayConfiguration {
     /// board without a buzzer still blinks.
     static func readFeedback(_ root: TableReader, indicators: [IndicatorLine]) -> [FeedbackKind: FeedbackPattern] {
         let names = Set(indicators.map(\.name))
-        var patterns = FeedbackPattern.defaultPatterns.mapValues { p in
-            FeedbackPattern(steps: p.steps.map { PatternStep(on: $0.on.intersection(names), duration: $0.duration) },
-                            repeats: p.repeats, priority: p.priority)
+        var patterns = FeedbackPattern.defaultPatterns
+        if !names.isSuperset(of: [Indicator.green, Indicator.red, Indicator.buzzer]) {
+            patterns = patterns.mapValues { p in
+                FeedbackPattern(
+                    steps: p.steps.map { PatternStep(on: $0.on.intersection(names), duration: $0.duration) },
+                    repeats: p.repeats, priority: p.priority)
+            }
         }
         guard let f = root.table("feedback") else { return patterns }
         for key in f.keys {
@@ -402,7 +446,9 @@ extension GatewayConfiguration {
                 if steps.count > 64 { t.fail("steps", "at most 64 steps") }
                 pattern.steps = steps.map { s in
                     let on = s.stringList("on", []) { n in
-                        names.contains(n) ? nil : "there is no indicator named \"\(n)\" (indicators: \(indicators.map(\.name).joined(separator: ", ")))"
+                        names.contains(n)
+                            ? nil
+                            : "there is no indicator named \"\(n)\" (indicators: \(indicators.map(\.name).joined(separator: ", ")))"
                     }
                     let ms = s.int("ms", 100, 1...60_000)
                     if !s.has("ms") { s.fail("ms", "is required (1…60000)") }
@@ -434,7 +480,8 @@ extension GatewayConfiguration {
         let policy = LockoutPolicy(
             enabled: t?.bool("enabled", true) ?? true, perTagThreshold: t?.int("per_tag_threshold", 3, 1...100) ?? 3,
             globalThreshold: t?.int("global_threshold", 10, 1...1000) ?? 10,
-            window: .seconds(t?.int("window_s", 60, 1...86_400) ?? 60), duration: .seconds(duration), cap: .seconds(cap))
+            window: .seconds(t?.int("window_s", 60, 1...86_400) ?? 60), duration: .seconds(duration), cap: .seconds(cap)
+        )
         t?.finish()
         return policy
     }
@@ -447,14 +494,20 @@ extension GatewayConfiguration {
         let t = m?.table("tls")
         let tls = MQTT.TLS(
             enabled: t?.bool("enabled", true) ?? true,
-            caFile: t?.optionalString("ca_file", Check.absolutePath), caDirectory: t?.optionalString("ca_dir", Check.absolutePath),
-            certFile: t?.optionalString("cert_file", Check.absolutePath), keyFile: t?.optionalString("key_file", Check.absolutePath),
+            caFile: t?.optionalString("ca_file", Check.absolutePath),
+            caDirectory: t?.optionalString("ca_dir", Check.absolutePath),
+            certFile: t?.optionalString("cert_file", Check.absolutePath),
+            keyFile: t?.optionalString("key_file", Check.absolutePath),
             insecure: t?.bool("insecure", false) ?? false)
         if let t, t.has("cert_file") != t.has("key_file") {
-            t.fail(t.has("cert_file") ? "key_file" : "cert_file", "is required with the other: the client certificate and its key go together")
+            t.fail(
+                t.has("cert_file") ? "key_file" : "cert_file",
+                "is required with the other: the client certificate and its key go together")
         }
         if enabled && tls.enabled && !(t?.has("ca_file") ?? false) && !(t?.has("ca_dir") ?? false) {
-            root.sink.add("mqtt.tls.ca_file", "is required with TLS on: set ca_file or ca_dir (or mqtt.tls.enabled = false for a plain-TCP broker)")
+            root.sink.add(
+                "mqtt.tls.ca_file",
+                "is required with TLS on: set ca_file or ca_dir (or mqtt.tls.enabled = false for a plain-TCP broker)")
         }
         t?.finish()
 
@@ -469,7 +522,9 @@ extension GatewayConfiguration {
             mapping = [:]
             for key in table.keys {
                 guard let n = table.node(key) else { continue }
-                guard let number = Int(key), (0...9999).contains(number), key.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                guard let number = Int(key), (0...9999).contains(number),
+                    key.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+                else {
                     table.fail(key, "a command number 0…9999 is expected as the key")
                     continue
                 }
@@ -533,7 +588,9 @@ enum Check {
     static func identifier(max: Int) -> (String) -> String? {
         { s in
             guard !s.isEmpty, s.count <= max else { return "must be 1…\(max) characters" }
-            guard s.utf8.allSatisfy({ Check.isBare($0) }) else { return "\"\(s)\" may hold only letters, digits, '-' and '_'" }
+            guard s.utf8.allSatisfy({ Check.isBare($0) }) else {
+                return "\"\(s)\" may hold only letters, digits, '-' and '_'"
+            }
             return nil
         }
     }
@@ -541,7 +598,9 @@ enum Check {
     static func text(max: Int) -> (String) -> String? {
         { s in
             guard !s.isEmpty, s.count <= max else { return "must be 1…\(max) characters" }
-            guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return "must not hold control characters" }
+            guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                return "must not hold control characters"
+            }
             return nil
         }
     }
@@ -567,7 +626,7 @@ enum Check {
         let parts = s.split(separator: ":", omittingEmptySubsequences: false)
         let usage = "expected pn532_i2c:/dev/i2c-1, pn532_spi:/dev/spidev0.0[:500000] or pn532_uart:/dev/ttyS0[:115200]"
         guard parts.count >= 2, ["pn532_i2c", "pn532_spi", "pn532_uart"].contains(parts[0]), parts[1].hasPrefix("/"),
-              text(max: 1023)(s) == nil
+            text(max: 1023)(s) == nil
         else { return "\"\(s)\": \(usage)" }
         if parts.count == 3, parts[0] != "pn532_i2c", let n = Int(parts[2]), n > 0 { return nil }
         return parts.count == 2 ? nil : "\"\(s)\": \(usage)"
@@ -584,7 +643,8 @@ enum Check {
 
     static func hostName(_ s: String) -> String? {
         guard !s.isEmpty, s.utf8.count <= 253 else { return "must be 1…253 characters" }
-        return s.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) ? "a host has no spaces or control characters" : nil
+        return s.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+            ? "a host has no spaces or control characters" : nil
     }
 
     /// An MQTT topic to publish or subscribe to exactly: no wildcards, no empty levels at the ends.
@@ -598,8 +658,12 @@ enum Check {
     /// useradd's rule for group names.
     static func groupName(_ s: String) -> String? {
         guard let first = s.utf8.first, s.utf8.count <= 32,
-              (first >= UInt8(ascii: "a") && first <= UInt8(ascii: "z")) || first == UInt8(ascii: "_"),
-              s.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+            (first >= UInt8(ascii: "a") && first <= UInt8(ascii: "z")) || first == UInt8(ascii: "_"),
+            s.utf8.allSatisfy({
+                ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
+                    || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_")
+                    || $0 == UInt8(ascii: "-")
+            })
         else { return "\"\(s)\" is not a group name (lower-case letters, digits, '-' and '_', 1…32)" }
         return nil
     }

@@ -67,7 +67,9 @@ private struct Scanner {
     /// Spaces and tabs, comments, and (if asked) newlines.
     mutating func skipBlank(newlines: Bool) {
         while let c = current {
-            if c == UInt8(ascii: " ") || c == UInt8(ascii: "\t") || c == UInt8(ascii: "\r") || (newlines && c == UInt8(ascii: "\n")) {
+            if c == UInt8(ascii: " ") || c == UInt8(ascii: "\t") || c == UInt8(ascii: "\r")
+                || (newlines && c == UInt8(ascii: "\n"))
+            {
                 advance()
             } else if c == UInt8(ascii: "#") {
                 while let d = current, d != UInt8(ascii: "\n") { advance() }
@@ -161,7 +163,11 @@ private struct Scanner {
                 record("\(path)[\(index)]", line)
                 value(at: "\(path)[\(index)]", depth: depth + 1)
                 skipBlank(newlines: true)
-                if current == UInt8(ascii: ",") { advance(); index += 1 } else if current != UInt8(ascii: "]") { failed = true }
+                if current == UInt8(ascii: ",") {
+                    advance(); index += 1
+                } else if current != UInt8(ascii: "]") {
+                    failed = true
+                }
             }
         case UInt8(ascii: "{"):
             advance()
@@ -178,8 +184,10 @@ private struct Scanner {
         default:
             // Numbers, booleans, dates: up to a delimiter.
             let start = pos
-            while let d = current, !(d == UInt8(ascii: ",") || d == UInt8(ascii: "]") || d == UInt8(ascii: "}")
-                || d == UInt8(ascii: "\n") || d == UInt8(ascii: "#")) { advance() }
+            while let d = current,
+                !(d == UInt8(ascii: ",") || d == UInt8(ascii: "]") || d == UInt8(ascii: "}")
+                    || d == UInt8(ascii: "\n") || d == UInt8(ascii: "#"))
+            { advance() }
             if pos == start { failed = true }
         }
     }

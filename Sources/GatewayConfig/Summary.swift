@@ -19,24 +19,47 @@ extension GatewayConfiguration {
         let d = door
         var lines = ["device \(deviceID), board \(board.rawValue)" + (board == .real ? ", chip \(chip)" : "")]
         lines.append("reader " + (board == .sim ? "pn532-sim (\(reader.simulator))" : reader.connstring))
-        lines.append("outputs " + outputs.map {
-            "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "") locked \($0.lockedLevel.rawValue)"
-        }.joined(separator: ", "))
-        lines.append("indicators " + (indicators.isEmpty ? "none" : indicators.map {
-            "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "")"
-        }.joined(separator: ", ")))
+        lines.append(
+            "outputs "
+                + outputs.map {
+                    "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "") locked \($0.lockedLevel.rawValue)"
+                }.joined(separator: ", "))
+        lines.append(
+            "indicators "
+                + (indicators.isEmpty
+                    ? "none"
+                    : indicators.map {
+                        "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "")"
+                    }.joined(separator: ", ")))
         lines.append("inputs button \(input(button)), door contact " + (doorContact.map(input) ?? "none"))
-        lines.append("door pulse \(d.pulseLimits.minimum.millisecondsClamped)…\(ms(d.pulseLimits.maximum)), same tag quiet \(ms(d.sameTagQuiet)), mode \(d.initialMode.rawValue)")
-        lines.append("actions " + d.actions.map { "\($0.index) \"\($0.name)\" (\($0.steps.map(step).joined(separator: ", ")))" }.joined(separator: "; "))
+        lines.append(
+            "door pulse \(d.pulseLimits.minimum.millisecondsClamped)…\(ms(d.pulseLimits.maximum)), same tag quiet \(ms(d.sameTagQuiet)), mode \(d.initialMode.rawValue)"
+        )
+        lines.append(
+            "actions "
+                + d.actions.map { "\($0.index) \"\($0.name)\" (\($0.steps.map(step).joined(separator: ", ")))" }.joined(
+                    separator: "; "))
         let custom = FeedbackKind.allCases.filter { d.patterns[$0] != FeedbackPattern.defaultPatterns[$0] }
-        lines.append("feedback " + (custom.isEmpty ? "stock patterns" : "custom: " + custom.map(\.rawValue).joined(separator: ", ")))
-        lines.append("lockout " + (d.lockout.enabled
-            ? "\(d.lockout.perTagThreshold) per tag / \(d.lockout.globalThreshold) in all within \(s(d.lockout.window)), \(s(d.lockout.duration)) doubling to \(s(d.lockout.cap))"
-            : "off"))
-        lines.append("button exit " + (d.button.exitAction.map { "action \($0)" } ?? "none") + ", hold \(ms(d.button.provisioningHold)) arms provisioning")
-        lines.append("provisioning " + (d.provisioning.buttonArmed ? "button-armed" : "admin only") + ", action \(d.provisioning.action), timeout \(s(d.provisioning.timeout))"
-                     + (d.provisioning.protect ? ", password-protected (auth limit \(d.provisioning.authLimit))" : ", unprotected"))
-        lines.append("door contact " + (d.doorContact.enabled ? "held open after \(s(d.doorContact.heldOpenAfter)), grace \(s(d.doorContact.openGrace))" : "off"))
+        lines.append(
+            "feedback "
+                + (custom.isEmpty ? "stock patterns" : "custom: " + custom.map(\.rawValue).joined(separator: ", ")))
+        lines.append(
+            "lockout "
+                + (d.lockout.enabled
+                    ? "\(d.lockout.perTagThreshold) per tag / \(d.lockout.globalThreshold) in all within \(s(d.lockout.window)), \(s(d.lockout.duration)) doubling to \(s(d.lockout.cap))"
+                    : "off"))
+        lines.append(
+            "button exit " + (d.button.exitAction.map { "action \($0)" } ?? "none")
+                + ", hold \(ms(d.button.provisioningHold)) arms provisioning")
+        lines.append(
+            "provisioning " + (d.provisioning.buttonArmed ? "button-armed" : "admin only")
+                + ", action \(d.provisioning.action), timeout \(s(d.provisioning.timeout))"
+                + (d.provisioning.protect
+                    ? ", password-protected (auth limit \(d.provisioning.authLimit))" : ", unprotected"))
+        lines.append(
+            "door contact "
+                + (d.doorContact.enabled
+                    ? "held open after \(s(d.doorContact.heldOpenAfter)), grace \(s(d.doorContact.openGrace))" : "off"))
         lines.append("clock " + (declareClockSynchronised ? "declared synchronised" : "from adjtimex"))
         lines.append("mqtt " + (mqtt.enabled ? mqttSummary : "off"))
         lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
@@ -48,7 +71,8 @@ extension GatewayConfiguration {
         let m = mqtt
         var parts = ["\(m.host):\(m.port) MQTT \(m.protocolVersion.rawValue) as \(m.clientID)"]
         if m.tls.enabled {
-            var tls = "TLS" + (m.tls.caFile.map { " ca \($0)" } ?? "") + (m.tls.caDirectory.map { " ca-dir \($0)" } ?? "")
+            var tls =
+                "TLS" + (m.tls.caFile.map { " ca \($0)" } ?? "") + (m.tls.caDirectory.map { " ca-dir \($0)" } ?? "")
             if let cert = m.tls.certFile, let key = m.tls.keyFile { tls += " cert \(cert) key \(key)" }
             if m.tls.insecure { tls += " VERIFICATION OFF" }
             parts.append(tls)
@@ -57,7 +81,9 @@ extension GatewayConfiguration {
         }
         parts.append("prefix \(m.topicPrefix)")
         let mapping = m.commandMapping.sorted { $0.key < $1.key }.map { "\($0.key)→\($0.value)" }.joined(separator: " ")
-        parts.append("compat topics " + (m.compatCommandTopics.isEmpty ? "none" : m.compatCommandTopics.joined(separator: " ")) + " (\(mapping))")
+        parts.append(
+            "compat topics " + (m.compatCommandTopics.isEmpty ? "none" : m.compatCommandTopics.joined(separator: " "))
+                + " (\(mapping))")
         parts.append("tolerance \(m.toleranceSeconds) s, uid \(m.uidInEvents.rawValue), outbox \(m.outboxLimit)")
         if m.homeAssistantDiscovery { parts.append("Home Assistant discovery") }
         return parts.joined(separator: ", ")

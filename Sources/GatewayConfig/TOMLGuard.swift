@@ -61,25 +61,25 @@ enum TOMLGuard {
                 case .normal:
                     if let problem = normal(c) { return problem }
                 case .comment:
-                    if c == UInt8(ascii: "\n") { newline(); mode = .normal }
+                    if c == ASCII.newline { newline(); mode = .normal }
                 case .basic, .literal:
-                    if c == UInt8(ascii: "\\") && mode == .basic {
+                    if c == ASCII.backslash && mode == .basic {
                         i += 1
-                    } else if c == (mode == .basic ? UInt8(ascii: "\"") : UInt8(ascii: "'")) {
+                    } else if c == (mode == .basic ? ASCII.quote : ASCII.apostrophe) {
                         mode = .normal
-                    } else if c == UInt8(ascii: "\n") {
+                    } else if c == ASCII.newline {
                         newline()
                         mode = .normal
                     }
                 case .multilineBasic, .multilineLiteral:
-                    let quote = mode == .multilineBasic ? UInt8(ascii: "\"") : UInt8(ascii: "'")
-                    if c == UInt8(ascii: "\\") && mode == .multilineBasic {
-                        if byte(i + 1) == UInt8(ascii: "\n") { i += 1; newline() } else { i += 1 }
+                    let quote = mode == .multilineBasic ? ASCII.quote : ASCII.apostrophe
+                    if c == ASCII.backslash && mode == .multilineBasic {
+                        if byte(i + 1) == ASCII.newline { i += 1; newline() } else { i += 1 }
                     } else if c == quote && isTriple(quote) {
                         i += 2
                         while byte(i + 1) == quote { i += 1 }  // up to two quotes end the content
                         mode = .normal
-                    } else if c == UInt8(ascii: "\n") {
+                    } else if c == ASCII.newline {
                         newline()
                     }
                 }
@@ -90,28 +90,31 @@ enum TOMLGuard {
 
         mutating func normal(_ c: UInt8) -> ConfigIssue? {
             switch c {
-            case UInt8(ascii: "\n"):
+            case ASCII.newline:
                 newline()
                 return nil
-            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"):
+            case ASCII.space, ASCII.tab, ASCII.carriageReturn:
                 return nil
-            case UInt8(ascii: "#"):
+            case ASCII.hash:
                 mode = .comment
                 return nil
-            case UInt8(ascii: "\""), UInt8(ascii: "'"):
+            case ASCII.quote, ASCII.apostrophe:
                 if isTriple(c) {
-                    mode = c == UInt8(ascii: "\"") ? .multilineBasic : .multilineLiteral
+                    mode = c == ASCII.quote ? .multilineBasic : .multilineLiteral
                     i += 2
                 } else {
-                    mode = c == UInt8(ascii: "\"") ? .basic : .literal
+                    mode = c == ASCII.quote ? .basic : .literal
                 }
-            case UInt8(ascii: "[") where atLineStart:
-                if let k = badHeaderStart() { return issue(at: k, "a table header starts with a key (a letter, digit, '-', '_' or a quote)") }
-            case UInt8(ascii: "}") where lastSignificant == UInt8(ascii: "[") || lastSignificant == UInt8(ascii: ","):
+            case ASCII.openBracket where atLineStart:
+                if let k = badHeaderStart() {
+                    return issue(at: k, "a table header starts with a key (a letter, digit, '-', '_' or a quote)")
+                }
+            case ASCII.closeBrace where lastSignificant == ASCII.openBracket || lastSignificant == ASCII.comma:
                 return issue(at: i, "expected a value, saw '}'")
-            case 0xC2 where byte(i + 1) == 0x85, 0xE2 where byte(i + 1) == 0x80 && (byte(i + 2) == 0xA8 || byte(i + 2) == 0xA9):
+            case 0xC2 where byte(i + 1) == 0x85,
+                0xE2 where byte(i + 1) == 0x80 && (byte(i + 2) == 0xA8 || byte(i + 2) == 0xA9):
                 return issue(at: i, "a Unicode line separator outside a string")
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+            case ASCII.zero...ASCII.nine:
                 if let k = badDateTime() { return issue(at: k, "a date-time needs a time (HH:MM:SS) after the 'T'") }
             default:
                 break
@@ -121,15 +124,19 @@ enum TOMLGuard {
             return nil
         }
 
-        static func isBlank(_ c: UInt8?) -> Bool { c == UInt8(ascii: " ") || c == UInt8(ascii: "\t") }
-        static func isDigit(_ c: UInt8?) -> Bool { c.map { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } ?? false }
+        static func isBlank(_ c: UInt8?) -> Bool { c == ASCII.space || c == ASCII.tab }
+        static func isDigit(_ c: UInt8?) -> Bool {
+            c.map { $0 >= ASCII.zero && $0 <= ASCII.nine } ?? false
+        }
 
         /// At `[` starting a line: `[` or `[[`, blanks, then what no key starts with.
         func badHeaderStart() -> Int? {
             var k = i + 1
-            if byte(k) == UInt8(ascii: "[") { k += 1 }
+            if byte(k) == ASCII.openBracket { k += 1 }
             while Self.isBlank(byte(k)) { k += 1 }
-            guard let c = byte(k), !Check.isBare(c), c != UInt8(ascii: "\""), c != UInt8(ascii: "'"), c != UInt8(ascii: "]") else {
+            guard let c = byte(k), !Check.isBare(c), c != ASCII.quote, c != ASCII.apostrophe,
+                c != ASCII.closeBracket
+            else {
                 return nil
             }
             return k
@@ -140,11 +147,34 @@ enum TOMLGuard {
             if i > 0, Self.isDigit(bytes[i - 1]) || Check.isBare(bytes[i - 1]) { return nil }
             for (offset, digit) in [true, true, true, true, false, true, true, false, true, true].enumerated() {
                 let b = byte(i + offset)
-                if digit ? !Self.isDigit(b) : b != UInt8(ascii: "-") { return nil }
+                if digit ? !Self.isDigit(b) : b != ASCII.minus { return nil }
             }
-            guard byte(i + 10) == UInt8(ascii: "T") || byte(i + 10) == UInt8(ascii: "t"),
-                  let after = byte(i + 11), !Self.isDigit(after) else { return nil }
+            guard byte(i + 10) == ASCII.upperT || byte(i + 10) == ASCII.lowerT,
+                let after = byte(i + 11), !Self.isDigit(after)
+            else { return nil }
             return i + 11
         }
     }
+}
+
+/// The bytes the lexer looks for, computed once (a debug build would
+/// otherwise convert each `UInt8(ascii:)` on every byte).
+private enum ASCII {
+    static let apostrophe = UInt8(ascii: "'")
+    static let backslash = UInt8(ascii: "\\")
+    static let carriageReturn = UInt8(ascii: "\r")
+    static let closeBrace = UInt8(ascii: "}")
+    static let closeBracket = UInt8(ascii: "]")
+    static let comma = UInt8(ascii: ",")
+    static let hash = UInt8(ascii: "#")
+    static let lowerT = UInt8(ascii: "t")
+    static let minus = UInt8(ascii: "-")
+    static let newline = UInt8(ascii: "\n")
+    static let nine = UInt8(ascii: "9")
+    static let openBracket = UInt8(ascii: "[")
+    static let quote = UInt8(ascii: "\"")
+    static let space = UInt8(ascii: " ")
+    static let tab = UInt8(ascii: "\t")
+    static let upperT = UInt8(ascii: "T")
+    static let zero = UInt8(ascii: "0")
 }

@@ -46,11 +46,15 @@ indirect enum TOMLNode: Sendable {
         do {
             root = try TOMLTable(string: source)
         } catch let e as TOMLParseError {
-            return .failure(ConfigError(issues: [ConfigIssue(
-                key: "", line: e.source.begin.line,
-                message: "TOML syntax error at column \(e.source.begin.column): \(e.description)")]))
+            return .failure(
+                ConfigError(issues: [
+                    ConfigIssue(
+                        key: "", line: e.source.begin.line,
+                        message: "TOML syntax error at column \(e.source.begin.column): \(e.description)")
+                ]))
         } catch {
-            return .failure(ConfigError(issues: [ConfigIssue(key: "", line: nil, message: "TOML syntax error: \(error)")]))
+            return .failure(
+                ConfigError(issues: [ConfigIssue(key: "", line: nil, message: "TOML syntax error: \(error)")]))
         }
         let members = Self.members(of: root)
         // TOMLKit never frees a parsed document; clearing the root frees
@@ -161,7 +165,9 @@ final class TableReader {
     func optionalInt(_ key: String, _ range: ClosedRange<Int>) -> Int? {
         guard let n = node(key) else { return nil }
         guard case .int(let v) = n else { fail(key, "expected an integer, found \(n.typeName)"); return nil }
-        guard range.contains(v) else { fail(key, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)"); return nil }
+        guard range.contains(v) else {
+            fail(key, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)"); return nil
+        }
         return v
     }
 
@@ -186,10 +192,14 @@ final class TableReader {
 
     func stringList(_ key: String, _ fallback: [String], _ check: ((String) -> String?)? = nil) -> [String] {
         guard let n = node(key) else { return fallback }
-        guard case .array(let items) = n else { fail(key, "expected an array of strings, found \(n.typeName)"); return fallback }
+        guard case .array(let items) = n else {
+            fail(key, "expected an array of strings, found \(n.typeName)"); return fallback
+        }
         var out: [String] = []
         for (i, item) in items.enumerated() {
-            guard case .string(let s) = item else { fail("\(key)[\(i)]", "expected a string, found \(item.typeName)"); continue }
+            guard case .string(let s) = item else {
+                fail("\(key)[\(i)]", "expected a string, found \(item.typeName)"); continue
+            }
             if let why = check?(s) { fail("\(key)[\(i)]", why); continue }
             out.append(s)
         }
@@ -205,10 +215,14 @@ final class TableReader {
     /// An array of tables (`[[key]]`, or an array of inline tables).
     func tables(_ key: String) -> [TableReader]? {
         guard let n = node(key) else { return nil }
-        guard case .array(let items) = n else { fail(key, "expected an array of tables, found \(n.typeName)"); return nil }
+        guard case .array(let items) = n else {
+            fail(key, "expected an array of tables, found \(n.typeName)"); return nil
+        }
         var out: [TableReader] = []
         for (i, item) in items.enumerated() {
-            guard case .table(let m) = item else { fail("\(key)[\(i)]", "expected a table, found \(item.typeName)"); continue }
+            guard case .table(let m) = item else {
+                fail("\(key)[\(i)]", "expected a table, found \(item.typeName)"); continue
+            }
             out.append(TableReader(path: "\(keyPath(key))[\(i)]", members: m, sink: sink))
         }
         return out

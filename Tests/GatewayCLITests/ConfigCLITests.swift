@@ -8,7 +8,8 @@ final class ConfigCLITests: XCTestCase {
     var dir: URL!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("config-cli-\(getpid())-\(UUID().uuidString)")
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "config-cli-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     }
 
@@ -47,7 +48,9 @@ final class ConfigCLITests: XCTestCase {
         let check = try Run.gatewayctl(["config", "check", file])
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertEqual(check.stderr, "")
-        XCTAssertEqual(check.stdout, """
+        XCTAssertEqual(
+            check.stdout,
+            """
             ok: \(file)
               device front-door, board real, chip gpiochip0
               reader pn532_i2c:/dev/i2c-1
@@ -62,7 +65,9 @@ final class ConfigCLITests: XCTestCase {
         let file = try write("sim.toml", example.stdout)
         let check = try Run.gatewayctl(["config", "check", file])
         XCTAssertEqual(check.status, 0, check.stderr)
-        XCTAssertEqual(check.stdout, """
+        XCTAssertEqual(
+            check.stdout,
+            """
             ok: \(file)
               device front-door, board sim
               reader pn532-sim (spawn)
@@ -71,7 +76,9 @@ final class ConfigCLITests: XCTestCase {
     }
 
     func testEveryProblemOnItsOwnLineAndExitStatusOne() throws {
-        let file = try write("bad.toml", """
+        let file = try write(
+            "bad.toml",
+            """
             [device]
             id = "front door"
             [board]
@@ -91,7 +98,9 @@ final class ConfigCLITests: XCTestCase {
         let r = try Run.gatewayctl(["config", "check", file])
         XCTAssertEqual(r.status, 1)
         XCTAssertEqual(r.stdout, "")
-        XCTAssertEqual(r.stderr, """
+        XCTAssertEqual(
+            r.stderr,
+            """
             \(file):2: device.id: "front door" may hold only letters, digits, '-' and '_'
             \(file):8: outputs[0].locked_level: "open" is not one of "deenergised", "energised"
             \(file):11: actions[0].steps[2].pulse: there is no output named "gate" (outputs: strike)
@@ -116,8 +125,9 @@ final class ConfigCLITests: XCTestCase {
 
     func testTheDefaultFileFollowsConfigurationDirectory() throws {
         _ = try write("gateway.toml", "[device]\nid = \"d7\"\n[board]\nkind = \"sim\"\n")
-        let r = try Run.process(Run.product("gateway"), ["ctl", "config", "check"],
-                                environment: ["CONFIGURATION_DIRECTORY": dir.path])
+        let r = try Run.process(
+            Run.product("gateway"), ["ctl", "config", "check"],
+            environment: ["CONFIGURATION_DIRECTORY": dir.path])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix("ok: \(dir.path)/gateway.toml\n  device d7, board sim\n"), r.stdout)
     }

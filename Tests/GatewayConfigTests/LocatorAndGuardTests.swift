@@ -4,29 +4,30 @@ import XCTest
 /// Line numbers for dotted keys, and the input refused before toml++ sees it.
 final class LocatorAndGuardTests: XCTestCase {
     func testTheLocatorFindsKeysInTablesArraysOfTablesAndInlineValues() {
-        let locator = KeyLocator(source: """
-            top = 1
-            [mqtt.tls]
-            ca_file = "/x" # comment with [fake] = 1
-            [[outputs]]
-            name = "a"
-            [[outputs]]
-            name = '''
-            [not.a.header]
-            '''
-              line = 5
-            [[actions]]
-            steps = [
-              { pulse = "a", ms = 1 },
-              { wait_ms = 2 },  # one
-              { pulse = "b",
-                ms = 3 },
-            ]
-            mqtt.commands.tolerance_s = 5
-            "quoted key" . inner = [1, [2, 3]]
-            [actions.extra]
-            x = 1
-            """)
+        let locator = KeyLocator(
+            source: """
+                top = 1
+                [mqtt.tls]
+                ca_file = "/x" # comment with [fake] = 1
+                [[outputs]]
+                name = "a"
+                [[outputs]]
+                name = '''
+                [not.a.header]
+                '''
+                  line = 5
+                [[actions]]
+                steps = [
+                  { pulse = "a", ms = 1 },
+                  { wait_ms = 2 },  # one
+                  { pulse = "b",
+                    ms = 3 },
+                ]
+                mqtt.commands.tolerance_s = 5
+                "quoted key" . inner = [1, [2, 3]]
+                [actions.extra]
+                x = 1
+                """)
         XCTAssertEqual(locator.line(of: "top"), 1)
         XCTAssertEqual(locator.line(of: "mqtt.tls"), 2)
         XCTAssertEqual(locator.line(of: "mqtt.tls.ca_file"), 3)
@@ -71,8 +72,10 @@ final class LocatorAndGuardTests: XCTestCase {
         ]
         for (text, line, column, message) in cases {
             XCTAssertThrowsError(try GatewayConfiguration.load(toml: text), text) { error in
-                XCTAssertEqual((error as? ConfigError)?.issues,
-                               [ConfigIssue(key: "", line: line, message: "TOML syntax error at column \(column): \(message)")], text)
+                XCTAssertEqual(
+                    (error as? ConfigError)?.issues,
+                    [ConfigIssue(key: "", line: line, message: "TOML syntax error at column \(column): \(message)")],
+                    text)
             }
         }
     }
