@@ -6,7 +6,7 @@ public struct GatewayCtl: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "gatewayctl",
         abstract: "Administer a DoorGateway door controller.",
-        subcommands: [TagCommand.self, OTPCommand.self, GPIOCommand.self, VersionCommand.self]
+        subcommands: [TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self, VersionCommand.self]
     )
     public init() {}
 }

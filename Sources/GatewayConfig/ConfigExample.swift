@@ -1,0 +1,271 @@
+import DoorCore
+
+/// The commented example file `gatewayctl config example` prints: every key
+/// with its default (keys without one, or whose default is derived, are
+/// commented out). It loads without errors and equals the defaults.
+public enum ConfigExample {
+    public enum Board: String, CaseIterable, Sendable {
+        /// The simulated board and a pn532-sim emulator: runs on any Linux machine.
+        case sim
+        /// A Raspberry Pi with the reference wiring.
+        case pi
+    }
+
+    public static let deviceID = "front-door"
+
+    public static func text(board: Board) -> String {
+        typealias D = GatewayConfiguration.Defaults
+        let output = D.outputs[0]
+        let kind: BoardKind = board == .pi ? .real : .sim
+        func toml(_ line: LineRef) -> String {
+            switch line {
+            case .offset(let o): return "\(o)"
+            case .name(let n): return "\"\(n)\""
+            }
+        }
+        let indicators = D.indicators.map { i in
+            """
+            [indicators.\(i.name)]
+            line = \(toml(i.line))
+            active_low = \(i.activeLow)
+            """
+        }.joined(separator: "\n\n")
+        let actions = DoorSettings.defaultActions(output: output.name).map { a in
+            let steps = a.steps.map { step -> String in
+                switch step {
+                case .pulse(let o, let d): return "{ pulse = \"\(o)\", ms = \(d.millisecondsClamped) }"
+                case .wait(let d): return "{ wait_ms = \(d.millisecondsClamped) }"
+                }
+            }
+            return """
+                [[actions]]
+                index = \(a.index)
+                name = "\(a.name)"
+                steps = [\(steps.joined(separator: ", "))]
+                """
+        }.joined(separator: "\n\n")
+        let mapping = CommandJudge.defaultMapping.sorted { $0.key < $1.key }.map { number, target in
+            switch target {
+            case .action(let a): return "\(number) = \(a)"
+            case .report: return "\(number) = \"report\""
+            }
+        }.joined(separator: "\n")
+
+        return """
+            # DoorGateway configuration (/etc/doorgateway/gateway.toml), written by
+            # `gatewayctl config example --board \(board.rawValue)`; check it with `gatewayctl config check FILE`.
+            #
+            # Every key below shows its default; only device.id and board.kind are
+            # required, so a minimal file is those two. Unknown keys are errors.
+            # Secrets never go here: keys live in the store, and the MQTT client key
+            # is named by its file. Durations are in the unit their key ends with
+            # (_ms, _s). systemd's STATE_DIRECTORY and RUNTIME_DIRECTORY, when set,
+            # win over [paths].
+
+            [device]
+            # The door's name in events, topics and reports: letters, digits, '-'
+            # and '_', 1…64. Required.
+            id = "\(deviceID)"
+
+            [board]
+            # "real": GPIO lines through libgpiod and a PN532 through libnfc.
+            # "sim": a simulated board (line changes are logged) and a pn532-sim
+            # emulator; line settings below are then checked but not used. Required.
+            kind = "\(kind.rawValue)"
+            # The GPIO chip: name ("gpiochip0"), path ("/dev/gpiochip4"), label
+            # ("pinctrl-rp1") or number. Lines given by name below hold on a Pi 3, 4 and 5.
+            chip = "\(D.chip)"
+
+            [reader]
+            # libnfc connstring of the PN532 (real board): "pn532_i2c:/dev/i2c-1",
+            # "pn532_spi:/dev/spidev0.0:500000" or "pn532_uart:/dev/ttyS0".
+            connstring = "\(D.connstring)"
+            # Simulated board: "spawn" starts a pn532-sim child; an absolute path
+            # is the control socket of a pn532-sim already running.
+            simulator = "spawn"
+
+            # Relay outputs, one [[outputs]] table each (default: this one).
+            # line: an offset on the chip (17) or a line name ("GPIO17"). Names are
+            # unique; actions name them.
+            [[outputs]]
+            name = "\(output.name)"
+            line = \(toml(output.line))
+            # true: the coil is energised while the line is low (many relay modules).
+            active_low = \(output.activeLow)
+            # "deenergised": locked without power (fail-secure strike);
+            # "energised": locked while powered (maglock). Every exit path drives
+            # each output to this level.
+            locked_level = "\(output.lockedLevel.rawValue)"
+
+            # LED and buzzer lines, [indicators.NAME] each (default: these three).
+            # The stock feedback patterns use "green", "red" and "buzzer"; lines a
+            # stock pattern names but the board lacks are left out of it.
+            \(indicators)
+
+            [inputs.button]
+            # The push button: a short press runs button.exit_action on release; a
+            # hold of button.hold_ms arms provisioning.
+            line = \(toml(D.button.line))
+            # true: pressed reads low (a switch to ground with a pull-up).
+            active_low = \(D.button.activeLow)
+            # "pull-up", "pull-down", "disable" or "as-is".
+            bias = "\(D.button.bias.rawValue)"
+            debounce_ms = \(D.button.debounceMilliseconds)
+
+            # An optional door contact (default: none). open_level is the level the
+            # line reads while the door is open ("high" for a reed switch to ground
+            # with a pull-up).
+            # [inputs.door_contact]
+            # line = "GPIO5"
+            # open_level = "high"
+            # bias = "pull-up"
+            # debounce_ms = 30
+
+            [door]
+            # Every relay pulse is clamped to pulse_min_ms…pulse_max_ms; pulse_max_ms
+            # is at most \(PulseLimits.absoluteMaximum.millisecondsClamped).
+            pulse_min_ms = 50
+            pulse_max_ms = 10000
+            # A sticker left on the reader fires once: its UID is ignored until it
+            # has been away at least this long.
+            same_tag_quiet_ms = 1000
+            # Mode at start: "normal", "passage" (outputs held unlocked) or
+            # "lockdown" (only the exit button and admin commands open).
+            mode = "normal"
+
+            # Actions, numbered 0…N-1 without gaps: a sticker's idx, the number in
+            # gatewayctl's `--action N`, and the target of remote commands.
+            # Default: four actions, each pulsing the first output for 3 s.
+            # A step is { pulse = "OUTPUT", ms = N } (N within the pulse limits) or
+            # { wait_ms = N }. A garage door's open–stop–close on three relays:
+            #   steps = [{ pulse = "open", ms = 500 }, { wait_ms = 10000 }, { pulse = "stop", ms = 500 }, { wait_ms = 50000 }, { pulse = "close", ms = 500 }]
+            \(actions)
+
+            # Feedback patterns. A [feedback.NAME] table overrides any of steps,
+            # repeat and priority of that stock pattern (shown below, commented out).
+            # Each step lights the indicators in `on` for `ms` (the rest are off); a
+            # repeating pattern loops until replaced; a higher priority (0…100)
+            # preempts a lower one. The patterns: \(FeedbackKind.allCases.prefix(4).map(\.rawValue).joined(separator: ", ")),
+            # \(FeedbackKind.allCases.dropFirst(4).map(\.rawValue).joined(separator: ", ")).
+            \(feedback)
+
+            [lockout]
+            # Repeated denials of stickers in our format (never other cards) lock the
+            # reader out; never the exit button, remote or admin commands.
+            enabled = true
+            # Denials of one sticker, and of all stickers, within window_s.
+            per_tag_threshold = 3
+            global_threshold = 10
+            window_s = 60
+            # The first lockout; each further one in a row doubles, up to cap_s.
+            duration_s = 30
+            cap_s = 300
+
+            [button]
+            # The action a short press runs (an exit request), or "none".
+            exit_action = 0
+            # Presses shorter than this are ignored.
+            min_press_ms = 50
+            # A press at least this long arms provisioning and opens nothing.
+            hold_ms = 5000
+
+            [provisioning]
+            # Whether a button hold arms provisioning (never in lockdown).
+            button_armed = true
+            # The action the next sticker is written for.
+            action = 0
+            # Arming ends after this long without a sticker.
+            timeout_s = 60
+            # Password-protect written stickers (NTAG PWD/PACK from the device key).
+            protect = false
+            # NTAG AUTHLIM: 0 = unlimited failed password attempts, 1…7 = at most 2^n.
+            auth_limit = 0
+
+            [door_contact]
+            # Alarms from [inputs.door_contact]; default: on when that input exists.
+            # enabled = false
+            # Alarm when the door stays open this long.
+            held_open_s = 30
+            # After an action's last step the door may still be opened this long.
+            open_grace_s = 10
+
+            [clock]
+            # Treat the wall clock as synchronised without asking the kernel
+            # (adjtimex). Only for simulations and tests: compat commands are refused
+            # while the clock is not synchronised.
+            declare_synchronised = false
+
+            [mqtt]
+            enabled = false
+            host = "localhost"
+            # Default: 8883 with TLS, 1883 without.
+            # port = 8883
+            # Default: device.id.
+            # client_id = "\(deviceID)"
+            # "3.1.1" or "5".
+            protocol = "3.1.1"
+            keepalive_s = 60
+            # Events, availability and telemetry go under this prefix; the native
+            # command topic is PREFIX/command. Default: "doorgateway/<device.id>".
+            # topic_prefix = "doorgateway/\(deviceID)"
+            # How events name a sticker's UID: "hmac" (keyed hash with the device
+            # key) or "full".
+            uid_in_events = "hmac"
+            # Publish Home Assistant discovery messages.
+            home_assistant_discovery = false
+            # Events kept while the broker is away.
+            outbox_limit = 10000
+            # Seconds between telemetry messages.
+            telemetry_s = 60
+
+            [mqtt.tls]
+            # With TLS on (the default) and MQTT enabled, ca_file or ca_dir is
+            # required. cert_file and key_file (together) give a client certificate
+            # for mutual TLS; the key stays a file, e.g. a systemd credential.
+            enabled = true
+            # ca_file = "/etc/doorgateway/ca.pem"
+            # ca_dir = "/etc/ssl/certs"
+            # cert_file = "/etc/doorgateway/\(deviceID).crt"
+            # key_file = "/etc/doorgateway/\(deviceID).key"
+            # Skip verifying the broker's certificate: for tests only.
+            insecure = false
+
+            [mqtt.commands]
+            # Topics where the phone app's compat commands arrive (default: none).
+            compat_topics = []
+            # A command is fresh when |now - ts| <= tolerance_s (at most \(CommandJudge.maximumTolerance)).
+            tolerance_s = 5
+
+            [mqtt.commands.mapping]
+            # Compat command number = action index, or "report" (the device report).
+            # A mapping given here replaces the default one below whole.
+            \(mapping)
+
+            [control]
+            # The gatewayctl socket. Default: <runtime_dir>/control.sock.
+            # socket = "\(D.runtimeDirectory)/control.sock"
+            # Members of this group may run admin commands.
+            admin_group = "\(D.adminGroup)"
+
+            [paths]
+            state_dir = "\(D.stateDirectory)"
+            runtime_dir = "\(D.runtimeDirectory)"
+
+            """
+    }
+
+    /// The stock patterns as commented-out `[feedback.NAME]` tables.
+    static var feedback: String {
+        FeedbackKind.allCases.compactMap { kind in
+            guard let p = FeedbackPattern.defaultPatterns[kind] else { return nil }
+            let steps = p.steps.map { s in
+                "#   { on = [\(s.on.sorted().map { "\"\($0)\"" }.joined(separator: ", "))], ms = \(s.duration.millisecondsClamped) },"
+            }
+            return
+                (["# [feedback.\(kind.rawValue)]", "# steps = ["] + steps + [
+                    "# ]", "# repeat = \(p.repeats)", "# priority = \(p.priority)",
+                ])
+                .joined(separator: "\n")
+        }.joined(separator: "\n\n")
+    }
+}

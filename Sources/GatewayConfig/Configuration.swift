@@ -1,0 +1,158 @@
+import DoorCore
+
+/// A GPIO line by offset on its chip (`17`) or by line name (`GPIO17`, which
+/// names the same header pin on a Pi 3, 4 and 5 whatever the chip numbering).
+/// `description` is the text DoorIO's `LineSpec(_:)` reads back unchanged.
+public enum LineRef: Equatable, Hashable, Sendable, CustomStringConvertible {
+    case offset(UInt32)
+    case name(String)
+    public var description: String {
+        switch self {
+        case .offset(let o): return "\(o)"
+        case .name(let n): return n
+        }
+    }
+}
+
+public enum BoardKind: String, Sendable, CaseIterable { case real, sim }
+
+/// Line bias, as libgpiod v1 request flags name it (`GPIOD_LINE_REQUEST_FLAG_BIAS_*`);
+/// the raw values match DoorIO's `BoardDescription.Bias`.
+public enum LineBias: String, Sendable, CaseIterable {
+    case asIs = "as-is", disable, pullUp = "pull-up", pullDown = "pull-down"
+}
+
+/// The physical level of a line.
+public enum LineLevel: String, Sendable, CaseIterable { case high, low }
+
+public enum MQTTProtocol: String, Sendable, CaseIterable { case v311 = "3.1.1", v5 = "5" }
+
+/// How events name a sticker's UID: in full, or as an HMAC with the device key
+/// (DESIGN.md "Keys"), so the broker never learns raw UIDs.
+public enum UIDInEvents: String, Sendable, CaseIterable { case full, hmac }
+
+/// The whole gateway's configuration (`/etc/doorgateway/gateway.toml`), as
+/// `GatewayConfiguration.load(toml:)` reads it. Every value but `device.id`
+/// and `board.kind` has a default. Secrets never live here: keys are in the
+/// store, and the MQTT client key is a file path.
+public struct GatewayConfiguration: Equatable, Sendable {
+    /// A relay output and where it is wired.
+    public struct Output: Equatable, Sendable {
+        public var name: String
+        public var line: LineRef
+        /// The coil is energised when the line is physically low.
+        public var activeLow: Bool
+        public var lockedLevel: CoilLevel
+        public var definition: OutputDefinition { OutputDefinition(name: name, lockedLevel: lockedLevel) }
+    }
+
+    /// An LED or active buzzer line, named as feedback patterns name it.
+    public struct IndicatorLine: Equatable, Sendable {
+        public var name: String
+        public var line: LineRef
+        public var activeLow: Bool
+    }
+
+    /// A push button or door contact. Active = pressed (door open for a contact).
+    public struct Input: Equatable, Sendable {
+        public var line: LineRef
+        public var activeLow: Bool
+        public var bias: LineBias
+        public var debounceMilliseconds: Int
+    }
+
+    public struct Reader: Equatable, Sendable {
+        /// libnfc connstring on a real board (`pn532_i2c:/dev/i2c-1`,
+        /// `pn532_spi:/dev/spidev0.0:500000`, `pn532_uart:/dev/ttyS0`).
+        public var connstring: String
+        /// On the simulated board: `spawn` starts a pn532-sim child; an absolute
+        /// path is a running pn532-sim's control socket.
+        public var simulator: String
+    }
+
+    public struct MQTT: Equatable, Sendable {
+        public struct TLS: Equatable, Sendable {
+            public var enabled: Bool
+            public var caFile: String?
+            public var caDirectory: String?
+            public var certFile: String?
+            public var keyFile: String?
+            /// Skip verifying the broker's certificate and host name (tests only).
+            public var insecure: Bool
+        }
+        public var enabled: Bool
+        public var host: String
+        public var port: Int
+        public var clientID: String
+        public var protocolVersion: MQTTProtocol
+        public var tls: TLS
+        public var keepaliveSeconds: Int
+        public var topicPrefix: String
+        /// Topics where phone-app compat commands (COMPAT §3) arrive.
+        public var compatCommandTopics: [String]
+        /// Compat command number → what it does (COMPAT §3).
+        public var commandMapping: [Int: CommandTarget]
+        /// Freshness window of remote commands, `|now − ts| ≤ tolerance` (COMPAT §3).
+        public var toleranceSeconds: Int
+        public var uidInEvents: UIDInEvents
+        public var homeAssistantDiscovery: Bool
+        /// Events kept while the broker is away; the oldest go beyond this.
+        public var outboxLimit: Int
+        public var telemetrySeconds: Int
+    }
+
+    public struct Control: Equatable, Sendable {
+        /// The control socket; nil = `<runtime_dir>/control.sock`.
+        public var socket: String?
+        /// Members of this group may run admin commands over the socket.
+        public var adminGroup: String
+    }
+
+    public struct Paths: Equatable, Sendable {
+        public var stateDirectory: String
+        public var runtimeDirectory: String
+    }
+
+    public var deviceID: String
+    public var board: BoardKind
+    /// libgpiod chip: name (`gpiochip0`), path, label (`pinctrl-rp1`) or number.
+    public var chip: String
+    public var reader: Reader
+    public var outputs: [Output]
+    public var indicators: [IndicatorLine]
+    public var button: Input
+    public var doorContact: Input?
+    /// What the pure door machine is told (outputs, actions, patterns, policies).
+    public var door: DoorSettings
+    /// Treat the wall clock as synchronised without asking `adjtimex`
+    /// (simulations and tests).
+    public var declareClockSynchronised: Bool
+    public var mqtt: MQTT
+    public var control: Control
+    public var paths: Paths
+
+    /// The control socket path.
+    public var controlSocket: String { control.socket ?? paths.runtimeDirectory + "/control.sock" }
+
+    /// The configuration file when none is named: `$CONFIGURATION_DIRECTORY/gateway.toml`
+    /// under systemd (`ConfigurationDirectory=`), else `/etc/doorgateway/gateway.toml`.
+    public static func defaultFile(environment env: [String: String]) -> String {
+        (firstDirectory(env["CONFIGURATION_DIRECTORY"]) ?? "/etc/doorgateway") + "/gateway.toml"
+    }
+
+    /// Applies systemd's `STATE_DIRECTORY` and `RUNTIME_DIRECTORY` (set by
+    /// `StateDirectory=` / `RuntimeDirectory=` in the unit), which win over the file.
+    public func applying(environment env: [String: String]) -> GatewayConfiguration {
+        var c = self
+        if let s = Self.firstDirectory(env["STATE_DIRECTORY"]) { c.paths.stateDirectory = s }
+        if let r = Self.firstDirectory(env["RUNTIME_DIRECTORY"]) { c.paths.runtimeDirectory = r }
+        return c
+    }
+
+    /// systemd passes several directories colon-separated when the unit names
+    /// several; the first is ours.
+    static func firstDirectory(_ value: String?) -> String? {
+        guard let first = value?.split(separator: ":").first, !first.isEmpty else { return nil }
+        return String(first)
+    }
+}

@@ -1,1 +1,0 @@
-// GatewayConfig: see README.md "Layout".

@@ -1,0 +1,91 @@
+import DoorCore
+
+extension GatewayConfiguration {
+    /// The effective configuration, one line per section, for the daemon's
+    /// start log and `gatewayctl config check` (STYLE.md §13). The file holds
+    /// no secrets; key and certificate files are named, never read here.
+    public var summary: [String] {
+        func ms(_ d: Duration) -> String { "\(d.millisecondsClamped) ms" }
+        func s(_ d: Duration) -> String { "\(d.components.seconds) s" }
+        func input(_ i: Input) -> String {
+            "@\(i.line)\(i.activeLow ? " active-low" : "") \(i.bias.rawValue) debounce \(i.debounceMilliseconds) ms"
+        }
+        func step(_ st: OutputStep) -> String {
+            switch st {
+            case .pulse(let o, let d): return "\(o) \(ms(d))"
+            case .wait(let d): return "wait \(ms(d))"
+            }
+        }
+        let d = door
+        var lines = ["device \(deviceID), board \(board.rawValue)" + (board == .real ? ", chip \(chip)" : "")]
+        lines.append("reader " + (board == .sim ? "pn532-sim (\(reader.simulator))" : reader.connstring))
+        lines.append(
+            "outputs "
+                + outputs.map {
+                    "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "") locked \($0.lockedLevel.rawValue)"
+                }.joined(separator: ", "))
+        lines.append(
+            "indicators "
+                + (indicators.isEmpty
+                    ? "none"
+                    : indicators.map {
+                        "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "")"
+                    }.joined(separator: ", ")))
+        lines.append("inputs button \(input(button)), door contact " + (doorContact.map(input) ?? "none"))
+        lines.append(
+            "door pulse \(d.pulseLimits.minimum.millisecondsClamped)…\(ms(d.pulseLimits.maximum)), same tag quiet \(ms(d.sameTagQuiet)), mode \(d.initialMode.rawValue)"
+        )
+        lines.append(
+            "actions "
+                + d.actions.map { "\($0.index) \"\($0.name)\" (\($0.steps.map(step).joined(separator: ", ")))" }.joined(
+                    separator: "; "))
+        let custom = FeedbackKind.allCases.filter { d.patterns[$0] != FeedbackPattern.defaultPatterns[$0] }
+        lines.append(
+            "feedback "
+                + (custom.isEmpty ? "stock patterns" : "custom: " + custom.map(\.rawValue).joined(separator: ", ")))
+        lines.append(
+            "lockout "
+                + (d.lockout.enabled
+                    ? "\(d.lockout.perTagThreshold) per tag / \(d.lockout.globalThreshold) in all within \(s(d.lockout.window)), \(s(d.lockout.duration)) doubling to \(s(d.lockout.cap))"
+                    : "off"))
+        lines.append(
+            "button exit " + (d.button.exitAction.map { "action \($0)" } ?? "none")
+                + ", hold \(ms(d.button.provisioningHold)) arms provisioning")
+        lines.append(
+            "provisioning " + (d.provisioning.buttonArmed ? "button-armed" : "admin only")
+                + ", action \(d.provisioning.action), timeout \(s(d.provisioning.timeout))"
+                + (d.provisioning.protect
+                    ? ", password-protected (auth limit \(d.provisioning.authLimit))" : ", unprotected"))
+        lines.append(
+            "door contact "
+                + (d.doorContact.enabled
+                    ? "held open after \(s(d.doorContact.heldOpenAfter)), grace \(s(d.doorContact.openGrace))" : "off"))
+        lines.append("clock " + (declareClockSynchronised ? "declared synchronised" : "from adjtimex"))
+        lines.append("mqtt " + (mqtt.enabled ? mqttSummary : "off"))
+        lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
+        lines.append("paths state \(paths.stateDirectory), runtime \(paths.runtimeDirectory)")
+        return lines
+    }
+
+    private var mqttSummary: String {
+        let m = mqtt
+        var parts = ["\(m.host):\(m.port) MQTT \(m.protocolVersion.rawValue) as \(m.clientID)"]
+        if m.tls.enabled {
+            var tls =
+                "TLS" + (m.tls.caFile.map { " ca \($0)" } ?? "") + (m.tls.caDirectory.map { " ca-dir \($0)" } ?? "")
+            if let cert = m.tls.certFile, let key = m.tls.keyFile { tls += " cert \(cert) key \(key)" }
+            if m.tls.insecure { tls += " VERIFICATION OFF" }
+            parts.append(tls)
+        } else {
+            parts.append("plain TCP")
+        }
+        parts.append("prefix \(m.topicPrefix)")
+        let mapping = m.commandMapping.sorted { $0.key < $1.key }.map { "\($0.key)→\($0.value)" }.joined(separator: " ")
+        parts.append(
+            "compat topics " + (m.compatCommandTopics.isEmpty ? "none" : m.compatCommandTopics.joined(separator: " "))
+                + " (\(mapping))")
+        parts.append("tolerance \(m.toleranceSeconds) s, uid \(m.uidInEvents.rawValue), outbox \(m.outboxLimit)")
+        if m.homeAssistantDiscovery { parts.append("Home Assistant discovery") }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import GatewayConfig
+import TestSupport
+import XCTest
+
+/// Black-box: `gateway ctl config check|example`, whole outputs and exit codes.
+final class ConfigCLITests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "config-cli-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    func write(_ name: String, _ text: String) throws -> String {
+        let url = dir.appendingPathComponent(name)
+        try Data(text.utf8).write(to: url)
+        return url.path
+    }
+
+    static let defaultSections = """
+          outputs strike@GPIO17 locked deenergised
+          indicators buzzer@GPIO24, green@GPIO22, red@GPIO23
+          inputs button @GPIO27 active-low pull-up debounce 30 ms, door contact none
+          door pulse 50…10000 ms, same tag quiet 1000 ms, mode normal
+          actions 0 "action 0" (strike 3000 ms); 1 "action 1" (strike 3000 ms); 2 "action 2" (strike 3000 ms); 3 "action 3" (strike 3000 ms)
+          feedback stock patterns
+          lockout 3 per tag / 10 in all within 60 s, 30 s doubling to 300 s
+          button exit action 0, hold 5000 ms arms provisioning
+          provisioning button-armed, action 0, timeout 60 s, unprotected
+          door contact off
+          clock from adjtimex
+          mqtt off
+          control socket /run/doorgateway/control.sock, admin group doorgateway
+          paths state /var/lib/doorgateway, runtime /run/doorgateway
+
+        """
+
+    func testTheExampleForAPiChecksOK() throws {
+        let example = try Run.gatewayctl(["config", "example", "--board", "pi"])
+        XCTAssertEqual(example.status, 0, example.stderr)
+        XCTAssertEqual(example.stdout, ConfigExample.text(board: .pi))
+        XCTAssertEqual(try Run.gatewayctl(["config", "example"]).stdout, example.stdout, "pi is the default board")
+        let file = try write("pi.toml", example.stdout)
+        let check = try Run.gatewayctl(["config", "check", file])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(check.stderr, "")
+        XCTAssertEqual(
+            check.stdout,
+            """
+            ok: \(file)
+              device front-door, board real, chip gpiochip0
+              reader pn532_i2c:/dev/i2c-1
+
+            """ + Self.defaultSections)
+    }
+
+    func testTheExampleForTheSimulatedBoardChecksOK() throws {
+        let example = try Run.gatewayctl(["config", "example", "--board", "sim"])
+        XCTAssertEqual(example.status, 0, example.stderr)
+        XCTAssertTrue(example.stdout.contains("\nkind = \"sim\"\n"), example.stdout)
+        let file = try write("sim.toml", example.stdout)
+        let check = try Run.gatewayctl(["config", "check", file])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(
+            check.stdout,
+            """
+            ok: \(file)
+              device front-door, board sim
+              reader pn532-sim (spawn)
+
+            """ + Self.defaultSections)
+    }
+
+    func testEveryProblemOnItsOwnLineAndExitStatusOne() throws {
+        let file = try write(
+            "bad.toml",
+            """
+            [device]
+            id = "front door"
+            [board]
+            kind = "real"
+            [[outputs]]
+            name = "strike"
+            line = "GPIO17"
+            locked_level = "open"
+            [[actions]]
+            index = 0
+            steps = [{ pulse = "strike", ms = 3000 }, { wait_ms = 10 }, { pulse = "gate", ms = 100 }]
+            [mqtt.commands]
+            tolerance_s = 60
+            [frobnicate]
+
+            """)
+        let r = try Run.gatewayctl(["config", "check", file])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertEqual(
+            r.stderr,
+            """
+            \(file):2: device.id: "front door" may hold only letters, digits, '-' and '_'
+            \(file):8: outputs[0].locked_level: "open" is not one of "deenergised", "energised"
+            \(file):11: actions[0].steps[2].pulse: there is no output named "gate" (outputs: strike)
+            \(file):13: mqtt.commands.tolerance_s: 60 is out of range 1…30
+            \(file):14: frobnicate: unknown key
+
+            """)
+    }
+
+    func testASyntaxErrorAndAMissingFile() throws {
+        let file = try write("syntax.toml", "[device]\nid = \"d\"\n[board\nkind = \"sim\"\n")
+        let r = try Run.gatewayctl(["config", "check", file])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.hasPrefix("\(file):3: TOML syntax error at column "), r.stderr)
+        XCTAssertEqual(r.stderr.filter { $0 == "\n" }.count, 1)
+
+        let missing = dir.appendingPathComponent("missing.toml").path
+        let m = try Run.gatewayctl(["config", "check", missing])
+        XCTAssertEqual(m.status, 1)
+        XCTAssertEqual(m.stderr, "\(missing): cannot read the file: open: No such file or directory\n")
+    }
+
+    func testTheDefaultFileFollowsConfigurationDirectory() throws {
+        _ = try write("gateway.toml", "[device]\nid = \"d7\"\n[board]\nkind = \"sim\"\n")
+        let r = try Run.process(
+            Run.product("gateway"), ["ctl", "config", "check"],
+            environment: ["CONFIGURATION_DIRECTORY": dir.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("ok: \(dir.path)/gateway.toml\n  device d7, board sim\n"), r.stdout)
+    }
+
+    func testAnUnknownBoardIsAUsageError() throws {
+        let r = try Run.gatewayctl(["config", "example", "--board", "mars"])
+        XCTAssertEqual(r.status, 64)
+        XCTAssertTrue(r.stderr.contains("mars"), r.stderr)
+    }
+}
