@@ -249,7 +249,7 @@ func makeTag(image: String?, uid: TagUID?, type: NTAGType) throws -> NTAG21x {
         return try NTAG21x(image: try TagImage(dump: bytes), uid: uid)
     }
     var rng = SystemRandomNumberGenerator()
-    return NTAG21x(image: try TagImage(type: type, uid: uid ?? NTAG21x.randomUID(using: &rng)))
+    return NTAG21x(image: try TagImage.make(type: type, uid: uid ?? NTAG21x.randomUID(using: &rng)))
 }
 
 enum SimulatorError: Error, CustomStringConvertible {

@@ -49,7 +49,7 @@ final class ControlCommandTests: XCTestCase {
     }
 
     func testUIDOverridesTheImageAndRecomputesCheckBytes() throws {
-        let image = try TagImage(type: .ntag215, uid: TagUID([0x04, 1, 2, 3, 4, 5, 6]))
+        let image = try TagImage.make(type: .ntag215, uid: TagUID([0x04, 1, 2, 3, 4, 5, 6]))
         let uid = TagUID([0x04, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])
         let tag = try NTAG21x(image: image, uid: uid)
         XCTAssertEqual(tag.uid, uid)

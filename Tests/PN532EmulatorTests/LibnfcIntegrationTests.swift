@@ -108,7 +108,7 @@ final class LibnfcIntegrationTests: XCTestCase {
     /// An image with recognisable user data (and PWD/PACK zero, as a read shows them).
     func image(_ type: NTAGType = .ntag213, seed: UInt8 = 1, edit: (inout [UInt8]) -> Void = { _ in }) throws -> [UInt8]
     {
-        var b = try TagImage(type: type, uid: Self.uid).bytes
+        var b = try TagImage.make(type: type, uid: Self.uid).bytes
         for i in 16..<(16 + type.userBytes) { b[i] = UInt8(truncatingIfNeeded: i &* 7 &+ Int(seed)) }
         edit(&b)
         return b

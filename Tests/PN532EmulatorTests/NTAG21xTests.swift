@@ -9,7 +9,7 @@ final class NTAG21xTests: XCTestCase {
 
     /// A blank tag taken through WUPA and anticollision to ACTIVE.
     func activeTag(_ type: NTAGType = .ntag213, edit: (inout [UInt8]) -> Void = { _ in }) throws -> NTAG21x {
-        var bytes = try TagImage(type: type, uid: Self.uid).bytes
+        var bytes = try TagImage.make(type: type, uid: Self.uid).bytes
         edit(&bytes)
         var tag = NTAG21x(image: try TagImage(dump: bytes))
         activate(&tag)

@@ -72,7 +72,7 @@ final class PN532ChipTests: XCTestCase {
     }
 
     static func tag(_ type: NTAGType = .ntag213) throws -> NTAG21x {
-        var bytes = try TagImage(type: type, uid: TagUID(uid)).bytes
+        var bytes = try TagImage.make(type: type, uid: TagUID(uid)).bytes
         bytes[16..<20] = [0xCA, 0xFE, 0xBA, 0xBE]
         return NTAG21x(image: try TagImage(dump: bytes))
     }
