@@ -41,6 +41,9 @@ let package = Package(
         // MARK: Adapters: the only code that touches libnfc / libgpiod
         .target(name: "NFCReader", dependencies: ["DoorCore", "CNFC",
             .product(name: "Logging", package: "swift-log")]),
+        // MARK: MQTT adapter: the only code that touches libmosquitto
+        .target(name: "GatewayMQTT", dependencies: ["DoorCore", "GatewayConfig", "GatewayStore", "CMosquitto",
+            .product(name: "Logging", package: "swift-log")]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
         .target(name: "CDoorSafety", dependencies: ["CGPIOD"]),
         .target(name: "DoorIO", dependencies: ["DoorCore", "CGPIOD", "CDoorSafety",
@@ -52,7 +55,7 @@ let package = Package(
         ]),
         // MARK: gatewayctl / gatewayd command tree
         .target(name: "GatewayCLI", dependencies: [
-            "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO",
+            "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -66,6 +69,7 @@ let package = Package(
         .testTarget(name: "NFCReaderTests", dependencies: ["NFCReader", "PN532Emulator", "TestSupport"]),
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
+        .testTarget(name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
     ],
     swiftLanguageModes: [.v5]

@@ -1,0 +1,1 @@
+// GatewayMQTT: the MQTT adapter (libmosquitto), topics, durable outbox. See README.md "Layout".
