@@ -1,16 +1,55 @@
 import ArgumentParser
+import DoorCore
+import DoorIO
+import Foundation
+import GatewayConfig
+import GatewayStore
+import Logging
 
-/// `gatewayd`: the door daemon. The runtime arrives with the daemon issue.
+/// `gatewayd`: the door controller. Start order (DESIGN.md, issue "daemon"):
+/// crash handler → configuration → board with every output requested at its
+/// locked level → store → reader, MQTT, control socket → READY=1.
 public struct GatewayDaemon: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "gatewayd",
-        abstract: "Run the DoorGateway door controller."
-    )
+        abstract: "Run the DoorGateway door controller.",
+        discussion: """
+            Reads /etc/doorgateway/gateway.toml ($CONFIGURATION_DIRECTORY/gateway.toml under \
+            systemd) unless --config names a file. SIGTERM/SIGINT lock every output and exit; \
+            SIGHUP reloads the configuration.
+            """)
+
     @Option(name: .shortAndLong, help: "Configuration file.")
-    var config: String = "/etc/doorgateway/gateway.toml"
+    var config: String?
 
     public init() {}
+
     public func run() throws {
-        throw ValidationError("the daemon runtime is not built yet")
+        let env = ProcessInfo.processInfo.environment
+        LoggingSystem.bootstrap { JournalLogHandler(label: $0) }
+        var log = Logger(label: "gatewayd")
+        log.logLevel = env["GATEWAYD_DEBUG"] == nil ? .info : .debug
+        do {
+            try RelaySafety.installCrashHandler()
+        } catch {
+            log.critical("\(error)")
+            throw ExitCode(70)
+        }
+        let path = config ?? GatewayConfiguration.defaultFile(environment: env)
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(file: path).applying(environment: env)
+        } catch {
+            fputs("gatewayd: \(path): \(error)\n", stderr)
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(configuration: configuration, configPath: path, environment: env, log: log)
+        } catch {
+            log.critical("cannot start: \(error)")
+            throw ExitCode(71)
+        }
+        daemon.run()
     }
 }

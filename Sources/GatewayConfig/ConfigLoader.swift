@@ -132,7 +132,8 @@ extension GatewayConfiguration {
         let readerTable = root.table("reader")
         let reader = Reader(
             connstring: readerTable?.string("connstring", Defaults.connstring, Check.connstring) ?? Defaults.connstring,
-            simulator: readerTable?.string("simulator", "spawn", Check.simulator) ?? "spawn")
+            simulator: readerTable?.string("simulator", "spawn", Check.simulator) ?? "spawn",
+            authLimit: readerTable?.int("auth_limit", 3, 0...7) ?? 3)
         readerTable?.finish()
 
         var lines = LineRegistry(sink: root.sink)

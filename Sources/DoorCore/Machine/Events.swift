@@ -114,6 +114,7 @@ public struct DoorEvent: Equatable, Sendable {
         case readerFault = "reader_fault", readerRecovered = "reader_recovered"
         case doorOpened = "door_opened", doorClosed = "door_closed"
         case doorForcedOpen = "door_forced_open", doorHeldOpen = "door_held_open"
+        case configurationReloaded = "configuration_reloaded"
     }
     public var kind: Kind
     public var reason: String?

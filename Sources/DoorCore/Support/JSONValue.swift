@@ -107,3 +107,18 @@ public enum UTCTime {
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }
+
+extension JSONValue {
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// An integer, also from a double with no fraction (JSON has one number type).
+    public var intValue: Int? {
+        switch self {
+        case .int(let i): return Int(exactly: i)
+        case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: return Int(d)
+        default: return nil
+        }
+    }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var objectValue: [(String, JSONValue)]? { if case .object(let o) = self { return o } else { return nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+}

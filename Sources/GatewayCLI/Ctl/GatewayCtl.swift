@@ -6,7 +6,11 @@ public struct GatewayCtl: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "gatewayctl",
         abstract: "Administer a DoorGateway door controller.",
-        subcommands: [TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self, VersionCommand.self]
+        subcommands: [
+            StatusCommand.self, OpenCommand.self, ModeCommand.self, ProvisionCommand.self, LockoutCommand.self,
+            FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, SimCommand.self,
+            TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self, VersionCommand.self,
+        ]
     )
     public init() {}
 }

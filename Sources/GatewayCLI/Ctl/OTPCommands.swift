@@ -5,7 +5,7 @@ import Foundation
 /// `gatewayctl otp …`: offline inspection of a phone-style remote command.
 struct OTPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "otp", abstract: "Inspect phone-style remote commands.", subcommands: [OTPInspect.self])
+        commandName: "otp", abstract: "Make and inspect phone-style remote commands.", subcommands: [OTPInspect.self, OTPMake.self])
 }
 
 struct OTPInspect: ParsableCommand {
@@ -84,5 +84,33 @@ struct OTPInspect: ParsableCommand {
             }
         }
         if !verdict.accepted { throw ExitCode(1) }
+    }
+}
+
+/// `gatewayctl otp make`: the message the phone app sends for a template with
+/// `%T` (COMPAT §3), for testing a door from a shell with mosquitto_pub.
+struct OTPMake: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "make", abstract: "Print a fresh compat command message (COMPAT §3) made with the timestamp key.")
+
+    @Option(name: .customLong("key-file"), help: "A file holding the timestamp key as 32 hex digits.")
+    var keyFile: String
+
+    @Option(help: "Command number (1 = open).")
+    var command: Int = 1
+
+    @Option(help: "Unix time to put in the block (default: now).")
+    var now: Int64?
+
+    func run() throws {
+        guard let data = FileManager.default.contents(atPath: keyFile) else {
+            throw ValidationError("cannot read key file \(keyFile)")
+        }
+        let text = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
+        guard text.utf8.count == 32, let key = Hex.decode(text) else { throw ValidationError("the timestamp key is 32 hex digits") }
+        let at = now ?? Int64(time(nil))
+        guard let ts = UInt32(exactly: at) else { throw ValidationError("--now must fit in 32 bits") }
+        let block = try OTPBlock.make(timestamp: ts, random: try Crypto.randomBytes(11), key: key)
+        print(JSONValue.object([("command", .int(command)), ("otp-auth", .string(block))]).serialized)
     }
 }

@@ -1,0 +1,245 @@
+import DoorCore
+import DoorIO
+import Foundation
+import GatewayConfig
+import GatewayStore
+
+/// The control socket's methods (newline-delimited JSON, `gatewayctl` is the
+/// client). Door changes go through the door queue as admin inputs, so the
+/// state machine decides exactly as it would for the button; store changes
+/// go straight to the store. Secrets and keys leave only through `export`.
+extension Daemon {
+    func answer(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
+        switch method {
+        case "status": return status()
+        case "open":
+            let action = try p.int("action", default: 0)
+            guard configuration.door.actions.contains(where: { $0.index == action }) else { throw DaemonError.request("no action \(action)") }
+            runtime.submit(.admin(.open(action)))
+            return .object([("action", .int(action))])
+        case "mode":
+            guard let mode = DoorMode(rawValue: try p.string("mode")) else {
+                throw DaemonError.request("mode must be normal, passage or lockdown")
+            }
+            runtime.submit(.admin(.setMode(mode)))
+            return .object([("mode", .string(mode.rawValue))])
+        case "provision":
+            let action = try p.int("action", default: configuration.door.provisioning.action)
+            guard configuration.door.actions.contains(where: { $0.index == action }) else { throw DaemonError.request("no action \(action)") }
+            let job = ProvisioningJob(
+                action: action, label: try p.string("label", default: ""), protect: try p.bool("protect"),
+                overwrite: try p.bool("overwrite"))
+            runtime.submit(.admin(.armProvisioning(job)))
+            return .object([("armed", .bool(true)), ("action", .int(action))])
+        case "provision.cancel":
+            runtime.submit(.admin(.cancelProvisioning))
+            return .object([("cancelled", .bool(true))])
+        case "lockout.status": return lockoutStatus()
+        case "lockout.clear":
+            runtime.submit(.admin(.clearLockout))
+            return .object([("cleared", .bool(true))])
+        case "feedback.play":
+            guard let kind = FeedbackKind(rawValue: try p.string("pattern")) else {
+                throw DaemonError.request("unknown pattern; one of: \(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            runtime.submit(.admin(.playFeedback(kind)))
+            return .object([("pattern", .string(kind.rawValue))])
+        case "reader.info":
+            return .object([("health", .string(runtime.sync { runtime.readerHealth })), ("connstring", .string(readerConnstring)),
+                            ("last_error", .optional(readerLoop.lastError))])
+        case "secrets.list":
+            return .array(try store.secrets().map(\.listing))
+        case "secrets.new":
+            let action = try p.int("action")
+            let secret = try store.addSecret(
+                action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: ""), origin: .generated,
+                now: Int64(time(nil)))
+            return secret.listing
+        case "secrets.rotate":
+            // A new generated secret signs from now on; the old ones keep
+            // validating the stickers already written until removed.
+            let action = try p.int("action")
+            let secret = try store.addSecret(
+                action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: "rotated"),
+                origin: .generated, now: Int64(time(nil)))
+            return secret.listing
+        case "secrets.remove":
+            try store.removeSecret(id: Int64(try p.int("id")))
+            return .object([("removed", .int(try p.int("id")))])
+        case "secrets.import":
+            let link = try ShareLink.parse(try p.string("link"))
+            let secret = try store.addSecret(
+                action: link.action, key: link.key, label: link.label ?? "imported", origin: .imported, now: Int64(time(nil)))
+            return secret.listing
+        case "secrets.export":
+            let id = Int64(try p.int("id"))
+            guard let secret = try store.secrets().first(where: { $0.id == id }) else { throw DaemonError.request("no secret \(id)") }
+            let link = ShareLink(action: secret.action, key: secret.key, label: secret.label.isEmpty ? nil : secret.label)
+            return .object([("id", .int(id)), ("link", .string(link.text))])
+        case "keys.new", "keys.import", "keys.export":
+            return try keys(method, p)
+        case "sim.tap", "sim.remove", "sim.press", "sim.door":
+            return try simulate(method, p)
+        default:
+            if let answer = try registryMethod(method, p) { return answer }
+            throw DaemonError.request("unknown method \(method)")
+        }
+    }
+
+    private var readerConnstring: String { simulator?.connstring ?? configuration.reader.connstring }
+
+    func status() -> JSONValue {
+        let (m, health, lastTag, events) = runtime.sync { (runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents) }
+        let now = MonotonicClock.now()
+        let lock = m.lockoutStatus(at: now)
+        let outputs: [(String, JSONValue)] = configuration.outputs.map { ($0.name, JSONValue.string(m.outputState($0.name).rawValue)) }
+        let running: [JSONValue] = m.running.map { JSONValue.object([("action", .int(Int($0.action))), ("source", .string($0.source))]) }
+        let globalRemaining: JSONValue = lock.globalUntil.map { JSONValue.int(Int($0.since(now).millisecondsClamped)) } ?? .null
+        var fields: [(String, JSONValue)] = [
+            ("device", .string(configuration.deviceID)),
+            ("state", .string(m.state.rawValue)),
+            ("mode", .string(m.mode.rawValue)),
+            ("door_open", .bool(m.doorOpen)),
+            ("reader", .string(health)),
+            ("clock_synchronised", .bool(runtime.clockSynchronised())),
+            ("uptime_s", .int(Int(now.since(started).millisecondsClamped / 1000))),
+            ("outputs", .object(outputs)),
+            ("running", .array(running)),
+            ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
+            ("broker", remoteStatus()),
+        ]
+        if let snapshot = simulatedBoard?.snapshot() {
+            let lines: [(String, JSONValue)] = snapshot.outputs.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value.state.rawValue)) }
+            let lights: [(String, JSONValue)] = snapshot.indicators.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }
+            fields.append(("board", .object([("outputs", .object(lines)), ("indicators", .object(lights))])))
+        }
+        if let t = lastTag {
+            fields.append(("last_tag", .object([("uid", .string(t.uid.hex)), ("content", .string(t.content)), ("verdict", .string(t.verdict))])))
+        }
+        fields.append(("last_events", .array(events)))
+        return .object(fields)
+    }
+
+    private func lockoutStatus() -> JSONValue {
+        let m = runtime.sync { runtime.machine }
+        let now = MonotonicClock.now()
+        let lock = m.lockoutStatus(at: now)
+        let globalRemaining: JSONValue = lock.globalUntil.map { JSONValue.int(Int($0.since(now).millisecondsClamped)) } ?? .null
+        let tags: [JSONValue] = lock.tags.sorted { $0.key.hex < $1.key.hex }.map {
+            JSONValue.object([("uid", .string($0.key.hex)), ("remaining_ms", .int(Int($0.value.since(now).millisecondsClamped)))])
+        }
+        return .object([("global_remaining_ms", globalRemaining), ("tags", .array(tags))])
+    }
+
+    private func keys(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
+        let name: KeyName
+        switch try p.string("name") {
+        case "otp": name = .compatTimestamp
+        case "command": name = .nativeCommand
+        default: throw DaemonError.request("key name must be otp or command")
+        }
+        let now = Int64(time(nil))
+        switch method {
+        case "keys.new":
+            try store.setKey(name, try Crypto.randomBytes(name.length), now: now)
+            return .object([("name", .string(try p.string("name"))), ("created", .int(now))])
+        case "keys.import":
+            guard let key = Hex.decode(try p.string("key").filter { !$0.isWhitespace }), key.count == name.length else {
+                throw DaemonError.request("the \(try p.string("name")) key is \(name.length * 2) hex digits")
+            }
+            try store.setKey(name, key, now: now)
+            return .object([("name", .string(try p.string("name"))), ("imported", .bool(true))])
+        default:
+            guard let key = try store.key(name) else { throw DaemonError.request("no \(try p.string("name")) key yet; make one with keys \(try p.string("name")) new") }
+            return .object([("name", .string(try p.string("name"))), ("key", .string(Hex.encode(key)))])
+        }
+    }
+
+    private func simulate(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
+        guard let control = simulatorControl, let sim = simulatedBoard else {
+            throw DaemonError.request("sim commands need board.kind = \"sim\"")
+        }
+        let now = MonotonicClock.now()
+        switch method {
+        case "sim.tap":
+            let uid: TagUID
+            if let hex = p["uid"]?.stringValue {
+                guard let u = TagUID(hex: hex), u.bytes.count == 7 else { throw DaemonError.request("uid must be 7 bytes of hex (an NTAG21x UID)") }
+                uid = u
+            } else {
+                uid = TagUID(try [0x04] + Crypto.randomBytes(6))
+            }
+            let image: TagImage
+            if let dump = p["dump"]?.stringValue {
+                guard let bytes = Hex.decode(dump) else { throw DaemonError.request("dump must be hex") }
+                image = try TagImage(dump: bytes)
+            } else {
+                let url = try p.string("url")
+                image = try TagImage.make(type: .ntag213, uid: uid, message: NDEFMessage(records: [.uri(url)]))
+            }
+            let file = configuration.paths.runtimeDirectory + "/sim-tap.dump"
+            try Data(image.bytes).write(to: URL(fileURLWithPath: file))
+            _ = try SimulatorControl.send("remove", to: control)
+            let answer = try SimulatorControl.send("insert \(uid.hex) \(file)", to: control)
+            return .object([("uid", .string(uid.hex)), ("simulator", .string(answer))])
+        case "sim.remove":
+            return .object([("simulator", .string(try SimulatorControl.send("remove", to: control)))])
+        case "sim.press":
+            let hold = max(0, min(try p.double("hold", default: 0.1), 60))
+            sim.inject(InputEvent(input: .button, active: true, at: now))
+            DispatchQueue.global().asyncAfter(deadline: .now() + hold) {
+                sim.inject(InputEvent(input: .button, active: false, at: MonotonicClock.now()))
+            }
+            return .object([("hold_s", .double(hold))])
+        default:
+            let open: Bool
+            switch try p.string("state") {
+            case "open": open = true
+            case "closed": open = false
+            default: throw DaemonError.request("door state must be open or closed")
+            }
+            sim.inject(InputEvent(input: .doorContact, active: open, at: now))
+            return .object([("door", .string(open ? "open" : "closed"))])
+        }
+    }
+}
+
+extension StickerSecret {
+    /// Never the key itself.
+    var listing: JSONValue {
+        .object([
+            ("id", .int(id)), ("action", .int(action)), ("label", .string(label)),
+            ("created", .string(UTCTime.iso8601(created))), ("origin", .string(origin.rawValue)), ("active", .bool(active)),
+        ])
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    func string(_ key: String, default d: String? = nil) throws -> String {
+        if let v = self[key] {
+            guard let s = v.stringValue else { throw DaemonError.request("\(key) must be a string") }
+            return s
+        }
+        if let d { return d }
+        throw DaemonError.request("missing \(key)")
+    }
+    func int(_ key: String, default d: Int? = nil) throws -> Int {
+        if let v = self[key] {
+            guard let i = v.intValue else { throw DaemonError.request("\(key) must be an integer") }
+            return i
+        }
+        if let d { return d }
+        throw DaemonError.request("missing \(key)")
+    }
+    func double(_ key: String, default d: Double) throws -> Double {
+        guard let v = self[key] else { return d }
+        if let i = v.intValue { return Double(i) }
+        if case .double(let x) = v { return x }
+        throw DaemonError.request("\(key) must be a number")
+    }
+    func bool(_ key: String) throws -> Bool {
+        guard let v = self[key] else { return false }
+        guard case .bool(let b) = v else { throw DaemonError.request("\(key) must be true or false") }
+        return b
+    }
+}

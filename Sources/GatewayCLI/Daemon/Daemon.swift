@@ -1,0 +1,162 @@
+import DoorCore
+import DoorIO
+import Foundation
+import GatewayConfig
+import GatewayStore
+import Logging
+
+/// The running daemon: owns the adapters and wires them to the door runtime.
+final class Daemon: @unchecked Sendable {
+    let log: Logger
+    let configPath: String
+    let environment: [String: String]
+    let configuration: GatewayConfiguration
+    let board: DoorBoard
+    let simulatedBoard: SimulatedBoard?
+    let store: GatewayStore
+    let runtime: DoorRuntime
+    let simulator: SimulatorChild?
+    let readerLoop: ReaderLoop
+    let simulatorControl: String?
+    private var signalSources: [DispatchSourceSignal] = []
+    let notify = SDNotify.fromEnvironment()
+    let started = MonotonicClock.now()
+
+    init(configuration: GatewayConfiguration, configPath: String, environment: [String: String], log: Logger) throws {
+        self.configuration = configuration
+        self.configPath = configPath
+        self.environment = environment
+        self.log = log
+        log.info("starting gatewayd \(GatewayVersion.string) with \(configPath)")
+        for line in configuration.summary { log.info("config: \(line)") }
+
+        // 1. The board first: every output is requested at its locked level.
+        switch configuration.board {
+        case .real:
+            if let warning = RelaySafety.persistWarning() { log.warning("\(warning)") }
+            board = try GPIOBoard(configuration.boardDescription, logger: log)
+            simulatedBoard = nil
+        case .sim:
+            let sim = try SimulatedBoard(configuration.boardDescription, logger: log)
+            board = sim
+            simulatedBoard = sim
+        }
+        board.lockAll()
+
+        // 2. The store, its keys and the configured actions.
+        try FileManager.default.createDirectory(atPath: configuration.paths.runtimeDirectory, withIntermediateDirectories: true)
+        store = try GatewayStore(stateDirectory: configuration.paths.stateDirectory)
+        try store.syncActions(configuration.door.actions)
+        _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
+
+        runtime = DoorRuntime(
+            configuration: configuration, board: board, store: store, registry: StoreRegistry(store: store),
+            audit: { [store, log] event, time, detail in
+                do { try store.appendAudit(event, at: time, detail: detail) } catch { log.error("audit log: \(error)") }
+            }, log: log)
+
+        // 3. The reader: a pn532-sim child on the simulated board unless one is named.
+        var connstring = configuration.reader.connstring
+        if configuration.board == .sim {
+            if configuration.reader.simulator == "spawn" {
+                let child = SimulatorChild(runtimeDirectory: configuration.paths.runtimeDirectory)
+                try child.start()
+                simulator = child
+                simulatorControl = child.control
+                connstring = child.connstring
+                log.info("pn532-sim started: \(connstring), control \(child.control)")
+            } else {
+                simulator = nil
+                simulatorControl = configuration.reader.simulator
+                if connstring == GatewayConfiguration.Defaults.connstring {
+                    throw DaemonError.startup("reader.connstring must name the pn532-sim pty when reader.simulator is a socket path")
+                }
+            }
+        } else {
+            simulator = nil
+            simulatorControl = nil
+        }
+        let port = LibnfcReaderPort(connstring: connstring, authLimit: configuration.reader.authLimit, log: log)
+        readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
+        runtime.reader = readerLoop
+        board.setInputHandler { [runtime] in runtime.boardInput($0) }
+    }
+
+    func run() -> Never {
+        installSignals()
+        runtime.start()
+        readerLoop.start()
+        startRemote()
+        startControl()
+        let ms = MonotonicClock.now().since(started).millisecondsClamped
+        log.info("ready in \(ms) ms")
+        notify.send("READY=1\nSTATUS=door ready")
+        startWatchdog()
+        dispatchMain()
+    }
+
+    private func installSignals() {
+        for sig in [SIGTERM, SIGINT, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+            source.setEventHandler { [self] in
+                if sig == SIGHUP { reload() } else { stop(signal: sig) }
+            }
+            source.activate()
+            signalSources.append(source)
+        }
+    }
+
+    /// SIGTERM/SIGINT: outputs locked first, then everything else stops.
+    func stop(signal sig: Int32) -> Never {
+        log.notice("signal \(sig): stopping")
+        notify.send("STOPPING=1")
+        runtime.shutdown()
+        stopControl()
+        readerLoop.stop()
+        stopRemote()
+        simulator?.stop()
+        board.lockAll()
+        log.notice("stopped; outputs locked")
+        exit(0)
+    }
+
+    /// SIGHUP: a valid new configuration replaces the door settings; lines,
+    /// reader and broker changes need a restart (said in the log). An invalid
+    /// one is refused and the running configuration kept.
+    func reload() {
+        let new: GatewayConfiguration
+        do {
+            new = try GatewayConfiguration.load(file: configPath).applying(environment: environment)
+        } catch {
+            log.error("reload refused, keeping the running configuration: \(error)")
+            return
+        }
+        if new.boardDescription != configuration.boardDescription || new.reader != configuration.reader
+            || new.mqtt != configuration.mqtt || new.paths != configuration.paths
+        {
+            log.warning("reload: board, reader, MQTT or path changes take effect at the next restart")
+        }
+        do {
+            try store.syncActions(new.door.actions)
+        } catch {
+            log.error("reload refused: \(error)")
+            return
+        }
+        runtime.reload(new)
+        log.notice("configuration reloaded from \(configPath)")
+    }
+
+    /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue answers.
+    private func startWatchdog() {
+        guard let interval = notify.watchdogInterval else { return }
+        let thread = Thread { [self] in
+            while true {
+                usleep(UInt32(clamping: interval.millisecondsClamped * 1000))
+                if runtime.isHealthy(within: interval) { notify.send("WATCHDOG=1") } else { log.error("event loop stalled; watchdog not fed") }
+            }
+        }
+        thread.name = "gatewayd.watchdog"
+        thread.start()
+    }
+}

@@ -1,0 +1,262 @@
+import CDoorSafety
+import DoorCore
+import DoorIO
+import Foundation
+import GatewayConfig
+import GatewayStore
+import Logging
+
+/// Runs the pure `DoorMachine` on one serial queue (DESIGN.md "Shape of the
+/// program"): inputs from the reader, the board, MQTT and the control socket
+/// are queued here, and the effects it returns are executed here — outputs,
+/// feedback, timers, events, provisioning writes.
+final class DoorRuntime: @unchecked Sendable {
+    /// Everything below is touched only on `queue`.
+    let queue = DispatchQueue(label: "gatewayd.door")
+    private(set) var machine: DoorMachine
+    private(set) var configuration: GatewayConfiguration
+    let board: DoorBoard
+    let store: GatewayStore
+    let log: Logger
+    private let patterns: PatternDriver
+    private var timers: [TimerID: DispatchSourceTimer] = [:]
+    private(set) var recentEvents: [JSONValue] = []
+    private(set) var counters: [String: Int] = [:]
+    private(set) var readerHealth = "starting"
+    private(set) var lastTag: (uid: TagUID, content: String, verdict: String)?
+    /// Set once at wiring, before `start()`.
+    var reader: ReaderLoop?
+    /// Every event, after the audit log has it (MQTT's outbox).
+    var publish: ((DoorEvent, Int64) -> Void)?
+    /// The device report of compat command 5.
+    var publishReport: (() -> Void)?
+    let registry: StickerRegistry
+    /// Audit sink: the store's hash-chained log.
+    let audit: (DoorEvent, Int64, String?) -> Void
+    /// Heartbeat of the event loop, read by the watchdog thread.
+    private let beatLock = NSLock()
+    private var lastBeat = MonotonicClock.now()
+
+    init(
+        configuration: GatewayConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
+        audit: @escaping (DoorEvent, Int64, String?) -> Void, log: Logger
+    ) {
+        self.configuration = configuration
+        self.board = board
+        self.store = store
+        self.registry = registry
+        self.audit = audit
+        self.log = log
+        machine = DoorMachine(settings: configuration.door)
+        patterns = PatternDriver(board: board, logger: log)
+    }
+
+    // MARK: Clock
+
+    func now() -> Now {
+        Now(monotonic: MonotonicClock.now(), wall: WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised()))
+    }
+
+    /// `adjtimex(2)`: synchronised unless STA_UNSYNC is set (or the
+    /// configuration declares the clock synchronised).
+    func clockSynchronised() -> Bool {
+        if configuration.declareClockSynchronised { return true }
+        return door_clock_synchronised() == 1
+    }
+
+    // MARK: Inputs
+
+    func start() {
+        queue.async { self.execute(self.machine.start(at: self.now())) }
+    }
+
+    func submit(_ input: DoorInput) {
+        queue.async { self.handle(input) }
+    }
+
+    /// Runs `body` on the door queue and returns its result (control requests).
+    func sync<T>(_ body: () throws -> T) rethrows -> T { try queue.sync(execute: body) }
+
+    private func handle(_ input: DoorInput) {
+        execute(machine.handle(input, at: now()))
+    }
+
+    func readerReport(_ report: ReaderLoop.Report) {
+        queue.async { [self] in
+            switch report {
+            case .arrived(let tag): tagArrived(tag)
+            case .departed(let uid): handle(.tagDeparted(uid))
+            case .fault(let why):
+                readerHealth = "lost: \(why)"
+                handle(.readerFault(why))
+            case .recovered:
+                readerHealth = "ok"
+                handle(.readerRecovered)
+            case .written(let uid, let error): writeFinished(uid: uid, error: error)
+            }
+        }
+    }
+
+    func boardInput(_ event: InputEvent) {
+        queue.async { [self] in
+            switch event.input {
+            case .button: handle(.button(pressed: event.active))
+            case .doorContact: handle(.doorContact(open: event.active))
+            default: break
+            }
+        }
+    }
+
+    private func tagArrived(_ tag: ReadTag) {
+        if readerHealth != "ok" { readerHealth = "ok" }
+        let wall = now().wall
+        let secrets = (try? store.secrets()) ?? []
+        let result = TagJudgement.judge(
+            uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
+            registry: registry, now: wall.unixSeconds)
+        let verdictText: String
+        switch result.presentation.verdict {
+        case .grant(_, let reason): verdictText = "granted (\(reason))"
+        case .deny(let reason, _): verdictText = "denied (\(reason))"
+        }
+        lastTag = (tag.uid, result.presentation.content.rawValue, verdictText)
+        if result.presentation.content == .ours, case .grant = result.presentation.verdict {
+            try? store.touchLastSeen(uid: tag.uid, at: wall.unixSeconds)
+        }
+        handle(.tagArrived(result.presentation))
+    }
+
+    // MARK: Effects
+
+    private func execute(_ effects: [DoorEffect]) {
+        beat()
+        for effect in effects {
+            switch effect {
+            case .drive(let output, let state):
+                do {
+                    try board.drive(output, state)
+                } catch {
+                    log.error("driving \(output) \(state) failed: \(error); locking every output")
+                    board.lockAll()
+                }
+            case .feedback(let kind):
+                if let pattern = configuration.door.patterns[kind] { patterns.play(pattern) }
+            case .stopFeedback:
+                patterns.stop()
+            case .startTimer(let id, let after):
+                startTimer(id, after: after)
+            case .cancelTimer(let id):
+                timers.removeValue(forKey: id)?.cancel()
+            case .emit(let event):
+                record(event)
+            case .writeTag(let job):
+                beginWrite(job)
+            case .publishReport:
+                publishReport?()
+            }
+        }
+    }
+
+    private func startTimer(_ id: TimerID, after: Duration) {
+        timers.removeValue(forKey: id)?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(after.nanosecondsClamped)), leeway: .milliseconds(1))
+        timer.setEventHandler { [weak self] in
+            guard let self, self.timers.removeValue(forKey: id) != nil else { return }
+            self.handle(.timerFired(id))
+        }
+        timers[id] = timer
+        timer.activate()
+    }
+
+    private func record(_ event: DoorEvent) {
+        let wall = Int64(time(nil))
+        counters[event.kind.rawValue, default: 0] += 1
+        var fields: [(String, JSONValue)] = [("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue))]
+        if let r = event.reason { fields.append(("reason", .string(r))) }
+        if let a = event.action { fields.append(("action", .int(a))) }
+        if let u = event.uid { fields.append(("uid", .string(u.hex))) }
+        if let s = event.source { fields.append(("source", .string(s))) }
+        recentEvents.append(.object(fields))
+        if recentEvents.count > 20 { recentEvents.removeFirst(recentEvents.count - 20) }
+        log.info("event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")")
+        audit(event, wall, nil)
+        publish?(event, wall)
+    }
+
+    // MARK: Provisioning
+
+    private var writing: (job: ProvisioningJob, uid: TagUID)?
+
+    /// DESIGN.md: sign with the action's newest active generated secret
+    /// (created on first use); the registry row is pending before the write.
+    private func beginWrite(_ job: ProvisioningJob) {
+        guard let uid = job.uid else { return }
+        let wall = Int64(time(nil))
+        do {
+            let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
+            let url = StickerSigner.signV2(action: job.action, timestamp: wall, key: secret.key, uid: uid)
+            try store.createPendingTag(uid: uid, action: job.action, secretID: secret.id, label: job.label, now: wall)
+            let key = job.protect ? try store.key(.device) : nil
+            writing = (job, uid)
+            reader?.requestWrite(.init(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), overwrite: job.overwrite, deviceKey: key))
+        } catch {
+            log.error("provisioning: \(error)")
+            handle(.writeResult(uid: uid, .failed("\(error)")))
+        }
+    }
+
+    private func writeFinished(uid: TagUID, error: String?) {
+        writing = nil
+        let wall = Int64(time(nil))
+        do {
+            if error == nil { try store.activateTag(uid: uid) } else { try store.failTag(uid: uid) }
+        } catch {
+            log.error("registry update for \(uid.hex): \(error)")
+            try? store.failTag(uid: uid)
+            handle(.writeResult(uid: uid, .failed("registry: \(error)")))
+            return
+        }
+        _ = wall
+        handle(.writeResult(uid: uid, error.map { .failed($0) } ?? .written))
+    }
+
+    /// SIGHUP with a valid file: the machine restarts on the new door settings
+    /// in the mode it was in. Runs in progress end (outputs locked first, by
+    /// the new machine's start); provisioning is disarmed.
+    func reload(_ new: GatewayConfiguration) {
+        queue.async { [self] in
+            for t in timers.values { t.cancel() }
+            timers = [:]
+            patterns.stop()
+            var settings = new.door
+            settings.initialMode = machine.mode
+            configuration.door = new.door
+            configuration.declareClockSynchronised = new.declareClockSynchronised
+            machine = DoorMachine(settings: settings)
+            execute(machine.start(at: now()))
+            record(DoorEvent(.configurationReloaded, reason: settings.initialMode.rawValue, source: "sighup"))
+        }
+    }
+
+    // MARK: Health and shutdown
+
+    private func beat() { beatLock.withLock { lastBeat = MonotonicClock.now() } }
+
+    /// The watchdog asks the loop to beat, then checks it did within `within`.
+    func isHealthy(within: Duration) -> Bool {
+        queue.async { self.beat() }
+        let last = beatLock.withLock { lastBeat }
+        return MonotonicClock.now().since(last) <= within
+    }
+
+    /// Lock everything and stop patterns (SIGTERM, errors).
+    func shutdown() {
+        queue.sync {
+            for t in timers.values { t.cancel() }
+            timers = [:]
+            patterns.stop()
+            board.lockAll()
+        }
+    }
+}

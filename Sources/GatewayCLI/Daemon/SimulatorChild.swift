@@ -1,0 +1,97 @@
+import Foundation
+
+/// On `board = "sim"` with `reader.simulator = "spawn"` the daemon starts its
+/// own `pn532-sim` (found beside its own executable, or on PATH) with the
+/// pseudo-terminal linked and the control socket in the runtime directory,
+/// and reaches it through the real libnfc path (`pn532_uart:<link>`).
+final class SimulatorChild {
+    let process = Process()
+    let link: String
+    let control: String
+
+    init(runtimeDirectory: String) {
+        link = runtimeDirectory + "/pn532-sim.tty"
+        control = runtimeDirectory + "/pn532-sim.sock"
+    }
+
+    var connstring: String { "pn532_uart:\(link)" }
+
+    static func executable() -> String? {
+        let own = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = [own.appendingPathComponent("pn532-sim").path]
+            + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/pn532-sim" }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    func start() throws {
+        guard let path = Self.executable() else { throw DaemonError.startup("pn532-sim not found beside gatewayd or on PATH") }
+        try? FileManager.default.removeItem(atPath: link)
+        try? FileManager.default.removeItem(atPath: control)
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--link", link, "--control", control]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Ready when both the pty link and the control socket exist.
+        for _ in 0..<100 {
+            if FileManager.default.fileExists(atPath: link) && FileManager.default.fileExists(atPath: control) { return }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw DaemonError.startup("pn532-sim did not come up (link \(link), control \(control))")
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Sends one line to a pn532-sim control socket and returns its answer line.
+enum SimulatorControl {
+    static func send(_ line: String, to socketPath: String) throws -> String {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw DaemonError.simulator("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(socketPath.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw DaemonError.simulator("socket path too long") }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else { throw DaemonError.simulator("cannot reach pn532-sim at \(socketPath): \(String(cString: strerror(errno)))") }
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let out = Array((line + "\n").utf8)
+        guard write(fd, out, out.count) == out.count else { throw DaemonError.simulator("write to pn532-sim failed") }
+        var answer: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while !answer.contains(0x0A) {
+            let n = read(fd, &buf, buf.count)
+            guard n > 0 else { break }
+            answer += buf[0..<n]
+        }
+        let text = String(decoding: answer, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        guard text.hasPrefix("ok") else { throw DaemonError.simulator(text.isEmpty ? "pn532-sim gave no answer" : text) }
+        return text
+    }
+}
+
+enum DaemonError: Error, CustomStringConvertible {
+    case startup(String)
+    case simulator(String)
+    case request(String)
+    var description: String {
+        switch self {
+        case .startup(let m): return m
+        case .simulator(let m): return "simulator: \(m)"
+        case .request(let m): return m
+        }
+    }
+}
