@@ -83,9 +83,6 @@ public enum ConfigExample {
             # Simulated board: "spawn" starts a pn532-sim child; an absolute path
             # is the control socket of a pn532-sim already running.
             simulator = "spawn"
-            # Stickers written with --protect: wrong password attempts before the
-            # tag refuses further ones (NTAG21x AUTHLIM, 0-7; 0 = unlimited).
-            auth_limit = 3
 
             # Relay outputs, one [[outputs]] table each (default: this one).
             # line: an offset on the chip (17) or a line name ("GPIO17"). Names are

@@ -132,8 +132,7 @@ extension GatewayConfiguration {
         let readerTable = root.table("reader")
         let reader = Reader(
             connstring: readerTable?.string("connstring", Defaults.connstring, Check.connstring) ?? Defaults.connstring,
-            simulator: readerTable?.string("simulator", "spawn", Check.simulator) ?? "spawn",
-            authLimit: readerTable?.int("auth_limit", 3, 0...7) ?? 3)
+            simulator: readerTable?.string("simulator", "spawn", Check.simulator) ?? "spawn")
         readerTable?.finish()
 
         var lines = LineRegistry(sink: root.sink)

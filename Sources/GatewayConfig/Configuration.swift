@@ -68,9 +68,6 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// On the simulated board: `spawn` starts a pn532-sim child; an absolute
         /// path is a running pn532-sim's control socket.
         public var simulator: String
-        /// AUTHLIM of password-protected stickers (NTAG21x ACCESS bits 2–0):
-        /// wrong PWD_AUTH attempts before the tag locks them out; 0 = unlimited.
-        public var authLimit: Int
     }
 
     public struct MQTT: Equatable, Sendable {

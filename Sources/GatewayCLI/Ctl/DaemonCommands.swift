@@ -231,20 +231,24 @@ struct KeysCommand: ParsableCommand {
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim", abstract: "Drive the simulated board and pn532-sim (board.kind = \"sim\").",
-        subcommands: [Tap.self, Remove.self, Press.self, Door.self])
+        subcommands: [Tap.self, Remove.self, Reinsert.self, Dump.self, Press.self, Door.self])
     struct Tap: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "tap", abstract: "Put a tag holding URL (or a dump file) on the reader.")
+            commandName: "tap", abstract: "Put an NTAG213 holding URL (or a dump file, or nothing) on the reader.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "The URL the tag holds.") var url: String?
         @Option(help: "A tag dump file (COMPAT §6) instead of a URL.") var dump: String?
+        @Flag(help: "A blank tag (empty NDEF message).") var blank = false
         @Option(help: "The tag's UID (hex, 7 bytes); random when absent.") var uid: String?
         func validate() throws {
-            guard (url == nil) != (dump == nil) else { throw ValidationError("give a URL or --dump FILE") }
+            guard [url != nil, dump != nil, blank].filter({ $0 }).count == 1 else {
+                throw ValidationError("give one of URL, --dump FILE and --blank")
+            }
         }
         func run() throws {
             var params: [(String, JSONValue)] = []
             if let url { params.append(("url", .string(url))) }
+            if blank { params.append(("blank", .bool(true))) }
             if let dump {
                 guard let data = FileManager.default.contents(atPath: dump) else { throw ValidationError("cannot read \(dump)") }
                 params.append(("dump", .string(Hex.encode(Array(data)))))
@@ -257,6 +261,23 @@ struct SimCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "remove", abstract: "Take the tag off the reader.")
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call("sim.remove") }
+    }
+    struct Reinsert: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "reinsert", abstract: "Put the last tag back on the reader.")
+        @OptionGroup var socket: SocketOptions
+        func run() throws { try socket.call("sim.reinsert") }
+    }
+    struct Dump: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "dump", abstract: "Save the tag on the reader as a dump file.")
+        @OptionGroup var socket: SocketOptions
+        @Argument(help: "Output file.") var file: String
+        func run() throws {
+            try socket.call("sim.dump") { answer in
+                guard let hex = answer["dump"]?.stringValue, let bytes = Hex.decode(hex) else { return "no dump" }
+                FileManager.default.createFile(atPath: file, contents: Data(bytes))
+                return "\(bytes.count) bytes to \(file)"
+            }
+        }
     }
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "press", abstract: "Press the button (and hold it).")

@@ -78,7 +78,7 @@ extension Daemon {
             return .object([("id", .int(id)), ("link", .string(link.text))])
         case "keys.new", "keys.import", "keys.export":
             return try keys(method, p)
-        case "sim.tap", "sim.remove", "sim.press", "sim.door":
+        case "sim.tap", "sim.remove", "sim.reinsert", "sim.dump", "sim.press", "sim.door":
             return try simulate(method, p)
         default:
             if let answer = try registryMethod(method, p) { return answer }
@@ -173,6 +173,8 @@ extension Daemon {
             if let dump = p["dump"]?.stringValue {
                 guard let bytes = Hex.decode(dump) else { throw DaemonError.request("dump must be hex") }
                 image = try TagImage(dump: bytes)
+            } else if try p.bool("blank") {
+                image = try TagImage.make(type: .ntag213, uid: uid)
             } else {
                 let url = try p.string("url")
                 image = try TagImage.make(type: .ntag213, uid: uid, message: NDEFMessage(records: [.uri(url)]))
@@ -180,10 +182,19 @@ extension Daemon {
             let file = configuration.paths.runtimeDirectory + "/sim-tap.dump"
             try Data(image.bytes).write(to: URL(fileURLWithPath: file))
             _ = try SimulatorControl.send("remove", to: control)
-            let answer = try SimulatorControl.send("insert \(uid.hex) \(file)", to: control)
-            return .object([("uid", .string(uid.hex)), ("simulator", .string(answer))])
+            // A dump keeps its own UID unless one was given.
+            let tagUID = p["dump"] != nil && p["uid"] == nil ? image.uid : uid
+            let answer = try SimulatorControl.send("insert \(tagUID.hex) \(file)", to: control)
+            return .object([("uid", .string(tagUID.hex)), ("simulator", .string(answer))])
         case "sim.remove":
             return .object([("simulator", .string(try SimulatorControl.send("remove", to: control)))])
+        case "sim.reinsert":
+            return .object([("simulator", .string(try SimulatorControl.send("reinsert", to: control)))])
+        case "sim.dump":
+            let file = configuration.paths.runtimeDirectory + "/sim-dump.bin"
+            _ = try SimulatorControl.send("dump \(file)", to: control)
+            guard let data = FileManager.default.contents(atPath: file) else { throw DaemonError.simulator("no dump written") }
+            return .object([("bytes", .int(data.count)), ("dump", .string(Hex.encode(Array(data))))])
         case "sim.press":
             let hold = max(0, min(try p.double("hold", default: 0.1), 60))
             sim.inject(InputEvent(input: .button, active: true, at: now))

@@ -76,7 +76,7 @@ final class Daemon: @unchecked Sendable {
             simulator = nil
             simulatorControl = nil
         }
-        let port = LibnfcReaderPort(connstring: connstring, authLimit: configuration.reader.authLimit, log: log)
+        let port = LibnfcReaderPort(connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log)
         readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
         runtime.reader = readerLoop
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
