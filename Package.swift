@@ -70,6 +70,7 @@ let package = Package(
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
         .testTarget(name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
     ],
     swiftLanguageModes: [.v5]

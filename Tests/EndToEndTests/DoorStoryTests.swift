@@ -1,0 +1,164 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// The product's story end to end: the real gatewayd (static binary under
+/// make test), its pn532-sim child through libnfc, the simulated board,
+/// everything driven through gatewayctl as a person would.
+final class DoorStoryTests: XCTestCase {
+    /// Provisioning by a button hold, the written sticker granted, a copy on
+    /// another UID, a forged one and one with `u` stripped denied.
+    func testProvisionTapCopyForgeAndStrip() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+
+        try g.ctlJSON(["sim", "press", "--hold", "5.5"])
+        try g.waitForEvent("provisioning_armed", timeout: 10)
+        let uid = "04A1B2C3D4E5F6"
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        let written = try g.waitForEvent("provisioning_written", timeout: 10)
+        XCTAssertEqual(written["uid"]?.stringValue, uid)
+        let tags = try g.ctlJSON(["tags", "list"]).arrayValue ?? []
+        XCTAssertEqual(tags.first?["uid"]?.stringValue, uid)
+        XCTAssertEqual(tags.first?["state"]?.stringValue, "active")
+
+        // The hold itself opened nothing.
+        XCTAssertFalse(try g.auditKinds().contains("exit_request"), "a 5 s hold must never open")
+
+        // Tap the written sticker: granted, the relay pulses and locks again.
+        let dumpFile = g.dir.appendingPathComponent("written.dump").path
+        try g.ctlJSON(["sim", "dump", dumpFile])
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_200_000)  // longer than same_tag_quiet_ms
+        var seen = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        let granted = try g.waitForEvent("access_granted", after: seen)
+        XCTAssertEqual(granted["reason"]?.stringValue, "valid_v2")
+        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        try g.waitForEvent("action_completed", after: seen)
+        XCTAssertEqual(try g.status()["outputs"]?["strike"]?.stringValue, "locked")
+
+        // The same image on another UID: denied.
+        seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", "--dump", dumpFile, "--uid", "04FFEEDDCCBBAA"])
+        try g.waitForEvent("access_denied", reason: "uid_mismatch", after: seen)
+
+        // A forged sticker (signed with a key the door does not have): denied.
+        let forged = StickerSigner.signV2(action: 0, timestamp: 1_700_000_000, key: [UInt8](repeating: 7, count: 32),
+                                          uid: TagUID(hex: "04123456789ABC")!)
+        seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", forged.text, "--uid", "04123456789ABC"])
+        try g.waitForEvent("access_denied", reason: "bad_signature", after: seen)
+
+        // The written sticker with `u` stripped is a v1 sticker of a generated secret: denied.
+        let image = try TagImage(dump: Array(try Data(contentsOf: URL(fileURLWithPath: dumpFile))))
+        guard case .message(let message) = try image.content() else { return XCTFail("the written tag holds no message") }
+        let text = try message.firstURI()
+        let stripped = text.components(separatedBy: "&").filter { !$0.hasPrefix("u=") }.joined(separator: "&")
+        seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", stripped, "--uid", uid])
+        try g.waitForEvent("access_denied", reason: "v1_not_allowed", after: seen)
+        XCTAssertEqual(g.stop(), 0)
+    }
+
+    /// A tag held on the reader fires once; revoked and expired tags are denied.
+    func testHeldTagFiresOnceAndRevocation() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        try g.ctlJSON(["provision", "--action", "0", "--label", "desk"])
+        try g.waitForEvent("provisioning_armed")
+        let uid = "04112233445566"
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        try g.waitForEvent("provisioning_written")
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_200_000)
+        let before = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        try g.waitForEvent("access_granted", after: before)
+        usleep(2_500_000)  // held on the reader well past same_tag_quiet_ms
+        let grants = try g.auditKinds().dropFirst(before).filter { $0 == "access_granted" }
+        XCTAssertEqual(grants.count, 1, "a tag left on the reader fires once")
+
+        try g.ctlJSON(["tags", "revoke", uid])
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_200_000)
+        let n = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        try g.waitForEvent("access_denied", reason: "revoked", after: n)
+    }
+
+    /// Passage holds the strike unlocked; lockdown refuses stickers but the exit button opens.
+    func testModes() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        try g.ctlJSON(["mode", "passage"])
+        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        try g.ctlJSON(["mode", "lockdown"])
+        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "locked" }
+        let n = try g.eventCount()
+        try g.ctlJSON(["sim", "press", "--hold", "0.2"])
+        try g.waitForEvent("exit_request", after: n)
+        try g.ctlJSON(["mode", "normal"])
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "normal")
+    }
+
+    /// Configuration errors exit non-zero naming the key; SIGHUP reloads a
+    /// changed file and keeps running on a broken one.
+    func testConfigurationErrorsAndReload() throws {
+        let bad = try GatewayUnderTest(door: "pulse_max_ms = 99999")
+        let r = try Run.process(GatewayUnderTest.gateway, ["daemon", "--config", bad.configFile.path])
+        XCTAssertEqual(r.status, 78)
+        XCTAssertTrue(r.stderr.contains("door.pulse_max_ms"), r.stderr)
+
+        let g = try GatewayUnderTest()
+        try g.start()
+        try g.writeConfig(door: "mode = \"passage\"")
+        let pid = try XCTUnwrap(g.process?.processIdentifier)
+        let n = try g.eventCount()
+        kill(pid, SIGHUP)
+        try g.waitForEvent("configuration_reloaded", after: n)
+        try g.writeConfig(door: "pulse_max_ms = -1")
+        kill(pid, SIGHUP)
+        try waitUntil { g.log.contains("reload refused") }
+        XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
+    }
+
+    /// The audit chain verifies, and backup then restore on a fresh state
+    /// directory gives the same verdicts.
+    func testAuditChainAndBackupRestore() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        try g.ctlJSON(["provision", "--action", "0"])
+        let uid = "04AABBCCDDEEFF"
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        try g.waitForEvent("provisioning_written")
+        let dumpFile = g.dir.appendingPathComponent("t.dump").path
+        try g.ctlJSON(["sim", "dump", dumpFile])
+        let verify = try g.ctl(["log", "--verify"])
+        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        let backup = g.dir.appendingPathComponent("backup.db").path
+        try g.ctlJSON(["backup", backup])
+        var st = stat()
+        XCTAssertEqual(stat(backup, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        XCTAssertEqual(g.stop(), 0)
+
+        let fresh = try GatewayUnderTest()
+        let restore = try fresh.ctl(["restore", backup, "--state-dir", fresh.dir.appendingPathComponent("state").path])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        try fresh.start()
+        let n = try fresh.eventCount()
+        try fresh.ctlJSON(["sim", "tap", "--dump", dumpFile])
+        try fresh.waitForEvent("access_granted", after: n)
+    }
+}
+
+func waitUntil(timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) throws {
+    let deadline = Date() + timeout
+    while Date() < deadline {
+        if try condition() { return }
+        usleep(50_000)
+    }
+    XCTFail("condition not met within \(timeout) s", file: file, line: line)
+}

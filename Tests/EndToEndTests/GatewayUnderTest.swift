@@ -1,0 +1,149 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// A real `gatewayd` process on the simulated board with its own pn532-sim
+/// child, reached through the real libnfc path, driven through `gatewayctl`.
+/// Runs the binaries in `$DOORGATEWAY_E2E_BIN` (make test points it at the
+/// static build in out/static) or else the debug build.
+final class GatewayUnderTest {
+    let dir: URL
+    let configFile: URL
+    let socket: String
+    let logFile: URL
+    private(set) var process: Process?
+
+    static var binDirectory: URL {
+        if let d = ProcessInfo.processInfo.environment["DOORGATEWAY_E2E_BIN"], !d.isEmpty {
+            return URL(fileURLWithPath: d, relativeTo: Fixtures.root).standardizedFileURL
+        }
+        return Run.binDirectory
+    }
+    static var gateway: URL { binDirectory.appendingPathComponent("gateway") }
+
+    /// `extra` is appended to the base configuration (sections it names must not be in the base).
+    init(extra: String = "", door: String = "") throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        configFile = dir.appendingPathComponent("gateway.toml")
+        socket = dir.appendingPathComponent("run/control.sock").path
+        logFile = dir.appendingPathComponent("gatewayd.log")
+        try writeConfig(extra: extra, door: door)
+    }
+
+    func writeConfig(extra: String = "", door: String = "") throws {
+        let toml = """
+            [device]
+            id = "e2e-door"
+            [board]
+            kind = "sim"
+            [reader]
+            simulator = "spawn"
+            [door]
+            same_tag_quiet_ms = 1000
+            \(door)
+            [[actions]]
+            index = 0
+            name = "front"
+            steps = [{ pulse = "strike", ms = 300 }]
+            [[actions]]
+            index = 1
+            name = "long"
+            steps = [{ pulse = "strike", ms = 3000 }]
+            [clock]
+            declare_synchronised = true
+            [control]
+            admin_group = "root"
+            [paths]
+            state_dir = "\(dir.path)/state"
+            runtime_dir = "\(dir.path)/run"
+            \(extra)
+            """
+        try toml.write(to: configFile, atomically: true, encoding: .utf8)
+    }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = Self.gateway
+        p.arguments = ["daemon", "--config", configFile.path]
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logFile)
+        p.standardError = log
+        p.standardOutput = log
+        try p.run()
+        process = p
+        let deadline = Date() + 15
+        while Date() < deadline {
+            if !p.isRunning { throw E2EError("gatewayd exited with \(p.terminationStatus):\n\(self.log)") }
+            if FileManager.default.fileExists(atPath: socket), (try? ctl(["status"]))?.status == 0 { return }
+            usleep(50_000)
+        }
+        throw E2EError("gatewayd did not answer on \(socket) within 15 s:\n\(self.log)")
+    }
+
+    /// SIGTERM (or `signal`) and wait; returns the exit status.
+    @discardableResult
+    func stop(signal sig: Int32 = SIGTERM) -> Int32 {
+        guard let p = process else { return -1 }
+        if p.isRunning { kill(p.processIdentifier, sig) }
+        let deadline = Date() + 10
+        while p.isRunning && Date() < deadline { usleep(20_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        process = nil
+        return p.terminationStatus
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    func ctl(_ args: [String], stdin: String? = nil) throws -> ProcessResult {
+        var env = ProcessInfo.processInfo.environment
+        env["DOORGATEWAY_SOCKET"] = socket
+        return try Run.process(Self.gateway, ["ctl"] + args, stdin: stdin, environment: env, timeout: 20)
+    }
+
+    /// `gatewayctl ARGS --json`, which must succeed; its parsed answer.
+    @discardableResult
+    func ctlJSON(_ args: [String], stdin: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
+        let r = try ctl(args + ["--json"], stdin: stdin)
+        guard r.status == 0 else { throw E2EError("gatewayctl \(args.joined(separator: " ")) exited \(r.status): \(r.stderr)") }
+        return try JSONValue.parse(Array(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8), maxDepth: 32, maxBytes: 16 << 20)
+    }
+
+    func status() throws -> JSONValue { try ctlJSON(["status"]) }
+
+    /// The audit log's rows (newest last).
+    func auditKinds() throws -> [String] {
+        let rows = try ctlJSON(["log", "--limit", "200"])
+        return (rows.arrayValue ?? []).compactMap { $0["kind"]?.stringValue }
+    }
+
+    /// Waits until an event of `kind` (with `reason` when given) appears in
+    /// the audit log after `after` events; returns it.
+    @discardableResult
+    func waitForEvent(_ kind: String, reason: String? = nil, after: Int = 0, timeout: TimeInterval = 10) throws -> JSONValue {
+        let deadline = Date() + timeout
+        repeat {
+            let rows = (try ctlJSON(["log", "--limit", "500"]).arrayValue ?? [])
+            if let hit = rows.dropFirst(after).first(where: {
+                $0["kind"]?.stringValue == kind && (reason == nil || $0["reason"]?.stringValue == reason)
+            }) {
+                return hit
+            }
+            usleep(50_000)
+        } while Date() < deadline
+        throw E2EError("no \(kind)\(reason.map { " (\($0))" } ?? "") event within \(timeout) s; log: \(try auditKinds())\n\(log.suffix(3000))")
+    }
+
+    func eventCount() throws -> Int { (try ctlJSON(["log", "--limit", "100000"]).arrayValue ?? []).count }
+}
+
+struct E2EError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
