@@ -8,9 +8,9 @@ STATIC_OUT   ?= out/static
 # Build-time and test-time Debian packages. Keep in step with Package.swift providers.
 DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libusb-dev \
                 libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
-                libqrencode-dev openssl
+                libqrencode-dev openssl python3
 
-.PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm
+.PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run
 
 all: build
 
@@ -32,12 +32,17 @@ links:
 	@cd "$(BIN_DIR)" && ln -sf gateway gatewayd && ln -sf gateway gatewayctl
 	@echo "binaries in $(BIN_DIR): gateway gatewayd gatewayctl pn532-sim"
 
-## test: the whole suite (unit, interop vectors, fuzz, CLI black-box, real libraries)
-test: deps
+## test: the whole suite (unit, interop vectors, fuzz, CLI black-box, real libraries,
+## end-to-end on the static binary, real-kernel GPIO in a VM)
+test: deps static
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory links
-	$(SWIFT) test --skip-build --parallel
+	DOORGATEWAY_E2E_BIN="$(STATIC_OUT)" $(SWIFT) test --skip-build --parallel
 	@$(MAKE) --no-print-directory test-gpio-vm
+
+## run: the whole gateway on a simulated board with a local TLS broker, telling a short story
+run: deps static
+	./scripts/run-demo.sh
 
 ## static: one fully static release binary at $(STATIC_OUT)/gateway
 static: deps

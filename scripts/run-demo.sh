@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# make run: the whole gateway on this machine without hardware. Starts a local
+# mosquitto with generated certificates (mutual TLS), gatewayd on the simulated
+# board (it starts its own pn532-sim and reaches it through libnfc), and tells
+# a short story while the MQTT events and the audit log scroll by.
+# Ctrl-C stops everything. DEMO_EXIT=1 ends after the story (used by tests).
+set -euo pipefail
+BIN=${BIN:-out/static}
+GATEWAY="$(cd "$(dirname "$BIN/gateway")" && pwd)/gateway"
+[ -x "$GATEWAY" ] || { echo "run: no $BIN/gateway (make static)" >&2; exit 1; }
+WORK=$(mktemp -d /tmp/doorgateway-demo.XXXXXX)
+PIDS=()
+cleanup() {
+  trap - EXIT INT TERM
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  echo; echo "run: stopped gatewayd, pn532-sim and mosquitto; files were in $WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+ctl() { DOORGATEWAY_SOCKET="$WORK/run/control.sock" "$GATEWAY" ctl "$@"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# wait_log KIND [N]: until the audit log holds at least N (default 1) more KIND events than before.
+count() { ctl log --limit 100000 --json | python3 -c "import json,sys; print(sum(1 for r in json.load(sys.stdin) if r.get('kind')=='$1'))"; }
+wait_for() {
+  local kind=$1 want=$(( $2 + 1 )) n=0
+  while [ "$(count "$kind")" -lt "$want" ]; do sleep 0.1; n=$((n + 1)); [ $n -lt 150 ] || { echo "run: no $kind event" >&2; return 1; }; done
+}
+
+# 1. Certificates: a CA, the broker, the door and a phone (client certificates).
+say "generating a CA and certificates for the broker, the door and a phone in $WORK/pki"
+mkdir -p "$WORK/pki" "$WORK/state" "$WORK/run"
+cd "$WORK/pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=demo-ca \
+  -keyout ca.key -out ca.crt 2>/dev/null
+for name in broker door phone; do
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" -keyout $name.key -out $name.csr 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > $name.ext
+  openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile $name.ext -out $name.crt 2>/dev/null
+done
+chmod 600 ./*.key
+cd - >/dev/null
+
+# 2. The broker.
+PORT=$(free_port)
+cat > "$WORK/mosquitto.conf" <<CONF
+listener $PORT 127.0.0.1
+cafile $WORK/pki/ca.crt
+certfile $WORK/pki/broker.crt
+keyfile $WORK/pki/broker.key
+require_certificate true
+use_identity_as_username true
+allow_anonymous false
+persistence false
+log_dest stderr
+CONF
+mosquitto -c "$WORK/mosquitto.conf" 2> "$WORK/mosquitto.log" &
+PIDS+=($!)
+say "mosquitto on 127.0.0.1:$PORT (mutual TLS)"
+
+# 3. The door.
+cat > "$WORK/gateway.toml" <<CONF
+[device]
+id = "demo-door"
+[board]
+kind = "sim"
+[reader]
+simulator = "spawn"
+[[actions]]
+index = 0
+name = "front door"
+steps = [{ pulse = "strike", ms = 1500 }]
+[clock]
+declare_synchronised = true
+[mqtt]
+enabled = true
+host = "localhost"
+port = $PORT
+uid_in_events = "full"
+telemetry_s = 30
+[mqtt.tls]
+ca_file = "$WORK/pki/ca.crt"
+cert_file = "$WORK/pki/door.crt"
+key_file = "$WORK/pki/door.key"
+[mqtt.commands]
+compat_topics = ["phone/demo-door"]
+[control]
+admin_group = "root"
+[paths]
+state_dir = "$WORK/state"
+runtime_dir = "$WORK/run"
+CONF
+"$GATEWAY" daemon --config "$WORK/gateway.toml" 2> "$WORK/gatewayd.log" &
+PIDS+=($!)
+for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+ctl status >/dev/null || { cat "$WORK/gatewayd.log"; exit 1; }
+say "gatewayd is up (log: $WORK/gatewayd.log)"
+ctl status | sed 's/^/   /' | head -12
+
+MQ=(--cafile "$WORK/pki/ca.crt" --cert "$WORK/pki/phone.crt" --key "$WORK/pki/phone.key" -h localhost -p "$PORT")
+mosquitto_sub "${MQ[@]}" -v -t 'doorgateway/#' | sed -u 's/^/   [mqtt]  /' &
+PIDS+=($!)
+ctl log --follow | sed -u 's/^/   [audit] /' &
+PIDS+=($!)
+sleep 1
+
+say "the phone app's timestamp key: made on the door, exported for the phone"
+ctl keys otp new >/dev/null
+ctl keys otp export > "$WORK/otp.key"
+
+say "holding the door's button for 6 s: provisioning is armed (the hold opens nothing)"
+n=$(count provisioning_armed)
+ctl sim press --hold 6 >/dev/null
+sleep 6.3
+wait_for provisioning_armed "$n"
+
+say "a blank sticker on the reader: written, read back and verified"
+n=$(count provisioning_written)
+ctl sim tap --blank --uid 04D00D00C0FFEE >/dev/null
+wait_for provisioning_written "$n"
+ctl sim dump "$WORK/sticker.dump" >/dev/null
+ctl tag inspect "$WORK/sticker.dump" | sed 's/^/   /' || true
+
+say "that sticker tapped again: granted (relay pulse, double beep)"
+ctl sim remove >/dev/null; sleep 1.2
+n=$(count access_granted)
+ctl sim reinsert >/dev/null
+wait_for access_granted "$n"
+ctl status --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print("   strike:", s["outputs"]["strike"], " indicators:", s.get("board",{}).get("indicators"))'
+
+say "a copy of it on another tag (another UID): denied"
+ctl sim remove >/dev/null; sleep 1.2
+n=$(count access_denied)
+ctl sim tap --dump "$WORK/sticker.dump" --uid 04BADC0FFEE000 >/dev/null
+wait_for access_denied "$n"
+
+say "a forged sticker: denied"
+ctl sim remove >/dev/null; sleep 1.2
+n=$(count access_denied)
+ctl sim tap "smp://action?idx=0&ts=1760000000&sig=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')" >/dev/null
+wait_for access_denied "$n"
+ctl sim remove >/dev/null
+
+say "a phone-style OTP command over MQTT: granted"
+MSG=$(ctl otp make --key-file "$WORK/otp.key" --command 1)
+echo "   $MSG"
+n=$(count remote_accepted)
+mosquitto_pub "${MQ[@]}" -q 1 -t phone/demo-door -m "$MSG"
+wait_for remote_accepted "$n"
+
+say "the same message replayed: rejected"
+n=$(count remote_rejected)
+mosquitto_pub "${MQ[@]}" -q 1 -t phone/demo-door -m "$MSG"
+wait_for remote_rejected "$n"
+
+sleep 1
+say "the audit chain"
+ctl log --verify | sed 's/^/   /'
+if [ "${DEMO_EXIT:-0}" = 1 ]; then exit 0; fi
+say "the story is over; the door keeps running (try: DOORGATEWAY_SOCKET=$WORK/run/control.sock $GATEWAY ctl status). Ctrl-C stops everything."
+wait
