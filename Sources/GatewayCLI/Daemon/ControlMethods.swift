@@ -89,7 +89,9 @@ extension Daemon {
     private var readerConnstring: String { simulator?.connstring ?? configuration.reader.connstring }
 
     func status() -> JSONValue {
-        let (m, health, lastTag, events) = runtime.sync { (runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents) }
+        let (m, health, lastTag, events, lastUnlock) = runtime.sync {
+            (runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents, runtime.lastUnlock)
+        }
         let now = MonotonicClock.now()
         let lock = m.lockoutStatus(at: now)
         let outputs: [(String, JSONValue)] = configuration.outputs.map { ($0.name, JSONValue.string(m.outputState($0.name).rawValue)) }
@@ -116,6 +118,7 @@ extension Daemon {
         if let t = lastTag {
             fields.append(("last_tag", .object([("uid", .string(t.uid.hex)), ("content", .string(t.content)), ("verdict", .string(t.verdict))])))
         }
+        if let lastUnlock { fields.append(("last_unlock_monotonic_ns", .int(Int(clamping: lastUnlock.nanoseconds)))) }
         fields.append(("last_events", .array(events)))
         return .object(fields)
     }

@@ -24,6 +24,9 @@ final class DoorRuntime: @unchecked Sendable {
     private(set) var counters: [String: Int] = [:]
     private(set) var readerHealth = "starting"
     private(set) var lastTag: (uid: TagUID, content: String, verdict: String)?
+    /// When an output was last driven unlocked (CLOCK_MONOTONIC, shared with
+    /// other processes on the machine: the tap→output benchmark reads it).
+    private(set) var lastUnlock: MonotonicInstant?
     /// Set once at wiring, before `start()`.
     var reader: ReaderLoop?
     /// Every event, after the audit log has it (MQTT's outbox).
@@ -135,6 +138,7 @@ final class DoorRuntime: @unchecked Sendable {
             case .drive(let output, let state):
                 do {
                     try board.drive(output, state)
+                    if state == .unlocked { lastUnlock = MonotonicClock.now() }
                 } catch {
                     log.error("driving \(output) \(state) failed: \(error); locking every output")
                     board.lockAll()

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""make bench (daemon): start→READY, idle CPU over 60 s with the reader
+polling, tap→output p50/p99 through the whole daemon at 115200 baud with RF
+timing, and RSS after N taps of distinct stickers. Runs the static gatewayd on
+the simulated board with its own pn532-sim; prints figures, asserts nothing.
+Environment: BIN (default out/static), BENCH_TAPS (10000), BENCH_IDLE_S (60),
+BENCH_LATENCY_TAPS (200)."""
+import hashlib, hmac, json, os, socket, statistics, subprocess, sys, tempfile, time
+
+BIN = os.path.abspath(os.environ.get("BIN", "out/static"))
+TAPS = int(os.environ.get("BENCH_TAPS", "10000"))
+IDLE_S = float(os.environ.get("BENCH_IDLE_S", "60"))
+LAT_TAPS = int(os.environ.get("BENCH_LATENCY_TAPS", "200"))
+SECRET = bytes(range(32))
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+class Control:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.f = self.s.makefile("rwb")
+        self.n = 0
+
+    def call(self, method, **params):
+        self.n += 1
+        self.f.write((json.dumps({"id": self.n, "method": method, "params": params}) + "\n").encode())
+        self.f.flush()
+        answer = json.loads(self.f.readline())
+        if not answer.get("ok"):
+            raise RuntimeError(f"{method}: {answer.get('error')}")
+        return answer["result"]
+
+
+def sticker(i):
+    ts = 1_700_000_000 + i
+    sig = hmac.new(SECRET, f"idx=0&ts={ts}".encode(), hashlib.sha256).hexdigest()
+    return f"smp://action?idx=0&ts={ts}&sig={sig}"
+
+
+def cpu_ticks(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="bench-daemon.")
+    run = f"{work}/run"
+    os.makedirs(run)
+    # The emulator with wire and RF timing, started here so its flags can be chosen.
+    sim = subprocess.Popen([f"{BIN}/pn532-sim", "--link", f"{run}/pty", "--control", f"{run}/sim.sock",
+                            "--baud", "115200", "--rf-timing"], stdout=subprocess.DEVNULL)
+    while not (os.path.exists(f"{run}/pty") and os.path.exists(f"{run}/sim.sock")):
+        time.sleep(0.01)
+    with open(f"{work}/gateway.toml", "w") as f:
+        f.write(f"""[device]
+id = "bench"
+[board]
+kind = "sim"
+[reader]
+connstring = "pn532_uart:{run}/pty"
+simulator = "{run}/sim.sock"
+[door]
+same_tag_quiet_ms = 1000
+[[actions]]
+index = 0
+name = "bench"
+steps = [{{ pulse = "strike", ms = 50 }}]
+[lockout]
+enabled = false
+[clock]
+declare_synchronised = true
+[control]
+admin_group = "root"
+[paths]
+state_dir = "{work}/state"
+runtime_dir = "{run}"
+""")
+    notify_path = f"{work}/notify"
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    t0 = time.monotonic()
+    daemon = subprocess.Popen([f"{BIN}/gateway", "daemon", "--config", f"{work}/gateway.toml"], env=env,
+                              stderr=open(f"{work}/gatewayd.log", "w"))
+    try:
+        notify.settimeout(10)
+        while b"READY=1" not in notify.recv(4096):
+            pass
+        ready_ms = (time.monotonic() - t0) * 1000
+        print(f"start → READY=1: {ready_ms:.0f} ms (target ≤ 300 ms)")
+        ctl = Control(f"{run}/control.sock")
+        ctl.call("secrets.import", link=f"smpshare://secret?idx=0&key={SECRET.hex()}&label=bench")
+
+        time.sleep(1)
+        c0, w0 = cpu_ticks(daemon.pid), time.monotonic()
+        time.sleep(IDLE_S)
+        c1, w1 = cpu_ticks(daemon.pid), time.monotonic()
+        idle = (c1 - c0) / HZ / (w1 - w0) * 100
+        print(f"idle CPU of gatewayd over {IDLE_S:.0f} s, reader polling: {idle:.2f} % of a core (target ≤ 0.5 %)")
+
+        latencies = []
+        rss_start = rss_kb(daemon.pid)
+        last = None
+        for i in range(max(TAPS, LAT_TAPS)):
+            uid = "04" + (i + 1).to_bytes(6, "big").hex().upper()
+            before = status_unlock = ctl.call("status").get("last_unlock_monotonic_ns")
+            ctl.call("sim.remove")
+            start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            ctl.call("sim.tap", url=sticker(i), uid=uid)
+            deadline = time.monotonic() + 5
+            while True:
+                status_unlock = ctl.call("status").get("last_unlock_monotonic_ns")
+                if status_unlock != before or time.monotonic() > deadline:
+                    break
+                time.sleep(0.001)
+            if status_unlock == before:
+                print(f"tap {i}: no unlock within 5 s", file=sys.stderr)
+            elif i < LAT_TAPS:
+                latencies.append((status_unlock - start) / 1e6)
+            if i + 1 in (1000, 5000, 10000) or i + 1 == TAPS:
+                print(f"RSS after {i + 1} taps: {rss_kb(daemon.pid) / 1024:.1f} MB")
+        print(f"RSS at the first tap: {rss_start / 1024:.1f} MB (target ≤ 12 MB after 10 000 taps)")
+        if latencies:
+            print(f"tap → output through gatewayd at 115200 baud + RF timing, {len(latencies)} taps: "
+                  f"p50 {percentile(latencies, 50):.1f} ms, p99 {percentile(latencies, 99):.1f} ms")
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+        sim.terminate()
+        sim.wait(10)
+
+
+if __name__ == "__main__":
+    main()
