@@ -29,6 +29,47 @@ public enum StoreMigrations {
                 t.column("created", .integer).notNull()
             }
         }
+        // Daemon: the issued-tag registry, revocations and the hash-chained audit log.
+        m.registerMigration("v2-registry") { db in
+            try db.create(table: "issued_tag") { t in
+                t.primaryKey("uid", .text)
+                t.column("action", .integer).notNull()
+                t.column("secret_id", .integer)
+                t.column("label", .text).notNull().defaults(to: "")
+                t.column("issued", .integer).notNull()
+                t.column("valid_until", .integer)
+                t.column("state", .text).notNull()
+                    .check(sql: "state IN ('pending', 'active', 'revoked', 'failed')")
+                t.column("last_seen", .integer)
+            }
+            try db.create(table: "revocation") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("uid", .text).unique()
+                t.column("signature", .text).unique()
+                t.column("created", .integer).notNull()
+                t.column("reason", .text).notNull().defaults(to: "")
+                t.check(sql: "(uid IS NULL) <> (signature IS NULL)")
+            }
+            try db.create(table: "audit") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("time", .integer).notNull()
+                t.column("kind", .text).notNull()
+                t.column("reason", .text)
+                t.column("action", .integer)
+                t.column("uid", .text)
+                t.column("source", .text)
+                t.column("detail", .text)
+                t.column("prev", .blob).notNull()
+                t.column("hash", .blob).notNull()
+            }
+            // After retention trims old rows: the last trimmed row's id and hash,
+            // from which the remaining chain verifies.
+            try db.create(table: "audit_anchor") { t in
+                t.primaryKey("one", .integer).check(sql: "one = 1")
+                t.column("row_id", .integer).notNull()
+                t.column("hash", .blob).notNull()
+            }
+        }
         return m
     }
 }

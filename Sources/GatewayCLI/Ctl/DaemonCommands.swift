@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoorCore
+import GatewayStore
 import Foundation
 
 /// Options every command that talks to the running daemon takes.
@@ -291,4 +292,160 @@ struct SimCommand: ParsableCommand {
         @Argument(help: "open | closed") var state: String
         func run() throws { try socket.call("sim.door", [("state", .string(state))]) }
     }
+}
+
+struct TagsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tags", abstract: "The issued-tag registry and revocations.",
+        subcommands: [List.self, Revoke.self, Expire.self, Forget.self])
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Issued tags and revocations.")
+        @OptionGroup var socket: SocketOptions
+        func run() throws {
+            try socket.call("tags.list") { answer in
+                let tags = (answer["tags"]?.arrayValue ?? []).map { t in
+                    [t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"], t["last_seen"]]
+                        .map { $0?.stringValue ?? ($0.map { $0 == .null ? "-" : $0.serialized } ?? "-") }.joined(separator: "  ")
+                }
+                let revoked = (answer["revocations"]?.arrayValue ?? []).map {
+                    "revoked " + ($0["uid"]?.stringValue ?? "signature " + ($0["signature"]?.stringValue ?? "?"))
+                }
+                return (["UID  STATE  ACTION  LABEL  ISSUED  VALID-UNTIL  LAST-SEEN"] + tags + revoked).joined(separator: "\n")
+            }
+        }
+    }
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke", abstract: "Revoke a tag by UID, or a v1 sticker by its signature.")
+        @OptionGroup var socket: SocketOptions
+        @Argument(help: "The tag's UID (hex).") var uid: String?
+        @Option(help: "A v1 sticker's signature (64 hex digits).") var signature: String?
+        func validate() throws {
+            guard (uid == nil) != (signature == nil) else { throw ValidationError("give a UID or --signature HEX") }
+        }
+        func run() throws {
+            try socket.call("tags.revoke", uid.map { [("uid", .string($0))] } ?? [("signature", .string(signature!))])
+        }
+    }
+    struct Expire: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "expire", abstract: "Make an issued tag expire at a date.")
+        @OptionGroup var socket: SocketOptions
+        @Argument(help: "The tag's UID (hex).") var uid: String
+        @Option(help: "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z (UTC) or Unix seconds.") var at: String
+        func run() throws {
+            guard let time = parseUTCDate(at) else { throw ValidationError("--at: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds") }
+            try socket.call("tags.expire", [("uid", .string(uid)), ("at", .int(time))])
+        }
+    }
+    struct Forget: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "forget", abstract: "Remove a UID from the registry and its revocation.")
+        @OptionGroup var socket: SocketOptions
+        @Argument(help: "The tag's UID (hex).") var uid: String
+        func run() throws { try socket.call("tags.forget", [("uid", .string(uid))]) }
+    }
+}
+
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log", abstract: "The audit log: every decision with its reason, hash-chained.")
+    @OptionGroup var socket: SocketOptions
+    @Option(help: "How many of the newest rows.") var limit = 20
+    @Flag(help: "Keep printing new rows.") var follow = false
+    @Flag(help: "Check the hash chain (exit 1 when broken).") var verify = false
+
+    func run() throws {
+        if verify {
+            let client = try connect()
+            let answer = try client.call("log.verify")
+            print(socket.json ? answer.serialized : answer.pretty)
+            if answer["intact"]?.boolValue != true { throw ExitCode(1) }
+            return
+        }
+        if follow {
+            let client = try connect()
+            try client.follow("log.follow", .object([("limit", .int(limit))])) { row in
+                print(socket.json ? row.serialized : Self.line(row))
+                fflush(stdout)
+            }
+            return
+        }
+        try socket.call("log", [("limit", .int(limit))]) { rows in
+            (rows.arrayValue ?? []).map(Self.line).joined(separator: "\n")
+        }
+    }
+
+    private func connect() throws -> ControlClient {
+        do { return try ControlClient(path: socket.path) } catch {
+            fputs("gatewayctl: \(error)\n", stderr)
+            throw ExitCode(1)
+        }
+    }
+
+    static func line(_ row: JSONValue) -> String {
+        ["time", "kind", "reason", "action", "uid", "source"].compactMap { key -> String? in
+            guard let v = row[key] else { return nil }
+            let text = v.stringValue ?? v.serialized
+            return key == "time" || key == "kind" ? text : "\(key)=\(text)"
+        }.joined(separator: " ")
+    }
+}
+
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup", abstract: "A consistent snapshot of the store, keys and secrets included, to FILE (0600).")
+    @OptionGroup var socket: SocketOptions
+    @Argument(help: "The backup file (must not exist).") var file: String
+    func run() throws {
+        let path = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
+        try socket.call("backup", [("path", .string(path))])
+        fputs("gatewayctl: warning: \(path) holds every sticker secret and command key; keep it offline\n", stderr)
+    }
+}
+
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Restore a backup into a fresh state directory (with the daemon stopped).")
+    @Argument(help: "The backup file.") var file: String
+    @Option(help: "The state directory (default: $STATE_DIRECTORY or /var/lib/doorgateway).") var stateDir: String?
+    func run() throws {
+        let env = ProcessInfo.processInfo.environment
+        let dir = stateDir ?? env["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/doorgateway"
+        do {
+            let store = try GatewayStore.restore(backup: file, into: dir)
+            print("restored \(file) into \(store.path)")
+        } catch {
+            fputs("gatewayctl: \(error)\n", stderr)
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS][Z] (UTC) or Unix seconds; nil otherwise.
+/// Days from the civil date (Howard Hinnant's algorithm), no locale, no ICU.
+func parseUTCDate(_ text: String) -> Int64? {
+    if let n = Int64(text), n >= 0 { return n }
+    var s = Substring(text)
+    if s.hasSuffix("Z") { s = s.dropLast() }
+    let parts = s.split(separator: "T", maxSplits: 1, omittingEmptySubsequences: false)
+    let date = parts[0].split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+    guard date.count == 3, let y = date[0], let m = date[1], let d = date[2], parts[0].count == 10,
+        (1...12).contains(m), (1...31).contains(d), (1970...9999).contains(y)
+    else { return nil }
+    var seconds = 0
+    if parts.count == 2 {
+        let t = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
+        guard (2...3).contains(t.count), let h = t[0], let mi = t[1], (0...23).contains(h), (0...59).contains(mi) else { return nil }
+        let sec = t.count == 3 ? t[2] : 0
+        guard let sec, (0...59).contains(sec) else { return nil }
+        seconds = h * 3600 + mi * 60 + sec
+    }
+    let yy = m <= 2 ? y - 1 : y
+    let era = yy / 400
+    let yoe = yy - era * 400
+    let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    let days = era * 146_097 + doe - 719_468
+    return Int64(days) * 86_400 + Int64(seconds)
 }

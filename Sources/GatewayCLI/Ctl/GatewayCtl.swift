@@ -8,7 +8,8 @@ public struct GatewayCtl: ParsableCommand {
         abstract: "Administer a DoorGateway door controller.",
         subcommands: [
             StatusCommand.self, OpenCommand.self, ModeCommand.self, ProvisionCommand.self, LockoutCommand.self,
-            FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, SimCommand.self,
+            FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, TagsCommand.self, LogCommand.self,
+            BackupCommand.self, RestoreCommand.self, SimCommand.self,
             TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self, VersionCommand.self,
         ]
     )

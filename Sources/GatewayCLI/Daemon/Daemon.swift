@@ -19,6 +19,7 @@ final class Daemon: @unchecked Sendable {
     let readerLoop: ReaderLoop
     let simulatorControl: String?
     private var signalSources: [DispatchSourceSignal] = []
+    var control: ControlServer?
     let notify = SDNotify.fromEnvironment()
     let started = MonotonicClock.now()
 
@@ -52,7 +53,13 @@ final class Daemon: @unchecked Sendable {
         runtime = DoorRuntime(
             configuration: configuration, board: board, store: store, registry: StoreRegistry(store: store),
             audit: { [store, log] event, time, detail in
-                do { try store.appendAudit(event, at: time, detail: detail) } catch { log.error("audit log: \(error)") }
+                do {
+                    try store.appendAudit(
+                        time: time, kind: event.kind.rawValue, reason: event.reason, action: event.action, uid: event.uid?.hex,
+                        source: event.source, detail: detail)
+                } catch {
+                    log.error("audit log: \(error)")
+                }
             }, log: log)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.

@@ -1,0 +1,289 @@
+import DoorCore
+import Foundation
+
+/// A request on the control socket: one JSON object per line,
+/// `{"id": …, "method": "…", "params": {…}}`.
+struct ControlRequest {
+    var id: JSONValue
+    var method: String
+    var params: [String: JSONValue]
+}
+
+/// What a method answers: one result, or a stream of events written as
+/// `{"id": …, "event": …}` lines until the client goes away (`log --follow`).
+enum ControlAnswer {
+    case value(JSONValue)
+    /// Called again and again on the client's thread; returns the next
+    /// events (possibly none) and how long to wait before asking again.
+    case stream(() throws -> [JSONValue])
+}
+
+/// Who is on the other end (SO_PEERCRED).
+struct Peer: Equatable {
+    var pid: Int32
+    var uid: UInt32
+    var gid: UInt32
+}
+
+/// The daemon's control socket: newline-delimited JSON over a Unix stream
+/// socket, a thread per client (they are few and short-lived), SO_PEERCRED
+/// admission of root, the daemon's own user and members of the admin group.
+/// Malformed lines get an error answer and the connection stays usable.
+final class ControlServer: @unchecked Sendable {
+    static let maxLine = 64 * 1024
+    let path: String
+    let adminGroup: String
+    private let handler: (ControlRequest, Peer) throws -> ControlAnswer
+    private var listener: Int32 = -1
+    private let lock = NSLock()
+    private var clients: Set<Int32> = []
+    private var stopping = false
+
+    init(path: String, adminGroup: String, handler: @escaping (ControlRequest, Peer) throws -> ControlAnswer) {
+        self.path = path
+        self.adminGroup = adminGroup
+        self.handler = handler
+    }
+
+    func start() throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        unlink(path)  // a stale socket from a crashed run
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw DaemonError.startup("control socket: \(String(cString: strerror(errno)))") }
+        guard var addr = UnixAddress(path) else {
+            close(fd)
+            throw DaemonError.startup("control socket path too long: \(path)")
+        }
+        let bound = addr.withSockaddr { bind(fd, $0, $1) }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            let why = String(cString: strerror(errno))
+            close(fd)
+            throw DaemonError.startup("control socket \(path): \(why)")
+        }
+        // Root and the admin group may connect; SO_PEERCRED decides per request.
+        if let group = getgrnam(adminGroup) { chown(path, getuid(), group.pointee.gr_gid) }
+        chmod(path, 0o660)
+        listener = fd
+        let t = Thread { [self] in acceptLoop(fd) }
+        t.name = "gatewayd.control"
+        t.start()
+    }
+
+    func stop() {
+        let (fd, open) = lock.withLock { () -> (Int32, Set<Int32>) in
+            stopping = true
+            return (listener, clients)
+        }
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+        for c in open { shutdown(c, Int32(SHUT_RDWR)) }
+        unlink(path)
+    }
+
+    private func acceptLoop(_ fd: Int32) {
+        while true {
+            let client = accept(fd, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                if lock.withLock({ stopping }) { return }
+                usleep(10_000)
+                continue
+            }
+            lock.withLock { _ = clients.insert(client) }
+            let t = Thread { [self] in
+                serve(client)
+                lock.withLock { _ = clients.remove(client) }
+                close(client)
+            }
+            t.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        guard let peer = Self.peer(fd) else { return }
+        let connection = LineConnection(fd: fd, maxLine: Self.maxLine)
+        guard isAdmitted(peer) else {
+            connection.send(Self.error(.null, "forbidden", "uid \(peer.uid) is not root or in group \(adminGroup)"))
+            return
+        }
+        while let line = connection.readLine() {
+            let request: ControlRequest
+            switch line {
+            case .tooLong:
+                connection.send(Self.error(.null, "too_large", "a request line is at most \(Self.maxLine) bytes"))
+                continue
+            case .line(let bytes):
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                switch Self.parse(bytes) {
+                case .failure(let failure):
+                    connection.send(failure.answer)
+                    continue
+                case .success(let r): request = r
+                }
+            }
+            do {
+                switch try handler(request, peer) {
+                case .value(let v):
+                    connection.send(.object([("id", request.id), ("ok", .bool(true)), ("result", v)]))
+                case .stream(let next):
+                    while !lock.withLock({ stopping }) {
+                        for event in try next() {
+                            guard connection.send(.object([("id", request.id), ("event", event)])) else { return }
+                        }
+                        guard connection.isOpen() else { return }
+                        usleep(200_000)
+                    }
+                    return
+                }
+            } catch {
+                connection.send(Self.error(request.id, "failed", "\(error)"))
+            }
+        }
+    }
+
+    static func parse(_ bytes: [UInt8]) -> Result<ControlRequest, ControlFailure> {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes, maxDepth: 8, maxBytes: maxLine)
+        } catch {
+            return .failure(ControlFailure(answer: Self.error(.null, "bad_request", "\(error)")))
+        }
+        guard value.objectValue != nil else {
+            return .failure(ControlFailure(answer: Self.error(.null, "bad_request", "a request is a JSON object")))
+        }
+        let id = value["id"] ?? .null
+        switch id {
+        case .string, .int: break
+        default: return .failure(ControlFailure(answer: Self.error(.null, "bad_request", "id must be a string or an integer")))
+        }
+        guard let method = value["method"]?.stringValue else {
+            return .failure(ControlFailure(answer: Self.error(id, "bad_request", "method must be a string")))
+        }
+        var params: [String: JSONValue] = [:]
+        if let p = value["params"] {
+            guard let object = p.objectValue else {
+                return .failure(ControlFailure(answer: Self.error(id, "bad_request", "params must be an object")))
+            }
+            for (k, v) in object { params[k] = v }
+        }
+        return .success(ControlRequest(id: id, method: method, params: params))
+    }
+
+    static func error(_ id: JSONValue, _ code: String, _ message: String) -> JSONValue {
+        .object([("id", id), ("ok", .bool(false)), ("error", .object([("code", .string(code)), ("message", .string(message))]))])
+    }
+
+    static func peer(_ fd: Int32) -> Peer? {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (socket(7)); Glibc's
+        // module hides it behind _GNU_SOURCE, so it is read as its three fields.
+        var cred: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var len = socklen_t(MemoryLayout.size(ofValue: cred))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0, len == 12 else { return nil }
+        return Peer(pid: cred.pid, uid: cred.uid, gid: cred.gid)
+    }
+
+    /// Root, the daemon's own user, and members (primary or supplementary) of the admin group.
+    func isAdmitted(_ peer: Peer) -> Bool {
+        if peer.uid == 0 || peer.uid == getuid() { return true }
+        guard let group = getgrnam(adminGroup) else { return false }
+        let gid = group.pointee.gr_gid
+        if peer.gid == gid { return true }
+        guard let pw = getpwuid(peer.uid) else { return false }
+        var count: Int32 = 64
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) < 0 {
+            groups = [gid_t](repeating: 0, count: Int(count))
+            guard getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) >= 0 else { return false }
+        }
+        return groups.prefix(Int(count)).contains(gid)
+    }
+}
+
+struct ControlFailure: Error {
+    var answer: JSONValue
+}
+
+/// A `sockaddr_un` for a path.
+struct UnixAddress {
+    var storage = sockaddr_un()
+    init?(_ path: String) {
+        storage.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: storage.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+    }
+    mutating func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+}
+
+/// Bounded line reading and whole-line writing on a stream socket.
+final class LineConnection {
+    enum Line { case line([UInt8]), tooLong }
+    let fd: Int32
+    let maxLine: Int
+    private var buffer: [UInt8] = []
+    private var discarding = false
+
+    init(fd: Int32, maxLine: Int) {
+        self.fd = fd
+        self.maxLine = maxLine
+    }
+
+    /// The next line (without its newline); nil at end of stream.
+    func readLine() -> Line? {
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                if discarding {
+                    discarding = false
+                    return .tooLong
+                }
+                return .line(line)
+            }
+            if buffer.count > maxLine {
+                // Drop what is buffered and the rest of this line, then answer once.
+                buffer.removeAll()
+                discarding = true
+            }
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            buffer += chunk[0..<n]
+        }
+    }
+
+    /// Writes one JSON line (MSG_NOSIGNAL: a vanished client is an error
+    /// return, not SIGPIPE); false when the peer is gone.
+    @discardableResult
+    func send(_ value: JSONValue) -> Bool {
+        let bytes = Array((value.serialized + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Whether the peer still has the connection open (for streams).
+    func isOpen() -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 0) >= 0 else { return false }
+        if p.revents & Int16(POLLHUP | POLLERR) != 0 { return false }
+        if p.revents & Int16(POLLIN) != 0 {
+            var b: UInt8 = 0
+            return recv(fd, &b, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+        }
+        return true
+    }
+}

@@ -1,0 +1,90 @@
+import DoorCore
+import Foundation
+import GatewayStore
+
+/// The store as the tag judgement's registry.
+struct StoreRegistry: StickerRegistry {
+    let store: GatewayStore
+    func issuedTag(_ uid: TagUID) throws -> (state: String, validUntil: Int64?)? {
+        try store.issuedTag(uid).map { ($0.state.rawValue, $0.validUntil) }
+    }
+    func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
+        try store.isRevoked(uid: uid, signature: signature)
+    }
+}
+
+extension IssuedTag {
+    var json: JSONValue {
+        .object([
+            ("uid", .string(uid.hex)), ("action", .int(action)), ("label", .string(label)), ("state", .string(state.rawValue)),
+            ("issued", .string(UTCTime.iso8601(issued))), ("valid_until", .optional(validUntil.map(UTCTime.iso8601))),
+            ("last_seen", .optional(lastSeen.map(UTCTime.iso8601))), ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
+        ])
+    }
+}
+
+extension Daemon {
+    /// Issued tags, revocations, the audit log and backups.
+    func registryMethod(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue? {
+        let now = Int64(time(nil))
+        func uid() throws -> TagUID {
+            guard let u = TagUID(hex: try p.string("uid")) else { throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex") }
+            return u
+        }
+        switch method {
+        case "tags.list":
+            let revoked: [JSONValue] = try store.revocations().map {
+                .object([("uid", .optional($0.uid)), ("signature", .optional($0.signature)), ("created", .string(UTCTime.iso8601($0.created)))])
+            }
+            return .object([("tags", .array(try store.issuedTags().map(\.json))), ("revocations", .array(revoked))])
+        case "tags.revoke":
+            if let sig = p["signature"]?.stringValue {
+                guard let bytes = Hex.decode(sig), bytes.count == 32 else { throw DaemonError.request("a v1 signature is 64 hex digits") }
+                try store.revoke(signature: bytes, reason: try p.string("reason", default: ""), now: now)
+                return .object([("revoked_signature", .string(Hex.encode(bytes)))])
+            }
+            let u = try uid()
+            try store.revoke(uid: u, reason: try p.string("reason", default: ""), now: now)
+            return .object([("revoked", .string(u.hex))])
+        case "tags.expire":
+            let u = try uid()
+            let at = try p.int("at")
+            try store.expire(uid: u, at: Int64(at))
+            return .object([("uid", .string(u.hex)), ("valid_until", .string(UTCTime.iso8601(Int64(at))))])
+        case "tags.forget":
+            let u = try uid()
+            try store.forget(uid: u)
+            return .object([("forgotten", .string(u.hex))])
+        case "log":
+            return .array(try store.auditTail(max(1, min(try p.int("limit", default: 20), 100_000))).map(\.json))
+        case "log.verify":
+            switch try store.verifyAudit() {
+            case .intact(let rows, let from):
+                return .object([("intact", .bool(true)), ("rows", .int(rows)), ("first", from.map { .int(Int($0)) } ?? .null)])
+            case .broken(let id, let why):
+                return .object([("intact", .bool(false)), ("row", .int(Int(id))), ("why", .string(why))])
+            }
+        case "backup":
+            let path = try p.string("path")
+            guard path.hasPrefix("/") else { throw DaemonError.request("give an absolute path for the backup") }
+            try store.backup(to: path)
+            return .object([("path", .string(path)), ("warning", .string("the backup holds every secret and key: keep it like the door's keys"))])
+        default:
+            return nil
+        }
+    }
+
+    /// `log --follow`: the last `limit` rows first, then each new row.
+    func followAudit(after p: [String: JSONValue]) throws -> () throws -> [JSONValue] {
+        let tail = try store.auditTail(max(0, min(try p.int("limit", default: 10), 1000)))
+        var last = try store.auditTail(1).last?.id ?? 0
+        var pending = tail.map(\.json)
+        return { [store] in
+            defer { pending = [] }
+            let rows = try store.auditRows(after: last)
+            if let l = rows.last?.id { last = l }
+            return pending + rows.map(\.json)
+        }
+    }
+
+}

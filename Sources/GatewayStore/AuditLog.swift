@@ -1,0 +1,213 @@
+import DoorCore
+import Foundation
+import GRDB
+
+/// One decision in the audit log.
+public struct AuditRow: Equatable, Sendable {
+    public var id: Int64
+    public var time: Int64
+    public var kind: String
+    public var reason: String?
+    public var action: Int?
+    public var uid: String?
+    public var source: String?
+    public var detail: String?
+
+    /// The canonical content the chain hashes: a JSON array in a fixed order.
+    var canonical: [UInt8] {
+        let fields: [JSONValue] = [
+            JSONValue.int(Int(id)), JSONValue.int(Int(time)), .string(kind), .optional(reason), action.map { JSONValue.int($0) } ?? .null,
+            .optional(uid), .optional(source), .optional(detail),
+        ]
+        return Array(JSONValue.array(fields).serialized.utf8)
+    }
+
+    public var json: JSONValue {
+        var f: [(String, JSONValue)] = [("id", .int(Int(id))), ("time", .string(UTCTime.iso8601(time))), ("kind", .string(kind))]
+        if let reason { f.append(("reason", .string(reason))) }
+        if let action { f.append(("action", .int(action))) }
+        if let uid { f.append(("uid", .string(uid))) }
+        if let source { f.append(("source", .string(source))) }
+        if let detail { f.append(("detail", .string(detail))) }
+        return .object(f)
+    }
+
+    init(row: Row) {
+        id = row["id"]
+        time = row["time"]
+        kind = row["kind"]
+        reason = row["reason"]
+        action = row["action"]
+        uid = row["uid"]
+        source = row["source"]
+        detail = row["detail"]
+    }
+}
+
+/// The result of checking the chain.
+public enum AuditVerification: Equatable, Sendable {
+    /// Every row from the anchor (or the first row) on links up.
+    case intact(rows: Int, from: Int64?)
+    /// The first row whose link or content does not match.
+    case broken(rowID: Int64, why: String)
+}
+
+/// The audit log (issue "daemon": every decision with its reason,
+/// hash-chained). Each row stores `prev` (the previous row's hash, or the
+/// anchor's, or 32 zero bytes for the very first row) and
+/// `hash = SHA-256(prev ‖ canonical content)`, so altering, deleting or
+/// reordering a row breaks verification at that row. Retention deletes the
+/// oldest rows and records the last deleted row's hash as the anchor.
+extension GatewayStore {
+    static let genesis = [UInt8](repeating: 0, count: 32)
+
+    @discardableResult
+    public func appendAudit(
+        time: Int64, kind: String, reason: String? = nil, action: Int? = nil, uid: String? = nil, source: String? = nil,
+        detail: String? = nil
+    ) throws -> Int64 {
+        try pool.write { db in
+            let last = try Row.fetchOne(db, sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
+            let anchor = try Row.fetchOne(db, sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
+            let prev: [UInt8]
+            let id: Int64
+            if let last {
+                prev = Array(last["hash"] as Data)
+                id = (last["id"] as Int64) + 1
+            } else if let anchor {
+                prev = Array(anchor["hash"] as Data)
+                id = (anchor["row_id"] as Int64) + 1
+            } else {
+                prev = Self.genesis
+                id = 1
+            }
+            var row = AuditRow(row: Row())
+            row.id = id
+            row.time = time
+            row.kind = kind
+            row.reason = reason
+            row.action = action
+            row.uid = uid
+            row.source = source
+            row.detail = detail
+            let hash = Crypto.sha256(prev + row.canonical)
+            try db.execute(
+                sql: """
+                    INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, time, kind, reason, action, uid, source, detail, Data(prev), Data(hash)])
+            return id
+        }
+    }
+
+    /// The newest `limit` rows, oldest first.
+    public func auditTail(_ limit: Int) throws -> [AuditRow] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id", arguments: [limit])
+                .map(AuditRow.init(row:))
+        }
+    }
+
+    /// Rows after `id`, oldest first (`log --follow`).
+    public func auditRows(after id: Int64, limit: Int = 1000) throws -> [AuditRow] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
+                .map(AuditRow.init(row:))
+        }
+    }
+
+    public func verifyAudit() throws -> AuditVerification {
+        try pool.read { db in
+            let anchor = try Row.fetchOne(db, sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
+            var expected = anchor.map { Array($0["hash"] as Data) } ?? Self.genesis
+            var expectedID: Int64? = anchor.map { ($0["row_id"] as Int64) + 1 }
+            var count = 0
+            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM audit ORDER BY id")
+            var first: Int64?
+            while let r = try cursor.next() {
+                let row = AuditRow(row: r)
+                first = first ?? row.id
+                if let e = expectedID, row.id != e { return .broken(rowID: row.id, why: "row \(e) is missing") }
+                let prev = Array(r["prev"] as Data)
+                guard prev == expected else { return .broken(rowID: row.id, why: "link to the previous row does not match") }
+                let hash = Array(r["hash"] as Data)
+                guard hash == Crypto.sha256(prev + row.canonical) else {
+                    return .broken(rowID: row.id, why: "content does not match its hash")
+                }
+                expected = hash
+                expectedID = row.id + 1
+                count += 1
+            }
+            if anchor == nil, let first, first != 1 { return .broken(rowID: first, why: "rows before it are missing and there is no anchor") }
+            return .intact(rows: count, from: first)
+        }
+    }
+
+    /// Retention: deletes rows older than `before` (Unix s) and beyond the
+    /// newest `keep`, recording the last deleted row as the anchor.
+    /// Returns how many rows went.
+    @discardableResult
+    public func trimAudit(before: Int64? = nil, keep: Int? = nil) throws -> Int {
+        try pool.write { db in
+            var cut: Int64 = 0
+            if let before {
+                cut = max(cut, try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM audit WHERE time < ?", arguments: [before]) ?? 0)
+            }
+            if let keep {
+                cut = max(
+                    cut,
+                    try Int64.fetchOne(db, sql: "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?", arguments: [max(0, keep)]) ?? 0)
+            }
+            guard cut > 0, let hash = try Data.fetchOne(db, sql: "SELECT hash FROM audit WHERE id = ?", arguments: [cut]) else {
+                return 0
+            }
+            try db.execute(
+                sql: "INSERT INTO audit_anchor (one, row_id, hash) VALUES (1, ?, ?) ON CONFLICT(one) DO UPDATE SET row_id = excluded.row_id, hash = excluded.hash",
+                arguments: [cut, hash])
+            try db.execute(sql: "DELETE FROM audit WHERE id <= ?", arguments: [cut])
+            return db.changesCount
+        }
+    }
+
+    /// A consistent snapshot of the whole store (keys and secrets included)
+    /// into `file`, mode 0600 (SQLite `VACUUM INTO`).
+    public func backup(to file: String) throws {
+        guard !FileManager.default.fileExists(atPath: file) else { throw StoreError.invalidValue("\(file) exists; not overwriting it") }
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.cannotCreate(path: file, String(cString: strerror(errno))) }
+        close(fd)
+        unlink(file)  // VACUUM INTO wants to create it; the umask-proof mode is set below
+        try pool.read { db in try db.execute(sql: "VACUUM INTO ?", arguments: [file]) }
+        guard chmod(file, 0o600) == 0 else { throw StoreError.cannotCreate(path: file, String(cString: strerror(errno))) }
+    }
+
+    /// Restores a backup into an empty state directory (refuses to replace
+    /// an existing store), then opens it (running newer migrations).
+    public static func restore(backup file: String, into stateDirectory: String) throws -> GatewayStore {
+        let target = (stateDirectory as NSString).appendingPathComponent(fileName)
+        guard !FileManager.default.fileExists(atPath: target) else {
+            throw StoreError.invalidValue("\(target) exists; restore only into a fresh state directory")
+        }
+        // Check it is a store before copying.
+        var config = Configuration()
+        config.readonly = true
+        do {
+            let queue = try DatabaseQueue(path: file, configuration: config)
+            let ok = try queue.read { try $0.tableExists("key") && $0.tableExists("secret") }
+            guard ok else { throw StoreError.invalidValue("\(file) is not a DoorGateway backup") }
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError.invalidValue("\(file) is not a DoorGateway backup: \(error)")
+        }
+        try ensurePrivateDirectory(stateDirectory)
+        try ensurePrivateFile(target)
+        guard let data = FileManager.default.contents(atPath: file) else { throw StoreError.cannotCreate(path: file, "unreadable") }
+        let fd = open(target, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.cannotCreate(path: target, String(cString: strerror(errno))) }
+        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == data.count else { throw StoreError.cannotCreate(path: target, "short write") }
+        return try GatewayStore(stateDirectory: stateDirectory)
+    }
+}

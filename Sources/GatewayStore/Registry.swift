@@ -1,0 +1,157 @@
+import DoorCore
+import Foundation
+import GRDB
+
+/// A sticker the gateway wrote (DESIGN.md "Issued-tag registry").
+public struct IssuedTag: Equatable, Sendable {
+    public enum State: String, Sendable, CaseIterable { case pending, active, revoked, failed }
+    public var uid: TagUID
+    public var action: ActionIndex
+    public var secretID: Int64?
+    public var label: String
+    public var issued: Int64
+    public var validUntil: Int64?
+    public var state: State
+    public var lastSeen: Int64?
+}
+
+extension IssuedTag: FetchableRecord {
+    public init(row: Row) throws {
+        let hex: String = row["uid"]
+        guard let uid = TagUID(hex: hex), let state = State(rawValue: row["state"]) else {
+            throw StoreError.invalidValue("issued_tag row \(hex)")
+        }
+        self.init(
+            uid: uid, action: row["action"], secretID: row["secret_id"], label: row["label"], issued: row["issued"],
+            validUntil: row["valid_until"], state: state, lastSeen: row["last_seen"])
+    }
+}
+
+/// A revocation: by UID, or (v1 stickers, which carry no UID) by signature.
+public struct Revocation: Equatable, Sendable, FetchableRecord {
+    public var id: Int64
+    public var uid: String?
+    public var signature: String?
+    public var created: Int64
+    public var reason: String
+    public init(row: Row) {
+        id = row["id"]
+        uid = row["uid"]
+        signature = row["signature"]
+        created = row["created"]
+        reason = row["reason"]
+    }
+}
+
+public enum RegistryError: Error, Equatable, CustomStringConvertible {
+    case illegalTransition(uid: String, from: IssuedTag.State?, to: IssuedTag.State)
+    case revoked(String)
+    public var description: String {
+        switch self {
+        case .illegalTransition(let uid, let from, let to):
+            return "tag \(uid) cannot go from \(from?.rawValue ?? "unknown") to \(to.rawValue)"
+        case .revoked(let uid): return "tag \(uid) is revoked; `gatewayctl tags forget \(uid)` first"
+        }
+    }
+}
+
+extension GatewayStore {
+    /// Records a tag about to be written (pending). A UID issued before is
+    /// re-issued (its row starts again); a revoked UID is refused.
+    public func createPendingTag(
+        uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, validUntil: Int64? = nil, now: Int64
+    ) throws {
+        try pool.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
+                throw RegistryError.revoked(uid.hex)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state)
+                    VALUES (?, ?, ?, ?, ?, ?, 'pending')
+                    ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = excluded.secret_id,
+                      label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
+                      state = 'pending', last_seen = NULL
+                    """, arguments: [uid.hex, action, secretID, label, now, validUntil])
+        }
+    }
+
+    /// pending → active (written and verified).
+    public func activateTag(uid: TagUID) throws { try transition(uid, from: [.pending], to: .active) }
+
+    /// pending → failed (the write failed: visible, never honoured).
+    public func failTag(uid: TagUID) throws { try transition(uid, from: [.pending], to: .failed) }
+
+    private func transition(_ uid: TagUID, from: Set<IssuedTag.State>, to: IssuedTag.State) throws {
+        try pool.write { db in
+            let current = try String.fetchOne(db, sql: "SELECT state FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
+                .flatMap(IssuedTag.State.init(rawValue:))
+            guard let current, from.contains(current) else {
+                throw RegistryError.illegalTransition(uid: uid.hex, from: current, to: to)
+            }
+            try db.execute(sql: "UPDATE issued_tag SET state = ? WHERE uid = ?", arguments: [to.rawValue, uid.hex])
+        }
+    }
+
+    public func issuedTag(_ uid: TagUID) throws -> IssuedTag? {
+        try pool.read { try IssuedTag.fetchOne($0, sql: "SELECT * FROM issued_tag WHERE uid = ?", arguments: [uid.hex]) }
+    }
+
+    public func issuedTags() throws -> [IssuedTag] {
+        try pool.read { try IssuedTag.fetchAll($0, sql: "SELECT * FROM issued_tag ORDER BY issued, uid") }
+    }
+
+    public func touchLastSeen(uid: TagUID, at time: Int64) throws {
+        try pool.write { try $0.execute(sql: "UPDATE issued_tag SET last_seen = ? WHERE uid = ?", arguments: [time, uid.hex]) }
+    }
+
+    /// Revokes by UID: an issued tag becomes revoked, and the UID is denied
+    /// whatever it carries (also stickers never issued here).
+    public func revoke(uid: TagUID, reason: String = "", now: Int64) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO revocation (uid, created, reason) VALUES (?, ?, ?) ON CONFLICT(uid) DO NOTHING",
+                arguments: [uid.hex, now, reason])
+            try db.execute(sql: "UPDATE issued_tag SET state = 'revoked' WHERE uid = ? AND state = 'active'", arguments: [uid.hex])
+        }
+    }
+
+    /// Revokes a v1 sticker by its signature (hex, either case).
+    public func revoke(signature: [UInt8], reason: String = "", now: Int64) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO revocation (signature, created, reason) VALUES (?, ?, ?) ON CONFLICT(signature) DO NOTHING",
+                arguments: [Hex.encode(signature), now, reason])
+        }
+    }
+
+    public func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
+        try pool.read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM revocation WHERE uid = ? OR signature = ?",
+                arguments: [uid.hex, signature.map { Hex.encode($0) }]) != nil
+        }
+    }
+
+    public func revocations() throws -> [Revocation] {
+        try pool.read { try Revocation.fetchAll($0, sql: "SELECT * FROM revocation ORDER BY id") }
+    }
+
+    /// Sets (or with nil clears) an issued tag's expiry.
+    public func expire(uid: TagUID, at time: Int64?) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE issued_tag SET valid_until = ? WHERE uid = ?", arguments: [time, uid.hex])
+            if db.changesCount == 0 { throw StoreError.notFound("issued tag \(uid.hex)") }
+        }
+    }
+
+    /// Forgets a UID: its registry row and its UID revocation.
+    public func forget(uid: TagUID) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
+            let rows = db.changesCount
+            try db.execute(sql: "DELETE FROM revocation WHERE uid = ?", arguments: [uid.hex])
+            if rows + db.changesCount == 0 { throw StoreError.notFound("tag \(uid.hex)") }
+        }
+    }
+}
