@@ -1,1 +1,407 @@
-// NFCReader: see README.md "Layout".
+#if canImport(Glibc)
+    import Glibc
+#endif
+import CNFC
+import DoorCore
+
+/// A tag read at the door: what the gateway needs to judge it.
+public struct TagRead: Equatable, Sendable {
+    public var uid: TagUID
+    public var type: NTAGType?
+    public var capabilityContainer: CapabilityContainer?
+    /// The first NDEF TLV's value (the message bytes); nil when there is none.
+    public var ndef: [UInt8]?
+    /// The decoded message; nil when blank or undecodable (`decodeError` says why).
+    public var message: NDEFMessage?
+    public var decodeError: String?
+    /// Bytes of user memory read for this tap (CC included).
+    public var bytesRead: Int
+    public var content: TagContent? {
+        guard ndef != nil else { return .blank }
+        guard let message else { return nil }
+        return message.isEmpty ? .blank : .message(message)
+    }
+}
+
+/// NTAG21x write password (COMPAT §4): PWD = bytes 0–3 and PACK = bytes 4–5
+/// of HMAC-SHA256(device key, "ntag-pwd|" ‖ the 7 raw UID bytes).
+public struct NTAGPassword: Equatable, Sendable {
+    public var pwd: [UInt8]
+    public var pack: [UInt8]
+    public init(pwd: [UInt8], pack: [UInt8]) {
+        self.pwd = pwd
+        self.pack = pack
+    }
+    public static func derive(deviceKey: [UInt8], uid: TagUID) -> NTAGPassword {
+        let mac = Crypto.hmacSHA256(key: deviceKey, message: Array("ntag-pwd|".utf8) + uid.bytes)
+        return NTAGPassword(pwd: Array(mac[0..<4]), pack: Array(mac[4..<6]))
+    }
+}
+
+public struct WriteOptions: Sendable {
+    /// Write over foreign content (DESIGN.md: only when an admin said so).
+    public var overwrite: Bool
+    /// Authenticate with this password first (a protected tag), and protect
+    /// the tag with it after the write when `protect` is set.
+    public var password: NTAGPassword?
+    public var protect: Bool
+    /// AUTHLIM (ACCESS bits 2–0): failed PWD_AUTH attempts allowed, 0 = unlimited.
+    public var authLimit: Int
+    public init(overwrite: Bool = false, password: NTAGPassword? = nil, protect: Bool = false, authLimit: Int = 0) {
+        self.overwrite = overwrite
+        self.password = password
+        self.protect = protect
+        self.authLimit = authLimit
+    }
+}
+
+public struct WriteReport: Equatable, Sendable {
+    public var uid: TagUID
+    public var type: NTAGType
+    public var bytes: Int
+    public var protected: Bool
+}
+
+/// The reader adapter: the only code that touches libnfc (DESIGN.md). It
+/// opens the PN532 by connstring, lets the chip poll for type A targets with
+/// InAutoPoll (UM0701-02 §7.3.13: PollNr 1, Period 1 = 150 ms, type 10h
+/// MIFARE/ISO14443A 106 kbps), so a tag is answered the moment it enters the
+/// field, and talks to NTAG21x with InDataExchange. Every command goes
+/// through `pn53x_transceive` with its own finite host timeout, longer than
+/// the chip's own bound for that command, so the host never gives up on a
+/// command the chip is still running (libnfc does not abort the chip after
+/// a host timeout); when it must (a hung chip), the device is closed and
+/// reopened, which flushes and re-checks the link before any new command.
+/// Not thread-safe: one thread owns a reader.
+public final class NFCReader {
+    public let connstring: String
+    private var context: OpaquePointer?
+    private var device: OpaquePointer?
+    public private(set) var health: ReaderHealth = .lost("not opened")
+    /// PWD_AUTH commands sent since open (tests check taps send none).
+    public private(set) var passwordAuthentications = 0
+
+    /// InAutoPoll Period (×150 ms) and the host's margin over the chip's bound.
+    static let pollPeriodUnits: UInt8 = 1
+    static let hostMarginMs: Int32 = 350
+    /// InDataExchange: the chip answers within its RF timeout (tens of ms); the host waits this long.
+    static let exchangeTimeoutMs: Int32 = 500
+
+    public init(connstring: String) {
+        self.connstring = connstring
+    }
+
+    deinit {
+        close()
+        if let context { nfc_exit(context) }
+    }
+
+    public var isOpen: Bool { device != nil }
+
+    /// Opens the reader by its connstring (never by scanning or /etc/nfc).
+    public func open() throws(ReaderError) {
+        close()
+        if context == nil {
+            var ctx: OpaquePointer?
+            nfc_init(&ctx)
+            context = ctx
+        }
+        guard let context else { throw fail(.noReader("libnfc could not start")) }
+        guard let dev = nfc_open(context, connstring) else {
+            throw fail(.noReader("cannot open \(connstring)"))
+        }
+        device = dev
+        guard nfc_initiator_init(dev) >= 0 else { throw fail(.noReader("initiator mode: \(errorText())")) }
+        // nfc_initiator_init turns infinite select on; turn it off (it also sets
+        // MaxRetries to finite values), keep easy framing for InDataExchange.
+        guard nfc_device_set_property_bool(dev, NP_INFINITE_SELECT, false) >= 0,
+            nfc_device_set_property_bool(dev, NP_AUTO_ISO14443_4, false) >= 0,
+            nfc_device_set_property_bool(dev, NP_EASY_FRAMING, true) >= 0
+        else { throw fail(.noReader("configuring the PN532: \(errorText())")) }
+        // RFConfiguration item 05h MaxRetries (MxRtyATR, MxRtyPSL,
+        // MxRtyPassiveActivation): finite, so no activation outlives its host timeout.
+        _ = try command([0x32, 0x05, 0x00, 0x01, 0x02], timeoutMs: Self.exchangeTimeoutMs)
+        health = .ok
+        passwordAuthentications = 0
+    }
+
+    public func close() {
+        if let device { nfc_close(device) }
+        device = nil
+    }
+
+    // MARK: Tapping
+
+    /// One poll: the chip polls for a type A target for up to 150 ms and
+    /// answers at once when one enters. Returns the tag with its NDEF read,
+    /// or nil when none came.
+    public func poll() throws(ReaderError) -> TagRead? {
+        guard let found = try autoPoll() else { return nil }
+        return try read(uid: found)
+    }
+
+    /// Polls until a tag comes or `timeout` passes.
+    public func waitForTag(timeout: Duration) throws(ReaderError) -> TagRead? {
+        let deadline = ContinuousClock.now + timeout
+        repeat {
+            if let tag = try poll() { return tag }
+        } while ContinuousClock.now < deadline
+        return nil
+    }
+
+    /// Whether the activated tag still answers (a READ of page 0).
+    public func isPresent(_ uid: TagUID) throws(ReaderError) -> Bool {
+        do {
+            let page0 = try exchange([0x30, 0x00])
+            guard page0.count >= 8 else { return false }
+            return Self.uid(fromPages: page0) == uid
+        } catch .tagLost {
+            return false
+        } catch .nak {
+            return false
+        }
+    }
+
+    /// InAutoPoll for one type A (MIFARE-compatible) target; its UID.
+    private func autoPoll() throws(ReaderError) -> TagUID? {
+        let chipBoundMs = Int32(Self.pollPeriodUnits) * 150
+        let rx = try command([0x60, 0x01, Self.pollPeriodUnits, 0x10], timeoutMs: chipBoundMs + Self.hostMarginMs)
+        guard let count = rx.first else { throw fail(.io("empty InAutoPoll answer")) }
+        guard count > 0 else { return nil }
+        // NbTg, Type1, Length1, then Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1.
+        guard rx.count >= 8 else { throw fail(.io("short InAutoPoll answer")) }
+        let uidLength = Int(rx[7])
+        guard rx.count >= 8 + uidLength, [4, 7, 10].contains(uidLength) else { throw fail(.io("bad target data in InAutoPoll answer")) }
+        return TagUID(Array(rx[8..<(8 + uidLength)]))
+    }
+
+    /// Reads what the NDEF message needs: GET_VERSION (which NTAG), the CC
+    /// and the TLVs up to the end of the first NDEF TLV — 16 bytes with the
+    /// first READ (pages 3–6), the rest with one FAST_READ.
+    func read(uid: TagUID) throws(ReaderError) -> TagRead {
+        let type = try version()
+        let first = try exchange([0x30, 0x03])
+        guard first.count >= 16 else { throw fail(.io("short READ answer")) }
+        var result = TagRead(uid: uid, type: type, capabilityContainer: nil, ndef: nil, message: nil, decodeError: nil, bytesRead: 16)
+        let cc: CapabilityContainer
+        do { cc = try CapabilityContainer(Array(first[0..<4])) } catch {
+            result.decodeError = "\(error)"
+            return result
+        }
+        result.capabilityContainer = cc
+        let areaSize = min(cc.dataAreaSize, type.userBytes)
+        var area = Array(first[4..<16])
+        while true {
+            let scan: Type2.Scan
+            do { scan = try Type2.scan(prefix: area, areaSize: areaSize) } catch {
+                result.decodeError = "\(error)"
+                return result
+            }
+            switch scan {
+            case .noNDEF:
+                return result
+            case .complete(let value, _):
+                result.ndef = value
+                do { result.message = try NDEFMessage.decode(value) } catch { result.decodeError = "\(error)" }
+                return result
+            case .needMore(let more):
+                let startPage = 4 + area.count / 4
+                let wanted = min(areaSize - area.count, ((more + 3) / 4) * 4)
+                let endPage = startPage + max(1, wanted / 4) - 1
+                let bytes = try fastRead(from: startPage, to: endPage)
+                area += bytes
+                result.bytesRead += bytes.count
+            }
+        }
+    }
+
+    private func version() throws(ReaderError) -> NTAGType {
+        let v = try exchange([0x60])
+        guard let type = NTAGType(versionResponse: v) else { throw .notNTAG("GET_VERSION answered \(Hex.encode(v))") }
+        return type
+    }
+
+    private func fastRead(from: Int, to: Int) throws(ReaderError) -> [UInt8] {
+        let bytes = try exchange([0x3A, UInt8(from), UInt8(to)])
+        guard bytes.count == (to - from + 1) * 4 else { throw fail(.io("FAST_READ \(from)–\(to) answered \(bytes.count) bytes")) }
+        return bytes
+    }
+
+    // MARK: Writing
+
+    /// Writes `message` on the tag `uid` (in the field and activated), reads
+    /// it back and verifies it. Only a blank tag or one of our stickers
+    /// (DESIGN.md) unless `overwrite`. The NDEF TLV's length is written as 0
+    /// first and set last (T2T 1.0 §6.4.2), so a tag torn away mid-write holds
+    /// an empty message, never a half sticker.
+    @discardableResult
+    public func write(_ message: NDEFMessage, to uid: TagUID, options: WriteOptions) throws(ReaderError) -> WriteReport {
+        let page0 = try exchange([0x30, 0x00])
+        guard page0.count >= 16 else { throw fail(.io("short READ answer")) }
+        let found = Self.uid(fromPages: page0)
+        guard found == uid else { throw .wrongTag(expected: uid, found: found) }
+        let current = try read(uid: uid)
+        guard let type = current.type else { throw .notNTAG("no version") }
+        guard let cc = current.capabilityContainer else { throw .readOnly("no NDEF capability container") }
+        guard !cc.readOnly else { throw .readOnly("capability container access \(Hex.encode([cc.access]))") }
+        if StaticLock(page0[10], page0[11]).lockedPages.contains(where: { $0 >= 4 }) { throw .readOnly("static lock bits set") }
+        switch current.content {
+        case .blank: break
+        case .message(let m) where Self.isOurs(m): break
+        default:
+            guard options.overwrite else {
+                throw .foreignContent(current.decodeError ?? (current.message.map(Self.summary) ?? "unknown"))
+            }
+        }
+        let tlv: [UInt8]
+        do { tlv = try Type2.ndefTLV(message) } catch { throw .io("\(error)") }
+        let capacity = min(cc.dataAreaSize, type.ndefCapacity)
+        guard tlv.count <= capacity else { throw .tooSmall(needed: tlv.count, capacity: capacity) }
+
+        // Dynamic lock bits and the configuration pages (AUTH0, ACCESS).
+        let config = try exchange([0x30, UInt8(type.dynamicLockPage)])
+        guard config.count >= 16 else { throw fail(.io("short READ answer")) }
+        let lastPage = 4 + (tlv.count + 3) / 4 - 1
+        if type.dynamicallyLockedPages(Array(config[0..<3])).contains(where: { $0 <= lastPage }) {
+            throw .readOnly("dynamic lock bits cover pages of the message")
+        }
+        let auth0 = Int(config[7])
+        let protectedNow = auth0 < type.pages
+        // PWD_AUTH only for a tag that is already protected, and only here:
+        // taps never send it.
+        if protectedNow {
+            guard let password = options.password else {
+                throw .authenticationFailed("the tag is password-protected from page \(auth0) and no password was given")
+            }
+            try authenticate(password)
+        }
+
+        var padded = tlv
+        while padded.count % 4 != 0 { padded.append(0) }
+        var pages = stride(from: 0, to: padded.count, by: 4).map { Array(padded[$0..<($0 + 4)]) }
+        let header = pages[0]
+        pages[0] = Self.zeroLength(header)
+        for (i, page) in pages.enumerated() { try writePage(4 + i, page) }
+        if pages[0] != header { try writePage(4, header) }
+
+        var protected = protectedNow
+        if options.protect, let password = options.password, !protectedNow {
+            // PWD and PACK, then AUTH0 = first user page; authenticating with
+            // the new password proves it (the PACK comes back) before ACCESS
+            // locks the configuration: PROT = 0 (reads stay open to phones),
+            // CFGLCK = 1, AUTHLIM (NTAG213/215/216 data sheet §8.8).
+            try writePage(type.pwdPage, password.pwd)
+            try writePage(type.packPage, password.pack + [0, 0])
+            try writePage(type.cfg0Page, [config[4], config[5], config[6], UInt8(NTAGType.firstUserPage)])
+            try authenticate(password)
+            let access = UInt8(0x40) | UInt8(max(0, min(options.authLimit, 7)))
+            try writePage(type.cfg1Page, [access, config[9], config[10], config[11]])
+            protected = true
+        }
+
+        // Read back and verify.
+        let back = try read(uid: uid)
+        guard back.ndef == (try? message.encoded()) else { throw .io("read-back does not match what was written") }
+        return WriteReport(uid: uid, type: type, bytes: tlv.count, protected: protected)
+    }
+
+    /// PWD_AUTH (1Bh): the tag answers with its PACK, which must match.
+    private func authenticate(_ password: NTAGPassword) throws(ReaderError) {
+        passwordAuthentications += 1
+        let pack: [UInt8]
+        do { pack = try exchange([0x1B] + password.pwd) } catch .nak(let m) {
+            throw .authenticationFailed("the tag refused the password (\(m))")
+        } catch .tagLost {
+            throw .authenticationFailed("no answer to PWD_AUTH (wrong password or the tag left)")
+        }
+        guard pack.count >= 2, Array(pack[0..<2]) == password.pack else {
+            throw .authenticationFailed("the tag's PACK \(Hex.encode(pack)) is not the expected one")
+        }
+    }
+
+    private func writePage(_ page: Int, _ bytes: [UInt8]) throws(ReaderError) {
+        _ = try exchange([0xA2, UInt8(page)] + bytes)
+    }
+
+    /// The NDEF TLV's first page with its length set to 0.
+    static func zeroLength(_ page: [UInt8]) -> [UInt8] {
+        page[1] == 0xFF ? [0x03, 0x00, 0xFE, 0x00] : [page[0], 0x00] + page[2...]
+    }
+
+    static func isOurs(_ m: NDEFMessage) -> Bool {
+        m.records.contains { ((try? $0.uri()) ?? nil)?.hasPrefix(StickerURL.prefix) ?? false }
+    }
+
+    static func summary(_ m: NDEFMessage) -> String {
+        if let uri = m.records.lazy.compactMap({ (try? $0.uri()) ?? nil }).first { return "URI \(uri.prefix(40))" }
+        return "\(m.records.count) record(s)"
+    }
+
+    /// UID from pages 0–1: UID0–2, BCC0, UID3–6 (NTAG21x data sheet §8.5.1).
+    static func uid(fromPages p: [UInt8]) -> TagUID {
+        TagUID([p[0], p[1], p[2], p[4], p[5], p[6], p[7]])
+    }
+
+    // MARK: Chip commands
+
+    /// InDataExchange with target 1; the tag's answer (status checked).
+    func exchange(_ tagCommand: [UInt8]) throws(ReaderError) -> [UInt8] {
+        let rx = try command([0x40, 0x01] + tagCommand, timeoutMs: Self.exchangeTimeoutMs, tagLevel: true)
+        guard let status = rx.first else { throw fail(.io("empty InDataExchange answer")) }
+        guard status & 0x3F == 0 else { throw .io("status \(status)") }
+        return Array(rx.dropFirst())
+    }
+
+    /// One PN532 command with a finite host timeout.
+    private func command(_ tx: [UInt8], timeoutMs: Int32, tagLevel: Bool = false) throws(ReaderError) -> [UInt8] {
+        guard let device else { throw ReaderError.noReader("not open") }
+        var rx = [UInt8](repeating: 0, count: 300)
+        let n = tx.withUnsafeBufferPointer { t in
+            rx.withUnsafeMutableBufferPointer { r in
+                pn53x_transceive(device, t.baseAddress, t.count, r.baseAddress, r.count, timeoutMs)
+            }
+        }
+        if n >= 0 { return Array(rx[0..<Int(n)]) }
+        switch n {
+        case NFC_ERFTRANS where tagLevel: throw ReaderError.tagLost
+        case NFC_EMFCAUTHFAIL where tagLevel: throw ReaderError.nak("command \(Hex.encode([tx[2]]))")
+        case NFC_ETGRELEASED where tagLevel: throw ReaderError.tagLost
+        case NFC_ETIMEOUT: throw fail(.timeout("no answer to PN532 command \(Hex.encode([tx[0]])) within \(timeoutMs) ms"))
+        default: throw fail(.io("PN532 command \(Hex.encode([tx[0]])): \(errorText())"))
+        }
+    }
+
+    private func errorText() -> String {
+        guard let device, let text = nfc_strerror(device) else { return "unknown error" }
+        return String(cString: text)
+    }
+
+    /// Records a reader-level failure in `health`.
+    private func fail(_ error: ReaderError) -> ReaderError {
+        if error.readerLost { health = device == nil ? .lost(error.description) : .degraded(error.description) }
+        return error
+    }
+}
+
+/// Lock and protection state, read only when asked (`reader scan`).
+public struct TagDetails: Equatable, Sendable {
+    public var readOnly: Bool
+    public var lockedPages: Int
+    /// AUTH0 when it falls inside the tag's pages: writes from there need PWD_AUTH.
+    public var protectedFrom: Int?
+}
+
+extension NFCReader {
+    public func details(of tag: TagRead) throws(ReaderError) -> TagDetails {
+        guard let type = tag.type else { return TagDetails(readOnly: true, lockedPages: 0, protectedFrom: nil) }
+        let page0 = try exchange([0x30, 0x00])
+        let config = try exchange([0x30, UInt8(type.dynamicLockPage)])
+        guard page0.count >= 16, config.count >= 16 else { throw .io("short READ answer") }
+        let locked = StaticLock(page0[10], page0[11]).lockedPages.filter { $0 >= 4 }.count
+            + type.dynamicallyLockedPages(Array(config[0..<3])).count
+        let auth0 = Int(config[7])
+        return TagDetails(
+            readOnly: (tag.capabilityContainer?.readOnly ?? true) || locked > 0, lockedPages: locked,
+            protectedFrom: auth0 < type.pages ? auth0 : nil)
+    }
+}
