@@ -32,6 +32,17 @@ public struct AuditRow: Equatable, Sendable {
         return .object(f)
     }
 
+    init(id: Int64, time: Int64, kind: String, reason: String?, action: Int?, uid: String?, source: String?, detail: String?) {
+        self.id = id
+        self.time = time
+        self.kind = kind
+        self.reason = reason
+        self.action = action
+        self.uid = uid
+        self.source = source
+        self.detail = detail
+    }
+
     init(row: Row) {
         id = row["id"]
         time = row["time"]
@@ -81,15 +92,7 @@ extension GatewayStore {
                 prev = Self.genesis
                 id = 1
             }
-            var row = AuditRow(row: Row())
-            row.id = id
-            row.time = time
-            row.kind = kind
-            row.reason = reason
-            row.action = action
-            row.uid = uid
-            row.source = source
-            row.detail = detail
+            let row = AuditRow(id: id, time: time, kind: kind, reason: reason, action: action, uid: uid, source: source, detail: detail)
             let hash = Crypto.sha256(prev + row.canonical)
             try db.execute(
                 sql: """
@@ -177,7 +180,7 @@ extension GatewayStore {
         guard fd >= 0 else { throw StoreError.cannotCreate(path: file, String(cString: strerror(errno))) }
         close(fd)
         unlink(file)  // VACUUM INTO wants to create it; the umask-proof mode is set below
-        try pool.read { db in try db.execute(sql: "VACUUM INTO ?", arguments: [file]) }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [file]) }
         guard chmod(file, 0o600) == 0 else { throw StoreError.cannotCreate(path: file, String(cString: strerror(errno))) }
     }
 

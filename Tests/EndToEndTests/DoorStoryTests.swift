@@ -19,7 +19,7 @@ final class DoorStoryTests: XCTestCase {
         try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
         let written = try g.waitForEvent("provisioning_written", timeout: 10)
         XCTAssertEqual(written["uid"]?.stringValue, uid)
-        let tags = try g.ctlJSON(["tags", "list"]).arrayValue ?? []
+        let tags = try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []
         XCTAssertEqual(tags.first?["uid"]?.stringValue, uid)
         XCTAssertEqual(tags.first?["state"]?.stringValue, "active")
 
@@ -56,6 +56,7 @@ final class DoorStoryTests: XCTestCase {
         guard case .message(let message) = try image.content() else { return XCTFail("the written tag holds no message") }
         let text = try message.firstURI()
         let stripped = text.components(separatedBy: "&").filter { !$0.hasPrefix("u=") }.joined(separator: "&")
+        usleep(1_200_000)  // the UID has been out of the field longer than same_tag_quiet_ms
         seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", stripped, "--uid", uid])
         try g.waitForEvent("access_denied", reason: "v1_not_allowed", after: seen)

@@ -19,16 +19,19 @@ struct SocketOptions: ParsableArguments {
         return "/run/doorgateway/control.sock"
     }
 
-    /// One request; prints the answer (JSON, or `render` for people).
-    func call(_ method: String, _ params: [(String, JSONValue)] = [], render: (JSONValue) -> String = { $0.pretty }) throws {
-        let result: JSONValue
+    /// One request; its result, or exit 1 with the daemon's error.
+    func request(_ method: String, _ params: [(String, JSONValue)] = []) throws -> JSONValue {
         do {
-            let client = try ControlClient(path: path)
-            result = try client.call(method, .object(params))
+            return try ControlClient(path: path).call(method, .object(params))
         } catch {
             fputs("gatewayctl: \(error)\n", stderr)
             throw ExitCode(1)
         }
+    }
+
+    /// One request; prints the answer (JSON, or `render` for people).
+    func call(_ method: String, _ params: [(String, JSONValue)] = [], render: (JSONValue) -> String = { $0.pretty }) throws {
+        let result = try request(method, params)
         print(json ? result.serialized : render(result))
     }
 }
@@ -273,11 +276,15 @@ struct SimCommand: ParsableCommand {
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Output file.") var file: String
         func run() throws {
-            try socket.call("sim.dump") { answer in
-                guard let hex = answer["dump"]?.stringValue, let bytes = Hex.decode(hex) else { return "no dump" }
+            let answer = try socket.request("sim.dump")
+            guard let hex = answer["dump"]?.stringValue, let bytes = Hex.decode(hex),
                 FileManager.default.createFile(atPath: file, contents: Data(bytes))
-                return "\(bytes.count) bytes to \(file)"
+            else {
+                fputs("gatewayctl: could not write \(file)\n", stderr)
+                throw ExitCode(1)
             }
+            let result = JSONValue.object([("file", .string(file)), ("bytes", .int(bytes.count))])
+            print(socket.json ? result.serialized : "\(bytes.count) bytes to \(file)")
         }
     }
     struct Press: ParsableCommand {

@@ -201,9 +201,12 @@ final class DoorRuntime: @unchecked Sendable {
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
             let url = StickerSigner.signV2(action: job.action, timestamp: wall, key: secret.key, uid: uid)
             try store.createPendingTag(uid: uid, action: job.action, secretID: secret.id, label: job.label, now: wall)
-            let key = job.protect ? try store.key(.device) : nil
+            guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
             writing = (job, uid)
-            reader?.requestWrite(.init(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), overwrite: job.overwrite, deviceKey: key))
+            reader?.requestWrite(
+                .init(
+                    uid: uid, message: NDEFMessage(records: [.uri(url.text)]), overwrite: job.overwrite, deviceKey: key,
+                    protect: job.protect || configuration.door.provisioning.protect))
         } catch {
             log.error("provisioning: \(error)")
             handle(.writeResult(uid: uid, .failed("\(error)")))

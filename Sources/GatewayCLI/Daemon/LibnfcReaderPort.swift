@@ -24,11 +24,11 @@ final class LibnfcReaderPort: TagReaderPort {
 
     func isPresent(_ uid: TagUID) throws -> Bool { try reader.isPresent(uid) }
 
-    func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, protectWithDeviceKey key: [UInt8]?) throws {
-        // A tag protected earlier is authenticated with the device key's password
-        // even when this write does not ask for protection.
+    func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws {
+        // A tag protected earlier is authenticated with the device key's
+        // password even when this write does not ask for protection.
         let options = WriteOptions(
-            overwrite: overwrite, password: key.map { NTAGPassword.derive(deviceKey: $0, uid: uid) }, protect: key != nil,
+            overwrite: overwrite, password: NTAGPassword.derive(deviceKey: deviceKey, uid: uid), protect: protect,
             authLimit: authLimit)
         try reader.write(message, to: uid, options: options)
     }

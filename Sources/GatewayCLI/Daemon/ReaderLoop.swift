@@ -16,8 +16,9 @@ protocol TagReaderPort: AnyObject {
     func close()
     func waitForTag(timeout: Duration) throws -> ReadTag?
     func isPresent(_ uid: TagUID) throws -> Bool
-    /// Writes, reads back and verifies; `password` protects it (COMPAT §4).
-    func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, protectWithDeviceKey key: [UInt8]?) throws
+    /// Writes, reads back and verifies; the device key derives the tag's
+    /// password (COMPAT §4), used when the tag is protected or `protect` is set.
+    func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws
     var healthText: String { get }
 }
 
@@ -38,7 +39,8 @@ final class ReaderLoop: @unchecked Sendable {
         var uid: TagUID
         var message: NDEFMessage
         var overwrite: Bool
-        var deviceKey: [UInt8]?
+        var deviceKey: [UInt8]
+        var protect: Bool
     }
 
     private let reader: TagReaderPort
@@ -98,7 +100,9 @@ final class ReaderLoop: @unchecked Sendable {
                 if let request = lock.withLock({ () -> WriteRequest? in defer { pendingWrite = nil }; return pendingWrite }) {
                     var failure: String?
                     do {
-                        try reader.write(request.message, to: request.uid, overwrite: request.overwrite, protectWithDeviceKey: request.deviceKey)
+                        try reader.write(
+                            request.message, to: request.uid, overwrite: request.overwrite, deviceKey: request.deviceKey,
+                            protect: request.protect)
                     } catch {
                         failure = "\(error)"
                     }
