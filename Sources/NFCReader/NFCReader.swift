@@ -205,8 +205,10 @@ public final class NFCReader {
                 do { result.message = try NDEFMessage.decode(value) } catch { result.decodeError = "\(error)" }
                 return result
             case .needMore(let more):
+                // At most 60 pages (240 bytes) a FAST_READ: the answer must fit
+                // one normal PN532 frame (UM0701-02 §6.2.1.1, 255 bytes of data).
                 let startPage = 4 + area.count / 4
-                let wanted = min(areaSize - area.count, ((more + 3) / 4) * 4)
+                let wanted = min(areaSize - area.count, ((more + 3) / 4) * 4, 240)
                 let endPage = startPage + max(1, wanted / 4) - 1
                 let bytes = try fastRead(from: startPage, to: endPage)
                 area += bytes

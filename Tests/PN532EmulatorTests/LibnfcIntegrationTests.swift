@@ -21,87 +21,7 @@ final class LibnfcIntegrationTests: XCTestCase {
 
     // MARK: Fixtures
 
-    /// A running pn532-sim in a temporary directory.
-    final class Sim {
-        let dir: URL
-        let tty: String
-        let socket: String
-        let process = Process()
-        let stderr = Pipe()
-
-        init(_ arguments: [String] = []) throws {
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("pn532sim-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            tty = dir.appendingPathComponent("tty").path
-            socket = dir.appendingPathComponent("control.sock").path
-            process.executableURL = Run.product("pn532-sim")
-            process.arguments = ["--link", tty, "--control", socket] + arguments
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = stderr
-            try process.run()
-            // The first line on stdout is the pty path; the link and socket exist by then.
-            var line = Data()
-            while !line.contains(0x0A) {
-                let chunk = out.fileHandleForReading.availableData
-                guard !chunk.isEmpty else { throw XCTSkip("pn532-sim exited before printing its pty") }
-                line += chunk
-            }
-            XCTAssertTrue(String(decoding: line, as: UTF8.self).hasPrefix("/dev/pts/"))
-        }
-
-        deinit {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-            try? FileManager.default.removeItem(at: dir)
-        }
-
-        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
-
-        /// One control line and its one-line answer.
-        func control(_ line: String) throws -> String {
-            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw POSIXError(.EIO) }
-            defer { close(fd) }
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &addr.sun_path) { buf in
-                for (i, c) in socket.utf8.enumerated() { buf[i] = c }
-            }
-            let ok = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            guard ok == 0 else { throw POSIXError(.ECONNREFUSED) }
-            let bytes = Array((line + "\n").utf8)
-            _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            var answer = [UInt8]()
-            var c: UInt8 = 0
-            while read(fd, &c, 1) == 1 && c != 0x0A { answer.append(c) }
-            return String(decoding: answer, as: UTF8.self)
-        }
-
-        /// Runs a libnfc tool against this emulator.
-        func tool(_ name: String, _ arguments: [String], stdin: String? = nil) throws -> ProcessResult {
-            try Run.process(
-                LibnfcIntegrationTests.tools.appendingPathComponent(name), arguments, stdin: stdin,
-                environment: [
-                    "LIBNFC_DEVICE": "pn532_uart:\(tty)", "LIBNFC_AUTO_SCAN": "false",
-                    "LIBNFC_INTRUSIVE_SCAN": "false", "LIBNFC_LOG_LEVEL": "1",
-                    "PATH": "/usr/bin:/bin",
-                ],
-                timeout: 60)
-        }
-
-        func dump() throws -> [UInt8] {
-            let answer = try control("dump")
-            XCTAssertTrue(answer.hasPrefix("ok "), answer)
-            return Hex.decode(answer.dropFirst(3)) ?? []
-        }
-    }
+    typealias Sim = PN532SimProcess
 
     static let uid = TagUID([0x04, 0x5E, 0x11, 0xA0, 0x22, 0x80, 0x5A])
 
@@ -308,5 +228,19 @@ final class LibnfcIntegrationTests: XCTestCase {
         XCTAssertTrue(try sim.control("status").contains("power=lowvbat rf=off busy=no"))
         XCTAssertEqual(try sim.control("stats reset"), "ok reset")
         XCTAssertTrue(try sim.control("stats").hasPrefix("ok rx_frames=0 rx_bytes=0 tx_frames=0 tx_bytes=0"))
+    }
+}
+
+extension PN532SimProcess {
+    /// Runs a libnfc tool against this emulator.
+    func tool(_ name: String, _ arguments: [String], stdin: String? = nil) throws -> ProcessResult {
+        try Run.process(
+            LibnfcIntegrationTests.tools.appendingPathComponent(name), arguments, stdin: stdin,
+            environment: [
+                "LIBNFC_DEVICE": "pn532_uart:\(tty)", "LIBNFC_AUTO_SCAN": "false",
+                "LIBNFC_INTRUSIVE_SCAN": "false", "LIBNFC_LOG_LEVEL": "1",
+                "PATH": "/usr/bin:/bin",
+            ],
+            timeout: 60)
     }
 }

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import DoorCore
+import Foundation
+import XCTest
+
+/// A running pn532-sim in a temporary directory (the built product).
+public final class PN532SimProcess {
+    public let dir: URL
+    public let tty: String
+    public let socket: String
+    public let process = Process()
+    public let stderr = Pipe()
+
+    /// `directory`: reuse another emulator's directory (its pty link and
+    /// control socket paths), e.g. to bring a killed emulator back.
+    public init(_ arguments: [String] = [], directory: URL? = nil) throws {
+        dir = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pn532sim-\(UUID().uuidString)")
+        if directory != nil {
+            try? FileManager.default.removeItem(atPath: dir.appendingPathComponent("tty").path)
+            try? FileManager.default.removeItem(atPath: dir.appendingPathComponent("control.sock").path)
+        }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        tty = dir.appendingPathComponent("tty").path
+        socket = dir.appendingPathComponent("control.sock").path
+        process.executableURL = Run.product("pn532-sim")
+        process.arguments = ["--link", tty, "--control", socket] + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = stderr
+        try process.run()
+        // The first line on stdout is the pty path; the link and socket exist by then.
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw XCTSkip("pn532-sim exited before printing its pty") }
+            line += chunk
+        }
+        XCTAssertTrue(String(decoding: line, as: UTF8.self).hasPrefix("/dev/pts/"))
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    /// One control line and its one-line answer.
+    public func control(_ line: String) throws -> String {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { buf in
+            for (i, c) in socket.utf8.enumerated() { buf[i] = c }
+        }
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard ok == 0 else { throw POSIXError(.ECONNREFUSED) }
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        var answer = [UInt8]()
+        var c: UInt8 = 0
+        while read(fd, &c, 1) == 1 && c != 0x0A { answer.append(c) }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    public func dump() throws -> [UInt8] {
+        let answer = try control("dump")
+        XCTAssertTrue(answer.hasPrefix("ok "), answer)
+        return Hex.decode(answer.dropFirst(3)) ?? []
+    }
+}
