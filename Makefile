@@ -57,8 +57,13 @@ test-gpio-vm: static
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 
-bench: build
-	@echo "no benchmarks yet"
+## bench: figures, not tests — the reader (libnfc → pn532-sim at 115200 baud with RF
+## timing) and the daemon (READY, idle CPU, tap→output, RSS) on release/static builds
+bench: deps static
+	$(SWIFT) build -c release --product reader-bench
+	$(SWIFT) build -c release --product pn532-sim
+	"$$($(SWIFT) build -c release --show-bin-path)/reader-bench" "$$($(SWIFT) build -c release --show-bin-path)/pn532-sim" 200
+	BIN="$(STATIC_OUT)" python3 scripts/bench-daemon.py
 
 clean:
 	rm -rf .build out

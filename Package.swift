@@ -60,6 +60,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "gateway", dependencies: ["GatewayCLI"]),
+        // MARK: Benchmarks (make bench)
+        .executableTarget(name: "reader-bench", dependencies: ["NFCReader", "DoorCore"], path: "Benchmarks/ReaderBench"),
 
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["DoorCore"], path: "Tests/TestSupport"),

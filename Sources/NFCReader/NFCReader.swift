@@ -135,16 +135,16 @@ public final class NFCReader {
     /// One poll: the chip polls for a type A target for up to 150 ms and
     /// answers at once when one enters. Returns the tag with its NDEF read,
     /// or nil when none came.
-    public func poll() throws(ReaderError) -> TagRead? {
+    public func poll(identify: Bool = false) throws(ReaderError) -> TagRead? {
         guard let found = try autoPoll() else { return nil }
-        return try read(uid: found)
+        return try read(uid: found, identify: identify)
     }
 
     /// Polls until a tag comes or `timeout` passes.
-    public func waitForTag(timeout: Duration) throws(ReaderError) -> TagRead? {
+    public func waitForTag(timeout: Duration, identify: Bool = false) throws(ReaderError) -> TagRead? {
         let deadline = ContinuousClock.now + timeout
         repeat {
-            if let tag = try poll() { return tag }
+            if let tag = try poll(identify: identify) { return tag }
         } while ContinuousClock.now < deadline
         return nil
     }
@@ -175,22 +175,27 @@ public final class NFCReader {
         return TagUID(Array(rx[8..<(8 + uidLength)]))
     }
 
-    /// Reads what the NDEF message needs: GET_VERSION (which NTAG), the CC
-    /// and the TLVs up to the end of the first NDEF TLV — 16 bytes with the
-    /// first READ (pages 3–6), the rest with one FAST_READ.
-    func read(uid: TagUID) throws(ReaderError) -> TagRead {
-        let type = try version()
-        let first = try exchange([0x30, 0x03])
+    /// Reads what the NDEF message needs: the CC and the TLVs up to the end
+    /// of the first NDEF TLV — 16 bytes with the first READ (pages 3–6), the
+    /// rest with FAST_READ (one FAST_READ of the remembered length for a
+    /// sticker seen before). A tap needs no more; `identify` (GET_VERSION)
+    /// adds the exact NTAG type for `reader scan` and before every write.
+    func read(uid: TagUID, identify: Bool = false) throws(ReaderError) -> TagRead {
+        let type = identify ? try version() : nil
+        // A sticker seen before is read in one FAST_READ of the pages its
+        // message took last time; otherwise READ gives pages 3–6 first.
+        let hint = readHints[uid] ?? 0
+        let first = hint > 4 ? try fastRead(from: 3, to: 3 + min(hint, 60) - 1) : try exchange([0x30, 0x03])
         guard first.count >= 16 else { throw fail(.io("short READ answer")) }
-        var result = TagRead(uid: uid, type: type, capabilityContainer: nil, ndef: nil, message: nil, decodeError: nil, bytesRead: 16)
+        var result = TagRead(uid: uid, type: type, capabilityContainer: nil, ndef: nil, message: nil, decodeError: nil, bytesRead: first.count)
         let cc: CapabilityContainer
         do { cc = try CapabilityContainer(Array(first[0..<4])) } catch {
             result.decodeError = "\(error)"
             return result
         }
         result.capabilityContainer = cc
-        let areaSize = min(cc.dataAreaSize, type.userBytes)
-        var area = Array(first[4..<16])
+        let areaSize = min(cc.dataAreaSize, type?.userBytes ?? NTAGType.ntag216.userBytes)
+        var area = Array(first.dropFirst(4))
         while true {
             let scan: Type2.Scan
             do { scan = try Type2.scan(prefix: area, areaSize: areaSize) } catch {
@@ -200,7 +205,8 @@ public final class NFCReader {
             switch scan {
             case .noNDEF:
                 return result
-            case .complete(let value, _):
+            case .complete(let value, let end):
+                remember(uid, pages: 1 + (end + 3) / 4)
                 result.ndef = value
                 do { result.message = try NDEFMessage.decode(value) } catch { result.decodeError = "\(error)" }
                 return result
@@ -215,6 +221,15 @@ public final class NFCReader {
                 result.bytesRead += bytes.count
             }
         }
+    }
+
+    /// How many pages from page 3 each recently seen sticker's message took
+    /// (bounded; a stale hint only costs one more read).
+    private var readHints: [TagUID: Int] = [:]
+
+    private func remember(_ uid: TagUID, pages: Int) {
+        if readHints.count >= 512 && readHints[uid] == nil { readHints.removeAll(keepingCapacity: true) }
+        readHints[uid] = pages
     }
 
     private func version() throws(ReaderError) -> NTAGType {
@@ -242,7 +257,7 @@ public final class NFCReader {
         guard page0.count >= 16 else { throw fail(.io("short READ answer")) }
         let found = Self.uid(fromPages: page0)
         guard found == uid else { throw .wrongTag(expected: uid, found: found) }
-        let current = try read(uid: uid)
+        let current = try read(uid: uid, identify: true)
         guard let type = current.type else { throw .notNTAG("no version") }
         guard let cc = current.capabilityContainer else { throw .readOnly("no NDEF capability container") }
         guard !cc.readOnly else { throw .readOnly("capability container access \(Hex.encode([cc.access]))") }

@@ -38,7 +38,7 @@ final class ReaderTests: XCTestCase {
         for v in vectors.tags_v2 {
             let uid = try XCTUnwrap(TagUID(hex: v.uid))
             try insert(sim, uid: uid, message: uri(v.url))
-            let tag = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
+            let tag = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2), identify: true))
             XCTAssertEqual(tag.uid, uid)
             XCTAssertEqual(tag.type, .ntag213)
             XCTAssertEqual(try tag.message?.firstURI(), v.url)
@@ -55,7 +55,7 @@ final class ReaderTests: XCTestCase {
         let multi = try XCTUnwrap(vectors.ndef_cases.first { $0.why.contains("Text + URI") })
         let message = try Type2.message(inArea: try XCTUnwrap(Hex.decode(multi.tlv)) + [0xFE])
         try insert(sim, type: .ntag215, uid: TagUID([0x04, 9, 9, 9, 9, 9, 9]), message: message)
-        let tag = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
+        let tag = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2), identify: true))
         XCTAssertEqual(tag.type, .ntag215)
         XCTAssertEqual(tag.message, message)
         XCTAssertEqual(tag.message?.records.count, 3)

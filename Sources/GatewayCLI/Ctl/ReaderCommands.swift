@@ -24,7 +24,7 @@ struct ReaderScan: ParsableCommand {
         let reader = NFCReader(connstring: device)
         do {
             try reader.open()
-            guard let tag = try reader.waitForTag(timeout: .milliseconds(Int64(max(0, timeout) * 1000))) else {
+            guard let tag = try reader.waitForTag(timeout: .milliseconds(Int64(max(0, timeout) * 1000)), identify: true) else {
                 fputs("gatewayctl: no tag within \(timeout) s\n", stderr)
                 throw ExitCode(1)
             }
