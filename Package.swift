@@ -26,6 +26,8 @@ let package = Package(
                        providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto",
                        providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode",
+                       providers: [.apt(["libqrencode-dev"])]),
 
         // MARK: Pure core: tag formats, crypto wrapper, verdicts, state machine, config model
         .target(name: "DoorCore", dependencies: ["COpenSSL"]),
@@ -46,6 +48,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log")]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
         .target(name: "CDoorSafety", dependencies: ["CGPIOD"]),
+        // Share links and keys as QR codes in the terminal (libqrencode).
+        .target(name: "TerminalQR", dependencies: ["CQRencode"]),
         .target(name: "DoorIO", dependencies: ["DoorCore", "CGPIOD", "CDoorSafety",
             .product(name: "Logging", package: "swift-log")]),
         // MARK: PN532 + NTAG21x emulator (library, and the pn532-sim executable)
@@ -55,7 +59,7 @@ let package = Package(
         ]),
         // MARK: gatewayctl / gatewayd command tree
         .target(name: "GatewayCLI", dependencies: [
-            "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
+            "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "TerminalQR",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -72,6 +76,7 @@ let package = Package(
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
         .testTarget(name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "TestSupport"]),
+        .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
     ],

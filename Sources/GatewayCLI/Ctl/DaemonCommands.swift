@@ -1,6 +1,7 @@
 import ArgumentParser
 import DoorCore
 import GatewayStore
+import TerminalQR
 import Foundation
 
 /// Options every command that talks to the running daemon takes.
