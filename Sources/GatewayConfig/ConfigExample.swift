@@ -211,8 +211,12 @@ public enum ConfigExample {
             # How events name a sticker's UID: "hmac" (keyed hash with the device
             # key) or "full".
             uid_in_events = "hmac"
-            # Publish Home Assistant discovery messages.
-            home_assistant_discovery = false
+            # Publish Home Assistant discovery messages (a lock, an access event
+            # entity, reader health, the door contact, the last access).
+            home_assistant_discovery = true
+            # Honour Home Assistant's OPEN/UNLOCK lock commands. They carry no MAC:
+            # anyone allowed to publish on PREFIX/lock/set can open the door.
+            home_assistant_open = false
             # Events kept while the broker is away.
             outbox_limit = 10000
             # Seconds between telemetry messages.

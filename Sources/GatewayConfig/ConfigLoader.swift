@@ -550,7 +550,8 @@ extension GatewayConfiguration {
             topicPrefix: m?.string("topic_prefix", "doorgateway/\(deviceID)", Check.topic) ?? "doorgateway/\(deviceID)",
             compatCommandTopics: compatTopics, commandMapping: mapping, toleranceSeconds: tolerance,
             uidInEvents: m?.choice("uid_in_events", UIDInEvents.hmac) ?? .hmac,
-            homeAssistantDiscovery: m?.bool("home_assistant_discovery", false) ?? false,
+            homeAssistantDiscovery: m?.bool("home_assistant_discovery", true) ?? true,
+            homeAssistantOpen: m?.bool("home_assistant_open", false) ?? false,
             outboxLimit: m?.int("outbox_limit", 10_000, 100...1_000_000) ?? 10_000,
             telemetrySeconds: m?.int("telemetry_s", 60, 10...86_400) ?? 60)
         m?.finish()

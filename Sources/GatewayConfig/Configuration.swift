@@ -96,6 +96,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
         public var toleranceSeconds: Int
         public var uidInEvents: UIDInEvents
         public var homeAssistantDiscovery: Bool
+        /// Honour Home Assistant's lock commands (`OPEN` / `UNLOCK` on
+        /// `PREFIX/lock/set`), which carry no MAC: anyone who may publish there opens.
+        public var homeAssistantOpen: Bool
         /// Events kept while the broker is away; the oldest go beyond this.
         public var outboxLimit: Int
         public var telemetrySeconds: Int

@@ -70,6 +70,23 @@ public enum StoreMigrations {
                 t.column("hash", .blob).notNull()
             }
         }
+        // MQTT: remote-command replay state and the durable outbox (its ids
+        // are the event sequence numbers: AUTOINCREMENT never reuses one,
+        // so they survive restarts and deletions).
+        m.registerMigration("v3-remote") { db in
+            try db.create(table: "remote_state") { t in
+                t.primaryKey("one", .integer).check(sql: "one = 1")
+                t.column("replay", .blob).notNull()
+            }
+            try db.create(table: "outbox") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("topic", .text).notNull()
+                t.column("payload", .blob).notNull()
+                t.column("retain", .boolean).notNull().defaults(to: false)
+                t.column("class", .text).notNull().check(sql: "class IN ('access', 'event', 'telemetry')")
+                t.column("created", .integer).notNull()
+            }
+        }
         return m
     }
 }

@@ -26,6 +26,9 @@ public final class GatewayStore: Sendable {
         config.foreignKeysEnabled = true
         config.busyMode = .timeout(5)
         config.label = "doorgateway"
+        // An event is durable once its commit returns (issue "MQTT": the
+        // outbox is written with synchronous FULL before it is published).
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         do {
             pool = try DatabasePool(path: path, configuration: config)
             try StoreMigrations.migrator.migrate(pool)

@@ -97,7 +97,8 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(m.commandMapping, [1: .action(0), 2: .action(1), 3: .action(2), 4: .action(3), 5: .report])
         XCTAssertEqual(m.toleranceSeconds, 5)
         XCTAssertEqual(m.uidInEvents, .hmac)
-        XCTAssertFalse(m.homeAssistantDiscovery)
+        XCTAssertTrue(m.homeAssistantDiscovery, "on by default when a broker is configured")
+        XCTAssertFalse(m.homeAssistantOpen, "MAC-less Home Assistant opens only when enabled")
         XCTAssertEqual(m.outboxLimit, 10_000)
         XCTAssertEqual(m.telemetrySeconds, 60)
         let plain = try XCTUnwrap(load(Self.base + "[mqtt.tls]\nenabled = false\n")).mqtt
