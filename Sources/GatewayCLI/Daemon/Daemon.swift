@@ -2,6 +2,7 @@ import DoorCore
 import DoorIO
 import Foundation
 import GatewayConfig
+import GatewayMQTT
 import GatewayStore
 import Logging
 
@@ -20,6 +21,8 @@ final class Daemon: @unchecked Sendable {
     let simulatorControl: String?
     private var signalSources: [DispatchSourceSignal] = []
     var control: ControlServer?
+    var remote: MQTTLink?
+    var telemetryTimer: DispatchSourceTimer?
     let notify = SDNotify.fromEnvironment()
     let started = MonotonicClock.now()
 

@@ -1,11 +1,116 @@
 import DoorCore
+import DoorIO
+import Foundation
+import GatewayConfig
+import GatewayMQTT
+import GatewayStore
 
 extension Daemon {
-    /// MQTT arrives with the MQTT issue; until then a configured broker is
-    /// reported, not silently ignored.
+    /// MQTT: events through the durable outbox, retained state, telemetry,
+    /// remote commands into the door queue, Home Assistant discovery.
     func startRemote() {
-        if configuration.mqtt.enabled { log.error("[mqtt] is enabled but this build has no MQTT link yet; events stay in the audit log") }
+        guard configuration.mqtt.enabled else { return }
+        var mqtt = configuration.mqtt
+        // Relative TLS paths are systemd credentials (LoadCredential=).
+        if let creds = environment["CREDENTIALS_DIRECTORY"] {
+            func resolve(_ p: String?) -> String? { p.map { $0.hasPrefix("/") ? $0 : creds + "/" + $0 } }
+            mqtt.tls.certFile = resolve(mqtt.tls.certFile)
+            mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
+            mqtt.tls.caFile = resolve(mqtt.tls.caFile)
+        }
+        let link: MQTTLink
+        do {
+            link = try MQTTLink(configuration: mqtt, deviceID: configuration.deviceID, store: store, log: log)
+        } catch {
+            log.error("mqtt: \(error); events stay in the audit log")
+            return
+        }
+        let deviceKey = (try? store.key(.device)) ?? []
+        link.actionCount = configuration.door.actions.count
+        link.clockSynchronised = { [runtime] in runtime.clockSynchronised() }
+        link.onCommand = { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }
+        link.discovery = Payloads.discovery(
+            device: configuration.deviceID, name: configuration.deviceID, topics: link.topics,
+            doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
+            canOpen: mqtt.homeAssistantOpen)
+        runtime.publish = { [log, mqtt] event, time in
+            do {
+                try link.record(event, at: time, uidText: event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) })
+            } catch {
+                log.error("outbox: \(error)")
+            }
+        }
+        runtime.publishState = { link.publishState($0) }
+        runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
+        do {
+            try link.start()
+        } catch {
+            log.error("mqtt: \(error)")
+            return
+        }
+        remote = link
+        runtime.queue.async { [runtime] in link.publishState(runtime.stateDocument()) }
+        startTelemetry(link, every: mqtt.telemetrySeconds)
     }
-    func stopRemote() {}
-    func remoteStatus() -> JSONValue { .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))]) }
+
+    private func startTelemetry(_ link: MQTTLink, every seconds: Int) {
+        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
+        timer.schedule(deadline: .now() + .seconds(seconds), repeating: .seconds(seconds))
+        timer.setEventHandler { [runtime, started] in
+            let st = link.status
+            let fields: [(String, JSONValue)] = [
+                ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
+                ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
+                ("clock_synchronised", .bool(runtime.clockSynchronised())),
+            ]
+            try? link.publishTelemetry(fields, at: Int64(time(nil)))
+        }
+        timer.activate()
+        telemetryTimer = timer
+    }
+
+    func stopRemote() {
+        telemetryTimer?.cancel()
+        remote?.stop()
+    }
+
+    func remoteStatus() -> JSONValue {
+        guard let link = remote else { return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))]) }
+        let s = link.status
+        return .object([
+            ("enabled", .bool(true)), ("connected", .bool(s.connected)), ("outbox", .int(s.outboxDepth)),
+            ("published", .int(s.published)), ("acknowledged", .int(s.acknowledged)), ("last_error", .optional(s.lastError)),
+        ])
+    }
+
+    /// COMPAT §3 device report (command 5): TT_ID, event_timestamp,
+    /// firmware_version, tt_net_info.ipv4.
+    static func deviceReport(_ device: String) -> JSONValue {
+        .object([
+            ("TT_ID", .string(device)), ("event_timestamp", .int(Int(time(nil)))),
+            ("firmware_version", .string("doorgateway-\(GatewayVersion.string)")),
+            ("tt_net_info", .object([("ipv4", .string(firstIPv4() ?? ""))])),
+        ])
+    }
+
+    /// The first non-loopback IPv4 address (getifaddrs).
+    static func firstIPv4() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return nil }
+        defer { freeifaddrs(list) }
+        var p = list
+        while let a = p {
+            defer { p = a.pointee.ifa_next }
+            guard let sa = a.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET) else { continue }
+            var host = [CChar](repeating: 0, count: 64)
+            let ok = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin -> Bool in
+                var addr = sin.pointee.sin_addr
+                return inet_ntop(AF_INET, &addr, &host, socklen_t(host.count)) != nil
+            }
+            let text = String(cString: host)
+            if ok && !text.hasPrefix("127.") { return text }
+        }
+        return nil
+    }
 }

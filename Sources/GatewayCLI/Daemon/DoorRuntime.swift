@@ -33,6 +33,10 @@ final class DoorRuntime: @unchecked Sendable {
     var publish: ((DoorEvent, Int64) -> Void)?
     /// The device report of compat command 5.
     var publishReport: (() -> Void)?
+    /// The door's state (lock, mode, reader, last access) when it changed.
+    var publishState: ((JSONValue) -> Void)?
+    private var lastPublishedState: JSONValue?
+    private(set) var lastAccess: Int64?
     let registry: StickerRegistry
     /// Audit sink: the store's hash-chained log.
     let audit: (DoorEvent, Int64, String?) -> Void
@@ -95,6 +99,9 @@ final class DoorRuntime: @unchecked Sendable {
             case .recovered:
                 readerHealth = "ok"
                 handle(.readerRecovered)
+            case .opened:
+                readerHealth = "ok"
+                stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
             }
         }
@@ -133,6 +140,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func execute(_ effects: [DoorEffect]) {
         beat()
+        defer { stateChanged() }
         for effect in effects {
             switch effect {
             case .drive(let output, let state):
@@ -173,8 +181,29 @@ final class DoorRuntime: @unchecked Sendable {
         timer.activate()
     }
 
+    /// The retained state document (MQTT `…/state`, Home Assistant's lock).
+    func stateDocument() -> JSONValue {
+        let first = configuration.outputs.first?.name ?? ""
+        return .object([
+            ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
+            ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
+            ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerHealth == "ok" ? "ok" : "fault")),
+            ("last_access", .optional(lastAccess.map(UTCTime.iso8601))),
+        ])
+    }
+
+    private func stateChanged() {
+        guard let publishState else { return }
+        let doc = stateDocument()
+        if doc != lastPublishedState {
+            lastPublishedState = doc
+            publishState(doc)
+        }
+    }
+
     private func record(_ event: DoorEvent) {
         let wall = Int64(time(nil))
+        if event.kind == .accessGranted { lastAccess = wall }
         counters[event.kind.rawValue, default: 0] += 1
         var fields: [(String, JSONValue)] = [("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue))]
         if let r = event.reason { fields.append(("reason", .string(r))) }

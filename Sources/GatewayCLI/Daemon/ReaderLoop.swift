@@ -32,6 +32,8 @@ final class ReaderLoop: @unchecked Sendable {
         case departed(TagUID)
         case fault(String)
         case recovered
+        /// The first open succeeded.
+        case opened
         case written(uid: TagUID, error: String?)
     }
 
@@ -87,7 +89,12 @@ final class ReaderLoop: @unchecked Sendable {
                     try reader.open()
                     open = true
                     backoff = .milliseconds(200)
-                    if faulted { faulted = false; deliver(.recovered) }
+                    if faulted {
+                        faulted = false
+                        deliver(.recovered)
+                    } else {
+                        deliver(.opened)
+                    }
                 } catch {
                     lastError = "\(error)"
                     if !faulted { faulted = true; deliver(.fault("\(error)")) }

@@ -1,1 +1,0 @@
-// GatewayMQTT: the MQTT adapter (libmosquitto), topics, durable outbox. See README.md "Layout".

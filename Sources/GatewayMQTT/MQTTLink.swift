@@ -1,0 +1,332 @@
+import CMosquitto
+import DoorCore
+import Foundation
+import GatewayConfig
+import GatewayStore
+import Logging
+
+/// What the link reports for status and telemetry.
+public struct MQTTStatus: Equatable, Sendable {
+    public var connected: Bool
+    public var lastError: String?
+    public var outboxDepth: Int
+    public var published: Int
+    public var acknowledged: Int
+}
+
+/// The MQTT adapter: the only code that touches libmosquitto. One client on
+/// libmosquitto's own network thread (`mosquitto_loop_start`), MQTT 3.1.1 by
+/// default, mutual TLS, last will = retained `offline`, retained `online`
+/// after each connect, reconnect with exponential backoff (1 s doubling to
+/// 60 s), command topics subscribed in a clean session. Events go through
+/// the durable outbox: committed to SQLite, published at QoS 1, deleted on
+/// PUBACK; after a reconnect or a restart the backlog goes out in order.
+public final class MQTTLink: @unchecked Sendable {
+    public let configuration: GatewayConfiguration.MQTT
+    public let deviceID: String
+    public let topics: Topics
+    let store: GatewayStore
+    let log: Logger
+    private var client: OpaquePointer?
+    private let lock = NSLock()
+    private var connected = false
+    private var lastError: String?
+    private var inFlight: [Int32: Int64] = [:]
+    private var publishedUpTo: Int64 = 0
+    private var publishedCount = 0
+    private var acknowledgedCount = 0
+    private var replay: ReplayGuard
+    private var lastState: [UInt8]?
+    /// Asked for the clock's sync state when a command is judged.
+    public var clockSynchronised: @Sendable () -> Bool = { false }
+    /// Each remote command's outcome (accepted or rejected with its reason).
+    public var onCommand: (@Sendable (RemoteOutcome) -> Void)?
+    /// Home Assistant discovery, rebuilt by the daemon (it knows the door).
+    public var discovery: [(topic: String, payload: [UInt8])] = []
+    public var actionCount = 4
+
+    public struct Topics: Sendable {
+        public let prefix: String
+        public var availability: String { prefix + "/availability" }
+        public var state: String { prefix + "/state" }
+        public var event: String { prefix + "/event" }
+        public var telemetry: String { prefix + "/telemetry" }
+        public var command: String { prefix + "/command" }
+        public var lockSet: String { prefix + "/lock/set" }
+        public var report: String { prefix + "/report" }
+        public static let homeAssistantStatus = "homeassistant/status"
+    }
+
+    public init(configuration: GatewayConfiguration.MQTT, deviceID: String, store: GatewayStore, log: Logger) throws {
+        self.configuration = configuration
+        self.deviceID = deviceID
+        self.store = store
+        self.log = log
+        topics = Topics(prefix: configuration.topicPrefix)
+        replay = try store.replayGuard()
+    }
+
+    deinit {
+        if let client { mosquitto_destroy(client) }
+    }
+
+    // MARK: Lifecycle
+
+    public func start() throws {
+        mosquitto_lib_init()
+        let selfPointer = Unmanaged.passUnretained(self).toOpaque()
+        guard let m = mosquitto_new(configuration.clientID, true, selfPointer) else { throw MQTTError.setup("mosquitto_new failed") }
+        client = m
+        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        try check(mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+        if configuration.tls.enabled {
+            let tls = configuration.tls
+            try check(mosquitto_tls_set(m, tls.caFile, tls.caDirectory, tls.certFile, tls.keyFile, nil), "TLS files")
+            if tls.insecure { try check(mosquitto_tls_insecure_set(m, true), "TLS insecure") }
+        }
+        let offline = Array("offline".utf8)
+        try check(mosquitto_will_set(m, topics.availability, Int32(offline.count), offline, 1, true), "last will")
+        mosquitto_reconnect_delay_set(m, 1, 60, true)
+        mosquitto_connect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).connected(rc) }
+        mosquitto_disconnect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).disconnected(rc) }
+        mosquitto_publish_callback_set(m) { _, obj, mid in MQTTLink.from(obj).acknowledged(mid) }
+        mosquitto_message_callback_set(m) { _, obj, message in
+            guard let message else { return }
+            MQTTLink.from(obj).received(message.pointee)
+        }
+        let rc = mosquitto_connect_async(m, configuration.host, Int32(configuration.port), Int32(configuration.keepaliveSeconds))
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            // The network thread keeps retrying with backoff.
+            noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
+        }
+        try check(mosquitto_loop_start(m), "network thread")
+    }
+
+    /// Publishes `offline` (retained) first, then disconnects and joins the network thread.
+    public func stop(flushWithin: Duration = .seconds(2)) {
+        guard let m = client else { return }
+        if isConnected {
+            // Give the backlog a moment to be acknowledged.
+            let deadline = ContinuousClock.now + flushWithin
+            while ContinuousClock.now < deadline && ((try? store.outboxDepth()) ?? 0) > 0 { usleep(20_000) }
+            let offline = Array("offline".utf8)
+            var mid: Int32 = 0
+            mosquitto_publish(m, &mid, topics.availability, Int32(offline.count), offline, 1, true)
+            usleep(100_000)
+        }
+        mosquitto_disconnect(m)
+        mosquitto_loop_stop(m, false)
+        mosquitto_destroy(m)
+        client = nil
+    }
+
+    public var isConnected: Bool { lock.withLock { connected } }
+
+    public var status: MQTTStatus {
+        let depth = (try? store.outboxDepth()) ?? -1
+        return lock.withLock {
+            MQTTStatus(connected: connected, lastError: lastError, outboxDepth: depth, published: publishedCount, acknowledged: acknowledgedCount)
+        }
+    }
+
+    // MARK: Publishing
+
+    /// Commits the event to the outbox, then publishes everything waiting.
+    @discardableResult
+    public func record(_ event: DoorEvent, at time: Int64, uidText: String?) throws -> Int64 {
+        let cls: OutboxMessage.Class = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
+        let seq = try store.enqueue(topic: topics.event, class: cls, limit: configuration.outboxLimit, now: time) { seq in
+            Payloads.event(event, seq: seq, time: time, device: deviceID, uidText: uidText)
+        }
+        flush()
+        return seq
+    }
+
+    public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) throws {
+        try store.enqueue(topic: topics.telemetry, class: .telemetry, limit: configuration.outboxLimit, now: time) { seq in
+            Array(JSONValue.object([("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + fields).serialized.utf8)
+        }
+        flush()
+    }
+
+    /// The retained door state; re-sent after every connect.
+    public func publishState(_ state: JSONValue) {
+        let bytes = Array(state.serialized.utf8)
+        lock.withLock { lastState = bytes }
+        if isConnected { publishDirect(topics.state, bytes, retain: true) }
+    }
+
+    /// The device report of compat command 5 (COMPAT §3), on the compat topics.
+    public func publishReport(_ report: JSONValue) {
+        let bytes = Array(report.serialized.utf8)
+        for topic in configuration.compatCommandTopics + [topics.report] { publishDirect(topic, bytes, retain: false) }
+    }
+
+    /// Sends the waiting outbox rows not yet handed to libmosquitto, in order.
+    func flush() {
+        guard let m = client else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard connected else { return }
+        while true {
+            let rows: [OutboxMessage]
+            do { rows = try store.outbox(after: publishedUpTo, limit: 200) } catch {
+                lastError = "outbox: \(error)"
+                return
+            }
+            if rows.isEmpty { return }
+            for row in rows {
+                var mid: Int32 = 0
+                let rc = mosquitto_publish(m, &mid, row.topic, Int32(row.payload.count), row.payload, 1, row.retain)
+                guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                    lastError = "publish: \(Self.describe(rc))"
+                    return
+                }
+                inFlight[mid] = row.seq
+                publishedUpTo = row.seq
+                publishedCount += 1
+            }
+        }
+    }
+
+    private func publishDirect(_ topic: String, _ bytes: [UInt8], retain: Bool) {
+        guard let m = client else { return }
+        var mid: Int32 = 0
+        let rc = mosquitto_publish(m, &mid, topic, Int32(bytes.count), bytes, 1, retain)
+        if rc != MOSQ_ERR_SUCCESS.rawValue { noteError("publish \(topic): \(Self.describe(rc))") }
+    }
+
+    // MARK: Callbacks (libmosquitto's network thread)
+
+    private static func from(_ pointer: UnsafeMutableRawPointer?) -> MQTTLink {
+        Unmanaged<MQTTLink>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    private func connected(_ rc: Int32) {
+        guard rc == 0 else {
+            noteError("broker refused the connection: \(String(cString: mosquitto_connack_string(rc)))")
+            return
+        }
+        if configuration.tls.insecure {
+            log.warning("mqtt: connected WITHOUT verifying the broker's certificate (mqtt.tls.insecure = true)")
+        }
+        log.info("mqtt: connected to \(configuration.host):\(configuration.port)")
+        guard let m = client else { return }
+        lock.withLock {
+            connected = true
+            lastError = nil
+            // A clean session: whatever was in flight is sent again (consumers
+            // drop duplicates by seq).
+            inFlight = [:]
+            publishedUpTo = 0
+        }
+        publishDirect(topics.availability, Array("online".utf8), retain: true)
+        var commandTopics = [topics.command] + configuration.compatCommandTopics
+        if configuration.homeAssistantOpen { commandTopics.append(topics.lockSet) }
+        if configuration.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
+        for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
+        announce()
+        if let state = lock.withLock({ lastState }) { publishDirect(topics.state, state, retain: true) }
+        flush()
+    }
+
+    private func disconnected(_ rc: Int32) {
+        lock.withLock { connected = false }
+        if rc != 0 { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
+    }
+
+    private func acknowledged(_ mid: Int32) {
+        guard let seq = lock.withLock({ inFlight.removeValue(forKey: mid) }) else { return }
+        do {
+            try store.acknowledge(seq)
+            lock.withLock { acknowledgedCount += 1 }
+        } catch {
+            noteError("outbox: \(error)")
+        }
+    }
+
+    /// Home Assistant discovery, retained.
+    func announce() {
+        guard configuration.homeAssistantDiscovery else { return }
+        for d in discovery { publishDirect(d.topic, d.payload, retain: true) }
+    }
+
+    private func received(_ message: mosquitto_message) {
+        let topic = String(cString: message.topic)
+        let payload: [UInt8] =
+            message.payloadlen > 0
+            ? Array(UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen))) : []
+        if topic == Topics.homeAssistantStatus {
+            if payload == Array("online".utf8) { announce() }
+            return
+        }
+        guard let outcome = judge(topic: topic, payload: payload, retained: message.retain) else { return }
+        onCommand?(outcome)
+    }
+
+    /// The verdict on a command message; nil for messages that are not commands
+    /// (device reports on a shared topic).
+    func judge(topic: String, payload: [UInt8], retained: Bool) -> RemoteOutcome? {
+        let now = WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised())
+        let judge = CommandJudge(
+            mapping: configuration.commandMapping, tolerance: Int64(configuration.toleranceSeconds), deviceID: deviceID,
+            actionCount: actionCount)
+        if topic == topics.lockSet {
+            guard configuration.homeAssistantOpen, !retained else {
+                return .rejected(code: "retained", detail: "retained messages are ignored", source: "homeassistant")
+            }
+            switch String(decoding: payload, as: UTF8.self) {
+            case "OPEN", "UNLOCK": return .accepted(.action(0), source: "homeassistant")
+            default: return .rejected(code: "malformed", detail: "Home Assistant lock payload must be OPEN or UNLOCK", source: "homeassistant")
+            }
+        }
+        let native = topic == topics.command
+        if !native && payload.starts(with: Array("{\"TT_ID\"".utf8)) { return nil }  // a device report (COMPAT §3)
+        return lock.withLock { () -> RemoteOutcome in
+            var guardState = replay
+            let key: [UInt8]?
+            do { key = try store.key(native ? .nativeCommand : .compatTimestamp) } catch {
+                return .rejected(code: "no_key", detail: "store: \(error)", source: native ? "native" : "compat")
+            }
+            let verdict =
+                native
+                ? judge.judgeNative(payload: payload, retained: retained, key: key, now: now, replay: &guardState)
+                : judge.judgeCompat(payload: payload, retained: retained, key: key, now: now, replay: &guardState)
+            let source = native ? "native" : "compat"
+            if let r = verdict.rejection { return .rejected(code: r.code.rawValue, detail: r.detail, source: source) }
+            // Persist the replay record before the command acts: a crash after
+            // the door opened must not revive the message.
+            do {
+                try store.saveReplayGuard(guardState)
+                replay = guardState
+            } catch {
+                return .rejected(code: "store", detail: "replay record not saved: \(error)", source: source)
+            }
+            guard let target = verdict.target else { return .rejected(code: "malformed", detail: "no target", source: source) }
+            return .accepted(target, source: source)
+        }
+    }
+
+    private func noteError(_ text: String) {
+        lock.withLock { lastError = text }
+        log.warning("mqtt: \(text)")
+    }
+
+    private func check(_ rc: Int32, _ what: String) throws {
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError.setup("\(what): \(Self.describe(rc))") }
+    }
+
+    static func describe(_ rc: Int32) -> String {
+        if rc == MOSQ_ERR_ERRNO.rawValue { return String(cString: strerror(errno)) }
+        return String(cString: mosquitto_strerror(rc))
+    }
+}
+
+public enum MQTTError: Error, CustomStringConvertible {
+    case setup(String)
+    public var description: String {
+        switch self {
+        case .setup(let m): return "MQTT setup: \(m)"
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import DoorCore
+import GatewayConfig
+
+/// The JSON published on each topic (documented with examples in docs/mqtt.md).
+public enum Payloads {
+    /// `…/event`: one object per event. `event_type` repeats `kind` for Home
+    /// Assistant's event entity.
+    public static func event(_ e: DoorEvent, seq: Int64, time: Int64, device: String, uidText: String?) -> [UInt8] {
+        var f: [(String, JSONValue)] = [
+            ("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time))), ("device", .string(device)),
+            ("kind", .string(e.kind.rawValue)), ("event_type", .string(e.kind.rawValue)),
+        ]
+        if let r = e.reason { f.append(("reason", .string(r))) }
+        if let a = e.action { f.append(("action", .int(a))) }
+        if let u = uidText { f.append(("uid", .string(u))) }
+        if let s = e.source { f.append(("source", .string(s))) }
+        return Array(JSONValue.object(f).serialized.utf8)
+    }
+
+    /// How a UID appears in events: in full, or as the first 8 bytes of
+    /// HMAC-SHA256(device key, "uid|" ‖ UID) in hex (stable per door, not reversible).
+    public static func uidText(_ uid: TagUID, mode: UIDInEvents, deviceKey: [UInt8]) -> String {
+        switch mode {
+        case .full: return uid.hex
+        case .hmac: return Hex.encode(Array(Crypto.hmacSHA256(key: deviceKey, message: Array("uid|".utf8) + uid.bytes).prefix(8)))
+        }
+    }
+
+    /// Home Assistant MQTT discovery (retained config messages).
+    public static func discovery(
+        device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool
+    ) -> [(topic: String, payload: [UInt8])] {
+        let dev: JSONValue = .object([
+            ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
+            ("manufacturer", .string("DoorGateway")), ("model", .string("Raspberry Pi NFC door controller")),
+            ("sw_version", .string(GatewayVersion.string)),
+        ])
+        func common(_ object: String, _ title: String) -> [(String, JSONValue)] {
+            [
+                ("name", .string(title)), ("unique_id", .string("doorgateway_\(device)_\(object)")),
+                ("object_id", .string("\(device)_\(object)")), ("availability_topic", .string(topics.availability)),
+                ("payload_available", .string("online")), ("payload_not_available", .string("offline")), ("device", dev),
+            ]
+        }
+        func entry(_ component: String, _ object: String, _ fields: [(String, JSONValue)]) -> (topic: String, payload: [UInt8]) {
+            ("homeassistant/\(component)/doorgateway_\(device)/\(object)/config", Array(JSONValue.object(fields).serialized.utf8))
+        }
+        var lockFields = common("lock", "Door") + [
+            ("command_topic", .string(topics.lockSet)), ("state_topic", .string(topics.state)),
+            ("value_template", .string("{{ value_json.lock }}")), ("payload_open", .string("OPEN")),
+            ("payload_unlock", .string("UNLOCK")), ("payload_lock", .string("LOCK")),
+            ("state_locked", .string("LOCKED")), ("state_unlocked", .string("UNLOCKED")),
+        ]
+        if !canOpen { lockFields.append(("optimistic", .bool(false))) }
+        var out = [
+            entry("lock", "lock", lockFields),
+            entry(
+                "event", "access",
+                common("access", "Access") + [
+                    ("state_topic", .string(topics.event)), ("event_types", .array(eventTypes.map(JSONValue.string))),
+                ]),
+            entry(
+                "binary_sensor", "reader",
+                common("reader", "Reader problem") + [
+                    ("state_topic", .string(topics.state)), ("device_class", .string("problem")),
+                    ("value_template", .string("{{ 'OFF' if value_json.reader == 'ok' else 'ON' }}")),
+                ]),
+            entry(
+                "sensor", "last_access",
+                common("last_access", "Last access") + [
+                    ("state_topic", .string(topics.state)), ("value_template", .string("{{ value_json.last_access }}")),
+                ]),
+        ]
+        if doorContact {
+            out.append(
+                entry(
+                    "binary_sensor", "door",
+                    common("door", "Door contact") + [
+                        ("state_topic", .string(topics.state)), ("device_class", .string("door")),
+                        ("value_template", .string("{{ 'ON' if value_json.door_open else 'OFF' }}")),
+                    ]))
+        }
+        return out
+    }
+}
