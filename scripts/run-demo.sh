@@ -54,6 +54,8 @@ require_certificate true
 use_identity_as_username true
 allow_anonymous false
 persistence false
+# As root, mosquitto drops to its own user, which cannot read our 0600 keys.
+user $(id -un)
 log_dest stderr
 CONF
 mosquitto -c "$WORK/mosquitto.conf" 2> "$WORK/mosquitto.log" &

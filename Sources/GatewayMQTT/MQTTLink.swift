@@ -32,6 +32,9 @@ public final class MQTTLink: @unchecked Sendable {
     private var connected = false
     private var lastError: String?
     private var inFlight: [Int32: Int64] = [:]
+    private var earlyAcks: Set<Int32> = []
+    private var directMids: Set<Int32> = []
+    private let flushLock = NSLock()
     private var publishedUpTo: Int64 = 0
     private var publishedCount = 0
     private var acknowledgedCount = 0
@@ -47,6 +50,7 @@ public final class MQTTLink: @unchecked Sendable {
 
     public struct Topics: Sendable {
         public let prefix: String
+        public init(prefix: String) { self.prefix = prefix }
         public var availability: String { prefix + "/availability" }
         public var state: String { prefix + "/state" }
         public var event: String { prefix + "/event" }
@@ -163,15 +167,17 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     /// Sends the waiting outbox rows not yet handed to libmosquitto, in order.
+    /// libmosquitto's calls are made without `lock` held (its network thread
+    /// takes `lock` in the PUBACK callback); `flushLock` keeps flushes in order.
     func flush() {
         guard let m = client else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        guard connected else { return }
+        flushLock.lock()
+        defer { flushLock.unlock() }
         while true {
+            guard let after = lock.withLock({ connected ? publishedUpTo : nil }) else { return }
             let rows: [OutboxMessage]
-            do { rows = try store.outbox(after: publishedUpTo, limit: 200) } catch {
-                lastError = "outbox: \(error)"
+            do { rows = try store.outbox(after: after, limit: 200) } catch {
+                noteError("outbox: \(error)")
                 return
             }
             if rows.isEmpty { return }
@@ -179,12 +185,17 @@ public final class MQTTLink: @unchecked Sendable {
                 var mid: Int32 = 0
                 let rc = mosquitto_publish(m, &mid, row.topic, Int32(row.payload.count), row.payload, 1, row.retain)
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                    lastError = "publish: \(Self.describe(rc))"
+                    noteError("publish: \(Self.describe(rc))")
                     return
                 }
-                inFlight[mid] = row.seq
-                publishedUpTo = row.seq
-                publishedCount += 1
+                let ackedAlready = lock.withLock { () -> Bool in
+                    publishedUpTo = row.seq
+                    publishedCount += 1
+                    if earlyAcks.remove(mid) != nil { return true }
+                    inFlight[mid] = row.seq
+                    return false
+                }
+                if ackedAlready { acknowledge(row.seq) }
             }
         }
     }
@@ -193,7 +204,9 @@ public final class MQTTLink: @unchecked Sendable {
         guard let m = client else { return }
         var mid: Int32 = 0
         let rc = mosquitto_publish(m, &mid, topic, Int32(bytes.count), bytes, 1, retain)
-        if rc != MOSQ_ERR_SUCCESS.rawValue { noteError("publish \(topic): \(Self.describe(rc))") }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { return noteError("publish \(topic): \(Self.describe(rc))") }
+        // Not an outbox row: its PUBACK must not be taken for one.
+        lock.withLock { if earlyAcks.remove(mid) == nil { directMids.insert(mid) } }
     }
 
     // MARK: Callbacks (libmosquitto's network thread)
@@ -218,6 +231,8 @@ public final class MQTTLink: @unchecked Sendable {
             // A clean session: whatever was in flight is sent again (consumers
             // drop duplicates by seq).
             inFlight = [:]
+            earlyAcks = []
+            directMids = []
             publishedUpTo = 0
         }
         publishDirect(topics.availability, Array("online".utf8), retain: true)
@@ -236,7 +251,17 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     private func acknowledged(_ mid: Int32) {
-        guard let seq = lock.withLock({ inFlight.removeValue(forKey: mid) }) else { return }
+        // A PUBACK can beat `flush` to recording the mid; it is kept for it.
+        let seq = lock.withLock { () -> Int64? in
+            if directMids.remove(mid) != nil { return nil }
+            if let seq = inFlight.removeValue(forKey: mid) { return seq }
+            earlyAcks.insert(mid)
+            return nil
+        }
+        if let seq { acknowledge(seq) }
+    }
+
+    private func acknowledge(_ seq: Int64) {
         do {
             try store.acknowledge(seq)
             lock.withLock { acknowledgedCount += 1 }

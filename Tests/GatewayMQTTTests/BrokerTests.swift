@@ -1,0 +1,180 @@
+import DoorCore
+import Foundation
+import GatewayConfig
+import GatewayMQTT
+import GatewayStore
+import Logging
+import TestSupport
+import XCTest
+
+/// The MQTT link against Debian's mosquitto with mutual TLS.
+final class BrokerTests: XCTestCase {
+    var broker: MosquittoBroker!
+    var stateDir: String!
+    let compatKey = Hex.decode("000102030405060708090a0b0c0d0e0f")!
+    let nativeKey = [UInt8](repeating: 0x42, count: 32)
+
+    override func setUpWithError() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto"), "mosquitto is not installed")
+        broker = try MosquittoBroker()
+        try broker.start()
+        stateDir = broker.path("state")
+    }
+
+    func configuration() throws -> GatewayConfiguration.MQTT {
+        let toml = """
+            [device]
+            id = "front"
+            [board]
+            kind = "sim"
+            [mqtt]
+            enabled = true
+            host = "localhost"
+            port = \(broker.port)
+            uid_in_events = "full"
+            [mqtt.tls]
+            ca_file = "\(broker.path("ca.crt"))"
+            cert_file = "\(broker.path("door.crt"))"
+            key_file = "\(broker.path("door.key"))"
+            [mqtt.commands]
+            compat_topics = ["phone/front"]
+            """
+        return try GatewayConfiguration.load(toml: toml).mqtt
+    }
+
+    final class Outcomes: @unchecked Sendable {
+        let lock = NSLock()
+        var list: [RemoteOutcome] = []
+        func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
+        func wait(count: Int, timeout: TimeInterval = 10) -> [RemoteOutcome] {
+            let deadline = Date() + timeout
+            while Date() < deadline && lock.withLock({ list.count }) < count { usleep(10_000) }
+            return lock.withLock { list }
+        }
+    }
+
+    func link(_ outcomes: Outcomes? = nil) throws -> MQTTLink {
+        let store = try GatewayStore(stateDirectory: stateDir)
+        try store.setKey(.compatTimestamp, compatKey, now: 0)
+        try store.setKey(.nativeCommand, nativeKey, now: 0)
+        let link = try MQTTLink(configuration: try configuration(), deviceID: "front", store: store, log: Logger(label: "test"))
+        link.clockSynchronised = { true }
+        if let outcomes { link.onCommand = { outcomes.add($0) } }
+        try link.start()
+        let deadline = Date() + 10
+        while !link.isConnected && Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(link.isConnected, "connected with mutual TLS")
+        return link
+    }
+
+    func otp(_ ts: Int64, command: Int = 1, key: [UInt8]? = nil) throws -> String {
+        let block = try OTPBlock.make(timestamp: UInt32(ts), random: try Crypto.randomBytes(11), key: key ?? compatKey)
+        return #"{"command": \#(command), "otp-auth": "\#(block)"}"#
+    }
+
+    func testEventsStateAndAvailabilityArriveWithTheirPayloads() throws {
+        let sub = try broker.subscribe("doorgateway/#")
+        let l = try link()
+        l.publishState(.object([("lock", .string("LOCKED")), ("mode", .string("normal"))]))
+        try l.record(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: "04A1B2C3D4E5F6")), at: 1_700_000_000, uidText: "04A1B2C3D4E5F6")
+        try l.record(DoorEvent(.remoteRejected, reason: "replay", source: "compat"), at: 1_700_000_001, uidText: nil)
+        try l.publishTelemetry([("uptime_s", .int(5))], at: 1_700_000_002)
+        let lines = sub.wait { $0.filter { $0.hasPrefix("doorgateway/front/event|") }.count >= 2 && $0.contains { $0.hasPrefix("doorgateway/front/telemetry") } }
+        XCTAssertTrue(lines.contains("doorgateway/front/availability|0|online") || lines.contains("doorgateway/front/availability|1|online"), "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/state|") && $0.contains(#""lock":"LOCKED""#) })
+        let events = lines.filter { $0.hasPrefix("doorgateway/front/event|") }.map { try! JSONValue.parse(Array($0.split(separator: "|", maxSplits: 2)[2].utf8)) }
+        XCTAssertEqual(events[0]["kind"]?.stringValue, "access_granted")
+        XCTAssertEqual(events[0]["event_type"]?.stringValue, "access_granted")
+        XCTAssertEqual(events[0]["reason"]?.stringValue, "valid_v2")
+        XCTAssertEqual(events[0]["uid"]?.stringValue, "04A1B2C3D4E5F6")
+        XCTAssertEqual(events[0]["time"]?.stringValue, "2023-11-14T22:13:20Z")
+        let s0 = try XCTUnwrap(events[0]["seq"]?.intValue)
+        XCTAssertEqual(events[1]["seq"]?.intValue, s0 + 1, "sequence numbers count up")
+        XCTAssertEqual(events[1]["reason"]?.stringValue, "replay")
+        // Acknowledged events leave the outbox.
+        let deadline = Date() + 5
+        while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
+        XCTAssertEqual(l.status.outboxDepth, 0)
+        l.stop()
+        // Clean shutdown publishes the retained offline first.
+        let after = try broker.subscribe("doorgateway/front/availability")
+        XCTAssertTrue(after.wait { $0.contains("doorgateway/front/availability|1|offline") }.contains("doorgateway/front/availability|1|offline"))
+    }
+
+    func testCompatCommandsOnceReplayFutureChecksumRetainedAndAfterRestart() throws {
+        let outcomes = Outcomes()
+        var l: MQTTLink? = try link(outcomes)
+        let now = Int64(time(nil))
+        let fresh = try otp(now)
+        XCTAssertEqual(try broker.publish("phone/front", fresh).status, 0)
+        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: "compat"))
+        _ = try broker.publish("phone/front", fresh)
+        XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
+        _ = try broker.publish("phone/front", try otp(now + 60))
+        XCTAssertEqual(outcomes.wait(count: 3).last.flatMap(code), "future")
+        _ = try broker.publish("phone/front", try otp(now, key: [UInt8](repeating: 9, count: 16)))
+        XCTAssertEqual(outcomes.wait(count: 4).last.flatMap(code), "bad_checksum")
+        // A device report on the shared topic is not a command.
+        _ = try broker.publish("phone/front", #"{"TT_ID":"other","event_timestamp":1}"#)
+        usleep(300_000)
+        XCTAssertEqual(outcomes.wait(count: 5, timeout: 0.5).count, 4)
+
+        // While the door is away a command is left retained on the broker: it
+        // arrives with the retain flag when the door subscribes, and is ignored.
+        l?.stop()
+        l = nil
+        _ = try broker.publish("phone/front", try otp(Int64(time(nil))), retain: true)
+        let outcomes2 = Outcomes()
+        let again = try link(outcomes2)
+        XCTAssertEqual(outcomes2.wait(count: 1).first.flatMap(code), "retained")
+        _ = try broker.publish("phone/front", "", retain: true)  // clear it
+        // The replay record survived the restart.
+        _ = try broker.publish("phone/front", fresh)
+        XCTAssertEqual(outcomes2.wait(count: 2).last.flatMap(code), "replay")
+        again.stop()
+    }
+
+    func testNativeCommandsAndAlteredAction() throws {
+        let outcomes = Outcomes()
+        let l = try link(outcomes)
+        let now = Int64(time(nil))
+        let nonce = Hex.encode(try Crypto.randomBytes(16))
+        let mac = Hex.encode(Crypto.hmacSHA256(key: nativeKey, message: Array(CommandJudge.nativeMACMessage(device: "front", action: 1, ts: now, nonce: nonce).utf8)))
+        let good = #"{"action":1,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#
+        _ = try broker.publish("doorgateway/front/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
+        XCTAssertEqual(outcomes.wait(count: 1).last.flatMap(code), "bad_mac")
+        _ = try broker.publish("doorgateway/front/command", good)
+        XCTAssertEqual(outcomes.wait(count: 2).last, .accepted(.action(1), source: "native"))
+        _ = try broker.publish("doorgateway/front/command", good)
+        XCTAssertEqual(outcomes.wait(count: 3).last.flatMap(code), "replay")
+        l.stop()
+    }
+
+    func testAClientFromAnotherCAIsRefused() throws {
+        let r = try broker.publish("doorgateway/front/command", "{}", as: "intruder")
+        XCTAssertNotEqual(r.status, 0, "the broker refuses a certificate from another CA")
+        let ok = try broker.publish("doorgateway/front/command", "{}")
+        XCTAssertEqual(ok.status, 0)
+    }
+
+    func testDiscoveryCarriesTheKeysHomeAssistantRequires() throws {
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front")
+        let entries = Payloads.discovery(device: "front", name: "Front", topics: topics, doorContact: true, eventTypes: ["access_granted", "access_denied"], canOpen: false)
+        XCTAssertEqual(Set(entries.map { $0.topic.split(separator: "/")[1] }), ["lock", "event", "binary_sensor", "sensor"])
+        for e in entries {
+            let j = try JSONValue.parse(e.payload)
+            for key in ["unique_id", "device", "availability_topic", "name"] { XCTAssertNotNil(j[key], "\(e.topic) lacks \(key)") }
+            XCTAssertNotNil(j["device"]?["identifiers"])
+            switch e.topic.split(separator: "/")[1] {
+            case "lock": XCTAssertNotNil(j["command_topic"]); XCTAssertNotNil(j["state_topic"])
+            case "event": XCTAssertEqual(j["event_types"]?.arrayValue?.count, 2); XCTAssertNotNil(j["state_topic"])
+            default: XCTAssertNotNil(j["state_topic"])
+            }
+        }
+    }
+
+    func code(_ o: RemoteOutcome) -> String? {
+        if case .rejected(let c, _, _) = o { return c }
+        return nil
+    }
+}
