@@ -40,6 +40,7 @@ public final class MQTTLink: @unchecked Sendable {
     private var acknowledgedCount = 0
     private var replay: ReplayGuard
     private var lastState: [UInt8]?
+    private var supervisor: DispatchSourceTimer?
     /// Asked for the clock's sync state when a command is judged.
     public var clockSynchronised: @Sendable () -> Bool = { false }
     /// Each remote command's outcome (accepted or rejected with its reason).
@@ -104,10 +105,45 @@ public final class MQTTLink: @unchecked Sendable {
             noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
         }
         try check(mosquitto_loop_start(m), "network thread")
+        superviseReconnects()
+    }
+
+    /// libmosquitto's network thread reconnects by itself after plain socket
+    /// errors, but `mosquitto_loop_forever` returns — and the thread ends —
+    /// on TLS and other "fatal" errors (a broker that is down when a TLS
+    /// connect starts is one). So once a second: when not connected for the
+    /// current backoff (1 s doubling to 60 s), the thread is stopped cleanly
+    /// (`mosquitto_disconnect` then `mosquitto_loop_stop(false)`) and started
+    /// again on a fresh asynchronous connect.
+    private func superviseReconnects() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.mqtt.supervisor"))
+        var backoff = Duration.seconds(1)
+        var since = ContinuousClock.now
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in
+            guard let self, let m = self.client else { return }
+            if self.isConnected {
+                backoff = .seconds(1)
+                since = ContinuousClock.now
+                return
+            }
+            guard ContinuousClock.now - since >= backoff else { return }
+            mosquitto_disconnect(m)
+            mosquitto_loop_stop(m, false)
+            let rc = mosquitto_connect_async(m, self.configuration.host, Int32(self.configuration.port), Int32(self.configuration.keepaliveSeconds))
+            if rc != MOSQ_ERR_SUCCESS.rawValue { self.noteError("reconnect: \(Self.describe(rc))") }
+            mosquitto_loop_start(m)
+            since = ContinuousClock.now
+            backoff = min(backoff * 2, .seconds(60))
+        }
+        timer.activate()
+        supervisor = timer
     }
 
     /// Publishes `offline` (retained) first, then disconnects and joins the network thread.
     public func stop(flushWithin: Duration = .seconds(2)) {
+        supervisor?.cancel()
+        supervisor = nil
         guard let m = client else { return }
         if isConnected {
             // Give the backlog a moment to be acknowledged.

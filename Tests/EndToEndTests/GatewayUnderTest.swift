@@ -96,7 +96,13 @@ final class GatewayUnderTest {
 
     deinit {
         stop()
+        killOrphanedSimulator()
         try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// After a SIGKILL the daemon's pn532-sim child is left running: end it.
+    func killOrphanedSimulator() {
+        _ = try? Run.process(URL(fileURLWithPath: "/usr/bin/pkill"), ["-f", dir.appendingPathComponent("run/pn532-sim.sock").path])
     }
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }

@@ -600,7 +600,7 @@ final class LoaderTests: XCTestCase {
             summary.first { $0.hasPrefix("mqtt ") },
             """
             mqtt broker.lan:8883 MQTT 3.1.1 as d1, TLS ca /etc/doorgateway/ca.pem cert /etc/doorgateway/d1.crt key /etc/doorgateway/d1.key, \
-            prefix doorgateway/d1, compat topics none (1→action 0 2→action 1 3→action 2 4→action 3 5→report), tolerance 5 s, uid hmac, outbox 10000
+            prefix doorgateway/d1, compat topics none (1→action 0 2→action 1 3→action 2 4→action 3 5→report), tolerance 5 s, uid hmac, outbox 10000, Home Assistant discovery
             """)
         XCTAssertTrue(summary.allSatisfy { !$0.contains("\n") })
     }

@@ -1,0 +1,120 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// gatewayd with a real broker: phone-style commands open the door once,
+/// and the outbox delivers everything, in order, across a crash.
+final class MQTTStoryTests: XCTestCase {
+    func mqttSection(_ broker: MosquittoBroker) -> String {
+        """
+        [mqtt]
+        enabled = true
+        host = "localhost"
+        port = \(broker.port)
+        uid_in_events = "full"
+        [mqtt.tls]
+        ca_file = "\(broker.path("ca.crt"))"
+        cert_file = "\(broker.path("door.crt"))"
+        key_file = "\(broker.path("door.key"))"
+        [mqtt.commands]
+        compat_topics = ["phone/e2e-door"]
+        """
+    }
+
+    func testPhoneCommandOpensOnceAndItsReplayIsRejected() throws {
+        let broker = try MosquittoBroker()
+        try broker.start()
+        let g = try GatewayUnderTest(extra: mqttSection(broker))
+        try g.start()
+        try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+        let events = try broker.subscribe("doorgateway/e2e-door/event")
+        let keyFile = g.dir.appendingPathComponent("otp.key").path
+        try g.ctlJSON(["keys", "otp", "new"])
+        let export = try g.ctl(["keys", "otp", "export"])
+        try export.stdout.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let message = try g.ctl(["otp", "make", "--key-file", keyFile]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(try broker.publish("phone/e2e-door", message).status, 0)
+        try g.waitForEvent("remote_accepted")
+        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        _ = try broker.publish("phone/e2e-door", message)
+        let rejected = try g.waitForEvent("remote_rejected")
+        XCTAssertEqual(rejected["reason"]?.stringValue, "replay")
+        let lines = events.wait { $0.contains { $0.contains("remote_rejected") } }
+        XCTAssertTrue(lines.contains { $0.contains(#""kind":"remote_accepted""#) }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.contains(#""reason":"replay""#) })
+    }
+
+    /// The broker stopped → 1 000 events → gatewayd killed (SIGKILL) and
+    /// restarted → the broker started → all 1 000 delivered, in order.
+    func testOutboxSurvivesBrokerOutageAndACrash() throws {
+        let broker = try MosquittoBroker()
+        let g = try GatewayUnderTest(extra: mqttSection(broker))
+        try g.start()
+        let client = try ControlConnection(path: g.socket)
+        for i in 0..<1000 {
+            let r = try client.call("mode", ["mode": i % 2 == 0 ? "passage" : "normal"])
+            XCTAssertEqual(r["ok"], .bool(true))
+        }
+        try waitUntil(timeout: 20) { (try g.ctlJSON(["log", "--limit", "5000"]).arrayValue ?? []).filter { $0["kind"]?.stringValue == "mode_changed" }.count >= 1000 }
+        XCTAssertGreaterThanOrEqual(try g.status()["broker"]?["outbox"]?.intValue ?? 0, 1000)
+        g.stop(signal: SIGKILL)
+        g.killOrphanedSimulator()
+        try g.start()
+        try broker.start()
+        let sub = try broker.subscribe("doorgateway/e2e-door/event")
+        let lines = sub.wait(timeout: 60) { $0.filter { $0.contains(#""kind":"mode_changed""#) }.count >= 1000 }
+        var seen = Set<Int>()
+        var order: [Int] = []
+        for line in lines {
+            let json = try JSONValue.parse(Array(line.split(separator: "|", maxSplits: 2)[2].utf8))
+            guard let seq = json["seq"]?.intValue, seen.insert(seq).inserted else { continue }  // QoS 1 duplicates
+            if json["kind"]?.stringValue == "mode_changed" { order.append(seq) }
+        }
+        XCTAssertEqual(order.count, 1000, "every event delivered; status \((try? g.status()["broker"]) ?? .null)\n\(g.log.suffix(2000))")
+        XCTAssertEqual(order, order.sorted(), "in order")
+        try waitUntil { (try g.status()["broker"]?["outbox"]?.intValue) == 0 }
+    }
+}
+
+/// A persistent control-socket connection for many requests.
+final class ControlConnection {
+    let fd: Int32
+    var buffer: [UInt8] = []
+    var id = 0
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { for (i, c) in path.utf8.enumerated() { $0[i] = c } }
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else { throw E2EError("cannot connect to \(path)") }
+    }
+    deinit { close(fd) }
+
+    func send(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    func readLine() throws -> String {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !buffer.contains(0x0A) {
+            let n = read(fd, &chunk, chunk.count)
+            guard n > 0 else { throw E2EError("connection closed") }
+            buffer += chunk[0..<n]
+        }
+        let i = buffer.firstIndex(of: 0x0A)!
+        defer { buffer.removeSubrange(...i) }
+        return String(decoding: buffer[..<i], as: UTF8.self)
+    }
+
+    func call(_ method: String, _ params: [String: String] = [:]) throws -> JSONValue {
+        id += 1
+        let p = JSONValue.object(params.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })
+        send(JSONValue.object([("id", .int(id)), ("method", .string(method)), ("params", p)]).serialized)
+        return try JSONValue.parse(Array(try readLine().utf8))
+    }
+}
