@@ -63,10 +63,11 @@ final class GatewayUnderTest {
         try toml.write(to: configFile, atomically: true, encoding: .utf8)
     }
 
-    func start() throws {
+    func start(environment extra: [String: String] = [:]) throws {
         let p = Process()
         p.executableURL = Self.gateway
         p.arguments = ["daemon", "--config", configFile.path]
+        p.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
         p.standardError = log

@@ -29,16 +29,17 @@ final class ControlClient {
 
     deinit { close(connection.fd) }
 
-    private func send(_ method: String, _ params: JSONValue) throws -> Int {
+    /// Sends a request. A refused peer gets one error line and the
+    /// connection closes, so a failed send still reads what is waiting.
+    private func send(_ method: String, _ params: JSONValue) {
         nextID += 1
         let request = JSONValue.object([("id", .int(nextID)), ("method", .string(method)), ("params", params)])
-        guard connection.send(request) else { throw ControlClientError.io("the daemon closed the connection") }
-        return nextID
+        connection.send(request)
     }
 
     private func readAnswer() throws -> JSONValue {
         guard case .line(let bytes)? = connection.readLine() else {
-            throw ControlClientError.io("no answer from the daemon")
+            throw ControlClientError.io("the daemon closed the connection without an answer")
         }
         let answer = try JSONValue.parse(bytes, maxDepth: 32, maxBytes: 64 << 20)
         if answer["ok"]?.boolValue == false {
@@ -51,7 +52,7 @@ final class ControlClient {
 
     /// One request, its result (or the daemon's error, thrown).
     func call(_ method: String, _ params: JSONValue = .object([])) throws -> JSONValue {
-        _ = try send(method, params)
+        send(method, params)
         return try readAnswer()["result"] ?? .null
     }
 
@@ -59,7 +60,7 @@ final class ControlClient {
     func follow(_ method: String, _ params: JSONValue = .object([]), onEvent: (JSONValue) -> Void) throws {
         var tv = timeval(tv_sec: 0, tv_usec: 0)  // no timeout while following
         setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        _ = try send(method, params)
+        send(method, params)
         while true {
             let answer = try readAnswer()
             guard let event = answer["event"] else { return }

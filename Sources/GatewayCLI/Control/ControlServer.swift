@@ -242,7 +242,7 @@ final class LineConnection {
             if let nl = buffer.firstIndex(of: 0x0A) {
                 let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
-                if discarding {
+                if discarding || line.count > maxLine {
                     discarding = false
                     return .tooLong
                 }

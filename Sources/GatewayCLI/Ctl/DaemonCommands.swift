@@ -236,7 +236,7 @@ struct KeysCommand: ParsableCommand {
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim", abstract: "Drive the simulated board and pn532-sim (board.kind = \"sim\").",
-        subcommands: [Tap.self, Remove.self, Reinsert.self, Dump.self, Press.self, Door.self])
+        subcommands: [Tap.self, Remove.self, Reinsert.self, Dump.self, Tear.self, Press.self, Door.self])
     struct Tap: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "tap", abstract: "Put an NTAG213 holding URL (or a dump file, or nothing) on the reader.")
@@ -245,6 +245,7 @@ struct SimCommand: ParsableCommand {
         @Option(help: "A tag dump file (COMPAT §6) instead of a URL.") var dump: String?
         @Flag(help: "A blank tag (empty NDEF message).") var blank = false
         @Option(help: "The tag's UID (hex, 7 bytes); random when absent.") var uid: String?
+        @Option(help: "The tag leaves after this many exchanges (a torn tap or write).") var tearAfter: Int?
         func validate() throws {
             guard [url != nil, dump != nil, blank].filter({ $0 }).count == 1 else {
                 throw ValidationError("give one of URL, --dump FILE and --blank")
@@ -259,6 +260,7 @@ struct SimCommand: ParsableCommand {
                 params.append(("dump", .string(Hex.encode(Array(data)))))
             }
             if let uid { params.append(("uid", .string(uid))) }
+            if let tearAfter { params.append(("tear_after", .int(tearAfter))) }
             try socket.call("sim.tap", params)
         }
     }
@@ -287,6 +289,13 @@ struct SimCommand: ParsableCommand {
             let result = JSONValue.object([("file", .string(file)), ("bytes", .int(bytes.count))])
             print(socket.json ? result.serialized : "\(bytes.count) bytes to \(file)")
         }
+    }
+    struct Tear: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "tear", abstract: "The tag on the reader leaves after N more exchanges (to test torn writes).")
+        @OptionGroup var socket: SocketOptions
+        @Argument(help: "Exchanges before the tag leaves.") var after: Int
+        func run() throws { try socket.call("sim.tear", [("after", .int(after))]) }
     }
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "press", abstract: "Press the button (and hold it).")

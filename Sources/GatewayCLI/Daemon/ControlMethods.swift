@@ -78,8 +78,13 @@ extension Daemon {
             return .object([("id", .int(id)), ("link", .string(link.text))])
         case "keys.new", "keys.import", "keys.export":
             return try keys(method, p)
-        case "sim.tap", "sim.remove", "sim.reinsert", "sim.dump", "sim.press", "sim.door":
+        case "sim.tap", "sim.remove", "sim.reinsert", "sim.dump", "sim.press", "sim.door", "sim.tear":
             return try simulate(method, p)
+        case "debug.stall" where environment["GATEWAYD_TEST_HOOKS"] == "1":
+            // Tests only: block the door queue to prove the watchdog stops.
+            let seconds = max(0, min(try p.double("seconds", default: 1), 30))
+            runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
+            return .object([("stalled_s", .double(seconds))])
         default:
             if let answer = try registryMethod(method, p) { return answer }
             throw DaemonError.request("unknown method \(method)")
@@ -188,9 +193,16 @@ extension Daemon {
             // A dump keeps its own UID unless one was given.
             let tagUID = p["dump"] != nil && p["uid"] == nil ? image.uid : uid
             let answer = try SimulatorControl.send("insert \(tagUID.hex) \(file)", to: control)
+            if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
             return .object([("uid", .string(tagUID.hex)), ("simulator", .string(answer))])
         case "sim.remove":
-            return .object([("simulator", .string(try SimulatorControl.send("remove", to: control)))])
+            // Removing when the tag already left (torn away) is not an error.
+            let answer = (try? SimulatorControl.send("remove", to: control)) ?? "no tag in the field"
+            return .object([("simulator", .string(answer))])
+        case "sim.tear":
+            let n = try p.int("after")
+            guard n >= 0 else { throw DaemonError.request("after must be 0 or more") }
+            return .object([("simulator", .string(try SimulatorControl.send("tear-after \(n)", to: control)))])
         case "sim.reinsert":
             return .object([("simulator", .string(try SimulatorControl.send("reinsert", to: control)))])
         case "sim.dump":

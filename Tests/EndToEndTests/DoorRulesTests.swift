@@ -1,0 +1,150 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// The door's rules through the whole daemon: lockout, torn provisioning,
+/// expiry, the watchdog, and who may use the control socket.
+final class DoorRulesTests: XCTestCase {
+    func forged(_ i: Int) -> String {
+        StickerSigner.signV2(action: 0, timestamp: 1_700_000_000 + Int64(i), key: [UInt8](repeating: 3, count: 32), uid: TagUID(hex: "04BAD0BAD0BAD0")!).text
+    }
+
+    func testLockoutAfterRepeatedBadStickersButTheExitButtonStillOpens() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        for i in 0..<3 {
+            let n = try g.eventCount()
+            try g.ctlJSON(["sim", "tap", forged(i), "--uid", "04BAD0BAD0BAD0"])
+            try g.waitForEvent("access_denied", after: n)
+            try g.ctlJSON(["sim", "remove"])
+            usleep(1_100_000)
+        }
+        try g.waitForEvent("lockout")
+        let status = try g.ctlJSON(["lockout", "status"])
+        XCTAssertEqual(status["tags"]?.arrayValue?.first?["uid"]?.stringValue, "04BAD0BAD0BAD0")
+        let n = try g.eventCount()
+        try g.ctlJSON(["sim", "press", "--hold", "0.2"])
+        try g.waitForEvent("exit_request", after: n)
+        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        try g.ctlJSON(["lockout", "clear"])
+        try g.waitForEvent("lockout_cleared")
+    }
+
+    func testProvisioningTornMidWriteLeavesAFailedRowAndNoHonouredSticker() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        let uid = "04707070707070"
+        try g.ctlJSON(["provision", "--action", "0"])
+        try g.waitForEvent("provisioning_armed")
+        // The tag arrives blank and is read; it leaves during the write's page
+        // writes (after READ 3 on the tap, then READ 0, GET_VERSION, READ 3,
+        // READ of the lock/config pages, and one WRITE).
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid, "--tear-after", "6"])
+        let failed = try g.waitForEvent("provisioning_failed")
+        XCTAssertEqual(failed["uid"]?.stringValue, uid)
+        let tag = try XCTUnwrap(try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue?.first)
+        XCTAssertEqual(tag["state"]?.stringValue, "failed")
+        // Whatever is on the tag now does not open.
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_100_000)
+        let n = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        usleep(1_000_000)
+        XCTAssertFalse(try g.auditKinds().dropFirst(n).contains("access_granted"))
+    }
+
+    func testExpiredTagIsDenied() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        let uid = "04E0E0E0E0E0E0"
+        try g.ctlJSON(["provision", "--action", "0"])
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        try g.waitForEvent("provisioning_written")
+        try g.ctlJSON(["tags", "expire", uid, "--at", "2020-01-01"])
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_100_000)
+        let n = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        try g.waitForEvent("access_denied", reason: "expired", after: n)
+    }
+
+    func testTheWatchdogStopsBeingFedWhenTheEventLoopStalls() throws {
+        let g = try GatewayUnderTest()
+        let notifyPath = g.dir.appendingPathComponent("notify").path
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { for (i, c) in notifyPath.utf8.enumerated() { $0[i] = c } }
+        XCTAssertEqual(withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }, 0)
+        var tv = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        try g.start(environment: ["NOTIFY_SOCKET": notifyPath, "WATCHDOG_USEC": "400000", "GATEWAYD_TEST_HOOKS": "1"])
+
+        func messages(for seconds: Double) -> [String] {
+            var out: [String] = []
+            let deadline = Date() + seconds
+            var buf = [UInt8](repeating: 0, count: 512)
+            while Date() < deadline {
+                let n = recv(fd, &buf, buf.count, 0)
+                if n > 0 { out.append(String(decoding: buf[0..<n], as: UTF8.self)) }
+            }
+            return out
+        }
+        let healthy = messages(for: 1.2)
+        XCTAssertTrue(healthy.contains { $0.contains("READY=1") } || healthy.contains("WATCHDOG=1"), "\(healthy)")
+        XCTAssertGreaterThanOrEqual(healthy.filter { $0 == "WATCHDOG=1" }.count, 3, "fed every 200 ms")
+        let client = try ControlConnection(path: g.socket)
+        client.send(#"{"id": 1, "method": "debug.stall", "params": {"seconds": 2}}"#)
+        XCTAssertEqual(try JSONValue.parse(Array(try client.readLine().utf8))["ok"], .bool(true))
+        usleep(500_000)
+        let stalled = messages(for: 1.0)
+        XCTAssertEqual(stalled.filter { $0 == "WATCHDOG=1" }.count, 0, "not fed while the loop is stuck: \(stalled)")
+        usleep(1_000_000)
+        let recovered = messages(for: 1.0)
+        XCTAssertGreaterThan(recovered.filter { $0 == "WATCHDOG=1" }.count, 0, "fed again once it runs")
+    }
+
+    func testSocketRefusesOthersAndServesFiftyClients() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        var st = stat()
+        XCTAssertEqual(stat(g.socket, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o660)
+        // Nobody (uid 65534), not in the admin group: the file mode refuses the connect...
+        var r = try Run.process(URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status", "--socket", g.socket], timeout: 20)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("permission denied"), r.stderr)
+        // ...and with the file opened up, SO_PEERCRED refuses it by name.
+        chmod(g.socket, 0o666)
+        r = try Run.process(URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status", "--socket", g.socket], timeout: 20)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("uid 65534 is not root or in group root"), r.stderr)
+
+        // Malformed requests get an error answer and the connection stays usable.
+        let c = try ControlConnection(path: g.socket)
+        c.send("this is not json")
+        XCTAssertEqual(try JSONValue.parse(Array(try c.readLine().utf8))["error"]?["code"]?.stringValue, "bad_request")
+        c.send(#"{"id": 7, "method": "nope"}"#)
+        let unknown = try JSONValue.parse(Array(try c.readLine().utf8))
+        XCTAssertEqual(unknown["id"], .int(7))
+        XCTAssertEqual(unknown["ok"], .bool(false))
+        c.send(String(repeating: "x", count: 70_000))
+        XCTAssertEqual(try JSONValue.parse(Array(try c.readLine().utf8))["error"]?["code"]?.stringValue, "too_large")
+        XCTAssertEqual(try c.call("status")["ok"], .bool(true))
+
+        // Fifty clients at once, several requests each.
+        let failures = NSLock()
+        var failed = 0
+        DispatchQueue.concurrentPerform(iterations: 50) { _ in
+            do {
+                let client = try ControlConnection(path: g.socket)
+                for _ in 0..<5 where try client.call("status")["ok"] != .bool(true) { failures.withLock { failed += 1 } }
+            } catch {
+                failures.withLock { failed += 1 }
+            }
+        }
+        XCTAssertEqual(failed, 0)
+    }
+}
