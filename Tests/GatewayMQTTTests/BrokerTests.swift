@@ -173,6 +173,36 @@ final class BrokerTests: XCTestCase {
         }
     }
 
+    /// The same telemetry, event and command checks against nats-server.
+    func testTelemetryEventsAndCommandsThroughNATS() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "nats-server is not installed")
+        broker.stop()
+        try broker.startNATS()
+        let sub = try broker.subscribe("doorgateway/#")
+        let outcomes = Outcomes()
+        let l = try link(outcomes)
+        try l.record(DoorEvent(.accessGranted, reason: "valid_v1", action: 0), at: 1_700_000_000, uidText: nil)
+        try l.publishTelemetry([("uptime_s", .int(1))], at: 1_700_000_001)
+        let lines = sub.wait { $0.contains { $0.hasPrefix("doorgateway/front/event|") } && $0.contains { $0.hasPrefix("doorgateway/front/telemetry|") } }
+        XCTAssertTrue(lines.contains { $0.contains(#""kind":"access_granted""#) }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/telemetry|") && $0.contains(#""uptime_s":1"#) })
+        let fresh = try otp(Int64(time(nil)))
+        XCTAssertEqual(try broker.publish("phone/front", fresh).status, 0)
+        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: "compat"))
+        _ = try broker.publish("phone/front", fresh)
+        XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
+        let now = Int64(time(nil))
+        let nonce = Hex.encode(try Crypto.randomBytes(16))
+        let mac = Hex.encode(Crypto.hmacSHA256(key: nativeKey, message: Array(CommandJudge.nativeMACMessage(device: "front", action: 0, ts: now, nonce: nonce).utf8)))
+        _ = try broker.publish("doorgateway/front/command", #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#)
+        XCTAssertEqual(outcomes.wait(count: 3).last, .accepted(.action(0), source: "native"))
+        XCTAssertNotEqual(try broker.publish("doorgateway/front/command", "{}", as: "intruder").status, 0, "mutual TLS on NATS too")
+        let deadline = Date() + 5
+        while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
+        XCTAssertEqual(l.status.outboxDepth, 0, "NATS acknowledged every QoS 1 publish")
+        l.stop()
+    }
+
     func code(_ o: RemoteOutcome) -> String? {
         if case .rejected(let c, _, _) = o { return c }
         return nil

@@ -58,6 +58,41 @@ public final class MosquittoBroker {
         throw NSError(domain: "broker", code: 1, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen on \(port)"])
     }
 
+    /// The second, independent broker: Debian's nats-server with its MQTT
+    /// listener (MQTT 3.1.1, QoS ≤ 1; it needs JetStream) on the same port,
+    /// with the same certificates and client verification (mutual TLS).
+    public func startNATS() throws {
+        let clientPort = try Self.freePort()
+        let conf = """
+            server_name: doorgateway_test
+            listen: 127.0.0.1:\(clientPort)
+            jetstream { store_dir: "\(path("jetstream"))" }
+            mqtt {
+              listen: 127.0.0.1:\(port)
+              tls {
+                cert_file: "\(path("broker.crt"))"
+                key_file: "\(path("broker.key"))"
+                ca_file: "\(path("ca.crt"))"
+                verify: true
+              }
+            }
+            """
+        try conf.write(to: dir.appendingPathComponent("nats.conf"), atomically: true, encoding: .utf8)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/nats-server")
+        p.arguments = ["-c", path("nats.conf")]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try p.run()
+        process = p
+        let deadline = Date() + 15
+        while Date() < deadline {
+            if Self.canConnect(port) { return }
+            usleep(20_000)
+        }
+        throw NSError(domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server did not listen on \(port)"])
+    }
+
     public func stop() {
         guard let p = process else { return }
         if p.isRunning {
