@@ -63,6 +63,8 @@ bench: deps static
 	$(SWIFT) build -c release --product reader-bench
 	$(SWIFT) build -c release --product pn532-sim
 	"$$($(SWIFT) build -c release --show-bin-path)/reader-bench" "$$($(SWIFT) build -c release --show-bin-path)/pn532-sim" 200
+	$(SWIFT) build -c release --product mqtt-bench
+	"$$($(SWIFT) build -c release --show-bin-path)/mqtt-bench" 5000
 	BIN="$(STATIC_OUT)" python3 scripts/bench-daemon.py
 
 clean:

@@ -54,8 +54,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log")]),
         // MARK: PN532 + NTAG21x emulator (library, and the pn532-sim executable)
         .target(name: "PN532Emulator", dependencies: ["DoorCore"]),
+        // posix_openpt & co. for the emulator's pseudo-terminal (C: _XOPEN_SOURCE).
+        .target(name: "CPseudoTerminal"),
         .executableTarget(name: "pn532-sim", dependencies: [
-            "PN532Emulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "PN532Emulator", "CPseudoTerminal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // MARK: gatewayctl / gatewayd command tree
         .target(name: "GatewayCLI", dependencies: [
@@ -66,6 +68,9 @@ let package = Package(
         .executableTarget(name: "gateway", dependencies: ["GatewayCLI"]),
         // MARK: Benchmarks (make bench)
         .executableTarget(name: "reader-bench", dependencies: ["NFCReader", "DoorCore"], path: "Benchmarks/ReaderBench"),
+        .executableTarget(
+            name: "mqtt-bench", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayStore", "DoorCore", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/MQTTBench"),
 
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["DoorCore"], path: "Tests/TestSupport"),

@@ -3,6 +3,7 @@
 #else
     import Darwin
 #endif
+import CPseudoTerminal
 
 /// A failed system call: the C function and its errno (STYLE.md §7).
 struct SystemError: Error, CustomStringConvertible {
@@ -21,21 +22,6 @@ struct SystemError: Error, CustomStringConvertible {
     }
 }
 
-/// glibc declares the pty functions only under _XOPEN_SOURCE, which the
-/// Glibc module does not define; they are looked up in the C library instead.
-private enum PTYFunctions {
-    typealias IntOfInt = @convention(c) (Int32) -> Int32
-    typealias Name = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
-
-    static func lookup<F>(_ name: String, as: F.Type) throws -> F {
-        // RTLD_DEFAULT is the null handle in glibc.
-        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else {
-            throw SystemError("dlsym", name, errno: ENOSYS)
-        }
-        return unsafeBitCast(sym, to: F.self)
-    }
-}
-
 /// The master side of a pseudo-terminal whose slave plays the PN532's
 /// serial port (posix_openpt(3), grantpt(3), unlockpt(3), ptsname_r(3)).
 /// The master is in raw mode (cfmakeraw(3)) and non-blocking.
@@ -44,17 +30,11 @@ final class PseudoTerminal {
     let slavePath: String
 
     init() throws {
-        let posix_openpt = try PTYFunctions.lookup("posix_openpt", as: PTYFunctions.IntOfInt.self)
-        let grantpt = try PTYFunctions.lookup("grantpt", as: PTYFunctions.IntOfInt.self)
-        let unlockpt = try PTYFunctions.lookup("unlockpt", as: PTYFunctions.IntOfInt.self)
-        let ptsname_r = try PTYFunctions.lookup("ptsname_r", as: PTYFunctions.Name.self)
-        let fd = posix_openpt(O_RDWR | O_NOCTTY)
-        guard fd >= 0 else { throw SystemError("posix_openpt") }
+        var name = [CChar](repeating: 0, count: 128)
+        var failed: UnsafePointer<CChar>?
+        let fd = door_pty_open(&name, name.count, &failed)
+        guard fd >= 0 else { throw SystemError(failed.map { String(cString: $0) } ?? "posix_openpt") }
         do {
-            guard grantpt(fd) == 0 else { throw SystemError("grantpt") }
-            guard unlockpt(fd) == 0 else { throw SystemError("unlockpt") }
-            var name = [CChar](repeating: 0, count: 128)
-            guard ptsname_r(fd, &name, name.count) == 0 else { throw SystemError("ptsname_r") }
             slavePath = String(cString: name)
             try Self.makeRaw(fd, "master")
             guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
