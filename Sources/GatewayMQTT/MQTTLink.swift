@@ -41,6 +41,10 @@ public final class MQTTLink: @unchecked Sendable {
     private var replay: ReplayGuard
     private var lastState: [UInt8]?
     private var supervisor: DispatchSourceTimer?
+    private var pending: [GatewayStore.OutboxEntry] = []
+    private let pendingCondition = NSCondition()
+    private var committerStopping = false
+    private let committerDone = DispatchSemaphore(value: 0)
     /// Asked for the clock's sync state when a command is judged.
     public var clockSynchronised: @Sendable () -> Bool = { false }
     /// Each remote command's outcome (accepted or rejected with its reason).
@@ -105,6 +109,7 @@ public final class MQTTLink: @unchecked Sendable {
             noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
         }
         try check(mosquitto_loop_start(m), "network thread")
+        startCommitter()
         superviseReconnects()
     }
 
@@ -144,6 +149,11 @@ public final class MQTTLink: @unchecked Sendable {
     public func stop(flushWithin: Duration = .seconds(2)) {
         supervisor?.cancel()
         supervisor = nil
+        pendingCondition.withLock {
+            committerStopping = true
+            pendingCondition.signal()
+        }
+        if client != nil { _ = committerDone.wait(timeout: .now() + 10) }
         guard let m = client else { return }
         if isConnected {
             // Give the backlog a moment to be acknowledged.
@@ -163,7 +173,7 @@ public final class MQTTLink: @unchecked Sendable {
     public var isConnected: Bool { lock.withLock { connected } }
 
     public var status: MQTTStatus {
-        let depth = (try? store.outboxDepth()) ?? -1
+        let depth = ((try? store.outboxDepth()) ?? 0) + queuedCount
         return lock.withLock {
             MQTTStatus(connected: connected, lastError: lastError, outboxDepth: depth, published: publishedCount, acknowledged: acknowledgedCount)
         }
@@ -171,23 +181,63 @@ public final class MQTTLink: @unchecked Sendable {
 
     // MARK: Publishing
 
-    /// Commits the event to the outbox, then publishes everything waiting.
-    @discardableResult
-    public func record(_ event: DoorEvent, at time: Int64, uidText: String?) throws -> Int64 {
+    /// Queues the event for the outbox. The committer thread commits what is
+    /// queued in one transaction (group commit, synchronous FULL) and only
+    /// then publishes it; `stop` commits anything still queued.
+    public func record(_ event: DoorEvent, at time: Int64, uidText: String?) {
         let cls: OutboxMessage.Class = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
-        let seq = try store.enqueue(topic: topics.event, class: cls, limit: configuration.outboxLimit, now: time) { seq in
-            Payloads.event(event, seq: seq, time: time, device: deviceID, uidText: uidText)
-        }
-        flush()
-        return seq
+        let device = deviceID
+        queue(GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
+            Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText)
+        })
     }
 
-    public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) throws {
-        try store.enqueue(topic: topics.telemetry, class: .telemetry, limit: configuration.outboxLimit, now: time) { seq in
+    public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
+        queue(GatewayStore.OutboxEntry(topic: topics.telemetry, class: .telemetry, created: time) { seq in
             Array(JSONValue.object([("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + fields).serialized.utf8)
+        })
+    }
+
+    private func queue(_ entry: GatewayStore.OutboxEntry) {
+        pendingCondition.lock()
+        pending.append(entry)
+        pendingCondition.signal()
+        pendingCondition.unlock()
+    }
+
+    /// Commits everything queued (one transaction), then publishes.
+    private func commitPending() {
+        pendingCondition.lock()
+        let batch = pending
+        pending = []
+        pendingCondition.unlock()
+        guard !batch.isEmpty else { return }
+        do {
+            try store.enqueue(batch, limit: configuration.outboxLimit)
+        } catch {
+            noteError("outbox commit of \(batch.count) messages failed: \(error)")
         }
         flush()
     }
+
+    private func startCommitter() {
+        let t = Thread { [self] in
+            while true {
+                pendingCondition.lock()
+                while pending.isEmpty && !committerStopping { pendingCondition.wait() }
+                let stopping = committerStopping && pending.isEmpty
+                pendingCondition.unlock()
+                if stopping { break }
+                commitPending()
+            }
+            committerDone.signal()
+        }
+        t.name = "gatewayd.outbox"
+        t.start()
+    }
+
+    /// Events queued but not committed yet (tests and telemetry).
+    public var queuedCount: Int { pendingCondition.withLock { pending.count } }
 
     /// The retained door state; re-sent after every connect.
     public func publishState(_ state: JSONValue) {

@@ -30,29 +30,46 @@ extension GatewayStore {
         }
     }
 
-    /// Commits a message to the outbox and returns its sequence number. The
-    /// payload is built from the number (`make`) inside the same transaction.
+    /// A message to commit; its payload is built from its sequence number.
+    public struct OutboxEntry {
+        public var topic: String
+        public var messageClass: OutboxMessage.Class
+        public var retain: Bool
+        public var created: Int64
+        public var make: (Int64) -> [UInt8]
+        public init(topic: String, class messageClass: OutboxMessage.Class, retain: Bool = false, created: Int64, make: @escaping (Int64) -> [UInt8]) {
+            self.topic = topic
+            self.messageClass = messageClass
+            self.retain = retain
+            self.created = created
+            self.make = make
+        }
+    }
+
+    /// Commits messages to the outbox in one transaction (a group commit:
+    /// one fsync for the batch) and returns their sequence numbers.
     /// Bounded by `limit`: telemetry goes first, then the oldest non-access
     /// events; access events are never dropped (the bound can be exceeded by them).
     @discardableResult
-    public func enqueue(
-        topic: String, class messageClass: OutboxMessage.Class, retain: Bool = false, limit: Int, now: Int64,
-        make: (Int64) -> [UInt8]
-    ) throws -> Int64 {
+    public func enqueue(_ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
         try pool.write { db in
-            try db.execute(
-                sql: "INSERT INTO outbox (topic, payload, retain, class, created) VALUES (?, x'', ?, ?, ?)",
-                arguments: [topic, retain, messageClass.rawValue, now])
-            let seq = db.lastInsertedRowID
-            try db.execute(sql: "UPDATE outbox SET payload = ? WHERE seq = ?", arguments: [Data(make(seq)), seq])
+            var seqs: [Int64] = []
+            for e in entries {
+                try db.execute(
+                    sql: "INSERT INTO outbox (topic, payload, retain, class, created) VALUES (?, x'', ?, ?, ?)",
+                    arguments: [e.topic, e.retain, e.messageClass.rawValue, e.created])
+                let seq = db.lastInsertedRowID
+                try db.execute(sql: "UPDATE outbox SET payload = ? WHERE seq = ?", arguments: [Data(e.make(seq)), seq])
+                seqs.append(seq)
+            }
             var over = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox")! - limit
             for cls in ["telemetry", "event"] where over > 0 {
                 try db.execute(
-                    sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE class = ? AND seq <> ? ORDER BY seq LIMIT ?)",
-                    arguments: [cls, seq, over])
+                    sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE class = ? ORDER BY seq LIMIT ?)",
+                    arguments: [cls, over])
                 over -= db.changesCount
             }
-            return seq
+            return seqs
         }
     }
 

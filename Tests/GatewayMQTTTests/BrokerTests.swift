@@ -76,9 +76,9 @@ final class BrokerTests: XCTestCase {
         let sub = try broker.subscribe("doorgateway/#")
         let l = try link()
         l.publishState(.object([("lock", .string("LOCKED")), ("mode", .string("normal"))]))
-        try l.record(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: "04A1B2C3D4E5F6")), at: 1_700_000_000, uidText: "04A1B2C3D4E5F6")
-        try l.record(DoorEvent(.remoteRejected, reason: "replay", source: "compat"), at: 1_700_000_001, uidText: nil)
-        try l.publishTelemetry([("uptime_s", .int(5))], at: 1_700_000_002)
+        l.record(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: "04A1B2C3D4E5F6")), at: 1_700_000_000, uidText: "04A1B2C3D4E5F6")
+        l.record(DoorEvent(.remoteRejected, reason: "replay", source: "compat"), at: 1_700_000_001, uidText: nil)
+        l.publishTelemetry([("uptime_s", .int(5))], at: 1_700_000_002)
         let lines = sub.wait { $0.filter { $0.hasPrefix("doorgateway/front/event|") }.count >= 2 && $0.contains { $0.hasPrefix("doorgateway/front/telemetry") } }
         XCTAssertTrue(lines.contains("doorgateway/front/availability|0|online") || lines.contains("doorgateway/front/availability|1|online"), "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/state|") && $0.contains(#""lock":"LOCKED""#) })
@@ -181,8 +181,8 @@ final class BrokerTests: XCTestCase {
         let sub = try broker.subscribe("doorgateway/#")
         let outcomes = Outcomes()
         let l = try link(outcomes)
-        try l.record(DoorEvent(.accessGranted, reason: "valid_v1", action: 0), at: 1_700_000_000, uidText: nil)
-        try l.publishTelemetry([("uptime_s", .int(1))], at: 1_700_000_001)
+        l.record(DoorEvent(.accessGranted, reason: "valid_v1", action: 0), at: 1_700_000_000, uidText: nil)
+        l.publishTelemetry([("uptime_s", .int(1))], at: 1_700_000_001)
         let lines = sub.wait { $0.contains { $0.hasPrefix("doorgateway/front/event|") } && $0.contains { $0.hasPrefix("doorgateway/front/telemetry|") } }
         XCTAssertTrue(lines.contains { $0.contains(#""kind":"access_granted""#) }, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/telemetry|") && $0.contains(#""uptime_s":1"#) })

@@ -33,12 +33,8 @@ extension Daemon {
             device: configuration.deviceID, name: configuration.deviceID, topics: link.topics,
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
             canOpen: mqtt.homeAssistantOpen)
-        runtime.publish = { [log, mqtt] event, time in
-            do {
-                try link.record(event, at: time, uidText: event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) })
-            } catch {
-                log.error("outbox: \(error)")
-            }
+        runtime.publish = { [mqtt] event, time in
+            link.record(event, at: time, uidText: event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) })
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
@@ -64,7 +60,7 @@ extension Daemon {
                 ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
                 ("clock_synchronised", .bool(runtime.clockSynchronised())),
             ]
-            try? link.publishTelemetry(fields, at: Int64(time(nil)))
+            link.publishTelemetry(fields, at: Int64(time(nil)))
         }
         timer.activate()
         telemetryTimer = timer
