@@ -42,6 +42,7 @@ public final class MQTTLink: @unchecked Sendable {
     private var lastState: [UInt8]?
     private var supervisor: DispatchSourceTimer?
     private var pending: [GatewayStore.OutboxEntry] = []
+    private var acks: [Int64] = []
     private let pendingCondition = NSCondition()
     private var committerStopping = false
     private let committerDone = DispatchSemaphore(value: 0)
@@ -205,27 +206,39 @@ public final class MQTTLink: @unchecked Sendable {
         pendingCondition.unlock()
     }
 
-    /// Commits everything queued (one transaction), then publishes.
+    /// Commits everything queued (one transaction), publishes it, and
+    /// deletes the acknowledged rows (another).
     private func commitPending() {
         pendingCondition.lock()
         let batch = pending
+        let acked = acks
         pending = []
+        acks = []
         pendingCondition.unlock()
-        guard !batch.isEmpty else { return }
-        do {
-            try store.enqueue(batch, limit: configuration.outboxLimit)
-        } catch {
-            noteError("outbox commit of \(batch.count) messages failed: \(error)")
+        if !batch.isEmpty {
+            do {
+                try store.enqueue(batch, limit: configuration.outboxLimit)
+            } catch {
+                noteError("outbox commit of \(batch.count) messages failed: \(error)")
+            }
+            flush()
         }
-        flush()
+        if !acked.isEmpty {
+            do {
+                try store.acknowledge(acked)
+                lock.withLock { acknowledgedCount += acked.count }
+            } catch {
+                noteError("outbox: \(error)")
+            }
+        }
     }
 
     private func startCommitter() {
         let t = Thread { [self] in
             while true {
                 pendingCondition.lock()
-                while pending.isEmpty && !committerStopping { pendingCondition.wait() }
-                let stopping = committerStopping && pending.isEmpty
+                while pending.isEmpty && acks.isEmpty && !committerStopping { pendingCondition.wait() }
+                let stopping = committerStopping && pending.isEmpty && acks.isEmpty
                 pendingCondition.unlock()
                 if stopping { break }
                 commitPending()
@@ -236,8 +249,8 @@ public final class MQTTLink: @unchecked Sendable {
         t.start()
     }
 
-    /// Events queued but not committed yet (tests and telemetry).
-    public var queuedCount: Int { pendingCondition.withLock { pending.count } }
+    /// Messages queued but not committed yet, less acknowledged rows not yet deleted.
+    public var queuedCount: Int { pendingCondition.withLock { pending.count - acks.count } }
 
     /// The retained door state; re-sent after every connect.
     public func publishState(_ state: JSONValue) {
@@ -347,12 +360,11 @@ public final class MQTTLink: @unchecked Sendable {
         if let seq { acknowledge(seq) }
     }
 
+    /// Queues a PUBACKed row for deletion by the committer thread.
     private func acknowledge(_ seq: Int64) {
-        do {
-            try store.acknowledge(seq)
-            lock.withLock { acknowledgedCount += 1 }
-        } catch {
-            noteError("outbox: \(error)")
+        pendingCondition.withLock {
+            acks.append(seq)
+            pendingCondition.signal()
         }
     }
 

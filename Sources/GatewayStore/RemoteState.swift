@@ -84,9 +84,17 @@ extension GatewayStore {
         }
     }
 
-    /// The broker acknowledged it.
-    public func acknowledge(_ seq: Int64) throws {
-        try pool.write { try $0.execute(sql: "DELETE FROM outbox WHERE seq = ?", arguments: [seq]) }
+    /// The broker acknowledged these (one transaction for the lot; losing it
+    /// in a crash only sends them again, which `seq` lets consumers drop).
+    public func acknowledge(_ seqs: [Int64]) throws {
+        guard !seqs.isEmpty else { return }
+        try pool.write { db in
+            for chunk in stride(from: 0, to: seqs.count, by: 500).map({ Array(seqs[$0..<min($0 + 500, seqs.count)]) }) {
+                try db.execute(
+                    sql: "DELETE FROM outbox WHERE seq IN (\(chunk.map { _ in "?" }.joined(separator: ",")))",
+                    arguments: StatementArguments(chunk))
+            }
+        }
     }
 
     public func outboxDepth() throws -> Int {
