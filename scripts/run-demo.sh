@@ -12,7 +12,7 @@ WORK=$(mktemp -d /tmp/doorgateway-demo.XXXXXX)
 PIDS=()
 cleanup() {
   trap - EXIT INT TERM
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   echo; echo "run: stopped gatewayd, pn532-sim and mosquitto; files were in $WORK"
 }
@@ -123,7 +123,7 @@ n=$(count provisioning_written)
 ctl sim tap --blank --uid 04D00D00C0FFEE >/dev/null
 wait_for provisioning_written "$n"
 ctl sim dump "$WORK/sticker.dump" >/dev/null
-ctl tag inspect "$WORK/sticker.dump" | sed 's/^/   /' || true
+ctl tags list | sed 's/^/   /'
 
 say "that sticker tapped again: granted (relay pulse, double beep)"
 ctl sim remove >/dev/null; sleep 1.2
@@ -141,7 +141,7 @@ wait_for access_denied "$n"
 say "a forged sticker: denied"
 ctl sim remove >/dev/null; sleep 1.2
 n=$(count access_denied)
-ctl sim tap "smp://action?idx=0&ts=1760000000&sig=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')" >/dev/null
+ctl sim tap "smp://action?idx=0&ts=1760000000&sig=$(openssl rand -hex 32)&u=$(openssl rand -base64 16 | tr '+/' '-_' | tr -d '=')" >/dev/null
 wait_for access_denied "$n"
 ctl sim remove >/dev/null
 

@@ -43,6 +43,7 @@ public final class MQTTLink: @unchecked Sendable {
     private var supervisor: DispatchSourceTimer?
     private var pending: [GatewayStore.OutboxEntry] = []
     private var acks: [Int64] = []
+    private var committing = 0
     private let pendingCondition = NSCondition()
     private var committerStopping = false
     private let committerDone = DispatchSemaphore(value: 0)
@@ -214,6 +215,7 @@ public final class MQTTLink: @unchecked Sendable {
         let acked = acks
         pending = []
         acks = []
+        committing = batch.count
         pendingCondition.unlock()
         if !batch.isEmpty {
             do {
@@ -221,6 +223,7 @@ public final class MQTTLink: @unchecked Sendable {
             } catch {
                 noteError("outbox commit of \(batch.count) messages failed: \(error)")
             }
+            pendingCondition.withLock { committing = 0 }
             flush()
         }
         if !acked.isEmpty {
@@ -249,8 +252,8 @@ public final class MQTTLink: @unchecked Sendable {
         t.start()
     }
 
-    /// Messages queued but not committed yet, less acknowledged rows not yet deleted.
-    public var queuedCount: Int { pendingCondition.withLock { pending.count - acks.count } }
+    /// Messages queued or being committed, less acknowledged rows not yet deleted.
+    public var queuedCount: Int { pendingCondition.withLock { pending.count + committing - acks.count } }
 
     /// The retained door state; re-sent after every connect.
     public func publishState(_ state: JSONValue) {

@@ -53,14 +53,19 @@ extension GatewayStore {
     @discardableResult
     public func enqueue(_ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
         try pool.write { db in
+            // The next numbers AUTOINCREMENT would give (SQLite: one past the
+            // larger of sqlite_sequence and the highest rowid), so each row is
+            // written once with its payload.
+            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+            let highest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0
+            var next = max(used, highest) + 1
             var seqs: [Int64] = []
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO outbox (seq, topic, payload, retain, class, created) VALUES (?, ?, ?, ?, ?, ?)")
             for e in entries {
-                try db.execute(
-                    sql: "INSERT INTO outbox (topic, payload, retain, class, created) VALUES (?, x'', ?, ?, ?)",
-                    arguments: [e.topic, e.retain, e.messageClass.rawValue, e.created])
-                let seq = db.lastInsertedRowID
-                try db.execute(sql: "UPDATE outbox SET payload = ? WHERE seq = ?", arguments: [Data(e.make(seq)), seq])
-                seqs.append(seq)
+                try insert.execute(arguments: [next, e.topic, Data(e.make(next)), e.retain, e.messageClass.rawValue, e.created])
+                seqs.append(next)
+                next += 1
             }
             var over = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox")! - limit
             for cls in ["telemetry", "event"] where over > 0 {
