@@ -61,7 +61,7 @@ def main():
     os.makedirs(run)
     # The emulator with wire and RF timing, started here so its flags can be chosen.
     sim = subprocess.Popen([f"{BIN}/pn532-sim", "--link", f"{run}/pty", "--control", f"{run}/sim.sock",
-                            "--baud", "115200", "--rf-timing"], stdout=subprocess.DEVNULL)
+                            "--baud", "115200", "--rf-timing"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not (os.path.exists(f"{run}/pty") and os.path.exists(f"{run}/sim.sock")):
         time.sleep(0.01)
     with open(f"{work}/gateway.toml", "w") as f:
