@@ -23,6 +23,7 @@ final class Daemon: @unchecked Sendable {
     var control: ControlServer?
     var remote: MQTTLink?
     var telemetryTimer: DispatchSourceTimer?
+    private var retentionTimer: DispatchSourceTimer?
     let notify = SDNotify.fromEnvironment()
     let started = MonotonicClock.now()
 
@@ -102,6 +103,7 @@ final class Daemon: @unchecked Sendable {
         log.info("ready in \(ms) ms")
         notify.send("READY=1\nSTATUS=door ready")
         startWatchdog()
+        startAuditRetention()
         dispatchMain()
     }
 
@@ -155,6 +157,24 @@ final class Daemon: @unchecked Sendable {
         }
         runtime.reload(new)
         log.notice("configuration reloaded from \(configPath)")
+    }
+
+    /// Audit retention: rows older than 400 days, and beyond the newest
+    /// 500 000, are trimmed at start and every 6 hours; the chain stays
+    /// verifiable from the anchor the trim records.
+    private func startAuditRetention() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
+        timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
+        timer.setEventHandler { [store, log] in
+            do {
+                let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
+                if trimmed > 0 { log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor") }
+            } catch {
+                log.error("audit retention: \(error)")
+            }
+        }
+        timer.activate()
+        retentionTimer = timer
     }
 
     /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue answers.
