@@ -18,58 +18,88 @@ let package = Package(
     ],
     targets: [
         // MARK: C libraries
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CNFC", pkgConfig: "libnfc",
-                       providers: [.apt(["libnfc-dev", "libusb-dev"])]),
-        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod",
-                       providers: [.apt(["libgpiod-dev"])]),
-        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto",
-                       providers: [.apt(["libmosquitto-dev"])]),
-        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode",
-                       providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CNFC", pkgConfig: "libnfc",
+            providers: [.apt(["libnfc-dev", "libusb-dev"])]),
+        .systemLibrary(
+            name: "CGPIOD", pkgConfig: "libgpiod",
+            providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(
+            name: "CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(
+            name: "CQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]),
 
         // MARK: Pure core: tag formats, crypto wrapper, verdicts, state machine, config model
         .target(name: "DoorCore", dependencies: ["COpenSSL"]),
         // MARK: Configuration file (TOML) loading and the example file
-        .target(name: "GatewayConfig", dependencies: [
-            "DoorCore", .product(name: "TOMLKit", package: "TOMLKit"),
-        ]),
+        .target(
+            name: "GatewayConfig",
+            dependencies: [
+                "DoorCore", .product(name: "TOMLKit", package: "TOMLKit"),
+            ]),
         // MARK: The store (SQLite through GRDB)
-        .target(name: "GatewayStore", dependencies: [
-            "DoorCore", .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "GatewayStore",
+            dependencies: [
+                "DoorCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // MARK: Adapters: the only code that touches libnfc / libgpiod
-        .target(name: "NFCReader", dependencies: ["DoorCore", "CNFC",
-            .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "NFCReader",
+            dependencies: [
+                "DoorCore", "CNFC",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // MARK: MQTT adapter: the only code that touches libmosquitto
-        .target(name: "GatewayMQTT", dependencies: ["DoorCore", "GatewayConfig", "GatewayStore", "CMosquitto",
-            .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "GatewayMQTT",
+            dependencies: [
+                "DoorCore", "GatewayConfig", "GatewayStore", "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
         .target(name: "CDoorSafety", dependencies: ["CGPIOD"]),
         // Share links and keys as QR codes in the terminal (libqrencode).
         .target(name: "TerminalQR", dependencies: ["CQRencode"]),
-        .target(name: "DoorIO", dependencies: ["DoorCore", "CGPIOD", "CDoorSafety",
-            .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "DoorIO",
+            dependencies: [
+                "DoorCore", "CGPIOD", "CDoorSafety",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // MARK: PN532 + NTAG21x emulator (library, and the pn532-sim executable)
         .target(name: "PN532Emulator", dependencies: ["DoorCore"]),
         // posix_openpt & co. for the emulator's pseudo-terminal (C: _XOPEN_SOURCE).
         .target(name: "CPseudoTerminal"),
-        .executableTarget(name: "pn532-sim", dependencies: [
-            "PN532Emulator", "CPseudoTerminal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "pn532-sim",
+            dependencies: [
+                "PN532Emulator", "CPseudoTerminal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // MARK: gatewayctl / gatewayd command tree
-        .target(name: "GatewayCLI", dependencies: [
-            "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "TerminalQR",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "GatewayCLI",
+            dependencies: [
+                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "TerminalQR",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(name: "gateway", dependencies: ["GatewayCLI"]),
         // MARK: Benchmarks (make bench)
-        .executableTarget(name: "reader-bench", dependencies: ["NFCReader", "DoorCore"], path: "Benchmarks/ReaderBench"),
         .executableTarget(
-            name: "mqtt-bench", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayStore", "DoorCore", .product(name: "Logging", package: "swift-log")],
+            name: "reader-bench", dependencies: ["NFCReader", "DoorCore"], path: "Benchmarks/ReaderBench"),
+        .executableTarget(
+            name: "mqtt-bench",
+            dependencies: [
+                "GatewayMQTT", "GatewayConfig", "GatewayStore", "DoorCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/MQTTBench"),
 
         // MARK: Tests

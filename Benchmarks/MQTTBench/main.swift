@@ -30,11 +30,20 @@ func run(_ path: String, _ args: [String], stdin: Data? = nil) throws -> Int32 {
     return p.terminationStatus
 }
 func openssl(_ args: [String]) throws { _ = try run("/usr/bin/openssl", args) }
-try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=ca", "-keyout", "\(dir)/ca.key", "-out", "\(dir)/ca.crt"])
+try openssl([
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=ca",
+    "-keyout", "\(dir)/ca.key", "-out", "\(dir)/ca.crt",
+])
 for name in ["broker", "door", "client"] {
-    try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr"])
+    try openssl([
+        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)", "-keyout",
+        "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr",
+    ])
     try "subjectAltName=DNS:localhost\n".write(toFile: "\(dir)/\(name).ext", atomically: true, encoding: .utf8)
-    try openssl(["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/ca.crt", "-CAkey", "\(dir)/ca.key", "-CAcreateserial", "-days", "1", "-extfile", "\(dir)/\(name).ext", "-out", "\(dir)/\(name).crt"])
+    try openssl([
+        "x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/ca.crt", "-CAkey", "\(dir)/ca.key",
+        "-CAcreateserial", "-days", "1", "-extfile", "\(dir)/\(name).ext", "-out", "\(dir)/\(name).crt",
+    ])
 }
 let port = 20000 + Int(getpid() % 20000)
 try """
@@ -101,13 +110,28 @@ let ours = Double(count) / seconds(ContinuousClock.now - t0)
 link.stop(flushWithin: .zero)
 
 // mosquitto_pub -l -q 1 with the same payloads, in the same run.
-let payloads = (0..<count).map { String(decoding: Payloads.event(event, seq: Int64($0), time: 1_700_000_000, device: "bench", uidText: "04A1B2C3D4E5F6"), as: UTF8.self) }
+let payloads = (0..<count).map {
+    String(
+        decoding: Payloads.event(
+            event, seq: Int64($0), time: 1_700_000_000, device: "bench", uidText: "04A1B2C3D4E5F6"), as: UTF8.self)
+}
 let input = Data((payloads.joined(separator: "\n") + "\n").utf8)
 let t1 = ContinuousClock.now
-_ = try run("/usr/bin/mosquitto_pub", ["-h", "localhost", "-p", "\(port)", "--cafile", "\(dir)/ca.crt", "--cert", "\(dir)/client.crt", "--key", "\(dir)/client.key", "-q", "1", "-t", "bench/event", "-l"], stdin: input)
+_ = try run(
+    "/usr/bin/mosquitto_pub",
+    [
+        "-h", "localhost", "-p", "\(port)", "--cafile", "\(dir)/ca.crt", "--cert", "\(dir)/client.crt", "--key",
+        "\(dir)/client.key", "-q", "1", "-t", "bench/event", "-l",
+    ], stdin: input)
 let theirs = Double(count) / seconds(ContinuousClock.now - t1)
 
 print("mqtt: \(count) events to mosquitto over mutual TLS on loopback")
 print(String(format: "  durable outbox (SQLite WAL, synchronous FULL, QoS 1, delete on PUBACK): %.0f events/s", ours))
-print(String(format: "  mosquitto_pub -l -q 1, same payloads: %.0f events/s  → ratio %.2f (target ≥ 0.5)", theirs, ours / theirs))
-print(String(format: "  event → PUBACK (200 single events): p50 %.2f ms, p99 %.2f ms", latencies[latencies.count / 2], latencies[Int(Double(latencies.count - 1) * 0.99)]))
+print(
+    String(
+        format: "  mosquitto_pub -l -q 1, same payloads: %.0f events/s  → ratio %.2f (target ≥ 0.5)", theirs,
+        ours / theirs))
+print(
+    String(
+        format: "  event → PUBACK (200 single events): p50 %.2f ms, p99 %.2f ms", latencies[latencies.count / 2],
+        latencies[Int(Double(latencies.count - 1) * 0.99)]))

@@ -34,7 +34,9 @@ func send(_ line: String) -> String {
     addr.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &addr.sun_path) { for (i, c) in control.utf8.enumerated() { $0[i] = c } }
     _ = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
     }
     let out = Array((line + "\n").utf8)
     _ = write(fd, out, out.count)
@@ -54,7 +56,8 @@ func stats() -> [String: Int] {
 }
 
 // A v2 sticker on an NTAG213: the first COMPAT tags_v2 vector.
-let url = "smp://action?idx=1&ts=1758686540&sig=eeaa6b04b4a2a004c1e52585799713f461eafa81573a7a23e255963a3ce13e69&u=Kxpen2V3lbY5yg2NFWxRgA"
+let url =
+    "smp://action?idx=1&ts=1758686540&sig=eeaa6b04b4a2a004c1e52585799713f461eafa81573a7a23e255963a3ce13e69&u=Kxpen2V3lbY5yg2NFWxRgA"
 let uid = TagUID(hex: "04F11AE6510705")!
 let message = NDEFMessage(records: [.uri(url)])
 let image = try TagImage.make(type: .ntag213, uid: uid, message: message)
@@ -89,7 +92,9 @@ for _ in 0..<taps {
     _ = send("insert \(uid.hex) \(file)")
     while box.done == nil && box.error == nil { usleep(200) }
     if let e = box.error { fatalError("\(e)") }
-    latencies.append(Double((box.done! - inserted).components.attoseconds) / 1e15 + Double((box.done! - inserted).components.seconds) * 1000)
+    latencies.append(
+        Double((box.done! - inserted).components.attoseconds) / 1e15 + Double((box.done! - inserted).components.seconds)
+            * 1000)
     let s = stats()
     frames.append((s["rx_frames"] ?? 0) + (s["tx_frames"] ?? 0))
     bytes.append((s["rx_bytes"] ?? 0) + (s["tx_bytes"] ?? 0))
@@ -113,7 +118,8 @@ func frame(_ payload: Int) -> Int { payload + 7 }  // 00 00 FF LEN LCS … DCS 0
 let ack = 6
 let pagesNeeded = (4 + tlvBytes + 3) / 4  // CC page, then the TLV
 let fastReadAnswer = pagesNeeded * 4
-let wireBytes = frame(4) + ack + frame(2 + 13)  // InListPassiveTarget 01 00 → NbTg Tg ATQA SAK len UID(7)
+let wireBytes =
+    frame(4) + ack + frame(2 + 13)  // InListPassiveTarget 01 00 → NbTg Tg ATQA SAK len UID(7)
     + frame(2 + 4) + ack + frame(2 + 1 + fastReadAnswer)  // InDataExchange 01 3A s e → status + data
 func air(_ bitsOut: Int, _ bitsIn: Int) -> Double { Double(bitsOut + bitsIn) * 85 / 8 + 86 }
 let activation = air(7, 16) + 2 * (air(16, 40) + air(72, 24))  // REQA; anticollision + select, cascade levels 1 and 2
@@ -121,11 +127,25 @@ let rfMicros = activation + air(5 * 8, (fastReadAnswer + 2) * 8)
 let minimalMs = (Double(wireBytes) * byteMicros + rfMicros) / 1000
 let minimalFrames = 6  // two commands: host frame, ACK, answer each
 
-print("reader: \(taps) taps of a v2 sticker (\(tlvBytes)-byte TLV) on NTAG213 via libnfc → pn532-sim at 115200 baud with RF timing")
-print(String(format: "  insertion → decoded NDEF: p50 %.1f ms, p99 %.1f ms", percentile(latencies, 50), percentile(latencies, 99)))
-print("  first tap of this sticker (no remembered length): \(commands[0]) commands, \(frames[0]) frames, \(bytes[0]) bytes")
-print("  per tap: \(median(commands)) PN532 commands, \(median(frames)) frames (host frames + ACKs + answers), \(median(bytes)) bytes")
-print(String(format: "  minimal exchange (InListPassiveTarget + one FAST_READ of pages 3–%d): %d frames, %d bytes, wire %.1f ms + RF %.1f ms = %.1f ms",
-             2 + pagesNeeded, minimalFrames, wireBytes, Double(wireBytes) * byteMicros / 1000, rfMicros / 1000, minimalMs))
-print(String(format: "  targets: frames ≤ minimal + 2 = %d (got %d); p50 ≤ 1.3 × %.1f = %.1f ms (got %.1f)",
-             minimalFrames + 2, median(frames), minimalMs, 1.3 * minimalMs, percentile(latencies, 50)))
+print(
+    "reader: \(taps) taps of a v2 sticker (\(tlvBytes)-byte TLV) on NTAG213 via libnfc → pn532-sim at 115200 baud with RF timing"
+)
+print(
+    String(
+        format: "  insertion → decoded NDEF: p50 %.1f ms, p99 %.1f ms", percentile(latencies, 50),
+        percentile(latencies, 99)))
+print(
+    "  first tap of this sticker (no remembered length): \(commands[0]) commands, \(frames[0]) frames, \(bytes[0]) bytes"
+)
+print(
+    "  per tap: \(median(commands)) PN532 commands, \(median(frames)) frames (host frames + ACKs + answers), \(median(bytes)) bytes"
+)
+print(
+    String(
+        format:
+            "  minimal exchange (InListPassiveTarget + one FAST_READ of pages 3–%d): %d frames, %d bytes, wire %.1f ms + RF %.1f ms = %.1f ms",
+        2 + pagesNeeded, minimalFrames, wireBytes, Double(wireBytes) * byteMicros / 1000, rfMicros / 1000, minimalMs))
+print(
+    String(
+        format: "  targets: frames ≤ minimal + 2 = %d (got %d); p50 ≤ 1.3 × %.1f = %.1f ms (got %.1f)",
+        minimalFrames + 2, median(frames), minimalMs, 1.3 * minimalMs, percentile(latencies, 50)))

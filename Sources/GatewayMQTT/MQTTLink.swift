@@ -86,7 +86,9 @@ public final class MQTTLink: @unchecked Sendable {
     public func start() throws {
         mosquitto_lib_init()
         let selfPointer = Unmanaged.passUnretained(self).toOpaque()
-        guard let m = mosquitto_new(configuration.clientID, true, selfPointer) else { throw MQTTError.setup("mosquitto_new failed") }
+        guard let m = mosquitto_new(configuration.clientID, true, selfPointer) else {
+            throw MQTTError.setup("mosquitto_new failed")
+        }
         client = m
         let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try check(mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
@@ -105,7 +107,8 @@ public final class MQTTLink: @unchecked Sendable {
             guard let message else { return }
             MQTTLink.from(obj).received(message.pointee)
         }
-        let rc = mosquitto_connect_async(m, configuration.host, Int32(configuration.port), Int32(configuration.keepaliveSeconds))
+        let rc = mosquitto_connect_async(
+            m, configuration.host, Int32(configuration.port), Int32(configuration.keepaliveSeconds))
         if rc != MOSQ_ERR_SUCCESS.rawValue {
             // The network thread keeps retrying with backoff.
             noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
@@ -137,7 +140,8 @@ public final class MQTTLink: @unchecked Sendable {
             guard ContinuousClock.now - since >= backoff else { return }
             mosquitto_disconnect(m)
             mosquitto_loop_stop(m, false)
-            let rc = mosquitto_connect_async(m, self.configuration.host, Int32(self.configuration.port), Int32(self.configuration.keepaliveSeconds))
+            let rc = mosquitto_connect_async(
+                m, self.configuration.host, Int32(self.configuration.port), Int32(self.configuration.keepaliveSeconds))
             if rc != MOSQ_ERR_SUCCESS.rawValue { self.noteError("reconnect: \(Self.describe(rc))") }
             mosquitto_loop_start(m)
             since = ContinuousClock.now
@@ -177,7 +181,9 @@ public final class MQTTLink: @unchecked Sendable {
     public var status: MQTTStatus {
         let depth = ((try? store.outboxDepth()) ?? 0) + queuedCount
         return lock.withLock {
-            MQTTStatus(connected: connected, lastError: lastError, outboxDepth: depth, published: publishedCount, acknowledged: acknowledgedCount)
+            MQTTStatus(
+                connected: connected, lastError: lastError, outboxDepth: depth, published: publishedCount,
+                acknowledged: acknowledgedCount)
         }
     }
 
@@ -189,15 +195,19 @@ public final class MQTTLink: @unchecked Sendable {
     public func record(_ event: DoorEvent, at time: Int64, uidText: String?) {
         let cls: OutboxMessage.Class = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
         let device = deviceID
-        queue(GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
-            Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText)
-        })
+        queue(
+            GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
+                Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText)
+            })
     }
 
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
-        queue(GatewayStore.OutboxEntry(topic: topics.telemetry, class: .telemetry, created: time) { seq in
-            Array(JSONValue.object([("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + fields).serialized.utf8)
-        })
+        queue(
+            GatewayStore.OutboxEntry(topic: topics.telemetry, class: .telemetry, created: time) { seq in
+                Array(
+                    JSONValue.object([("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + fields)
+                        .serialized.utf8)
+            })
     }
 
     private func queue(_ entry: GatewayStore.OutboxEntry) {
@@ -403,7 +413,10 @@ public final class MQTTLink: @unchecked Sendable {
             }
             switch String(decoding: payload, as: UTF8.self) {
             case "OPEN", "UNLOCK": return .accepted(.action(0), source: "homeassistant")
-            default: return .rejected(code: "malformed", detail: "Home Assistant lock payload must be OPEN or UNLOCK", source: "homeassistant")
+            default:
+                return .rejected(
+                    code: "malformed", detail: "Home Assistant lock payload must be OPEN or UNLOCK",
+                    source: "homeassistant")
             }
         }
         let native = topic == topics.command
@@ -428,7 +441,9 @@ public final class MQTTLink: @unchecked Sendable {
             } catch {
                 return .rejected(code: "store", detail: "replay record not saved: \(error)", source: source)
             }
-            guard let target = verdict.target else { return .rejected(code: "malformed", detail: "no target", source: source) }
+            guard let target = verdict.target else {
+                return .rejected(code: "malformed", detail: "no target", source: source)
+            }
             return .accepted(target, source: source)
         }
     }

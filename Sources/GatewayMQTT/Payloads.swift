@@ -22,7 +22,9 @@ public enum Payloads {
     public static func uidText(_ uid: TagUID, mode: UIDInEvents, deviceKey: [UInt8]) -> String {
         switch mode {
         case .full: return uid.hex
-        case .hmac: return Hex.encode(Array(Crypto.hmacSHA256(key: deviceKey, message: Array("uid|".utf8) + uid.bytes).prefix(8)))
+        case .hmac:
+            return Hex.encode(
+                Array(Crypto.hmacSHA256(key: deviceKey, message: Array("uid|".utf8) + uid.bytes).prefix(8)))
         }
     }
 
@@ -39,18 +41,25 @@ public enum Payloads {
             [
                 ("name", .string(title)), ("unique_id", .string("doorgateway_\(device)_\(object)")),
                 ("object_id", .string("\(device)_\(object)")), ("availability_topic", .string(topics.availability)),
-                ("payload_available", .string("online")), ("payload_not_available", .string("offline")), ("device", dev),
+                ("payload_available", .string("online")), ("payload_not_available", .string("offline")),
+                ("device", dev),
             ]
         }
-        func entry(_ component: String, _ object: String, _ fields: [(String, JSONValue)]) -> (topic: String, payload: [UInt8]) {
-            ("homeassistant/\(component)/doorgateway_\(device)/\(object)/config", Array(JSONValue.object(fields).serialized.utf8))
+        func entry(_ component: String, _ object: String, _ fields: [(String, JSONValue)]) -> (
+            topic: String, payload: [UInt8]
+        ) {
+            (
+                "homeassistant/\(component)/doorgateway_\(device)/\(object)/config",
+                Array(JSONValue.object(fields).serialized.utf8)
+            )
         }
-        var lockFields = common("lock", "Door") + [
-            ("command_topic", .string(topics.lockSet)), ("state_topic", .string(topics.state)),
-            ("value_template", .string("{{ value_json.lock }}")), ("payload_open", .string("OPEN")),
-            ("payload_unlock", .string("UNLOCK")), ("payload_lock", .string("LOCK")),
-            ("state_locked", .string("LOCKED")), ("state_unlocked", .string("UNLOCKED")),
-        ]
+        var lockFields =
+            common("lock", "Door") + [
+                ("command_topic", .string(topics.lockSet)), ("state_topic", .string(topics.state)),
+                ("value_template", .string("{{ value_json.lock }}")), ("payload_open", .string("OPEN")),
+                ("payload_unlock", .string("UNLOCK")), ("payload_lock", .string("LOCK")),
+                ("state_locked", .string("LOCKED")), ("state_unlocked", .string("UNLOCKED")),
+            ]
         if !canOpen { lockFields.append(("optimistic", .bool(false))) }
         var out = [
             entry("lock", "lock", lockFields),

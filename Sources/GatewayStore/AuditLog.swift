@@ -16,14 +16,17 @@ public struct AuditRow: Equatable, Sendable {
     /// The canonical content the chain hashes: a JSON array in a fixed order.
     var canonical: [UInt8] {
         let fields: [JSONValue] = [
-            JSONValue.int(Int(id)), JSONValue.int(Int(time)), .string(kind), .optional(reason), action.map { JSONValue.int($0) } ?? .null,
+            JSONValue.int(Int(id)), JSONValue.int(Int(time)), .string(kind), .optional(reason),
+            action.map { JSONValue.int($0) } ?? .null,
             .optional(uid), .optional(source), .optional(detail),
         ]
         return Array(JSONValue.array(fields).serialized.utf8)
     }
 
     public var json: JSONValue {
-        var f: [(String, JSONValue)] = [("id", .int(Int(id))), ("time", .string(UTCTime.iso8601(time))), ("kind", .string(kind))]
+        var f: [(String, JSONValue)] = [
+            ("id", .int(Int(id))), ("time", .string(UTCTime.iso8601(time))), ("kind", .string(kind)),
+        ]
         if let reason { f.append(("reason", .string(reason))) }
         if let action { f.append(("action", .int(action))) }
         if let uid { f.append(("uid", .string(uid))) }
@@ -32,7 +35,10 @@ public struct AuditRow: Equatable, Sendable {
         return .object(f)
     }
 
-    init(id: Int64, time: Int64, kind: String, reason: String?, action: Int?, uid: String?, source: String?, detail: String?) {
+    init(
+        id: Int64, time: Int64, kind: String, reason: String?, action: Int?, uid: String?, source: String?,
+        detail: String?
+    ) {
         self.id = id
         self.time = time
         self.kind = kind
@@ -92,7 +98,9 @@ extension GatewayStore {
                 prev = Self.genesis
                 id = 1
             }
-            let row = AuditRow(id: id, time: time, kind: kind, reason: reason, action: action, uid: uid, source: source, detail: detail)
+            let row = AuditRow(
+                id: id, time: time, kind: kind, reason: reason, action: action, uid: uid, source: source, detail: detail
+            )
             let hash = Crypto.sha256(prev + row.canonical)
             try db.execute(
                 sql: """
@@ -106,8 +114,10 @@ extension GatewayStore {
     /// The newest `limit` rows, oldest first.
     public func auditTail(_ limit: Int) throws -> [AuditRow] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id", arguments: [limit])
-                .map(AuditRow.init(row:))
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id", arguments: [limit]
+            )
+            .map(AuditRow.init(row:))
         }
     }
 
@@ -132,7 +142,9 @@ extension GatewayStore {
                 first = first ?? row.id
                 if let e = expectedID, row.id != e { return .broken(rowID: row.id, why: "row \(e) is missing") }
                 let prev = Array(r["prev"] as Data)
-                guard prev == expected else { return .broken(rowID: row.id, why: "link to the previous row does not match") }
+                guard prev == expected else {
+                    return .broken(rowID: row.id, why: "link to the previous row does not match")
+                }
                 let hash = Array(r["hash"] as Data)
                 guard hash == Crypto.sha256(prev + row.canonical) else {
                     return .broken(rowID: row.id, why: "content does not match its hash")
@@ -141,7 +153,9 @@ extension GatewayStore {
                 expectedID = row.id + 1
                 count += 1
             }
-            if anchor == nil, let first, first != 1 { return .broken(rowID: first, why: "rows before it are missing and there is no anchor") }
+            if anchor == nil, let first, first != 1 {
+                return .broken(rowID: first, why: "rows before it are missing and there is no anchor")
+            }
             return .intact(rows: count, from: first)
         }
     }
@@ -154,18 +168,25 @@ extension GatewayStore {
         try pool.write { db in
             var cut: Int64 = 0
             if let before {
-                cut = max(cut, try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM audit WHERE time < ?", arguments: [before]) ?? 0)
+                cut = max(
+                    cut,
+                    try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM audit WHERE time < ?", arguments: [before]) ?? 0)
             }
             if let keep {
                 cut = max(
                     cut,
-                    try Int64.fetchOne(db, sql: "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?", arguments: [max(0, keep)]) ?? 0)
+                    try Int64.fetchOne(
+                        db, sql: "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?", arguments: [max(0, keep)])
+                        ?? 0)
             }
-            guard cut > 0, let hash = try Data.fetchOne(db, sql: "SELECT hash FROM audit WHERE id = ?", arguments: [cut]) else {
+            guard cut > 0,
+                let hash = try Data.fetchOne(db, sql: "SELECT hash FROM audit WHERE id = ?", arguments: [cut])
+            else {
                 return 0
             }
             try db.execute(
-                sql: "INSERT INTO audit_anchor (one, row_id, hash) VALUES (1, ?, ?) ON CONFLICT(one) DO UPDATE SET row_id = excluded.row_id, hash = excluded.hash",
+                sql:
+                    "INSERT INTO audit_anchor (one, row_id, hash) VALUES (1, ?, ?) ON CONFLICT(one) DO UPDATE SET row_id = excluded.row_id, hash = excluded.hash",
                 arguments: [cut, hash])
             try db.execute(sql: "DELETE FROM audit WHERE id <= ?", arguments: [cut])
             return db.changesCount
@@ -175,13 +196,17 @@ extension GatewayStore {
     /// A consistent snapshot of the whole store (keys and secrets included)
     /// into `file`, mode 0600 (SQLite `VACUUM INTO`).
     public func backup(to file: String) throws {
-        guard !FileManager.default.fileExists(atPath: file) else { throw StoreError.invalidValue("\(file) exists; not overwriting it") }
+        guard !FileManager.default.fileExists(atPath: file) else {
+            throw StoreError.invalidValue("\(file) exists; not overwriting it")
+        }
         let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError.cannotCreate(path: file, String(cString: strerror(errno))) }
         close(fd)
         unlink(file)  // VACUUM INTO wants to create it; the umask-proof mode is set below
         try pool.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [file]) }
-        guard chmod(file, 0o600) == 0 else { throw StoreError.cannotCreate(path: file, String(cString: strerror(errno))) }
+        guard chmod(file, 0o600) == 0 else {
+            throw StoreError.cannotCreate(path: file, String(cString: strerror(errno)))
+        }
     }
 
     /// Restores a backup into an empty state directory (refuses to replace
@@ -205,7 +230,9 @@ extension GatewayStore {
         }
         try ensurePrivateDirectory(stateDirectory)
         try ensurePrivateFile(target)
-        guard let data = FileManager.default.contents(atPath: file) else { throw StoreError.cannotCreate(path: file, "unreadable") }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw StoreError.cannotCreate(path: file, "unreadable")
+        }
         let fd = open(target, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError.cannotCreate(path: target, String(cString: strerror(errno))) }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

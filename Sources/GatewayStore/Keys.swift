@@ -29,10 +29,11 @@ extension GatewayStore {
             throw StoreError.invalidValue("\(name.rawValue) key must be \(name.length) bytes, got \(value.count)")
         }
         try pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO key (name, value, created) VALUES (?, ?, ?)
-                ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
-                """, arguments: [name.rawValue, Data(value), now])
+            try db.execute(
+                sql: """
+                    INSERT INTO key (name, value, created) VALUES (?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
+                    """, arguments: [name.rawValue, Data(value), now])
         }
     }
 
@@ -48,10 +49,10 @@ extension GatewayStore {
             guard fresh.count == KeyName.device.length else {
                 throw StoreError.invalidValue("device key must be \(KeyName.device.length) bytes")
             }
-            try db.execute(sql: "INSERT INTO key (name, value, created) VALUES ('device', ?, ?)",
-                           arguments: [Data(fresh), now])
+            try db.execute(
+                sql: "INSERT INTO key (name, value, created) VALUES ('device', ?, ?)",
+                arguments: [Data(fresh), now])
             return fresh
         }
     }
 }
-

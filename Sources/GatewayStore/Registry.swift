@@ -84,8 +84,10 @@ extension GatewayStore {
 
     private func transition(_ uid: TagUID, from: Set<IssuedTag.State>, to: IssuedTag.State) throws {
         try pool.write { db in
-            let current = try String.fetchOne(db, sql: "SELECT state FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
-                .flatMap(IssuedTag.State.init(rawValue:))
+            let current = try String.fetchOne(
+                db, sql: "SELECT state FROM issued_tag WHERE uid = ?", arguments: [uid.hex]
+            )
+            .flatMap(IssuedTag.State.init(rawValue:))
             guard let current, from.contains(current) else {
                 throw RegistryError.illegalTransition(uid: uid.hex, from: current, to: to)
             }
@@ -94,7 +96,9 @@ extension GatewayStore {
     }
 
     public func issuedTag(_ uid: TagUID) throws -> IssuedTag? {
-        try pool.read { try IssuedTag.fetchOne($0, sql: "SELECT * FROM issued_tag WHERE uid = ?", arguments: [uid.hex]) }
+        try pool.read {
+            try IssuedTag.fetchOne($0, sql: "SELECT * FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
+        }
     }
 
     public func issuedTags() throws -> [IssuedTag] {
@@ -102,7 +106,9 @@ extension GatewayStore {
     }
 
     public func touchLastSeen(uid: TagUID, at time: Int64) throws {
-        try pool.write { try $0.execute(sql: "UPDATE issued_tag SET last_seen = ? WHERE uid = ?", arguments: [time, uid.hex]) }
+        try pool.write {
+            try $0.execute(sql: "UPDATE issued_tag SET last_seen = ? WHERE uid = ?", arguments: [time, uid.hex])
+        }
     }
 
     /// Revokes by UID: an issued tag becomes revoked, and the UID is denied
@@ -112,7 +118,8 @@ extension GatewayStore {
             try db.execute(
                 sql: "INSERT INTO revocation (uid, created, reason) VALUES (?, ?, ?) ON CONFLICT(uid) DO NOTHING",
                 arguments: [uid.hex, now, reason])
-            try db.execute(sql: "UPDATE issued_tag SET state = 'revoked' WHERE uid = ? AND state = 'active'", arguments: [uid.hex])
+            try db.execute(
+                sql: "UPDATE issued_tag SET state = 'revoked' WHERE uid = ? AND state = 'active'", arguments: [uid.hex])
         }
     }
 
@@ -120,7 +127,8 @@ extension GatewayStore {
     public func revoke(signature: [UInt8], reason: String = "", now: Int64) throws {
         try pool.write { db in
             try db.execute(
-                sql: "INSERT INTO revocation (signature, created, reason) VALUES (?, ?, ?) ON CONFLICT(signature) DO NOTHING",
+                sql:
+                    "INSERT INTO revocation (signature, created, reason) VALUES (?, ?, ?) ON CONFLICT(signature) DO NOTHING",
                 arguments: [Hex.encode(signature), now, reason])
         }
     }

@@ -16,7 +16,9 @@ extension GatewayStore {
     /// The replay record and highest accepted timestamps (COMPAT §3), as last saved.
     public func replayGuard() throws -> ReplayGuard {
         try pool.read { db in
-            guard let data = try Data.fetchOne(db, sql: "SELECT replay FROM remote_state WHERE one = 1") else { return ReplayGuard() }
+            guard let data = try Data.fetchOne(db, sql: "SELECT replay FROM remote_state WHERE one = 1") else {
+                return ReplayGuard()
+            }
             return try JSONDecoder().decode(ReplayGuard.self, from: data)
         }
     }
@@ -25,7 +27,8 @@ extension GatewayStore {
         let data = try JSONEncoder().encode(guardState)
         try pool.write { db in
             try db.execute(
-                sql: "INSERT INTO remote_state (one, replay) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET replay = excluded.replay",
+                sql:
+                    "INSERT INTO remote_state (one, replay) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET replay = excluded.replay",
                 arguments: [data])
         }
     }
@@ -37,7 +40,10 @@ extension GatewayStore {
         public var retain: Bool
         public var created: Int64
         public var make: (Int64) -> [UInt8]
-        public init(topic: String, class messageClass: OutboxMessage.Class, retain: Bool = false, created: Int64, make: @escaping (Int64) -> [UInt8]) {
+        public init(
+            topic: String, class messageClass: OutboxMessage.Class, retain: Bool = false, created: Int64,
+            make: @escaping (Int64) -> [UInt8]
+        ) {
             self.topic = topic
             self.messageClass = messageClass
             self.retain = retain
@@ -63,14 +69,17 @@ extension GatewayStore {
             let insert = try db.cachedStatement(
                 sql: "INSERT INTO outbox (seq, topic, payload, retain, class, created) VALUES (?, ?, ?, ?, ?, ?)")
             for e in entries {
-                try insert.execute(arguments: [next, e.topic, Data(e.make(next)), e.retain, e.messageClass.rawValue, e.created])
+                try insert.execute(arguments: [
+                    next, e.topic, Data(e.make(next)), e.retain, e.messageClass.rawValue, e.created,
+                ])
                 seqs.append(next)
                 next += 1
             }
             var over = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox")! - limit
             for cls in ["telemetry", "event"] where over > 0 {
                 try db.execute(
-                    sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE class = ? ORDER BY seq LIMIT ?)",
+                    sql:
+                        "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE class = ? ORDER BY seq LIMIT ?)",
                     arguments: [cls, over])
                 over -= db.changesCount
             }
@@ -81,7 +90,9 @@ extension GatewayStore {
     /// Waiting messages in order (oldest first).
     public func outbox(after seq: Int64 = 0, limit: Int = 500) throws -> [OutboxMessage] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit]).map {
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit]
+            ).map {
                 OutboxMessage(
                     seq: $0["seq"], topic: $0["topic"], payload: Array($0["payload"] as Data), retain: $0["retain"],
                     messageClass: OutboxMessage.Class(rawValue: $0["class"]) ?? .event)

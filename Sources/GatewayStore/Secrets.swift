@@ -25,33 +25,39 @@ extension GatewayStore {
     public func syncActions(_ actions: [ActionDefinition]) throws {
         try pool.write { db in
             for a in actions {
-                try db.execute(sql: """
-                    INSERT INTO action (idx, name) VALUES (?, ?)
-                    ON CONFLICT(idx) DO UPDATE SET name = excluded.name
-                    """, arguments: [a.index, a.name])
+                try db.execute(
+                    sql: """
+                        INSERT INTO action (idx, name) VALUES (?, ?)
+                        ON CONFLICT(idx) DO UPDATE SET name = excluded.name
+                        """, arguments: [a.index, a.name])
             }
             let keep = actions.map(\.index)
-            try db.execute(sql: """
-                DELETE FROM action WHERE idx NOT IN (\(keep.map { _ in "?" }.joined(separator: ",").ifEmpty("NULL")))
-                AND idx NOT IN (SELECT action FROM secret)
-                """, arguments: StatementArguments(keep))
+            try db.execute(
+                sql: """
+                    DELETE FROM action WHERE idx NOT IN (\(keep.map { _ in "?" }.joined(separator: ",").ifEmpty("NULL")))
+                    AND idx NOT IN (SELECT action FROM secret)
+                    """, arguments: StatementArguments(keep))
         }
     }
 
     /// Stores a new secret (32 bytes) for an action that exists.
     @discardableResult
-    public func addSecret(action: ActionIndex, key: [UInt8], label: String, origin: SecretOrigin,
-                          now: Int64) throws -> StickerSecret {
+    public func addSecret(
+        action: ActionIndex, key: [UInt8], label: String, origin: SecretOrigin,
+        now: Int64
+    ) throws -> StickerSecret {
         guard key.count == 32 else { throw StoreError.invalidValue("a sticker secret is 32 bytes, got \(key.count)") }
         return try pool.write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [action]) != nil else {
                 throw StoreError.notFound("action \(action)")
             }
-            try db.execute(sql: """
-                INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
-                """, arguments: [action, label, Data(key), now, origin.rawValue])
-            return StickerSecret(id: db.lastInsertedRowID, action: action, label: label, key: key,
-                                created: now, origin: origin, active: true)
+            try db.execute(
+                sql: """
+                    INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
+                    """, arguments: [action, label, Data(key), now, origin.rawValue])
+            return StickerSecret(
+                id: db.lastInsertedRowID, action: action, label: label, key: key,
+                created: now, origin: origin, active: true)
         }
     }
 
@@ -59,8 +65,9 @@ extension GatewayStore {
     public func secrets(action: ActionIndex? = nil) throws -> [StickerSecret] {
         try pool.read { db in
             if let action {
-                return try StickerSecret.fetchAll(db, sql: "SELECT * FROM secret WHERE action = ? ORDER BY id",
-                                                 arguments: [action])
+                return try StickerSecret.fetchAll(
+                    db, sql: "SELECT * FROM secret WHERE action = ? ORDER BY id",
+                    arguments: [action])
             }
             return try StickerSecret.fetchAll(db, sql: "SELECT * FROM secret ORDER BY id")
         }
@@ -69,10 +76,12 @@ extension GatewayStore {
     /// The action's newest active generated secret: what provisioning signs with.
     public func newestGeneratedSecret(action: ActionIndex) throws -> StickerSecret? {
         try pool.read { db in
-            try StickerSecret.fetchOne(db, sql: """
-                SELECT * FROM secret WHERE action = ? AND origin = 'generated' AND active
-                ORDER BY created DESC, id DESC LIMIT 1
-                """, arguments: [action])
+            try StickerSecret.fetchOne(
+                db,
+                sql: """
+                    SELECT * FROM secret WHERE action = ? AND origin = 'generated' AND active
+                    ORDER BY created DESC, id DESC LIMIT 1
+                    """, arguments: [action])
         }
     }
 

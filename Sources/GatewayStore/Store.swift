@@ -49,8 +49,9 @@ public final class GatewayStore: Sendable {
             return
         }
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: dir, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
             throw StoreError.cannotCreate(path: dir, error.localizedDescription)
         }

@@ -171,7 +171,9 @@ public final class NFCReader {
         // NbTg, Type1, Length1, then Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1.
         guard rx.count >= 8 else { throw fail(.io("short InAutoPoll answer")) }
         let uidLength = Int(rx[7])
-        guard rx.count >= 8 + uidLength, [4, 7, 10].contains(uidLength) else { throw fail(.io("bad target data in InAutoPoll answer")) }
+        guard rx.count >= 8 + uidLength, [4, 7, 10].contains(uidLength) else {
+            throw fail(.io("bad target data in InAutoPoll answer"))
+        }
         return TagUID(Array(rx[8..<(8 + uidLength)]))
     }
 
@@ -187,7 +189,9 @@ public final class NFCReader {
         let hint = readHints[uid] ?? 0
         let first = hint > 4 ? try fastRead(from: 3, to: 3 + min(hint, 60) - 1) : try exchange([0x30, 0x03])
         guard first.count >= 16 else { throw fail(.io("short READ answer")) }
-        var result = TagRead(uid: uid, type: type, capabilityContainer: nil, ndef: nil, message: nil, decodeError: nil, bytesRead: first.count)
+        var result = TagRead(
+            uid: uid, type: type, capabilityContainer: nil, ndef: nil, message: nil, decodeError: nil,
+            bytesRead: first.count)
         let cc: CapabilityContainer
         do { cc = try CapabilityContainer(Array(first[0..<4])) } catch {
             result.decodeError = "\(error)"
@@ -240,7 +244,9 @@ public final class NFCReader {
 
     private func fastRead(from: Int, to: Int) throws(ReaderError) -> [UInt8] {
         let bytes = try exchange([0x3A, UInt8(from), UInt8(to)])
-        guard bytes.count == (to - from + 1) * 4 else { throw fail(.io("FAST_READ \(from)–\(to) answered \(bytes.count) bytes")) }
+        guard bytes.count == (to - from + 1) * 4 else {
+            throw fail(.io("FAST_READ \(from)–\(to) answered \(bytes.count) bytes"))
+        }
         return bytes
     }
 
@@ -252,7 +258,8 @@ public final class NFCReader {
     /// first and set last (T2T 1.0 §6.4.2), so a tag torn away mid-write holds
     /// an empty message, never a half sticker.
     @discardableResult
-    public func write(_ message: NDEFMessage, to uid: TagUID, options: WriteOptions) throws(ReaderError) -> WriteReport {
+    public func write(_ message: NDEFMessage, to uid: TagUID, options: WriteOptions) throws(ReaderError) -> WriteReport
+    {
         let page0 = try exchange([0x30, 0x00])
         guard page0.count >= 16 else { throw fail(.io("short READ answer")) }
         let found = Self.uid(fromPages: page0)
@@ -261,7 +268,9 @@ public final class NFCReader {
         guard let type = current.type else { throw .notNTAG("no version") }
         guard let cc = current.capabilityContainer else { throw .readOnly("no NDEF capability container") }
         guard !cc.readOnly else { throw .readOnly("capability container access \(Hex.encode([cc.access]))") }
-        if StaticLock(page0[10], page0[11]).lockedPages.contains(where: { $0 >= 4 }) { throw .readOnly("static lock bits set") }
+        if StaticLock(page0[10], page0[11]).lockedPages.contains(where: { $0 >= 4 }) {
+            throw .readOnly("static lock bits set")
+        }
         switch current.content {
         case .blank: break
         case .message(let m) where Self.isOurs(m): break
@@ -288,7 +297,8 @@ public final class NFCReader {
         // taps never send it.
         if protectedNow {
             guard let password = options.password else {
-                throw .authenticationFailed("the tag is password-protected from page \(auth0) and no password was given")
+                throw .authenticationFailed(
+                    "the tag is password-protected from page \(auth0) and no password was given")
             }
             try authenticate(password)
         }
@@ -383,7 +393,8 @@ public final class NFCReader {
         case NFC_ERFTRANS where tagLevel: throw ReaderError.tagLost
         case NFC_EMFCAUTHFAIL where tagLevel: throw ReaderError.nak("command \(Hex.encode([tx[2]]))")
         case NFC_ETGRELEASED where tagLevel: throw ReaderError.tagLost
-        case NFC_ETIMEOUT: throw fail(.timeout("no answer to PN532 command \(Hex.encode([tx[0]])) within \(timeoutMs) ms"))
+        case NFC_ETIMEOUT:
+            throw fail(.timeout("no answer to PN532 command \(Hex.encode([tx[0]])) within \(timeoutMs) ms"))
         default: throw fail(.io("PN532 command \(Hex.encode([tx[0]])): \(errorText())"))
         }
     }
@@ -414,7 +425,8 @@ extension NFCReader {
         let page0 = try exchange([0x30, 0x00])
         let config = try exchange([0x30, UInt8(type.dynamicLockPage)])
         guard page0.count >= 16, config.count >= 16 else { throw .io("short READ answer") }
-        let locked = StaticLock(page0[10], page0[11]).lockedPages.filter { $0 >= 4 }.count
+        let locked =
+            StaticLock(page0[10], page0[11]).lockedPages.filter { $0 >= 4 }.count
             + type.dynamicallyLockedPages(Array(config[0..<3])).count
         let auth0 = Int(config[7])
         return TagDetails(

@@ -9,11 +9,14 @@ final class CommandTests: XCTestCase {
 
     func clock(_ t: Int, synced: Bool = true) -> WallClock { WallClock(unixSeconds: Int64(t), synchronised: synced) }
 
-    func compat(_ message: String, key: String?, now: Int, retained: Bool = false, tolerance: Int64 = 5,
-                replay: inout ReplayGuard) -> CommandVerdict {
+    func compat(
+        _ message: String, key: String?, now: Int, retained: Bool = false, tolerance: Int64 = 5,
+        replay: inout ReplayGuard
+    ) -> CommandVerdict {
         CommandJudge(tolerance: tolerance, deviceID: "front-door")
-            .judgeCompat(payload: Array(message.utf8), retained: retained, key: key.flatMap(Hex.decode),
-                         now: clock(now), replay: &replay)
+            .judgeCompat(
+                payload: Array(message.utf8), retained: retained, key: key.flatMap(Hex.decode),
+                now: clock(now), replay: &replay)
     }
 
     func testOTPVectorsDecryptAndEncrypt() throws {
@@ -23,7 +26,8 @@ final class CommandTests: XCTestCase {
             XCTAssertEqual(Hex.encode(block.plain), v.plain)
             XCTAssertEqual(block.timestamp, Int64(v.ts))
             XCTAssertEqual(block.checksumOK, v.bad_checksum != true)
-            XCTAssertEqual(Hex.encode(try Crypto.aes128ECB(.encrypt, key: key, block: Hex.decode(v.plain)!)), v.otp_auth)
+            XCTAssertEqual(
+                Hex.encode(try Crypto.aes128ECB(.encrypt, key: key, block: Hex.decode(v.plain)!)), v.otp_auth)
             if v.bad_checksum == true {
                 var replay = ReplayGuard()
                 let msg = #"{"command": 1, "otp-auth": "\#(v.otp_auth)"}"#
@@ -37,12 +41,13 @@ final class CommandTests: XCTestCase {
             var replay = ReplayGuard()
             let v = compat(c.message, key: c.key, now: c.now, tolerance: Int64(c.tolerance), replay: &replay)
             XCTAssertEqual(v.accepted, c.accept, "\(c.why): \(String(describing: v.rejection))")
-            let expected: CommandRejection.Code? = switch c.why {
-            case "6 s late", "an hour late": .stale
-            case "60 s in the future": .future
-            case "wrong key": .badChecksum
-            default: nil
-            }
+            let expected: CommandRejection.Code? =
+                switch c.why {
+                case "6 s late", "an hour late": .stale
+                case "60 s in the future": .future
+                case "wrong key": .badChecksum
+                default: nil
+                }
             XCTAssertEqual(v.rejection?.code, expected, c.why)
         }
         // The vector messages carry their command number to the mapped action.
@@ -64,14 +69,16 @@ final class CommandTests: XCTestCase {
         // A later block raises the highest accepted timestamp to 1030 …
         XCTAssertTrue(compat(try msg(1030, 2), key: keyHex, now: 1030, replay: &replay).accepted)
         // … so a logged block from 1020 is dead even if the clock is moved back to 1020.
-        XCTAssertEqual(compat(try msg(1020, 3), key: keyHex, now: 1020, replay: &replay).rejection?.code, .olderThanHighest)
+        XCTAssertEqual(
+            compat(try msg(1020, 3), key: keyHex, now: 1020, replay: &replay).rejection?.code, .olderThanHighest)
         // Within the window of the highest, a different block is fine.
         XCTAssertTrue(compat(try msg(1026, 4), key: keyHex, now: 1027, replay: &replay).accepted)
         // The replay of `a` is still refused after its entry expired, by the highest rule.
         XCTAssertNotNil(compat(a, key: keyHex, now: 1000, replay: &replay).rejection)
         // Boundary: with the highest at 1030, ts = 1030 − (5 + 1) is dead even with the clock
         // moved to it, while ts = 1030 − 5 still passes.
-        XCTAssertEqual(compat(try msg(1024, 5), key: keyHex, now: 1024, replay: &replay).rejection?.code, .olderThanHighest)
+        XCTAssertEqual(
+            compat(try msg(1024, 5), key: keyHex, now: 1024, replay: &replay).rejection?.code, .olderThanHighest)
         XCTAssertTrue(compat(try msg(1025, 6), key: keyHex, now: 1025, replay: &replay).accepted)
     }
 
@@ -81,11 +88,13 @@ final class CommandTests: XCTestCase {
         let restored = try JSONDecoder().decode(ReplayGuard.self, from: JSONEncoder().encode(replay))
         XCTAssertEqual(restored, replay)
         var again = restored
-        XCTAssertEqual(again.admit(keyID: "compat", fingerprint: "aa", timestamp: 100, now: 101, tolerance: 5)?.code, .replay)
+        XCTAssertEqual(
+            again.admit(keyID: "compat", fingerprint: "aa", timestamp: 100, now: 101, tolerance: 5)?.code, .replay)
         // Rows from the store can rebuild it too.
         var rebuilt = ReplayGuard(entries: replay.entries, highest: replay.highest, capacity: 8)
-        XCTAssertEqual(rebuilt.admit(keyID: "compat", fingerprint: "bb", timestamp: 90, now: 95, tolerance: 5)?.code,
-                       .olderThanHighest)
+        XCTAssertEqual(
+            rebuilt.admit(keyID: "compat", fingerprint: "bb", timestamp: 90, now: 95, tolerance: 5)?.code,
+            .olderThanHighest)
     }
 
     func testPruningIsByTimeAndKeepsEntriesWhenTheClockMovesBack() {
@@ -102,7 +111,9 @@ final class CommandTests: XCTestCase {
 
     func testExtremeValuesNeverTrap() {
         var replay = ReplayGuard()
-        for (ts, now, tol) in [(Int64.min, Int64.max, Int64.max), (Int64.max, Int64.min, Int64.min), (Int64.max, Int64.max, 30)] {
+        for (ts, now, tol) in [
+            (Int64.min, Int64.max, Int64.max), (Int64.max, Int64.min, Int64.min), (Int64.max, Int64.max, 30),
+        ] {
             _ = replay.admit(keyID: "k", fingerprint: "\(ts)", timestamp: ts, now: now, tolerance: tol)
             replay.prune(now: now, tolerance: tol)
         }
@@ -112,39 +123,59 @@ final class CommandTests: XCTestCase {
         let key = Array(repeating: UInt8(9), count: 16)
         var replay = ReplayGuard(capacity: 2)
         for r in 1...2 {
-            let m = #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 500, random: Array(repeating: UInt8(r), count: 11), key: key))"}"#
+            let m =
+                #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 500, random: Array(repeating: UInt8(r), count: 11), key: key))"}"#
             XCTAssertTrue(compat(m, key: Hex.encode(key), now: 500, replay: &replay).accepted)
         }
-        let third = #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 500, random: Array(repeating: 3, count: 11), key: key))"}"#
-        XCTAssertEqual(compat(third, key: Hex.encode(key), now: 501, replay: &replay).rejection?.code, .replayRecordFull)
+        let third =
+            #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 500, random: Array(repeating: 3, count: 11), key: key))"}"#
+        XCTAssertEqual(
+            compat(third, key: Hex.encode(key), now: 501, replay: &replay).rejection?.code, .replayRecordFull)
         XCTAssertEqual(replay.entries.count, 2)
         // Two windows later the entries are pruned and there is room again.
-        let later = #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 520, random: Array(repeating: 4, count: 11), key: key))"}"#
+        let later =
+            #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: 520, random: Array(repeating: 4, count: 11), key: key))"}"#
         XCTAssertTrue(compat(later, key: Hex.encode(key), now: 520, replay: &replay).accepted)
     }
 
     func testScreeningAndClock() {
         let v = vectors.otp[0]
         var replay = ReplayGuard()
-        XCTAssertEqual(compat(v.message!, key: v.key, now: v.ts, retained: true, replay: &replay).rejection?.code, .retained)
-        XCTAssertEqual(compat(#"{"TT_ID":"x","command":1}"#, key: v.key, now: v.ts, replay: &replay).rejection?.code, .deviceReport)
-        let unsynced = judge.judgeCompat(payload: Array(v.message!.utf8), retained: false, key: Hex.decode(v.key),
-                                         now: clock(v.ts, synced: false), replay: &replay)
+        XCTAssertEqual(
+            compat(v.message!, key: v.key, now: v.ts, retained: true, replay: &replay).rejection?.code, .retained)
+        XCTAssertEqual(
+            compat(#"{"TT_ID":"x","command":1}"#, key: v.key, now: v.ts, replay: &replay).rejection?.code, .deviceReport
+        )
+        let unsynced = judge.judgeCompat(
+            payload: Array(v.message!.utf8), retained: false, key: Hex.decode(v.key),
+            now: clock(v.ts, synced: false), replay: &replay)
         XCTAssertEqual(unsynced.rejection?.code, .clockUnsynchronised)
         XCTAssertTrue(replay.entries.isEmpty, "a refused command leaves no trace")
         XCTAssertEqual(compat(#"{"command":5}"#, key: nil, now: 0, replay: &replay).target, .report)
         XCTAssertTrue(compat(#"{"command":5}"#, key: nil, now: 0, replay: &replay).accepted)
-        XCTAssertEqual(compat(#"{"command":9,"otp-auth":"00"}"#, key: v.key, now: 0, replay: &replay).rejection?.code, .unknownCommand)
-        XCTAssertEqual(compat(#"{"command":1,"otp-auth":"\#(v.otp_auth)"}"#, key: nil, now: v.ts, replay: &replay).rejection?.code, .noKey)
-        for bad in ["", "{", "[]", #"{"command":"1","otp-auth":"x"}"#, #"{"command":1.5}"#, #"{"command":1,"otp-auth":12}"#,
-                    #"{"command":1,"otp-auth":"zz"}"#, #"{"command":1,"command":1}"#, #"{"command":1,"x":1,"otp-auth":"\#(v.otp_auth)"}"#] {
+        XCTAssertEqual(
+            compat(#"{"command":9,"otp-auth":"00"}"#, key: v.key, now: 0, replay: &replay).rejection?.code,
+            .unknownCommand)
+        XCTAssertEqual(
+            compat(#"{"command":1,"otp-auth":"\#(v.otp_auth)"}"#, key: nil, now: v.ts, replay: &replay).rejection?.code,
+            .noKey)
+        for bad in [
+            "", "{", "[]", #"{"command":"1","otp-auth":"x"}"#, #"{"command":1.5}"#, #"{"command":1,"otp-auth":12}"#,
+            #"{"command":1,"otp-auth":"zz"}"#, #"{"command":1,"command":1}"#,
+            #"{"command":1,"x":1,"otp-auth":"\#(v.otp_auth)"}"#,
+        ] {
             XCTAssertEqual(compat(bad, key: v.key, now: v.ts, replay: &replay).rejection?.code, .malformed, bad)
         }
     }
 
-    func nativeMessage(action: Int64, ts: Int64, nonce: String, device: String, key: [UInt8], macAction: Int64? = nil) -> String {
-        let mac = Crypto.hmacSHA256(key: key, message: CommandJudge.nativeMACMessage(device: device, action: macAction ?? action, ts: ts, nonce: nonce))
-        return #"{"action": \#(action), "ts": \#(ts), "nonce": "\#(nonce)", "device": "\#(device)", "mac": "\#(Hex.encode(mac))"}"#
+    func nativeMessage(action: Int64, ts: Int64, nonce: String, device: String, key: [UInt8], macAction: Int64? = nil)
+        -> String
+    {
+        let mac = Crypto.hmacSHA256(
+            key: key,
+            message: CommandJudge.nativeMACMessage(device: device, action: macAction ?? action, ts: ts, nonce: nonce))
+        return
+            #"{"action": \#(action), "ts": \#(ts), "nonce": "\#(nonce)", "device": "\#(device)", "mac": "\#(Hex.encode(mac))"}"#
     }
 
     func testNativeCommands() {
@@ -152,28 +183,39 @@ final class CommandTests: XCTestCase {
         let nonce = String(repeating: "ab", count: 16)
         var replay = ReplayGuard()
         func run(_ m: String, now: Int = 2000, synced: Bool = true) -> CommandVerdict {
-            judge.judgeNative(payload: Array(m.utf8), retained: false, key: key, now: clock(now, synced: synced), replay: &replay)
+            judge.judgeNative(
+                payload: Array(m.utf8), retained: false, key: key, now: clock(now, synced: synced), replay: &replay)
         }
         let good = nativeMessage(action: 2, ts: 2000, nonce: nonce, device: "front-door", key: key)
         XCTAssertEqual(run(good).target, .action(2))
         XCTAssertEqual(run(good).rejection?.code, .replay)
-        let altered = nativeMessage(action: 3, ts: 2000, nonce: String(repeating: "cd", count: 16), device: "front-door", key: key, macAction: 2)
+        let altered = nativeMessage(
+            action: 3, ts: 2000, nonce: String(repeating: "cd", count: 16), device: "front-door", key: key, macAction: 2
+        )
         XCTAssertEqual(run(altered).rejection?.code, .badMAC)
-        let otherDoor = nativeMessage(action: 0, ts: 2000, nonce: String(repeating: "ef", count: 16), device: "back-door", key: key)
+        let otherDoor = nativeMessage(
+            action: 0, ts: 2000, nonce: String(repeating: "ef", count: 16), device: "back-door", key: key)
         XCTAssertEqual(run(otherDoor).rejection?.code, .wrongDevice)
-        let old = nativeMessage(action: 0, ts: 1900, nonce: String(repeating: "01", count: 16), device: "front-door", key: key)
+        let old = nativeMessage(
+            action: 0, ts: 1900, nonce: String(repeating: "01", count: 16), device: "front-door", key: key)
         XCTAssertEqual(run(old).rejection?.code, .stale)
-        let ahead = nativeMessage(action: 0, ts: 2060, nonce: String(repeating: "02", count: 16), device: "front-door", key: key)
+        let ahead = nativeMessage(
+            action: 0, ts: 2060, nonce: String(repeating: "02", count: 16), device: "front-door", key: key)
         XCTAssertEqual(run(ahead).rejection?.code, .future)
-        let fine = nativeMessage(action: 0, ts: 2001, nonce: String(repeating: "03", count: 16), device: "front-door", key: key)
+        let fine = nativeMessage(
+            action: 0, ts: 2001, nonce: String(repeating: "03", count: 16), device: "front-door", key: key)
         XCTAssertEqual(run(fine, synced: false).rejection?.code, .clockUnsynchronised)
-        let badAction = nativeMessage(action: 9, ts: 2000, nonce: String(repeating: "04", count: 16), device: "front-door", key: key)
+        let badAction = nativeMessage(
+            action: 9, ts: 2000, nonce: String(repeating: "04", count: 16), device: "front-door", key: key)
         XCTAssertEqual(run(badAction).rejection?.code, .unknownAction)
         XCTAssertEqual(run(#"{"action":1}"#).rejection?.code, .malformed)
         // A correctly MACed ts far from now is stale or future, never an overflow trap.
-        for (i, (ts, code)) in [(Int64.min + 2000, CommandRejection.Code.stale), (Int64.min, .stale),
-                                (Int64.max, .future)].enumerated() {
-            let m = nativeMessage(action: 0, ts: ts, nonce: String(repeating: "1\(i)", count: 16), device: "front-door", key: key)
+        for (i, (ts, code)) in [
+            (Int64.min + 2000, CommandRejection.Code.stale), (Int64.min, .stale),
+            (Int64.max, .future),
+        ].enumerated() {
+            let m = nativeMessage(
+                action: 0, ts: ts, nonce: String(repeating: "1\(i)", count: 16), device: "front-door", key: key)
             XCTAssertEqual(run(m).rejection?.code, code, "\(ts)")
         }
     }

@@ -40,7 +40,8 @@ final class PropertyTests: XCTestCase {
     func testDumpParserNeverTraps() {
         let seeds = vectors.dumps.map { Hex.decode($0.hex)! }
         var parsed = 0
-        inputs(seeds: seeds, seed: 2) { bytes in  // random bytes only meet the size check; NDEFPropertyTests flips bytes in place
+        // Random bytes only meet the size check; NDEFPropertyTests flips bytes in place.
+        inputs(seeds: seeds, seed: 2) { bytes in
             guard let image = try? TagImage(dump: bytes) else { return }
             parsed += 1
             _ = image.uid
@@ -52,8 +53,9 @@ final class PropertyTests: XCTestCase {
     }
 
     func testStickerURLAndShareLinkParsersNeverTrap() {
-        let seeds = (vectors.tags_v1.map(\.url) + vectors.tags_v2.map(\.url) + vectors.sticker_cases.map(\.url)
-                     + vectors.share.map(\.link)).map { Array($0.utf8) }
+        let seeds =
+            (vectors.tags_v1.map(\.url) + vectors.tags_v2.map(\.url) + vectors.sticker_cases.map(\.url)
+            + vectors.share.map(\.link)).map { Array($0.utf8) }
         var parsedURLs = 0
         inputs(seeds: seeds, seed: 3) { bytes in
             let text = String(decoding: bytes, as: UTF8.self)
@@ -69,16 +71,22 @@ final class PropertyTests: XCTestCase {
     }
 
     func testCommandClassifierNeverTraps() {
-        let seeds = vectors.otp_cases.map { Array($0.message.utf8) }
-            + [Array(#"{"action": 1, "ts": 5, "nonce": "00112233445566778899aabbccddeeff", "device": "d", "mac": "00"}"#.utf8),
-               Array(#"{"TT_ID":"x"}"#.utf8), Array(#"[1,2.5e3,-0,"\u00e9\ud83d\ude00",{"a":null}]"#.utf8)]
+        let seeds =
+            vectors.otp_cases.map { Array($0.message.utf8) }
+            + [
+                Array(
+                    #"{"action": 1, "ts": 5, "nonce": "00112233445566778899aabbccddeeff", "device": "d", "mac": "00"}"#
+                        .utf8),
+                Array(#"{"TT_ID":"x"}"#.utf8), Array(#"[1,2.5e3,-0,"\u00e9\ud83d\ude00",{"a":null}]"#.utf8),
+            ]
         let judge = CommandJudge(deviceID: "d")
         let key = Hex.decode(vectors.otp_cases[0].key)!
         let now = WallClock(unixSeconds: Int64(vectors.otp_cases[0].now), synchronised: true)
         var replay = ReplayGuard(capacity: 64)
         inputs(seeds: seeds, seed: 4) { bytes in
             _ = judge.judgeCompat(payload: bytes, retained: false, key: key, now: now, replay: &replay)
-            _ = judge.judgeNative(payload: bytes, retained: false, key: Array(repeating: 1, count: 32), now: now, replay: &replay)
+            _ = judge.judgeNative(
+                payload: bytes, retained: false, key: Array(repeating: 1, count: 32), now: now, replay: &replay)
             if let v = try? JSONValue.parse(bytes) {
                 XCTAssertEqual(try? JSONValue.parse(v.serialized), v)
             }

@@ -13,8 +13,9 @@ final class StickerTests: XCTestCase {
         for v in vectors.tags_v1 {
             let key = Hex.decode(v.secret)!
             XCTAssertEqual(StickerSigner.signV1(action: v.idx, timestamp: Int64(v.ts), key: key).text, v.url)
-            let verdict = StickerJudge.judge(v.url, uid: nil, secrets: [secret(v.secret, action: v.idx, origin: .imported)],
-                                             actionCount: 4)
+            let verdict = StickerJudge.judge(
+                v.url, uid: nil, secrets: [secret(v.secret, action: v.idx, origin: .imported)],
+                actionCount: 4)
             XCTAssertEqual(verdict.reason, .validV1, v.url)
             XCTAssertEqual(verdict.secretID, 1)
         }
@@ -30,7 +31,8 @@ final class StickerTests: XCTestCase {
                 XCTAssertEqual(StickerJudge.judge(v.url, uid: uid, secrets: s, actionCount: 4).reason, .validV2)
                 var other = uid.bytes
                 other[6] ^= 1
-                XCTAssertEqual(StickerJudge.judge(v.url, uid: TagUID(other), secrets: s, actionCount: 4).reason, .uidMismatch)
+                XCTAssertEqual(
+                    StickerJudge.judge(v.url, uid: TagUID(other), secrets: s, actionCount: 4).reason, .uidMismatch)
                 XCTAssertEqual(StickerJudge.judge(v.url, uid: nil, secrets: s, actionCount: 4).outcome, .undecided)
             }
         }
@@ -58,8 +60,9 @@ final class StickerTests: XCTestCase {
         for c in vectors.sticker_cases {
             let origin = SecretOrigin(rawValue: c.origin)!
             let action = (try? StickerURL.parse(c.url).action) ?? 1
-            let verdict = StickerJudge.judge(c.url, uid: c.uid.flatMap(TagUID.init(hex:)),
-                                             secrets: [secret(c.secret, action: action, origin: origin)], actionCount: 4)
+            let verdict = StickerJudge.judge(
+                c.url, uid: c.uid.flatMap(TagUID.init(hex:)),
+                secrets: [secret(c.secret, action: action, origin: origin)], actionCount: 4)
             XCTAssertEqual(verdict.isValid, c.accept, "\(c.why): \(verdict)")
             switch c.why {
             case "leading zero in idx", "percent-encoded idx", "parameters reordered", "extra parameter":
@@ -94,25 +97,33 @@ final class StickerTests: XCTestCase {
         XCTAssertEqual(reason("https://example.org/door"), .notOurs)
         XCTAssertEqual(reason(""), .notOurs)
         XCTAssertNil(reason("smp://action?idx=0&ts=0&sig=\(sig)"))
-        for bad in ["smp://action?idx=+1&ts=1&sig=\(sig)", "smp://action?idx=1&ts=-1&sig=\(sig)",
-                    "smp://action?idx=1&ts=1&sig=\(sig.dropLast())", "smp://action?idx=1&ts=1&sig=\(sig)&u=",
-                    "smp://action?idx=1&ts=1&sig=\(sig)&u=AAAAAAAAAAAAAAAAAAAAA=", "smp://action?idx=1&ts=1",
-                    "smp://action?idx=1&ts=1&sig=\(sig)&", "smp://Action?idx=1&ts=1&sig=\(sig)",
-                    "smp://action?idx=1&ts=9999999999999&sig=\(sig)", "smp://action?idx=1&&ts=1&sig=\(sig)",
-                    "SMP://action?idx=1&ts=1&sig=\(sig)", "smp://action?idx=1&ts=1&sig=\(sig)&u=AAAAAAAAAAAAAAAAAAAAAB"] {
+        for bad in [
+            "smp://action?idx=+1&ts=1&sig=\(sig)", "smp://action?idx=1&ts=-1&sig=\(sig)",
+            "smp://action?idx=1&ts=1&sig=\(sig.dropLast())", "smp://action?idx=1&ts=1&sig=\(sig)&u=",
+            "smp://action?idx=1&ts=1&sig=\(sig)&u=AAAAAAAAAAAAAAAAAAAAA=", "smp://action?idx=1&ts=1",
+            "smp://action?idx=1&ts=1&sig=\(sig)&", "smp://Action?idx=1&ts=1&sig=\(sig)",
+            "smp://action?idx=1&ts=9999999999999&sig=\(sig)", "smp://action?idx=1&&ts=1&sig=\(sig)",
+            "SMP://action?idx=1&ts=1&sig=\(sig)", "smp://action?idx=1&ts=1&sig=\(sig)&u=AAAAAAAAAAAAAAAAAAAAAB",
+        ] {
             guard case .malformed = reason(bad) else { return XCTFail("accepted or not-ours: \(bad)") }
         }
     }
 
     func testSecretsOfOtherActionsAndInactiveSecretsNeverVerify() {
         let v = vectors.tags_v1[0]
-        XCTAssertEqual(StickerJudge.judge(v.url, uid: nil, secrets: [secret(v.secret, action: v.idx + 1, origin: .imported)],
-                                          actionCount: 4).reason, .noSecret)
+        XCTAssertEqual(
+            StickerJudge.judge(
+                v.url, uid: nil, secrets: [secret(v.secret, action: v.idx + 1, origin: .imported)],
+                actionCount: 4
+            ).reason, .noSecret)
         var inactive = secret(v.secret, action: v.idx, origin: .imported)
         inactive.active = false
         XCTAssertEqual(StickerJudge.judge(v.url, uid: nil, secrets: [inactive], actionCount: 4).reason, .noSecret)
-        XCTAssertEqual(StickerJudge.judge(v.url, uid: nil, secrets: [secret(v.secret, action: v.idx, origin: .imported)],
-                                          actionCount: v.idx).reason, .unknownAction)
+        XCTAssertEqual(
+            StickerJudge.judge(
+                v.url, uid: nil, secrets: [secret(v.secret, action: v.idx, origin: .imported)],
+                actionCount: v.idx
+            ).reason, .unknownAction)
         // Several secrets: the one that verifies is named; an imported one wins for v1.
         let other = secret(String(repeating: "11", count: 32), action: v.idx, origin: .imported, id: 7)
         let gen = secret(v.secret, action: v.idx, origin: .generated, id: 8)
@@ -132,21 +143,27 @@ final class StickerTests: XCTestCase {
             XCTAssertEqual(link, ShareLink(action: v.idx, key: Hex.decode(v.key)!, label: v.label))
             XCTAssertEqual(link.text, v.link)
         }
-        XCTAssertEqual(try ShareLink.parse("smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))").label, nil)
-        for bad in ["smpshare://secret?idx=0&key=abc", "smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))&label=%4",
-                    "smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))&label=%ff",
-                    "smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))&label=a b",
-                    "smpshare://secret?idx=00&key=\(String(repeating: "ab", count: 32))", "smp://action?idx=1",
-                    "smpshare://secret?idx=0&idx=0&key=\(String(repeating: "ab", count: 32))"] {
+        XCTAssertEqual(
+            try ShareLink.parse("smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))").label, nil)
+        for bad in [
+            "smpshare://secret?idx=0&key=abc",
+            "smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))&label=%4",
+            "smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))&label=%ff",
+            "smpshare://secret?idx=0&key=\(String(repeating: "ab", count: 32))&label=a b",
+            "smpshare://secret?idx=00&key=\(String(repeating: "ab", count: 32))", "smp://action?idx=1",
+            "smpshare://secret?idx=0&idx=0&key=\(String(repeating: "ab", count: 32))",
+        ] {
             XCTAssertThrowsError(try ShareLink.parse(bad), bad)
         }
     }
 
     func testCryptoPrimitives() throws {
         // RFC 4231 test case 2.
-        XCTAssertEqual(Hex.encode(Crypto.hmacSHA256(key: Array("Jefe".utf8), message: "what do ya want for nothing?")),
-                       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
-        XCTAssertEqual(Hex.encode(Crypto.sha256([])), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(
+            Hex.encode(Crypto.hmacSHA256(key: Array("Jefe".utf8), message: "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        XCTAssertEqual(
+            Hex.encode(Crypto.sha256([])), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         XCTAssertEqual(Crypto.hmacSHA256(key: [], message: []).count, 32)
         // FIPS-197 appendix C.1.
         let key = Hex.decode("000102030405060708090a0b0c0d0e0f")!

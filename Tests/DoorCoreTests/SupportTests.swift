@@ -18,8 +18,9 @@ final class SupportTests: XCTestCase {
             ("url", .string("smp://action?idx=1")), ("n", .int(-3)), ("ok", .bool(true)),
             ("none", .null), ("list", .array([.string("a\"b\\c\n\u{01}"), .double(1.5)])),
         ])
-        XCTAssertEqual(v.serialized,
-                       #"{"url":"smp://action?idx=1","n":-3,"ok":true,"none":null,"list":["a\"b\\c\n\u0001",1.5]}"#)
+        XCTAssertEqual(
+            v.serialized,
+            #"{"url":"smp://action?idx=1","n":-3,"ok":true,"none":null,"list":["a\"b\\c\n\u0001",1.5]}"#)
         // Foundation agrees it is valid JSON with the same content.
         let parsed = try? JSONSerialization.jsonObject(with: Data(v.serialized.utf8)) as? [String: Any]
         XCTAssertEqual(parsed?["url"] as? String, "smp://action?idx=1")

@@ -45,15 +45,18 @@ final class DoorStoryTests: XCTestCase {
         try g.waitForEvent("access_denied", reason: "uid_mismatch", after: seen)
 
         // A forged sticker (signed with a key the door does not have): denied.
-        let forged = StickerSigner.signV2(action: 0, timestamp: 1_700_000_000, key: [UInt8](repeating: 7, count: 32),
-                                          uid: TagUID(hex: "04123456789ABC")!)
+        let forged = StickerSigner.signV2(
+            action: 0, timestamp: 1_700_000_000, key: [UInt8](repeating: 7, count: 32),
+            uid: TagUID(hex: "04123456789ABC")!)
         seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", forged.text, "--uid", "04123456789ABC"])
         try g.waitForEvent("access_denied", reason: "bad_signature", after: seen)
 
         // The written sticker with `u` stripped is a v1 sticker of a generated secret: denied.
         let image = try TagImage(dump: Array(try Data(contentsOf: URL(fileURLWithPath: dumpFile))))
-        guard case .message(let message) = try image.content() else { return XCTFail("the written tag holds no message") }
+        guard case .message(let message) = try image.content() else {
+            return XCTFail("the written tag holds no message")
+        }
         let text = try message.firstURI()
         let stripped = text.components(separatedBy: "&").filter { !$0.hasPrefix("u=") }.joined(separator: "&")
         usleep(1_200_000)  // the UID has been out of the field longer than same_tag_quiet_ms
@@ -155,7 +158,9 @@ final class DoorStoryTests: XCTestCase {
     }
 }
 
-func waitUntil(timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) throws {
+func waitUntil(
+    timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool
+) throws {
     let deadline = Date() + timeout
     while Date() < deadline {
         if try condition() { return }

@@ -103,7 +103,8 @@ final class GatewayUnderTest {
 
     /// After a SIGKILL the daemon's pn532-sim child is left running: end it.
     func killOrphanedSimulator() {
-        _ = try? Run.process(URL(fileURLWithPath: "/usr/bin/pkill"), ["-f", dir.appendingPathComponent("run/pn532-sim.sock").path])
+        _ = try? Run.process(
+            URL(fileURLWithPath: "/usr/bin/pkill"), ["-f", dir.appendingPathComponent("run/pn532-sim.sock").path])
     }
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
@@ -116,10 +117,15 @@ final class GatewayUnderTest {
 
     /// `gatewayctl ARGS --json`, which must succeed; its parsed answer.
     @discardableResult
-    func ctlJSON(_ args: [String], stdin: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
+    func ctlJSON(_ args: [String], stdin: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws
+        -> JSONValue
+    {
         let r = try ctl(args + ["--json"], stdin: stdin)
-        guard r.status == 0 else { throw E2EError("gatewayctl \(args.joined(separator: " ")) exited \(r.status): \(r.stderr)") }
-        return try JSONValue.parse(Array(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8), maxDepth: 32, maxBytes: 16 << 20)
+        guard r.status == 0 else {
+            throw E2EError("gatewayctl \(args.joined(separator: " ")) exited \(r.status): \(r.stderr)")
+        }
+        return try JSONValue.parse(
+            Array(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8), maxDepth: 32, maxBytes: 16 << 20)
     }
 
     func status() throws -> JSONValue { try ctlJSON(["status"]) }
@@ -133,7 +139,9 @@ final class GatewayUnderTest {
     /// Waits until an event of `kind` (with `reason` when given) appears in
     /// the audit log after `after` events; returns it.
     @discardableResult
-    func waitForEvent(_ kind: String, reason: String? = nil, after: Int = 0, timeout: TimeInterval = 10) throws -> JSONValue {
+    func waitForEvent(_ kind: String, reason: String? = nil, after: Int = 0, timeout: TimeInterval = 10) throws
+        -> JSONValue
+    {
         let deadline = Date() + timeout
         repeat {
             let rows = (try ctlJSON(["log", "--limit", "500"]).arrayValue ?? [])
@@ -144,7 +152,9 @@ final class GatewayUnderTest {
             }
             usleep(50_000)
         } while Date() < deadline
-        throw E2EError("no \(kind)\(reason.map { " (\($0))" } ?? "") event within \(timeout) s; log: \(try auditKinds())\n\(log.suffix(3000))")
+        throw E2EError(
+            "no \(kind)\(reason.map { " (\($0))" } ?? "") event within \(timeout) s; log: \(try auditKinds())\n\(log.suffix(3000))"
+        )
     }
 
     func eventCount() throws -> Int { (try ctlJSON(["log", "--limit", "100000"]).arrayValue ?? []).count }

@@ -33,7 +33,8 @@ final class MQTTStoryTests: XCTestCase {
         try g.ctlJSON(["keys", "otp", "new"])
         let export = try g.ctl(["keys", "otp", "export"])
         try export.stdout.write(toFile: keyFile, atomically: true, encoding: .utf8)
-        let message = try g.ctl(["otp", "make", "--key-file", keyFile]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let message = try g.ctl(["otp", "make", "--key-file", keyFile]).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         XCTAssertEqual(try broker.publish("phone/e2e-door", message).status, 0)
         try g.waitForEvent("remote_accepted")
         try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
@@ -56,7 +57,11 @@ final class MQTTStoryTests: XCTestCase {
             let r = try client.call("mode", ["mode": i % 2 == 0 ? "passage" : "normal"])
             XCTAssertEqual(r["ok"], .bool(true))
         }
-        try waitUntil(timeout: 20) { (try g.ctlJSON(["log", "--limit", "5000"]).arrayValue ?? []).filter { $0["kind"]?.stringValue == "mode_changed" }.count >= 1000 }
+        try waitUntil(timeout: 20) {
+            (try g.ctlJSON(["log", "--limit", "5000"]).arrayValue ?? []).filter {
+                $0["kind"]?.stringValue == "mode_changed"
+            }.count >= 1000
+        }
         XCTAssertGreaterThanOrEqual(try g.status()["broker"]?["outbox"]?.intValue ?? 0, 1000)
         g.stop(signal: SIGKILL)
         g.killOrphanedSimulator()
@@ -71,7 +76,9 @@ final class MQTTStoryTests: XCTestCase {
             guard let seq = json["seq"]?.intValue, seen.insert(seq).inserted else { continue }  // QoS 1 duplicates
             if json["kind"]?.stringValue == "mode_changed" { order.append(seq) }
         }
-        XCTAssertEqual(order.count, 1000, "every event delivered; status \((try? g.status()["broker"]) ?? .null)\n\(g.log.suffix(2000))")
+        XCTAssertEqual(
+            order.count, 1000,
+            "every event delivered; status \((try? g.status()["broker"]) ?? .null)\n\(g.log.suffix(2000))")
         XCTAssertEqual(order, order.sorted(), "in order")
         try waitUntil { (try g.status()["broker"]?["outbox"]?.intValue) == 0 }
     }
@@ -88,7 +95,9 @@ final class ControlConnection {
         addr.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &addr.sun_path) { for (i, c) in path.utf8.enumerated() { $0[i] = c } }
         let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard ok == 0 else { throw E2EError("cannot connect to \(path)") }
     }

@@ -9,9 +9,13 @@ final class InspectCLITests: XCTestCase {
 
     func testTagInspectWholeOutputForAV2Sticker() throws {
         let v = vectors.tags_v2[0]
-        let r = try Run.gatewayctl(["tag", "inspect", v.url, "--secret", v.secret, "--origin", "generated", "--uid", v.uid])
+        let r = try Run.gatewayctl([
+            "tag", "inspect", v.url, "--secret", v.secret, "--origin", "generated", "--uid", v.uid,
+        ])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(r.stdout, """
+        XCTAssertEqual(
+            r.stdout,
+            """
             source:  url
             uid:     04F11AE6510705
             url:     \(v.url)
@@ -58,7 +62,10 @@ final class InspectCLITests: XCTestCase {
         try Data("# test secret\n\(secret)\n".utf8).write(to: secretFile)
         let r = try Run.gatewayctl(["tag", "inspect", dump.path, "--secret-file", secretFile.path, "--json"])
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
-        XCTAssertTrue(r.stdout.hasPrefix(#"{"source":"dump NTAG215","uid":"04B3527F791D06","records":[{"tnf":"wellKnown","type":"U","uri":"smp://action?idx=2"#), r.stdout)
+        XCTAssertTrue(
+            r.stdout.hasPrefix(
+                #"{"source":"dump NTAG215","uid":"04B3527F791D06","records":[{"tnf":"wellKnown","type":"U","uri":"smp://action?idx=2"#
+            ), r.stdout)
         XCTAssertFalse(r.stdout.contains("\\/"), "JSON must not escape '/'")
         let tlv = vectors.tags_v1[0]
         XCTAssertEqual(try Run.gatewayctl(["tag", "inspect", tlv.ndef_tlv, "--secret", tlv.secret]).status, 0)
@@ -78,8 +85,10 @@ final class InspectCLITests: XCTestCase {
 
     func testOTPInspectOverTheVectorCases() throws {
         for c in vectors.otp_cases {
-            let r = try Run.gatewayctl(["otp", "inspect", c.message, "--key", c.key, "--now", "\(c.now)",
-                                        "--tolerance", "\(c.tolerance)"])
+            let r = try Run.gatewayctl([
+                "otp", "inspect", c.message, "--key", c.key, "--now", "\(c.now)",
+                "--tolerance", "\(c.tolerance)",
+            ])
             XCTAssertEqual(r.status, c.accept ? 0 : 1, "\(c.why): \(r.stdout)")
         }
         for v in vectors.otp where v.bad_checksum == true {
@@ -94,7 +103,9 @@ final class InspectCLITests: XCTestCase {
         let v = vectors.otp[0]
         let r = try Run.gatewayctl(["otp", "inspect", v.message!, "--key", v.key, "--now", "\(v.ts + 2)"])
         XCTAssertEqual(r.status, 0)
-        XCTAssertEqual(r.stdout, """
+        XCTAssertEqual(
+            r.stdout,
+            """
             command:   1 → action 0
             timestamp: 1757216934 (2025-09-07T03:48:54Z)
             now:       1757216936 (2025-09-07T03:48:56Z)
@@ -104,14 +115,19 @@ final class InspectCLITests: XCTestCase {
 
             """)
         XCTAssertEqual(try Run.gatewayctl(["otp", "inspect", #"{"command": 5}"#, "--key", v.key]).status, 0)
-        let report = try Run.gatewayctl(["otp", "inspect", #"{"TT_ID":"door","event_timestamp":1}"#, "--key", v.key, "--json"])
+        let report = try Run.gatewayctl([
+            "otp", "inspect", #"{"TT_ID":"door","event_timestamp":1}"#, "--key", v.key, "--json",
+        ])
         XCTAssertEqual(report.status, 1)
         XCTAssertTrue(report.stdout.contains(#""reason":"device_report""#))
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("otpkey-\(getpid())")
         try Data((v.key + "\n").utf8).write(to: keyFile)
         defer { try? FileManager.default.removeItem(at: keyFile) }
-        XCTAssertEqual(try Run.gatewayctl(["otp", "inspect", v.message!, "--key-file", keyFile.path, "--now", "\(v.ts)"]).status, 0)
+        XCTAssertEqual(
+            try Run.gatewayctl(["otp", "inspect", v.message!, "--key-file", keyFile.path, "--now", "\(v.ts)"]).status, 0
+        )
         XCTAssertEqual(try Run.gatewayctl(["otp", "inspect", v.message!]).status, 64)
-        XCTAssertEqual(try Run.gatewayctl(["otp", "inspect", v.message!, "--key", v.key, "--tolerance", "31"]).status, 64)
+        XCTAssertEqual(
+            try Run.gatewayctl(["otp", "inspect", v.message!, "--key", v.key, "--tolerance", "31"]).status, 64)
     }
 }

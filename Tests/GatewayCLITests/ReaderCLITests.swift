@@ -28,7 +28,8 @@ final class ReaderCLITests: XCTestCase {
 
         let state = sim.path("state")
         r = try Run.gatewayctl([
-            "reader", "write", "--device", device, "--url", "smp://action?idx=0&ts=1&sig=00", "--overwrite", "--protect",
+            "reader", "write", "--device", device, "--url", "smp://action?idx=0&ts=1&sig=00", "--overwrite",
+            "--protect",
             "--state-dir", state,
         ])
         XCTAssertEqual(r.status, 0, r.stderr)

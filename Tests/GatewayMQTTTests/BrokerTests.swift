@@ -15,7 +15,8 @@ final class BrokerTests: XCTestCase {
     let nativeKey = [UInt8](repeating: 0x42, count: 32)
 
     override func setUpWithError() throws {
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto"), "mosquitto is not installed")
+        try XCTSkipUnless(
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto"), "mosquitto is not installed")
         broker = try MosquittoBroker()
         try broker.start()
         stateDir = broker.path("state")
@@ -57,7 +58,8 @@ final class BrokerTests: XCTestCase {
         let store = try GatewayStore(stateDirectory: stateDir)
         try store.setKey(.compatTimestamp, compatKey, now: 0)
         try store.setKey(.nativeCommand, nativeKey, now: 0)
-        let link = try MQTTLink(configuration: try configuration(), deviceID: "front", store: store, log: Logger(label: "test"))
+        let link = try MQTTLink(
+            configuration: try configuration(), deviceID: "front", store: store, log: Logger(label: "test"))
         link.clockSynchronised = { true }
         if let outcomes { link.onCommand = { outcomes.add($0) } }
         try link.start()
@@ -76,13 +78,22 @@ final class BrokerTests: XCTestCase {
         let sub = try broker.subscribe("doorgateway/#")
         let l = try link()
         l.publishState(.object([("lock", .string("LOCKED")), ("mode", .string("normal"))]))
-        l.record(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: "04A1B2C3D4E5F6")), at: 1_700_000_000, uidText: "04A1B2C3D4E5F6")
+        l.record(
+            DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: "04A1B2C3D4E5F6")),
+            at: 1_700_000_000, uidText: "04A1B2C3D4E5F6")
         l.record(DoorEvent(.remoteRejected, reason: "replay", source: "compat"), at: 1_700_000_001, uidText: nil)
         l.publishTelemetry([("uptime_s", .int(5))], at: 1_700_000_002)
-        let lines = sub.wait { $0.filter { $0.hasPrefix("doorgateway/front/event|") }.count >= 2 && $0.contains { $0.hasPrefix("doorgateway/front/telemetry") } }
-        XCTAssertTrue(lines.contains("doorgateway/front/availability|0|online") || lines.contains("doorgateway/front/availability|1|online"), "\(lines)")
+        let lines = sub.wait {
+            $0.filter { $0.hasPrefix("doorgateway/front/event|") }.count >= 2
+                && $0.contains { $0.hasPrefix("doorgateway/front/telemetry") }
+        }
+        XCTAssertTrue(
+            lines.contains("doorgateway/front/availability|0|online")
+                || lines.contains("doorgateway/front/availability|1|online"), "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/state|") && $0.contains(#""lock":"LOCKED""#) })
-        let events = lines.filter { $0.hasPrefix("doorgateway/front/event|") }.map { try! JSONValue.parse(Array($0.split(separator: "|", maxSplits: 2)[2].utf8)) }
+        let events = lines.filter { $0.hasPrefix("doorgateway/front/event|") }.map {
+            try! JSONValue.parse(Array($0.split(separator: "|", maxSplits: 2)[2].utf8))
+        }
         XCTAssertEqual(events[0]["kind"]?.stringValue, "access_granted")
         XCTAssertEqual(events[0]["event_type"]?.stringValue, "access_granted")
         XCTAssertEqual(events[0]["reason"]?.stringValue, "valid_v2")
@@ -98,7 +109,9 @@ final class BrokerTests: XCTestCase {
         l.stop()
         // Clean shutdown publishes the retained offline first.
         let after = try broker.subscribe("doorgateway/front/availability")
-        XCTAssertTrue(after.wait { $0.contains("doorgateway/front/availability|1|offline") }.contains("doorgateway/front/availability|1|offline"))
+        XCTAssertTrue(
+            after.wait { $0.contains("doorgateway/front/availability|1|offline") }.contains(
+                "doorgateway/front/availability|1|offline"))
     }
 
     func testCompatCommandsOnceReplayFutureChecksumRetainedAndAfterRestart() throws {
@@ -139,9 +152,13 @@ final class BrokerTests: XCTestCase {
         let l = try link(outcomes)
         let now = Int64(time(nil))
         let nonce = Hex.encode(try Crypto.randomBytes(16))
-        let mac = Hex.encode(Crypto.hmacSHA256(key: nativeKey, message: Array(CommandJudge.nativeMACMessage(device: "front", action: 1, ts: now, nonce: nonce).utf8)))
+        let mac = Hex.encode(
+            Crypto.hmacSHA256(
+                key: nativeKey,
+                message: Array(CommandJudge.nativeMACMessage(device: "front", action: 1, ts: now, nonce: nonce).utf8)))
         let good = #"{"action":1,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#
-        _ = try broker.publish("doorgateway/front/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
+        _ = try broker.publish(
+            "doorgateway/front/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
         XCTAssertEqual(outcomes.wait(count: 1).last.flatMap(code), "bad_mac")
         _ = try broker.publish("doorgateway/front/command", good)
         XCTAssertEqual(outcomes.wait(count: 2).last, .accepted(.action(1), source: "native"))
@@ -159,11 +176,16 @@ final class BrokerTests: XCTestCase {
 
     func testDiscoveryCarriesTheKeysHomeAssistantRequires() throws {
         let topics = MQTTLink.Topics(prefix: "doorgateway/front")
-        let entries = Payloads.discovery(device: "front", name: "Front", topics: topics, doorContact: true, eventTypes: ["access_granted", "access_denied"], canOpen: false)
-        XCTAssertEqual(Set(entries.map { $0.topic.split(separator: "/")[1] }), ["lock", "event", "binary_sensor", "sensor"])
+        let entries = Payloads.discovery(
+            device: "front", name: "Front", topics: topics, doorContact: true,
+            eventTypes: ["access_granted", "access_denied"], canOpen: false)
+        XCTAssertEqual(
+            Set(entries.map { $0.topic.split(separator: "/")[1] }), ["lock", "event", "binary_sensor", "sensor"])
         for e in entries {
             let j = try JSONValue.parse(e.payload)
-            for key in ["unique_id", "device", "availability_topic", "name"] { XCTAssertNotNil(j[key], "\(e.topic) lacks \(key)") }
+            for key in ["unique_id", "device", "availability_topic", "name"] {
+                XCTAssertNotNil(j[key], "\(e.topic) lacks \(key)")
+            }
             XCTAssertNotNil(j["device"]?["identifiers"])
             switch e.topic.split(separator: "/")[1] {
             case "lock": XCTAssertNotNil(j["command_topic"]); XCTAssertNotNil(j["state_topic"])
@@ -175,7 +197,8 @@ final class BrokerTests: XCTestCase {
 
     /// The same telemetry, event and command checks against nats-server.
     func testTelemetryEventsAndCommandsThroughNATS() throws {
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "nats-server is not installed")
+        try XCTSkipUnless(
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "nats-server is not installed")
         broker.stop()
         try broker.startNATS()
         let sub = try broker.subscribe("doorgateway/#")
@@ -183,7 +206,10 @@ final class BrokerTests: XCTestCase {
         let l = try link(outcomes)
         l.record(DoorEvent(.accessGranted, reason: "valid_v1", action: 0), at: 1_700_000_000, uidText: nil)
         l.publishTelemetry([("uptime_s", .int(1))], at: 1_700_000_001)
-        let lines = sub.wait { $0.contains { $0.hasPrefix("doorgateway/front/event|") } && $0.contains { $0.hasPrefix("doorgateway/front/telemetry|") } }
+        let lines = sub.wait {
+            $0.contains { $0.hasPrefix("doorgateway/front/event|") }
+                && $0.contains { $0.hasPrefix("doorgateway/front/telemetry|") }
+        }
         XCTAssertTrue(lines.contains { $0.contains(#""kind":"access_granted""#) }, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/telemetry|") && $0.contains(#""uptime_s":1"#) })
         let fresh = try otp(Int64(time(nil)))
@@ -193,10 +219,16 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
         let now = Int64(time(nil))
         let nonce = Hex.encode(try Crypto.randomBytes(16))
-        let mac = Hex.encode(Crypto.hmacSHA256(key: nativeKey, message: Array(CommandJudge.nativeMACMessage(device: "front", action: 0, ts: now, nonce: nonce).utf8)))
-        _ = try broker.publish("doorgateway/front/command", #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#)
+        let mac = Hex.encode(
+            Crypto.hmacSHA256(
+                key: nativeKey,
+                message: Array(CommandJudge.nativeMACMessage(device: "front", action: 0, ts: now, nonce: nonce).utf8)))
+        _ = try broker.publish(
+            "doorgateway/front/command",
+            #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#)
         XCTAssertEqual(outcomes.wait(count: 3).last, .accepted(.action(0), source: "native"))
-        XCTAssertNotEqual(try broker.publish("doorgateway/front/command", "{}", as: "intruder").status, 0, "mutual TLS on NATS too")
+        XCTAssertNotEqual(
+            try broker.publish("doorgateway/front/command", "{}", as: "intruder").status, 0, "mutual TLS on NATS too")
         let deadline = Date() + 5
         while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
         XCTAssertEqual(l.status.outboxDepth, 0, "NATS acknowledged every QoS 1 publish")

@@ -26,7 +26,9 @@ final class RegistryAuditTests: XCTestCase {
         try store.revoke(uid: uid, now: 200)
         XCTAssertEqual(try store.issuedTag(uid)?.state, .revoked)
         XCTAssertTrue(try store.isRevoked(uid: uid, signature: nil))
-        XCTAssertThrowsError(try store.createPendingTag(uid: uid, action: 0, secretID: nil, label: "", now: 300), "revoked UIDs are not re-issued")
+        XCTAssertThrowsError(
+            try store.createPendingTag(uid: uid, action: 0, secretID: nil, label: "", now: 300),
+            "revoked UIDs are not re-issued")
         try store.forget(uid: uid)
         XCTAssertNil(try store.issuedTag(uid))
         XCTAssertFalse(try store.isRevoked(uid: uid, signature: nil))
@@ -53,7 +55,9 @@ final class RegistryAuditTests: XCTestCase {
     func testAuditChainVerifiesDetectsAlterationAndSurvivesRetention() throws {
         let store = try GatewayStore(stateDirectory: dir)
         for i in 0..<50 {
-            try store.appendAudit(time: Int64(1000 + i), kind: i % 2 == 0 ? "access_granted" : "access_denied", reason: "r\(i)", uid: uid.hex)
+            try store.appendAudit(
+                time: Int64(1000 + i), kind: i % 2 == 0 ? "access_granted" : "access_denied", reason: "r\(i)",
+                uid: uid.hex)
         }
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 50, from: 1))
 

@@ -30,7 +30,8 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try mode(store.path + "-shm"), 0o600)
         let journal = try store.pool.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         XCTAssertEqual(journal, "wal")
-        XCTAssertEqual(try store.appliedMigrations(), StoreMigrations.migrator.migrations, "every migration, in list order")
+        XCTAssertEqual(
+            try store.appliedMigrations(), StoreMigrations.migrator.migrations, "every migration, in list order")
         XCTAssertEqual(try store.appliedMigrations().first, "v1-foundation")
     }
 
@@ -80,12 +81,15 @@ final class StoreTests: XCTestCase {
     func testSecretsLifecycle() throws {
         let store = try GatewayStore(stateDirectory: dir)
         try store.syncActions(DoorSettings().actions)
-        let imported = try store.addSecret(action: 1, key: Array(repeating: 1, count: 32), label: "phone",
-                                           origin: .imported, now: 100)
-        let old = try store.addSecret(action: 1, key: Array(repeating: 2, count: 32), label: "old",
-                                      origin: .generated, now: 200)
-        let new = try store.addSecret(action: 1, key: Array(repeating: 3, count: 32), label: "new",
-                                      origin: .generated, now: 300)
+        let imported = try store.addSecret(
+            action: 1, key: Array(repeating: 1, count: 32), label: "phone",
+            origin: .imported, now: 100)
+        let old = try store.addSecret(
+            action: 1, key: Array(repeating: 2, count: 32), label: "old",
+            origin: .generated, now: 200)
+        let new = try store.addSecret(
+            action: 1, key: Array(repeating: 3, count: 32), label: "new",
+            origin: .generated, now: 300)
         XCTAssertEqual(try store.secrets(action: 1).map(\.id), [imported.id, old.id, new.id])
         XCTAssertEqual(try store.secrets(action: 0), [])
         XCTAssertEqual(try store.newestGeneratedSecret(action: 1)?.id, new.id)
@@ -95,8 +99,10 @@ final class StoreTests: XCTestCase {
         XCTAssertNil(try store.newestGeneratedSecret(action: 1))
         XCTAssertEqual(try store.secrets().map(\.label), ["phone", "new"])
         XCTAssertThrowsError(try store.removeSecret(id: old.id))
-        XCTAssertThrowsError(try store.addSecret(action: 9, key: Array(repeating: 1, count: 32), label: "",
-                                                 origin: .imported, now: 1))
+        XCTAssertThrowsError(
+            try store.addSecret(
+                action: 9, key: Array(repeating: 1, count: 32), label: "",
+                origin: .imported, now: 1))
         XCTAssertThrowsError(try store.addSecret(action: 1, key: [1, 2], label: "", origin: .imported, now: 1))
     }
 

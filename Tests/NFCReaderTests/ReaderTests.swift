@@ -17,7 +17,10 @@ final class ReaderTests: XCTestCase {
     }
 
     /// Puts an image (a tag with `message`, or blank) on the emulator's reader.
-    func insert(_ sim: PN532SimProcess, type: NTAGType = .ntag213, uid: TagUID, message: NDEFMessage? = nil, edit: (inout [UInt8]) -> Void = { _ in })
+    func insert(
+        _ sim: PN532SimProcess, type: NTAGType = .ntag213, uid: TagUID, message: NDEFMessage? = nil,
+        edit: (inout [UInt8]) -> Void = { _ in }
+    )
         throws
     {
         var bytes = try TagImage.make(type: type, uid: uid, message: message).bytes
@@ -70,7 +73,9 @@ final class ReaderTests: XCTestCase {
             let tag = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
             XCTAssertEqual(tag.content, .blank)
             // Fill most of the tag: a long URL on the big ones.
-            let url = vectors.tags_v2[0].url + (type == .ntag213 ? "" : "&pad=" + String(repeating: "x", count: type.ndefCapacity - 200))
+            let url =
+                vectors.tags_v2[0].url
+                + (type == .ntag213 ? "" : "&pad=" + String(repeating: "x", count: type.ndefCapacity - 200))
             let report = try reader.write(uri(url), to: uid, options: WriteOptions())
             XCTAssertEqual(report.type, type)
             let image = try TagImage(dump: try sim.dump())
@@ -88,7 +93,9 @@ final class ReaderTests: XCTestCase {
         let before = try sim.dump()
         let huge = uri("https://example.com/" + String(repeating: "a", count: 200))
         XCTAssertThrowsError(try reader.write(huge, to: uid, options: WriteOptions())) { error in
-            guard case ReaderError.tooSmall(let needed, let capacity)? = error as? ReaderError else { return XCTFail("\(error)") }
+            guard case ReaderError.tooSmall(let needed, let capacity)? = error as? ReaderError else {
+                return XCTFail("\(error)")
+            }
             XCTAssertEqual(capacity, 144)
             XCTAssertGreaterThan(needed, 144)
         }
@@ -97,13 +104,15 @@ final class ReaderTests: XCTestCase {
         // Static lock bits on pages 4–7 (page 2 byte 2).
         try insert(sim, uid: uid) { $0[10] = 0xF0 }
         _ = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
-        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions())) { error in
+        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions()))
+        { error in
             guard case ReaderError.readOnly? = error as? ReaderError else { return XCTFail("\(error)") }
         }
         // A read-only capability container.
         try insert(sim, uid: uid) { $0[15] = 0x0F }
         _ = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
-        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions())) { error in
+        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions()))
+        { error in
             guard case ReaderError.readOnly? = error as? ReaderError else { return XCTFail("\(error)") }
         }
 
@@ -111,7 +120,8 @@ final class ReaderTests: XCTestCase {
         try insert(sim, uid: uid, message: uri("https://bank.example/card"))
         _ = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
         let foreign = try sim.dump()
-        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions())) { error in
+        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions()))
+        { error in
             guard case ReaderError.foreignContent? = error as? ReaderError else { return XCTFail("\(error)") }
         }
         XCTAssertEqual(try sim.dump(), foreign)
@@ -127,20 +137,24 @@ final class ReaderTests: XCTestCase {
         let password = NTAGPassword.derive(deviceKey: key, uid: uid)
         try insert(sim, uid: uid)
         _ = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
-        let first = try reader.write(uri("smp://action?idx=0&ts=1&sig=00"), to: uid, options: WriteOptions(password: password, protect: true, authLimit: 3))
+        let first = try reader.write(
+            uri("smp://action?idx=0&ts=1&sig=00"), to: uid,
+            options: WriteOptions(password: password, protect: true, authLimit: 3))
         XCTAssertTrue(first.protected)
         let image = try sim.dump()
         let cfg0 = NTAGType.ntag213.cfg0Page * 4
         XCTAssertEqual(image[cfg0 + 3], 4, "AUTH0 = first user page")
         XCTAssertEqual(image[cfg0 + 4], 0x40 | 3, "ACCESS: PROT 0, CFGLCK 1, AUTHLIM 3")
 
-        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=2&sig=00"), to: uid, options: WriteOptions())) { error in
+        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=2&sig=00"), to: uid, options: WriteOptions()))
+        { error in
             guard case ReaderError.authenticationFailed? = error as? ReaderError else { return XCTFail("\(error)") }
         }
         let wrong = NTAGPassword.derive(deviceKey: [UInt8](repeating: 1, count: 32), uid: uid)
         _ = try? sim.control("reinsert")
         _ = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
-        XCTAssertThrowsError(try reader.write(uri("smp://action?idx=0&ts=2&sig=00"), to: uid, options: WriteOptions(password: wrong)))
+        XCTAssertThrowsError(
+            try reader.write(uri("smp://action?idx=0&ts=2&sig=00"), to: uid, options: WriteOptions(password: wrong)))
         _ = try? sim.control("reinsert")
         _ = try XCTUnwrap(try reader.waitForTag(timeout: .seconds(2)))
         try reader.write(uri("smp://action?idx=0&ts=3&sig=00"), to: uid, options: WriteOptions(password: password))
@@ -183,7 +197,9 @@ final class ReaderTests: XCTestCase {
                 XCTAssertEqual(error, .tagLost, "exchange \(n)")
                 // Whatever was left, it is never a complete different sticker.
                 let left = try TagImage(dump: try sim.dump())
-                if let m = try? left.message(), !m.isEmpty { XCTAssertEqual(m, message, "a torn write left a half message at \(n)") }
+                if let m = try? left.message(), !m.isEmpty {
+                    XCTAssertEqual(m, message, "a torn write left a half message at \(n)")
+                }
             }
             n += 1
             XCTAssertLessThan(n, 60, "a write needs fewer exchanges than this")

@@ -2,7 +2,8 @@ import TerminalQR
 import XCTest
 
 final class TerminalQRTests: XCTestCase {
-    let link = "smpshare://secret?idx=1&key=2291d8cdc310411e7ec27378a661c935187c07e4d5636e9bc3c400b27244b8cd&label=Front%20door"
+    let link =
+        "smpshare://secret?idx=1&key=2291d8cdc310411e7ec27378a661c935187c07e4d5636e9bc3c400b27244b8cd&label=Front%20door"
 
     /// The drawing decodes back to libqrencode's modules: each character is
     /// two modules (top, bottom), light ones drawn, inside a 4-module quiet zone.

@@ -3,15 +3,39 @@ import Foundation
 /// The interop vectors of `shared/vectors/compat.json`, copied into the
 /// repository at `Tests/Fixtures/compat.json` so a fresh clone has them.
 public struct CompatVectors: Decodable, Sendable {
-    public struct TagV1: Decodable, Sendable { public let secret: String; public let idx: Int; public let ts: Int; public let url: String; public let ndef_tlv: String }
-    public struct TagV2: Decodable, Sendable { public let secret: String; public let uid: String; public let idx: Int; public let ts: Int; public let url: String; public let ndef_tlv: String; public let ndef_bytes: Int }
-    public struct OTP: Decodable, Sendable { public let key: String; public let ts: Int; public let plain: String; public let otp_auth: String; public let message: String?; public let bad_checksum: Bool? }
-    public struct Share: Decodable, Sendable { public let idx: Int; public let key: String; public let label: String; public let link: String }
-    public struct BadTag: Decodable, Sendable { public let why: String; public let secret: String; public let uid: String?; public let url: String }
-    public struct OTPCase: Decodable, Sendable { public let message: String; public let key: String; public let now: Int; public let tolerance: Int; public let accept: Bool; public let why: String }
-    public struct StickerCase: Decodable, Sendable { public let url: String; public let secret: String; public let origin: String; public let accept: Bool; public let why: String; public let uid: String? }
-    public struct NDEFCase: Decodable, Sendable { public let why: String; public let tlv: String; public let url: String?; public let error: Bool? }
-    public struct Dump: Decodable, Sendable { public let type: String; public let bytes: Int; public let uid: String; public let url: String; public let hex: String }
+    public struct TagV1: Decodable, Sendable {
+        public let secret: String; public let idx: Int; public let ts: Int; public let url: String;
+        public let ndef_tlv: String
+    }
+    public struct TagV2: Decodable, Sendable {
+        public let secret: String; public let uid: String; public let idx: Int; public let ts: Int;
+        public let url: String; public let ndef_tlv: String; public let ndef_bytes: Int
+    }
+    public struct OTP: Decodable, Sendable {
+        public let key: String; public let ts: Int; public let plain: String; public let otp_auth: String;
+        public let message: String?; public let bad_checksum: Bool?
+    }
+    public struct Share: Decodable, Sendable {
+        public let idx: Int; public let key: String; public let label: String; public let link: String
+    }
+    public struct BadTag: Decodable, Sendable {
+        public let why: String; public let secret: String; public let uid: String?; public let url: String
+    }
+    public struct OTPCase: Decodable, Sendable {
+        public let message: String; public let key: String; public let now: Int; public let tolerance: Int;
+        public let accept: Bool; public let why: String
+    }
+    public struct StickerCase: Decodable, Sendable {
+        public let url: String; public let secret: String; public let origin: String; public let accept: Bool;
+        public let why: String; public let uid: String?
+    }
+    public struct NDEFCase: Decodable, Sendable {
+        public let why: String; public let tlv: String; public let url: String?; public let error: Bool?
+    }
+    public struct Dump: Decodable, Sendable {
+        public let type: String; public let bytes: Int; public let uid: String; public let url: String;
+        public let hex: String
+    }
 
     public let tags_v1: [TagV1]
     public let tags_v2: [TagV2]
@@ -62,11 +86,13 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         let rounds = Int.random(in: 1...4, using: &self)
         for _ in 0..<rounds {
             switch Int.random(in: 0..<6, using: &self) {
-            case 0 where !b.isEmpty: b[Int.random(in: 0..<b.count, using: &self)] ^= UInt8(1 << Int.random(in: 0..<8, using: &self))
+            case 0 where !b.isEmpty:
+                b[Int.random(in: 0..<b.count, using: &self)] ^= UInt8(1 << Int.random(in: 0..<8, using: &self))
             case 1: b.insert(UInt8.random(in: 0...255, using: &self), at: Int.random(in: 0...b.count, using: &self))
             case 2 where !b.isEmpty: b.remove(at: Int.random(in: 0..<b.count, using: &self))
             case 3 where !b.isEmpty: b = Array(b.prefix(Int.random(in: 0..<b.count, using: &self)))
-            case 4 where !b.isEmpty: b[Int.random(in: 0..<b.count, using: &self)] = UInt8.random(in: 0...255, using: &self)
+            case 4 where !b.isEmpty:
+                b[Int.random(in: 0..<b.count, using: &self)] = UInt8.random(in: 0...255, using: &self)
             case 5 where !b.isEmpty:
                 let i = Int.random(in: 0..<b.count, using: &self)
                 b.insert(contentsOf: b[i..<min(b.count, i + Int.random(in: 1...8, using: &self))], at: i)

@@ -55,7 +55,8 @@ public final class MosquittoBroker {
             if Self.canConnect(port) { return }
             usleep(20_000)
         }
-        throw NSError(domain: "broker", code: 1, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen on \(port)"])
+        throw NSError(
+            domain: "broker", code: 1, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen on \(port)"])
     }
 
     /// The second, independent broker: Debian's nats-server with its MQTT
@@ -90,7 +91,8 @@ public final class MosquittoBroker {
             if Self.canConnect(port) { return }
             usleep(20_000)
         }
-        throw NSError(domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server did not listen on \(port)"])
+        throw NSError(
+            domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server did not listen on \(port)"])
     }
 
     public func stop() {
@@ -104,10 +106,15 @@ public final class MosquittoBroker {
 
     /// mosquitto_pub/sub arguments for a client certificate of this broker's CA (or the intruder's).
     public func clientArguments(_ name: String = "client") -> [String] {
-        ["-h", "localhost", "-p", "\(port)", "--cafile", path("ca.crt"), "--cert", path("\(name).crt"), "--key", path("\(name).key")]
+        [
+            "-h", "localhost", "-p", "\(port)", "--cafile", path("ca.crt"), "--cert", path("\(name).crt"), "--key",
+            path("\(name).key"),
+        ]
     }
 
-    public func publish(_ topic: String, _ message: String, retain: Bool = false, as name: String = "client") throws -> ProcessResult {
+    public func publish(_ topic: String, _ message: String, retain: Bool = false, as name: String = "client") throws
+        -> ProcessResult
+    {
         try Run.process(
             URL(fileURLWithPath: "/usr/bin/mosquitto_pub"),
             clientArguments(name) + ["-q", "1", "-t", topic, "-m", message] + (retain ? ["-r"] : []), timeout: 20)
@@ -158,12 +165,15 @@ public final class MosquittoBroker {
 
     private func openssl(_ args: [String]) throws {
         let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
-        guard r.status == 0 else { throw NSError(domain: "openssl", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: r.stderr]) }
+        guard r.status == 0 else {
+            throw NSError(domain: "openssl", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: r.stderr])
+        }
     }
 
     private func makeCA(_ name: String) throws {
         try openssl([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=\(name)",
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+            "/CN=\(name)",
             "-keyout", path("\(name).key"), "-out", path("\(name).crt"),
         ])
     }
@@ -173,9 +183,11 @@ public final class MosquittoBroker {
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(cn)", "-keyout",
             path("\(name).key"), "-out", path("\(name).csr"),
         ])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+            toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
         try openssl([
-            "x509", "-req", "-in", path("\(name).csr"), "-CA", path("\(ca).crt"), "-CAkey", path("\(ca).key"), "-CAcreateserial",
+            "x509", "-req", "-in", path("\(name).csr"), "-CA", path("\(ca).crt"), "-CAkey", path("\(ca).key"),
+            "-CAcreateserial",
             "-days", "2", "-extfile", path("\(name).ext"), "-out", path("\(name).crt"),
         ])
     }
@@ -189,7 +201,9 @@ public final class MosquittoBroker {
         addr.sin_port = 0
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
@@ -201,7 +215,9 @@ public final class MosquittoBroker {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         } == 0
     }
 }

@@ -16,7 +16,8 @@ public final class PN532SimProcess {
     /// `directory`: reuse another emulator's directory (its pty link and
     /// control socket paths), e.g. to bring a killed emulator back.
     public init(_ arguments: [String] = [], directory: URL? = nil) throws {
-        dir = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pn532sim-\(UUID().uuidString)")
+        dir =
+            directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pn532sim-\(UUID().uuidString)")
         if directory != nil {
             try? FileManager.default.removeItem(atPath: dir.appendingPathComponent("tty").path)
             try? FileManager.default.removeItem(atPath: dir.appendingPathComponent("control.sock").path)

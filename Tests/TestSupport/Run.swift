@@ -22,9 +22,11 @@ public enum Run {
     public static func product(_ name: String) -> URL { binDirectory.appendingPathComponent(name) }
 
     /// Runs `executable` with `arguments`, feeding `stdin`, and waits (at most `timeout`).
-    public static func process(_ executable: URL, _ arguments: [String], stdin: String? = nil,
-                               environment: [String: String]? = nil, argv0: String? = nil,
-                               timeout: TimeInterval = 60) throws -> ProcessResult {
+    public static func process(
+        _ executable: URL, _ arguments: [String], stdin: String? = nil,
+        environment: [String: String]? = nil, argv0: String? = nil,
+        timeout: TimeInterval = 60
+    ) throws -> ProcessResult {
         let p = Process()
         p.executableURL = executable
         p.arguments = arguments
@@ -43,11 +45,14 @@ public enum Run {
         DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
         if group.wait(timeout: .now() + timeout) == .timedOut {
             p.terminate()
-            throw NSError(domain: "Run", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(executable.lastPathComponent) timed out"])
+            throw NSError(
+                domain: "Run", code: 1,
+                userInfo: [NSLocalizedDescriptionKey: "\(executable.lastPathComponent) timed out"])
         }
         p.waitUntilExit()
-        return ProcessResult(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
+        return ProcessResult(
+            status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// Runs the built `gateway` as `gatewayctl` (through the `gateway ctl` form).

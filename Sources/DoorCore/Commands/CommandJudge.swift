@@ -57,10 +57,14 @@ public struct CommandJudge: Sendable {
     public var deviceID: String
     public var actionCount: Int
 
-    public static let defaultMapping: [Int: CommandTarget] = [1: .action(0), 2: .action(1), 3: .action(2), 4: .action(3), 5: .report]
+    public static let defaultMapping: [Int: CommandTarget] = [
+        1: .action(0), 2: .action(1), 3: .action(2), 4: .action(3), 5: .report,
+    ]
     public static let maximumTolerance: Int64 = 30
 
-    public init(mapping: [Int: CommandTarget] = defaultMapping, tolerance: Int64 = 5, deviceID: String, actionCount: Int = 4) {
+    public init(
+        mapping: [Int: CommandTarget] = defaultMapping, tolerance: Int64 = 5, deviceID: String, actionCount: Int = 4
+    ) {
         self.mapping = mapping
         self.tolerance = min(max(tolerance, 0), Self.maximumTolerance)
         self.deviceID = deviceID
@@ -68,13 +72,17 @@ public struct CommandJudge: Sendable {
     }
 
     /// A compat command (`{"command": n, "otp-auth": "<32 hex>"}`).
-    public func judgeCompat(payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
-                            replay: inout ReplayGuard) -> CommandVerdict {
+    public func judgeCompat(
+        payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
+        replay: inout ReplayGuard
+    ) -> CommandVerdict {
         var v = CommandVerdict(kind: .compat)
         func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
         if let r = Self.screen(payload: payload, retained: retained) { return reject(r) }
         let json: JSONValue
-        do { json = try JSONValue.parse(payload) } catch { return reject(CommandRejection(.malformed, error.description)) }
+        do { json = try JSONValue.parse(payload) } catch {
+            return reject(CommandRejection(.malformed, error.description))
+        }
         guard case .object(let members) = json else { return reject(CommandRejection(.malformed, "not a JSON object")) }
         guard case .int(let number)? = json["command"] else {
             return reject(CommandRejection(.malformed, "\"command\" must be an integer"))
@@ -101,26 +109,34 @@ public struct CommandJudge: Sendable {
         v.timestamp = block.timestamp
         v.skew = Self.skew(now: now.unixSeconds, ts: block.timestamp)
         if let r = fresh(block.timestamp, now: now) { return reject(r) }
-        if let r = replay.admit(keyID: "compat", fingerprint: otp.lowercased(), timestamp: block.timestamp,
-                                now: now.unixSeconds, tolerance: tolerance) {
+        if let r = replay.admit(
+            keyID: "compat", fingerprint: otp.lowercased(), timestamp: block.timestamp,
+            now: now.unixSeconds, tolerance: tolerance)
+        {
             return reject(r)
         }
         return v
     }
 
     /// A native command (`{"action","ts","nonce","device","mac"}`, COMPAT §5).
-    public func judgeNative(payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
-                            replay: inout ReplayGuard) -> CommandVerdict {
+    public func judgeNative(
+        payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
+        replay: inout ReplayGuard
+    ) -> CommandVerdict {
         var v = CommandVerdict(kind: .native)
         func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
         if let r = Self.screen(payload: payload, retained: retained) { return reject(r) }
         let json: JSONValue
-        do { json = try JSONValue.parse(payload) } catch { return reject(CommandRejection(.malformed, error.description)) }
+        do { json = try JSONValue.parse(payload) } catch {
+            return reject(CommandRejection(.malformed, error.description))
+        }
         guard case .object(let members) = json, members.count == 5,
-              case .int(let action)? = json["action"], case .int(let ts)? = json["ts"],
-              case .string(let nonce)? = json["nonce"], case .string(let device)? = json["device"],
-              case .string(let macHex)? = json["mac"] else {
-            return reject(CommandRejection(.malformed, "expected exactly action, ts (integers), nonce, device, mac (strings)"))
+            case .int(let action)? = json["action"], case .int(let ts)? = json["ts"],
+            case .string(let nonce)? = json["nonce"], case .string(let device)? = json["device"],
+            case .string(let macHex)? = json["mac"]
+        else {
+            return reject(
+                CommandRejection(.malformed, "expected exactly action, ts (integers), nonce, device, mac (strings)"))
         }
         guard nonce.utf8.count == 32, Hex.decode(nonce) != nil else {
             return reject(CommandRejection(.malformed, "nonce must be 32 hex digits"))
@@ -134,7 +150,8 @@ public struct CommandJudge: Sendable {
             return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
         }
         guard let key else { return reject(CommandRejection(.noKey, "no command key is configured")) }
-        let expected = Crypto.hmacSHA256(key: key, message: Self.nativeMACMessage(device: device, action: action, ts: ts, nonce: nonce))
+        let expected = Crypto.hmacSHA256(
+            key: key, message: Self.nativeMACMessage(device: device, action: action, ts: ts, nonce: nonce))
         guard Crypto.constantTimeEqual(expected, mac) else {
             return reject(CommandRejection(.badMAC, "the MAC does not verify"))
         }
@@ -143,8 +160,10 @@ public struct CommandJudge: Sendable {
         }
         v.target = .action(Int(action))
         if let r = fresh(ts, now: now) { return reject(r) }
-        if let r = replay.admit(keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
-                                now: now.unixSeconds, tolerance: tolerance) {
+        if let r = replay.admit(
+            keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
+            now: now.unixSeconds, tolerance: tolerance)
+        {
             return reject(r)
         }
         return v
@@ -166,11 +185,14 @@ public struct CommandJudge: Sendable {
 
     func fresh(_ ts: Int64, now: WallClock) -> CommandRejection? {
         guard now.synchronised else {
-            return CommandRejection(.clockUnsynchronised, "the system clock is not synchronised; remote commands are refused")
+            return CommandRejection(
+                .clockUnsynchronised, "the system clock is not synchronised; remote commands are refused")
         }
         let skew = Self.skew(now: now.unixSeconds, ts: ts)
         if skew > tolerance { return CommandRejection(.stale, "\(skew) s old, the window is \(tolerance) s") }
-        if skew < -tolerance { return CommandRejection(.future, "\(ts) is ahead of now (\(now.unixSeconds)), the window is \(tolerance) s") }
+        if skew < -tolerance {
+            return CommandRejection(.future, "\(ts) is ahead of now (\(now.unixSeconds)), the window is \(tolerance) s")
+        }
         return nil
     }
 

@@ -28,7 +28,10 @@ public struct OTPBlock: Equatable, Sendable {
     public static func make(timestamp: UInt32, random: [UInt8], key: [UInt8]) throws -> String {
         precondition(random.count == 11, "11 random bytes")
         var p = Array(random.prefix(4))
-        p += [UInt8(timestamp & 0xFF), UInt8(timestamp >> 8 & 0xFF), UInt8(timestamp >> 16 & 0xFF), UInt8(timestamp >> 24)]
+        p += [
+            UInt8(timestamp & 0xFF), UInt8(timestamp >> 8 & 0xFF), UInt8(timestamp >> 16 & 0xFF),
+            UInt8(timestamp >> 24),
+        ]
         p += random.suffix(7)
         p.append(checksum(p))
         return Hex.encode(try Crypto.aes128ECB(.encrypt, key: key, block: p))

@@ -39,19 +39,25 @@ public struct ReplayGuard: Equatable, Sendable, Codable {
     }
 
     /// Checks a fresh-enough message; on success records it. Returns the rejection, if any.
-    public mutating func admit(keyID: String, fingerprint: String, timestamp: Int64, now: Int64,
-                               tolerance: Int64) -> CommandRejection? {
+    public mutating func admit(
+        keyID: String, fingerprint: String, timestamp: Int64, now: Int64,
+        tolerance: Int64
+    ) -> CommandRejection? {
         prune(now: now, tolerance: tolerance)
         let window = Self.clamp(tolerance)
-        if let top = highest[keyID], case let (limit, false) = top.subtractingReportingOverflow(window), timestamp < limit {
-            return CommandRejection(.olderThanHighest,
-                                    "timestamp \(timestamp) is older than the newest accepted (\(top)) minus the window")
+        if let top = highest[keyID], case let (limit, false) = top.subtractingReportingOverflow(window),
+            timestamp < limit
+        {
+            return CommandRejection(
+                .olderThanHighest,
+                "timestamp \(timestamp) is older than the newest accepted (\(top)) minus the window")
         }
         if entries.contains(where: { $0.keyID == keyID && $0.fingerprint == fingerprint }) {
             return CommandRejection(.replay, "this message was already accepted")
         }
         guard entries.count < capacity else {
-            return CommandRejection(.replayRecordFull, "the replay record is full (\(capacity)); refusing rather than forgetting")
+            return CommandRejection(
+                .replayRecordFull, "the replay record is full (\(capacity)); refusing rather than forgetting")
         }
         entries.append(Entry(keyID: keyID, fingerprint: fingerprint, timestamp: timestamp, acceptedAt: now))
         highest[keyID] = max(highest[keyID] ?? timestamp, timestamp)

@@ -60,36 +60,44 @@ extension FeedbackPattern {
         let g = Indicator.green, r = Indicator.red, b = Indicator.buzzer
         func ms(_ v: Int) -> Duration { .milliseconds(v) }
         return [
-            .granted: FeedbackPattern(steps: [
-                PatternStep(on: [g, b], duration: ms(100)), .off(ms(100)),
-                PatternStep(on: [g, b], duration: ms(100)), .off(ms(100)),
-            ], priority: 60),
-            .denied: FeedbackPattern(steps: [
-                PatternStep(on: [r, b], duration: ms(800)), PatternStep(on: [r], duration: ms(400)),
-            ], priority: 60),
-            .lockedOut: FeedbackPattern(steps: [
-                PatternStep(on: [r, b], duration: ms(150)), PatternStep(on: [r], duration: ms(150)),
-                PatternStep(on: [r, b], duration: ms(150)), PatternStep(on: [r], duration: ms(150)),
-                PatternStep(on: [r, b], duration: ms(150)), PatternStep(on: [r], duration: ms(1000)),
-            ], priority: 70),
-            .provisioningArmed: FeedbackPattern(steps: [
-                PatternStep(on: [g, r], duration: ms(100)), .off(ms(100)),
-            ], repeats: true, priority: 40),
-            .tagWritten: FeedbackPattern(steps: [
-                PatternStep(on: [g, b], duration: ms(80)), PatternStep(on: [g], duration: ms(80)),
-                PatternStep(on: [g, b], duration: ms(80)), PatternStep(on: [g], duration: ms(80)),
-                PatternStep(on: [g, b], duration: ms(80)), PatternStep(on: [g], duration: ms(400)),
-            ], priority: 80),
-            .writeFailed: FeedbackPattern(steps: [
-                PatternStep(on: [r, b], duration: ms(300)), PatternStep(on: [r], duration: ms(150)),
-                PatternStep(on: [r, b], duration: ms(300)), PatternStep(on: [r], duration: ms(600)),
-            ], priority: 80),
-            .readerFault: FeedbackPattern(steps: [
-                PatternStep(on: [r], duration: ms(1000)), .off(ms(1000)),
-            ], repeats: true, priority: 20),
-            .heartbeat: FeedbackPattern(steps: [
-                PatternStep(on: [g], duration: ms(50)), .off(ms(4950)),
-            ], repeats: true, priority: 0),
+            .granted: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [g, b], duration: ms(100)), .off(ms(100)),
+                    PatternStep(on: [g, b], duration: ms(100)), .off(ms(100)),
+                ], priority: 60),
+            .denied: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [r, b], duration: ms(800)), PatternStep(on: [r], duration: ms(400)),
+                ], priority: 60),
+            .lockedOut: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [r, b], duration: ms(150)), PatternStep(on: [r], duration: ms(150)),
+                    PatternStep(on: [r, b], duration: ms(150)), PatternStep(on: [r], duration: ms(150)),
+                    PatternStep(on: [r, b], duration: ms(150)), PatternStep(on: [r], duration: ms(1000)),
+                ], priority: 70),
+            .provisioningArmed: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [g, r], duration: ms(100)), .off(ms(100)),
+                ], repeats: true, priority: 40),
+            .tagWritten: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [g, b], duration: ms(80)), PatternStep(on: [g], duration: ms(80)),
+                    PatternStep(on: [g, b], duration: ms(80)), PatternStep(on: [g], duration: ms(80)),
+                    PatternStep(on: [g, b], duration: ms(80)), PatternStep(on: [g], duration: ms(400)),
+                ], priority: 80),
+            .writeFailed: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [r, b], duration: ms(300)), PatternStep(on: [r], duration: ms(150)),
+                    PatternStep(on: [r, b], duration: ms(300)), PatternStep(on: [r], duration: ms(600)),
+                ], priority: 80),
+            .readerFault: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [r], duration: ms(1000)), .off(ms(1000)),
+                ], repeats: true, priority: 20),
+            .heartbeat: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [g], duration: ms(50)), .off(ms(4950)),
+                ], repeats: true, priority: 0),
         ]
     }()
 }

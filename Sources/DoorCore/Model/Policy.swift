@@ -11,9 +11,11 @@ public struct LockoutPolicy: Equatable, Sendable, Hashable {
     /// First lockout length; each further lockout in a row doubles it up to `cap`.
     public var duration: Duration
     public var cap: Duration
-    public init(enabled: Bool = true, perTagThreshold: Int = 3, globalThreshold: Int = 10,
-                window: Duration = .seconds(60), duration: Duration = .seconds(30),
-                cap: Duration = .seconds(300)) {
+    public init(
+        enabled: Bool = true, perTagThreshold: Int = 3, globalThreshold: Int = 10,
+        window: Duration = .seconds(60), duration: Duration = .seconds(30),
+        cap: Duration = .seconds(300)
+    ) {
         self.enabled = enabled
         self.perTagThreshold = perTagThreshold
         self.globalThreshold = globalThreshold
@@ -33,8 +35,10 @@ public struct ButtonPolicy: Equatable, Sendable, Hashable {
     public var minimumPress: Duration
     /// A press at least this long is a hold: it arms provisioning (when enabled).
     public var provisioningHold: Duration
-    public init(exitAction: ActionIndex? = 0, minimumPress: Duration = .milliseconds(50),
-                provisioningHold: Duration = .seconds(5)) {
+    public init(
+        exitAction: ActionIndex? = 0, minimumPress: Duration = .milliseconds(50),
+        provisioningHold: Duration = .seconds(5)
+    ) {
         self.exitAction = exitAction
         self.minimumPress = minimumPress
         self.provisioningHold = provisioningHold
@@ -52,8 +56,10 @@ public struct ProvisioningPolicy: Equatable, Sendable, Hashable {
     /// NTAG AUTHLIM, the raw 3-bit field of ACCESS: 0 = unlimited failed
     /// PWD_AUTH attempts, 1…7 = at most 2^n failures before the tag locks.
     public var authLimit: Int
-    public init(buttonArmed: Bool = true, action: ActionIndex = 0, timeout: Duration = .seconds(60),
-                protect: Bool = false, authLimit: Int = 0) {
+    public init(
+        buttonArmed: Bool = true, action: ActionIndex = 0, timeout: Duration = .seconds(60),
+        protect: Bool = false, authLimit: Int = 0
+    ) {
         self.buttonArmed = buttonArmed
         self.action = action
         self.timeout = timeout
@@ -92,16 +98,18 @@ public struct DoorSettings: Equatable, Sendable, Hashable {
     /// Mode at start.
     public var initialMode: DoorMode
 
-    public init(outputs: [OutputDefinition] = [OutputDefinition(name: "strike")],
-                actions: [ActionDefinition]? = nil,
-                pulseLimits: PulseLimits = PulseLimits(),
-                patterns: [FeedbackKind: FeedbackPattern] = FeedbackPattern.defaultPatterns,
-                lockout: LockoutPolicy = LockoutPolicy(),
-                button: ButtonPolicy = ButtonPolicy(),
-                provisioning: ProvisioningPolicy = ProvisioningPolicy(),
-                doorContact: DoorContactPolicy = DoorContactPolicy(),
-                sameTagQuiet: Duration = .seconds(1),
-                initialMode: DoorMode = .normal) {
+    public init(
+        outputs: [OutputDefinition] = [OutputDefinition(name: "strike")],
+        actions: [ActionDefinition]? = nil,
+        pulseLimits: PulseLimits = PulseLimits(),
+        patterns: [FeedbackKind: FeedbackPattern] = FeedbackPattern.defaultPatterns,
+        lockout: LockoutPolicy = LockoutPolicy(),
+        button: ButtonPolicy = ButtonPolicy(),
+        provisioning: ProvisioningPolicy = ProvisioningPolicy(),
+        doorContact: DoorContactPolicy = DoorContactPolicy(),
+        sameTagQuiet: Duration = .seconds(1),
+        initialMode: DoorMode = .normal
+    ) {
         self.outputs = outputs
         self.actions = actions ?? Self.defaultActions(output: outputs.first?.name ?? "strike")
         self.pulseLimits = pulseLimits
@@ -116,7 +124,9 @@ public struct DoorSettings: Equatable, Sendable, Hashable {
 
     /// The phone app's four buttons, each a 3 s pulse of the one output.
     public static func defaultActions(output: String) -> [ActionDefinition] {
-        (0..<4).map { ActionDefinition(index: $0, name: "action \($0)", steps: [.pulse(output: output, duration: .seconds(3))]) }
+        (0..<4).map {
+            ActionDefinition(index: $0, name: "action \($0)", steps: [.pulse(output: output, duration: .seconds(3))])
+        }
     }
 
     public func action(_ index: ActionIndex) -> ActionDefinition? { actions.first { $0.index == index } }

@@ -22,8 +22,9 @@ public struct ShareLink: Equatable, Sendable, Hashable {
     public static func parse(_ text: String) throws(ShareLinkError) -> ShareLink {
         let trimmed = text.trimmingASCIIWhitespace
         guard trimmed.hasPrefix(prefix) else { throw .notAShareLink }
-        let parts = Array(trimmed.utf8).dropFirst(prefix.utf8.count).split(separator: UInt8(ascii: "&"),
-                                                                     omittingEmptySubsequences: false)
+        let parts = Array(trimmed.utf8).dropFirst(prefix.utf8.count).split(
+            separator: UInt8(ascii: "&"),
+            omittingEmptySubsequences: false)
         guard parts.count == 2 || parts.count == 3 else { throw .malformed("expected idx, key and optionally label") }
         var fields: [String: ArraySlice<UInt8>] = [:]
         for part in parts {
@@ -38,7 +39,8 @@ public struct ShareLink: Equatable, Sendable, Hashable {
             throw .malformed("idx is missing or not a plain decimal number")
         }
         guard let keyText = fields["key"], keyText.count == 64,
-              let key = Hex.decode(String(decoding: keyText, as: UTF8.self)) else {
+            let key = Hex.decode(String(decoding: keyText, as: UTF8.self))
+        else {
             throw .malformed("key must be 64 hex digits")
         }
         var label: String?
@@ -51,8 +53,8 @@ public struct ShareLink: Equatable, Sendable, Hashable {
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(b))
             default:
                 out += "%" + Hex.encode([b], uppercase: true)

@@ -61,7 +61,8 @@ public enum StickerJudge {
     ///   - uid: the tag's hardware UID, when known.
     ///   - secrets: candidate secrets; only active ones of the sticker's action are used.
     ///   - actionCount: the number of configured actions (`idx` must be below it).
-    public static func judge(_ text: String, uid: TagUID?, secrets: [StickerSecret], actionCount: Int) -> StickerVerdict {
+    public static func judge(_ text: String, uid: TagUID?, secrets: [StickerSecret], actionCount: Int) -> StickerVerdict
+    {
         let url: StickerURL
         do {
             url = try StickerURL.parse(text)
@@ -74,7 +75,9 @@ public enum StickerJudge {
         return judge(url, uid: uid, secrets: secrets, actionCount: actionCount)
     }
 
-    public static func judge(_ url: StickerURL, uid: TagUID?, secrets: [StickerSecret], actionCount: Int) -> StickerVerdict {
+    public static func judge(_ url: StickerURL, uid: TagUID?, secrets: [StickerSecret], actionCount: Int)
+        -> StickerVerdict
+    {
         guard url.action < actionCount else {
             return StickerVerdict(reason: .unknownAction, url: url, detail: "idx=\(url.action)")
         }
@@ -89,8 +92,9 @@ public enum StickerJudge {
             guard !verifying.isEmpty else { return StickerVerdict(reason: .badSignature, url: url) }
             guard let uid else { return StickerVerdict(reason: .uidUnknown, url: url) }
             let bound = verifying.filter {
-                Crypto.constantTimeEqual(Array(Crypto.hmacSHA256(key: $0.key, message: url.uidMessage(uid)).prefix(16)),
-                                         binding)
+                Crypto.constantTimeEqual(
+                    Array(Crypto.hmacSHA256(key: $0.key, message: url.uidMessage(uid)).prefix(16)),
+                    binding)
             }
             guard let secret = bound.first else {
                 return StickerVerdict(reason: .uidMismatch, url: url, secretID: verifying[0].id)

@@ -15,8 +15,10 @@ public struct StickerSecret: Equatable, Sendable, Hashable {
     public var origin: SecretOrigin
     public var active: Bool
 
-    public init(id: Int64, action: ActionIndex, label: String = "", key: [UInt8], created: Int64 = 0,
-                origin: SecretOrigin, active: Bool = true) {
+    public init(
+        id: Int64, action: ActionIndex, label: String = "", key: [UInt8], created: Int64 = 0,
+        origin: SecretOrigin, active: Bool = true
+    ) {
         self.id = id
         self.action = action
         self.label = label

@@ -70,7 +70,8 @@ public struct StickerURL: Equatable, Sendable, Hashable {
         var binding: [UInt8]?
         if parts.count == 4 {
             guard values[3].count == 22, let u = Base64URL.decode(String(decoding: values[3], as: UTF8.self)),
-                  u.count == 16 else {
+                u.count == 16
+            else {
                 throw .malformed("u is not 22 base64url characters")
             }
             binding = u

@@ -3,7 +3,9 @@
 /// Remote commands are small and hostile input is expected: every failure
 /// is a `JSONParseError`, never a trap.
 extension JSONValue {
-    public static func parse(_ bytes: [UInt8], maxDepth: Int = 16, maxBytes: Int = 65_536) throws(JSONParseError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = 16, maxBytes: Int = 65_536) throws(JSONParseError)
+        -> JSONValue
+    {
         guard bytes.count <= maxBytes else { throw JSONParseError(offset: 0, message: "document too large") }
         var p = JSONParser(bytes: bytes, maxDepth: maxDepth)
         p.skipWhitespace()
@@ -133,7 +135,8 @@ struct JSONParser {
                 case UInt8(ascii: "u"):
                     var scalar = try hex4()
                     if (0xD800..<0xDC00).contains(scalar) {
-                        guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
+                        guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u")
+                        else {
                             throw error("lone surrogate")
                         }
                         i += 2

@@ -18,7 +18,9 @@ final class ControlClient {
             close(fd)
             switch e {
             case ENOENT, ECONNREFUSED: throw ControlClientError.notRunning(path)
-            case EACCES, EPERM: throw ControlClientError.io("permission denied on \(path): run as root or as a member of the admin group")
+            case EACCES, EPERM:
+                throw ControlClientError.io(
+                    "permission denied on \(path): run as root or as a member of the admin group")
             default: throw ControlClientError.io("\(path): \(String(cString: strerror(e)))")
             }
         }
@@ -45,7 +47,8 @@ final class ControlClient {
         if answer["ok"]?.boolValue == false {
             let error = answer["error"]
             throw ControlClientError.refused(
-                code: error?["code"]?.stringValue ?? "error", message: error?["message"]?.stringValue ?? "request failed")
+                code: error?["code"]?.stringValue ?? "error",
+                message: error?["message"]?.stringValue ?? "request failed")
         }
         return answer
     }
@@ -75,7 +78,8 @@ enum ControlClientError: Error, CustomStringConvertible {
     case io(String)
     var description: String {
         switch self {
-        case .notRunning(let path): return "gatewayd is not running (no socket at \(path)); start it with systemctl start gatewayd"
+        case .notRunning(let path):
+            return "gatewayd is not running (no socket at \(path)); start it with systemctl start gatewayd"
         case .refused(_, let message): return message
         case .io(let m): return m
         }

@@ -47,7 +47,8 @@ final class ControlServer: @unchecked Sendable {
 
     func start() throws {
         let dir = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         unlink(path)  // a stale socket from a crashed run
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DaemonError.startup("control socket: \(String(cString: strerror(errno)))") }
@@ -154,7 +155,9 @@ final class ControlServer: @unchecked Sendable {
         let id = value["id"] ?? .null
         switch id {
         case .string, .int: break
-        default: return .failure(ControlFailure(answer: Self.error(.null, "bad_request", "id must be a string or an integer")))
+        default:
+            return .failure(
+                ControlFailure(answer: Self.error(.null, "bad_request", "id must be a string or an integer")))
         }
         guard let method = value["method"]?.stringValue else {
             return .failure(ControlFailure(answer: Self.error(id, "bad_request", "method must be a string")))
@@ -170,7 +173,10 @@ final class ControlServer: @unchecked Sendable {
     }
 
     static func error(_ id: JSONValue, _ code: String, _ message: String) -> JSONValue {
-        .object([("id", id), ("ok", .bool(false)), ("error", .object([("code", .string(code)), ("message", .string(message))]))])
+        .object([
+            ("id", id), ("ok", .bool(false)),
+            ("error", .object([("code", .string(code)), ("message", .string(message))])),
+        ])
     }
 
     static func peer(_ fd: Int32) -> Peer? {

@@ -6,7 +6,9 @@ import Foundation
 
 /// Options every command that talks to the running daemon takes.
 struct SocketOptions: ParsableArguments {
-    @Option(help: "The daemon's control socket (default: $RUNTIME_DIRECTORY/control.sock or /run/doorgateway/control.sock).")
+    @Option(
+        help: "The daemon's control socket (default: $RUNTIME_DIRECTORY/control.sock or /run/doorgateway/control.sock)."
+    )
     var socket: String?
 
     @Flag(help: "Print the daemon's answer as JSON.")
@@ -31,7 +33,9 @@ struct SocketOptions: ParsableArguments {
     }
 
     /// One request; prints the answer (JSON, or `render` for people).
-    func call(_ method: String, _ params: [(String, JSONValue)] = [], render: (JSONValue) -> String = { $0.pretty }) throws {
+    func call(_ method: String, _ params: [(String, JSONValue)] = [], render: (JSONValue) -> String = { $0.pretty })
+        throws
+    {
         let result = try request(method, params)
         print(json ? result.serialized : render(result))
     }
@@ -46,8 +50,10 @@ extension JSONValue {
         case .object(let fields):
             return fields.flatMap { key, value -> [String] in
                 switch value {
-                case .object(let inner) where !inner.isEmpty: return ["\(indent)\(key):"] + value.prettyLines(indent: indent + "  ")
-                case .array(let items) where !items.isEmpty: return ["\(indent)\(key):"] + value.prettyLines(indent: indent + "  ")
+                case .object(let inner) where !inner.isEmpty:
+                    return ["\(indent)\(key):"] + value.prettyLines(indent: indent + "  ")
+                case .array(let items) where !items.isEmpty:
+                    return ["\(indent)\(key):"] + value.prettyLines(indent: indent + "  ")
                 default: return ["\(indent)\(key): \(value.scalarText)"]
                 }
             }
@@ -73,20 +79,23 @@ extension JSONValue {
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "State, mode, reader, broker, outbox, clock sync, lockout and the last events.")
+        commandName: "status", abstract: "State, mode, reader, broker, outbox, clock sync, lockout and the last events."
+    )
     @OptionGroup var socket: SocketOptions
     func run() throws { try socket.call("status") }
 }
 
 struct OpenCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "open", abstract: "Run an action now (admin open; works in lockdown).")
+    static let configuration = CommandConfiguration(
+        commandName: "open", abstract: "Run an action now (admin open; works in lockdown).")
     @OptionGroup var socket: SocketOptions
     @Option(help: "Action index.") var action = 0
     func run() throws { try socket.call("open", [("action", .int(action))]) }
 }
 
 struct ModeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "mode", abstract: "Set the door mode: normal, passage or lockdown.")
+    static let configuration = CommandConfiguration(
+        commandName: "mode", abstract: "Set the door mode: normal, passage or lockdown.")
     @OptionGroup var socket: SocketOptions
     @Argument(help: "normal | passage | lockdown") var mode: String
     func validate() throws {
@@ -109,9 +118,12 @@ struct ProvisionCommand: ParsableCommand {
         @Flag(help: "Password-protect writes (PWD/PACK from the device key, COMPAT §4).") var protect = false
         @Flag(help: "Overwrite a foreign tag.") var overwrite = false
         func run() throws {
-            try socket.call("provision", [
-                ("action", .int(action)), ("label", .string(label)), ("protect", .bool(protect)), ("overwrite", .bool(overwrite)),
-            ])
+            try socket.call(
+                "provision",
+                [
+                    ("action", .int(action)), ("label", .string(label)), ("protect", .bool(protect)),
+                    ("overwrite", .bool(overwrite)),
+                ])
         }
     }
 
@@ -124,9 +136,11 @@ struct ProvisionCommand: ParsableCommand {
 
 struct LockoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "lockout", abstract: "Lockout after repeated bad stickers.", subcommands: [Status.self, Clear.self])
+        commandName: "lockout", abstract: "Lockout after repeated bad stickers.",
+        subcommands: [Status.self, Clear.self])
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", abstract: "Locked-out UIDs and the global lockout.")
+        static let configuration = CommandConfiguration(
+            commandName: "status", abstract: "Locked-out UIDs and the global lockout.")
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call("lockout.status") }
     }
@@ -141,7 +155,8 @@ struct FeedbackCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feedback", abstract: "Feedback patterns on the LEDs and buzzer.", subcommands: [Play.self])
     struct Play: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "play", abstract: "Play a pattern (granted, denied, …).")
+        static let configuration = CommandConfiguration(
+            commandName: "play", abstract: "Play a pattern (granted, denied, …).")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Pattern name.") var pattern: String
         func run() throws { try socket.call("feedback.play", [("pattern", .string(pattern))]) }
@@ -153,12 +168,14 @@ struct SecretsCommand: ParsableCommand {
         commandName: "secrets", abstract: "Sticker secrets (per action; generated or imported).",
         subcommands: [List.self, New.self, Rotate.self, Remove.self, Import.self, Export.self])
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List secrets (never their keys).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List secrets (never their keys).")
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call("secrets.list") }
     }
     struct New: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "new", abstract: "Generate a secret for an action.")
+        static let configuration = CommandConfiguration(
+            commandName: "new", abstract: "Generate a secret for an action.")
         @OptionGroup var socket: SocketOptions
         @Option(help: "Action index.") var action: Int
         @Option(help: "Label.") var label = ""
@@ -166,13 +183,16 @@ struct SecretsCommand: ParsableCommand {
     }
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "rotate", abstract: "Generate a new secret that signs from now on; old stickers stay valid until their secret is removed.")
+            commandName: "rotate",
+            abstract:
+                "Generate a new secret that signs from now on; old stickers stay valid until their secret is removed.")
         @OptionGroup var socket: SocketOptions
         @Option(help: "Action index.") var action: Int
         func run() throws { try socket.call("secrets.rotate", [("action", .int(action))]) }
     }
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a secret: its stickers stop opening.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove a secret: its stickers stop opening.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Secret id.") var id: Int
         func run() throws { try socket.call("secrets.remove", [("id", .int(id))]) }
@@ -190,7 +210,8 @@ struct SecretsCommand: ParsableCommand {
     }
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "export", abstract: "Print a secret's smpshare:// link for the phone app (optionally as a QR code).")
+            commandName: "export",
+            abstract: "Print a secret's smpshare:// link for the phone app (optionally as a QR code).")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Secret id.") var id: Int
         @Flag(help: "Draw the link as a QR code in the terminal.") var qr = false
@@ -207,7 +228,8 @@ struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Remote-command keys: otp (COMPAT §3 timestamp key) and command (§5 native key).",
-        discussion: "gatewayctl keys otp|command new|import|export [--qr]; import reads the key (hex) from standard input.")
+        discussion:
+            "gatewayctl keys otp|command new|import|export [--qr]; import reads the key (hex) from standard input.")
     @OptionGroup var socket: SocketOptions
     @Argument(help: "otp | command") var name: String
     @Argument(help: "new | import | export") var verb: String
@@ -215,7 +237,9 @@ struct KeysCommand: ParsableCommand {
 
     func validate() throws {
         guard ["otp", "command"].contains(name) else { throw ValidationError("key name must be otp or command") }
-        guard ["new", "import", "export"].contains(verb) else { throw ValidationError("verb must be new, import or export") }
+        guard ["new", "import", "export"].contains(verb) else {
+            throw ValidationError("verb must be new, import or export")
+        }
     }
 
     func run() throws {
@@ -256,7 +280,9 @@ struct SimCommand: ParsableCommand {
             if let url { params.append(("url", .string(url))) }
             if blank { params.append(("blank", .bool(true))) }
             if let dump {
-                guard let data = FileManager.default.contents(atPath: dump) else { throw ValidationError("cannot read \(dump)") }
+                guard let data = FileManager.default.contents(atPath: dump) else {
+                    throw ValidationError("cannot read \(dump)")
+                }
                 params.append(("dump", .string(Hex.encode(Array(data)))))
             }
             if let uid { params.append(("uid", .string(uid))) }
@@ -270,12 +296,14 @@ struct SimCommand: ParsableCommand {
         func run() throws { try socket.call("sim.remove") }
     }
     struct Reinsert: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "reinsert", abstract: "Put the last tag back on the reader.")
+        static let configuration = CommandConfiguration(
+            commandName: "reinsert", abstract: "Put the last tag back on the reader.")
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call("sim.reinsert") }
     }
     struct Dump: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "dump", abstract: "Save the tag on the reader as a dump file.")
+        static let configuration = CommandConfiguration(
+            commandName: "dump", abstract: "Save the tag on the reader as a dump file.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Output file.") var file: String
         func run() throws {
@@ -298,13 +326,15 @@ struct SimCommand: ParsableCommand {
         func run() throws { try socket.call("sim.tear", [("after", .int(after))]) }
     }
     struct Press: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "press", abstract: "Press the button (and hold it).")
+        static let configuration = CommandConfiguration(
+            commandName: "press", abstract: "Press the button (and hold it).")
         @OptionGroup var socket: SocketOptions
         @Option(help: "Seconds to hold.") var hold: Double = 0.1
         func run() throws { try socket.call("sim.press", [("hold", .double(hold))]) }
     }
     struct Door: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "door", abstract: "Set the door contact: open or closed.")
+        static let configuration = CommandConfiguration(
+            commandName: "door", abstract: "Set the door contact: open or closed.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "open | closed") var state: String
         func run() throws { try socket.call("sim.door", [("state", .string(state))]) }
@@ -322,12 +352,14 @@ struct TagsCommand: ParsableCommand {
             try socket.call("tags.list") { answer in
                 let tags = (answer["tags"]?.arrayValue ?? []).map { t in
                     [t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"], t["last_seen"]]
-                        .map { $0?.stringValue ?? ($0.map { $0 == .null ? "-" : $0.serialized } ?? "-") }.joined(separator: "  ")
+                        .map { $0?.stringValue ?? ($0.map { $0 == .null ? "-" : $0.serialized } ?? "-") }.joined(
+                            separator: "  ")
                 }
                 let revoked = (answer["revocations"]?.arrayValue ?? []).map {
                     "revoked " + ($0["uid"]?.stringValue ?? "signature " + ($0["signature"]?.stringValue ?? "?"))
                 }
-                return (["UID  STATE  ACTION  LABEL  ISSUED  VALID-UNTIL  LAST-SEEN"] + tags + revoked).joined(separator: "\n")
+                return (["UID  STATE  ACTION  LABEL  ISSUED  VALID-UNTIL  LAST-SEEN"] + tags + revoked).joined(
+                    separator: "\n")
             }
         }
     }
@@ -345,12 +377,15 @@ struct TagsCommand: ParsableCommand {
         }
     }
     struct Expire: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "expire", abstract: "Make an issued tag expire at a date.")
+        static let configuration = CommandConfiguration(
+            commandName: "expire", abstract: "Make an issued tag expire at a date.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "The tag's UID (hex).") var uid: String
         @Option(help: "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z (UTC) or Unix seconds.") var at: String
         func run() throws {
-            guard let time = parseUTCDate(at) else { throw ValidationError("--at: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds") }
+            guard let time = parseUTCDate(at) else {
+                throw ValidationError("--at: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds")
+            }
             try socket.call("tags.expire", [("uid", .string(uid)), ("at", .int(time))])
         }
     }
@@ -410,7 +445,8 @@ struct LogCommand: ParsableCommand {
 
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "backup", abstract: "A consistent snapshot of the store, keys and secrets included, to FILE (0600).")
+        commandName: "backup",
+        abstract: "A consistent snapshot of the store, keys and secrets included, to FILE (0600).")
     @OptionGroup var socket: SocketOptions
     @Argument(help: "The backup file (must not exist).") var file: String
     func run() throws {
@@ -428,7 +464,8 @@ struct RestoreCommand: ParsableCommand {
     @Option(help: "The state directory (default: $STATE_DIRECTORY or /var/lib/doorgateway).") var stateDir: String?
     func run() throws {
         let env = ProcessInfo.processInfo.environment
-        let dir = stateDir ?? env["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/doorgateway"
+        let dir =
+            stateDir ?? env["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/doorgateway"
         do {
             let store = try GatewayStore.restore(backup: file, into: dir)
             print("restored \(file) into \(store.path)")
@@ -453,7 +490,9 @@ func parseUTCDate(_ text: String) -> Int64? {
     var seconds = 0
     if parts.count == 2 {
         let t = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
-        guard (2...3).contains(t.count), let h = t[0], let mi = t[1], (0...23).contains(h), (0...59).contains(mi) else { return nil }
+        guard (2...3).contains(t.count), let h = t[0], let mi = t[1], (0...23).contains(h), (0...59).contains(mi) else {
+            return nil
+        }
         let sec = t.count == 3 ? t[2] : 0
         guard let sec, (0...59).contains(sec) else { return nil }
         seconds = h * 3600 + mi * 60 + sec

@@ -10,7 +10,8 @@ public struct GatewayCtl: ParsableCommand {
             StatusCommand.self, OpenCommand.self, ModeCommand.self, ProvisionCommand.self, LockoutCommand.self,
             FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, TagsCommand.self, LogCommand.self,
             BackupCommand.self, RestoreCommand.self, SimCommand.self,
-            ReaderCommand.self, TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self, VersionCommand.self,
+            ReaderCommand.self, TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self,
+            VersionCommand.self,
         ]
     )
     public init() {}

@@ -5,7 +5,8 @@ import Foundation
 /// `gatewayctl otp …`: offline inspection of a phone-style remote command.
 struct OTPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "otp", abstract: "Make and inspect phone-style remote commands.", subcommands: [OTPInspect.self, OTPMake.self])
+        commandName: "otp", abstract: "Make and inspect phone-style remote commands.",
+        subcommands: [OTPInspect.self, OTPMake.self])
 }
 
 struct OTPInspect: ParsableCommand {
@@ -36,7 +37,9 @@ struct OTPInspect: ParsableCommand {
     var json = false
 
     func validate() throws {
-        guard (key == nil) != (keyFile == nil) else { throw ValidationError("give exactly one of --key and --key-file") }
+        guard (key == nil) != (keyFile == nil) else {
+            throw ValidationError("give exactly one of --key and --key-file")
+        }
         guard (0...CommandJudge.maximumTolerance).contains(tolerance) else {
             throw ValidationError("--tolerance must be 0…\(CommandJudge.maximumTolerance) seconds")
         }
@@ -56,21 +59,23 @@ struct OTPInspect: ParsableCommand {
         let at = now ?? Int64(Date().timeIntervalSince1970)
         var replay = ReplayGuard()
         let verdict = CommandJudge(tolerance: tolerance, deviceID: "offline")
-            .judgeCompat(payload: Array(message.utf8), retained: false, key: keyBytes,
-                         now: WallClock(unixSeconds: at, synchronised: true), replay: &replay)
+            .judgeCompat(
+                payload: Array(message.utf8), retained: false, key: keyBytes,
+                now: WallClock(unixSeconds: at, synchronised: true), replay: &replay)
         if json {
-            print(JSONValue.object([
-                ("command", verdict.command.map { .int($0) } ?? .null),
-                ("target", .optional(verdict.target?.description)),
-                ("timestamp", verdict.timestamp.map { .int($0) } ?? .null),
-                ("time", .optional(verdict.timestamp.map(UTCTime.iso8601))),
-                ("now", .int(at)),
-                ("skew", verdict.skew.map { .int($0) } ?? .null),
-                ("checksum_ok", verdict.checksumOK.map { .bool($0) } ?? .null),
-                ("accepted", .bool(verdict.accepted)),
-                ("reason", .optional(verdict.rejection?.code.rawValue)),
-                ("description", .optional(verdict.rejection?.detail)),
-            ]).serialized)
+            print(
+                JSONValue.object([
+                    ("command", verdict.command.map { .int($0) } ?? .null),
+                    ("target", .optional(verdict.target?.description)),
+                    ("timestamp", verdict.timestamp.map { .int($0) } ?? .null),
+                    ("time", .optional(verdict.timestamp.map(UTCTime.iso8601))),
+                    ("now", .int(at)),
+                    ("skew", verdict.skew.map { .int($0) } ?? .null),
+                    ("checksum_ok", verdict.checksumOK.map { .bool($0) } ?? .null),
+                    ("accepted", .bool(verdict.accepted)),
+                    ("reason", .optional(verdict.rejection?.code.rawValue)),
+                    ("description", .optional(verdict.rejection?.detail)),
+                ]).serialized)
         } else {
             if let c = verdict.command { print("command:   \(c)" + (verdict.target.map { " → \($0)" } ?? "")) }
             if let ts = verdict.timestamp { print("timestamp: \(ts) (\(UTCTime.iso8601(ts)))") }
@@ -107,7 +112,9 @@ struct OTPMake: ParsableCommand {
             throw ValidationError("cannot read key file \(keyFile)")
         }
         let text = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
-        guard text.utf8.count == 32, let key = Hex.decode(text) else { throw ValidationError("the timestamp key is 32 hex digits") }
+        guard text.utf8.count == 32, let key = Hex.decode(text) else {
+            throw ValidationError("the timestamp key is 32 hex digits")
+        }
         let at = now ?? Int64(time(nil))
         guard let ts = UInt32(exactly: at) else { throw ValidationError("--now must fit in 32 bits") }
         let block = try OTPBlock.make(timestamp: ts, random: try Crypto.randomBytes(11), key: key)

@@ -24,7 +24,8 @@ struct ReaderScan: ParsableCommand {
         let reader = NFCReader(connstring: device)
         do {
             try reader.open()
-            guard let tag = try reader.waitForTag(timeout: .milliseconds(Int64(max(0, timeout) * 1000)), identify: true) else {
+            guard let tag = try reader.waitForTag(timeout: .milliseconds(Int64(max(0, timeout) * 1000)), identify: true)
+            else {
                 fputs("gatewayctl: no tag within \(timeout) s\n", stderr)
                 throw ExitCode(1)
             }
@@ -38,9 +39,13 @@ struct ReaderScan: ParsableCommand {
 
     static func records(_ tag: TagRead) -> [JSONValue] {
         (tag.message?.records ?? []).map { r in
-            var f: [(String, JSONValue)] = [("tnf", .string("\(r.tnf)")), ("type", .string(String(decoding: r.type, as: UTF8.self)))]
+            var f: [(String, JSONValue)] = [
+                ("tnf", .string("\(r.tnf)")), ("type", .string(String(decoding: r.type, as: UTF8.self))),
+            ]
             if let uri = (try? r.uri()) ?? nil { f.append(("uri", .string(uri))) }
-            if let text = (try? r.text()) ?? nil { f.append(("text", .string(text.text))); f.append(("language", .string(text.language))) }
+            if let text = (try? r.text()) ?? nil {
+                f.append(("text", .string(text.text))); f.append(("language", .string(text.language)))
+            }
             f.append(("payload_hex", .string(Hex.encode(r.payload))))
             return .object(f)
         }
@@ -61,8 +66,10 @@ struct ReaderScan: ParsableCommand {
     static func text(_ tag: TagRead, _ d: TagDetails) -> String {
         var lines = [
             "uid:       \(tag.uid.hex)",
-            "type:      \(tag.type?.rawValue ?? "unknown")" + (tag.type.map { ", \($0.ndefCapacity) bytes of NDEF memory" } ?? ""),
-            "lock:      " + (d.readOnly ? "read-only" : "writable") + (d.lockedPages > 0 ? ", \(d.lockedPages) pages locked" : ""),
+            "type:      \(tag.type?.rawValue ?? "unknown")"
+                + (tag.type.map { ", \($0.ndefCapacity) bytes of NDEF memory" } ?? ""),
+            "lock:      " + (d.readOnly ? "read-only" : "writable")
+                + (d.lockedPages > 0 ? ", \(d.lockedPages) pages locked" : ""),
             "password:  " + (d.protectedFrom.map { "writes protected from page \($0)" } ?? "none"),
         ]
         switch tag.content {
@@ -70,7 +77,10 @@ struct ReaderScan: ParsableCommand {
         case .message(let m)?:
             lines.append("content:   \(m.records.count) record(s), \(tag.ndef?.count ?? 0) bytes")
             for (i, r) in records(tag).enumerated() {
-                lines.append("  [\(i)] " + [r["uri"], r["text"]].compactMap { $0?.stringValue }.joined(separator: " ").ifEmpty("\(r["tnf"]?.stringValue ?? "") \(r["type"]?.stringValue ?? "")"))
+                lines.append(
+                    "  [\(i)] "
+                        + [r["uri"], r["text"]].compactMap { $0?.stringValue }.joined(separator: " ").ifEmpty(
+                            "\(r["tnf"]?.stringValue ?? "") \(r["type"]?.stringValue ?? "")"))
             }
         case nil: lines.append("content:   undecodable: \(tag.decodeError ?? "")")
         }
@@ -82,7 +92,9 @@ struct ReaderWrite: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "write",
         abstract: "Write a URL, NDEF bytes or a dump's message to the tag on the reader, read it back and verify it.",
-        discussion: "Only a blank tag or one of our stickers unless --overwrite. Exit 0 written and verified, 1 refused or failed, 2 no reader.")
+        discussion:
+            "Only a blank tag or one of our stickers unless --overwrite. Exit 0 written and verified, 1 refused or failed, 2 no reader."
+    )
     @Option(help: "libnfc connstring.") var device: String
     @Option(help: "A URL to write as one URI record.") var url: String?
     @Option(help: "An NDEF message as hex.") var ndef: String?
@@ -94,7 +106,9 @@ struct ReaderWrite: ParsableCommand {
     @Option(help: "Seconds to wait for a tag.") var timeout: Double = 10
 
     func validate() throws {
-        guard [url, ndef, dump].compactMap({ $0 }).count == 1 else { throw ValidationError("give one of --url, --ndef and --dump") }
+        guard [url, ndef, dump].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("give one of --url, --ndef and --dump")
+        }
         guard (0...7).contains(authLimit) else { throw ValidationError("--auth-limit is 0…7") }
     }
 
@@ -104,7 +118,9 @@ struct ReaderWrite: ParsableCommand {
             guard let bytes = Hex.decode(ndef) else { throw ValidationError("--ndef must be hex") }
             do { return try NDEFMessage.decode(bytes) } catch { throw ValidationError("--ndef: \(error)") }
         }
-        guard let data = FileManager.default.contents(atPath: dump!) else { throw ValidationError("cannot read \(dump!)") }
+        guard let data = FileManager.default.contents(atPath: dump!) else {
+            throw ValidationError("cannot read \(dump!)")
+        }
         do { return try TagImage(dump: Array(data)).message() } catch { throw ValidationError("\(dump!): \(error)") }
     }
 
@@ -112,10 +128,14 @@ struct ReaderWrite: ParsableCommand {
         let message = try message()
         var deviceKey: [UInt8]?
         if protect {
-            let dir = stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            let dir =
+                stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(
+                    String.init)
                 ?? "/var/lib/doorgateway"
             do {
-                deviceKey = try GatewayStore(stateDirectory: dir).ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
+                deviceKey = try GatewayStore(stateDirectory: dir).ensureDeviceKey(now: Int64(time(nil))) {
+                    try Crypto.randomBytes(32)
+                }
             } catch {
                 fputs("gatewayctl: the device key: \(error)\n", stderr)
                 throw ExitCode(1)
@@ -134,10 +154,13 @@ struct ReaderWrite: ParsableCommand {
                 throw ExitCode(1)
             }
             let options = WriteOptions(
-                overwrite: overwrite, password: deviceKey.map { NTAGPassword.derive(deviceKey: $0, uid: tag.uid) }, protect: protect,
+                overwrite: overwrite, password: deviceKey.map { NTAGPassword.derive(deviceKey: $0, uid: tag.uid) },
+                protect: protect,
                 authLimit: authLimit)
             let report = try reader.write(message, to: tag.uid, options: options)
-            print("written and verified: \(report.bytes) bytes on \(report.type.rawValue) \(report.uid.hex)" + (report.protected ? ", password-protected" : ""))
+            print(
+                "written and verified: \(report.bytes) bytes on \(report.type.rawValue) \(report.uid.hex)"
+                    + (report.protected ? ", password-protected" : ""))
         } catch let e as ReaderError {
             fputs("gatewayctl: \(e)\n", stderr)
             throw ExitCode(e.readerLost ? 2 : 1)
@@ -146,7 +169,8 @@ struct ReaderWrite: ParsableCommand {
 }
 
 struct ReaderInfo: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "info", abstract: "The daemon's reader: connstring, health, last error.")
+    static let configuration = CommandConfiguration(
+        commandName: "info", abstract: "The daemon's reader: connstring, health, last error.")
     @OptionGroup var socket: SocketOptions
     func run() throws { try socket.call("reader.info") }
 }

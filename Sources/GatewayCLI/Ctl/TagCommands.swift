@@ -59,15 +59,20 @@ struct TagInspect: ParsableCommand {
         do {
             url = try decoded.url()
         } catch {
-            emit(source: decoded.source, records: decoded.records, uid: uid, fields: nil, verdict: nil,
-                 error: "\(error)")
+            emit(
+                source: decoded.source, records: decoded.records, uid: uid, fields: nil, verdict: nil,
+                error: "\(error)")
             throw ExitCode(1)
         }
-        let secrets = keys.enumerated().map { StickerSecret(id: Int64($0.offset + 1), action: (try? StickerURL.parse(url).action) ?? 0,
-                                                            key: $0.element, origin: origin) }
+        let secrets = keys.enumerated().map {
+            StickerSecret(
+                id: Int64($0.offset + 1), action: (try? StickerURL.parse(url).action) ?? 0,
+                key: $0.element, origin: origin)
+        }
         let verdict = StickerJudge.judge(url, uid: uid, secrets: secrets, actionCount: actions)
-        emit(source: decoded.source, records: decoded.records, uid: uid, fields: try? StickerURL.parse(url),
-             verdict: verdict, error: nil, url: url)
+        emit(
+            source: decoded.source, records: decoded.records, uid: uid, fields: try? StickerURL.parse(url),
+            verdict: verdict, error: nil, url: url)
         switch verdict.outcome {
         case .valid: return
         case .invalid: throw ExitCode(1)
@@ -93,26 +98,35 @@ struct TagInspect: ParsableCommand {
         }
     }
 
-    func emit(source: String?, records: [NDEFRecord], uid: TagUID?, fields: StickerURL?, verdict: StickerVerdict?,
-              error: String?, url: String? = nil) {
+    func emit(
+        source: String?, records: [NDEFRecord], uid: TagUID?, fields: StickerURL?, verdict: StickerVerdict?,
+        error: String?, url: String? = nil
+    ) {
         if json {
             var members: [(String, JSONValue)] = [("source", .optional(source))]
             members.append(("uid", .optional(uid?.hex)))
             members.append(("records", .array(records.map(Self.recordJSON))))
             members.append(("url", .optional(url)))
             if let f = fields {
-                var fm: [(String, JSONValue)] = [("version", .string(f.version.rawValue)), ("idx", .int(f.action)),
-                                                 ("ts", .int(f.timestamp)), ("written", .string(UTCTime.iso8601(f.timestamp))),
-                                                 ("sig", .string(Hex.encode(f.signature)))]
+                var fm: [(String, JSONValue)] = [
+                    ("version", .string(f.version.rawValue)), ("idx", .int(f.action)),
+                    ("ts", .int(f.timestamp)), ("written", .string(UTCTime.iso8601(f.timestamp))),
+                    ("sig", .string(Hex.encode(f.signature))),
+                ]
                 if let u = f.uidBinding { fm.append(("u", .string(Base64URL.encode(u)))) }
                 members.append(("fields", .object(fm)))
             }
             if let verdict {
-                members.append(("verdict", .object([
-                    ("outcome", .string(verdict.outcome.rawValue)), ("reason", .string(verdict.reason.rawValue)),
-                    ("description", .string(verdict.description)),
-                    ("secret", verdict.secretID.map { .int($0) } ?? .null),
-                ])))
+                members.append(
+                    (
+                        "verdict",
+                        .object([
+                            ("outcome", .string(verdict.outcome.rawValue)),
+                            ("reason", .string(verdict.reason.rawValue)),
+                            ("description", .string(verdict.description)),
+                            ("secret", verdict.secretID.map { .int($0) } ?? .null),
+                        ])
+                    ))
             }
             if let error { members.append(("error", .string(error))) }
             print(JSONValue.object(members).serialized)
@@ -144,10 +158,16 @@ struct TagInspect: ParsableCommand {
     }
 
     static func recordJSON(_ r: NDEFRecord) -> JSONValue {
-        var m: [(String, JSONValue)] = [("tnf", .string("\(r.tnf)")), ("type", .string(String(decoding: r.type, as: UTF8.self)))]
-        if let uri = try? r.uri() { m.append(("uri", .string(uri))) }
-        else if let t = try? r.text() { m.append(("language", .string(t.language))); m.append(("text", .string(t.text))) }
-        else { m.append(("payload", .string(Hex.encode(r.payload)))) }
+        var m: [(String, JSONValue)] = [
+            ("tnf", .string("\(r.tnf)")), ("type", .string(String(decoding: r.type, as: UTF8.self))),
+        ]
+        if let uri = try? r.uri() {
+            m.append(("uri", .string(uri)))
+        } else if let t = try? r.text() {
+            m.append(("language", .string(t.language))); m.append(("text", .string(t.text)))
+        } else {
+            m.append(("payload", .string(Hex.encode(r.payload))))
+        }
         return .object(m)
     }
 }

@@ -14,9 +14,13 @@ extension GatewayConfiguration {
         return BoardDescription(
             chip: chip,
             outputs: outputs.map {
-                .init(name: $0.name, line: LineSpec($0.line.description), activeLow: $0.activeLow, lockedLevel: $0.lockedLevel)
+                .init(
+                    name: $0.name, line: LineSpec($0.line.description), activeLow: $0.activeLow,
+                    lockedLevel: $0.lockedLevel)
             },
-            indicators: indicators.map { .init(name: $0.name, line: LineSpec($0.line.description), activeLow: $0.activeLow) },
+            indicators: indicators.map {
+                .init(name: $0.name, line: LineSpec($0.line.description), activeLow: $0.activeLow)
+            },
             button: input(button),
             doorContact: doorContact.map(input))
     }

@@ -14,7 +14,9 @@ extension Daemon {
         case "status": return status()
         case "open":
             let action = try p.int("action", default: 0)
-            guard configuration.door.actions.contains(where: { $0.index == action }) else { throw DaemonError.request("no action \(action)") }
+            guard configuration.door.actions.contains(where: { $0.index == action }) else {
+                throw DaemonError.request("no action \(action)")
+            }
             runtime.submit(.admin(.open(action)))
             return .object([("action", .int(action))])
         case "mode":
@@ -25,7 +27,9 @@ extension Daemon {
             return .object([("mode", .string(mode.rawValue))])
         case "provision":
             let action = try p.int("action", default: configuration.door.provisioning.action)
-            guard configuration.door.actions.contains(where: { $0.index == action }) else { throw DaemonError.request("no action \(action)") }
+            guard configuration.door.actions.contains(where: { $0.index == action }) else {
+                throw DaemonError.request("no action \(action)")
+            }
             let job = ProvisioningJob(
                 action: action, label: try p.string("label", default: ""), protect: try p.bool("protect"),
                 overwrite: try p.bool("overwrite"))
@@ -40,19 +44,23 @@ extension Daemon {
             return .object([("cleared", .bool(true))])
         case "feedback.play":
             guard let kind = FeedbackKind(rawValue: try p.string("pattern")) else {
-                throw DaemonError.request("unknown pattern; one of: \(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw DaemonError.request(
+                    "unknown pattern; one of: \(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             runtime.submit(.admin(.playFeedback(kind)))
             return .object([("pattern", .string(kind.rawValue))])
         case "reader.info":
-            return .object([("health", .string(runtime.sync { runtime.readerHealth })), ("connstring", .string(readerConnstring)),
-                            ("last_error", .optional(readerLoop.lastError))])
+            return .object([
+                ("health", .string(runtime.sync { runtime.readerHealth })), ("connstring", .string(readerConnstring)),
+                ("last_error", .optional(readerLoop.lastError)),
+            ])
         case "secrets.list":
             return .array(try store.secrets().map(\.listing))
         case "secrets.new":
             let action = try p.int("action")
             let secret = try store.addSecret(
-                action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: ""), origin: .generated,
+                action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: ""),
+                origin: .generated,
                 now: Int64(time(nil)))
             return secret.listing
         case "secrets.rotate":
@@ -69,12 +77,16 @@ extension Daemon {
         case "secrets.import":
             let link = try ShareLink.parse(try p.string("link"))
             let secret = try store.addSecret(
-                action: link.action, key: link.key, label: link.label ?? "imported", origin: .imported, now: Int64(time(nil)))
+                action: link.action, key: link.key, label: link.label ?? "imported", origin: .imported,
+                now: Int64(time(nil)))
             return secret.listing
         case "secrets.export":
             let id = Int64(try p.int("id"))
-            guard let secret = try store.secrets().first(where: { $0.id == id }) else { throw DaemonError.request("no secret \(id)") }
-            let link = ShareLink(action: secret.action, key: secret.key, label: secret.label.isEmpty ? nil : secret.label)
+            guard let secret = try store.secrets().first(where: { $0.id == id }) else {
+                throw DaemonError.request("no secret \(id)")
+            }
+            let link = ShareLink(
+                action: secret.action, key: secret.key, label: secret.label.isEmpty ? nil : secret.label)
             return .object([("id", .int(id)), ("link", .string(link.text))])
         case "keys.new", "keys.import", "keys.export":
             return try keys(method, p)
@@ -99,9 +111,14 @@ extension Daemon {
         }
         let now = MonotonicClock.now()
         let lock = m.lockoutStatus(at: now)
-        let outputs: [(String, JSONValue)] = configuration.outputs.map { ($0.name, JSONValue.string(m.outputState($0.name).rawValue)) }
-        let running: [JSONValue] = m.running.map { JSONValue.object([("action", .int(Int($0.action))), ("source", .string($0.source))]) }
-        let globalRemaining: JSONValue = lock.globalUntil.map { JSONValue.int(Int($0.since(now).millisecondsClamped)) } ?? .null
+        let outputs: [(String, JSONValue)] = configuration.outputs.map {
+            ($0.name, JSONValue.string(m.outputState($0.name).rawValue))
+        }
+        let running: [JSONValue] = m.running.map {
+            JSONValue.object([("action", .int(Int($0.action))), ("source", .string($0.source))])
+        }
+        let globalRemaining: JSONValue =
+            lock.globalUntil.map { JSONValue.int(Int($0.since(now).millisecondsClamped)) } ?? .null
         var fields: [(String, JSONValue)] = [
             ("device", .string(configuration.deviceID)),
             ("state", .string(m.state.rawValue)),
@@ -116,12 +133,22 @@ extension Daemon {
             ("broker", remoteStatus()),
         ]
         if let snapshot = simulatedBoard?.snapshot() {
-            let lines: [(String, JSONValue)] = snapshot.outputs.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value.state.rawValue)) }
-            let lights: [(String, JSONValue)] = snapshot.indicators.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }
+            let lines: [(String, JSONValue)] = snapshot.outputs.sorted { $0.key < $1.key }.map {
+                ($0.key, JSONValue.string($0.value.state.rawValue))
+            }
+            let lights: [(String, JSONValue)] = snapshot.indicators.sorted { $0.key < $1.key }.map {
+                ($0.key, JSONValue.bool($0.value))
+            }
             fields.append(("board", .object([("outputs", .object(lines)), ("indicators", .object(lights))])))
         }
         if let t = lastTag {
-            fields.append(("last_tag", .object([("uid", .string(t.uid.hex)), ("content", .string(t.content)), ("verdict", .string(t.verdict))])))
+            fields.append(
+                (
+                    "last_tag",
+                    .object([
+                        ("uid", .string(t.uid.hex)), ("content", .string(t.content)), ("verdict", .string(t.verdict)),
+                    ])
+                ))
         }
         if let lastUnlock { fields.append(("last_unlock_monotonic_ns", .int(Int(clamping: lastUnlock.nanoseconds)))) }
         fields.append(("last_events", .array(events)))
@@ -132,9 +159,12 @@ extension Daemon {
         let m = runtime.sync { runtime.machine }
         let now = MonotonicClock.now()
         let lock = m.lockoutStatus(at: now)
-        let globalRemaining: JSONValue = lock.globalUntil.map { JSONValue.int(Int($0.since(now).millisecondsClamped)) } ?? .null
+        let globalRemaining: JSONValue =
+            lock.globalUntil.map { JSONValue.int(Int($0.since(now).millisecondsClamped)) } ?? .null
         let tags: [JSONValue] = lock.tags.sorted { $0.key.hex < $1.key.hex }.map {
-            JSONValue.object([("uid", .string($0.key.hex)), ("remaining_ms", .int(Int($0.value.since(now).millisecondsClamped)))])
+            JSONValue.object([
+                ("uid", .string($0.key.hex)), ("remaining_ms", .int(Int($0.value.since(now).millisecondsClamped))),
+            ])
         }
         return .object([("global_remaining_ms", globalRemaining), ("tags", .array(tags))])
     }
@@ -158,7 +188,10 @@ extension Daemon {
             try store.setKey(name, key, now: now)
             return .object([("name", .string(try p.string("name"))), ("imported", .bool(true))])
         default:
-            guard let key = try store.key(name) else { throw DaemonError.request("no \(try p.string("name")) key yet; make one with keys \(try p.string("name")) new") }
+            guard let key = try store.key(name) else {
+                throw DaemonError.request(
+                    "no \(try p.string("name")) key yet; make one with keys \(try p.string("name")) new")
+            }
             return .object([("name", .string(try p.string("name"))), ("key", .string(Hex.encode(key)))])
         }
     }
@@ -172,7 +205,9 @@ extension Daemon {
         case "sim.tap":
             let uid: TagUID
             if let hex = p["uid"]?.stringValue {
-                guard let u = TagUID(hex: hex), u.bytes.count == 7 else { throw DaemonError.request("uid must be 7 bytes of hex (an NTAG21x UID)") }
+                guard let u = TagUID(hex: hex), u.bytes.count == 7 else {
+                    throw DaemonError.request("uid must be 7 bytes of hex (an NTAG21x UID)")
+                }
                 uid = u
             } else {
                 uid = TagUID(try [0x04] + Crypto.randomBytes(6))
@@ -208,7 +243,9 @@ extension Daemon {
         case "sim.dump":
             let file = configuration.paths.runtimeDirectory + "/sim-dump.bin"
             _ = try SimulatorControl.send("dump \(file)", to: control)
-            guard let data = FileManager.default.contents(atPath: file) else { throw DaemonError.simulator("no dump written") }
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw DaemonError.simulator("no dump written")
+            }
             return .object([("bytes", .int(data.count)), ("dump", .string(Hex.encode(Array(data))))])
         case "sim.press":
             let hold = max(0, min(try p.double("hold", default: 0.1), 60))
@@ -235,7 +272,8 @@ extension StickerSecret {
     var listing: JSONValue {
         .object([
             ("id", .int(id)), ("action", .int(action)), ("label", .string(label)),
-            ("created", .string(UTCTime.iso8601(created))), ("origin", .string(origin.rawValue)), ("active", .bool(active)),
+            ("created", .string(UTCTime.iso8601(created))), ("origin", .string(origin.rawValue)),
+            ("active", .bool(active)),
         ])
     }
 }

@@ -49,7 +49,8 @@ final class Daemon: @unchecked Sendable {
         board.lockAll()
 
         // 2. The store, its keys and the configured actions.
-        try FileManager.default.createDirectory(atPath: configuration.paths.runtimeDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: configuration.paths.runtimeDirectory, withIntermediateDirectories: true)
         store = try GatewayStore(stateDirectory: configuration.paths.stateDirectory)
         try store.syncActions(configuration.door.actions)
         _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
@@ -59,7 +60,8 @@ final class Daemon: @unchecked Sendable {
             audit: { [store, log] event, time, detail in
                 do {
                     try store.appendAudit(
-                        time: time, kind: event.kind.rawValue, reason: event.reason, action: event.action, uid: event.uid?.hex,
+                        time: time, kind: event.kind.rawValue, reason: event.reason, action: event.action,
+                        uid: event.uid?.hex,
                         source: event.source, detail: detail)
                 } catch {
                     log.error("audit log: \(error)")
@@ -80,14 +82,16 @@ final class Daemon: @unchecked Sendable {
                 simulator = nil
                 simulatorControl = configuration.reader.simulator
                 if connstring == GatewayConfiguration.Defaults.connstring {
-                    throw DaemonError.startup("reader.connstring must name the pn532-sim pty when reader.simulator is a socket path")
+                    throw DaemonError.startup(
+                        "reader.connstring must name the pn532-sim pty when reader.simulator is a socket path")
                 }
             }
         } else {
             simulator = nil
             simulatorControl = nil
         }
-        let port = LibnfcReaderPort(connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log)
+        let port = LibnfcReaderPort(
+            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log)
         readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
         runtime.reader = readerLoop
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
@@ -168,7 +172,9 @@ final class Daemon: @unchecked Sendable {
         timer.setEventHandler { [store, log] in
             do {
                 let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
-                if trimmed > 0 { log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor") }
+                if trimmed > 0 {
+                    log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor")
+                }
             } catch {
                 log.error("audit retention: \(error)")
             }
@@ -177,13 +183,21 @@ final class Daemon: @unchecked Sendable {
         retentionTimer = timer
     }
 
-    /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue answers.
+    /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue
+    /// answers: each cycle queues a beat, and the next feeds the watchdog
+    /// only if the loop ran it in between.
     private func startWatchdog() {
         guard let interval = notify.watchdogInterval else { return }
         let thread = Thread { [self] in
+            var asked = runtime.requestBeat()
             while true {
                 usleep(UInt32(clamping: interval.millisecondsClamped * 1000))
-                if runtime.isHealthy(within: interval) { notify.send("WATCHDOG=1") } else { log.error("event loop stalled; watchdog not fed") }
+                if runtime.processedBeat >= asked {
+                    notify.send("WATCHDOG=1")
+                } else {
+                    log.error("event loop stalled; watchdog not fed")
+                }
+                asked = runtime.requestBeat()
             }
         }
         thread.name = "gatewayd.watchdog"

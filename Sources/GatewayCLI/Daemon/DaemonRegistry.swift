@@ -16,9 +16,11 @@ struct StoreRegistry: StickerRegistry {
 extension IssuedTag {
     var json: JSONValue {
         .object([
-            ("uid", .string(uid.hex)), ("action", .int(action)), ("label", .string(label)), ("state", .string(state.rawValue)),
+            ("uid", .string(uid.hex)), ("action", .int(action)), ("label", .string(label)),
+            ("state", .string(state.rawValue)),
             ("issued", .string(UTCTime.iso8601(issued))), ("valid_until", .optional(validUntil.map(UTCTime.iso8601))),
-            ("last_seen", .optional(lastSeen.map(UTCTime.iso8601))), ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
+            ("last_seen", .optional(lastSeen.map(UTCTime.iso8601))),
+            ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
         ])
     }
 }
@@ -28,18 +30,25 @@ extension Daemon {
     func registryMethod(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue? {
         let now = Int64(time(nil))
         func uid() throws -> TagUID {
-            guard let u = TagUID(hex: try p.string("uid")) else { throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex") }
+            guard let u = TagUID(hex: try p.string("uid")) else {
+                throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex")
+            }
             return u
         }
         switch method {
         case "tags.list":
             let revoked: [JSONValue] = try store.revocations().map {
-                .object([("uid", .optional($0.uid)), ("signature", .optional($0.signature)), ("created", .string(UTCTime.iso8601($0.created)))])
+                .object([
+                    ("uid", .optional($0.uid)), ("signature", .optional($0.signature)),
+                    ("created", .string(UTCTime.iso8601($0.created))),
+                ])
             }
             return .object([("tags", .array(try store.issuedTags().map(\.json))), ("revocations", .array(revoked))])
         case "tags.revoke":
             if let sig = p["signature"]?.stringValue {
-                guard let bytes = Hex.decode(sig), bytes.count == 32 else { throw DaemonError.request("a v1 signature is 64 hex digits") }
+                guard let bytes = Hex.decode(sig), bytes.count == 32 else {
+                    throw DaemonError.request("a v1 signature is 64 hex digits")
+                }
                 try store.revoke(signature: bytes, reason: try p.string("reason", default: ""), now: now)
                 return .object([("revoked_signature", .string(Hex.encode(bytes)))])
             }
@@ -60,7 +69,9 @@ extension Daemon {
         case "log.verify":
             switch try store.verifyAudit() {
             case .intact(let rows, let from):
-                return .object([("intact", .bool(true)), ("rows", .int(rows)), ("first", from.map { .int(Int($0)) } ?? .null)])
+                return .object([
+                    ("intact", .bool(true)), ("rows", .int(rows)), ("first", from.map { .int(Int($0)) } ?? .null),
+                ])
             case .broken(let id, let why):
                 return .object([("intact", .bool(false)), ("row", .int(Int(id))), ("why", .string(why))])
             }
@@ -68,7 +79,10 @@ extension Daemon {
             let path = try p.string("path")
             guard path.hasPrefix("/") else { throw DaemonError.request("give an absolute path for the backup") }
             try store.backup(to: path)
-            return .object([("path", .string(path)), ("warning", .string("the backup holds every secret and key: keep it like the door's keys"))])
+            return .object([
+                ("path", .string(path)),
+                ("warning", .string("the backup holds every secret and key: keep it like the door's keys")),
+            ])
         default:
             return nil
         }

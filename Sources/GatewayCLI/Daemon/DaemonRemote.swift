@@ -34,7 +34,9 @@ extension Daemon {
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
             canOpen: mqtt.homeAssistantOpen)
         runtime.publish = { [mqtt] event, time in
-            link.record(event, at: time, uidText: event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) })
+            link.record(
+                event, at: time,
+                uidText: event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) })
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
@@ -72,11 +74,14 @@ extension Daemon {
     }
 
     func remoteStatus() -> JSONValue {
-        guard let link = remote else { return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))]) }
+        guard let link = remote else {
+            return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))])
+        }
         let s = link.status
         return .object([
             ("enabled", .bool(true)), ("connected", .bool(s.connected)), ("outbox", .int(s.outboxDepth)),
-            ("published", .int(s.published)), ("acknowledged", .int(s.acknowledged)), ("last_error", .optional(s.lastError)),
+            ("published", .int(s.published)), ("acknowledged", .int(s.acknowledged)),
+            ("last_error", .optional(s.lastError)),
         ])
     }
 

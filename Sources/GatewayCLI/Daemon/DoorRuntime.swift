@@ -42,7 +42,8 @@ final class DoorRuntime: @unchecked Sendable {
     let audit: (DoorEvent, Int64, String?) -> Void
     /// Heartbeat of the event loop, read by the watchdog thread.
     private let beatLock = NSLock()
-    private var lastBeat = MonotonicClock.now()
+    private var requestedBeats = 0
+    private var processedBeats = 0
 
     init(
         configuration: GatewayConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
@@ -61,7 +62,9 @@ final class DoorRuntime: @unchecked Sendable {
     // MARK: Clock
 
     func now() -> Now {
-        Now(monotonic: MonotonicClock.now(), wall: WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised()))
+        Now(
+            monotonic: MonotonicClock.now(),
+            wall: WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised()))
     }
 
     /// `adjtimex(2)`: synchronised unless STA_UNSYNC is set (or the
@@ -139,7 +142,6 @@ final class DoorRuntime: @unchecked Sendable {
     // MARK: Effects
 
     private func execute(_ effects: [DoorEffect]) {
-        beat()
         defer { stateChanged() }
         for effect in effects {
             switch effect {
@@ -205,14 +207,18 @@ final class DoorRuntime: @unchecked Sendable {
         let wall = Int64(time(nil))
         if event.kind == .accessGranted { lastAccess = wall }
         counters[event.kind.rawValue, default: 0] += 1
-        var fields: [(String, JSONValue)] = [("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue))]
+        var fields: [(String, JSONValue)] = [
+            ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
+        ]
         if let r = event.reason { fields.append(("reason", .string(r))) }
         if let a = event.action { fields.append(("action", .int(a))) }
         if let u = event.uid { fields.append(("uid", .string(u.hex))) }
         if let s = event.source { fields.append(("source", .string(s))) }
         recentEvents.append(.object(fields))
         if recentEvents.count > 20 { recentEvents.removeFirst(recentEvents.count - 20) }
-        log.info("event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")")
+        log.info(
+            "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
+        )
         audit(event, wall, nil)
         publish?(event, wall)
     }
@@ -277,14 +283,19 @@ final class DoorRuntime: @unchecked Sendable {
 
     // MARK: Health and shutdown
 
-    private func beat() { beatLock.withLock { lastBeat = MonotonicClock.now() } }
 
-    /// The watchdog asks the loop to beat, then checks it did within `within`.
-    func isHealthy(within: Duration) -> Bool {
-        queue.async { self.beat() }
-        let last = beatLock.withLock { lastBeat }
-        return MonotonicClock.now().since(last) <= within
+    /// The watchdog's probe: a beat queued on the door queue; `processedBeat`
+    /// reaches the returned number once the loop has run it.
+    func requestBeat() -> Int {
+        let n = beatLock.withLock { () -> Int in
+            requestedBeats += 1
+            return requestedBeats
+        }
+        queue.async { self.beatLock.withLock { self.processedBeats = max(self.processedBeats, n) } }
+        return n
     }
+
+    var processedBeat: Int { beatLock.withLock { processedBeats } }
 
     /// Lock everything and stop patterns (SIGTERM, errors).
     func shutdown() {

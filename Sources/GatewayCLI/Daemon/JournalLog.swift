@@ -31,7 +31,9 @@ struct JournalLogHandler: LogHandler {
     ) {
         var all = metadata
         if let extra { all.merge(extra) { $1 } }
-        let context = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let context =
+            all.isEmpty
+            ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         // One write per line so concurrent threads never interleave inside a line.
         let text = "<\(Self.priority(level))>\(label): \(message)\(context)\n"
         fputs(text, stderr)

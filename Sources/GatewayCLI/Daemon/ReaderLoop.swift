@@ -62,7 +62,9 @@ final class ReaderLoop: @unchecked Sendable {
     }
 
     func start() {
-        let t = Thread { [self] in run(); stopped.signal() }
+        let t = Thread { [self] in
+            run(); stopped.signal()
+        }
         t.name = "gatewayd.reader"
         thread = t
         t.start()
@@ -104,11 +106,14 @@ final class ReaderLoop: @unchecked Sendable {
                 }
             }
             do {
-                if let request = lock.withLock({ () -> WriteRequest? in defer { pendingWrite = nil }; return pendingWrite }) {
+                if let request = lock.withLock({ () -> WriteRequest? in
+                    defer { pendingWrite = nil }; return pendingWrite
+                }) {
                     var failure: String?
                     do {
                         try reader.write(
-                            request.message, to: request.uid, overwrite: request.overwrite, deviceKey: request.deviceKey,
+                            request.message, to: request.uid, overwrite: request.overwrite,
+                            deviceKey: request.deviceKey,
                             protect: request.protect)
                     } catch {
                         failure = "\(error)"

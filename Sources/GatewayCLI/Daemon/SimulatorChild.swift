@@ -18,13 +18,16 @@ final class SimulatorChild {
 
     static func executable() -> String? {
         let own = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = [own.appendingPathComponent("pn532-sim").path]
+        let candidates =
+            [own.appendingPathComponent("pn532-sim").path]
             + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/pn532-sim" }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     func start() throws {
-        guard let path = Self.executable() else { throw DaemonError.startup("pn532-sim not found beside gatewayd or on PATH") }
+        guard let path = Self.executable() else {
+            throw DaemonError.startup("pn532-sim not found beside gatewayd or on PATH")
+        }
         try? FileManager.default.removeItem(atPath: link)
         try? FileManager.default.removeItem(atPath: control)
         process.executableURL = URL(fileURLWithPath: path)
@@ -33,7 +36,9 @@ final class SimulatorChild {
         try process.run()
         // Ready when both the pty link and the control socket exist.
         for _ in 0..<100 {
-            if FileManager.default.fileExists(atPath: link) && FileManager.default.fileExists(atPath: control) { return }
+            if FileManager.default.fileExists(atPath: link) && FileManager.default.fileExists(atPath: control) {
+                return
+            }
             if !process.isRunning { break }
             usleep(20_000)
         }
@@ -57,15 +62,21 @@ enum SimulatorControl {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(socketPath.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw DaemonError.simulator("socket path too long") }
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw DaemonError.simulator("socket path too long")
+        }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
         let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
-        guard ok == 0 else { throw DaemonError.simulator("cannot reach pn532-sim at \(socketPath): \(String(cString: strerror(errno)))") }
+        guard ok == 0 else {
+            throw DaemonError.simulator("cannot reach pn532-sim at \(socketPath): \(String(cString: strerror(errno)))")
+        }
         var tv = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let out = Array((line + "\n").utf8)
@@ -78,7 +89,9 @@ enum SimulatorControl {
             answer += buf[0..<n]
         }
         let text = String(decoding: answer, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
-        guard text.hasPrefix("ok") else { throw DaemonError.simulator(text.isEmpty ? "pn532-sim gave no answer" : text) }
+        guard text.hasPrefix("ok") else {
+            throw DaemonError.simulator(text.isEmpty ? "pn532-sim gave no answer" : text)
+        }
         return text
     }
 }

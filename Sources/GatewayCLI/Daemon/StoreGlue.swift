@@ -6,6 +6,7 @@ extension GatewayStore {
     /// secret, created on first use — never with an imported one.
     func newestGeneratedSecretCreatingIfNeeded(action: ActionIndex, now: Int64) throws -> StickerSecret {
         if let s = try newestGeneratedSecret(action: action) { return s }
-        return try addSecret(action: action, key: try Crypto.randomBytes(32), label: "generated", origin: .generated, now: now)
+        return try addSecret(
+            action: action, key: try Crypto.randomBytes(32), label: "generated", origin: .generated, now: now)
     }
 }

@@ -26,19 +26,30 @@ enum TagJudgement {
         registry: StickerRegistry, now: Int64
     ) -> Result {
         guard let message, !message.isEmpty else {
-            return Result(presentation: TagPresentation(uid: uid, content: .blank, verdict: .deny(reason: "blank", countsTowardLockout: false)), sticker: nil)
+            return Result(
+                presentation: TagPresentation(
+                    uid: uid, content: .blank, verdict: .deny(reason: "blank", countsTowardLockout: false)),
+                sticker: nil)
         }
         let uri = message.records.lazy.compactMap { try? $0.uri() }.first
         guard let uri, uri.hasPrefix(StickerURL.prefix) else {
-            return Result(presentation: TagPresentation(uid: uid, content: .foreign, verdict: .deny(reason: "not_ours", countsTowardLockout: false)), sticker: nil)
+            return Result(
+                presentation: TagPresentation(
+                    uid: uid, content: .foreign, verdict: .deny(reason: "not_ours", countsTowardLockout: false)),
+                sticker: nil)
         }
         let verdict = StickerJudge.judge(uri, uid: uid, secrets: secrets, actionCount: actionCount)
         func deny(_ reason: String) -> Result {
-            Result(presentation: TagPresentation(uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: true)), sticker: verdict)
+            Result(
+                presentation: TagPresentation(
+                    uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: true)),
+                sticker: verdict)
         }
         guard verdict.isValid, let url = verdict.url else { return deny(verdict.reason.rawValue) }
         do {
-            if try registry.isRevoked(uid: uid, signature: url.version == .v1 ? url.signature : nil) { return deny("revoked") }
+            if try registry.isRevoked(uid: uid, signature: url.version == .v1 ? url.signature : nil) {
+                return deny("revoked")
+            }
             let row = try registry.issuedTag(uid)
             if let until = row?.validUntil, now > until { return deny("expired") }
             if url.version == .v2 {
