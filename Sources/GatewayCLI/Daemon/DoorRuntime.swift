@@ -283,7 +283,6 @@ final class DoorRuntime: @unchecked Sendable {
 
     // MARK: Health and shutdown
 
-
     /// The watchdog's probe: a beat queued on the door queue; `processedBeat`
     /// reaches the returned number once the loop has run it.
     func requestBeat() -> Int {
