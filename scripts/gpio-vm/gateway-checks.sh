@@ -132,6 +132,9 @@ check_pulse() {
 
 # The granted pattern (two 100 ms beeps and green blinks) plays on the LED and
 # buzzer lines and leaves them off; red stays off.
+# The 100 ms first blink is sampled through sysfs under TCG on a possibly
+# loaded host (a fresh-clone run measured 88 ms): only its order of magnitude
+# is checked here; exact pattern timing is the unit tests' (manual clock).
 check_pattern() {
     for l in 1 2 3; do set_pull $l pull-down; done
     sample 1 3000 green.samples
@@ -147,7 +150,7 @@ check_pattern() {
     g=$(values green.samples) b=$(values buzzer.samples) r=$(values red.samples)
     on1=$(( ($(nth_time green.samples 3) - $(nth_time green.samples 2)) / 1000 ))
     if [ $rc -eq 0 ] && [ "$g" = "0 1 0 1 0" ] && [ "$b" = "0 1 0 1 0" ] && [ "$r" = "0" ] \
-        && [ $on1 -ge 90 ] && [ $on1 -le 200 ] && grep -q pattern-end "$WORKDIR/pattern.out"; then
+        && [ $on1 -ge 50 ] && [ $on1 -le 300 ] && grep -q pattern-end "$WORKDIR/pattern.out"; then
         pass pattern "granted on chip found by label: green $g, buzzer $b, red $r; first blink $on1 ms"
     else
         fail pattern "exit $rc; green: $g; buzzer: $b; red: $r; first blink ${on1} ms; $(cat "$WORKDIR/pattern.err")"
