@@ -225,8 +225,6 @@ final class DoorRuntime: @unchecked Sendable {
 
     // MARK: Provisioning
 
-    private var writing: (job: ProvisioningJob, uid: TagUID)?
-
     /// DESIGN.md: sign with the action's newest active generated secret
     /// (created on first use); the registry row is pending before the write.
     private func beginWrite(_ job: ProvisioningJob) {
@@ -237,7 +235,6 @@ final class DoorRuntime: @unchecked Sendable {
             let url = StickerSigner.signV2(action: job.action, timestamp: wall, key: secret.key, uid: uid)
             try store.createPendingTag(uid: uid, action: job.action, secretID: secret.id, label: job.label, now: wall)
             guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
-            writing = (job, uid)
             reader?.requestWrite(
                 .init(
                     uid: uid, message: NDEFMessage(records: [.uri(url.text)]), overwrite: job.overwrite, deviceKey: key,
@@ -249,8 +246,6 @@ final class DoorRuntime: @unchecked Sendable {
     }
 
     private func writeFinished(uid: TagUID, error: String?) {
-        writing = nil
-        let wall = Int64(time(nil))
         do {
             if error == nil { try store.activateTag(uid: uid) } else { try store.failTag(uid: uid) }
         } catch {
@@ -259,7 +254,6 @@ final class DoorRuntime: @unchecked Sendable {
             handle(.writeResult(uid: uid, .failed("registry: \(error)")))
             return
         }
-        _ = wall
         handle(.writeResult(uid: uid, error.map { .failed($0) } ?? .written))
     }
 
