@@ -6,21 +6,7 @@ import XCTest
 /// gatewayd with a real broker: phone-style commands open the door once,
 /// and the outbox delivers everything, in order, across a crash.
 final class MQTTStoryTests: XCTestCase {
-    func mqttSection(_ broker: MosquittoBroker) -> String {
-        """
-        [mqtt]
-        enabled = true
-        host = "localhost"
-        port = \(broker.port)
-        uid_in_events = "full"
-        [mqtt.tls]
-        ca_file = "\(broker.path("ca.crt"))"
-        cert_file = "\(broker.path("door.crt"))"
-        key_file = "\(broker.path("door.key"))"
-        [mqtt.commands]
-        compat_topics = ["phone/e2e-door"]
-        """
-    }
+    func mqttSection(_ broker: MosquittoBroker) -> String { broker.configurationSection(compatTopic: "phone/e2e-door") }
 
     func testPhoneCommandOpensOnceAndItsReplayIsRejected() throws {
         let broker = try MosquittoBroker()

@@ -28,17 +28,7 @@ final class BrokerTests: XCTestCase {
             id = "front"
             [board]
             kind = "sim"
-            [mqtt]
-            enabled = true
-            host = "localhost"
-            port = \(broker.port)
-            uid_in_events = "full"
-            [mqtt.tls]
-            ca_file = "\(broker.path("ca.crt"))"
-            cert_file = "\(broker.path("door.crt"))"
-            key_file = "\(broker.path("door.key"))"
-            [mqtt.commands]
-            compat_topics = ["phone/front"]
+            \(broker.configurationSection(compatTopic: "phone/front"))
             """
         return try GatewayConfiguration.load(toml: toml).mqtt
     }

@@ -42,6 +42,24 @@ public final class MosquittoBroker {
 
     public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
 
+    /// The `[mqtt]` configuration of a door using this broker with its
+    /// `door` client certificate, compat commands on `compatTopic`.
+    public func configurationSection(compatTopic: String) -> String {
+        """
+        [mqtt]
+        enabled = true
+        host = "localhost"
+        port = \(port)
+        uid_in_events = "full"
+        [mqtt.tls]
+        ca_file = "\(path("ca.crt"))"
+        cert_file = "\(path("door.crt"))"
+        key_file = "\(path("door.key"))"
+        [mqtt.commands]
+        compat_topics = ["\(compatTopic)"]
+        """
+    }
+
     public func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
