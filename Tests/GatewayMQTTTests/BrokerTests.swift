@@ -22,6 +22,12 @@ final class BrokerTests: XCTestCase {
         stateDir = broker.path("state")
     }
 
+    override func tearDown() {
+        // XCTest keeps test-case instances to the end of the run: stop the broker now.
+        broker?.stop()
+        broker = nil
+    }
+
     func configuration() throws -> GatewayConfiguration.MQTT {
         let toml = """
             [device]
