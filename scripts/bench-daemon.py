@@ -116,8 +116,15 @@ runtime_dir = "{run}"
         last = None
         for i in range(max(TAPS, LAT_TAPS)):
             uid = "04" + (i + 1).to_bytes(6, "big").hex().upper()
+            # The previous tap's pulse must be over: a grant while the strike is
+            # still unlocked extends nothing visible (it is already unlocked).
+            while ctl.call("status")["outputs"]["strike"] != "locked":
+                time.sleep(0.005)
             before = status_unlock = ctl.call("status").get("last_unlock_monotonic_ns")
+            # Take the last tag away and let the reader see it leave (it checks
+            # presence every 100 ms), so the next tap meets a poll in flight.
             ctl.call("sim.remove")
+            time.sleep(0.3)
             start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             ctl.call("sim.tap", url=sticker(i), uid=uid)
             deadline = time.monotonic() + 5
