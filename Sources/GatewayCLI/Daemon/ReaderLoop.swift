@@ -53,7 +53,9 @@ final class ReaderLoop: @unchecked Sendable {
     private var pendingWrite: WriteRequest?
     private var thread: Thread?
     private let stopped = DispatchSemaphore(value: 0)
-    private(set) var lastError: String?
+    private var lastErrorText: String?
+    /// The last reader error (read by `reader info` on a control thread).
+    var lastError: String? { lock.withLock { lastErrorText } }
 
     init(reader: TagReaderPort, log: Logger, deliver: @escaping @Sendable (Report) -> Void) {
         self.reader = reader
@@ -98,7 +100,7 @@ final class ReaderLoop: @unchecked Sendable {
                         deliver(.opened)
                     }
                 } catch {
-                    lastError = "\(error)"
+                    lock.withLock { lastErrorText = "\(error)" }
                     if !faulted { faulted = true; deliver(.fault("\(error)")) }
                     sleep(backoff)
                     backoff = min(backoff * 2, .seconds(5))
@@ -133,7 +135,7 @@ final class ReaderLoop: @unchecked Sendable {
                     deliver(.arrived(tag))
                 }
             } catch {
-                lastError = "\(error)"
+                lock.withLock { lastErrorText = "\(error)" }
                 log.warning("reader: \(error)")
                 if let uid = current { current = nil; deliver(.departed(uid)) }
                 if !isReaderLevel(error) { continue }
