@@ -269,8 +269,12 @@ final class LineConnection {
     /// Writes one JSON line (MSG_NOSIGNAL: a vanished client is an error
     /// return, not SIGPIPE); false when the peer is gone.
     @discardableResult
-    func send(_ value: JSONValue) -> Bool {
-        let bytes = Array((value.serialized + "\n").utf8)
+    func send(_ value: JSONValue) -> Bool { send(line: value.serialized) }
+
+    /// Writes one text line.
+    @discardableResult
+    func send(line: String) -> Bool {
+        let bytes = Array((line + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -59,39 +59,19 @@ enum SimulatorControl {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DaemonError.simulator("socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(socketPath.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            throw DaemonError.simulator("socket path too long")
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard ok == 0 else {
+        guard var addr = UnixAddress(socketPath) else { throw DaemonError.simulator("socket path too long") }
+        guard addr.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
             throw DaemonError.simulator("cannot reach pn532-sim at \(socketPath): \(String(cString: strerror(errno)))")
         }
         var tv = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let out = Array((line + "\n").utf8)
-        guard write(fd, out, out.count) == out.count else { throw DaemonError.simulator("write to pn532-sim failed") }
-        var answer: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while !answer.contains(0x0A) {
-            let n = read(fd, &buf, buf.count)
-            guard n > 0 else { break }
-            answer += buf[0..<n]
+        let connection = LineConnection(fd: fd, maxLine: 64 << 20)
+        guard connection.send(line: line) else { throw DaemonError.simulator("write to pn532-sim failed") }
+        guard case .line(let bytes)? = connection.readLine() else {
+            throw DaemonError.simulator("pn532-sim gave no answer")
         }
-        let text = String(decoding: answer, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
-        guard text.hasPrefix("ok") else {
-            throw DaemonError.simulator(text.isEmpty ? "pn532-sim gave no answer" : text)
-        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.hasPrefix("ok") else { throw DaemonError.simulator(text) }
         return text
     }
 }
