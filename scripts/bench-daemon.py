@@ -82,8 +82,6 @@ steps = [{{ pulse = "strike", ms = 50 }}]
 enabled = false
 [clock]
 declare_synchronised = true
-[control]
-admin_group = "root"
 [paths]
 state_dir = "{work}/state"
 runtime_dir = "{run}"

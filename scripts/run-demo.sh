@@ -88,8 +88,6 @@ cert_file = "$WORK/pki/door.crt"
 key_file = "$WORK/pki/door.key"
 [mqtt.commands]
 compat_topics = ["phone/demo-door"]
-[control]
-admin_group = "root"
 [paths]
 state_dir = "$WORK/state"
 runtime_dir = "$WORK/run"

@@ -38,12 +38,20 @@ final class ControlServer {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         self.path = path
         listener = fd
+        var st = stat()
+        bound_ = stat(path, &st) == 0 ? (st.st_dev, st.st_ino) : nil
     }
+
+    /// The socket file this server bound (device, inode): a successor started
+    /// at the same path while this one exits (gatewayd restarted after a
+    /// crash) must keep its own socket.
+    private var bound_: (dev_t, ino_t)?
 
     deinit {
         for fd in clients.keys { close(fd) }
         close(listener)
-        unlink(path)
+        var st = stat()
+        if let (dev, ino) = bound_, stat(path, &st) == 0, st.st_dev == dev, st.st_ino == ino { unlink(path) }
     }
 
     var descriptors: [Int32] { [listener] + clients.keys.sorted() }

@@ -7,6 +7,7 @@ import ArgumentParser
 import DoorCore
 import Foundation
 import PN532Emulator
+import CPseudoTerminal
 
 /// `pn532-sim`: a PN532 on a pseudo-terminal's HSU link, with NTAG21x
 /// stickers put in and taken out of its field over a control socket, so the
@@ -50,6 +51,12 @@ struct PN532Sim: ParsableCommand {
     @Flag(help: "Log every byte on the host link to standard error.")
     var trace = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Exit (as on SIGTERM) when the process with this pid, our parent, dies.",
+            discussion: "gatewayd passes its own pid, so a SIGKILLed or crashed daemon leaves no emulator behind."))
+    var parentPid: Int32?
+
     func validate() throws {
         if let uid, TagUID(hex: uid)?.bytes.count != 7 {
             throw ValidationError("--uid: '\(uid)' is not 7 bytes of hex")
@@ -58,7 +65,15 @@ struct PN532Sim: ParsableCommand {
             throw ValidationError("--type: '\(type)' is not ntag213, ntag215 or ntag216")
         }
         if let baud, baud <= 0 { throw ValidationError("--baud must be positive") }
+        if let parentPid, parentPid <= 1 { throw ValidationError("--parent-pid must be a process id above 1") }
         if tag != nil && type != nil { throw ValidationError("--type describes blank tags; --tag gives the image") }
+    }
+
+    static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     static func parseType(_ s: String) -> NTAGType? {
@@ -78,11 +93,22 @@ struct PN532Sim: ParsableCommand {
             unlink(link)
             guard symlink(pty.slavePath, link) == 0 else { throw SystemError("symlink", link) }
         }
-        defer { if let link { unlink(link) } }
+        // Removed only while it still points at our pty: a successor (gatewayd
+        // restarted after a crash) may already have linked its own.
+        defer { if let link, Self.readLink(link) == pty.slavePath { unlink(link) } }
         let server = try control.map { try ControlServer(path: $0) }
         signal(SIGTERM) { _ in stopRequested = 1 }
         signal(SIGINT) { _ in stopRequested = 1 }
         signal(SIGPIPE, SIG_IGN)
+        if let parentPid {
+            switch door_die_with_parent(parentPid, SIGTERM) {
+            case 0: break
+            case 1:
+                fputs("pn532-sim: parent \(parentPid) is already gone; exiting\n", stderr)
+                throw ExitCode.failure
+            default: throw SystemError("prctl(PR_SET_PDEATHSIG)", "--parent-pid")
+            }
+        }
 
         let sim = Simulator(
             chip: chip, pty: pty, control: server,

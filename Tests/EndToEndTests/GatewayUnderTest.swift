@@ -13,6 +13,11 @@ final class GatewayUnderTest {
     let socket: String
     let logFile: URL
     private(set) var process: Process?
+    /// Runs gatewayd through this command (e.g. `unshare … sh -c '… exec "$@"'`);
+    /// it must end by exec'ing its arguments so the pid stays gatewayd's.
+    var launcher: [String] = []
+    /// `[device] id` (a broker test uses the id its certificate's CN names).
+    let deviceID: String
 
     static var binDirectory: URL {
         if let d = ProcessInfo.processInfo.environment["DOORGATEWAY_E2E_BIN"], !d.isEmpty {
@@ -23,19 +28,46 @@ final class GatewayUnderTest {
     static var gateway: URL { binDirectory.appendingPathComponent("gateway") }
 
     /// `extra` is appended to the base configuration (sections it names must not be in the base).
-    init(extra: String = "", door: String = "") throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    init(extra: String = "", door: String = "", deviceID: String = "e2e-door") throws {
+        self.deviceID = deviceID
+        dir = try Self.makeDirectory()
         configFile = dir.appendingPathComponent("gateway.toml")
         socket = dir.appendingPathComponent("run/control.sock").path
         logFile = dir.appendingPathComponent("gatewayd.log")
         try writeConfig(extra: extra, door: door)
     }
 
+    /// The shipped example configuration for `board` (`gateway ctl config
+    /// example`), every value stock, with only `[paths]` moved into the
+    /// test's own directory.
+    init(stockExample board: String) throws {
+        deviceID = "front-door"
+        dir = try Self.makeDirectory()
+        configFile = dir.appendingPathComponent("gateway.toml")
+        socket = dir.appendingPathComponent("run/control.sock").path
+        logFile = dir.appendingPathComponent("gatewayd.log")
+        let example = try Run.process(Self.gateway, ["ctl", "config", "example", "--board", board])
+        guard example.status == 0 else { throw E2EError("config example: \(example.stderr)") }
+        let stateLine = "state_dir = \"/var/lib/doorgateway\"", runtimeLine = "runtime_dir = \"/run/doorgateway\""
+        guard example.stdout.contains(stateLine), example.stdout.contains(runtimeLine) else {
+            throw E2EError("the example's [paths] changed; update this test:\n\(example.stdout)")
+        }
+        let toml = example.stdout
+            .replacingOccurrences(of: stateLine, with: "state_dir = \"\(dir.path)/state\"")
+            .replacingOccurrences(of: runtimeLine, with: "runtime_dir = \"\(dir.path)/run\"")
+        try toml.write(to: configFile, atomically: true, encoding: .utf8)
+    }
+
+    private static func makeDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
     func writeConfig(extra: String = "", door: String = "") throws {
         let toml = """
             [device]
-            id = "e2e-door"
+            id = "\(deviceID)"
             [board]
             kind = "sim"
             [reader]
@@ -53,8 +85,6 @@ final class GatewayUnderTest {
             steps = [{ pulse = "strike", ms = 3000 }]
             [clock]
             declare_synchronised = true
-            [control]
-            admin_group = "root"
             [paths]
             state_dir = "\(dir.path)/state"
             runtime_dir = "\(dir.path)/run"
@@ -65,8 +95,9 @@ final class GatewayUnderTest {
 
     func start(environment extra: [String: String] = [:]) throws {
         let p = Process()
-        p.executableURL = Self.gateway
-        p.arguments = ["daemon", "--config", configFile.path]
+        let command = launcher + [Self.gateway.path, "daemon", "--config", configFile.path]
+        p.executableURL = URL(fileURLWithPath: command[0])
+        p.arguments = Array(command.dropFirst())
         p.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
@@ -101,10 +132,17 @@ final class GatewayUnderTest {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    /// After a SIGKILL the daemon's pn532-sim child is left running: end it.
+    /// The daemon's pn532-sim, found by its control socket path (unique to this test).
+    func simulatorPIDs() -> [Int32] {
+        let r = try? Run.process(
+            URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", dir.appendingPathComponent("run/pn532-sim.sock").path])
+        return (r?.stdout ?? "").split(separator: "\n").compactMap { Int32($0) }
+    }
+
+    /// A safety net only: pn532-sim exits with its parent (--parent-pid), and
+    /// a test asserts that; this ends one a failing build might leave.
     func killOrphanedSimulator() {
-        _ = try? Run.process(
-            URL(fileURLWithPath: "/usr/bin/pkill"), ["-f", dir.appendingPathComponent("run/pn532-sim.sock").path])
+        for pid in simulatorPIDs() { kill(pid, SIGKILL) }
     }
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }

@@ -33,19 +33,38 @@ final class ControlServer: @unchecked Sendable {
     static let maxLine = 64 * 1024
     let path: String
     let adminGroup: String
+    /// Where users and groups are read (tests point these at their own files).
+    let passwdPath: String
+    let groupPath: String
     private let handler: (ControlRequest, Peer) throws -> ControlAnswer
     private var listener: Int32 = -1
     private let lock = NSLock()
     private var clients: Set<Int32> = []
     private var stopping = false
 
-    init(path: String, adminGroup: String, handler: @escaping (ControlRequest, Peer) throws -> ControlAnswer) {
+    init(
+        path: String, adminGroup: String, passwdPath: String = Accounts.passwdPath,
+        groupPath: String = Accounts.groupPath,
+        handler: @escaping (ControlRequest, Peer) throws -> ControlAnswer
+    ) {
         self.path = path
         self.adminGroup = adminGroup
+        self.passwdPath = passwdPath
+        self.groupPath = groupPath
         self.handler = handler
     }
 
-    func start() throws {
+    /// The admin group as /etc/group has it now (read per connection, so a
+    /// member added with `adduser` is admitted without a restart).
+    func adminGroupEntry() -> Accounts.Group? {
+        Accounts.load(passwd: passwdPath, group: groupPath).group(named: adminGroup)
+    }
+
+    /// Binds the socket. Returns a warning when the admin group is not in
+    /// /etc/group: the door works and root (and gatewayd's own user) can still
+    /// use gatewayctl, so this is not a reason to stop.
+    @discardableResult
+    func start() throws -> String? {
         let dir = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(
             atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
@@ -63,12 +82,17 @@ final class ControlServer: @unchecked Sendable {
             throw DaemonError.startup("control socket \(path): \(why)")
         }
         // Root and the admin group may connect; SO_PEERCRED decides per request.
-        if let group = getgrnam(adminGroup) { chown(path, getuid(), group.pointee.gr_gid) }
+        let group = adminGroupEntry()
+        if let group { chown(path, getuid(), group.gid) }
         chmod(path, 0o660)
         listener = fd
         let t = Thread { [self] in acceptLoop(fd) }
         t.name = "gatewayd.control"
         t.start()
+        guard group == nil else { return nil }
+        return "control.admin_group: group \"\(adminGroup)\" is not in \(groupPath); "
+            + "only root and gatewayd's own user (uid \(getuid())) may use gatewayctl "
+            + "(create it with `addgroup --system \(adminGroup)`)"
     }
 
     func stop() {
@@ -188,20 +212,13 @@ final class ControlServer: @unchecked Sendable {
         return Peer(pid: cred.pid, uid: cred.uid, gid: cred.gid)
     }
 
-    /// Root, the daemon's own user, and members (primary or supplementary) of the admin group.
+    /// Root, the daemon's own user, and members (primary or listed in
+    /// /etc/group) of the admin group. Never through NSS: see `Accounts`.
     func isAdmitted(_ peer: Peer) -> Bool {
         if peer.uid == 0 || peer.uid == getuid() { return true }
-        guard let group = getgrnam(adminGroup) else { return false }
-        let gid = group.pointee.gr_gid
-        if peer.gid == gid { return true }
-        guard let pw = getpwuid(peer.uid) else { return false }
-        var count: Int32 = 64
-        var groups = [gid_t](repeating: 0, count: Int(count))
-        if getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) < 0 {
-            groups = [gid_t](repeating: 0, count: Int(count))
-            guard getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) >= 0 else { return false }
-        }
-        return groups.prefix(Int(count)).contains(gid)
+        let accounts = Accounts.load(passwd: passwdPath, group: groupPath)
+        guard let group = accounts.group(named: adminGroup) else { return false }
+        return accounts.isMember(uid: peer.uid, gid: peer.gid, of: group)
     }
 }
 

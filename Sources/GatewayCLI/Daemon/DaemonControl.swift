@@ -15,9 +15,10 @@ extension Daemon {
             return .value(result)
         }
         do {
-            try server.start()
+            let warning = try server.start()
             control = server
             log.info("control socket \(configuration.controlSocket) (admin group \(configuration.control.adminGroup))")
+            if let warning { log.warning("\(warning)") }
         } catch {
             log.error("control socket unavailable: \(error)")
         }

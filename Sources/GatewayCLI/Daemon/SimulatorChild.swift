@@ -31,7 +31,10 @@ final class SimulatorChild {
         try? FileManager.default.removeItem(atPath: link)
         try? FileManager.default.removeItem(atPath: control)
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--link", link, "--control", control]
+        // --parent-pid: the emulator exits when gatewayd dies, even by SIGKILL
+        // or a crash (PR_SET_PDEATHSIG), instead of holding the pty and the
+        // socket as an orphan of pid 1 while a crash loop starts more.
+        process.arguments = ["--link", link, "--control", control, "--parent-pid", String(getpid())]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         // Ready when both the pty link and the control socket exist.
