@@ -6,25 +6,27 @@ import XCTest
 /// gatewayd with a real broker: phone-style commands open the door once,
 /// and the outbox delivers everything, in order, across a crash.
 final class MQTTStoryTests: XCTestCase {
-    func mqttSection(_ broker: MosquittoBroker) -> String { broker.configurationSection(compatTopic: "phone/e2e-door") }
+    func mqttSection(_ broker: MosquittoBroker) -> String {
+        broker.configurationSection(compatTopic: "phone/front-door")
+    }
 
     func testPhoneCommandOpensOnceAndItsReplayIsRejected() throws {
         let broker = try MosquittoBroker()
         try broker.start()
-        let g = try GatewayUnderTest(extra: mqttSection(broker))
+        let g = try GatewayUnderTest(extra: mqttSection(broker), deviceID: MosquittoBroker.doorID)
         try g.start()
         try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
-        let events = try broker.subscribe("doorgateway/e2e-door/event")
+        let events = try broker.subscribe("doorgateway/front-door/event")
         let keyFile = g.dir.appendingPathComponent("otp.key").path
         try g.ctlJSON(["keys", "otp", "new"])
         let export = try g.ctl(["keys", "otp", "export"])
         try export.stdout.write(toFile: keyFile, atomically: true, encoding: .utf8)
         let message = try g.ctl(["otp", "make", "--key-file", keyFile]).stdout.trimmingCharacters(
             in: .whitespacesAndNewlines)
-        XCTAssertEqual(try broker.publish("phone/e2e-door", message).status, 0)
+        XCTAssertEqual(try broker.publish("phone/front-door", message).status, 0)
         try g.waitForEvent("remote_accepted")
         try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
-        _ = try broker.publish("phone/e2e-door", message)
+        _ = try broker.publish("phone/front-door", message)
         let rejected = try g.waitForEvent("remote_rejected")
         XCTAssertEqual(rejected["reason"]?.stringValue, "replay")
         let lines = events.wait { $0.contains { $0.contains("remote_rejected") } }
@@ -36,7 +38,7 @@ final class MQTTStoryTests: XCTestCase {
     /// restarted → the broker started → all 1 000 delivered, in order.
     func testOutboxSurvivesBrokerOutageAndACrash() throws {
         let broker = try MosquittoBroker()
-        let g = try GatewayUnderTest(extra: mqttSection(broker))
+        let g = try GatewayUnderTest(extra: mqttSection(broker), deviceID: MosquittoBroker.doorID)
         try g.start()
         let client = try ControlConnection(path: g.socket)
         for i in 0..<1000 {
@@ -53,7 +55,7 @@ final class MQTTStoryTests: XCTestCase {
         g.killOrphanedSimulator()
         try g.start()
         try broker.start()
-        let sub = try broker.subscribe("doorgateway/e2e-door/event")
+        let sub = try broker.subscribe("doorgateway/front-door/event")
         let lines = sub.wait(timeout: 60) { $0.filter { $0.contains(#""kind":"mode_changed""#) }.count >= 1000 }
         var seen = Set<Int>()
         var order: [Int] = []

@@ -31,10 +31,10 @@ final class BrokerTests: XCTestCase {
     func configuration() throws -> GatewayConfiguration.MQTT {
         let toml = """
             [device]
-            id = "front"
+            id = "front-door"
             [board]
             kind = "sim"
-            \(broker.configurationSection(compatTopic: "phone/front"))
+            \(broker.configurationSection(compatTopic: "phone/front-door"))
             """
         return try GatewayConfiguration.load(toml: toml).mqtt
     }
@@ -55,7 +55,7 @@ final class BrokerTests: XCTestCase {
         try store.setKey(.compatTimestamp, compatKey, now: 0)
         try store.setKey(.nativeCommand, nativeKey, now: 0)
         let link = try MQTTLink(
-            configuration: try configuration(), deviceID: "front", store: store, log: Logger(label: "test"))
+            configuration: try configuration(), deviceID: "front-door", store: store, log: Logger(label: "test"))
         link.clockSynchronised = { true }
         if let outcomes { link.onCommand = { outcomes.add($0) } }
         try link.start()
@@ -80,14 +80,15 @@ final class BrokerTests: XCTestCase {
         l.record(DoorEvent(.remoteRejected, reason: "replay", source: "compat"), at: 1_700_000_001, uidText: nil)
         l.publishTelemetry([("uptime_s", .int(5))], at: 1_700_000_002)
         let lines = sub.wait {
-            $0.filter { $0.hasPrefix("doorgateway/front/event|") }.count >= 2
-                && $0.contains { $0.hasPrefix("doorgateway/front/telemetry") }
+            $0.filter { $0.hasPrefix("doorgateway/front-door/event|") }.count >= 2
+                && $0.contains { $0.hasPrefix("doorgateway/front-door/telemetry") }
         }
         XCTAssertTrue(
-            lines.contains("doorgateway/front/availability|0|online")
-                || lines.contains("doorgateway/front/availability|1|online"), "\(lines)")
-        XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/state|") && $0.contains(#""lock":"LOCKED""#) })
-        let events = lines.filter { $0.hasPrefix("doorgateway/front/event|") }.map {
+            lines.contains("doorgateway/front-door/availability|0|online")
+                || lines.contains("doorgateway/front-door/availability|1|online"), "\(lines)")
+        XCTAssertTrue(
+            lines.contains { $0.hasPrefix("doorgateway/front-door/state|") && $0.contains(#""lock":"LOCKED""#) })
+        let events = lines.filter { $0.hasPrefix("doorgateway/front-door/event|") }.map {
             try! JSONValue.parse(Array($0.split(separator: "|", maxSplits: 2)[2].utf8))
         }
         XCTAssertEqual(events[0]["kind"]?.stringValue, "access_granted")
@@ -104,10 +105,10 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(l.status.outboxDepth, 0)
         l.stop()
         // Clean shutdown publishes the retained offline first.
-        let after = try broker.subscribe("doorgateway/front/availability")
+        let after = try broker.subscribe("doorgateway/front-door/availability")
         XCTAssertTrue(
-            after.wait { $0.contains("doorgateway/front/availability|1|offline") }.contains(
-                "doorgateway/front/availability|1|offline"))
+            after.wait { $0.contains("doorgateway/front-door/availability|1|offline") }.contains(
+                "doorgateway/front-door/availability|1|offline"))
     }
 
     func testCompatCommandsOnceReplayFutureChecksumRetainedAndAfterRestart() throws {
@@ -115,16 +116,16 @@ final class BrokerTests: XCTestCase {
         var l: MQTTLink? = try link(outcomes)
         let now = Int64(time(nil))
         let fresh = try otp(now)
-        XCTAssertEqual(try broker.publish("phone/front", fresh).status, 0)
+        XCTAssertEqual(try broker.publish("phone/front-door", fresh).status, 0)
         XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: "compat"))
-        _ = try broker.publish("phone/front", fresh)
+        _ = try broker.publish("phone/front-door", fresh)
         XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
-        _ = try broker.publish("phone/front", try otp(now + 60))
+        _ = try broker.publish("phone/front-door", try otp(now + 60))
         XCTAssertEqual(outcomes.wait(count: 3).last.flatMap(code), "future")
-        _ = try broker.publish("phone/front", try otp(now, key: [UInt8](repeating: 9, count: 16)))
+        _ = try broker.publish("phone/front-door", try otp(now, key: [UInt8](repeating: 9, count: 16)))
         XCTAssertEqual(outcomes.wait(count: 4).last.flatMap(code), "bad_checksum")
         // A device report on the shared topic is not a command.
-        _ = try broker.publish("phone/front", #"{"TT_ID":"other","event_timestamp":1}"#)
+        _ = try broker.publish("phone/front-door", #"{"TT_ID":"other","event_timestamp":1}"#)
         usleep(300_000)
         XCTAssertEqual(outcomes.wait(count: 5, timeout: 0.5).count, 4)
 
@@ -132,13 +133,13 @@ final class BrokerTests: XCTestCase {
         // arrives with the retain flag when the door subscribes, and is ignored.
         l?.stop()
         l = nil
-        _ = try broker.publish("phone/front", try otp(Int64(time(nil))), retain: true)
+        _ = try broker.publish("phone/front-door", try otp(Int64(time(nil))), retain: true)
         let outcomes2 = Outcomes()
         let again = try link(outcomes2)
         XCTAssertEqual(outcomes2.wait(count: 1).first.flatMap(code), "retained")
-        _ = try broker.publish("phone/front", "", retain: true)  // clear it
+        _ = try broker.publish("phone/front-door", "", retain: true)  // clear it
         // The replay record survived the restart.
-        _ = try broker.publish("phone/front", fresh)
+        _ = try broker.publish("phone/front-door", fresh)
         XCTAssertEqual(outcomes2.wait(count: 2).last.flatMap(code), "replay")
         again.stop()
     }
@@ -151,29 +152,30 @@ final class BrokerTests: XCTestCase {
         let mac = Hex.encode(
             Crypto.hmacSHA256(
                 key: nativeKey,
-                message: Array(CommandJudge.nativeMACMessage(device: "front", action: 1, ts: now, nonce: nonce).utf8)))
-        let good = #"{"action":1,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#
+                message: Array(
+                    CommandJudge.nativeMACMessage(device: "front-door", action: 1, ts: now, nonce: nonce).utf8)))
+        let good = #"{"action":1,"ts":\#(now),"nonce":"\#(nonce)","device":"front-door","mac":"\#(mac)"}"#
         _ = try broker.publish(
-            "doorgateway/front/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
+            "doorgateway/front-door/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
         XCTAssertEqual(outcomes.wait(count: 1).last.flatMap(code), "bad_mac")
-        _ = try broker.publish("doorgateway/front/command", good)
+        _ = try broker.publish("doorgateway/front-door/command", good)
         XCTAssertEqual(outcomes.wait(count: 2).last, .accepted(.action(1), source: "native"))
-        _ = try broker.publish("doorgateway/front/command", good)
+        _ = try broker.publish("doorgateway/front-door/command", good)
         XCTAssertEqual(outcomes.wait(count: 3).last.flatMap(code), "replay")
         l.stop()
     }
 
     func testAClientFromAnotherCAIsRefused() throws {
-        let r = try broker.publish("doorgateway/front/command", "{}", as: "intruder")
+        let r = try broker.publish("doorgateway/front-door/command", "{}", as: "intruder")
         XCTAssertNotEqual(r.status, 0, "the broker refuses a certificate from another CA")
-        let ok = try broker.publish("doorgateway/front/command", "{}")
+        let ok = try broker.publish("doorgateway/front-door/command", "{}")
         XCTAssertEqual(ok.status, 0)
     }
 
     func testDiscoveryCarriesTheKeysHomeAssistantRequires() throws {
-        let topics = MQTTLink.Topics(prefix: "doorgateway/front")
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
         let entries = Payloads.discovery(
-            device: "front", name: "Front", topics: topics, doorContact: true,
+            device: "front-door", name: "Front", topics: topics, doorContact: true,
             eventTypes: ["access_granted", "access_denied"], canOpen: false)
         XCTAssertEqual(
             Set(entries.map { $0.topic.split(separator: "/")[1] }), ["lock", "event", "binary_sensor", "sensor"])
@@ -203,28 +205,31 @@ final class BrokerTests: XCTestCase {
         l.record(DoorEvent(.accessGranted, reason: "valid_v1", action: 0), at: 1_700_000_000, uidText: nil)
         l.publishTelemetry([("uptime_s", .int(1))], at: 1_700_000_001)
         let lines = sub.wait {
-            $0.contains { $0.hasPrefix("doorgateway/front/event|") }
-                && $0.contains { $0.hasPrefix("doorgateway/front/telemetry|") }
+            $0.contains { $0.hasPrefix("doorgateway/front-door/event|") }
+                && $0.contains { $0.hasPrefix("doorgateway/front-door/telemetry|") }
         }
         XCTAssertTrue(lines.contains { $0.contains(#""kind":"access_granted""#) }, "\(lines)")
-        XCTAssertTrue(lines.contains { $0.hasPrefix("doorgateway/front/telemetry|") && $0.contains(#""uptime_s":1"#) })
+        XCTAssertTrue(
+            lines.contains { $0.hasPrefix("doorgateway/front-door/telemetry|") && $0.contains(#""uptime_s":1"#) })
         let fresh = try otp(Int64(time(nil)))
-        XCTAssertEqual(try broker.publish("phone/front", fresh).status, 0)
+        XCTAssertEqual(try broker.publish("phone/front-door", fresh).status, 0)
         XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: "compat"))
-        _ = try broker.publish("phone/front", fresh)
+        _ = try broker.publish("phone/front-door", fresh)
         XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
         let now = Int64(time(nil))
         let nonce = Hex.encode(try Crypto.randomBytes(16))
         let mac = Hex.encode(
             Crypto.hmacSHA256(
                 key: nativeKey,
-                message: Array(CommandJudge.nativeMACMessage(device: "front", action: 0, ts: now, nonce: nonce).utf8)))
+                message: Array(
+                    CommandJudge.nativeMACMessage(device: "front-door", action: 0, ts: now, nonce: nonce).utf8)))
         _ = try broker.publish(
-            "doorgateway/front/command",
-            #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front","mac":"\#(mac)"}"#)
+            "doorgateway/front-door/command",
+            #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front-door","mac":"\#(mac)"}"#)
         XCTAssertEqual(outcomes.wait(count: 3).last, .accepted(.action(0), source: "native"))
         XCTAssertNotEqual(
-            try broker.publish("doorgateway/front/command", "{}", as: "intruder").status, 0, "mutual TLS on NATS too")
+            try broker.publish("doorgateway/front-door/command", "{}", as: "intruder").status, 0,
+            "mutual TLS on NATS too")
         let deadline = Date() + 5
         while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
         XCTAssertEqual(l.status.outboxDepth, 0, "NATS acknowledged every QoS 1 publish")

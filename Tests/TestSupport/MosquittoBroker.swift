@@ -1,12 +1,26 @@
 import Foundation
 
-/// Debian's mosquitto on a free loopback port with mutual TLS: a CA, the
-/// broker's certificate, client certificates from that CA, and one from a
-/// second CA that the broker must refuse. Everything in a temporary directory.
+/// Debian's mosquitto on a free loopback port, configured by the project's
+/// shipped `provisioning/mosquitto-doorgateway.conf` and `doorgateway.acl`
+/// (mutual TLS, identity from the certificate's CN, per-door ACL), so a broken
+/// shipped file fails the tests. Only what must differ on a test machine
+/// changes: the listener port and the certificate paths (to a temporary
+/// directory), the ACL path (to the shipped file itself), and lines added at
+/// the end (no persistence, a log file, `user root`).
+///
+/// Certificates, named by CN as the shipped ACL knows them: `front-door` (the
+/// door the tests run; its device id), `back-door` (a second door),
+/// `homeassistant`, `phone-alice` (the default client of `publish`/`subscribe`),
+/// and `intruder` from a second CA that the broker must refuse.
 public final class MosquittoBroker {
     public let dir: URL
     public let port: Int
     public private(set) var process: Process?
+    /// The device id of the door whose certificate `configurationSection` names.
+    public static let doorID = "front-door"
+    public static let shippedConfiguration = Fixtures.root.appendingPathComponent(
+        "provisioning/mosquitto-doorgateway.conf")
+    public static let shippedACL = Fixtures.root.appendingPathComponent("provisioning/doorgateway.acl")
 
     public init() throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString.prefix(8))")
@@ -15,25 +29,48 @@ public final class MosquittoBroker {
         try makeCA("ca")
         try makeCA("otherca")
         try makeCert("broker", ca: "ca", cn: "localhost")
-        try makeCert("door", ca: "ca", cn: "door")
-        try makeCert("client", ca: "ca", cn: "client")
+        for cn in [Self.doorID, "back-door", "homeassistant", "phone-alice"] { try makeCert(cn, ca: "ca", cn: cn) }
         try makeCert("intruder", ca: "otherca", cn: "intruder")
+        let conf = try Self.testConfiguration(
+            shipped: String(contentsOf: Self.shippedConfiguration, encoding: .utf8),
+            replacing: [
+                "listener": "\(port) 127.0.0.1", "cafile": path("ca.crt"), "certfile": path("broker.crt"),
+                "keyfile": path("broker.key"), "acl_file": Self.shippedACL.path,
+            ])
         // `user root`: as root, mosquitto would drop to the mosquitto user,
         // which cannot read the 0600 keys in this private directory.
-        let conf = """
-            listener \(port) 127.0.0.1
-            cafile \(path("ca.crt"))
-            certfile \(path("broker.crt"))
-            keyfile \(path("broker.key"))
-            require_certificate true
-            use_identity_as_username true
-            allow_anonymous false
+        let additions = """
             persistence false
             user root
             log_dest file \(path("mosquitto.log"))
+            log_type all
             """
-        try conf.write(to: dir.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+        try (conf + additions + "\n").write(
+            to: dir.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
     }
+
+    /// The shipped file with the value of each `key` in `replacing` swapped;
+    /// every key must be there exactly once (a renamed key fails loudly).
+    static func testConfiguration(shipped: String, replacing: [String: String]) throws -> String {
+        var seen: [String: Int] = [:]
+        let lines = shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let key = line.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+            guard let value = replacing[key] else { return String(line) }
+            seen[key, default: 0] += 1
+            return "\(key) \(value)"
+        }
+        for key in replacing.keys where seen[key] != 1 {
+            throw NSError(
+                domain: "broker", code: 3,
+                userInfo: [
+                    NSLocalizedDescriptionKey: "shipped broker configuration: '\(key)' appears \(seen[key] ?? 0) times"
+                ])
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// mosquitto's log (every denied publish and subscription is logged there).
+    public var log: String { (try? String(contentsOfFile: path("mosquitto.log"), encoding: .utf8)) ?? "" }
 
     deinit {
         stop()
@@ -42,8 +79,9 @@ public final class MosquittoBroker {
 
     public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
 
-    /// The `[mqtt]` configuration of a door using this broker with its
-    /// `door` client certificate, compat commands on `compatTopic`.
+    /// The `[mqtt]` configuration of a door using this broker with the
+    /// `front-door` certificate (so its device id must be `front-door`),
+    /// compat commands on `compatTopic`.
     public func configurationSection(compatTopic: String) -> String {
         """
         [mqtt]
@@ -53,8 +91,8 @@ public final class MosquittoBroker {
         uid_in_events = "full"
         [mqtt.tls]
         ca_file = "\(path("ca.crt"))"
-        cert_file = "\(path("door.crt"))"
-        key_file = "\(path("door.key"))"
+        cert_file = "\(path("\(Self.doorID).crt"))"
+        key_file = "\(path("\(Self.doorID).key"))"
         [mqtt.commands]
         compat_topics = ["\(compatTopic)"]
         """
@@ -64,17 +102,20 @@ public final class MosquittoBroker {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
         p.arguments = ["-c", path("mosquitto.conf")]
+        FileManager.default.createFile(atPath: path("mosquitto.stderr"), contents: nil)
         p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        p.standardError = FileHandle(forWritingAtPath: path("mosquitto.stderr"))
         try p.run()
         process = p
         let deadline = Date() + 10
-        while Date() < deadline {
+        while Date() < deadline && p.isRunning {
             if Self.canConnect(port) { return }
             usleep(20_000)
         }
+        let why = (try? String(contentsOfFile: path("mosquitto.stderr"), encoding: .utf8)) ?? ""
         throw NSError(
-            domain: "broker", code: 1, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen on \(port)"])
+            domain: "broker", code: 1,
+            userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen on \(port): \(why)\(log)"])
     }
 
     /// The second, independent broker: Debian's nats-server with its MQTT
@@ -123,14 +164,15 @@ public final class MosquittoBroker {
     }
 
     /// mosquitto_pub/sub arguments for a client certificate of this broker's CA (or the intruder's).
-    public func clientArguments(_ name: String = "client") -> [String] {
+    public func clientArguments(_ name: String = "phone-alice") -> [String] {
         [
             "-h", "localhost", "-p", "\(port)", "--cafile", path("ca.crt"), "--cert", path("\(name).crt"), "--key",
             path("\(name).key"),
         ]
     }
 
-    public func publish(_ topic: String, _ message: String, retain: Bool = false, as name: String = "client") throws
+    public func publish(_ topic: String, _ message: String, retain: Bool = false, as name: String = "phone-alice")
+        throws
         -> ProcessResult
     {
         try Run.process(
@@ -139,7 +181,7 @@ public final class MosquittoBroker {
     }
 
     /// A running mosquitto_sub printing `topic|retain|payload` lines.
-    public func subscribe(_ topic: String, as name: String = "client") throws -> Subscription {
+    public func subscribe(_ topic: String, as name: String = "phone-alice") throws -> Subscription {
         try Subscription(arguments: clientArguments(name) + ["-q", "1", "-t", topic, "-F", "%t|%r|%p"])
     }
 

@@ -1,0 +1,125 @@
+import DoorCore
+import Foundation
+import GatewayConfig
+import GatewayMQTT
+import GatewayStore
+import Logging
+import TestSupport
+import XCTest
+
+/// The shipped broker configuration and ACL (provisioning/), loaded by a real
+/// mosquitto with per-client certificates whose CN is the username. MQTT
+/// 3.1.1 acknowledges a denied publish, so every "denied" below is checked
+/// where it matters — on the receiving side — after a permitted marker sent
+/// later on the same path has arrived.
+final class BrokerACLTests: XCTestCase {
+    var broker: MosquittoBroker!
+
+    override func setUpWithError() throws {
+        broker = try MosquittoBroker()
+        try broker.start()
+    }
+
+    override func tearDown() {
+        broker?.stop()
+        broker = nil
+    }
+
+    func testTheShippedFilesLoad() throws {
+        XCTAssertTrue(broker.process?.isRunning ?? false, broker.log)
+        XCTAssertFalse(broker.log.contains("Error"), broker.log)
+        XCTAssertTrue(
+            try String(contentsOf: MosquittoBroker.shippedConfiguration, encoding: .utf8).contains("acl_file"))
+    }
+
+    /// A second door's certificate can neither read nor write the first door's topics.
+    func testAnotherDoorCannotReadOrWriteThisDoorsTopics() throws {
+        let spy = try broker.subscribe("doorgateway/front-door/#", as: "back-door")
+        let spyPhone = try broker.subscribe("phone/front-door", as: "back-door")
+        let owner = try broker.subscribe("doorgateway/front-door/#", as: "phone-alice")
+        let door = try broker.subscribe("phone/front-door", as: "front-door")
+
+        // back-door writes into front-door's prefix and compat topic: dropped.
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/command", "forged", as: "back-door").status, 0)
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/state", "forged", as: "back-door").status, 0)
+        XCTAssertEqual(try broker.publish("phone/front-door", "forged", as: "back-door").status, 0)
+        // front-door's own publishes and alice's command: delivered.
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/event", "real-event", as: "front-door").status, 0)
+        XCTAssertEqual(try broker.publish("phone/front-door", "real-command", as: "phone-alice").status, 0)
+
+        let seen = owner.wait { $0.contains { $0.hasSuffix("|real-event") } }
+        XCTAssertTrue(seen.contains("doorgateway/front-door/event|0|real-event"), "\(seen)")
+        XCTAssertFalse(seen.contains { $0.contains("forged") }, "\(seen)")
+        let heard = door.wait { $0.contains { $0.hasSuffix("|real-command") } }
+        XCTAssertEqual(heard, ["phone/front-door|0|real-command"])
+        usleep(200_000)
+        XCTAssertEqual(spy.lines, [], "back-door read front-door's topics")
+        XCTAssertEqual(spyPhone.lines, [], "back-door read front-door's compat topic")
+        XCTAssertTrue(broker.log.contains("Denied PUBLISH from"), broker.log)
+    }
+
+    /// Home Assistant reads the doors and sends lock/set, but cannot send a
+    /// native or phone-app command (it holds no MAC key or OTP key).
+    func testHomeAssistantSendsOnlyWhatADoorAcceptsFromIt() throws {
+        let door = try broker.subscribe("doorgateway/front-door/#", as: "front-door")
+        let doorPhone = try broker.subscribe("phone/front-door", as: "front-door")
+        let ha = try broker.subscribe("doorgateway/+/state", as: "homeassistant")
+
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/command", "ha-native", as: "homeassistant").status, 0)
+        XCTAssertEqual(try broker.publish("phone/front-door", "ha-compat", as: "homeassistant").status, 0)
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/lock/set", "UNLOCK", as: "homeassistant").status, 0)
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/state", #"{"lock":"LOCKED"}"#, as: "front-door").status, 0)
+
+        let got = door.wait { $0.contains { $0.hasPrefix("doorgateway/front-door/state|") } }
+        XCTAssertTrue(got.contains("doorgateway/front-door/lock/set|0|UNLOCK"), "\(got)")
+        XCTAssertFalse(got.contains { $0.contains("ha-native") }, "\(got)")
+        XCTAssertEqual(
+            ha.wait { !$0.isEmpty }, [#"doorgateway/front-door/state|0|{"lock":"LOCKED"}"#], "HA reads door state")
+        usleep(200_000)
+        XCTAssertEqual(doorPhone.lines, [], "HA wrote a phone-app command")
+    }
+
+    /// The door's discovery entries reach Home Assistant, and HA's birth
+    /// message reaches the door, which announces again (defects 1–3 of
+    /// issue 11: the old ACL did not load, then denied every discovery topic
+    /// and hid homeassistant/status from the doors).
+    func testDiscoveryReachesHomeAssistantAndItsBirthMessageReachesTheDoor() throws {
+        let ha = try broker.subscribe("homeassistant/+/+/+/config", as: "homeassistant")
+        let stateDir = broker.path("state")
+        let store = try GatewayStore(stateDirectory: stateDir)
+        let toml = """
+            [device]
+            id = "\(MosquittoBroker.doorID)"
+            [board]
+            kind = "sim"
+            \(broker.configurationSection(compatTopic: "phone/front-door"))
+            """
+        let configuration = try GatewayConfiguration.load(toml: toml).mqtt
+        let link = try MQTTLink(
+            configuration: configuration, deviceID: MosquittoBroker.doorID, store: store, log: Logger(label: "test"))
+        let topics = MQTTLink.Topics(prefix: "doorgateway/\(MosquittoBroker.doorID)")
+        link.discovery = Payloads.discovery(
+            device: MosquittoBroker.doorID, name: "Front door", topics: topics, doorContact: true,
+            eventTypes: ["access_granted", "access_denied"], canOpen: false)
+        XCTAssertFalse(link.discovery.isEmpty)
+        try link.start()
+        defer { link.stop() }
+        let expected = Set(link.discovery.map(\.topic))
+        let first = ha.wait { lines in expected.isSubset(of: Set(lines.map { String($0.split(separator: "|")[0]) })) }
+        XCTAssertEqual(Set(first.map { String($0.split(separator: "|")[0]) }), expected, broker.log)
+        XCTAssertTrue(expected.contains("homeassistant/lock/doorgateway_front-door/lock/config"), "\(expected)")
+
+        // A door's certificate cannot write another door's discovery entry.
+        XCTAssertEqual(
+            try broker.publish(
+                "homeassistant/lock/doorgateway_front-door/lock/config", "{}", retain: false, as: "back-door"
+            ).status, 0)
+
+        let count = first.count
+        XCTAssertEqual(try broker.publish("homeassistant/status", "online", as: "homeassistant").status, 0)
+        let again = ha.wait { $0.count >= 2 * count }
+        XCTAssertEqual(again.count, 2 * count, "the door announced again on HA's birth message: \(again)")
+        XCTAssertFalse(again.contains { $0.hasSuffix("|{}") }, "back-door overwrote a discovery entry")
+    }
+}
