@@ -30,7 +30,7 @@ public enum RelaySafety {
     /// power to the CPU only) leaves the relay as it was until restart.
     ///
     /// - Parameters:
-    ///   - model: /proc/device-tree/model, nil when absent.
+    ///   - model: the device tree's model (/sys/firmware/devicetree/base/model), nil when absent.
     ///   - parameters: each /sys/module/*/parameters/persist_gpio_outputs
     ///     file, by module name, with its contents (`Y`/`N`).
     public static func persistWarning(model: String?, parameters: [String: String]) -> String? {
@@ -44,7 +44,9 @@ public enum RelaySafety {
 
     /// `persistWarning(model:parameters:)` for this machine.
     public static func persistWarning() -> String? {
-        let model = readSmallFile("/proc/device-tree/model").map { String($0.prefix { $0 != "\0" }) }
+        // /proc/device-tree is a symlink to this; the service runs with ProcSubset=pid,
+        // which hides it.
+        let model = readSmallFile("/sys/firmware/devicetree/base/model").map { String($0.prefix { $0 != "\0" }) }
         var parameters: [String: String] = [:]
         var found = glob_t()
         defer { globfree(&found) }
