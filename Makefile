@@ -69,3 +69,29 @@ bench: deps static
 
 clean:
 	rm -rf .build out
+
+## deb: Debian packages out/deb/doorgateway_<version>_amd64.deb and, when the arm64 static
+## build is there, _arm64.deb (dpkg-deb; lintian and systemd-analyze verify must pass; board/debian/)
+## test-deb: install, check, remove and purge the amd64 package in a Debian 12 chroot (debootstrap,
+## cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test)
+# deb depends on static-arm64 as soon as the Makefile has that target.
+DEB_TOOLS   = dpkg-dev lintian file xz-utils debootstrap
+DEB_STATICS = static $(shell grep -qE '^static-arm64:' $(firstword $(MAKEFILE_LIST)) && echo static-arm64)
+.PHONY: deb deb-tools deb-amd64 deb-arm64 test-deb
+deb-tools:
+	@missing=$$(for p in $(DEB_TOOLS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+deb-amd64: deb-tools static
+	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh amd64 "$(STATIC_OUT)"
+deb-arm64: deb-tools static
+	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64
+deb: deb-tools $(DEB_STATICS)
+	@$(MAKE) --no-print-directory deb-amd64
+	@if [ -x out/static-arm64/gateway ]; then $(MAKE) --no-print-directory deb-arm64; \
+	else echo "deb: no out/static-arm64/gateway, arm64 package skipped (make static-arm64)"; fi
+test-deb: deb-amd64
+	./scripts/test-deb.sh out/deb/doorgateway_*_amd64.deb
