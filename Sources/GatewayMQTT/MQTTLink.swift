@@ -349,7 +349,9 @@ public final class MQTTLink: @unchecked Sendable {
         }
         publishDirect(topics.availability, Array("online".utf8), retain: true)
         var commandTopics = [topics.command] + configuration.compatCommandTopics
-        if configuration.homeAssistantOpen { commandTopics.append(topics.lockSet) }
+        // lock/set always: with home_assistant_open off, HA's Unlock/Open are
+        // refused and audited rather than unheard.
+        commandTopics.append(topics.lockSet)
         if configuration.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
         announce()
@@ -382,9 +384,16 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     /// Home Assistant discovery, retained.
+    /// Entities the configuration does not offer (all of them with
+    /// discovery off) get an empty retained config, which removes them from HA.
     func announce() {
-        guard configuration.homeAssistantDiscovery else { return }
-        for d in discovery { publishDirect(d.topic, d.payload, retain: true) }
+        let offered = configuration.homeAssistantDiscovery ? discovery : []
+        for d in offered { publishDirect(d.topic, d.payload, retain: true) }
+        let live = Set(offered.map(\.topic))
+        for (component, object) in Payloads.discoveryCatalog {
+            let topic = Payloads.discoveryTopic(device: deviceID, component: component, object: object)
+            if !live.contains(topic) { publishDirect(topic, [], retain: true) }
+        }
     }
 
     private func received(_ message: mosquitto_message) {
@@ -408,11 +417,21 @@ public final class MQTTLink: @unchecked Sendable {
             mapping: configuration.commandMapping, tolerance: Int64(configuration.toleranceSeconds), deviceID: deviceID,
             actionCount: actionCount)
         if topic == topics.lockSet {
-            guard configuration.homeAssistantOpen, !retained else {
+            guard !retained else {
                 return .rejected(code: "retained", detail: "retained messages are ignored", source: "homeassistant")
             }
-            switch String(decoding: payload, as: UTF8.self) {
+            let text = String(decoding: payload, as: UTF8.self)
+            switch text {
+            case "OPEN",
+                "UNLOCK" where !configuration.homeAssistantOpen:
+                return .rejected(
+                    code: "ha_open_disabled", detail: "[mqtt] home_assistant_open = false: HA may not open the door",
+                    source: "homeassistant")
             case "OPEN", "UNLOCK": return .accepted(.action(0), source: "homeassistant")
+            case "LOCK":
+                return .rejected(
+                    code: "lock_is_automatic", detail: "the strike locks by itself when its pulse ends",
+                    source: "homeassistant")
             default:
                 return .rejected(
                     code: "malformed", detail: "Home Assistant lock payload must be OPEN or UNLOCK",

@@ -28,6 +28,19 @@ public enum Payloads {
         }
     }
 
+    /// Every entity the door can offer Home Assistant, as (component, object):
+    /// on each connect the door clears (empty retained config) those its
+    /// configuration does not offer now, so an entity removed from the
+    /// configuration, or all of them with discovery off, leaves HA.
+    public static let discoveryCatalog: [(component: String, object: String)] = [
+        ("lock", "lock"), ("event", "access"), ("binary_sensor", "reader"), ("sensor", "last_access"),
+        ("binary_sensor", "door"),
+    ]
+
+    public static func discoveryTopic(device: String, component: String, object: String) -> String {
+        "homeassistant/\(component)/doorgateway_\(device)/\(object)/config"
+    }
+
     /// Home Assistant MQTT discovery (retained config messages).
     public static func discovery(
         device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool
@@ -49,7 +62,7 @@ public enum Payloads {
             topic: String, payload: [UInt8]
         ) {
             (
-                "homeassistant/\(component)/doorgateway_\(device)/\(object)/config",
+                discoveryTopic(device: device, component: component, object: object),
                 Array(JSONValue.object(fields).serialized.utf8)
             )
         }
@@ -76,8 +89,13 @@ public enum Payloads {
                 ]),
             entry(
                 "sensor", "last_access",
+                // A timestamp sensor: before any access the JSON null renders
+                // as "None", which HA shows as unknown (not the string None).
                 common("last_access", "Last access") + [
-                    ("state_topic", .string(topics.state)), ("value_template", .string("{{ value_json.last_access }}")),
+                    ("state_topic", .string(topics.state)), ("device_class", .string("timestamp")),
+                    ("value_template", .string("{{ value_json.last_access }}")),
+                    ("json_attributes_topic", .string(topics.state)),
+                    ("json_attributes_template", .string("{{ {'source': value_json.last_access_source} | tojson }}")),
                 ]),
         ]
         if doorContact {

@@ -121,6 +121,21 @@ extension GatewayStore {
         }
     }
 
+    /// The newest `limit` rows of these kinds, newest first (the audit log
+    /// has no index on kind: this walks back from the newest row and stops
+    /// after `limit` hits).
+    public func newestAudit(kinds: [String], limit: Int) throws -> [AuditRow] {
+        guard !kinds.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: kinds.count).joined(separator: ", ")
+        return try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM audit WHERE kind IN (\(marks)) ORDER BY id DESC LIMIT ?",
+                arguments: StatementArguments(kinds.map { $0 as (any DatabaseValueConvertible)? } + [limit])
+            )
+            .map(AuditRow.init(row:))
+        }
+    }
+
     /// Rows after `id`, oldest first (`log --follow`).
     public func auditRows(after id: Int64, limit: Int = 1000) throws -> [AuditRow] {
         try pool.read { db in

@@ -137,7 +137,7 @@ final class DoorRulesTests: XCTestCase {
                 "--socket", g.socket,
             ], timeout: 20)
         XCTAssertNotEqual(r.status, 0)
-        XCTAssertTrue(r.stderr.contains("uid 65534 is not root or in group root"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("uid 65534 is not root or in group doorgateway"), r.stderr)
 
         // Malformed requests get an error answer and the connection stays usable.
         let c = try ControlConnection(path: g.socket)

@@ -34,6 +34,33 @@ final class MQTTStoryTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains(#""reason":"replay""#) })
     }
 
+    /// Home Assistant's "last access" counts every kind of open with its
+    /// source, and a restart does not forget it (it is read back from the
+    /// audit log). The door's state is retained, so HA's account reads it.
+    func testLastAccessSurvivesARestart() throws {
+        let broker = try MosquittoBroker()
+        try broker.start()
+        let g = try GatewayUnderTest(extra: mqttSection(broker), deviceID: MosquittoBroker.doorID)
+        try g.start()
+        try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+        func retainedState() throws -> JSONValue? {
+            let sub = try broker.subscribe("doorgateway/front-door/state", as: "homeassistant")
+            guard let line = sub.wait(timeout: 5, { !$0.isEmpty }).last else { return nil }
+            return try JSONValue.parse(Array(line.split(separator: "|", maxSplits: 2)[2].utf8))
+        }
+        XCTAssertEqual(try retainedState()?["last_access"], .null, "no access yet")
+        try g.ctlJSON(["open", "--action", "0"])
+        try g.waitForEvent("admin_open")
+        try waitUntil { try retainedState()?["last_access_source"]?.stringValue == "admin" }
+        let before = try XCTUnwrap(try retainedState()?["last_access"]?.stringValue)
+        XCTAssertEqual(g.stop(), 0, g.log)
+        try g.start()
+        try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+        let after = try XCTUnwrap(try retainedState())
+        XCTAssertEqual(after["last_access"]?.stringValue, before, "\(after)")
+        XCTAssertEqual(after["last_access_source"]?.stringValue, "admin")
+    }
+
     /// The broker stopped → 1 000 events → gatewayd killed (SIGKILL) and
     /// restarted → the broker started → all 1 000 delivered, in order.
     func testOutboxSurvivesBrokerOutageAndACrash() throws {

@@ -28,13 +28,16 @@ final class BrokerTests: XCTestCase {
         broker = nil
     }
 
-    func configuration() throws -> GatewayConfiguration.MQTT {
+    /// `mqtt` lines are added to the broker's `[mqtt]` table.
+    func configuration(mqtt: String = "") throws -> GatewayConfiguration.MQTT {
+        let section = broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
+            of: "[mqtt]\n", with: "[mqtt]\n\(mqtt)\n")
         let toml = """
             [device]
             id = "front-door"
             [board]
             kind = "sim"
-            \(broker.configurationSection(compatTopic: "phone/front-door"))
+            \(section)
             """
         return try GatewayConfiguration.load(toml: toml).mqtt
     }
@@ -50,12 +53,16 @@ final class BrokerTests: XCTestCase {
         }
     }
 
-    func link(_ outcomes: Outcomes? = nil) throws -> MQTTLink {
+    func link(_ outcomes: Outcomes? = nil, mqtt: String = "", doorContact: Bool = true) throws -> MQTTLink {
         let store = try GatewayStore(stateDirectory: stateDir)
         try store.setKey(.compatTimestamp, compatKey, now: 0)
         try store.setKey(.nativeCommand, nativeKey, now: 0)
         let link = try MQTTLink(
-            configuration: try configuration(), deviceID: "front-door", store: store, log: Logger(label: "test"))
+            configuration: try configuration(mqtt: mqtt), deviceID: "front-door", store: store,
+            log: Logger(label: "test"))
+        link.discovery = Payloads.discovery(
+            device: "front-door", name: "Front", topics: link.topics, doorContact: doorContact,
+            eventTypes: ["access_granted"], canOpen: false)
         link.clockSynchronised = { true }
         if let outcomes { link.onCommand = { outcomes.add($0) } }
         try link.start()
@@ -234,6 +241,68 @@ final class BrokerTests: XCTestCase {
         while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
         XCTAssertEqual(l.status.outboxDepth, 0, "NATS acknowledged every QoS 1 publish")
         l.stop()
+    }
+
+    /// HA's lock/set is heard with home_assistant_open off too: Unlock/Open
+    /// are refused with a reason (audited by the daemon), and LOCK has its own.
+    func testHomeAssistantLockCommandsHaveExplicitOutcomes() throws {
+        let outcomes = Outcomes()
+        var l: MQTTLink? = try link(outcomes)
+        for payload in ["UNLOCK", "OPEN", "LOCK", "JAM"] {
+            XCTAssertEqual(
+                try broker.publish("doorgateway/front-door/lock/set", payload, as: "homeassistant").status, 0)
+        }
+        XCTAssertEqual(
+            outcomes.wait(count: 4).map { code($0) },
+            ["ha_open_disabled", "ha_open_disabled", "lock_is_automatic", "malformed"])
+        l?.stop()
+        l = nil
+        let enabled = Outcomes()
+        let on = try link(enabled, mqtt: "home_assistant_open = true")
+        _ = try broker.publish("doorgateway/front-door/lock/set", "UNLOCK", as: "homeassistant")
+        _ = try broker.publish("doorgateway/front-door/lock/set", "LOCK", as: "homeassistant")
+        let got = enabled.wait(count: 2)
+        XCTAssertEqual(got.first, .accepted(.action(0), source: "homeassistant"))
+        XCTAssertEqual(got.last.flatMap(code), "lock_is_automatic")
+        on.stop()
+    }
+
+    /// What the configuration stops offering leaves Home Assistant: its
+    /// retained discovery config is emptied on the next connect.
+    func testEntitiesNoLongerOfferedAreRemovedFromHomeAssistant() throws {
+        let door = Payloads.discoveryTopic(device: "front-door", component: "binary_sensor", object: "door")
+        func retainedConfigs() throws -> [String] {
+            let sub = try broker.subscribe("homeassistant/+/+/+/config", as: "homeassistant")
+            return sub.wait(timeout: 1.5) { _ in false }.filter { $0.contains("|1|") }.map {
+                String($0.split(separator: "|")[0])
+            }
+        }
+        var l: MQTTLink? = try link()
+        XCTAssertTrue(try retainedConfigs().contains(door), "door contact offered")
+        l?.stop()
+        l = try link(doorContact: false)
+        let without = try retainedConfigs()
+        XCTAssertFalse(without.contains(door), "door contact removed from the configuration: \(without)")
+        XCTAssertEqual(without.count, Payloads.discoveryCatalog.count - 1, "\(without)")
+        l?.stop()
+        l = try link(mqtt: "home_assistant_discovery = false")
+        XCTAssertEqual(try retainedConfigs(), [], "discovery off removes every entity")
+        l?.stop()
+    }
+
+    func testLastAccessIsATimestampSensorWithItsSource() throws {
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
+        let entries = Payloads.discovery(
+            device: "front-door", name: "Front", topics: topics, doorContact: true, eventTypes: [], canOpen: false)
+        let sensor = try XCTUnwrap(entries.first { $0.topic.contains("/last_access/") })
+        let j = try JSONValue.parse(sensor.payload)
+        XCTAssertEqual(j["device_class"]?.stringValue, "timestamp")
+        XCTAssertEqual(j["json_attributes_topic"]?.stringValue, topics.state)
+        let catalog = Set(
+            Payloads.discoveryCatalog.map {
+                Payloads.discoveryTopic(device: "front-door", component: $0.component, object: $0.object)
+            })
+        XCTAssertTrue(Set(entries.map(\.topic)).isSubset(of: catalog), "every offered entity can be removed again")
     }
 
     func code(_ o: RemoteOutcome) -> String? {

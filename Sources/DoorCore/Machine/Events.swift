@@ -131,4 +131,26 @@ public struct DoorEvent: Equatable, Sendable {
         self.uid = uid
         self.source = source
     }
+
+    /// Where the door was opened from, when this event records an open of any
+    /// kind — a sticker, the exit button, an admin, a remote command (not the
+    /// device report of compat command 5) — or nil. Home Assistant's "last
+    /// access" sensor follows these.
+    public var accessSource: String? {
+        Self.accessSource(kind: kind.rawValue, reason: reason, source: source)
+    }
+
+    /// The same for a stored audit row's fields.
+    public static func accessSource(kind: String, reason: String?, source: String?) -> String? {
+        switch Kind(rawValue: kind) {
+        case .accessGranted?: return source ?? "tag"
+        case .exitRequest?: return source ?? "button"
+        case .adminOpen?: return source ?? "admin"
+        case .remoteAccepted? where reason != "report": return source ?? "remote"
+        default: return nil
+        }
+    }
+
+    /// The kinds `accessSource` can name.
+    public static let accessKinds: [Kind] = [.accessGranted, .exitRequest, .adminOpen, .remoteAccepted]
 }

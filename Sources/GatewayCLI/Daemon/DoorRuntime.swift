@@ -36,7 +36,9 @@ final class DoorRuntime: @unchecked Sendable {
     /// The door's state (lock, mode, reader, last access) when it changed.
     var publishState: ((JSONValue) -> Void)?
     private var lastPublishedState: JSONValue?
-    private(set) var lastAccess: Int64?
+    /// The newest open of any kind (time, source), from the audit log at
+    /// start so a restart does not forget it (Home Assistant's "last access").
+    private(set) var lastAccess: (time: Int64, source: String)?
     let registry: StickerRegistry
     /// Audit sink: the store's hash-chained log.
     let audit: (DoorEvent, Int64, String?) -> Void
@@ -57,6 +59,14 @@ final class DoorRuntime: @unchecked Sendable {
         self.log = log
         machine = DoorMachine(settings: configuration.door)
         patterns = PatternDriver(board: board, logger: log)
+        do {
+            let kinds = DoorEvent.accessKinds.map(\.rawValue)
+            lastAccess = try store.newestAudit(kinds: kinds, limit: 64).lazy.compactMap { row in
+                DoorEvent.accessSource(kind: row.kind, reason: row.reason, source: row.source).map { (row.time, $0) }
+            }.first
+        } catch {
+            log.error("last access not read from the audit log: \(error)")
+        }
     }
 
     // MARK: Clock
@@ -190,7 +200,8 @@ final class DoorRuntime: @unchecked Sendable {
             ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
             ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
             ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerHealth == "ok" ? "ok" : "fault")),
-            ("last_access", .optional(lastAccess.map(UTCTime.iso8601))),
+            ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
+            ("last_access_source", .optional(lastAccess?.source)),
         ])
     }
 
@@ -205,7 +216,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func record(_ event: DoorEvent) {
         let wall = Int64(time(nil))
-        if event.kind == .accessGranted { lastAccess = wall }
+        if let source = event.accessSource { lastAccess = (wall, source) }
         counters[event.kind.rawValue, default: 0] += 1
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
