@@ -1,0 +1,194 @@
+#!/bin/sh
+# scripts/test-deb.sh DEB — install the amd64 package in a Debian 12 chroot and
+# check it: user and groups, file modes, the conffile, the enabled unit,
+# gatewayctl on the stock configuration, systemd-analyze verify/security on the
+# installed root, then remove (state and configuration kept) and purge (state,
+# configuration and user gone), and install once more.
+#
+# The chroot is debootstrap --variant=minbase bookworm plus adduser, systemd,
+# libnss-systemd and procps (so nsswitch.conf says "files systemd", as on a
+# stock Debian 12, and systemd-analyze finds the system units and /bin/kill),
+# cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test/ and copied
+# afresh for every run. Every command in the chroot runs in its own mount and
+# PID namespace (unshare) with its own /proc, so no mount outlives it; the trap
+# checks anyway and removes the copy on every exit path.
+# PID 1 here is not systemd: the service is not started (the arm64 image test
+# boots it).
+set -eu
+
+DEB=${1:?usage: scripts/test-deb.sh out/deb/doorgateway_VERSION_amd64.deb}
+[ -f "$DEB" ] || { echo "test-deb: no $DEB (make deb-amd64)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "test-deb: needs root (debootstrap, chroot)" >&2; exit 2; }
+DEB=$(readlink -f "$DEB")
+CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+INCLUDE=adduser,systemd,libnss-systemd,procps
+BASE=$CACHE/bookworm-amd64
+STAMP="bookworm minbase $INCLUDE"
+mkdir -p "$CACHE"
+
+# --- the cached base, built once (runs take turns on the lock) ----------------
+exec 9>"$CACHE/.lock"
+flock 9
+if [ "$(cat "$BASE/.doorgateway-stamp" 2>/dev/null || true)" != "$STAMP" ]; then
+    echo "test-deb: debootstrap $STAMP into $BASE (once)"
+    rm -rf "$BASE" "$BASE.tmp"
+    debootstrap --variant=minbase --include="$INCLUDE" bookworm "$BASE.tmp" "$MIRROR" > "$CACHE/debootstrap.log" 2>&1 \
+        || { tail -20 "$CACHE/debootstrap.log" >&2; rm -rf "$BASE.tmp"; exit 1; }
+    echo "$STAMP" > "$BASE.tmp/.doorgateway-stamp"
+    mv "$BASE.tmp" "$BASE"
+fi
+
+RUN=$(mktemp -d "$CACHE/run.XXXXXX")
+ROOT=$RUN/root
+cleanup() {
+    # Mounts live in the per-command namespaces; this only catches the impossible.
+    for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+        umount -l "$m" 2>/dev/null || true
+    done
+    rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+cp -a "$BASE" "$ROOT"
+exec 9>&-   # the copy is ours; let other runs use the base
+
+# Run a command inside the chroot, in fresh mount + PID namespaces with /proc.
+in_root() {
+    unshare --mount --pid --fork --mount-proc="$ROOT/proc" \
+        chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 HOME=/root "$@"
+}
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+# check NAME COMMAND...: the command runs in the chroot and must exit 0.
+check() {
+    name=$1
+    shift
+    if out=$(in_root "$@" 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -3)"; fi
+}
+# expect NAME WANT COMMAND...: the command's output must equal WANT.
+expect() {
+    name=$1 want=$2
+    shift 2
+    got=$(in_root "$@" 2>&1 || true)
+    if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
+}
+
+grep -Eq '^(passwd|group):.*systemd' "$ROOT/etc/nsswitch.conf" \
+    || { echo "test-deb: the chroot's nsswitch.conf does not list systemd" >&2; exit 1; }
+cp "$DEB" "$ROOT/tmp/doorgateway.deb"
+VERSION=$(dpkg-deb -f "$DEB" Version)
+
+echo "== install $(basename "$DEB")"
+check "dpkg -i" dpkg -i /tmp/doorgateway.deb
+expect "package installed" "install ok installed $VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
+
+echo "== user and groups"
+check "doorgateway user: system uid, home /var/lib/doorgateway, nologin" sh -c '
+    IFS=: read -r name _ uid gid _ home shell <<EOF
+$(getent passwd doorgateway)
+EOF
+    [ "$name" = doorgateway ] && [ "$uid" -lt 1000 ] && [ "$home" = /var/lib/doorgateway ] \
+        && [ "$shell" = /usr/sbin/nologin ] && [ "$gid" = "$(getent group doorgateway | cut -d: -f3)" ]'
+check "doorgateway group: system gid" sh -c '[ "$(getent group doorgateway | cut -d: -f3)" -lt 1000 ]'
+for g in gpio i2c spi; do
+    check "group $g created (system gid)" sh -c "[ \"\$(getent group $g | cut -d: -f3)\" -lt 1000 ]"
+done
+expect "doorgateway in gpio i2c spi dialout" "dialout doorgateway gpio i2c spi" \
+    sh -c 'id -nG doorgateway | tr " " "\n" | sort | tr "\n" " " | sed "s/ $//"'
+
+echo "== files"
+for spec in \
+    "/usr/bin/gateway 755 root:root" \
+    "/lib/systemd/system/gatewayd.service 644 root:root" \
+    "/lib/udev/rules.d/99-doorgateway.rules 644 root:root" \
+    "/etc/doorgateway 755 root:root" \
+    "/etc/doorgateway/gateway.toml 644 root:root" \
+    "/var/lib/doorgateway 700 doorgateway:doorgateway" \
+    "/usr/share/bash-completion/completions/gatewayctl 644 root:root" \
+    "/usr/share/zsh/vendor-completions/_gatewayctl 644 root:root" \
+    "/usr/share/fish/vendor_completions.d/gatewayctl.fish 644 root:root" \
+    "/usr/share/man/man8/gatewayd.8.gz 644 root:root" \
+    "/usr/share/doc/doorgateway/copyright 644 root:root" \
+    "/usr/share/doc/doorgateway/changelog.Debian.gz 644 root:root"; do
+    set -- $spec
+    expect "mode $1" "$2 $3" stat -c '%a %U:%G' "$1"
+done
+expect "gatewayd -> gateway" gateway readlink /usr/bin/gatewayd
+expect "gatewayctl -> gateway" gateway readlink /usr/bin/gatewayctl
+expect "conffile registered" "/etc/doorgateway/gateway.toml" \
+    sh -c 'dpkg-query -W -f="\${Conffiles}\n" doorgateway | awk "NF { print \$1 }"'
+check "conffile = gatewayctl config example --board pi" \
+    sh -c 'gatewayctl config example --board pi | cmp -s - /etc/doorgateway/gateway.toml'
+check "unit enabled (multi-user.target.wants)" \
+    test -L /etc/systemd/system/multi-user.target.wants/gatewayd.service
+check "bash completion parses" bash -n /usr/share/bash-completion/completions/gatewayctl
+
+echo "== gatewayctl on the installed system"
+check "gatewayctl --help" gatewayctl --help
+expect "gatewayctl version" "gateway ${VERSION%-*}" gatewayctl version
+# The stock configuration, checked as root and as the service user, with
+# nsswitch.conf listing systemd: whatever it says, the static binary must not
+# die of a signal (it must never reach glibc's NSS).
+for who in root doorgateway; do
+    if [ $who = root ]; then
+        set -- gatewayctl config check
+    else
+        set -- setpriv --reuid=doorgateway --regid=doorgateway --init-groups gatewayctl config check
+    fi
+    rc=0
+    out=$(in_root "$@" 2>&1) || rc=$?
+    if [ "$rc" -lt 128 ] && [ -n "$out" ]; then
+        pass "config check as $who (exit $rc): $(printf '%s' "$out" | head -1)"
+    else
+        fail "config check as $who" "exit $rc: $(printf '%s' "$out" | tail -2)"
+    fi
+done
+
+echo "== the unit on the installed root"
+if out=$(systemd-analyze verify --man=no --root="$ROOT" gatewayd.service 2>&1) && [ -z "$out" ]; then
+    pass "systemd-analyze verify --root"
+else
+    fail "systemd-analyze verify --root" "$out"
+fi
+exposure=$(systemd-analyze security --offline=true --root="$ROOT" gatewayd.service 2>/dev/null \
+    | sed -n 's/.*Overall exposure level for gatewayd.service: \([0-9.]*\).*/\1/p')
+if [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 3.0) }'; then
+    pass "systemd-analyze security exposure $exposure <= 3.0"
+else
+    fail "systemd-analyze security" "exposure '$exposure'"
+fi
+
+echo "== remove keeps state, configuration and user"
+# State as the daemon would leave it, and a file the admin added.
+check "state written as doorgateway" \
+    setpriv --reuid=doorgateway --regid=doorgateway --init-groups sh -c 'echo state > /var/lib/doorgateway/gateway.db'
+check "admin file in /etc/doorgateway" sh -c 'umask 077; echo key > /etc/doorgateway/door.key'
+check "dpkg -r" dpkg -r doorgateway
+expect "status after remove" "deinstall ok config-files" dpkg-query -W -f='${Status}' doorgateway
+check "binary gone" sh -c '! test -e /usr/bin/gateway && ! test -e /usr/bin/gatewayctl'
+check "state kept" grep -qx state /var/lib/doorgateway/gateway.db
+check "conffile kept" test -f /etc/doorgateway/gateway.toml
+check "user kept" getent passwd doorgateway
+
+echo "== purge removes state, configuration and user"
+check "dpkg -P" dpkg -P doorgateway
+expect "status after purge" "" sh -c 'dpkg-query -W -f="\${Status}" doorgateway 2>/dev/null || true'
+check "state gone" sh -c '! test -e /var/lib/doorgateway'
+check "configuration gone" sh -c '! test -e /etc/doorgateway'
+check "user gone" sh -c '! getent passwd doorgateway'
+check "group gone" sh -c '! getent group doorgateway'
+check "gpio i2c spi groups stay" sh -c 'getent group gpio && getent group i2c && getent group spi'
+check "unit links gone" sh -c '! test -e /etc/systemd/system/multi-user.target.wants/gatewayd.service'
+
+echo "== install again, then reinstall over it (the upgrade path)"
+check "dpkg -i after purge" dpkg -i /tmp/doorgateway.deb
+check "dpkg -i over itself" dpkg -i /tmp/doorgateway.deb
+check "user back" getent passwd doorgateway
+check "dpkg -P again" dpkg -P doorgateway
+
+echo "test-deb: $passed passed, $failed failed"
+[ "$failed" = 0 ]
