@@ -114,7 +114,11 @@ public struct StaticLock: Equatable, Sendable, Hashable {
 
     /// Pages made read-only, in order (3 = the CC).
     public var lockedPages: [Int] {
-        (3...7).filter { lock0 >> $0 & 1 == 1 } + (8...15).filter { lock1 >> ($0 - 8) & 1 == 1 }
+        // Two typed filters: Swift 6.0 cannot type-check the one-expression
+        // form "in reasonable time" (the aarch64 build uses 6.0.3).
+        let low: [Int] = (3...7).filter { (p: Int) -> Bool in lock0 >> p & 1 == 1 }
+        let high: [Int] = (8...15).filter { (p: Int) -> Bool in lock1 >> (p - 8) & 1 == 1 }
+        return low + high
     }
 }
 

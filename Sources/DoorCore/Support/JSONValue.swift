@@ -24,6 +24,9 @@ public indirect enum JSONValue: Equatable, Sendable {
         }
     }
 
+    // Disfavoured so that `.int(x)` with an Int64 picks the enum case: Swift 6.0
+    // (the aarch64 build) otherwise reports "ambiguous use of 'int'".
+    @_disfavoredOverload
     public static func int<I: BinaryInteger>(_ v: I) -> JSONValue { .int(Int64(clamping: v)) }
     public static func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
 
