@@ -185,7 +185,9 @@ fi
 say "systemd-analyze verify: clean"
 exposure=$(systemd-analyze security --offline=true --root="$VROOT" gatewayd.service 2>/dev/null \
     | sed -n 's/.*Overall exposure level for gatewayd.service: \([0-9.]*\).*/\1/p')
-say "systemd-analyze security --offline=true: exposure $exposure"
+awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.0) }' \
+    || die "systemd-analyze security --offline=true: exposure '$exposure', more than 3.0"
+say "systemd-analyze security --offline=true: exposure $exposure (<= 3.0)"
 rm -rf "$VROOT"
 
 if command -v lintian >/dev/null; then
