@@ -65,6 +65,8 @@ let package = Package(
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
         .target(name: "CDoorSafety", dependencies: ["CGPIOD"]),
+        // glibc's NSS pinned to the sources built into the static binary (C: __nss_configure_lookup).
+        .target(name: "CStaticNSS"),
         // Share links and keys as QR codes in the terminal (libqrencode).
         .target(name: "TerminalQR", dependencies: ["CQRencode"]),
         .target(
@@ -90,7 +92,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .executableTarget(name: "gateway", dependencies: ["GatewayCLI"]),
+        .executableTarget(name: "gateway", dependencies: ["GatewayCLI", "CStaticNSS"]),
         // MARK: Benchmarks (make bench)
         .executableTarget(
             name: "reader-bench", dependencies: ["NFCReader", "DoorCore"], path: "Benchmarks/ReaderBench"),

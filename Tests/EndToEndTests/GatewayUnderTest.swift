@@ -40,7 +40,8 @@ final class GatewayUnderTest {
     /// The shipped example configuration for `board` (`gateway ctl config
     /// example`), every value stock, with only `[paths]` moved into the
     /// test's own directory.
-    init(stockExample board: String) throws {
+    /// `edits` replace exact text of the example (each must be found once).
+    init(stockExample board: String, edits: [(String, String)] = []) throws {
         deviceID = "front-door"
         dir = try Self.makeDirectory()
         configFile = dir.appendingPathComponent("gateway.toml")
@@ -52,9 +53,15 @@ final class GatewayUnderTest {
         guard example.stdout.contains(stateLine), example.stdout.contains(runtimeLine) else {
             throw E2EError("the example's [paths] changed; update this test:\n\(example.stdout)")
         }
-        let toml = example.stdout
+        var toml = example.stdout
             .replacingOccurrences(of: stateLine, with: "state_dir = \"\(dir.path)/state\"")
             .replacingOccurrences(of: runtimeLine, with: "runtime_dir = \"\(dir.path)/run\"")
+        for (old, new) in edits {
+            guard toml.components(separatedBy: old).count == 2 else {
+                throw E2EError("the example does not hold \(old.debugDescription) exactly once; update this test")
+            }
+            toml = toml.replacingOccurrences(of: old, with: new)
+        }
         try toml.write(to: configFile, atomically: true, encoding: .utf8)
     }
 

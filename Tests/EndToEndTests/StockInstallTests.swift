@@ -36,7 +36,7 @@ final class StockInstallTests: XCTestCase {
     }
 
     /// Runs `g`'s gatewayd with its own account files and nsswitch.conf.
-    private func isolate(_ g: GatewayUnderTest, withAdminGroup: Bool) throws {
+    private func isolate(_ g: GatewayUnderTest, withAdminGroup: Bool, nsswitch: String = StockInstallTests.nsswitch) throws {
         let real = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         let keep = { (text: String) in
             text.split(separator: "\n").filter { !$0.hasPrefix("doorgateway:") }.joined(separator: "\n") + "\n"
@@ -48,7 +48,7 @@ final class StockInstallTests: XCTestCase {
         group += "alice:x:\(Self.alice):\nbob:x:\(Self.bob):\n"
         if withAdminGroup { group += "doorgateway:x:\(Self.adminGID):alice\n" }
         var paths: [String] = []
-        for (name, text) in [("group", group), ("passwd", passwd), ("nsswitch.conf", Self.nsswitch)] {
+        for (name, text) in [("group", group), ("passwd", passwd), ("nsswitch.conf", nsswitch)] {
             let url = g.dir.appendingPathComponent("etc-\(name)")
             try text.write(to: url, atomically: true, encoding: .utf8)
             paths.append(url.path)
@@ -125,6 +125,35 @@ final class StockInstallTests: XCTestCase {
         XCTAssertTrue(outsider.stderr.lowercased().contains("permission denied"), outsider.stderr)
 
         XCTAssertTrue(g.process?.isRunning ?? false, g.log)
+        XCTAssertEqual(g.stop(), 0, g.log)
+    }
+
+    /// Whatever nsswitch.conf lists — here `systemd` before `files` for users,
+    /// groups and hosts — the static binary resolves the broker's name (and
+    /// the admin group) without loading an NSS plugin: before the name-service
+    /// switch was pinned, /proc/PID/maps showed libnss_systemd.so.2 and a
+    /// second libc.so.6 mapped into gatewayd after its first MQTT connect.
+    func testNameLookupsNeverLoadAnNSSPlugin() throws {
+        try requireRoot()
+        let port = try MosquittoBroker.freePort()
+        let g = try GatewayUnderTest(
+            stockExample: "sim",
+            edits: [
+                ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(port)\n"),
+                ("enabled = true\n# ca_file = ", "enabled = false\n# ca_file = "),
+            ])
+        try isolate(
+            g, withAdminGroup: true, nsswitch: "passwd: systemd files\ngroup: systemd files\nhosts: systemd files dns\n"
+        )
+        try g.start()
+        try waitUntil(timeout: 15) {
+            g.log.contains("mqtt: connect to localhost:\(port)") || g.log.contains("reconnect")
+        }
+        let pid = try XCTUnwrap(g.process?.processIdentifier)
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        XCTAssertFalse(maps.contains("libnss_"), maps)
+        XCTAssertFalse(maps.contains("libc.so"), maps)
+        XCTAssertEqual(try ctl(g, as: Self.alice, groups: [Self.adminGID]).status, 0)
         XCTAssertEqual(g.stop(), 0, g.log)
     }
 
