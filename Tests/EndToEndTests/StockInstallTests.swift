@@ -36,7 +36,9 @@ final class StockInstallTests: XCTestCase {
     }
 
     /// Runs `g`'s gatewayd with its own account files and nsswitch.conf.
-    private func isolate(_ g: GatewayUnderTest, withAdminGroup: Bool, nsswitch: String = StockInstallTests.nsswitch) throws {
+    private func isolate(
+        _ g: GatewayUnderTest, withAdminGroup: Bool, nsswitch: String = StockInstallTests.nsswitch
+    ) throws {
         let real = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         let keep = { (text: String) in
             text.split(separator: "\n").filter { !$0.hasPrefix("doorgateway:") }.joined(separator: "\n") + "\n"
