@@ -148,6 +148,26 @@ for who in root doorgateway; do
     fi
 done
 
+# ... and it must not even try: no libnss_* is opened (strace from the host).
+if command -v strace >/dev/null; then
+    for cmd in "config check" "status" "version"; do
+        rc=0
+        strace -f -qq -e trace=execve,open,openat -o "$RUN/strace.log" \
+            unshare --mount --pid --fork --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i PATH=/usr/bin:/bin \
+            setpriv --reuid=doorgateway --regid=doorgateway --init-groups gatewayctl $cmd >/dev/null 2>&1 || rc=$?
+        # Only what gatewayctl itself opened (after its execve), not setpriv's own lookups.
+        nss=$(awk '/execve\("\/usr\/bin\/gatewayctl"/ { seen = 1 } seen && /libnss_/' "$RUN/strace.log" | head -3)
+        grep -q 'execve("/usr/bin/gatewayctl"' "$RUN/strace.log" || nss="gatewayctl not traced"
+        if [ -z "$nss" ] && [ "$rc" -lt 128 ]; then
+            pass "gatewayctl $cmd opens no NSS module (exit $rc)"
+        else
+            fail "gatewayctl $cmd" "exit $rc; $nss"
+        fi
+    done
+else
+    echo "SKIP NSS trace: strace not installed"
+fi
+
 echo "== the unit on the installed root"
 if out=$(systemd-analyze verify --man=no --root="$ROOT" gatewayd.service 2>&1) && [ -z "$out" ]; then
     pass "systemd-analyze verify --root"
