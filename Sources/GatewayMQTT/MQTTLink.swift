@@ -12,6 +12,12 @@ public struct MQTTStatus: Equatable, Sendable {
     public var outboxDepth: Int
     public var published: Int
     public var acknowledged: Int
+    /// Publishes the broker refused (MQTT 5 PUBACK reason code ≥ 0x80, e.g.
+    /// 0x87 not authorised by its ACL). Always 0 under MQTT 3.1.1, where a
+    /// broker acknowledges a denied publish like any other.
+    public var denied: Int = 0
+    /// The newest refusal: topic and reason.
+    public var lastDenied: String? = nil
 }
 
 /// The MQTT adapter: the only code that touches libmosquitto. One client on
@@ -38,6 +44,12 @@ public final class MQTTLink: @unchecked Sendable {
     private var publishedUpTo: Int64 = 0
     private var publishedCount = 0
     private var acknowledgedCount = 0
+    private var deniedCount = 0
+    private var lastDenied: String?
+    /// Topic of each publish awaiting its PUBACK (to name a refusal).
+    private var midTopics: [Int32: String] = [:]
+    /// Refusals whose PUBACK beat the recording of their mid (and topic).
+    private var earlyDenials: [Int32: Int32] = [:]
     private var replay: ReplayGuard
     private var lastState: [UInt8]?
     private var supervisor: DispatchSourceTimer?
@@ -102,7 +114,15 @@ public final class MQTTLink: @unchecked Sendable {
         mosquitto_reconnect_delay_set(m, 1, 60, true)
         mosquitto_connect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).connected(rc) }
         mosquitto_disconnect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).disconnected(rc) }
-        mosquitto_publish_callback_set(m) { _, obj, mid in MQTTLink.from(obj).acknowledged(mid) }
+        if configuration.protocolVersion == .v5 {
+            // MQTT 5's PUBACK carries a reason code: a publish the broker's
+            // ACL refused is acknowledged with 0x87 instead of going unseen.
+            mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
+                MQTTLink.from(obj).acknowledged(mid, reason: reason)
+            }
+        } else {
+            mosquitto_publish_callback_set(m) { _, obj, mid in MQTTLink.from(obj).acknowledged(mid, reason: 0) }
+        }
         mosquitto_message_callback_set(m) { _, obj, message in
             guard let message else { return }
             MQTTLink.from(obj).received(message.pointee)
@@ -183,7 +203,7 @@ public final class MQTTLink: @unchecked Sendable {
         return lock.withLock {
             MQTTStatus(
                 connected: connected, lastError: lastError, outboxDepth: depth, published: publishedCount,
-                acknowledged: acknowledgedCount)
+                acknowledged: acknowledgedCount, denied: deniedCount, lastDenied: lastDenied)
         }
     }
 
@@ -300,13 +320,15 @@ public final class MQTTLink: @unchecked Sendable {
                     noteError("publish: \(Self.describe(rc))")
                     return
                 }
-                let ackedAlready = lock.withLock { () -> Bool in
+                let (ackedAlready, refused) = lock.withLock { () -> (Bool, Int32?) in
                     publishedUpTo = row.seq
                     publishedCount += 1
-                    if earlyAcks.remove(mid) != nil { return true }
+                    let refused = recordTopicLocked(mid, row.topic)
+                    if earlyAcks.remove(mid) != nil { return (true, refused) }
                     inFlight[mid] = row.seq
-                    return false
+                    return (false, refused)
                 }
+                if let refused { noteDenied(row.topic, refused) }
                 if ackedAlready { acknowledge(row.seq) }
             }
         }
@@ -318,7 +340,12 @@ public final class MQTTLink: @unchecked Sendable {
         let rc = mosquitto_publish(m, &mid, topic, Int32(bytes.count), bytes, 1, retain)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { return noteError("publish \(topic): \(Self.describe(rc))") }
         // Not an outbox row: its PUBACK must not be taken for one.
-        lock.withLock { if earlyAcks.remove(mid) == nil { directMids.insert(mid) } }
+        let refused = lock.withLock { () -> Int32? in
+            let refused = recordTopicLocked(mid, topic)
+            if earlyAcks.remove(mid) == nil { directMids.insert(mid) }
+            return refused
+        }
+        if let refused { noteDenied(topic, refused) }
     }
 
     // MARK: Callbacks (libmosquitto's network thread)
@@ -364,7 +391,19 @@ public final class MQTTLink: @unchecked Sendable {
         if rc != 0 { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
     }
 
-    private func acknowledged(_ mid: Int32) {
+    private func acknowledged(_ mid: Int32, reason: Int32) {
+        if reason >= 0x80 {
+            let topic = lock.withLock { () -> String? in
+                guard let topic = midTopics.removeValue(forKey: mid) else {
+                    earlyDenials[mid] = reason
+                    return nil
+                }
+                return topic
+            }
+            if let topic { noteDenied(topic, reason) }
+        } else {
+            lock.withLock { _ = midTopics.removeValue(forKey: mid) }
+        }
         // A PUBACK can beat `flush` to recording the mid; it is kept for it.
         let seq = lock.withLock { () -> Int64? in
             if directMids.remove(mid) != nil { return nil }
@@ -465,6 +504,28 @@ public final class MQTTLink: @unchecked Sendable {
             }
             return .accepted(target, source: source)
         }
+    }
+
+    /// A publish the broker refused: the row still leaves the outbox (the
+    /// broker will not take it however often it is sent, and the audit log
+    /// keeps the event), but the refusal is counted, shown in status and
+    /// telemetry, and logged.
+    private func noteDenied(_ topic: String, _ reason: Int32) {
+        let what =
+            "\(topic): \(String(cString: mosquitto_reason_string(reason))) (reason code 0x\(String(reason, radix: 16)))"
+        lock.withLock {
+            deniedCount += 1
+            lastDenied = what
+        }
+        log.error("mqtt: the broker refused the publish to \(what); check its ACL for this device")
+    }
+
+    /// Records the topic of a publish awaiting its PUBACK; names a refusal
+    /// that arrived first. Called with `lock` held; returns the early refusal.
+    private func recordTopicLocked(_ mid: Int32, _ topic: String) -> Int32? {
+        if let reason = earlyDenials.removeValue(forKey: mid) { return reason }
+        if !earlyAcks.contains(mid) { midTopics[mid] = topic }
+        return nil
     }
 
     private func noteError(_ text: String) {

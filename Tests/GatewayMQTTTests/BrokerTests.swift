@@ -290,6 +290,30 @@ final class BrokerTests: XCTestCase {
         l?.stop()
     }
 
+    /// A publish the shipped ACL refuses (a prefix outside the door's own):
+    /// under MQTT 5 the PUBACK's reason code says so and the link counts and
+    /// names it; under 3.1.1 the broker acknowledges it like any other, which
+    /// is why docs/mqtt.md tells users to check the ACL from HA's side.
+    func testABrokerRefusalIsSeenUnderMQTT5AndInvisibleUnder311() throws {
+        for (protocolLine, visible) in [(#"protocol = "5""#, true), (#"protocol = "3.1.1""#, false)] {
+            let l = try link(mqtt: protocolLine + "\n" + #"topic_prefix = "elsewhere/front-door""#)
+            l.record(DoorEvent(.accessGranted, reason: "valid_v2", action: 0), at: 1_700_000_000, uidText: nil)
+            let deadline = Date() + 5
+            while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
+            XCTAssertEqual(l.status.outboxDepth, 0, "a refused row leaves the outbox (the audit log keeps it)")
+            let st = l.status
+            if visible {
+                XCTAssertGreaterThanOrEqual(st.denied, 1, "\(st)")
+                XCTAssertTrue(st.lastDenied?.contains("elsewhere/front-door/") ?? false, "\(st)")
+                XCTAssertTrue(st.lastDenied?.lowercased().contains("not authori") ?? false, "\(st)")
+            } else {
+                XCTAssertEqual(st.denied, 0, "MQTT 3.1.1 cannot tell: \(st)")
+            }
+            XCTAssertTrue(broker.log.contains("Denied PUBLISH"), broker.log)
+            l.stop()
+        }
+    }
+
     func testLastAccessIsATimestampSensorWithItsSource() throws {
         let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
         let entries = Payloads.discovery(

@@ -60,7 +60,7 @@ extension Daemon {
                 ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
                 ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                 ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
-                ("clock_synchronised", .bool(runtime.clockSynchronised())),
+                ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
             ]
             link.publishTelemetry(fields, at: Int64(time(nil)))
         }
@@ -81,7 +81,8 @@ extension Daemon {
         return .object([
             ("enabled", .bool(true)), ("connected", .bool(s.connected)), ("outbox", .int(s.outboxDepth)),
             ("published", .int(s.published)), ("acknowledged", .int(s.acknowledged)),
-            ("last_error", .optional(s.lastError)),
+            ("last_error", .optional(s.lastError)), ("denied", .int(s.denied)),
+            ("last_denied", .optional(s.lastDenied)),
         ])
     }
 
