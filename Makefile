@@ -90,8 +90,10 @@ deb-amd64: deb-tools static
 deb-arm64: deb-tools static
 	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64
 deb: deb-tools $(DEB_STATICS)
-	@$(MAKE) --no-print-directory deb-amd64
-	@if [ -x out/static-arm64/gateway ]; then $(MAKE) --no-print-directory deb-arm64; \
+	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh amd64 "$(STATIC_OUT)"
+	@if [ -x out/static-arm64/gateway ]; then \
+	  echo 'HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64'; \
+	  HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64; \
 	else echo "deb: no out/static-arm64/gateway, arm64 package skipped (make static-arm64)"; fi
 test-deb: deb-amd64
 	./scripts/test-deb.sh out/deb/doorgateway_*_amd64.deb
