@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatewayConfig
+import GatewayMQTT
 
 /// `gatewayctl config …`: offline, no daemon needed.
 struct ConfigCommand: ParsableCommand {
@@ -18,20 +19,48 @@ struct ConfigCheck: ParsableCommand {
         discussion: """
             Prints `ok: FILE` and the effective configuration, one line per section; or each \
             problem as `FILE:LINE: key: message` on standard error, and exits 1.
+
+            With --broker it also connects to the MQTT broker as the door (its certificate) and \
+            sends one message around its own `<topic_prefix>/check` topic: under MQTT 3.1.1 a \
+            broker acknowledges a publish its ACL denies, so only the round trip shows that the \
+            ACL lets the door use its prefix. Relative TLS paths are looked up in \
+            $CREDENTIALS_DIRECTORY, else beside the configuration file.
             """)
 
     @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
     var file: String?
 
+    @Flag(help: "Also check the broker: connect, and publish and receive on the door's own check topic.")
+    var broker = false
+
     func run() throws {
-        let path = file ?? GatewayConfiguration.defaultFile(environment: ProcessInfo.processInfo.environment)
+        let environment = ProcessInfo.processInfo.environment
+        let path = file ?? GatewayConfiguration.defaultFile(environment: environment)
+        let config: GatewayConfiguration
         do {
-            let config = try GatewayConfiguration.load(file: path)
+            config = try GatewayConfiguration.load(file: path)
             print("ok: \(path)")
             config.summary.forEach { print("  \($0)") }
         } catch {
             let text = error.issues.map { $0.formatted(file: path) + "\n" }.joined()
             FileHandle.standardError.write(Data(text.utf8))
+            throw ExitCode(1)
+        }
+        guard broker else { return }
+        guard config.mqtt.enabled else {
+            FileHandle.standardError.write(Data("broker: [mqtt] enabled = false: no broker to check\n".utf8))
+            throw ExitCode(1)
+        }
+        var mqtt = config.mqtt
+        let base = environment["CREDENTIALS_DIRECTORY"] ?? (path as NSString).deletingLastPathComponent
+        func resolve(_ p: String?) -> String? { p.map { $0.hasPrefix("/") ? $0 : base + "/" + $0 } }
+        mqtt.tls.certFile = resolve(mqtt.tls.certFile)
+        mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
+        mqtt.tls.caFile = resolve(mqtt.tls.caFile)
+        do {
+            for line in try BrokerCheck.run(configuration: mqtt) { print(line) }
+        } catch {
+            FileHandle.standardError.write(Data("broker: \(error)\n".utf8))
             throw ExitCode(1)
         }
     }
