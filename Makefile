@@ -97,3 +97,14 @@ deb: deb-tools $(DEB_STATICS)
 	else echo "deb: no out/static-arm64/gateway, arm64 package skipped (make static-arm64)"; fi
 test-deb: deb-amd64
 	./scripts/test-deb.sh out/deb/doorgateway_*_amd64.deb
+
+## static-arm64: fully static aarch64 (Raspberry Pi) binaries in $(STATIC_ARM64_OUT): gateway
+## (+ gatewayd, gatewayctl links) and pn532-sim, cross-built with Debian trixie's swiftlang 6.0.3
+## in a cached trixie chroot (root; cache ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/arm64)
+## test-e2e-arm64: the x86_64 end-to-end tests against those aarch64 binaries through qemu-user
+STATIC_ARM64_OUT ?= out/static-arm64
+.PHONY: static-arm64 test-e2e-arm64
+static-arm64:
+	./scripts/static-arm64.sh "$(STATIC_ARM64_OUT)"
+test-e2e-arm64: deps static-arm64
+	./scripts/arm64/test-e2e.sh "$(STATIC_ARM64_OUT)"

@@ -1,0 +1,385 @@
+#!/usr/bin/env bash
+# inside.sh STEP — the steps of `make static-arm64` that run INSIDE the trixie
+# amd64 chroot (scripts/arm64/chroot.sh puts the arm64 cache at /cache and the
+# project copy at /cache/src). Called by scripts/static-arm64.sh; each step is
+# stamped and returns at once when its stamp matches.
+#
+#   packages   Debian trixie's swiftlang 6.0.3 (amd64 compiler) and the :arm64
+#              -dev packages whose static archives the link uses
+#   sdk        the aarch64 Swift resource dirs (lib/swift, lib/swift_static,
+#              lib/clang) unpacked from swiftlang:arm64 into /cache/sdk
+#   cdeps      aarch64 static C archives and .pc files in /cache/cdeps
+#   swiftdeps  the Swift package dependencies, patched for Swift 6.0, as local
+#              path packages in /cache/swift-deps (run on the HOST: it clones
+#              with the host's git configuration, whose url.insteadOf points
+#              github.com at the machine's package mirror)
+#   build      swift build of gateway and pn532-sim for aarch64 into /cache/build
+#
+# Why a chroot: trixie's swiftlang needs glibc >= 2.38 and libpython3.13, the
+# host is bookworm. Why no cross gcc here: libc6-dev-arm64-cross adds
+# /usr/aarch64-linux-gnu/include, which Swift 6.0's glibc module-map lookup
+# then picks ("header 'assert.h' not found"); the C libraries are compiled with
+# swiftlang's own clang instead, and only binutils-aarch64-linux-gnu (ar,
+# strip; no headers) is installed.
+set -euo pipefail
+
+STEP="${1:?usage: inside.sh packages|sdk|cdeps|swiftdeps|build}"
+# The cache as the chroot sees it; the swiftdeps step runs on the host (the
+# package mirror git knows is configured there) with ARM64_CACHE set.
+C="${ARM64_CACHE:-/cache}"
+TRIPLE=aarch64-unknown-linux-gnu
+MULTIARCH=aarch64-linux-gnu
+SYSLIB=/usr/lib/$MULTIARCH
+SDK=$C/sdk
+CDEPS=$C/cdeps
+PCDIR=$CDEPS/pkgconfig
+SWIFTDEPS=$C/swift-deps
+SCRATCH=$C/build
+JOBS="${JOBS:-$(nproc)}"
+
+say() { echo "static-arm64: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+pkgver() { dpkg-query -W -f='${Version}' "$1"; }
+
+# --- packages ---------------------------------------------------------------
+# Host-arch tools first, then the :arm64 libraries (their .a files and headers
+# land in /usr/lib/aarch64-linux-gnu and /usr/include/aarch64-linux-gnu).
+PACKAGES=(swiftlang libc6-dev libstdc++-14-dev pkg-config git ca-certificates
+    cmake make dpkg-dev file binutils-aarch64-linux-gnu
+    libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libssl-dev:arm64
+    libsqlite3-dev:arm64 libnfc-dev:arm64 libusb-dev:arm64 libmosquitto-dev:arm64
+    libqrencode-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64)
+
+step_packages() {
+    local stamp=/var/lib/doorgateway-packages.stamp want="${PACKAGES[*]}"
+    stamp_ok "$stamp" "$want" && return
+    dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+    say "chroot: apt-get update + install swiftlang and the :arm64 -dev packages"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+    # The cross-gcc headers break Swift's glibc module map (see the top).
+    ! dpkg-query -W -f='${Status}' libc6-dev-arm64-cross 2>/dev/null | grep -q 'ok installed' ||
+        die "libc6-dev-arm64-cross is installed in the chroot; Swift's SwiftGlibc module would not build"
+    echo "$want" >"$stamp"
+}
+
+# --- sdk --------------------------------------------------------------------
+# The same swiftlang version for arm64 as the amd64 compiler installed: its
+# runtime, Foundation and static archives for aarch64. The .deb is kept in
+# /cache/debs so a rebuilt sdk needs no download.
+step_sdk() {
+    local ver recipe=1 stamp
+    ver="$(pkgver swiftlang)"
+    stamp="swiftlang:arm64 $ver recipe $recipe"
+    stamp_ok "$SDK/.stamp" "$stamp" && return
+    mkdir -p $C/debs
+    local deb
+    deb="$(ls $C/debs/swiftlang_"${ver#*:}"_arm64.deb 2>/dev/null || true)"
+    if [ -z "$deb" ]; then
+        say "apt-get download swiftlang:arm64=$ver (~400 MB)"
+        (cd $C/debs && apt-get -o APT::Sandbox::User=root download -qq "swiftlang:arm64=$ver")
+        deb="$(ls $C/debs/swiftlang_"${ver#*:}"_arm64.deb)"
+    fi
+    say "unpacking the aarch64 Swift resource dirs from $(basename "$deb")"
+    rm -rf "$SDK" "$SDK.tmp" && mkdir -p "$SDK.tmp/usr/lib"
+    dpkg-deb --fsys-tarfile "$deb" |
+        tar -x -C "$SDK.tmp" ./usr/libexec/swift/lib/swift ./usr/libexec/swift/lib/swift_static \
+            ./usr/libexec/swift/lib/clang
+    mv "$SDK.tmp"/usr/libexec/swift/lib/* "$SDK.tmp/usr/lib/"
+    rm -rf "$SDK.tmp/usr/libexec"
+    # Debian's static-executable-args.lnk still names the ICU libraries of
+    # Swift 5.x (-licui18nswift ...); 6.0 links lib_FoundationICU.a instead, so
+    # lld fails with "unable to find library -licui18nswift". Drop those lines.
+    local lnk="$SDK.tmp/usr/lib/swift_static/linux/static-executable-args.lnk"
+    [ -f "$lnk" ] || die "no $lnk in swiftlang:arm64"
+    sed -i '/-licu.*swift/d' "$lnk"
+    [ -f "$SDK.tmp/usr/lib/swift_static/linux/libswiftCore.a" ] || die "swiftlang:arm64 has no static libswiftCore.a"
+    mv "$SDK.tmp" "$SDK"
+    echo "$stamp" >"$SDK/.stamp"
+    rm -f $C/debs/swiftlang_*_arm64.deb.old
+    say "aarch64 resource dir ready: $SDK/usr/lib/swift_static"
+}
+
+# --- cdeps ------------------------------------------------------------------
+# The aarch64 analogue of scripts/static-deps.sh. libcrypto/libssl/libsqlite3/
+# libnfc/libusb .a come from trixie's -dev:arm64 packages. libgpiod must be v1
+# (the project's API; trixie has v2), so libgpiod.a + gpiod.h come from
+# bookworm's libgpiod-dev:arm64, fetched with a private apt configuration.
+# libmosquitto.a and libqrencode.a are not shipped by Debian: built from
+# trixie's source packages with clang --target=aarch64-linux-gnu and the same
+# cmake flags as static-deps.sh.
+MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PIC=ON
+    -DWITH_BROKER=OFF -DWITH_APPS=OFF -DWITH_CLIENTS=OFF -DDOCUMENTATION=OFF
+    -DWITH_PLUGINS=OFF -DWITH_CJSON=OFF -DWITH_TLS=ON -DWITH_THREADING=ON
+    -DWITH_SRV=OFF -DWITH_WEBSOCKETS=OFF -DWITH_SOCKS=ON)
+QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWITH_TOOLS=NO -DWITH_TESTS=NO -DWITHOUT_PNG=YES)
+
+swift_clang() {
+    local c
+    for c in /usr/libexec/swift/bin/clang /usr/bin/clang; do [ -x "$c" ] && { echo "$c"; return; }; done
+    die "no clang from swiftlang found"
+}
+
+# cmake cross settings: the compile runs for aarch64 with the arm64 headers of
+# the multiarch tree; cmake's probes build static libraries (no link needed).
+cross_cmake() {
+    local cc
+    cc="$(swift_clang)"
+    echo -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
+        -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_COMPILER_TARGET=$MULTIARCH \
+        -DCMAKE_CXX_COMPILER="$cc++" -DCMAKE_CXX_COMPILER_TARGET=$MULTIARCH \
+        -DCMAKE_AR=/usr/bin/$MULTIARCH-ar -DCMAKE_RANLIB=/usr/bin/$MULTIARCH-ranlib \
+        -DCMAKE_LIBRARY_ARCHITECTURE=$MULTIARCH -DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY \
+        -DCMAKE_FIND_ROOT_PATH=/ -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER \
+        -DOPENSSL_ROOT_DIR=/usr -DOPENSSL_INCLUDE_DIR=/usr/include \
+        -DOPENSSL_CRYPTO_LIBRARY=$SYSLIB/libcrypto.a -DOPENSSL_SSL_LIBRARY=$SYSLIB/libssl.a
+}
+
+ensure_deb_src() {
+    [ -f /etc/apt/sources.list.d/doorgateway-src.list ] && return
+    echo "deb-src http://deb.debian.org/debian trixie main" >/etc/apt/sources.list.d/doorgateway-src.list
+    apt-get update -qq
+}
+
+# build_clib NAME SRCPKG DEVPKG TARGET CMAKE_FLAGS...; install_NAME BUILD SRC PREFIX
+build_clib() {
+    local name="$1" srcpkg="$2" devpkg="$3" target="$4"
+    shift 4
+    local prefix="$CDEPS/$name" version stamp
+    version="$(dpkg-query -W -f='${source:Version}' "$devpkg:arm64")"
+    stamp="$srcpkg $version aarch64 $* $(cross_cmake)"
+    stamp_ok "$prefix/.stamp" "$stamp" && return
+    say "building static aarch64 $name from Debian source $srcpkg $version"
+    ensure_deb_src
+    local work=$C/src-c/$name
+    rm -rf "$work" "$prefix" && mkdir -p "$work"
+    (cd "$work" && apt-get source -qq --only-source "$srcpkg=$version" >"$work.log" 2>&1) ||
+        die "apt-get source $srcpkg=$version failed, see $work.log"
+    local src
+    src="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+    # shellcheck disable=SC2046 # cross_cmake prints separate -D words
+    cmake -S "$src" -B "$work/build" $(cross_cmake) "$@" >"$work.cmake.log" 2>&1 ||
+        die "cmake configure of $name failed, see $work.cmake.log"
+    cmake --build "$work/build" --target "$target" -j "$JOBS" >>"$work.cmake.log" 2>&1 ||
+        die "cmake build of $name failed, see $work.cmake.log"
+    mkdir -p "$prefix/include" "$prefix/lib"
+    "install_$name" "$work/build" "$src" "$prefix"
+    file -L "$prefix"/lib/*.a | grep -q . # archive present
+    $MULTIARCH-objdump -a "$prefix"/lib/*.a | grep -q 'file format elf64-littleaarch64' ||
+        die "$name archive is not aarch64"
+    rm -rf "$work" "$work.log"
+    echo "$stamp" >"$prefix/.stamp"
+}
+install_mosquitto() {
+    cp "$1/lib/libmosquitto_static.a" "$3/lib/libmosquitto.a"
+    cp "$2"/include/mosquitto.h "$2"/include/mqtt_protocol.h "$3/include/"
+}
+install_qrencode() {
+    cp "$1/libqrencode.a" "$3/lib/libqrencode.a"
+    cp "$2/qrencode.h" "$3/include/"
+}
+
+# libgpiod v1 from bookworm's arm64 archive, through a private apt
+# configuration in /cache/apt-bookworm (own sources, lists, status, archives):
+# the chroot's own apt state (trixie) is not touched.
+fetch_gpiod_v1() {
+    local prefix=$CDEPS/gpiod dir=$C/apt-bookworm recipe=1
+    local conf=$dir/apt.conf
+    mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/parts" "$dir/prefs"
+    : >"$dir/status"
+    cat >"$dir/sources.list" <<'EOF'
+deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
+EOF
+    cat >"$conf" <<EOF
+Dir::Etc::SourceList "$dir/sources.list";
+Dir::Etc::SourceParts "$dir/parts";
+Dir::Etc::Preferences "$dir/prefs/none";
+Dir::Etc::PreferencesParts "$dir/prefs";
+Dir::State::Lists "$dir/lists";
+Dir::State::status "$dir/status";
+Dir::Cache "$dir/cache";
+Dir::Cache::Archives "$dir/archives";
+APT::Architecture "arm64";
+APT::Architectures { "arm64"; };
+APT::Sandbox::User "root";
+EOF
+    if [ -f "$prefix/.stamp" ] && grep -q "recipe $recipe\$" "$prefix/.stamp" &&
+        [ -z "${DOORGATEWAY_ARM64_REFRESH:-}" ]; then
+        return
+    fi
+    say "fetching libgpiod-dev:arm64 (v1) from bookworm (private apt config $conf)"
+    APT_CONFIG=$conf apt-get update -qq
+    local ver stamp
+    ver="$(APT_CONFIG=$conf apt-cache policy libgpiod-dev | awk '/Candidate:/{print $2}')"
+    case "$ver" in 1.*) ;; *) die "bookworm's libgpiod-dev is $ver, want 1.x" ;; esac
+    stamp="libgpiod-dev:arm64 $ver recipe $recipe"
+    stamp_ok "$prefix/.stamp" "$stamp" && return
+    rm -rf "$prefix" "$dir/x" && mkdir -p "$prefix/include" "$prefix/lib" "$dir/x"
+    (cd "$dir" && APT_CONFIG=$conf apt-get download -qq "libgpiod-dev:arm64=$ver")
+    dpkg-deb -x "$dir"/libgpiod-dev_*"${ver#*:}"_arm64.deb "$dir/x" 2>/dev/null ||
+        dpkg-deb -x "$(ls "$dir"/libgpiod-dev_*_arm64.deb | tail -n1)" "$dir/x"
+    cp "$dir/x/usr/include/gpiod.h" "$prefix/include/"
+    cp "$dir/x/usr/lib/$MULTIARCH/libgpiod.a" "$prefix/lib/"
+    rm -rf "$dir/x" "$dir"/*.deb
+    echo "$stamp" >"$prefix/.stamp"
+}
+
+write_pc() { # NAME VERSION CFLAGS LIBS; rewritten only when the text changes
+    local file="$PCDIR/$1.pc" text
+    text="$(printf 'Name: %s\nDescription: %s, static aarch64 link (scripts/arm64/inside.sh)\nVersion: %s\nCflags: %s\nLibs: %s\n' \
+        "$1" "$1" "$2" "$3" "$4")"
+    [ -f "$file" ] && [ "$(cat "$file")" = "$text" ] && return
+    echo "$text" >"$file"
+}
+debv() { pkgver "$1" | sed 's/^[0-9]*://; s/[-+~].*//'; }
+
+step_cdeps() {
+    mkdir -p "$CDEPS" "$PCDIR"
+    fetch_gpiod_v1
+    build_clib mosquitto mosquitto libmosquitto-dev libmosquitto_static "${MOSQUITTO_CMAKE[@]}"
+    build_clib qrencode qrencode libqrencode-dev qrencode "${QRENCODE_CMAKE[@]}"
+    local a
+    for a in libcrypto.a libssl.a libsqlite3.a libnfc.a libusb.a libz.a libzstd.a; do
+        [ -f "$SYSLIB/$a" ] || die "$SYSLIB/$a is missing (its :arm64 -dev package ships it)"
+    done
+    # trixie's OpenSSL 3.5 libcrypto.a calls zlib and zstd (ZSTD_compress,
+    # deflate), so -lz -lzstd follow every -lcrypto.
+    local crypto="-lcrypto -lz -lzstd -ldl -lpthread" v
+    v="$(debv libssl-dev:arm64)"
+    write_pc libcrypto "$v" "" "-L$SYSLIB $crypto"
+    write_pc libssl "$v" "" "-L$SYSLIB -lssl $crypto"
+    write_pc openssl "$v" "" "-L$SYSLIB -lssl $crypto"
+    write_pc sqlite3 "$(debv libsqlite3-dev:arm64)" "" "-L$SYSLIB -lsqlite3 -lm -ldl -lpthread"
+    write_pc libgpiod "$(sed 's/.* \([0-9.]*\)-.*/\1/' "$CDEPS/gpiod/.stamp")" \
+        "-I$CDEPS/gpiod/include" "-L$CDEPS/gpiod/lib -lgpiod"
+    write_pc libusb "$(debv libusb-dev:arm64)" "" "-L$SYSLIB -lusb"
+    write_pc libnfc "$(debv libnfc-dev:arm64)" "" "-L$SYSLIB -lnfc -lusb"
+    write_pc libmosquitto "$(debv libmosquitto-dev:arm64)" \
+        "-I$CDEPS/mosquitto/include -DLIBMOSQ_STATIC" \
+        "-L$CDEPS/mosquitto/lib -lmosquitto -L$SYSLIB -lssl $crypto"
+    write_pc libqrencode "$(debv libqrencode-dev:arm64)" "-I$CDEPS/qrencode/include" \
+        "-L$CDEPS/qrencode/lib -lqrencode -lpthread"
+}
+
+# --- swiftdeps --------------------------------------------------------------
+# The versions the project resolves today (Package.swift `from:` floors). Two
+# of them need Swift 6.1/6.2, so their checkouts are patched here (never in the
+# project): the project's copy of Package.swift names these directories as
+# path packages, so SwiftPM neither resolves nor re-checks them out.
+SWIFT_DEPS=(
+    "swift-argument-parser https://github.com/apple/swift-argument-parser 1.8.2"
+    "swift-log https://github.com/apple/swift-log 1.16.2"
+    "GRDB.swift https://github.com/groue/GRDB.swift 7.10.0"
+    "TOMLKit https://github.com/LebJe/TOMLKit 0.6.0"
+)
+PATCH_RECIPE=2 # bump when a patch below changes
+
+patch_swift-argument-parser() { :; }
+patch_TOMLKit() { :; }
+
+# swift-log 1.16.2 is swift-tools-version 6.2 and uses 6.1/6.2 syntax.
+patch_swift-log() {
+    # Manifest: `traits:` (6.1 API, "extra argument 'traits' in call") and the
+    # upcoming-feature loop go; the two libraries stay as they were.
+    cat >Package.swift <<'EOF'
+// swift-tools-version:6.0
+// Patched by DoorGateway's scripts/arm64/inside.sh for Swift 6.0 (no traits).
+import PackageDescription
+
+let package = Package(
+    name: "swift-log",
+    products: [
+        .library(name: "Logging", targets: ["Logging"]),
+        .library(name: "InMemoryLogging", targets: ["InMemoryLogging"]),
+    ],
+    targets: [
+        .target(name: "Logging", dependencies: [], exclude: ["CMakeLists.txt"]),
+        .target(name: "InMemoryLogging", dependencies: ["Logging"], exclude: ["CMakeLists.txt"]),
+    ]
+)
+EOF
+    # `nonisolated(nonsending)` is Swift 6.2 syntax; 6.0's default for these
+    # async functions is the old (nonisolated) behaviour.
+    grep -rl 'nonisolated(nonsending)' Sources --include='*.swift' | xargs -r sed -i 's/nonisolated(nonsending) //g'
+    # `_runtime(_multithreaded)` is unknown to 6.0 ("unexpected argument for
+    # the '_runtime' condition"); it only distinguishes single-threaded WASI.
+    sed -i 's/#elseif _runtime(_multithreaded)/#elseif !os(WASI)/' Sources/Logging/Locks.swift
+    grep -q '#elseif !os(WASI)' Sources/Logging/Locks.swift || die "swift-log Locks.swift patch did not apply"
+    # Trailing commas in parameter and argument lists are Swift 6.1 syntax.
+    # A comma that ends a line and is followed by a closing parenthesis is
+    # exactly that (6.0 accepts trailing commas only in collection literals).
+    grep -rlE ',[[:space:]]*$' Sources --include='*.swift' | xargs -r perl -0pi -e 's/,([ \t]*\n\s*\))/$1/g'
+}
+
+# GRDB 7.10.0's manifest says 6.1 but uses nothing 6.0 lacks.
+patch_GRDB.swift() {
+    sed -i '1s/^\/\/ swift-tools-version:6\.1$/\/\/ swift-tools-version:6.0/' Package.swift
+    head -1 Package.swift | grep -q 'swift-tools-version:6.0' || die "GRDB manifest patch did not apply"
+}
+
+step_swiftdeps() {
+    mkdir -p "$SWIFTDEPS"
+    local line name url tag stamp dir
+    for line in "${SWIFT_DEPS[@]}"; do
+        read -r name url tag <<<"$line"
+        dir="$SWIFTDEPS/$name"
+        stamp="$name $url $tag patch-recipe $PATCH_RECIPE $(declare -f "patch_$name" | md5sum | cut -c1-12)"
+        stamp_ok "$dir/.doorgateway-stamp" "$stamp" && continue
+        say "fetching $name $tag and patching it for Swift 6.0"
+        rm -rf "$dir" "$dir.tmp"
+        git -c advice.detachedHead=false clone -q --depth 1 --branch "$tag" "$url" "$dir.tmp"
+        rm -rf "$dir.tmp/.git"
+        (cd "$dir.tmp" && "patch_$name")
+        echo "$stamp" >"$dir.tmp/.doorgateway-stamp"
+        mv "$dir.tmp" "$dir"
+    done
+}
+
+# --- build ------------------------------------------------------------------
+step_build() {
+    cd $C/src
+    export PKG_CONFIG_PATH=$PCDIR PKG_CONFIG_LIBDIR=$PCDIR
+    # -resource-dir must be lib/swift_static (it holds the modules too): with
+    # lib/swift the driver looks for static-executable-args.lnk there and dies.
+    local build=(swift build -c release --scratch-path "$SCRATCH" -j "$JOBS"
+        --triple $TRIPLE --sdk / --static-swift-stdlib
+        -Xswiftc -static-executable -Xswiftc -resource-dir -Xswiftc "$SDK/usr/lib/swift_static"
+        -Xswiftc -use-ld=lld -Xswiftc -sdk -Xswiftc /)
+    # The host's 6.3.1 build is where warnings are read and fixed; here only
+    # errors (with their context) and the result line are shown, warnings are
+    # counted. 6.0 warns about things 6.3 does not (deprecations in the
+    # dependencies, "module … loaded from SDK" because the scratch path lies
+    # under --sdk /). lld, unlike GNU ld, prints no glibc static-NSS warnings.
+    local product log rc
+    for product in gateway pn532-sim; do
+        say "swift build -c release --product $product (aarch64, static, Swift $(pkgver swiftlang))"
+        log="$SCRATCH/static-arm64-$product.log"
+        mkdir -p "$SCRATCH"
+        rc=0
+        "${build[@]}" --product "$product" >"$log" 2>&1 || rc=$?
+        if [ "$rc" != 0 ]; then
+            grep -E -A6 'error:' "$log" | head -80 >&2 || tail -40 "$log" >&2
+            die "swift build --product $product failed (full log: $log in the chroot, ${log#/cache/} in the arm64 cache)"
+        fi
+        say "$(grep -E '^Build of product|^Build complete' "$log" | tail -1); $(grep -c 'warning:' "$log" || true) warning lines (full log: arm64 cache ${log#/cache/})"
+    done
+    local bin
+    bin="$("${build[@]}" --show-bin-path)"
+    mkdir -p $C/out
+    for product in gateway pn532-sim; do
+        cp "$bin/$product" "$C/out/$product.tmp"
+        mv "$C/out/$product.tmp" "$C/out/$product"
+        $MULTIARCH-strip -o "$C/out/$product.stripped" "$C/out/$product"
+    done
+}
+
+case "$STEP" in
+packages) step_packages ;;
+sdk) step_sdk ;;
+cdeps) step_cdeps ;;
+swiftdeps) step_swiftdeps ;;
+build) step_build ;;
+*) die "unknown step $STEP" ;;
+esac

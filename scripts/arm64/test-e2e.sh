@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# test-e2e.sh BIN — the x86_64 end-to-end suite (Tests/EndToEndTests) against
+# the aarch64 binaries in BIN (make static-arm64's out/static-arm64), run
+# through qemu-user: the x86_64 test process starts BIN/gatewayd, which starts
+# its aarch64 pn532-sim, and every gatewayctl call is an aarch64 process.
+#
+# That needs binfmt_misc with qemu-aarch64 registered (flag F: the kernel keeps
+# the interpreter open, so it also works for binaries started by binaries).
+# When this script has to mount binfmt_misc or register the handler, it undoes
+# exactly that on exit, so the machine is left as it was found.
+#
+# The tests are built with their own scratch path (.build-e2e-arm64), never the
+# project's .build, which other builds use at the same time. The waits that an
+# emulated binary stretches scale by DOORGATEWAY_E2E_TIME_SCALE (default 3
+# here), see Tests/EndToEndTests/OutputWaits.swift.
+set -euo pipefail
+
+BIN="${1:?usage: scripts/arm64/test-e2e.sh BIN}"
+cd "$(dirname "$0")/../.."
+SWIFT="${SWIFT:-swift}"
+SCRATCH=.build-e2e-arm64
+BINFMT=/proc/sys/fs/binfmt_misc
+say() { echo "test-e2e-arm64: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+[ -x "$BIN/gateway" ] || die "no $BIN/gateway (run make static-arm64)"
+file -b "$BIN/gateway" | grep -q 'ARM aarch64' || die "$BIN/gateway is not an aarch64 binary"
+[ "$(id -u)" = 0 ] || die "needs root (binfmt_misc)"
+command -v qemu-aarch64-static >/dev/null || die "qemu-aarch64-static missing (make static-arm64 installs it)"
+
+mounted_binfmt=0 registered=0
+cleanup() {
+    if [ "$registered" = 1 ] && [ -e "$BINFMT/qemu-aarch64" ]; then
+        echo -1 >"$BINFMT/qemu-aarch64" || true
+        say "unregistered the qemu-aarch64 binfmt handler this run added"
+    fi
+    if [ "$mounted_binfmt" = 1 ]; then
+        umount "$BINFMT" || true
+        say "unmounted $BINFMT (this run mounted it)"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ ! -e "$BINFMT/register" ]; then
+    mount -t binfmt_misc binfmt_misc "$BINFMT"
+    mounted_binfmt=1
+fi
+if [ ! -e "$BINFMT/qemu-aarch64" ]; then
+    update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+    if [ ! -e "$BINFMT/qemu-aarch64" ]; then
+        # update-binfmts could not: register what qemu-user-static's
+        # /usr/share/binfmts/qemu-aarch64 describes, flags F (fixed
+        # interpreter) and P (argv[0] kept: the multi-call binary reads it).
+        local_def=/usr/share/binfmts/qemu-aarch64
+        magic="$(awk '$1 == "magic" {print $2}' "$local_def")"
+        mask="$(awk '$1 == "mask" {print $2}' "$local_def")"
+        interp="$(awk '$1 == "interpreter" {print $2}' "$local_def")"
+        printf ':qemu-aarch64:M::%s:%s:%s:PF\n' "$magic" "$mask" "$interp" >"$BINFMT/register"
+    fi
+    registered=1
+fi
+grep -q '^enabled' "$BINFMT/qemu-aarch64" || die "qemu-aarch64 binfmt handler is not enabled"
+say "binfmt_misc: qemu-aarch64 $(grep '^flags' "$BINFMT/qemu-aarch64")"
+"$BIN/gateway" ctl version >/dev/null || die "$BIN/gateway does not run through binfmt_misc"
+
+say "swift build --build-tests --scratch-path $SCRATCH"
+nice -n 10 "$SWIFT" build --build-tests --scratch-path "$SCRATCH" -j "$(nproc)" 2>&1 |
+    grep -E 'error:|Compiling|Build complete' | grep -v '^\[' >&2 || true
+[ "${PIPESTATUS[0]}" = 0 ] || die "test build failed"
+
+say "swift test --filter EndToEndTests against $BIN (aarch64, qemu-user)"
+export DOORGATEWAY_E2E_BIN="$BIN" DOORGATEWAY_E2E_TIME_SCALE="${DOORGATEWAY_E2E_TIME_SCALE:-3}"
+status=0
+"$SWIFT" test --skip-build --scratch-path "$SCRATCH" --filter "${E2E_FILTER:-EndToEndTests}" || status=$?
+# A gatewayd or pn532-sim that outlived a failed test would be a leak.
+if pgrep -f "^/usr/bin/qemu-aarch64-static .*$(realpath "$BIN")" >/dev/null 2>&1; then
+    say "warning: emulated processes from $BIN are still running:"
+    pgrep -af "$(realpath "$BIN")" >&2 || true
+fi
+exit "$status"
