@@ -52,6 +52,7 @@ public final class MQTTLink: @unchecked Sendable {
     private var earlyDenials: [Int32: Int32] = [:]
     private var replay: ReplayGuard
     private var lastState: [UInt8]?
+    private var lastAccess: [UInt8]?
     private var supervisor: DispatchSourceTimer?
     private var pending: [GatewayStore.OutboxEntry] = []
     private var acks: [Int64] = []
@@ -77,6 +78,7 @@ public final class MQTTLink: @unchecked Sendable {
         public var command: String { prefix + "/command" }
         public var lockSet: String { prefix + "/lock/set" }
         public var report: String { prefix + "/report" }
+        public var lastAccess: String { prefix + "/last_access" }
         public static let homeAssistantStatus = "homeassistant/status"
     }
 
@@ -292,6 +294,15 @@ public final class MQTTLink: @unchecked Sendable {
         if isConnected { publishDirect(topics.state, bytes, retain: true) }
     }
 
+    /// The newest open (`{"time":…,"source":…}`), retained on its own topic so
+    /// Home Assistant's timestamp sensor stays unknown, without a warning,
+    /// until there is one; re-sent after every connect.
+    public func publishLastAccess(_ access: JSONValue) {
+        let bytes = Array(access.serialized.utf8)
+        lock.withLock { lastAccess = bytes }
+        if isConnected { publishDirect(topics.lastAccess, bytes, retain: true) }
+    }
+
     /// The device report of compat command 5 (COMPAT §3), on the compat topics.
     public func publishReport(_ report: JSONValue) {
         let bytes = Array(report.serialized.utf8)
@@ -383,6 +394,7 @@ public final class MQTTLink: @unchecked Sendable {
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
         announce()
         if let state = lock.withLock({ lastState }) { publishDirect(topics.state, state, retain: true) }
+        if let access = lock.withLock({ lastAccess }) { publishDirect(topics.lastAccess, access, retain: true) }
         flush()
     }
 

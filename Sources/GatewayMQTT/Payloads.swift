@@ -89,13 +89,13 @@ public enum Payloads {
                 ]),
             entry(
                 "sensor", "last_access",
-                // A timestamp sensor: before any access the JSON null renders
-                // as "None", which HA shows as unknown (not the string None).
+                // A timestamp sensor on its own retained topic: nothing is
+                // published before the first access, so HA shows unknown.
                 common("last_access", "Last access") + [
-                    ("state_topic", .string(topics.state)), ("device_class", .string("timestamp")),
-                    ("value_template", .string("{{ value_json.last_access }}")),
-                    ("json_attributes_topic", .string(topics.state)),
-                    ("json_attributes_template", .string("{{ {'source': value_json.last_access_source} | tojson }}")),
+                    ("state_topic", .string(topics.lastAccess)), ("device_class", .string("timestamp")),
+                    ("value_template", .string("{{ value_json.time }}")),
+                    ("json_attributes_topic", .string(topics.lastAccess)),
+                    ("json_attributes_template", .string("{{ {'source': value_json.source} | tojson }}")),
                 ]),
         ]
         if doorContact {

@@ -49,6 +49,8 @@ final class MQTTStoryTests: XCTestCase {
             return try JSONValue.parse(Array(line.split(separator: "|", maxSplits: 2)[2].utf8))
         }
         XCTAssertEqual(try retainedState()?["last_access"], .null, "no access yet")
+        let early = try broker.subscribe("doorgateway/front-door/last_access", as: "homeassistant")
+        XCTAssertEqual(early.wait(timeout: 1) { !$0.isEmpty }, [], "nothing retained before the first access")
         try g.ctlJSON(["open", "--action", "0"])
         try g.waitForEvent("admin_open")
         try waitUntil { try retainedState()?["last_access_source"]?.stringValue == "admin" }
@@ -59,6 +61,10 @@ final class MQTTStoryTests: XCTestCase {
         let after = try XCTUnwrap(try retainedState())
         XCTAssertEqual(after["last_access"]?.stringValue, before, "\(after)")
         XCTAssertEqual(after["last_access_source"]?.stringValue, "admin")
+        // Home Assistant's sensor reads its own retained topic (nothing before the first access).
+        let sensor = try broker.subscribe("doorgateway/front-door/last_access", as: "homeassistant")
+        let line = try XCTUnwrap(sensor.wait(timeout: 5) { !$0.isEmpty }.first)
+        XCTAssertEqual(line, #"doorgateway/front-door/last_access|1|{"time":"\#(before)","source":"admin"}"#)
     }
 
     /// The broker stopped → 1 000 events → gatewayd killed (SIGKILL) and

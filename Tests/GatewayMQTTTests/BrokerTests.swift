@@ -321,7 +321,8 @@ final class BrokerTests: XCTestCase {
         let sensor = try XCTUnwrap(entries.first { $0.topic.contains("/last_access/") })
         let j = try JSONValue.parse(sensor.payload)
         XCTAssertEqual(j["device_class"]?.stringValue, "timestamp")
-        XCTAssertEqual(j["json_attributes_topic"]?.stringValue, topics.state)
+        XCTAssertEqual(j["state_topic"]?.stringValue, topics.lastAccess)
+        XCTAssertEqual(j["json_attributes_topic"]?.stringValue, topics.lastAccess)
         let catalog = Set(
             Payloads.discoveryCatalog.map {
                 Payloads.discoveryTopic(device: "front-door", component: $0.component, object: $0.object)

@@ -47,7 +47,11 @@ extension Daemon {
             return
         }
         remote = link
-        runtime.queue.async { [runtime] in link.publishState(runtime.stateDocument()) }
+        runtime.publishLastAccess = { link.publishLastAccess($0) }
+        runtime.queue.async { [runtime] in
+            link.publishState(runtime.stateDocument())
+            if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
+        }
         startTelemetry(link, every: mqtt.telemetrySeconds)
     }
 

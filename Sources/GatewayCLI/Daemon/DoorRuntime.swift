@@ -36,6 +36,8 @@ final class DoorRuntime: @unchecked Sendable {
     /// The door's state (lock, mode, reader, last access) when it changed.
     var publishState: ((JSONValue) -> Void)?
     private var lastPublishedState: JSONValue?
+    /// The newest open when it changed (MQTT `…/last_access`).
+    var publishLastAccess: ((JSONValue) -> Void)?
     /// The newest open of any kind (time, source), from the audit log at
     /// start so a restart does not forget it (Home Assistant's "last access").
     private(set) var lastAccess: (time: Int64, source: String)?
@@ -205,6 +207,11 @@ final class DoorRuntime: @unchecked Sendable {
         ])
     }
 
+    /// `{"time": ISO 8601, "source": …}` of the newest open; nil before any.
+    func lastAccessDocument() -> JSONValue? {
+        lastAccess.map { .object([("time", .string(UTCTime.iso8601($0.time))), ("source", .string($0.source))]) }
+    }
+
     private func stateChanged() {
         guard let publishState else { return }
         let doc = stateDocument()
@@ -216,7 +223,10 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func record(_ event: DoorEvent) {
         let wall = Int64(time(nil))
-        if let source = event.accessSource { lastAccess = (wall, source) }
+        if let source = event.accessSource {
+            lastAccess = (wall, source)
+            if let doc = lastAccessDocument() { publishLastAccess?(doc) }
+        }
         counters[event.kind.rawValue, default: 0] += 1
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
