@@ -1,0 +1,249 @@
+#!/bin/sh
+# /usr/lib/doorgateway/firstboot — applies what the user put in the boot
+# partition's doorgateway/ folder (/boot/firmware/doorgateway/, the FAT
+# partition a laptop can edit after flashing), then removes it from there.
+# Run by doorgateway-firstboot.service before gatewayd.service and ssh.service;
+# docs/pi-image.md lists the files. Every boot with the folder present runs it;
+# a folder holding only README.txt and STATUS.txt is left alone.
+#
+#   device-id        one line: [device] id (the certificate's CN; letters, digits, - _)
+#   mqtt-broker      one line: mqtts://HOST[:PORT] (TLS, default 8883) or
+#                    mqtt://HOST[:PORT] (plain, 1883): enables [mqtt]
+#   gateway.toml     a whole configuration, replacing /etc/doorgateway/gateway.toml
+#                    (applied first; device-id and mqtt-broker then edit it)
+#   ca.crt           the broker's CA           -> /etc/doorgateway/ca.crt   0644
+#   door.crt         the door's certificate    -> /etc/doorgateway/door.crt 0644
+#   door.key         the door's private key    -> /etc/doorgateway/door.key 0600 root,
+#                    handed to gatewayd as the systemd credential door.key
+#                    (key_file = "/run/credentials/gatewayd.service/door.key")
+#   wifi.conf        ssid=…, psk=…, country=XX -> wpa_supplicant for wlan0 (hashed psk)
+#   wpa_supplicant.conf  or a whole wpa_supplicant configuration for wlan0
+#   authorized_keys  ssh public keys, added to root's
+#   hostname         one line: the host name
+#
+# Consumed files are overwritten (shred) and deleted, then the FAT is synced:
+# nothing secret stays on the boot partition. A configuration that fails
+# `gatewayctl config check` is not installed (the previous one stays) and the
+# error is in STATUS.txt and the journal. The device key is not made here:
+# gatewayd generates it in its store at its first start.
+set -u
+
+DIR=${DOORGATEWAY_FIRSTBOOT_DIR:-/boot/firmware/doorgateway}
+ETC=${DOORGATEWAY_ETC:-/etc/doorgateway}
+CONF=$ETC/gateway.toml
+STATUS=$DIR/STATUS.txt
+GATEWAYCTL=${GATEWAYCTL:-/usr/bin/gatewayctl}
+applied=""
+errors=0
+
+log() { echo "doorgateway-firstboot: $*"; }
+note() { applied="$applied$*
+"; log "$*"; }
+problem() { errors=$((errors + 1)); applied="${applied}ERROR: $*
+"; log "error: $*" >&2; }
+# consume FILE: overwrite the file's clusters, then delete it.
+consume() {
+    [ -e "$1" ] || return 0
+    shred -z -n 1 -u "$1" 2>/dev/null || rm -f "$1"
+}
+firstline() { sed -n '1{s/\r$//;s/^[[:space:]]*//;s/[[:space:]]*$//;p;q}' "$1"; }
+
+[ -d "$DIR" ] || { log "no $DIR: nothing to do"; exit 0; }
+pending=$(find "$DIR" -mindepth 1 -maxdepth 1 ! -name README.txt ! -name STATUS.txt | head -1)
+[ -n "$pending" ] || { log "nothing new in $DIR"; exit 0; }
+umask 077
+install -d -m 0755 "$ETC"
+
+# toml_set SECTION KEY VALUE: set KEY = VALUE in [SECTION] of $CONF.new. The
+# key's line (or its commented-out "# KEY = …" line) is replaced; without one
+# the line goes right after the section header; without the header both are
+# appended. VALUE is TOML (strings quoted by the caller).
+toml_set() {
+    awk -v sec="[$1]" -v key="$2" -v val="$3" '
+        function flush() { if (insec && !done) { print key " = " val; done = 1 } }
+        /^[[:space:]]*\[/ {
+            h = $0; sub(/[[:space:]]*(#.*)?$/, "", h); sub(/^[[:space:]]*/, "", h)
+            if (insec && !done) { pendinghdr = 1 }
+            if (pendinghdr) { print key " = " val; done = 1; pendinghdr = 0 }
+            insec = (h == sec); if (insec) seen = 1
+            print; next
+        }
+        insec && !done && ($0 ~ "^[[:space:]]*#?[[:space:]]*" key "[[:space:]]*=") {
+            print key " = " val; done = 1; next
+        }
+        { print }
+        END {
+            if (insec && !done) { print key " = " val; done = 1 }
+            if (!seen) { print ""; print sec; print key " = " val }
+        }' "$CONF.new" > "$CONF.tmp" && mv "$CONF.tmp" "$CONF.new"
+}
+tomlstr() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+
+# --- files into /etc/doorgateway ----------------------------------------------
+for f in ca.crt door.crt; do
+    if [ -f "$DIR/$f" ]; then
+        if grep -q 'BEGIN CERTIFICATE' "$DIR/$f"; then
+            install -m 0644 -o root -g root "$DIR/$f" "$ETC/$f" && note "installed $ETC/$f"
+        else
+            problem "$f is not a PEM certificate; not installed"
+        fi
+        consume "$DIR/$f"
+    fi
+done
+if [ -f "$DIR/door.key" ]; then
+    if grep -q 'PRIVATE KEY' "$DIR/door.key"; then
+        # root:root 0600: systemd reads it for gatewayd (LoadCredential=door.key:…).
+        install -m 0600 -o root -g root "$DIR/door.key" "$ETC/door.key" && note "installed $ETC/door.key (0600, credential door.key)"
+    else
+        problem "door.key is not a PEM private key; not installed"
+    fi
+    consume "$DIR/door.key"
+fi
+
+# --- the configuration ----------------------------------------------------------
+cp -p "$CONF" "$CONF.new" 2>/dev/null || : > "$CONF.new"
+changed=0
+if [ -f "$DIR/gateway.toml" ]; then
+    tr -d '\r' < "$DIR/gateway.toml" > "$CONF.new"
+    changed=1
+    note "gateway.toml from the boot partition"
+    consume "$DIR/gateway.toml"
+fi
+if [ -f "$DIR/device-id" ]; then
+    id=$(firstline "$DIR/device-id")
+    if printf '%s' "$id" | grep -Eq '^[A-Za-z0-9_-]{1,64}$'; then
+        toml_set device id "$(tomlstr "$id")"
+        changed=1
+        note "device id $id"
+    else
+        problem "device-id '$id': letters, digits, '-' and '_' only, 1…64"
+    fi
+    consume "$DIR/device-id"
+fi
+if [ -f "$DIR/mqtt-broker" ]; then
+    url=$(firstline "$DIR/mqtt-broker")
+    scheme=${url%%://*}
+    [ "$scheme" = "$url" ] && { scheme=mqtts; rest=$url; } || rest=${url#*://}
+    rest=${rest%%/*}
+    case "$rest" in
+    \[*\]:*) host=${rest%]:*}; host=${host#[}; port=${rest##*]:} ;;
+    \[*\]) host=${rest#[}; host=${host%]}; port= ;;
+    *:*) host=${rest%:*}; port=${rest##*:} ;;
+    *) host=$rest; port= ;;
+    esac
+    case "$scheme" in mqtts | ssl | tls) tls=true ;; mqtt | tcp) tls=false ;; *) tls= ;; esac
+    if [ -z "$tls" ] || [ -z "$host" ] || { [ -n "$port" ] && ! printf '%s' "$port" | grep -Eq '^[0-9]{1,5}$'; }; then
+        problem "mqtt-broker '$url': want mqtts://HOST[:PORT] or mqtt://HOST[:PORT]"
+    else
+        toml_set mqtt enabled true
+        toml_set mqtt host "$(tomlstr "$host")"
+        [ -n "$port" ] && toml_set mqtt port "$port"
+        toml_set mqtt.tls enabled "$tls"
+        if [ "$tls" = true ]; then
+            [ -f "$ETC/ca.crt" ] && toml_set mqtt.tls ca_file "$(tomlstr "$ETC/ca.crt")"
+            if [ -f "$ETC/door.crt" ] && [ -f "$ETC/door.key" ]; then
+                toml_set mqtt.tls cert_file "$(tomlstr "$ETC/door.crt")"
+                # The systemd credential (LoadCredential=door.key:/etc/doorgateway/door.key
+                # in gatewayd.service): readable by the service user while the
+                # file in /etc stays root-only. (The loader wants an absolute path.)
+                toml_set mqtt.tls key_file '"/run/credentials/gatewayd.service/door.key"'
+            fi
+        fi
+        changed=1
+        note "mqtt broker $host${port:+ port $port} (tls $tls)"
+    fi
+    consume "$DIR/mqtt-broker"
+fi
+if [ "$changed" = 1 ]; then
+    if out=$("$GATEWAYCTL" config check "$CONF.new" 2>&1); then
+        [ -f "$CONF" ] && cp -p "$CONF" "$CONF.before-firstboot"
+        chmod 0644 "$CONF.new"
+        mv "$CONF.new" "$CONF"
+        note "configuration checked and installed ($CONF; previous in $CONF.before-firstboot)"
+    else
+        mv "$CONF.new" "$CONF.rejected"
+        problem "configuration rejected by gatewayctl config check, kept in $CONF.rejected: $(printf '%s' "$out" | tr '\n' ' ')"
+    fi
+else
+    rm -f "$CONF.new"
+fi
+
+# --- ssh --------------------------------------------------------------------------
+if [ -f "$DIR/authorized_keys" ]; then
+    install -d -m 0700 /root/.ssh
+    n=0
+    tr -d '\r' < "$DIR/authorized_keys" | while IFS= read -r line; do
+        case "$line" in "" | \#*) continue ;; esac
+        grep -qxF "$line" /root/.ssh/authorized_keys 2>/dev/null || printf '%s\n' "$line" >> /root/.ssh/authorized_keys
+    done
+    chmod 0600 /root/.ssh/authorized_keys
+    n=$(grep -c . /root/.ssh/authorized_keys)
+    note "ssh: root's authorized_keys now holds $n key(s)"
+    consume "$DIR/authorized_keys"
+fi
+
+# --- Wi-Fi -------------------------------------------------------------------------
+WPA=/etc/wpa_supplicant/wpa_supplicant-wlan0.conf
+wifi=0
+if [ -f "$DIR/wpa_supplicant.conf" ]; then
+    install -d -m 0755 /etc/wpa_supplicant
+    tr -d '\r' < "$DIR/wpa_supplicant.conf" > "$WPA" && chmod 0600 "$WPA" && wifi=1
+    consume "$DIR/wpa_supplicant.conf"
+elif [ -f "$DIR/wifi.conf" ]; then
+    ssid=$(tr -d '\r' < "$DIR/wifi.conf" | sed -n 's/^[[:space:]]*ssid[[:space:]]*=[[:space:]]*//p' | head -1)
+    psk=$(tr -d '\r' < "$DIR/wifi.conf" | sed -n 's/^[[:space:]]*psk[[:space:]]*=[[:space:]]*//p' | head -1)
+    country=$(tr -d '\r' < "$DIR/wifi.conf" | sed -n 's/^[[:space:]]*country[[:space:]]*=[[:space:]]*//p' | head -1)
+    if [ -z "$ssid" ]; then
+        problem "wifi.conf has no ssid= line"
+    else
+        install -d -m 0755 /etc/wpa_supplicant
+        {
+            echo "ctrl_interface=DIR=/run/wpa_supplicant GROUP=netdev"
+            echo "update_config=0"
+            [ -n "$country" ] && echo "country=$country"
+            if [ -n "$psk" ]; then
+                # The hashed key only, not the passphrase.
+                wpa_passphrase "$ssid" "$psk" | grep -v '^[[:space:]]*#psk='
+            else
+                printf 'network={\n\tssid="%s"\n\tkey_mgmt=NONE\n}\n' "$ssid"
+            fi
+        } > "$WPA" && chmod 0600 "$WPA" && wifi=1
+    fi
+    consume "$DIR/wifi.conf"
+fi
+if [ "$wifi" = 1 ]; then
+    systemctl enable wpa_supplicant@wlan0.service >/dev/null 2>&1
+    systemctl start --no-block wpa_supplicant@wlan0.service >/dev/null 2>&1
+    note "wi-fi: $WPA (0600), wpa_supplicant@wlan0 enabled"
+fi
+
+# --- host name --------------------------------------------------------------------
+if [ -f "$DIR/hostname" ]; then
+    h=$(firstline "$DIR/hostname")
+    if printf '%s' "$h" | grep -Eq '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$'; then
+        old=$(cat /etc/hostname 2>/dev/null)
+        echo "$h" > /etc/hostname
+        sed -i "s/^127\.0\.1\.1[[:space:]].*/127.0.1.1\t$h/" /etc/hosts
+        grep -q '^127\.0\.1\.1' /etc/hosts || printf '127.0.1.1\t%s\n' "$h" >> /etc/hosts
+        hostname "$h" 2>/dev/null || true
+        note "host name $h (was $old)"
+    else
+        problem "hostname '$h' is not a valid host name"
+    fi
+    consume "$DIR/hostname"
+fi
+
+# --- anything else is left, and said so ---------------------------------------------
+for f in "$DIR"/* "$DIR"/.[!.]*; do
+    [ -e "$f" ] || continue
+    case "${f##*/}" in README.txt | STATUS.txt) ;; *) problem "${f##*/}: unknown file, left in place (not read)" ;; esac
+done
+
+{
+    echo "DoorGateway first-boot provisioning, $(date -u +%Y-%m-%dT%H:%M:%SZ) (clock may be unsynchronised)"
+    echo "Applied on this boot (files consumed from this folder; secrets are not repeated here):"
+    printf '%s' "$applied" | sed 's/^/  /'
+} > "$STATUS.tmp" && mv "$STATUS.tmp" "$STATUS"
+sync -f "$DIR" 2>/dev/null || sync
+log "done ($errors error(s))"
+exit 0
