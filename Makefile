@@ -70,14 +70,14 @@ bench: deps static
 clean:
 	rm -rf .build out
 
-## deb: Debian packages out/deb/doorgateway_<version>_amd64.deb and, when the arm64 static
-## build is there, _arm64.deb (dpkg-deb; lintian and systemd-analyze verify must pass; board/debian/)
+## deb: Debian packages out/deb/doorgateway_<version>_amd64.deb and _arm64.deb from the static
+## builds (dpkg-deb; lintian, systemd-analyze verify and exposure <= 3.0 must pass; board/debian/)
 ## test-deb: install, check, remove and purge the amd64 package in a Debian 12 chroot (debootstrap,
 ## cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test)
-# deb depends on static-arm64 as soon as the Makefile has that target.
-DEB_TOOLS   = dpkg-dev lintian file xz-utils debootstrap
-DEB_STATICS = static $(shell grep -qE '^static-arm64:' $(firstword $(MAKEFILE_LIST)) && echo static-arm64)
-.PHONY: deb deb-tools deb-amd64 deb-arm64 test-deb
+## test-deb-service: the unit really running under systemd 252 (systemd-nspawn boot of that chroot,
+## simulated board): READY, sandbox, socket modes and admission, clock read, reload, stop
+DEB_TOOLS   = dpkg-dev lintian file xz-utils debootstrap systemd-container strace
+.PHONY: deb deb-tools deb-amd64 deb-arm64 test-deb test-deb-service
 deb-tools:
 	@missing=$$(for p in $(DEB_TOOLS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -87,16 +87,15 @@ deb-tools:
 	fi
 deb-amd64: deb-tools static
 	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh amd64 "$(STATIC_OUT)"
-deb-arm64: deb-tools static
-	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64
-deb: deb-tools $(DEB_STATICS)
+deb-arm64: deb-tools static static-arm64
+	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 "$(STATIC_ARM64_OUT)"
+deb: deb-tools static static-arm64
 	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh amd64 "$(STATIC_OUT)"
-	@if [ -x out/static-arm64/gateway ]; then \
-	  echo 'HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64'; \
-	  HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 out/static-arm64; \
-	else echo "deb: no out/static-arm64/gateway, arm64 package skipped (make static-arm64)"; fi
+	HOST_GATEWAY="$(STATIC_OUT)/gateway" ./scripts/deb.sh arm64 "$(STATIC_ARM64_OUT)"
 test-deb: deb-amd64
 	./scripts/test-deb.sh out/deb/doorgateway_*_amd64.deb
+test-deb-service: test-deb
+	./scripts/test-deb-service.sh out/deb/doorgateway_*_amd64.deb "$(STATIC_OUT)/pn532-sim"
 
 ## static-arm64: fully static aarch64 (Raspberry Pi) binaries in $(STATIC_ARM64_OUT): gateway
 ## (+ gatewayd, gatewayctl links) and pn532-sim, cross-built with Debian trixie's swiftlang 6.0.3
