@@ -33,7 +33,10 @@ C="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/arm64"
 ROOT="$C/root"
 MIRROR="${DOORGATEWAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SUITE=trixie
-HOST_PACKAGES=(debootstrap qemu-user-static binfmt-support rsync file)
+# qemu-user-static for the smoke test (called directly: no binfmt_misc needed;
+# scripts/arm64/test-e2e.sh installs binfmt-support when it needs the kernel
+# to run aarch64 binaries by themselves).
+HOST_PACKAGES=(debootstrap qemu-user-static rsync file)
 PRODUCTS=(gateway pn532-sim)
 T0=$SECONDS
 

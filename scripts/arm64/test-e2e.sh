@@ -35,6 +35,7 @@ cleanup() {
         say "unregistered the qemu-aarch64 binfmt handler this run added"
     fi
     if [ "$mounted_binfmt" = 1 ]; then
+        # Every handler registered since (binfmt-support's too) goes with it.
         umount "$BINFMT" || true
         say "unmounted $BINFMT (this run mounted it)"
     fi
@@ -42,10 +43,22 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# binfmt_misc as found before anything here ran: installing binfmt-support
+# mounts it and registers its handlers (postinst), so that counts as ours too.
+was_mounted=0
+[ -e "$BINFMT/register" ] && was_mounted=1
+if ! dpkg-query -W -f='${Status}' binfmt-support 2>/dev/null | grep -q 'ok installed'; then
+    say "installing binfmt-support"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binfmt-support >/dev/null
+fi
+[ "$was_mounted" = 1 ] || [ ! -e "$BINFMT/register" ] || mounted_binfmt=1
+
 if [ ! -e "$BINFMT/register" ]; then
     mount -t binfmt_misc binfmt_misc "$BINFMT"
     mounted_binfmt=1
 fi
+[ "$mounted_binfmt" = 1 ] && registered=1
 if [ ! -e "$BINFMT/qemu-aarch64" ]; then
     update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
     if [ ! -e "$BINFMT/qemu-aarch64" ]; then
@@ -69,7 +82,7 @@ nice -n 10 "$SWIFT" build --build-tests --scratch-path "$SCRATCH" -j "$(nproc)" 
     grep -E 'error:|Compiling|Build complete' | grep -v '^\[' >&2 || true
 [ "${PIPESTATUS[0]}" = 0 ] || die "test build failed"
 
-say "swift test --filter EndToEndTests against $BIN (aarch64, qemu-user)"
+say "swift test --filter ${E2E_FILTER:-EndToEndTests} against $BIN (aarch64, qemu-user, time scale ${DOORGATEWAY_E2E_TIME_SCALE:-3})"
 export DOORGATEWAY_E2E_BIN="$BIN" DOORGATEWAY_E2E_TIME_SCALE="${DOORGATEWAY_E2E_TIME_SCALE:-3}"
 status=0
 "$SWIFT" test --skip-build --scratch-path "$SCRATCH" --filter "${E2E_FILTER:-EndToEndTests}" || status=$?

@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+
+/// Waits for the end-to-end tests that stay right when the binaries under test
+/// run emulated: `make test-e2e-arm64` runs the aarch64 gatewayd, gatewayctl and
+/// pn532-sim on this x86_64 machine through qemu-user (binfmt_misc).
+///
+/// Under emulation every `gatewayctl` call is a new emulated process of a
+/// ~100 MB static binary: a `status --json` round trip takes a few hundred
+/// milliseconds instead of ~10 ms. A 300 ms strike pulse can then begin and
+/// end between two status polls, so `waitUntil { status … == "unlocked" }`
+/// never sees it, however long it waits. The daemon's own log has every
+/// transition of the simulated board ("sim output strike → unlocked (high)"),
+/// so waiting on that log cannot miss a pulse, natively or emulated.
+enum E2ETiming {
+    /// The `gateway` under test is for another CPU than this test process
+    /// (its ELF e_machine differs), i.e. it runs through qemu-user.
+    static let binaryIsForeign: Bool = {
+        guard let theirs = elfMachine(GatewayUnderTest.gateway.path), let ours = elfMachine("/proc/self/exe") else {
+            return false
+        }
+        return theirs != ours
+    }()
+
+    /// Factor for the tests' time bounds: `DOORGATEWAY_E2E_TIME_SCALE` when set
+    /// (make test-e2e-arm64 sets it), else 3 for a foreign binary, else 1.
+    static let scale: Double = {
+        if let s = ProcessInfo.processInfo.environment["DOORGATEWAY_E2E_TIME_SCALE"], let v = Double(s), v >= 1 {
+            return v
+        }
+        return binaryIsForeign ? 3 : 1
+    }()
+
+    /// `seconds` stretched by `scale`.
+    static func timeout(_ seconds: TimeInterval) -> TimeInterval { seconds * scale }
+
+    /// e_machine of an ELF file (bytes 18–19, little endian), nil if unreadable.
+    static func elfMachine(_ path: String) -> UInt16? {
+        guard let h = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? h.close() }
+        guard let d = try? h.read(upToCount: 20), d.count == 20, d.prefix(4) == Data([0x7F, 0x45, 0x4C, 0x46]) else {
+            return nil
+        }
+        return UInt16(d[18]) | UInt16(d[19]) << 8
+    }
+}
+
+extension GatewayUnderTest {
+    /// How often the simulated board has driven `output` to `state` since this
+    /// gatewayd started, from the daemon's log (one line per transition).
+    func outputTransitions(_ output: String, to state: String) -> Int {
+        let marker = "sim output \(output) → \(state) ("
+        return log.split(separator: "\n").filter { $0.contains(marker) }.count
+    }
+
+    /// Waits until the simulated board has driven `output` to `state` at least
+    /// `times` times since gatewayd started (a pulse counts even when it is
+    /// already over). The bound is `timeout` × `E2ETiming.scale`.
+    func waitForOutput(
+        _ output: String, _ state: String, times: Int = 1, timeout: TimeInterval = 10,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let bound = E2ETiming.timeout(timeout)
+        let deadline = Date() + bound
+        while Date() < deadline {
+            if outputTransitions(output, to: state) >= times { return }
+            usleep(20_000)
+        }
+        XCTFail(
+            "\(output) not driven \(state) \(times)× within \(bound) s (\(outputTransitions(output, to: state))×); log:\n\(log.suffix(2000))",
+            file: file, line: line)
+    }
+}
