@@ -107,3 +107,21 @@ static-arm64:
 	./scripts/static-arm64.sh "$(STATIC_ARM64_OUT)"
 test-e2e-arm64: deps static-arm64
 	./scripts/arm64/test-e2e.sh "$(STATIC_ARM64_OUT)"
+
+## image: the Raspberry Pi SD-card image out/image/doorgateway-<version>-arm64.img (+ .bmap,
+## .sha256) for Pi 3/4/Zero 2 W: Debian bookworm arm64, Debian's kernel + raspi-firmware, the
+## arm64 package, first-boot provisioning from the FAT partition (docs/pi-image.md). No loop
+## devices. SSH_KEY=~/.ssh/id_ed25519.pub authorises root (or ALLOW_NO_SSH_KEY=1). The emulated
+## base is cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/image.
+## test-arm64-vm: boot a copy of the image in qemu-system-aarch64 (virt, TCG) with its own kernel
+## and initrd; first boot, gatewayd READY on the simulated board, gatewayctl over ssh, stop locks.
+IMAGE_OUT ?= out/image
+.PHONY: image image-base test-arm64-vm
+image: deb
+	SSH_KEY="$(SSH_KEY)" ./scripts/image/build.sh "$(IMAGE_OUT)"
+image-base:
+	./scripts/image/build.sh --base-only
+# (the VM test logs in with a key of its own, given through first boot: no SSH_KEY needed)
+test-arm64-vm:
+	$(MAKE) --no-print-directory image $(if $(SSH_KEY),,ALLOW_NO_SSH_KEY=1)
+	./scripts/image/test-vm.sh "$$(ls -t $(IMAGE_OUT)/doorgateway-*-arm64.img | head -1)"

@@ -58,66 +58,72 @@ BASE_KEY=$(printf '%s\n' "$BASE_RECIPE" "$SUITE" "$MIRROR" "$DEBOOTSTRAP_INCLUDE
 BASE=$IMG_CACHE/base-$BASE_KEY
 
 make_base() {
-    local tmp=$BASE.tmp log=$BASE.log t=$SECONDS boot=$BASE.debootstrap
+    local tmp=$BASE.tmp log=$BASE.log t=$SECONDS boot=$BASE.debootstrap kver
     umount_under "$tmp"
-    rm -rf "$tmp"
-    # The debootstrap result is kept apart, so a failure in the installs below
-    # does not cost the 3 minutes of emulated second stage again.
-    if [ ! -f "$boot/.doorgateway-debootstrap" ]; then
-        rm -rf "$boot"
-        say "base $BASE_KEY: debootstrap --arch=arm64 $SUITE (second stage under qemu-user; log $log)"
-        : > "$log"
-        nice -n 10 debootstrap --arch=arm64 --variant=minbase --include="$DEBOOTSTRAP_INCLUDE" \
-            --components=main,non-free-firmware "$SUITE" "$boot" "$MIRROR" >> "$log" 2>&1 \
-            || { tail -20 "$log" >&2; die "debootstrap failed (log $log)"; }
-        touch "$boot/.doorgateway-debootstrap"
-        say "base: debootstrap done in $((SECONDS - t)) s"
-    fi
-    cp -a "$boot" "$tmp"
-    rm -f "$tmp/.doorgateway-debootstrap"
-    cat > "$tmp/etc/apt/sources.list" <<EOF
+    # Resumable: the debootstrap result is kept apart, and a root whose
+    # packages are in (.stage-packages) resumes at the initramfs, so a failure
+    # late in the base does not cost the earlier emulated minutes again.
+    if [ ! -f "$tmp/.stage-packages" ]; then
+        rm -rf "$tmp"
+        if [ ! -f "$boot/.doorgateway-debootstrap" ]; then
+            rm -rf "$boot"
+            say "base $BASE_KEY: debootstrap --arch=arm64 $SUITE (second stage under qemu-user; log $log)"
+            : > "$log"
+            emulated nice -n 10 debootstrap --arch=arm64 --variant=minbase --include="$DEBOOTSTRAP_INCLUDE" \
+                --components=main,non-free-firmware "$SUITE" "$boot" "$MIRROR" >> "$log" 2>&1 \
+                || { tail -20 "$log" >&2; die "debootstrap failed (log $log)"; }
+            touch "$boot/.doorgateway-debootstrap"
+            say "base: debootstrap done in $((SECONDS - t)) s"
+        fi
+        cp -a "$boot" "$tmp"
+        rm -f "$tmp/.doorgateway-debootstrap"
+        cat > "$tmp/etc/apt/sources.list" <<EOF
 deb $MIRROR $SUITE main non-free-firmware
 deb $MIRROR $SUITE-updates main non-free-firmware
 deb ${MIRROR%/debian}/debian-security $SUITE-security main non-free-firmware
 EOF
-    # No daemon starts inside the chroot.
-    printf '#!/bin/sh\nexit 101\n' > "$tmp/usr/sbin/policy-rc.d"
-    chmod 0755 "$tmp/usr/sbin/policy-rc.d"
-    # Emulated initramfs generation takes minutes; the kernel's postinst and the
-    # initramfs-tools trigger would each run it. Divert update-initramfs to a
-    # no-op for the installs and run the real one once below.
-    in_root "$tmp" dpkg-divert --local --rename --divert /usr/sbin/update-initramfs.real \
-        --add /usr/sbin/update-initramfs >> "$log" 2>&1
-    printf '#!/bin/sh\necho "update-initramfs: deferred by the image build ($*)"\nexit 0\n' \
-        > "$tmp/usr/sbin/update-initramfs"
-    chmod 0755 "$tmp/usr/sbin/update-initramfs"
-    mkdir -p "$tmp/boot/firmware"
-    # Where raspi-firmware's hook looks for the root partition (the image's label).
-    mkdir -p "$tmp/etc/default"
-    t=$SECONDS
-    say "base: apt-get install ${#BASE_PACKAGES[@]} packages (emulated dpkg; minutes)"
-    in_root "$tmp" apt-get update -q >> "$log" 2>&1 || { tail -20 "$log" >&2; die "apt-get update failed"; }
-    in_root "$tmp" apt-get install -y -q --no-install-recommends "${BASE_PACKAGES[@]}" >> "$log" 2>&1 \
-        || { tail -30 "$log" >&2; die "apt-get install failed (log $log)"; }
-    say "base: packages installed in $((SECONDS - t)) s"
-    rm "$tmp/usr/sbin/update-initramfs"
-    in_root "$tmp" dpkg-divert --local --rename --divert /usr/sbin/update-initramfs.real \
-        --remove /usr/sbin/update-initramfs >> "$log" 2>&1
-    local kver
+        # No daemon starts inside the chroot.
+        printf '#!/bin/sh\nexit 101\n' > "$tmp/usr/sbin/policy-rc.d"
+        chmod 0755 "$tmp/usr/sbin/policy-rc.d"
+        # Emulated initramfs generation takes minutes; the kernel's postinst and
+        # the initramfs-tools trigger would each run it. Divert update-initramfs
+        # to a no-op for the installs and run the real one once below.
+        emulated in_root "$tmp" dpkg-divert --local --rename --divert /usr/sbin/update-initramfs.real \
+            --add /usr/sbin/update-initramfs >> "$log" 2>&1
+        printf '#!/bin/sh\necho "update-initramfs: deferred by the image build ($*)"\nexit 0\n' \
+            > "$tmp/usr/sbin/update-initramfs"
+        chmod 0755 "$tmp/usr/sbin/update-initramfs"
+        mkdir -p "$tmp/boot/firmware" "$tmp/etc/default"
+        t=$SECONDS
+        say "base: apt-get install ${#BASE_PACKAGES[@]} packages (emulated dpkg; minutes)"
+        emulated in_root "$tmp" apt-get update -q >> "$log" 2>&1 || { tail -20 "$log" >&2; die "apt-get update failed"; }
+        emulated in_root "$tmp" apt-get install -y -q --no-install-recommends "${BASE_PACKAGES[@]}" >> "$log" 2>&1 \
+            || { tail -30 "$log" >&2; die "apt-get install failed (log $log)"; }
+        say "base: packages installed in $((SECONDS - t)) s"
+        rm "$tmp/usr/sbin/update-initramfs"
+        emulated in_root "$tmp" dpkg-divert --local --rename --divert /usr/sbin/update-initramfs.real \
+            --remove /usr/sbin/update-initramfs >> "$log" 2>&1
+        touch "$tmp/.stage-packages"
+    fi
     kver=$(cd "$tmp/lib/modules" && ls | sort -V | tail -1)
     [ -n "$kver" ] || die "no kernel modules in the base"
     t=$SECONDS
     say "base: update-initramfs -c -k $kver (once; emulated)"
-    in_root "$tmp" update-initramfs -c -k "$kver" >> "$log" 2>&1 \
+    rm -f "$tmp/boot/initrd.img-$kver"
+    emulated in_root "$tmp" update-initramfs -c -k "$kver" >> "$log" 2>&1 \
         || { tail -20 "$log" >&2; die "update-initramfs failed"; }
     say "base: initramfs in $((SECONDS - t)) s"
     in_root "$tmp" apt-get clean >> "$log" 2>&1
     rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/*.bin "$tmp"/var/log/*.log \
-        "$tmp"/var/log/apt/* "$tmp"/etc/ssh/ssh_host_*
+        "$tmp"/var/log/apt/* "$tmp"/etc/ssh/ssh_host_* "$tmp/.stage-packages"
     echo "$kver" > "$tmp/.doorgateway-kernel"
     printf '%s\n' "$BASE_RECIPE $SUITE $MIRROR" "${BASE_PACKAGES[@]}" > "$tmp/.doorgateway-base"
     mv "$tmp" "$BASE"
     rm -rf "$boot"
+    local d
+    for d in "$IMG_CACHE"/base-*; do   # bases of older recipes
+        case "$d" in "$BASE" | "$BASE".*) ;; *) rm -rf "$d" ;; esac
+    done
     say "base $BASE_KEY ready in $((SECONDS - T0)) s ($(du -sh "$BASE" | cut -f1))"
 }
 
@@ -248,15 +254,23 @@ cat > "$R/etc/default/raspi-firmware" <<'EOF'
 # raspi-firmware settings for the DoorGateway image (its hooks regenerate
 # /boot/firmware/config.txt and cmdline.txt on every kernel upgrade).
 ROOTPART=LABEL=RASPIROOT
-CONSOLES="serial0,115200 tty1"
+# HDMI, and the header's UART (ttyS1 under Debian's kernel on Pi 3/4/Zero 2 W;
+# the last console gets the boot log). "auto" would probe the build machine.
+CONSOLES="tty0 ttyS1,115200"
+# One image for Pi 3, 4 and Zero 2 W: no cma= (a Pi 4 may not boot with it;
+# a door has no display to feed).
+CMA=0
 KERNEL_ARCH="arm64"
 EOF
+# Debian's kernel has i2c-dev as a module: /dev/i2c-1 for the PN532.
+echo i2c-dev > "$R/etc/modules-load.d/doorgateway-i2c.conf"
 install -m 0644 "$F/config.txt.custom" "$R/etc/default/raspi-firmware-custom"
-rm -rf "$R/boot/firmware"/*
-in_root "$R" /etc/kernel/postinst.d/z50-raspi-firmware "$KVER" >> "$WORK/hooks.log" 2>&1 \
+# The boot firmware (bootcode.bin, start*.elf, fixup*.dat) is there from the
+# package's postinst; its kernel hook (as update-initramfs's post-update hook
+# calls it) copies the newest kernel, initrd and bcm*.dtb and writes config.txt
+# (with raspi-firmware-custom appended) and cmdline.txt from the settings above.
+in_root "$R" /usr/bin/env DEB_MAINT_PARAMS=configure /etc/kernel/postinst.d/z50-raspi-firmware > "$WORK/hooks.log" 2>&1 \
     || { cat "$WORK/hooks.log" >&2; die "raspi-firmware's kernel hook failed"; }
-in_root "$R" /etc/initramfs/post-update.d/z50-raspi-firmware "$KVER" "/boot/initrd.img-$KVER" >> "$WORK/hooks.log" 2>&1 \
-    || { cat "$WORK/hooks.log" >&2; die "raspi-firmware's initramfs hook failed"; }
 FW=$R/boot/firmware
 for f in bootcode.bin start4.elf fixup4.dat start.elf fixup.dat config.txt cmdline.txt \
     bcm2711-rpi-4-b.dtb bcm2837-rpi-3-b.dtb bcm2837-rpi-3-b-plus.dtb bcm2837-rpi-zero-2-w.dtb; do

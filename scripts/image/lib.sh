@@ -43,6 +43,24 @@ ensure_binfmt() {
         || die "the qemu-aarch64 binfmt handler lacks flag F (fix-binary); chroots would need the emulator inside"
 }
 
+# emulated CMD...: run a step that executes arm64 binaries. binfmt_misc is
+# global: another job on the machine may unmount it (or drop the handler)
+# while a step runs, which shows as "Exec format error". Such a step is run
+# again (once) after the handler is restored; any other failure is final.
+emulated() {
+    local rc=0
+    ensure_binfmt
+    "$@" || rc=$?
+    [ "$rc" = 0 ] && return 0
+    if ! grep -qs '^enabled' /proc/sys/fs/binfmt_misc/qemu-aarch64; then
+        say "the qemu-aarch64 binfmt handler vanished during the step (another job?); restoring it and running the step again"
+        ensure_binfmt
+        rc=0
+        "$@" || rc=$?
+    fi
+    return "$rc"
+}
+
 # in_root ROOT CMD...: CMD inside the arm64 chroot ROOT, in fresh mount and PID
 # namespaces with their own /proc and /sys, so no mount outlives the command.
 # Always niced (2 shared cores). /boot/firmware is bind-mounted on itself: raspi-firmware's hooks want a mount

@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# scripts/image/test-vm.sh IMG — boot a copy of the Pi image in
+# qemu-system-aarch64 (-M virt, TCG) with the image's own Debian kernel and
+# initrd (taken from its FAT partition, booted with its cmdline.txt's root=),
+# the whole image as a virtio disk, and check over ssh what a user would see.
+#
+# The copy (never the image itself) gets:
+#   on its FAT partition, doorgateway/ with test first-boot files: device-id,
+#     mqtt-broker (a mosquitto started here, mutual TLS, reached at 10.0.2.2),
+#     ca.crt, door.crt, door.key, a gateway.toml for the simulated board,
+#     authorized_keys (a key made for this run), wifi.conf, hostname;
+#   in its root file system (debugfs, no mount): /usr/bin/pn532-sim (the
+#     simulated board's reader; not in the package, doors have a real PN532)
+#     and a gatewayd.service drop-in allowing /dev/ptmx and /dev/pts/* (the
+#     simulator's pty; the shipped unit's DevicePolicy=closed has no reason to
+#     allow them on a door);
+#   512 MiB more disk, which first boot's growroot must claim.
+# Checks: gatewayd active (READY) under systemd, gatewayctl status over ssh
+# (device id, reader, relay locked, broker connected with the first-boot
+# certificates), the first-boot files consumed (gone from FAT, in /etc with
+# the key 0600), the relay opened and then locked by `systemctl stop
+# gatewayd`, host keys made, root grown. Printed: image size, boot to READY.
+#
+# Environment: PN532_SIM (default out/static-arm64/pn532-sim), VM_TIMEOUT
+# (seconds for the whole VM, default 900), DOORGATEWAY_CACHE.
+# QEMU and mosquitto are started here and killed and reaped on every exit path.
+set -euo pipefail
+
+IMG=${1:?usage: scripts/image/test-vm.sh out/image/doorgateway-VERSION-arm64.img}
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+# shellcheck source=lib.sh
+. scripts/image/lib.sh
+say() { echo "test-arm64-vm: $*" >&2; }
+PN532_SIM=${PN532_SIM:-out/static-arm64/pn532-sim}
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+T0=$SECONDS
+
+[ "$(id -u)" = 0 ] || die "needs root (apt-get)"
+[ -f "$IMG" ] || die "no $IMG (make image)"
+[ -x "$PN532_SIM" ] || die "no $PN532_SIM (make static-arm64)"
+ensure_host_packages qemu-system-arm mtools e2fsprogs fdisk openssh-client mosquitto openssl
+IMG=$(readlink -f "$IMG")
+
+VM=$IMG_CACHE/vm
+QEMU_PID=
+BROKER_PID=
+cleanup() {
+    local rc=$?
+    for p in $QEMU_PID $BROKER_PID; do
+        if kill -0 "$p" 2>/dev/null; then
+            kill "$p" 2>/dev/null || true
+            for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+            kill -9 "$p" 2>/dev/null || true
+        fi
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$VM"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+rm -rf "$VM"
+mkdir -p "$VM/fb" "$VM/pki"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+
+# --- the copy and its partitions -----------------------------------------------------
+IMG_BYTES=$(stat -c %s "$IMG")
+IMG_ALLOC=$(du -B1 "$IMG" | cut -f1)
+DISK=$VM/disk.img
+cp --sparse=always "$IMG" "$DISK"
+truncate -s +512M "$DISK"
+part() { sfdisk -J "$DISK" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][$1]; print(p['start'], p['size'])"; }
+read -r FAT_START FAT_SIZE <<< "$(part 0)"
+read -r ROOT_START ROOT_SIZE <<< "$(part 1)"
+FATI="$DISK@@$((FAT_START * 512))"
+export MTOOLS_SKIP_CHECK=1
+mtype -i "$FATI" ::/config.txt > "$VM/config.txt"
+mtype -i "$FATI" ::/cmdline.txt | tr -d '\r\n' > "$VM/cmdline.txt"
+KERNEL=$(sed -n 's/^kernel=//p' "$VM/config.txt" | tail -1)
+INITRD=$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' "$VM/config.txt" | tail -1)
+[ -n "$KERNEL" ] && [ -n "$INITRD" ] || die "config.txt names no kernel= / initramfs: $(cat "$VM/config.txt")"
+mcopy -n -i "$FATI" "::/$KERNEL" "$VM/vmlinuz"
+mcopy -n -i "$FATI" "::/$INITRD" "$VM/initrd"
+ROOT_ARG=$(tr ' ' '\n' < "$VM/cmdline.txt" | grep '^root=' || true)
+[ -n "$ROOT_ARG" ] || die "cmdline.txt has no root=: $(cat "$VM/cmdline.txt")"
+# The image's own command line, its consoles swapped for the virt machine's UART.
+APPEND="$(tr ' ' '\n' < "$VM/cmdline.txt" | grep -v '^console=' | tr '\n' ' ')console=ttyAMA0"
+say "kernel $KERNEL, initrd $INITRD from the FAT partition; cmdline: $APPEND"
+
+# --- a broker and certificates (the door's are handed over by first boot) ------------
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj /CN=vm-test-ca \
+    -keyout "$VM/pki/ca.key" -out "$VM/pki/ca.crt" 2>/dev/null
+cert() { # NAME SAN
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
+        -keyout "$VM/pki/$1.key" -out "$VM/pki/$1.csr" 2>/dev/null
+    printf 'subjectAltName=%s\nextendedKeyUsage=clientAuth,serverAuth\n' "$2" > "$VM/pki/$1.ext"
+    openssl x509 -req -in "$VM/pki/$1.csr" -CA "$VM/pki/ca.crt" -CAkey "$VM/pki/ca.key" -CAcreateserial \
+        -days 30 -extfile "$VM/pki/$1.ext" -out "$VM/pki/$1.crt" 2>/dev/null
+}
+cert broker "IP:10.0.2.2,DNS:localhost"
+cert vm-door "DNS:vm-door"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+BROKER_PORT=$(free_port)
+SSH_PORT=$(free_port)
+cat > "$VM/mosquitto.conf" <<EOF
+listener $BROKER_PORT 127.0.0.1
+cafile $VM/pki/ca.crt
+certfile $VM/pki/broker.crt
+keyfile $VM/pki/broker.key
+require_certificate true
+use_identity_as_username true
+allow_anonymous false
+acl_file $REPO/provisioning/doorgateway.acl
+persistence false
+log_dest file $VM/mosquitto.log
+log_type all
+EOF
+chmod 0644 "$VM"/pki/* && chmod 0755 "$VM" "$VM/pki"
+mosquitto -c "$VM/mosquitto.conf" > /dev/null 2>&1 &
+BROKER_PID=$!
+
+# --- the first-boot folder on the copy's FAT partition -----------------------------
+ssh-keygen -q -t ed25519 -N '' -C vm-test -f "$VM/id_test"
+echo vm-door > "$VM/fb/device-id"
+echo "mqtts://10.0.2.2:$BROKER_PORT" > "$VM/fb/mqtt-broker"
+cp "$VM/pki/ca.crt" "$VM/fb/ca.crt"
+cp "$VM/pki/vm-door.crt" "$VM/fb/door.crt"
+cp "$VM/pki/vm-door.key" "$VM/fb/door.key"
+# The simulated board: the sim example as a whole gateway.toml (the test's
+# device-id and broker go on top of it, as on a door).
+GW_HOST=out/static/gateway
+[ -x "$GW_HOST" ] || GW_HOST=$(dirname "$PN532_SIM")/gateway   # aarch64, through binfmt
+"$GW_HOST" ctl config example --board sim > "$VM/fb/gateway.toml" \
+    || die "cannot run $GW_HOST ctl config example --board sim"
+printf '\n' >> "$VM/fb/gateway.toml"
+cp "$VM/id_test.pub" "$VM/fb/authorized_keys"
+printf 'ssid=vm-test-net\r\npsk=not-a-real-passphrase\r\ncountry=DE\r\n' > "$VM/fb/wifi.conf"
+echo vm-door-host > "$VM/fb/hostname"
+DOOR_KEY_SUM=$(sha256sum < "$VM/fb/door.key")
+for f in "$VM"/fb/*; do mcopy -o -i "$FATI" "$f" ::/doorgateway/; done
+mdir -b -i "$FATI" ::/doorgateway/ | sed 's/^/  fat: /' >&2
+
+# --- test-only additions to the copy's root file system (debugfs, no mount) ----------
+ROOTFS=$VM/root.ext4
+dd if="$DISK" of="$ROOTFS" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=none
+ROOT_BLOCKS_BEFORE=$(dumpe2fs -h "$ROOTFS" 2>/dev/null | sed -n 's/^Block count: *//p')
+cat > "$VM/vmtest.conf" <<'EOF'
+# Test copy only (scripts/image/test-vm.sh): the simulated board's pn532-sim
+# talks to gatewayd over a pseudo-terminal.
+[Service]
+DeviceAllow=/dev/ptmx rw
+DeviceAllow=char-pts rw
+EOF
+cp "$PN532_SIM" "$VM/pn532-sim"
+chmod 0755 "$VM/pn532-sim"
+cat > "$VM/debugfs.cmds" <<EOF
+write $VM/pn532-sim /usr/bin/pn532-sim
+set_inode_field /usr/bin/pn532-sim mode 0100755
+mkdir /etc/systemd/system/gatewayd.service.d
+write $VM/vmtest.conf /etc/systemd/system/gatewayd.service.d/vmtest.conf
+set_inode_field /etc/systemd/system/gatewayd.service.d/vmtest.conf mode 0100644
+EOF
+debugfs -w -f "$VM/debugfs.cmds" "$ROOTFS" > "$VM/debugfs.log" 2>&1 || { cat "$VM/debugfs.log" >&2; die "debugfs failed"; }
+debugfs -R 'stat /usr/bin/pn532-sim' "$ROOTFS" 2>/dev/null | grep -q 'Mode:  0755' || { cat "$VM/debugfs.log" >&2; die "pn532-sim not written"; }
+dd if="$ROOTFS" of="$DISK" bs=512 seek="$ROOT_START" conv=notrunc,sparse status=none
+rm -f "$ROOTFS" "$VM/pn532-sim"
+say "copy prepared in $((SECONDS - T0)) s"
+
+# --- boot ----------------------------------------------------------------------------------
+# -cpu max with the cheap implementation-defined pointer-authentication hash
+# (the architected QARMA one is costly under TCG), when this QEMU has it: an
+# unknown property makes QEMU exit at once; a known one leaves it paused (-S).
+CPU=max
+rc=0
+timeout 3 qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -display none -S -monitor none \
+    -serial none > /dev/null 2>&1 || rc=$?
+[ "$rc" = 124 ] && CPU=max,pauth-impdef=on
+QEMU_START=$SECONDS
+qemu-system-aarch64 -M virt -cpu "$CPU" -accel tcg,thread=multi -smp 2 -m 1024 \
+    -kernel "$VM/vmlinuz" -initrd "$VM/initrd" -append "$APPEND" \
+    -drive if=none,file="$DISK",format=raw,id=d0 -device virtio-blk-pci,drive=d0 \
+    -netdev user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22 -device virtio-net-pci,netdev=n0 \
+    -device virtio-rng-pci \
+    -display none -monitor none -serial file:"$VM/console.log" -no-reboot &
+QEMU_PID=$!
+say "qemu pid $QEMU_PID (-cpu $CPU, TCG, 2 vCPUs, 1 GiB), ssh on 127.0.0.1:$SSH_PORT, broker on :$BROKER_PORT"
+deadline=$((SECONDS + VM_TIMEOUT))
+SSH=(ssh -q -i "$VM/id_test" -p "$SSH_PORT" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+    -o ConnectTimeout=10 -o ServerAliveInterval=10 -o BatchMode=yes root@127.0.0.1)
+vm() { timeout 120 "${SSH[@]}" "$@"; }
+alive() { kill -0 "$QEMU_PID" 2>/dev/null; }
+
+# Wait for ssh and then for gatewayd to be active (Type=notify: after READY=1).
+ssh_at=
+ready_at=
+while [ $SECONDS -lt $deadline ] && alive; do
+    if state=$(timeout 30 "${SSH[@]}" systemctl is-active gatewayd.service 2>/dev/null); then
+        [ -n "$ssh_at" ] || { ssh_at=$((SECONDS - QEMU_START)); say "ssh answers after ${ssh_at} s"; }
+        if [ "$state" = active ]; then ready_at=$((SECONDS - QEMU_START)); break; fi
+    fi
+    sleep 3
+done
+alive || { tail -40 "$VM/console.log" >&2; die "QEMU exited before gatewayd was ready"; }
+if [ -z "$ready_at" ]; then
+    tail -60 "$VM/console.log" >&2
+    [ -n "$ssh_at" ] && vm journalctl -b --no-pager -n 80 >&2 || true
+    die "gatewayd not active within ${VM_TIMEOUT} s (ssh: ${ssh_at:-never})"
+fi
+pass "gatewayd.service active (READY) under systemd, seen over ssh ${ready_at} s after QEMU started"
+# Guest clocks: kernel start -> READY=1 (systemd's own monotonic timestamps).
+guest_ready_us=$(vm systemctl show -P ActiveEnterTimestampMonotonic gatewayd.service)
+guest_start_us=$(vm systemctl show -P ExecMainStartTimestampMonotonic gatewayd.service)
+userspace_us=$(vm systemctl show -P UserspaceTimestampMonotonic)
+ready_log=$(vm journalctl -b -u gatewayd.service --no-pager -o cat | grep -m1 'ready in' || true)
+
+# --- the checks ------------------------------------------------------------------------------
+status=$(vm gatewayctl status --json || true)
+echo "$status" > "$VM/status.json"
+field() { python3 -c "import json,sys; d=json.load(open('$VM/status.json')); print(eval('d' + sys.argv[1]))" "$1" 2>/dev/null; }
+[ "$(field "['device']")" = vm-door ] && pass "gatewayctl status over ssh: device vm-door (device-id from the FAT partition)" \
+    || fail "gatewayctl status device" "$status"
+[ "$(field "['reader']")" = ok ] && pass "reader ok (pn532-sim through libnfc, spawned by gatewayd under the unit's sandbox)" \
+    || fail "reader" "$(field "['reader']")"
+[ "$(field "['outputs']['strike']")" = locked ] && pass "relay strike locked at start" || fail "strike at start" "$status"
+# The broker: connected with the first-boot CA, certificate and key (credential).
+connected=
+for _ in $(seq 1 30); do
+    [ "$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["broker"]["connected"])' 2>/dev/null)" = True ] \
+        && { connected=1; break; }
+    sleep 2
+done
+[ -n "$connected" ] && pass "MQTT broker connected over mutual TLS with the first-boot ca.crt/door.crt/door.key (credential)" \
+    || fail "broker not connected" "$(vm journalctl -b -u gatewayd --no-pager -o cat | grep -i mqtt | tail -5)"
+grep -q "vm-door" "$VM/mosquitto.log" 2>/dev/null && pass "the broker saw the door's certificate CN vm-door" \
+    || fail "broker log has no vm-door"
+
+fat_left=$(vm 'ls -A /boot/firmware/doorgateway/ | tr "\n" " "')
+[ "$fat_left" = "README.txt STATUS.txt " ] && pass "first-boot files consumed: FAT doorgateway/ holds only README.txt STATUS.txt" \
+    || fail "FAT doorgateway/ still holds" "$fat_left"
+key_stat=$(vm stat -c '%a %U:%G' /etc/doorgateway/door.key)
+[ "$key_stat" = "600 root:root" ] && pass "/etc/doorgateway/door.key 600 root:root" || fail "door.key mode" "$key_stat"
+[ "$(vm cat /etc/doorgateway/door.key | sha256sum)" = "$DOOR_KEY_SUM" ] \
+    && pass "door.key is the one put on the FAT partition" || fail "door.key content differs"
+vm grep -q 'key_file = "/run/credentials/gatewayd.service/door.key"' /etc/doorgateway/gateway.toml \
+    && pass "gateway.toml names the key as gatewayd's credential" || fail "gateway.toml key_file"
+vm grep -q '^kind = "sim"' /etc/doorgateway/gateway.toml && pass "gateway.toml from the FAT partition installed (board sim)" \
+    || fail "gateway.toml not installed"
+wpa=$(vm 'stat -c "%a" /etc/wpa_supplicant/wpa_supplicant-wlan0.conf; grep -c not-a-real-passphrase /etc/wpa_supplicant/wpa_supplicant-wlan0.conf || true')
+[ "$(echo $wpa)" = "600 0" ] && pass "wifi.conf -> wpa_supplicant-wlan0.conf 0600, hashed key only" || fail "wifi" "$wpa"
+[ "$(vm hostname)" = vm-door-host ] && pass "host name from the FAT partition" || fail "hostname" "$(vm hostname)"
+fat_secret=$(vm 'grep -rl -e "PRIVATE KEY" -e not-a-real-passphrase /boot/firmware/ 2>/dev/null | tr "\n" " "' || true)
+[ -z "$fat_secret" ] && pass "no private key or passphrase left anywhere on the FAT partition" || fail "secrets on FAT" "$fat_secret"
+vm 'ls /etc/ssh/ssh_host_ed25519_key' > /dev/null && pass "ssh host keys generated on this machine at first boot" || fail "ssh host keys"
+[ -n "$(vm ls -A /var/lib/doorgateway)" ] \
+    && pass "state directory holds the store (the device key is made there by gatewayd at first start)" \
+    || fail "no store in /var/lib/doorgateway"
+root_blocks=$(vm "stat -f -c '%b %S' /" | awk '{ print $1 * $2 / 4096 }')
+[ "${root_blocks%.*}" -gt "$ROOT_BLOCKS_BEFORE" ] && pass "growroot: root file system grown from $ROOT_BLOCKS_BEFORE to ~${root_blocks%.*} blocks (the extra 512 MiB)" \
+    || fail "growroot" "$root_blocks <= $ROOT_BLOCKS_BEFORE"
+failed_units=$(vm systemctl --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')
+[ -z "$failed_units" ] && pass "no failed systemd units" || fail "failed units" "$failed_units"
+
+# Open the door, then stop the service while the strike is energised.
+vm gatewayctl open --action 0 > /dev/null || true
+opened=$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["outputs"]["strike"])' 2>/dev/null)
+[ "$opened" = unlocked ] && pass "gatewayctl open --action 0: strike unlocked" || fail "open" "$opened"
+stop_t0=$SECONDS
+vm systemctl stop gatewayd.service || true
+stop_s=$((SECONDS - stop_t0))
+journal=$(vm journalctl -b -u gatewayd.service --no-pager -o cat | tail -15)
+echo "$journal" > "$VM/gatewayd-tail.log"
+if echo "$journal" | grep -q 'signal 15: stopping' && echo "$journal" | grep -q 'stopped; outputs locked' \
+    && echo "$journal" | sed -n '/signal 15: stopping/,$p' | grep -q 'strike → locked\|all outputs locked'; then
+    pass "systemctl stop gatewayd (${stop_s} s) locked the relay: $(echo "$journal" | sed -n '/signal 15/,$p' | tr '\n' '|' | cut -c1-200)"
+else
+    fail "stop did not log the relay locked" "$journal"
+fi
+[ "$(vm systemctl is-active gatewayd.service || true)" = inactive ] && pass "gatewayd inactive after stop" || fail "gatewayd still active"
+vm 'pgrep -x pn532-sim' > /dev/null && fail "pn532-sim outlived gatewayd" || pass "pn532-sim ended with gatewayd"
+firstboot_log=$(vm journalctl -b -u doorgateway-firstboot.service --no-pager -o cat | head -20)
+
+# --- power off ------------------------------------------------------------------------------
+vm systemctl poweroff > /dev/null 2>&1 || true
+for _ in $(seq 1 120); do alive || break; sleep 1; done
+if alive; then fail "VM did not power off within 120 s (killed)"; else pass "VM powered off"; fi
+wait "$QEMU_PID" 2>/dev/null || true
+QEMU_PID=
+
+echo "--- first boot (journal of doorgateway-firstboot.service) ---"
+echo "$firstboot_log"
+echo "--- figures ---"
+echo "image: $IMG"
+echo "image size: $((IMG_BYTES / 1048576)) MiB ($((IMG_ALLOC / 1048576)) MiB allocated on disk)"
+echo "gatewayd: $ready_log"
+echo "boot to READY (guest monotonic, kernel start -> gatewayd active): $((guest_ready_us / 1000)) ms (systemd userspace at $((userspace_us / 1000)) ms, gatewayd exec at $((guest_start_us / 1000)) ms)"
+echo "boot to READY (wall, QEMU start -> seen over ssh, 3 s polling): ${ready_at} s (ssh first answered at ${ssh_at} s) under TCG, -cpu $CPU, 2 vCPUs"
+echo "test-arm64-vm: $passed passed, $failed failed, $((SECONDS - T0)) s"
+[ "$failed" = 0 ]
