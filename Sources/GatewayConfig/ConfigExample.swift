@@ -48,6 +48,7 @@ public enum ConfigExample {
             switch target {
             case .action(let a): return "\(number) = \(a)"
             case .report: return "\(number) = \"report\""
+            case .mode, .clearLockout: return "# \(number): \(target) (not a compat command)"
             }
         }.joined(separator: "\n")
 

@@ -79,6 +79,10 @@ public final class MQTTLink: @unchecked Sendable {
         public var lockSet: String { prefix + "/lock/set" }
         public var report: String { prefix + "/report" }
         public var lastAccess: String { prefix + "/last_access" }
+        /// Home Assistant's mode selector, lockout button and action buttons.
+        public var modeSet: String { prefix + "/mode/set" }
+        public var lockoutClear: String { prefix + "/lockout/clear" }
+        public var actionSet: String { prefix + "/action/set" }
         public static let homeAssistantStatus = "homeassistant/status"
     }
 
@@ -389,7 +393,7 @@ public final class MQTTLink: @unchecked Sendable {
         var commandTopics = [topics.command] + configuration.compatCommandTopics
         // lock/set always: with home_assistant_open off, HA's Unlock/Open are
         // refused and audited rather than unheard.
-        commandTopics.append(topics.lockSet)
+        commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
         if configuration.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
         announce()
@@ -467,6 +471,9 @@ public final class MQTTLink: @unchecked Sendable {
         let judge = CommandJudge(
             mapping: configuration.commandMapping, tolerance: Int64(configuration.toleranceSeconds), deviceID: deviceID,
             actionCount: actionCount)
+        if let outcome = judgeHomeAssistantControl(topic: topic, payload: payload, retained: retained) {
+            return outcome
+        }
         if topic == topics.lockSet {
             guard !retained else {
                 return .rejected(code: "retained", detail: "retained messages are ignored", source: "homeassistant")
@@ -515,6 +522,37 @@ public final class MQTTLink: @unchecked Sendable {
                 return .rejected(code: "malformed", detail: "no target", source: source)
             }
             return .accepted(target, source: source)
+        }
+    }
+
+    /// Home Assistant's mode selector, "clear lockout" and action buttons:
+    /// honoured only with `home_assistant_open = true` (HA holds no MAC key;
+    /// these are as strong as opening), refused and audited otherwise. Nil
+    /// for other topics.
+    func judgeHomeAssistantControl(topic: String, payload: [UInt8], retained: Bool) -> RemoteOutcome? {
+        guard [topics.modeSet, topics.lockoutClear, topics.actionSet].contains(topic) else { return nil }
+        let ha = "homeassistant"
+        guard !retained else { return .rejected(code: "retained", detail: "retained messages are ignored", source: ha) }
+        guard configuration.homeAssistantOpen else {
+            return .rejected(
+                code: "ha_open_disabled", detail: "[mqtt] home_assistant_open = false: HA may not act on the door",
+                source: ha)
+        }
+        let text = String(decoding: payload.prefix(64), as: UTF8.self)
+        switch topic {
+        case topics.modeSet:
+            guard let mode = DoorMode(rawValue: text) else {
+                return .rejected(code: "malformed", detail: "mode must be normal, passage or lockdown", source: ha)
+            }
+            return .accepted(.mode(mode), source: ha)
+        case topics.lockoutClear:
+            return .accepted(.clearLockout, source: ha)
+        default:
+            guard let index = Int(text), (0..<actionCount).contains(index) else {
+                return .rejected(
+                    code: "unknown_action", detail: "action must be 0…\(actionCount - 1)", source: ha)
+            }
+            return .accepted(.action(index), source: ha)
         }
     }
 

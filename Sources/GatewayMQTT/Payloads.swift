@@ -32,10 +32,16 @@ public enum Payloads {
     /// on each connect the door clears (empty retained config) those its
     /// configuration does not offer now, so an entity removed from the
     /// configuration, or all of them with discovery off, leaves HA.
-    public static let discoveryCatalog: [(component: String, object: String)] = [
-        ("lock", "lock"), ("event", "access"), ("binary_sensor", "reader"), ("sensor", "last_access"),
-        ("binary_sensor", "door"),
-    ]
+    public static let discoveryCatalog: [(component: String, object: String)] =
+        [
+            ("lock", "lock"), ("event", "access"), ("binary_sensor", "reader"), ("sensor", "last_access"),
+            ("binary_sensor", "door"), ("binary_sensor", "lockout"), ("sensor", "uptime"), ("sensor", "outbox"),
+            ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"),
+        ] + homeAssistantActionButtons.map { ("button", "action_\($0)") }
+
+    /// Actions 1–3 (the phone app's other buttons) get an HA button when
+    /// configured; action 0 is the lock entity's Open.
+    public static let homeAssistantActionButtons = 1...3
 
     public static func discoveryTopic(device: String, component: String, object: String) -> String {
         "homeassistant/\(component)/doorgateway_\(device)/\(object)/config"
@@ -43,7 +49,8 @@ public enum Payloads {
 
     /// Home Assistant MQTT discovery (retained config messages).
     public static func discovery(
-        device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool
+        device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
+        actions: [(index: Int, name: String)] = []
     ) -> [(topic: String, payload: [UInt8])] {
         let dev: JSONValue = .object([
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -86,6 +93,34 @@ public enum Payloads {
                 common("reader", "Reader problem") + [
                     ("state_topic", .string(topics.state)), ("device_class", .string("problem")),
                     ("value_template", .string("{{ 'OFF' if value_json.reader == 'ok' else 'ON' }}")),
+                    ("entity_category", .string("diagnostic")),
+                ]),
+            entry(
+                "binary_sensor", "lockout",
+                common("lockout", "Lockout") + [
+                    ("state_topic", .string(topics.state)), ("device_class", .string("problem")),
+                    ("value_template", .string("{{ 'ON' if value_json.lockout else 'OFF' }}")),
+                ]),
+            // Diagnostics from telemetry (every telemetry_s, first one at start).
+            entry(
+                "sensor", "uptime",
+                common("uptime", "Uptime") + [
+                    ("state_topic", .string(topics.telemetry)), ("device_class", .string("duration")),
+                    ("unit_of_measurement", .string("s")), ("value_template", .string("{{ value_json.uptime_s }}")),
+                    ("entity_category", .string("diagnostic")),
+                ]),
+            entry(
+                "sensor", "outbox",
+                common("outbox", "Outbox depth") + [
+                    ("state_topic", .string(topics.telemetry)), ("state_class", .string("measurement")),
+                    ("value_template", .string("{{ value_json.outbox }}")), ("entity_category", .string("diagnostic")),
+                ]),
+            entry(
+                "binary_sensor", "clock",
+                common("clock", "Clock synchronised") + [
+                    ("state_topic", .string(topics.telemetry)),
+                    ("value_template", .string("{{ 'ON' if value_json.clock_synchronised else 'OFF' }}")),
+                    ("entity_category", .string("diagnostic")),
                 ]),
             entry(
                 "sensor", "last_access",
@@ -98,6 +133,31 @@ public enum Payloads {
                     ("json_attributes_template", .string("{{ {'source': value_json.source} | tojson }}")),
                 ]),
         ]
+        if canOpen {
+            // HA acts on the door only when it may open it (home_assistant_open).
+            out.append(
+                entry(
+                    "select", "mode",
+                    common("mode", "Mode") + [
+                        ("command_topic", .string(topics.modeSet)), ("state_topic", .string(topics.state)),
+                        ("value_template", .string("{{ value_json.mode }}")),
+                        ("options", .array(DoorMode.allCases.map { .string($0.rawValue) })),
+                    ]))
+            out.append(
+                entry(
+                    "button", "clear_lockout",
+                    common("clear_lockout", "Clear lockout") + [
+                        ("command_topic", .string(topics.lockoutClear)), ("payload_press", .string("PRESS")),
+                    ]))
+            for (index, title) in actions where homeAssistantActionButtons.contains(index) {
+                out.append(
+                    entry(
+                        "button", "action_\(index)",
+                        common("action_\(index)", title) + [
+                            ("command_topic", .string(topics.actionSet)), ("payload_press", .string("\(index)")),
+                        ]))
+            }
+        }
         if doorContact {
             out.append(
                 entry(

@@ -285,6 +285,43 @@ final class MachineTests: XCTestCase {
             h.send(.remoteCommand(.accepted(.action(9), source: "native"))).events.map(\.reason), ["unknown_action"])
     }
 
+    /// Home Assistant's mode selector and lockout button: the same effects as
+    /// the admin's, audited with their source; no remote mode change leaves
+    /// lockdown (only admins and the exit button act there).
+    func testRemoteModeAndLockoutClear() {
+        var s = DoorSettings()
+        s.lockout = LockoutPolicy(perTagThreshold: 100, globalThreshold: 3)
+        var h = harness(s)
+        let passage = h.send(.remoteCommand(.accepted(.mode(.passage), source: "homeassistant")))
+        XCTAssertEqual(passage.drives, [.drive(output: "strike", .unlocked)])
+        XCTAssertEqual(passage.events, [DoorEvent(.modeChanged, reason: "passage", source: "homeassistant")])
+        XCTAssertNil(passage.events.first?.accessSource, "a mode change is not an access")
+        XCTAssertEqual(
+            h.send(.remoteCommand(.accepted(.mode(.normal), source: "homeassistant"))).drives,
+            [.drive(output: "strike", .locked)])
+        for n in 1...3 { h.send(MachineHarness.tag("0400000000000\(n)", forged)) }
+        XCTAssertTrue(h.machine.lockoutStatus(at: h.clock.monotonic).isActive)
+        XCTAssertEqual(
+            h.send(.remoteCommand(.accepted(.clearLockout, source: "homeassistant"))).events,
+            [DoorEvent(.lockoutCleared, source: "homeassistant")])
+        XCTAssertFalse(h.machine.lockoutStatus(at: h.clock.monotonic).isActive)
+        h.send(.admin(.setMode(.lockdown)))
+        let undo = h.send(.remoteCommand(.accepted(.mode(.normal), source: "homeassistant")))
+        XCTAssertEqual(undo, [.emit(DoorEvent(.remoteRejected, reason: "lockdown", source: "homeassistant"))])
+        XCTAssertEqual(h.machine.mode, .lockdown)
+        XCTAssertEqual(h.send(.admin(.setMode(.normal))).events.map(\.source), ["admin"])
+    }
+
+    func testAccessSourceCountsEveryOpenButNotReportsOrModes() {
+        XCTAssertEqual(DoorEvent(.accessGranted, reason: "valid_v2", action: 0).accessSource, "tag")
+        XCTAssertEqual(DoorEvent(.exitRequest, action: 0, source: "button").accessSource, "button")
+        XCTAssertEqual(DoorEvent(.adminOpen, action: 0, source: "admin").accessSource, "admin")
+        XCTAssertEqual(DoorEvent(.remoteAccepted, action: 1, source: "homeassistant").accessSource, "homeassistant")
+        XCTAssertNil(DoorEvent(.remoteAccepted, reason: "report", source: "compat").accessSource)
+        XCTAssertNil(DoorEvent(.accessDenied, reason: "bad_signature").accessSource)
+        XCTAssertNil(DoorEvent(.modeChanged, reason: "passage", source: "homeassistant").accessSource)
+    }
+
     func testReaderFaultAndRecovery() {
         var h = harness()
         h.send(MachineHarness.tag(a, grant))

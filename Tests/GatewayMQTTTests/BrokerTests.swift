@@ -267,6 +267,52 @@ final class BrokerTests: XCTestCase {
         on.stop()
     }
 
+    /// HA's mode selector, lockout and action buttons: refused and audited
+    /// unless home_assistant_open, then judged (the machine decides the rest).
+    func testHomeAssistantControls() throws {
+        let sends: [(String, String)] = [
+            ("mode/set", "passage"), ("lockout/clear", "PRESS"), ("action/set", "2"), ("mode/set", "open sesame"),
+            ("action/set", "9"),
+        ]
+        let off = Outcomes()
+        var l: MQTTLink? = try link(off)
+        for (topic, payload) in sends.prefix(3) {
+            _ = try broker.publish("doorgateway/front-door/\(topic)", payload, as: "homeassistant")
+        }
+        XCTAssertEqual(off.wait(count: 3).map { code($0) }, Array(repeating: "ha_open_disabled", count: 3))
+        l?.stop()
+        l = nil
+        let on = Outcomes()
+        let enabled = try link(on, mqtt: "home_assistant_open = true")
+        for (topic, payload) in sends {
+            _ = try broker.publish("doorgateway/front-door/\(topic)", payload, as: "homeassistant")
+        }
+        let got = on.wait(count: 5)
+        XCTAssertEqual(got.count, 5)
+        XCTAssertEqual(
+            got.prefix(3),
+            [
+                .accepted(.mode(.passage), source: "homeassistant"), .accepted(.clearLockout, source: "homeassistant"),
+                .accepted(.action(2), source: "homeassistant"),
+            ])
+        XCTAssertEqual(got.suffix(2).map { code($0) }, ["malformed", "unknown_action"])
+        enabled.stop()
+    }
+
+    func testDiscoveryOffersControlsOnlyWhenHAMayAct() throws {
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
+        func objects(_ canOpen: Bool) -> Set<String> {
+            Set(
+                Payloads.discovery(
+                    device: "front-door", name: "Front", topics: topics, doorContact: false, eventTypes: [],
+                    canOpen: canOpen, actions: [(0, "door"), (1, "garage"), (2, "gate"), (4, "five")]
+                ).map { String($0.topic.split(separator: "/")[3]) })
+        }
+        let readOnly: Set = ["lock", "access", "reader", "last_access", "lockout", "uptime", "outbox", "clock"]
+        XCTAssertEqual(objects(false), readOnly)
+        XCTAssertEqual(objects(true), readOnly.union(["mode", "clear_lockout", "action_1", "action_2"]))
+    }
+
     /// What the configuration stops offering leaves Home Assistant: its
     /// retained discovery config is emptied on the next connect.
     func testEntitiesNoLongerOfferedAreRemovedFromHomeAssistant() throws {
@@ -283,7 +329,7 @@ final class BrokerTests: XCTestCase {
         l = try link(doorContact: false)
         let without = try retainedConfigs()
         XCTAssertFalse(without.contains(door), "door contact removed from the configuration: \(without)")
-        XCTAssertEqual(without.count, Payloads.discoveryCatalog.count - 1, "\(without)")
+        XCTAssertEqual(Set(without), Set(l?.discovery.map(\.topic) ?? []), "exactly what is offered now")
         l?.stop()
         l = try link(mqtt: "home_assistant_discovery = false")
         XCTAssertEqual(try retainedConfigs(), [], "discovery off removes every entity")

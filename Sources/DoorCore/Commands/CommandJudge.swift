@@ -3,10 +3,16 @@ public enum CommandTarget: Equatable, Hashable, Sendable, CustomStringConvertibl
     case action(ActionIndex)
     /// Command 5 of the ESP32 firmware: publish a device report (no OTP needed).
     case report
+    /// Home Assistant's mode selector (refused in lockdown).
+    case mode(DoorMode)
+    /// Home Assistant's "clear lockout" button.
+    case clearLockout
     public var description: String {
         switch self {
         case .action(let a): return "action \(a)"
         case .report: return "report"
+        case .mode(let m): return "mode \(m.rawValue)"
+        case .clearLockout: return "clear lockout"
         }
     }
 }

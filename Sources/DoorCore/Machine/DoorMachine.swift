@@ -96,6 +96,8 @@ public struct DoorMachine: Sendable {
     public struct LockoutStatus: Equatable, Sendable {
         public var globalUntil: MonotonicInstant?
         public var tags: [TagUID: MonotonicInstant]
+        /// Some lockout (global or of a tag) holds now.
+        public var isActive: Bool { globalUntil != nil || !tags.isEmpty }
     }
 
     public func lockoutStatus(at now: MonotonicInstant) -> LockoutStatus {
@@ -430,9 +432,52 @@ public struct DoorMachine: Sendable {
             } else {
                 fx.append(.emit(DoorEvent(.remoteRejected, reason: "unknown_action", action: a, source: source)))
             }
+        case .accepted(.mode(let new), let source):
+            // A remote mode change could undo a lockdown: only the exit
+            // button and admins act in lockdown.
+            if mode == .lockdown && new != .lockdown {
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "lockdown", source: source)))
+            } else {
+                setMode(new, source: source, now, &fx)
+            }
+        case .accepted(.clearLockout, let source):
+            clearLockout(source: source, &fx)
         case .rejected(let code, _, let source):
             fx.append(.emit(DoorEvent(.remoteRejected, reason: code, source: source)))
         }
+    }
+
+    private mutating func setMode(
+        _ new: DoorMode, source: String, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+    ) {
+        guard new != mode else { return }
+        let old = mode
+        mode = new
+        if new == .passage {
+            for o in settings.outputs { acquire(o.name, .passage, &fx) }
+        } else if old == .passage {
+            for o in settings.outputs { release(o.name, .passage, &fx) }
+        }
+        if new == .lockdown {
+            // Lockdown stops what stickers and remote commands started, so
+            // in lockdown only the exit button and admin hold an output.
+            for (id, run) in runs.sorted(by: { $0.key < $1.key }) where !run.survivesLockdown {
+                abort(id, reason: "lockdown", now, &fx)
+            }
+            disarm(reason: "lockdown", &fx)
+        }
+        restartHeldOpenTimer(&fx)
+        fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: source)))
+    }
+
+    private mutating func clearLockout(source: String, _ fx: inout [DoorEffect]) {
+        denials = [:]
+        globalDenials = []
+        lockedTags = [:]
+        globalLockUntil = nil
+        lastLockout = [:]
+        lockoutGeneration += 1
+        fx.append(.emit(DoorEvent(.lockoutCleared, source: source)))
     }
 
     private mutating func admin(_ request: AdminRequest, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
@@ -443,36 +488,13 @@ public struct DoorMachine: Sendable {
                 fx.append(.emit(DoorEvent(.adminOpen, action: a, source: "admin")))
             }
         case .setMode(let new):
-            guard new != mode else { return }
-            let old = mode
-            mode = new
-            if new == .passage {
-                for o in settings.outputs { acquire(o.name, .passage, &fx) }
-            } else if old == .passage {
-                for o in settings.outputs { release(o.name, .passage, &fx) }
-            }
-            if new == .lockdown {
-                // Lockdown stops what stickers and remote commands started, so
-                // in lockdown only the exit button and admin hold an output.
-                for (id, run) in runs.sorted(by: { $0.key < $1.key }) where !run.survivesLockdown {
-                    abort(id, reason: "lockdown", now, &fx)
-                }
-                disarm(reason: "lockdown", &fx)
-            }
-            restartHeldOpenTimer(&fx)
-            fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: "admin")))
+            setMode(new, source: "admin", now, &fx)
         case .armProvisioning(let job):
             arm(job, source: "admin", &fx)
         case .cancelProvisioning:
             disarm(reason: "cancelled", &fx)
         case .clearLockout:
-            denials = [:]
-            globalDenials = []
-            lockedTags = [:]
-            globalLockUntil = nil
-            lastLockout = [:]
-            lockoutGeneration += 1
-            fx.append(.emit(DoorEvent(.lockoutCleared, source: "admin")))
+            clearLockout(source: "admin", &fx)
         case .playFeedback(let kind):
             fx.append(.feedback(kind))
         }

@@ -133,20 +133,21 @@ public struct DoorEvent: Equatable, Sendable {
     }
 
     /// Where the door was opened from, when this event records an open of any
-    /// kind — a sticker, the exit button, an admin, a remote command (not the
-    /// device report of compat command 5) — or nil. Home Assistant's "last
+    /// kind — a sticker, the exit button, an admin, a remote command that ran
+    /// an action (not the device report of compat command 5) — or nil. Home Assistant's "last
     /// access" sensor follows these.
     public var accessSource: String? {
-        Self.accessSource(kind: kind.rawValue, reason: reason, source: source)
+        Self.accessSource(kind: kind.rawValue, action: action, source: source)
     }
 
-    /// The same for a stored audit row's fields.
-    public static func accessSource(kind: String, reason: String?, source: String?) -> String? {
+    /// The same for a stored audit row's fields. A remote command that ran an
+    /// action carries it; the device report does not.
+    public static func accessSource(kind: String, action: ActionIndex?, source: String?) -> String? {
         switch Kind(rawValue: kind) {
         case .accessGranted?: return source ?? "tag"
         case .exitRequest?: return source ?? "button"
         case .adminOpen?: return source ?? "admin"
-        case .remoteAccepted? where reason != "report": return source ?? "remote"
+        case .remoteAccepted? where action != nil: return source ?? "remote"
         default: return nil
         }
     }

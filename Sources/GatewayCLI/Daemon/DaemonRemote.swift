@@ -32,7 +32,7 @@ extension Daemon {
         link.discovery = Payloads.discovery(
             device: configuration.deviceID, name: configuration.deviceID, topics: link.topics,
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
-            canOpen: mqtt.homeAssistantOpen)
+            canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) })
         runtime.publish = { [mqtt] event, time in
             link.record(
                 event, at: time,
@@ -57,7 +57,8 @@ extension Daemon {
 
     private func startTelemetry(_ link: MQTTLink, every seconds: Int) {
         let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
-        timer.schedule(deadline: .now() + .seconds(seconds), repeating: .seconds(seconds))
+        // The first soon after start, so HA's diagnostics do not wait a period.
+        timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
         timer.setEventHandler { [runtime, started] in
             let st = link.status
             let fields: [(String, JSONValue)] = [

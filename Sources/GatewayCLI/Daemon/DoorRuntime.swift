@@ -64,7 +64,7 @@ final class DoorRuntime: @unchecked Sendable {
         do {
             let kinds = DoorEvent.accessKinds.map(\.rawValue)
             lastAccess = try store.newestAudit(kinds: kinds, limit: 64).lazy.compactMap { row in
-                DoorEvent.accessSource(kind: row.kind, reason: row.reason, source: row.source).map { (row.time, $0) }
+                DoorEvent.accessSource(kind: row.kind, action: row.action, source: row.source).map { (row.time, $0) }
             }.first
         } catch {
             log.error("last access not read from the audit log: \(error)")
@@ -204,6 +204,7 @@ final class DoorRuntime: @unchecked Sendable {
             ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerHealth == "ok" ? "ok" : "fault")),
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
+            ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
         ])
     }
 
