@@ -200,3 +200,4 @@ if command -v lintian >/dev/null; then
 else
     say "lintian not installed: skipped"
 fi
+rm -rf "$WORK"   # the staged tree; the package and out/deb/debug/ stay
