@@ -108,6 +108,14 @@ static-arm64:
 test-e2e-arm64: deps static-arm64
 	./scripts/arm64/test-e2e.sh "$(STATIC_ARM64_OUT)"
 
+## test-ha: a real Home Assistant (2024.3.3 from PyPI, venv cached outside the tree) against
+## mosquitto on the shipped provisioning/ config and ACL and the static gatewayd: entities and
+## device classes, granted/denied taps as events, HA unlock refused by default and accepted when
+## enabled (audited), stop → unavailable, broker and HA restarts, removed entities leave HA
+.PHONY: test-ha
+test-ha: deps static
+	./scripts/ha/test-ha.sh "$(STATIC_OUT)/gateway"
+
 ## image: the Raspberry Pi SD-card image out/image/doorgateway-<version>-arm64.img (+ .bmap,
 ## .sha256) for Pi 3/4/Zero 2 W: Debian bookworm arm64, Debian's kernel + raspi-firmware, the
 ## arm64 package, first-boot provisioning from the FAT partition (docs/pi-image.md). No loop

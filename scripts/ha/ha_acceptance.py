@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""A real Home Assistant against the shipped broker configuration and the door.
+
+Run by scripts/ha/test-ha.sh (make test-ha) with the Python of a venv holding
+homeassistant==2024.3.3. Everything runs on 127.0.0.1 in one temporary
+directory: the PKI from provisioning/make-certs.sh, mosquitto on
+provisioning/mosquitto-doorgateway.conf + doorgateway.acl (only the port and
+file paths changed), the static gatewayd on the simulated board with the
+stock example configuration (MQTT, its certificate, a door contact), and Home
+Assistant seeded headless (an owner, a long-lived token, the MQTT entry with
+its client certificate) and asked through its REST API.
+
+Every child gets PR_SET_PDEATHSIG and is stopped in `finally`: nothing
+outlives the run. Prints one line per check; exits 1 on the first failure.
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import jwt  # PyJWT, a Home Assistant dependency
+
+LIBC = ctypes.CDLL("libc.so.6", use_errno=True)
+PR_SET_PDEATHSIG = 1
+DEVICE = "front-door"
+
+
+def die_with_parent():
+    LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what, detail=""):
+    if not condition:
+        raise Failure(f"FAIL {what}" + (f": {detail}" if detail else ""))
+    print(f"ok   {what}", flush=True)
+
+
+def wait_for(what, predicate, timeout=60.0, interval=0.5):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+            if last:
+                print(f"ok   {what}", flush=True)
+                return last
+        except (OSError, urllib.error.URLError, ValueError, KeyError) as e:
+            last = e
+        time.sleep(interval)
+    raise Failure(f"FAIL {what}: not within {timeout:.0f} s (last: {last!r})")
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.repo = os.path.abspath(args.repo)
+        self.gateway = os.path.abspath(args.gateway)
+        self.work = tempfile.mkdtemp(prefix="ha-acceptance-")
+        self.children = {}
+        self.mqtt_port = free_port()
+        self.http_port = free_port()
+        self.token = None
+
+    # MARK: processes
+
+    def spawn(self, name, argv, env=None, log=None):
+        logf = open(os.path.join(self.work, f"{name}.log"), "ab")
+        p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
+        self.children[name] = p
+        return p
+
+    def stop(self, name, sig=signal.SIGTERM, timeout=20):
+        p = self.children.pop(name, None)
+        if p is None:
+            return None
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return p.returncode
+
+    def stop_all(self):
+        for name in list(self.children):
+            self.stop(name)
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.work, f"{name}.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    # MARK: broker
+
+    def pki(self):
+        out = subprocess.run(
+            [os.path.join(self.repo, "provisioning/make-certs.sh"), os.path.join(self.work, "pki"),
+             "localhost", DEVICE, "homeassistant"],
+            check=True, capture_output=True, text=True)
+        check(out.stdout.count(".crt") == 3, "provisioning/make-certs.sh made the CA and 3 certificates")
+
+    def pki_path(self, name):
+        return os.path.join(self.work, "pki", name)
+
+    def broker_config(self):
+        with open(os.path.join(self.repo, "provisioning/mosquitto-doorgateway.conf")) as f:
+            shipped = f.read().splitlines()
+        replace = {
+            "listener": f"{self.mqtt_port} 127.0.0.1", "cafile": self.pki_path("ca.crt"),
+            "certfile": self.pki_path("localhost.crt"), "keyfile": self.pki_path("localhost.key"),
+            "acl_file": os.path.join(self.repo, "provisioning/doorgateway.acl"),
+        }
+        seen = set()
+        lines = []
+        for line in shipped:
+            key = line.split(" ", 1)[0]
+            if key in replace:
+                line = f"{key} {replace[key]}"
+                seen.add(key)
+            lines.append(line)
+        check(seen == set(replace), "the shipped broker configuration has every line the test relocates", str(seen))
+        # Debian's /etc/mosquitto/mosquitto.conf keeps retained messages across
+        # restarts (persistence true); `user root` reads the 0600 test keys.
+        lines += ["persistence true", f"persistence_location {self.work}/", "user root",
+                  f"log_dest file {self.work}/mosquitto-broker.log", "log_type all"]
+        path = os.path.join(self.work, "mosquitto.conf")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def start_broker(self):
+        self.spawn("mosquitto", ["/usr/sbin/mosquitto", "-c", os.path.join(self.work, "mosquitto.conf")])
+
+        def listening():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", self.mqtt_port)) == 0
+        wait_for("mosquitto listens", listening, 15, 0.1)
+
+    # MARK: door
+
+    def door_config(self, ha_open=False, door_contact=True):
+        example = subprocess.run([self.gateway, "ctl", "config", "example", "--board", "sim"],
+                                 check=True, capture_output=True, text=True).stdout
+        edits = [
+            ('state_dir = "/var/lib/doorgateway"', f'state_dir = "{self.work}/state"'),
+            ('runtime_dir = "/run/doorgateway"', f'runtime_dir = "{self.work}/run"'),
+            ("[mqtt]\nenabled = false\n", f"[mqtt]\nenabled = true\nport = {self.mqtt_port}\n"),
+            ("home_assistant_open = false", f"home_assistant_open = {'true' if ha_open else 'false'}"),
+            ('# ca_file = "/etc/doorgateway/ca.pem"', f'ca_file = "{self.pki_path("ca.crt")}"'),
+            ('# cert_file = "/etc/doorgateway/front-door.crt"', f'cert_file = "{self.pki_path(DEVICE + ".crt")}"'),
+            ('# key_file = "/etc/doorgateway/front-door.key"', f'key_file = "{self.pki_path(DEVICE + ".key")}"'),
+        ]
+        if door_contact:
+            edits.append(('# [inputs.door_contact]\n# line = "GPIO5"\n# open_level = "high"\n# bias = "pull-up"',
+                          '[inputs.door_contact]\nline = "GPIO5"\nopen_level = "high"\nbias = "pull-up"'))
+        for old, new in edits:
+            if example.count(old) != 1:
+                raise Failure(f"FAIL the example configuration does not hold {old!r} once; update this test")
+            example = example.replace(old, new)
+        path = os.path.join(self.work, "gateway.toml")
+        with open(path, "w") as f:
+            f.write(example)
+        out = subprocess.run([self.gateway, "ctl", "config", "check", path], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise Failure(f"FAIL door configuration: {out.stderr}")
+        return path
+
+    def start_door(self, **kw):
+        self.door_config(**kw)
+        self.spawn("gatewayd", [self.gateway, "daemon", "--config", os.path.join(self.work, "gateway.toml")])
+        wait_for("gatewayd answers", lambda: self.ctl("status")["broker"]["connected"], 60)
+
+    def ctl(self, *args):
+        env = dict(os.environ, DOORGATEWAY_SOCKET=os.path.join(self.work, "run/control.sock"))
+        out = subprocess.run([self.gateway, "ctl", *args, "--json"], capture_output=True, text=True, env=env,
+                             timeout=30)
+        if out.returncode != 0:
+            raise ValueError(f"gatewayctl {' '.join(args)}: {out.stderr.strip()}")
+        return json.loads(out.stdout)
+
+    def audit(self):
+        return self.ctl("log", "--limit", "500")
+
+    def wait_event(self, kind, after, reason=None, source=None, timeout=30):
+        def found():
+            rows = self.audit()[after:]
+            return next((r for r in rows if r["kind"] == kind and (reason is None or r.get("reason") == reason)
+                         and (source is None or r.get("source") == source)), None)
+        return wait_for(f"audit event {kind} {reason or ''} {source or ''}", found, timeout)
+
+    # MARK: Home Assistant
+
+    def seed_home_assistant(self):
+        cfg = os.path.join(self.work, "ha")
+        os.makedirs(os.path.join(cfg, ".storage"))
+        with open(os.path.join(cfg, "configuration.yaml"), "w") as f:
+            f.write(f"""homeassistant:
+  name: DoorGateway acceptance
+  latitude: 52.5
+  longitude: 13.4
+  elevation: 30
+  unit_system: metric
+  time_zone: UTC
+  currency: EUR
+  country: DE
+http:
+  server_host: 127.0.0.1
+  server_port: {self.http_port}
+api:
+logger:
+  default: warning
+  logs:
+    homeassistant.components.mqtt: info
+""")
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        user_id, rt_id, jwt_key = uuid.uuid4().hex, uuid.uuid4().hex, secrets.token_hex(64)
+        auth = {"version": 1, "minor_version": 1, "key": "auth", "data": {
+            "users": [{"id": user_id, "group_ids": ["system-admin"], "is_owner": True, "is_active": True,
+                       "name": "Owner", "system_generated": False, "local_only": False}],
+            "groups": [{"id": "system-admin", "name": "Administrators"}],
+            "credentials": [],
+            "refresh_tokens": [{"id": rt_id, "user_id": user_id, "client_id": None, "client_name": "acceptance",
+                                "client_icon": None, "token_type": "long_lived_access_token", "created_at": now,
+                                "access_token_expiration": 315360000.0, "token": secrets.token_hex(64),
+                                "jwt_key": jwt_key, "last_used_at": None, "last_used_ip": None,
+                                "expire_at": None, "version": "2024.3.3"}]}}
+        self.token = jwt.encode({"iss": rt_id, "iat": int(time.time()), "exp": int(time.time()) + 86400},
+                                jwt_key, algorithm="HS256")
+        read = lambda name: open(self.pki_path(name)).read()
+        entries = {"version": 1, "minor_version": 1, "key": "core.config_entries", "data": {"entries": [{
+            "entry_id": uuid.uuid4().hex, "version": 1, "minor_version": 1, "domain": "mqtt", "title": "localhost",
+            "data": {"broker": "localhost", "port": self.mqtt_port, "discovery": True, "protocol": "3.1.1",
+                     "certificate": read("ca.crt"), "client_cert": read("homeassistant.crt"),
+                     "client_key": read("homeassistant.key"), "tls_insecure": False, "transport": "tcp"},
+            "options": {}, "pref_disable_new_entities": False, "pref_disable_polling": False, "source": "user",
+            "unique_id": None, "disabled_by": None}]}}
+        onboarding = {"version": 4, "minor_version": 1, "key": "onboarding",
+                      "data": {"done": ["user", "core_config", "analytics", "integration"]}}
+        for name, doc in [("auth", auth), ("core.config_entries", entries), ("onboarding", onboarding)]:
+            with open(os.path.join(cfg, ".storage", name), "w") as f:
+                json.dump(doc, f)
+
+    def start_home_assistant(self):
+        env = dict(os.environ, TMPDIR=os.path.join(self.work, "tmp"))
+        os.makedirs(env["TMPDIR"], exist_ok=True)
+        self.spawn("hass", [os.path.join(self.args.venv, "bin/hass"), "-c", os.path.join(self.work, "ha"),
+                            "--skip-pip", "--log-no-color"], env=env)
+        wait_for("Home Assistant's API answers", lambda: self.api("GET", "/api/").get("message") == "API running.",
+                 180, 1)
+
+    def api(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}", data=data, method=method,
+                                     headers={"Authorization": f"Bearer {self.token}",
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read() or b"null")
+
+    def states(self):
+        return {s["entity_id"]: s for s in self.api("GET", "/api/states") if "front_door" in s["entity_id"]}
+
+    def state(self, entity):
+        return self.states().get(entity)
+
+
+LOCK, EVENT = "lock.front_door_lock", "event.front_door_access"
+READER, LAST, DOOR = "binary_sensor.front_door_reader", "sensor.front_door_last_access", "binary_sensor.front_door_door"
+LOCKOUT, UPTIME, OUTBOX = "binary_sensor.front_door_lockout", "sensor.front_door_uptime", "sensor.front_door_outbox"
+MODE, CLEAR, ACTION1 = "select.front_door_mode", "button.front_door_clear_lockout", "button.front_door_action_1"
+
+
+def scenario(r):
+    r.pki()
+    r.broker_config()
+    r.start_broker()
+    r.seed_home_assistant()
+    r.start_home_assistant()
+    r.start_door()
+
+    states = wait_for("the door's entities appear in HA",
+                      lambda: (lambda s: s if {LOCK, EVENT, READER, LAST, DOOR, LOCKOUT, UPTIME, OUTBOX} <= set(s)
+                               else None)(r.states()), 60)
+    check(not {MODE, CLEAR, ACTION1} & set(states), "no mode selector or buttons while HA may not act",
+          str(sorted(states)))
+    wait_for("the lock is available and locked", lambda: r.state(LOCK)["state"] == "locked", 30)
+    states = r.states()
+    check(states[READER]["attributes"].get("device_class") == "problem", "reader problem sensor",
+          json.dumps(states[READER]))
+    check(states[READER]["state"] == "off", "reader ok", states[READER]["state"])
+    check(states[DOOR]["attributes"].get("device_class") == "door", "door contact sensor", json.dumps(states[DOOR]))
+    check(states[LAST]["attributes"].get("device_class") == "timestamp", "last access is a timestamp sensor",
+          json.dumps(states[LAST]))
+    check(states[LAST]["state"] == "unknown", "last access unknown before any access (not 'None')",
+          states[LAST]["state"])
+    check("Invalid state message" not in r.log("hass"), "HA logged no invalid state message")
+    check(states[LOCKOUT]["state"] == "off", "no lockout", json.dumps(states[LOCKOUT]))
+    up = wait_for("uptime from the first telemetry",
+                  lambda: (lambda s: s if s["state"] not in ("unknown", "unavailable") else None)(r.state(UPTIME)), 30)
+    check(up["attributes"].get("device_class") == "duration" and float(up["state"]) >= 0, "uptime is a duration",
+          json.dumps(up))
+
+    # A granted tap: provision a blank sticker by a button hold, then tap it.
+    seen = len(r.audit())
+    r.ctl("sim", "press", "--hold", "5.5")
+    r.wait_event("provisioning_armed", seen)
+    r.ctl("sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F6")
+    r.wait_event("provisioning_written", seen)
+    dump = os.path.join(r.work, "written.dump")
+    r.ctl("sim", "dump", dump)
+    r.ctl("sim", "remove")
+    time.sleep(1.2)
+    seen = len(r.audit())
+    r.ctl("sim", "reinsert")
+    r.wait_event("access_granted", seen)
+    ev = wait_for("HA's event entity shows access_granted",
+                  lambda: (lambda s: s if s["attributes"].get("event_type") == "access_granted" else None)(
+                      r.state(EVENT)), 30)
+    check(ev["attributes"].get("reason") == "valid_v2", "the event carries its reason", json.dumps(ev["attributes"]))
+    last = wait_for("last access set", lambda: (lambda s: s if s["state"] != "unknown" else None)(r.state(LAST)), 30)
+    check(last["attributes"].get("source") == "tag", "last access source is tag", json.dumps(last))
+    wait_for("HA's lock is locked again after the pulse", lambda: r.state(LOCK)["state"] == "locked", 30)
+
+    # A denied tap: the written image on another UID.
+    seen = len(r.audit())
+    r.ctl("sim", "tap", "--dump", dump, "--uid", "04FFEEDDCCBBAA")
+    r.wait_event("access_denied", seen, reason="uid_mismatch")
+    wait_for("HA's event entity shows access_denied",
+             lambda: r.state(EVENT)["attributes"].get("event_type") == "access_denied", 30)
+
+    # HA unlock refused by default, and audited.
+    seen = len(r.audit())
+    r.api("POST", "/api/services/lock/unlock", {"entity_id": LOCK})
+    r.wait_event("remote_rejected", seen, reason="ha_open_disabled", source="homeassistant")
+    check(r.ctl("status")["outputs"]["strike"] == "locked", "the strike stayed locked")
+
+    # Stop → unavailable.
+    check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
+    wait_for("HA shows the lock unavailable after the door stops",
+             lambda: r.state(LOCK)["state"] == "unavailable", 30)
+
+    # HA opening enabled: accepted, audited with its source; no door contact any more.
+    r.start_door(ha_open=True, door_contact=False)
+    wait_for("lock available again", lambda: r.state(LOCK)["state"] == "locked", 60)
+    seen = len(r.audit())
+    r.api("POST", "/api/services/lock/unlock", {"entity_id": LOCK})
+    r.wait_event("remote_accepted", seen, source="homeassistant")
+    wait_for("HA's lock follows the pulse and relocks", lambda: r.state(LOCK)["state"] == "locked", 30)
+    wait_for("the door contact removed from the configuration leaves HA", lambda: DOOR not in r.states(), 30)
+
+    # HA may act: the mode selector, the action buttons and "clear lockout".
+    wait_for("mode selector and buttons appear", lambda: {MODE, CLEAR, ACTION1} <= set(r.states()), 30)
+    check(r.state(MODE)["attributes"].get("options") == ["normal", "passage", "lockdown"], "mode options",
+          json.dumps(r.state(MODE)))
+    r.api("POST", "/api/services/select/select_option", {"entity_id": MODE, "option": "passage"})
+    wait_for("passage from HA holds the strike open", lambda: r.ctl("status")["outputs"]["strike"] == "unlocked", 30)
+    wait_for("HA's lock and mode follow", lambda: r.state(LOCK)["state"] == "unlocked"
+             and r.state(MODE)["state"] == "passage", 30)
+    r.api("POST", "/api/services/select/select_option", {"entity_id": MODE, "option": "normal"})
+    wait_for("normal from HA locks again", lambda: r.ctl("status")["outputs"]["strike"] == "locked", 30)
+    seen = len(r.audit())
+    r.api("POST", "/api/services/button/press", {"entity_id": ACTION1})
+    row = r.wait_event("remote_accepted", seen, source="homeassistant")
+    check(row.get("action") == 1, "the action 1 button ran action 1", json.dumps(row))
+    seen = len(r.audit())
+    r.api("POST", "/api/services/button/press", {"entity_id": CLEAR})
+    r.wait_event("lockout_cleared", seen, source="homeassistant")
+    last = r.state(LAST)
+    check(last["attributes"].get("source") == "homeassistant", "last access source is homeassistant", json.dumps(last))
+
+    # Broker restart: both sides reconnect.
+    r.stop("mosquitto")
+    wait_for("HA shows the lock unavailable while the broker is down",
+             lambda: r.state(LOCK)["state"] == "unavailable", 60)
+    r.start_broker()
+    wait_for("after a broker restart the lock is back", lambda: r.state(LOCK)["state"] == "locked", 120, 1)
+
+    # HA restart: the entities come back from the retained discovery.
+    r.stop("hass", timeout=60)
+    r.start_home_assistant()
+    wait_for("after an HA restart the lock is back", lambda: (r.state(LOCK) or {}).get("state") == "locked", 120, 1)
+    check(DOOR not in r.states(), "the removed door contact stays removed")
+
+    # Discovery off: every entity leaves HA.
+    r.stop("gatewayd")
+    r.door_config(ha_open=True, door_contact=False)
+    path = os.path.join(r.work, "gateway.toml")
+    with open(path) as f:
+        text = f.read()
+    text = text.replace("home_assistant_discovery = true", "home_assistant_discovery = false", 1)
+    with open(path, "w") as f:
+        f.write(text)
+    r.spawn("gatewayd", [r.gateway, "daemon", "--config", path])
+    wait_for("with discovery off every door entity leaves HA", lambda: not r.states(), 60)
+    check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--gateway", required=True)
+    p.add_argument("--venv", required=True)
+    p.add_argument("--repo", required=True)
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = p.parse_args()
+    r = Run(args)
+    started = time.monotonic()
+    try:
+        scenario(r)
+        print(f"PASS Home Assistant acceptance in {time.monotonic() - started:.0f} s", flush=True)
+        return 0
+    except Failure as e:
+        print(e, flush=True)
+        for name in ["gatewayd", "hass", "mosquitto-broker"]:
+            print(f"--- {name} log (tail) ---\n{r.log(name)[-4000:]}", flush=True)
+        return 1
+    finally:
+        r.stop_all()
+        if not args.keep:
+            shutil.rmtree(r.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
