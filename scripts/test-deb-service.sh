@@ -39,7 +39,9 @@ cleanup() {
         umount -l "$m" 2>/dev/null || true
     done
     rm -rf "$RUN"
-    rmdir "/run/systemd/nspawn/propagate/$(basename "$RUN")" 2>/dev/null || true
+    # nspawn's runtime directories, when nothing else uses them.
+    rmdir "/run/systemd/nspawn/propagate/$(basename "$RUN")" /run/systemd/nspawn/propagate \
+        /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
