@@ -213,11 +213,19 @@ public enum ConfigExample {
             # key) or "full".
             uid_in_events = "hmac"
             # Publish Home Assistant discovery messages (a lock, an access event
-            # entity, reader health, the door contact, the last access).
+            # entity, a tag scanner, the last access, lockout, the door contact,
+            # diagnostics); entities no longer offered are removed from HA.
             home_assistant_discovery = true
-            # Honour Home Assistant's OPEN/UNLOCK lock commands. They carry no MAC:
-            # anyone allowed to publish on PREFIX/lock/set can open the door.
+            # The device's name and suggested area in Home Assistant.
+            # home_assistant_name = "Front door"
+            # home_assistant_area = "Hallway"
+            # Let Home Assistant act on the door: OPEN/UNLOCK, the mode selector,
+            # "clear lockout" and the action buttons. They carry no MAC: anyone
+            # allowed to publish on those topics can open the door.
             home_assistant_open = false
+            # Put a sticker's label (given at provisioning) on its access events.
+            # Off by default: labels are often people's names.
+            label_in_events = false
             # Events kept while the broker is away.
             outbox_limit = 10000
             # Seconds between telemetry messages.

@@ -553,7 +553,10 @@ extension GatewayConfiguration {
             homeAssistantDiscovery: m?.bool("home_assistant_discovery", true) ?? true,
             homeAssistantOpen: m?.bool("home_assistant_open", false) ?? false,
             outboxLimit: m?.int("outbox_limit", 10_000, 100...1_000_000) ?? 10_000,
-            telemetrySeconds: m?.int("telemetry_s", 60, 10...86_400) ?? 60)
+            telemetrySeconds: m?.int("telemetry_s", 60, 10...86_400) ?? 60,
+            homeAssistantName: m?.optionalString("home_assistant_name", Check.text(max: 64)),
+            homeAssistantArea: m?.optionalString("home_assistant_area", Check.text(max: 64)),
+            labelInEvents: m?.bool("label_in_events", false) ?? false)
         m?.finish()
         return mqtt
     }

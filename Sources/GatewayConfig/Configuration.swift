@@ -102,6 +102,13 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// Events kept while the broker is away; the oldest go beyond this.
         public var outboxLimit: Int
         public var telemetrySeconds: Int
+        /// The device's name in Home Assistant (default: the device id).
+        public var homeAssistantName: String? = nil
+        /// The area Home Assistant suggests for the device ("Hallway").
+        public var homeAssistantArea: String? = nil
+        /// Put the sticker's label (given at provisioning) on access events;
+        /// off by default: labels are often people's names.
+        public var labelInEvents: Bool = false
     }
 
     public struct Control: Equatable, Sendable {

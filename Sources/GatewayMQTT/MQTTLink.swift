@@ -79,6 +79,8 @@ public final class MQTTLink: @unchecked Sendable {
         public var lockSet: String { prefix + "/lock/set" }
         public var report: String { prefix + "/report" }
         public var lastAccess: String { prefix + "/last_access" }
+        /// Every sticker presented, `{"uid": …}`, for HA's tag integration.
+        public var tag: String { prefix + "/tag" }
         /// Home Assistant's mode selector, lockout button and action buttons.
         public var modeSet: String { prefix + "/mode/set" }
         public var lockoutClear: String { prefix + "/lockout/clear" }
@@ -218,12 +220,12 @@ public final class MQTTLink: @unchecked Sendable {
     /// Queues the event for the outbox. The committer thread commits what is
     /// queued in one transaction (group commit, synchronous FULL) and only
     /// then publishes it; `stop` commits anything still queued.
-    public func record(_ event: DoorEvent, at time: Int64, uidText: String?) {
+    public func record(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil) {
         let cls: OutboxMessage.Class = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
         let device = deviceID
         queue(
             GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
-                Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText)
+                Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)
             })
     }
 
@@ -305,6 +307,13 @@ public final class MQTTLink: @unchecked Sendable {
         let bytes = Array(access.serialized.utf8)
         lock.withLock { lastAccess = bytes }
         if isConnected { publishDirect(topics.lastAccess, bytes, retain: true) }
+    }
+
+    /// A sticker was presented: `{"uid": …}` on `…/tag` (not retained, not
+    /// through the outbox: a tag scan replayed later would fire automations late).
+    public func publishTagScan(uidText: String) {
+        guard isConnected else { return }
+        publishDirect(topics.tag, Array(JSONValue.object([("uid", .string(uidText))]).serialized.utf8), retain: false)
     }
 
     /// The device report of compat command 5 (COMPAT §3), on the compat topics.

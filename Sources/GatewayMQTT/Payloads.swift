@@ -5,7 +5,9 @@ import GatewayConfig
 public enum Payloads {
     /// `…/event`: one object per event. `event_type` repeats `kind` for Home
     /// Assistant's event entity.
-    public static func event(_ e: DoorEvent, seq: Int64, time: Int64, device: String, uidText: String?) -> [UInt8] {
+    public static func event(
+        _ e: DoorEvent, seq: Int64, time: Int64, device: String, uidText: String?, label: String? = nil
+    ) -> [UInt8] {
         var f: [(String, JSONValue)] = [
             ("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time))), ("device", .string(device)),
             ("kind", .string(e.kind.rawValue)), ("event_type", .string(e.kind.rawValue)),
@@ -13,6 +15,7 @@ public enum Payloads {
         if let r = e.reason { f.append(("reason", .string(r))) }
         if let a = e.action { f.append(("action", .int(a))) }
         if let u = uidText { f.append(("uid", .string(u))) }
+        if let l = label, !l.isEmpty { f.append(("label", .string(l))) }
         if let s = e.source { f.append(("source", .string(s))) }
         return Array(JSONValue.object(f).serialized.utf8)
     }
@@ -36,7 +39,7 @@ public enum Payloads {
         [
             ("lock", "lock"), ("event", "access"), ("binary_sensor", "reader"), ("sensor", "last_access"),
             ("binary_sensor", "door"), ("binary_sensor", "lockout"), ("sensor", "uptime"), ("sensor", "outbox"),
-            ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"),
+            ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") }
 
     /// Actions 1–3 (the phone app's other buttons) get an HA button when
@@ -50,13 +53,15 @@ public enum Payloads {
     /// Home Assistant MQTT discovery (retained config messages).
     public static func discovery(
         device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
-        actions: [(index: Int, name: String)] = []
+        actions: [(index: Int, name: String)] = [], area: String? = nil
     ) -> [(topic: String, payload: [UInt8])] {
-        let dev: JSONValue = .object([
+        var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
             ("manufacturer", .string("DoorGateway")), ("model", .string("Raspberry Pi NFC door controller")),
             ("sw_version", .string(GatewayVersion.string)),
-        ])
+        ]
+        if let area { devFields.append(("suggested_area", .string(area))) }
+        let dev: JSONValue = .object(devFields)
         func common(_ object: String, _ title: String) -> [(String, JSONValue)] {
             [
                 ("name", .string(title)), ("unique_id", .string("doorgateway_\(device)_\(object)")),
@@ -133,6 +138,17 @@ public enum Payloads {
                     ("json_attributes_template", .string("{{ {'source': value_json.source} | tojson }}")),
                 ]),
         ]
+        // HA's tag integration: each sticker presented fires tag_scanned with
+        // the UID as events name it (hashed unless uid_in_events = "full").
+        out.append(
+            (
+                discoveryTopic(device: device, component: "tag", object: "tag"),
+                Array(
+                    JSONValue.object([
+                        ("topic", .string(topics.tag)), ("value_template", .string("{{ value_json.uid }}")),
+                        ("device", dev),
+                    ]).serialized.utf8)
+            ))
         if canOpen {
             // HA acts on the door only when it may open it (home_assistant_open).
             out.append(

@@ -67,6 +67,39 @@ final class MQTTStoryTests: XCTestCase {
         XCTAssertEqual(line, #"doorgateway/front-door/last_access|1|{"time":"\#(before)","source":"admin"}"#)
     }
 
+    /// A sticker's label goes on its access events only when label_in_events
+    /// is on (labels are often names); every sticker presented is also a scan
+    /// on …/tag for HA's tag integration, with the UID as events name it.
+    func testLabelsAreOptInAndEveryTapIsATagScan() throws {
+        let broker = try MosquittoBroker()
+        try broker.start()
+        for labels in [false, true] {
+            let g = try GatewayUnderTest(
+                extra: mqttSection(broker).replacingOccurrences(
+                    of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = \(labels)\n"),
+                deviceID: MosquittoBroker.doorID)
+            try g.start()
+            try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+            let events = try broker.subscribe("doorgateway/front-door/event", as: "homeassistant")
+            let scans = try broker.subscribe("doorgateway/front-door/tag", as: "phone-alice")
+            try g.ctlJSON(["provision", "--action", "0", "--label", "Alice"])
+            try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F6"])
+            try g.waitForEvent("provisioning_written")
+            try g.ctlJSON(["sim", "remove"])
+            usleep(1_200_000)  // longer than same_tag_quiet_ms
+            try g.ctlJSON(["sim", "reinsert"])
+            try g.waitForEvent("access_granted")
+            let granted = try XCTUnwrap(
+                events.wait { $0.contains { $0.contains("access_granted") } }.first { $0.contains("access_granted") })
+            XCTAssertEqual(granted.contains(#""label":"Alice""#), labels, granted)
+            let scan = try XCTUnwrap(scans.wait { !$0.isEmpty }.first, "a tap is a tag scan")
+            let uid = try XCTUnwrap(
+                try JSONValue.parse(Array(granted.split(separator: "|", maxSplits: 2)[2].utf8))["uid"]?.stringValue)
+            XCTAssertEqual(scan, #"doorgateway/front-door/tag|0|{"uid":"\#(uid)"}"#)
+            XCTAssertEqual(g.stop(), 0, g.log)
+        }
+    }
+
     /// The broker stopped → 1 000 events → gatewayd killed (SIGKILL) and
     /// restarted → the broker started → all 1 000 delivered, in order.
     func testOutboxSurvivesBrokerOutageAndACrash() throws {

@@ -38,6 +38,23 @@ final class LoaderTests: XCTestCase {
 
     // MARK: Defaults
 
+    func testHomeAssistantNameAreaAndLabelsAreOptional() throws {
+        let plain = try XCTUnwrap(load(Self.base))
+        XCTAssertNil(plain.mqtt.homeAssistantName)
+        XCTAssertNil(plain.mqtt.homeAssistantArea)
+        XCTAssertFalse(plain.mqtt.labelInEvents, "labels are often names: off unless asked for")
+        let set = try XCTUnwrap(
+            load(
+                Self.base
+                    + "[mqtt]\nhome_assistant_name = \"Front door\"\nhome_assistant_area = \"Hallway\"\n"
+                    + "label_in_events = true\n"))
+        XCTAssertEqual(set.mqtt.homeAssistantName, "Front door")
+        XCTAssertEqual(set.mqtt.homeAssistantArea, "Hallway")
+        XCTAssertTrue(set.mqtt.labelInEvents)
+        assertIssue(
+            "[mqtt]\nhome_assistant_area = \"\"\n", "mqtt.home_assistant_area", line: 6, "must be 1…64 characters")
+    }
+
     func testAMinimalFileIsTheDeviceAndTheBoardAndEveryOtherValueHasItsDefault() throws {
         let c = try XCTUnwrap(load(Self.base))
         XCTAssertEqual(c.deviceID, "d1")

@@ -185,8 +185,9 @@ final class BrokerTests: XCTestCase {
             device: "front-door", name: "Front", topics: topics, doorContact: true,
             eventTypes: ["access_granted", "access_denied"], canOpen: false)
         XCTAssertEqual(
-            Set(entries.map { $0.topic.split(separator: "/")[1] }), ["lock", "event", "binary_sensor", "sensor"])
-        for e in entries {
+            Set(entries.map { $0.topic.split(separator: "/")[1] }), ["lock", "event", "binary_sensor", "sensor", "tag"])
+        // A tag scanner is not an entity (HA fires tag_scanned): topic and device only.
+        for e in entries where !e.topic.hasPrefix("homeassistant/tag/") {
             let j = try JSONValue.parse(e.payload)
             for key in ["unique_id", "device", "availability_topic", "name"] {
                 XCTAssertNotNil(j[key], "\(e.topic) lacks \(key)")
@@ -308,7 +309,7 @@ final class BrokerTests: XCTestCase {
                     canOpen: canOpen, actions: [(0, "door"), (1, "garage"), (2, "gate"), (4, "five")]
                 ).map { String($0.topic.split(separator: "/")[3]) })
         }
-        let readOnly: Set = ["lock", "access", "reader", "last_access", "lockout", "uptime", "outbox", "clock"]
+        let readOnly: Set = ["lock", "access", "reader", "last_access", "lockout", "uptime", "outbox", "clock", "tag"]
         XCTAssertEqual(objects(false), readOnly)
         XCTAssertEqual(objects(true), readOnly.union(["mode", "clear_lockout", "action_1", "action_2"]))
     }
@@ -358,6 +359,25 @@ final class BrokerTests: XCTestCase {
             XCTAssertTrue(broker.log.contains("Denied PUBLISH"), broker.log)
             l.stop()
         }
+    }
+
+    func testTagScannerAreaAndLabels() throws {
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
+        let entries = Payloads.discovery(
+            device: "front-door", name: "Front door", topics: topics, doorContact: false, eventTypes: [],
+            canOpen: false, area: "Hallway")
+        let tag = try JSONValue.parse(
+            try XCTUnwrap(entries.first { $0.topic == "homeassistant/tag/doorgateway_front-door/tag/config" }).payload)
+        XCTAssertEqual(tag["topic"]?.stringValue, topics.tag)
+        XCTAssertEqual(tag["value_template"]?.stringValue, "{{ value_json.uid }}")
+        XCTAssertEqual(tag["device"]?["suggested_area"]?.stringValue, "Hallway")
+        XCTAssertEqual(tag["device"]?["name"]?.stringValue, "Front door")
+        let event = DoorEvent(.accessGranted, reason: "valid_v2", action: 0)
+        let without = try JSONValue.parse(Payloads.event(event, seq: 1, time: 0, device: "d", uidText: "ab"))
+        XCTAssertNil(without["label"])
+        let with = try JSONValue.parse(
+            Payloads.event(event, seq: 1, time: 0, device: "d", uidText: "ab", label: "Alice"))
+        XCTAssertEqual(with["label"]?.stringValue, "Alice")
     }
 
     func testLastAccessIsATimestampSensorWithItsSource() throws {

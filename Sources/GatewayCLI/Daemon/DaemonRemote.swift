@@ -30,13 +30,21 @@ extension Daemon {
         link.clockSynchronised = { [runtime] in runtime.clockSynchronised() }
         link.onCommand = { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }
         link.discovery = Payloads.discovery(
-            device: configuration.deviceID, name: configuration.deviceID, topics: link.topics,
+            device: configuration.deviceID, name: mqtt.homeAssistantName ?? configuration.deviceID, topics: link.topics,
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
-            canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) })
-        runtime.publish = { [mqtt] event, time in
-            link.record(
-                event, at: time,
-                uidText: event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) })
+            canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) },
+            area: mqtt.homeAssistantArea)
+        runtime.publish = { [mqtt, store, log] event, time in
+            let uidText = event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) }
+            var label: String?
+            if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
+                do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
+            }
+            link.record(event, at: time, uidText: uidText, label: label)
+            // Every sticker presented, for HA's tag_scanned automations.
+            if let uidText, [.accessGranted, .accessDenied].contains(event.kind) {
+                link.publishTagScan(uidText: uidText)
+            }
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
