@@ -66,9 +66,17 @@ teardown_sim() {
 value() { cat "$SYS/sim_gpio$1/value"; }
 set_pull() { echo "$2" > "$SYS/sim_gpio$1/pull"; }
 
-# wait_for FILE PATTERN [TENTHS]: until a line of FILE matches (default 10 s).
+# TIME_SCALE (default 1) stretches the waits for a process to get somewhere
+# and the samplers' windows; run.sh ARCH=arm64 sets 3: there every gateway
+# process (samplers and the one under test) takes seconds to start under TCG
+# on a loaded host, so a sampler could close its 3 s window, or a 5 s wait for
+# "ready" could end, before the process it watches had begun. Neither changes
+# an expected sequence (each ends in the line's resting level).
+
+# wait_for FILE PATTERN [TENTHS]: until a line of FILE matches (default 10 s),
+# TENTHS × TIME_SCALE.
 wait_for() {
-    n=${3:-100}
+    n=$(( ${3:-100} * ${TIME_SCALE:-1} ))
     while [ "$n" -gt 0 ]; do
         grep -q "$2" "$1" 2>/dev/null && return 0
         sleep 0.1
@@ -77,9 +85,10 @@ wait_for() {
     return 1
 }
 
-# sample LINE MS NAME: background sampler of a line's value file into $WORKDIR/NAME.
+# sample LINE MS NAME: background sampler of a line's value file into
+# $WORKDIR/NAME for MS × TIME_SCALE.
 sample() {
-    ctl sample --file "$SYS/sim_gpio$1/value" --duration-ms "$2" > "$WORKDIR/$3" &
+    ctl sample --file "$SYS/sim_gpio$1/value" --duration-ms "$(( $2 * ${TIME_SCALE:-1} ))" > "$WORKDIR/$3" &
     SAMPLER=$!
     wait_for "$WORKDIR/$3" . 50 || true
 }
@@ -213,9 +222,11 @@ spawn() {
     PID=$(cat "$WORKDIR/$name.pid")
 }
 
-# status NAME: wait (up to 10 s) for the spawned command to end; print its exit status.
+# status NAME: wait (up to STATUS_WAIT_S, default 10 s) for the spawned command
+# to end; print its exit status. run.sh ARCH=arm64 sets 90: under TCG the
+# aarch64 stack-overflow case is locked at once but takes 15-40 s to die.
 status() {
-    n=100
+    n=$(( ${STATUS_WAIT_S:-10} * 10 ))
     while [ ! -s "$WORKDIR/$1.status" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
     cat "$WORKDIR/$1.status" 2>/dev/null
 }
