@@ -101,12 +101,16 @@ test-deb-service: test-deb
 ## (+ gatewayd, gatewayctl links) and pn532-sim, cross-built with Debian trixie's swiftlang 6.0.3
 ## in a cached trixie chroot (root; cache ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/arm64)
 ## test-e2e-arm64: the x86_64 end-to-end tests against those aarch64 binaries through qemu-user
+## test-gpio-vm-arm64: the gpio-vm checks on Debian 12's arm64 kernel in qemu-system-aarch64 (TCG)
+## with gpio-sim cross-built out of tree, on the aarch64 static binary
 STATIC_ARM64_OUT ?= out/static-arm64
-.PHONY: static-arm64 test-e2e-arm64
+.PHONY: static-arm64 test-e2e-arm64 test-gpio-vm-arm64
 static-arm64:
 	./scripts/static-arm64.sh "$(STATIC_ARM64_OUT)"
 test-e2e-arm64: deps static-arm64
 	./scripts/arm64/test-e2e.sh "$(STATIC_ARM64_OUT)"
+test-gpio-vm-arm64: static-arm64
+	./scripts/gpio-vm/run.sh ARCH=arm64 GATEWAY="$(STATIC_ARM64_OUT)/gateway"
 
 ## test-ha: a real Home Assistant (2024.3.3 from PyPI, venv cached outside the tree) against
 ## mosquitto on the shipped provisioning/ config and ACL and the static gatewayd: entities and

@@ -6,21 +6,45 @@
 # matching linux-source-6.1 are built as one module (gpio-sim-ext.ko).
 # Nothing is installed on the host kernel: packages are `apt-get download`ed
 # and unpacked with dpkg-deb -x into a cache outside the tree.
-# Usage: scripts/gpio-vm/run.sh [GATEWAY=path]   Ends with "N passed, N failed".
+# ARCH=arm64 boots Debian 12's arm64 kernel in qemu-system-aarch64 (virt, TCG)
+# instead, with gpio-sim cross-built by the host's gcc-aarch64-linux-gnu (the
+# compiler version Debian built that kernel with) and the aarch64 static
+# binaries (make test-gpio-vm-arm64). The arm64 packages come through a private
+# apt configuration in the cache; the host's apt state is not touched.
+# Usage: scripts/gpio-vm/run.sh [ARCH=amd64|arm64] [GATEWAY=path]   Ends with "N passed, N failed".
 set -euo pipefail
-for a in "$@"; do case $a in GATEWAY=*) GATEWAY=${a#GATEWAY=};; esac; done
+for a in "$@"; do case $a in ARCH=*) ARCH=${a#ARCH=};; GATEWAY=*) GATEWAY=${a#GATEWAY=};; esac; done
 HERE=$(cd "$(dirname "$0")" && pwd)
-GATEWAY=${GATEWAY:-out/static/gateway}
+ARCH=${ARCH:-amd64}
+case $ARCH in amd64) DEFAULT_OUT=out/static;; arm64) DEFAULT_OUT=out/static-arm64;; *) echo "gpio-vm: ARCH is amd64 or arm64" >&2; exit 2;; esac
+GATEWAY=${GATEWAY:-$DEFAULT_OUT/gateway}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-240}
 CHECKS=10                                      # result lines gateway-checks.sh prints
 log() { echo "gpio-vm: $*" >&2; }
 
+# What differs per architecture: emulator and machine, console, strip, the
+# kernel build's cross settings, and gateway-checks.sh's time bounds: how long
+# it waits for a dying process (under TCG on arm64 the stack-overflow case
+# took 15-40 s to die with SIGSEGV; 10 s is plenty on amd64) and TIME_SCALE
+# for its other waits and its line samplers' windows (each aarch64 gateway
+# process takes seconds to start under TCG on a loaded host).
+APT=(apt-get) APT_CACHE=(apt-cache) KMAKE=() STRIP=strip
+case $ARCH in
+amd64)
+  QEMU=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 512 -smp 2) CONSOLE=ttyS0 STATUS_WAIT_S=10 TIME_SCALE=1
+  TOOLS=(qemu-system-x86_64:qemu-system-x86) ;;
+arm64)
+  QEMU=(qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max -m 1024 -smp 2) CONSOLE=ttyAMA0 STATUS_WAIT_S=90 TIME_SCALE=3
+  TOOLS=(qemu-system-aarch64:qemu-system-arm aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu)
+  KMAKE=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) STRIP=aarch64-linux-gnu-strip
+  [ -n "${GPIO_VM_TIMEOUT:-}" ] || TIMEOUT=900 ;;   # a loaded-host run took 3.5 min
+esac
+
 # 1. Build tools (root, once).
 need=()
 for t in gcc:build-essential make:build-essential bc:bc flex:flex bison:bison \
-         cpio:cpio xz:xz-utils qemu-system-x86_64:qemu-system-x86 strip:binutils \
-         depmod:kmod timeout:coreutils; do
+         cpio:cpio xz:xz-utils strip:binutils depmod:kmod timeout:coreutils "${TOOLS[@]}"; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 [ -e /usr/include/libelf.h ] || need+=(libelf-dev)
@@ -31,28 +55,50 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 [ -f "$GATEWAY" ] || { log "no gateway binary at $GATEWAY (run make static)"; exit 1; }
 
-# 2. Packages matching linux-image-amd64's current ABI.
-KREL=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+# arm64: a private apt configuration (own sources, lists, status) for Debian 12
+# with arm64 native and amd64 foreign: kernel, headers and busybox are arm64,
+# linux-kbuild-6.1 (the build tools, run here) is amd64. Lists refresh daily.
+if [ "$ARCH" = arm64 ]; then
+  A=$CACHE/apt-arm64; mkdir -p "$A/lists/partial" "$A/archives/partial" "$A/parts" "$A/prefs"; touch "$A/status"
+  K=/usr/share/keyrings/debian-archive-keyring.gpg
+  printf 'deb [signed-by=%s] http://deb.debian.org/debian bookworm main\n' "$K" > "$A/sources.list"
+  printf 'deb [signed-by=%s] http://deb.debian.org/debian bookworm-updates main\n' "$K" >> "$A/sources.list"
+  printf 'deb [signed-by=%s] http://deb.debian.org/debian-security bookworm-security main\n' "$K" >> "$A/sources.list"
+  printf '%s\n' "Dir::Etc::SourceList \"$A/sources.list\"; Dir::Etc::SourceParts \"$A/parts\";" \
+    "Dir::Etc::Preferences \"$A/prefs/none\"; Dir::Etc::PreferencesParts \"$A/prefs\";" \
+    "Dir::State::Lists \"$A/lists\"; Dir::State::status \"$A/status\"; Dir::Cache \"$A/cache\";" \
+    "Dir::Cache::Archives \"$A/archives\"; APT::Sandbox::User \"root\";" \
+    'APT::Architecture "arm64"; APT::Architectures { "arm64"; "amd64"; };' > "$A/apt.conf"
+  APT=(env APT_CONFIG="$A/apt.conf" apt-get) APT_CACHE=(env APT_CONFIG="$A/apt.conf" apt-cache)
+  if [ -z "$(find "$A/lists" -name '*_Packages*' -mtime -1 2>/dev/null | head -1)" ]; then
+    log "updating the private bookworm arm64 apt lists ($A)"
+    "${APT[@]}" update -qq
+  fi
+fi
+
+# 2. Packages matching linux-image-$ARCH's current ABI.
+KREL=$("${APT_CACHE[@]}" depends "linux-image-$ARCH" | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
 KREL=${KREL#linux-image-}                      # e.g. 6.1.0-56-amd64
-ABI=${KREL%-amd64}                             # e.g. 6.1.0-56
-KVER=$(apt-cache policy "linux-image-$KREL" | awk '/Candidate:/{print $2}')
-SVER=$(apt-cache policy linux-source-6.1 | awk '/Candidate:/{print $2}')
+ABI=${KREL%-"$ARCH"}                           # e.g. 6.1.0-56
+KVER=$("${APT_CACHE[@]}" policy "linux-image-$KREL" | awk '/Candidate:/{print $2}')
+SVER=$("${APT_CACHE[@]}" policy linux-source-6.1 | awk '/Candidate:/{print $2}')
 [ "$KVER" = "$SVER" ] || { log "linux-source-6.1 $SVER does not match linux-image-$KREL $KVER"; exit 1; }
 D=$CACHE/$KREL; mkdir -p "$D/deb"
-pkgs=("linux-image-$KREL" "linux-headers-$KREL" "linux-headers-$ABI-common" linux-kbuild-6.1 linux-source-6.1 busybox-static)
+KBUILD=linux-kbuild-6.1; [ "$ARCH" = amd64 ] || KBUILD=linux-kbuild-6.1:amd64   # runs on this host
+pkgs=("linux-image-$KREL" "linux-headers-$KREL" "linux-headers-$ABI-common" "$KBUILD" linux-source-6.1 busybox-static)
 missing=()
-for p in "${pkgs[@]}"; do ls "$D/deb/${p}_"*.deb >/dev/null 2>&1 || missing+=("$p"); done
+for p in "${pkgs[@]}"; do ls "$D/deb/${p%%:*}_"*.deb >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
   log "downloading ${missing[*]}"
-  (cd "$D/deb" && apt-get download -q "${missing[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
-  for p in "${missing[@]}"; do ls "$D/deb/${p}_"*.deb >/dev/null || { log "download of $p failed"; exit 1; }; done
+  (cd "$D/deb" && "${APT[@]}" download -q "${missing[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+  for p in "${missing[@]}"; do ls "$D/deb/${p%%:*}_"*.deb >/dev/null || { log "download of $p failed"; exit 1; }; done
 fi
 
 # 3. Unpack (no install) and build the module once per kernel release.
 MOD=$D/gpio-sim-ext.ko
 if [ ! -f "$MOD" ]; then
   rm -rf "$D/root" "$D/mod"; mkdir -p "$D/root" "$D/mod"
-  for p in "${pkgs[@]}"; do [ "$p" = linux-source-6.1 ] || dpkg-deb -x "$D/deb/${p}_"*.deb "$D/root"; done
+  for p in "${pkgs[@]}"; do [ "$p" = linux-source-6.1 ] || dpkg-deb -x "$D/deb/${p%%:*}_"*.deb "$D/root"; done
   # Debian's header Makefiles name the -common tree and kbuild by absolute path.
   grep -rlsZ -e /usr/src/ -e /usr/lib/linux-kbuild "$D/root/usr/src/linux-headers-$KREL" --include=Makefile \
     | xargs -0 -r sed -i -e "s#/usr/src/#$D/root/usr/src/#g" -e "s#/usr/lib/linux-kbuild#$D/root/usr/lib/linux-kbuild#g"
@@ -70,7 +116,7 @@ if [ ! -f "$MOD" ]; then
   grep -q generic_handle_irq "$B/irq_sim.c" || { log "irq_sim.c patch did not apply"; exit 1; }
   printf 'obj-m := gpio-sim-ext.o\ngpio-sim-ext-y := gpio-sim.o irq_sim.o\nccflags-y := -I$(src)\n' > "$B/Kbuild"
   log "building gpio-sim-ext.ko for $KREL"
-  make -s -C "$D/root/usr/src/linux-headers-$KREL" M="$B" -j"$(nproc)" modules >&2
+  make -s -C "$D/root/usr/src/linux-headers-$KREL" M="$B" "${KMAKE[@]}" -j"$(nproc)" modules >&2
   cp "$B/gpio-sim-ext.ko" "$MOD.tmp" && mv "$MOD.tmp" "$MOD"
 fi
 
@@ -79,7 +125,8 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 R=$W/root; mkdir -p "$R"/{bin,proc,sys,dev,tmp,lib/modules}
 cp "$D/root/bin/busybox" "$R/bin/"
 for a in $("$R/bin/busybox" --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
-strip -o "$R/bin/gateway" "$GATEWAY"
+$STRIP -o "$R/bin/gateway" "$GATEWAY"
+printf 'STATUS_WAIT_S=%s\nTIME_SCALE=%s\n' "$STATUS_WAIT_S" "$TIME_SCALE" > "$R/checks.env"
 cp "$HERE/gateway-checks.sh" "$R/gateway-checks.sh"
 CFS=$(find "$D/root/lib/modules/$KREL" -name 'configfs.ko*' | head -1)
 case $CFS in *.xz) xz -dc "$CFS" > "$R/lib/modules/configfs.ko";; *) cp "$CFS" "$R/lib/modules/configfs.ko";; esac
@@ -90,6 +137,7 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; m
 insmod /lib/modules/configfs.ko; insmod /lib/modules/gpio-sim-ext.ko
 mount -t configfs none /sys/kernel/config
 echo "=== gateway checks ($(uname -r))"
+set -a; . /checks.env; set +a
 GATEWAY=/bin/gateway sh /gateway-checks.sh
 echo "=== checks exit $?"
 poweroff -f
@@ -100,9 +148,9 @@ chmod 755 "$R/init"
 # 5. Boot under TCG with a hard timeout; a hung VM is a failure.
 log "booting $KREL under QEMU TCG (timeout ${TIMEOUT}s)"
 set +e
-timeout "$TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 512 -smp 2 \
+timeout "$TIMEOUT" "${QEMU[@]}" \
   -kernel "$D/root/boot/vmlinuz-$KREL" -initrd "$W/initrd.gz" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1" -nographic -no-reboot -monitor none \
+  -append "console=$CONSOLE quiet loglevel=3 panic=-1" -nographic -no-reboot -monitor none \
   </dev/null > "$W/console.log" 2>&1
 qrc=$?
 set -e
