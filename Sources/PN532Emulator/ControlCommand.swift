@@ -25,6 +25,9 @@ public enum ControlCommand: Equatable, Sendable {
     case stats(reset: Bool)
     /// `status`: power, RF field, busy command and tag in one line.
     case status
+    /// `absent` / `present`: the chip leaves the I2C or SPI bus (its address
+    /// is not acknowledged, MISO floats high) or comes back.
+    case absent(Bool)
 
     public static func parse(_ line: String) throws(ControlError) -> ControlCommand {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
@@ -57,6 +60,8 @@ public enum ControlCommand: Equatable, Sendable {
             guard args.count == 1, let n = Int(args[0]), n >= 0 else { throw .usage(verb) }
             return .tearAfter(n)
         case "mute": return try noArgs(.mute)
+        case "absent": return try noArgs(.absent(true))
+        case "present": return try noArgs(.absent(false))
         case "hang": return try noArgs(.hang)
         case "unmute": return try noArgs(.unmute)
         case "dump":
@@ -82,7 +87,7 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
         case .empty: return "empty command"
         case .unknown(let v):
             return
-                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, unmute, dump, stats, status)"
+                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, unmute, dump, stats, status, absent, present)"
         case .usage(let v): return "usage: \(ControlError.usageText[v] ?? v)"
         case .badUID(let u): return "UID '\(u)' is not 7 bytes of hex"
         }
@@ -91,7 +96,7 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
     static let usageText = [
         "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]", "remove": "remove", "reinsert": "reinsert",
         "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "unmute": "unmute",
-        "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status",
+        "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status", "absent": "absent", "present": "present",
     ]
 }
 

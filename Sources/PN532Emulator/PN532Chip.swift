@@ -97,6 +97,8 @@ public struct PN532Chip: Sendable {
     private var lastStatus: UInt8 = 0
     private var timerCounter = 0
     private var airMicroseconds = 0
+    /// PowerDown's WakeUpEnable byte: bit 7 I2C, bit 5 SPI, bit 4 HSU.
+    private var wakeUpEnable: UInt8 = 0
 
     public init(tag: NTAG21x? = nil) { self.tag = tag }
 
@@ -126,6 +128,28 @@ public struct PN532Chip: Sendable {
         for frame in decoder.feed(Array(input)) { effects += handle(frame) }
         return effects
     }
+
+    /// The PN532's I2C or SPI host interfaces.
+    public enum Bus: Sendable { case i2c, spi }
+
+    /// The host addressed the chip on I2C (its address, the chip holding SCL
+    /// while it wakes) or selected it on SPI (NSS low): from LowVBat, and from
+    /// PowerDown when WakeUpEnable allows that interface, it wakes as HSU's
+    /// 55h wakes it (UM0701-02 §3.1.3.2, §7.2.11). Returns whether it woke.
+    public mutating func busWakeUp(_ bus: Bus) -> Bool {
+        switch power {
+        case .normal: return false
+        case .lowVBat: break
+        case .powerDown:
+            guard wakeUpEnable & (bus == .i2c ? 0x80 : 0x20) != 0 else { return false }
+        }
+        power = .normal
+        registers = Registers()
+        return true
+    }
+
+    /// Asleep (LowVBat or PowerDown): on SPI its MISO floats high.
+    public var isAsleep: Bool { power != .normal }
 
     /// The host link was quiet for a while: an unfinished frame is dropped.
     public mutating func linkIdle() {
@@ -322,6 +346,7 @@ public struct PN532Chip: Sendable {
         let effects = status(0x17, 0x00)
         setField(false)
         power = .powerDown(hsuWakeUp: p[0] & 0x10 != 0)
+        wakeUpEnable = p[0]
         return effects
     }
 

@@ -12,7 +12,33 @@ final class ControlServer {
     let listener: Int32
     private(set) var clients: [Int32: [UInt8]] = [:]
 
-    init(path: String) throws {
+    /// The client side, for `pn532-sim --send`: sends `line` to the server
+    /// at `path` and returns its one-line answer.
+    static func send(_ line: String, to path: String) throws -> String {
+        var addr = try address(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket") }
+        defer { close(fd) }
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw SystemError("connect", path) }
+        let bytes = Array((line + "\n").utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else { throw SystemError("write", path) }
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while answer.count < 1 << 20 {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0A { break }
+            answer.append(byte)
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    private static func address(_ path: String) throws -> sockaddr_un {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: addr.sun_path)
@@ -22,6 +48,11 @@ final class ControlServer {
         withUnsafeMutableBytes(of: &addr.sun_path) { buf in
             for (i, c) in path.utf8.enumerated() { buf[i] = c }
         }
+        return addr
+    }
+
+    init(path: String) throws {
+        var addr = try Self.address(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
         unlink(path)

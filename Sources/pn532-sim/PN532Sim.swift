@@ -9,22 +9,29 @@ import Foundation
 import PN532Emulator
 import CPseudoTerminal
 
-/// `pn532-sim`: a PN532 on a pseudo-terminal's HSU link, with NTAG21x
-/// stickers put in and taken out of its field over a control socket, so the
-/// real libnfc `pn532_uart` driver can be run against it.
+/// `pn532-sim`: a PN532 on a pseudo-terminal's HSU link — or on an I2C bus
+/// or SPI chip select presented through CUSE as /dev/i2c-N or
+/// /dev/spidevB.C — with NTAG21x stickers put in and taken out of its field
+/// over a control socket, so the real libnfc `pn532_uart`, `pn532_i2c` and
+/// `pn532_spi` drivers can be run against it.
 @main
 struct PN532Sim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pn532-sim",
-        abstract: "Emulate a PN532 (HSU) with NTAG213/215/216 tags on a pseudo-terminal.",
+        abstract: "Emulate a PN532 (HSU, I2C or SPI) with NTAG213/215/216 tags.",
         discussion: """
             Prints the pseudo-terminal's path on standard output, then serves it until
             SIGTERM or SIGINT. Point libnfc at it with LIBNFC_DEVICE=pn532_uart:<path>.
+            With --i2c /dev/i2c-N or --spi /dev/spidevB.C it registers that character
+            device through /dev/cuse instead (root, the cuse module) and prints its
+            path: pn532_i2c:/dev/i2c-N, pn532_spi:/dev/spidevB.C[:HZ].
+            --control SOCKET --send LINE sends LINEs to a running pn532-sim.
 
             A tag is in the field at start when --tag, --uid or --type is given.
             Control socket lines (each answered by one 'ok …' or 'error …' line):
               insert [UID] [IMAGE|ntag213|ntag215|ntag216]   remove   reinsert
               tear-after N   mute   hang   unmute   dump [PATH]   stats [reset]   status
+              absent   present   (I2C/SPI: the chip leaves the bus or comes back)
             """)
 
     @Option(help: "Also make a symbolic link to the pseudo-terminal at this path.")
@@ -32,6 +39,24 @@ struct PN532Sim: ParsableCommand {
 
     @Option(help: "Listen for control commands on this Unix socket.")
     var control: String?
+
+    @Option(help: "Be a PN532 at I2C address 0x24 on this i2c-dev node (through CUSE), e.g. /dev/i2c-1.")
+    var i2c: String?
+
+    @Option(help: "Be a PN532 on this spidev node (through CUSE), e.g. /dev/spidev0.0.")
+    var spi: String?
+
+    @Option(help: "I2C bus clock in Hz: each transfer takes its bus time (--i2c).")
+    var i2cSpeed = 100_000
+
+    @Flag(help: "Start off the I2C/SPI bus (control 'present' brings the chip in).")
+    var absent = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Send this control line to the pn532-sim at --control, print its answer, and exit.",
+            discussion: "Repeatable; exits 1 when an answer is 'error …'."))
+    var send: [String] = []
 
     @Option(help: "Start with this tag dump in the field (180/540/924 bytes, pages from page 0).")
     var tag: String?
@@ -67,6 +92,11 @@ struct PN532Sim: ParsableCommand {
         if let baud, baud <= 0 { throw ValidationError("--baud must be positive") }
         if let parentPid, parentPid <= 1 { throw ValidationError("--parent-pid must be a process id above 1") }
         if tag != nil && type != nil { throw ValidationError("--type describes blank tags; --tag gives the image") }
+        if i2c != nil && spi != nil { throw ValidationError("--i2c and --spi: one bus at a time") }
+        if (i2c != nil || spi != nil) && link != nil { throw ValidationError("--link names a pty; the bus device has its own path") }
+        if i2cSpeed <= 0 { throw ValidationError("--i2c-speed must be positive") }
+        if absent && i2c == nil && spi == nil { throw ValidationError("--absent: only with --i2c or --spi") }
+        if !send.isEmpty && control == nil { throw ValidationError("--send needs --control SOCKET") }
     }
 
     static func readLink(_ path: String) -> String? {
@@ -82,20 +112,37 @@ struct PN532Sim: ParsableCommand {
 
     func run() throws {
         setvbuf(stdout, nil, _IOLBF, 0)
+        if let control, !send.isEmpty {
+            var failed = false
+            for line in send {
+                let answer = try ControlServer.send(line, to: control)
+                print(answer)
+                failed = failed || !answer.hasPrefix("ok")
+            }
+            if failed { throw ExitCode.failure }
+            return
+        }
         let defaultType = type.flatMap(Self.parseType) ?? .ntag213
         var chip = PN532Chip()
         if tag != nil || uid != nil || type != nil {
             let t = try makeTag(image: tag, uid: uid.flatMap { TagUID(hex: $0) }, type: defaultType)
             _ = chip.insert(t)
         }
-        let pty = try PseudoTerminal()
-        if let link {
+        let bus: BusFront?
+        if let path = i2c ?? spi {
+            bus = try BusFront(kind: i2c != nil ? .i2c(hz: i2cSpeed) : .spi, path: path)
+            bus?.absent = absent
+        } else {
+            bus = nil
+        }
+        let pty = bus == nil ? try PseudoTerminal() : nil
+        if let link, let pty {
             unlink(link)
             guard symlink(pty.slavePath, link) == 0 else { throw SystemError("symlink", link) }
         }
         // Removed only while it still points at our pty: a successor (gatewayd
         // restarted after a crash) may already have linked its own.
-        defer { if let link, Self.readLink(link) == pty.slavePath { unlink(link) } }
+        defer { if let link, let pty, Self.readLink(link) == pty.slavePath { unlink(link) } }
         let server = try control.map { try ControlServer(path: $0) }
         signal(SIGTERM) { _ in stopRequested = 1 }
         signal(SIGINT) { _ in stopRequested = 1 }
@@ -111,15 +158,16 @@ struct PN532Sim: ParsableCommand {
         }
 
         let sim = Simulator(
-            chip: chip, pty: pty, control: server,
+            chip: chip, pty: pty, bus: bus, control: server,
             options: .init(baud: baud, rfTiming: rfTiming, trace: trace, defaultType: defaultType))
         // Effective configuration at start (STYLE.md §13).
         sim.log(
-            "pty \(pty.slavePath)\(link.map { " (link \($0))" } ?? "")"
+            (bus.map { $0.name + ($0.absent ? " (absent)" : "") }
+                ?? "pty \(pty!.slavePath)\(link.map { " (link \($0))" } ?? "")")
                 + ", control \(control ?? "none"), baud \(baud.map(String.init) ?? "unlimited")"
                 + ", rf-timing \(rfTiming ? "on" : "off")"
                 + ", tag \(chip.tag.map { "\($0.type) \($0.uid.hex)" } ?? "none")")
-        print(pty.slavePath)
+        print(bus?.device.path ?? pty!.slavePath)
         try sim.run()
     }
 }

@@ -21,10 +21,12 @@ final class Simulator {
         var defaultType: NTAGType = .ntag213
     }
 
-    private var chip: PN532Chip
-    private let pty: PseudoTerminal
+    var chip: PN532Chip
+    /// The host link: a pty (HSU), or a bus device through CUSE (I2C, SPI).
+    private let pty: PseudoTerminal?
+    let bus: BusFront?
     private let control: ControlServer?
-    private let options: Options
+    let options: Options
     private var timers: [(deadline: UInt64, token: Int)] = []
     /// A host has the slave open (the master reports no hang-up).
     private var hostPresent = false
@@ -32,14 +34,15 @@ final class Simulator {
     /// A frame left unfinished this long is dropped (the chip's receive timeout).
     private let frameGapNanos: UInt64 = 50_000_000
 
-    init(chip: PN532Chip, pty: PseudoTerminal, control: ControlServer?, options: Options) {
+    init(chip: PN532Chip, pty: PseudoTerminal?, bus: BusFront? = nil, control: ControlServer?, options: Options) {
         self.chip = chip
         self.pty = pty
+        self.bus = bus
         self.control = control
         self.options = options
     }
 
-    private static func now() -> UInt64 {
+    static func now() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
@@ -48,24 +51,29 @@ final class Simulator {
     func run() throws {
         while stopRequested == 0 {
             var fds: [pollfd] = []
-            if pollReportsHangUp() {
+            if let bus {
+                fds.append(pollfd(fd: bus.device.fd, events: Int16(POLLIN), revents: 0))
+            } else if let pty, pollReportsHangUp(pty) {
                 if hostPresent {
                     // The host closed the port: leave the slave ready for the next one.
                     hostPresent = false
                     log("host closed the port")
                     try pty.resetSlave()
                 }
-            } else {
+            } else if let pty {
                 hostPresent = true
                 fds.append(pollfd(fd: pty.master, events: Int16(POLLIN), revents: 0))
             }
             let controlFDs = control?.descriptors ?? []
             fds += controlFDs.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let n = poll(&fds, nfds_t(fds.count), pollTimeout(watchingHost: fds.first?.fd == pty.master))
+            let n = poll(&fds, nfds_t(fds.count), pollTimeout(watchingHost: bus != nil || fds.first?.fd == pty?.master))
             if n < 0 && errno != EINTR { throw SystemError("poll") }
             try fireTimers()
             for p in fds where p.revents != 0 {
-                if p.fd == pty.master {
+                if p.fd == bus?.device.fd {
+                    if p.revents & Int16(POLLIN) != 0 { try busReadable() }
+                    if p.revents & Int16(POLLERR | POLLHUP) != 0 { throw SystemError("poll", "/dev/cuse hung up", errno: ENODEV) }
+                } else if p.fd == pty?.master {
                     try hostReadable(p.revents)
                 } else if p.fd == control?.listener {
                     control?.accept()
@@ -78,7 +86,7 @@ final class Simulator {
     }
 
     /// Polls the master alone, without waiting, for a hang-up (no host has the slave open).
-    private func pollReportsHangUp() -> Bool {
+    private func pollReportsHangUp(_ pty: PseudoTerminal) -> Bool {
         var p = pollfd(fd: pty.master, events: Int16(POLLIN), revents: 0)
         return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP) != 0 && p.revents & Int16(POLLIN) == 0
     }
@@ -101,7 +109,7 @@ final class Simulator {
     }
 
     private func hostReadable(_ revents: Int16) throws {
-        guard revents & Int16(POLLIN) != 0, let bytes = try pty.read(), !bytes.isEmpty else { return }
+        guard revents & Int16(POLLIN) != 0, let bytes = try pty?.read(), !bytes.isEmpty else { return }
         lastByteAt = Self.now()
         trace("host>", bytes)
         try apply(chip.receive(bytes))
@@ -114,16 +122,22 @@ final class Simulator {
         for t in due { try apply(chip.timerFired(t.token)) }
     }
 
-    private func apply(_ effects: [ChipEffect]) throws {
+    func apply(_ effects: [ChipEffect]) throws {
         for effect in effects {
             switch effect {
+            case .send(let bytes) where bus != nil:
+                // The host pulls it over I2C/SPI once the chip's RF work is done.
+                let now = Self.now()
+                bus!.queue.push(bytes, readyAt: max(now, bus!.busyUntil))
+            case .airTime(let us) where bus != nil:
+                if options.rfTiming { bus!.busyUntil = max(Self.now(), bus!.busyUntil) + UInt64(us) * 1000 }
             case .send(let bytes):
                 if let baud = options.baud, baud > 0 {
                     // 10 bits a byte on the wire: start, 8 data, stop.
                     usleep(UInt32(bytes.count * 10 * 1_000_000 / baud))
                 }
                 trace("chip<", bytes)
-                try pty.write(bytes)
+                try pty?.write(bytes)
             case .airTime(let us):
                 if options.rfTiming { usleep(UInt32(us)) }
             case .startTimer(let token, let ms):
@@ -196,11 +210,16 @@ final class Simulator {
         case .stats(let reset):
             if reset {
                 chip.resetStats()
+                bus?.stats = BusFront.Stats()
                 return "ok reset"
             }
-            return "ok \(chip.stats.summary)"
+            return "ok \(chip.stats.summary)\(bus.map { " " + $0.stats.summary } ?? "")"
         case .status:
             return "ok \(statusLine())"
+        case .absent(let gone):
+            guard let bus else { return "error absent/present: only on --i2c or --spi" }
+            bus.absent = gone
+            return gone ? "ok absent" : "ok present"
         }
     }
 
@@ -211,7 +230,8 @@ final class Simulator {
         case .lowVBat: power = "lowvbat"
         case .powerDown: power = "powerdown"
         }
-        var s = "power=\(power) rf=\(chip.rfOn ? "on" : "off") busy=\(chip.isBusy ? "yes" : "no")"
+        var s = bus.map { "bus=\($0.absent ? "absent" : "present") " } ?? ""
+        s += "power=\(power) rf=\(chip.rfOn ? "on" : "off") busy=\(chip.isBusy ? "yes" : "no")"
         s += " muted=\(chip.muted ? "yes" : "no") hung=\(chip.hung ? "yes" : "no")"
         if let t = chip.tag {
             s += " tag=\(t.uid.hex) type=\(t.type) state=\(t.state) auth_failures=\(t.failedAuthentications)"
