@@ -246,9 +246,9 @@ key_stat=$(vm stat -c '%a %U:%G' /etc/doorgateway/door.key)
 [ "$key_stat" = "600 root:root" ] && pass "/etc/doorgateway/door.key 600 root:root" || fail "door.key mode" "$key_stat"
 [ "$(vm cat /etc/doorgateway/door.key | sha256sum)" = "$DOOR_KEY_SUM" ] \
     && pass "door.key is the one put on the FAT partition" || fail "door.key content differs"
-vm grep -q 'key_file = "/run/credentials/gatewayd.service/door.key"' /etc/doorgateway/gateway.toml \
+vm "grep -q 'key_file = \"/run/credentials/gatewayd.service/door.key\"' /etc/doorgateway/gateway.toml" \
     && pass "gateway.toml names the key as gatewayd's credential" || fail "gateway.toml key_file"
-vm grep -q '^kind = "sim"' /etc/doorgateway/gateway.toml && pass "gateway.toml from the FAT partition installed (board sim)" \
+vm "grep -q '^kind = \"sim\"' /etc/doorgateway/gateway.toml" && pass "gateway.toml from the FAT partition installed (board sim)" \
     || fail "gateway.toml not installed"
 wpa=$(vm 'stat -c "%a" /etc/wpa_supplicant/wpa_supplicant-wlan0.conf; grep -c not-a-real-passphrase /etc/wpa_supplicant/wpa_supplicant-wlan0.conf || true')
 [ "$(echo $wpa)" = "600 0" ] && pass "wifi.conf -> wpa_supplicant-wlan0.conf 0600, hashed key only" || fail "wifi" "$wpa"
@@ -265,17 +265,19 @@ root_blocks=$(vm "stat -f -c '%b %S' /" | awk '{ print $1 * $2 / 4096 }')
 failed_units=$(vm systemctl --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')
 [ -z "$failed_units" ] && pass "no failed systemd units" || fail "failed units" "$failed_units"
 
-# Open the door, then stop the service while the strike is energised.
-vm gatewayctl open --action 0 > /dev/null || true
+# Hold the strike unlocked (passage mode), then stop the service: the daemon
+# must lock it on SIGTERM. (A 3 s `open` pulse could end on its own before the
+# stop arrives under TCG; passage holds until something locks it.)
+vm gatewayctl mode passage > /dev/null || true
 opened=$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["outputs"]["strike"])' 2>/dev/null)
-[ "$opened" = unlocked ] && pass "gatewayctl open --action 0: strike unlocked" || fail "open" "$opened"
+[ "$opened" = unlocked ] && pass "gatewayctl mode passage: strike held unlocked" || fail "passage" "$opened"
 stop_t0=$SECONDS
 vm systemctl stop gatewayd.service || true
 stop_s=$((SECONDS - stop_t0))
 journal=$(vm journalctl -b -u gatewayd.service --no-pager -o cat | tail -15)
 echo "$journal" > "$VM/gatewayd-tail.log"
 if echo "$journal" | grep -q 'signal 15: stopping' && echo "$journal" | grep -q 'stopped; outputs locked' \
-    && echo "$journal" | sed -n '/signal 15: stopping/,$p' | grep -q 'strike → locked\|all outputs locked'; then
+    && echo "$journal" | sed -n '/signal 15: stopping/,$p' | grep -q 'strike → locked\|sim all outputs locked'; then
     pass "systemctl stop gatewayd (${stop_s} s) locked the relay: $(echo "$journal" | sed -n '/signal 15/,$p' | tr '\n' '|' | cut -c1-200)"
 else
     fail "stop did not log the relay locked" "$journal"
