@@ -8,7 +8,7 @@ import NFCReader
 struct ReaderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reader", abstract: "Check a PN532 reader directly (with gatewayd stopped), or ask the daemon.",
-        subcommands: [ReaderScan.self, ReaderWrite.self, ReaderInfo.self])
+        subcommands: [ReaderScan.self, ReaderWrite.self, ReaderInfo.self, ReaderBench.self])
 }
 
 struct ReaderScan: ParsableCommand {
