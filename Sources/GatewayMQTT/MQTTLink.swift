@@ -231,7 +231,11 @@ public final class MQTTLink: @unchecked Sendable {
 
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
         queue(
-            GatewayStore.OutboxEntry(topic: topics.telemetry, class: .telemetry, created: time) { seq in
+            // Retained: Home Assistant's diagnostics read the latest as soon as
+            // they subscribe (after a restart of HA, or before its discovery
+            // of the door has subscribed them); the outbox keeps the order, so
+            // the retained one is the newest.
+            GatewayStore.OutboxEntry(topic: topics.telemetry, class: .telemetry, retain: true, created: time) { seq in
                 Array(
                     JSONValue.object([("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + fields)
                         .serialized.utf8)

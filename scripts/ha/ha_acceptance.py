@@ -232,6 +232,7 @@ http:
   server_host: 127.0.0.1
   server_port: {self.http_port}
 api:
+tag:
 logger:
   default: warning
   logs:
@@ -318,6 +319,7 @@ def scenario(r):
     check(states[LAST]["state"] == "unknown", "last access unknown before any access (not 'None')",
           states[LAST]["state"])
     check("Invalid state message" not in r.log("hass"), "HA logged no invalid state message")
+    check("Found new component: tag doorgateway_front-door tag" in r.log("hass"), "HA took the tag scanner")
     check(states[LOCKOUT]["state"] == "off", "no lockout", json.dumps(states[LOCKOUT]))
     up = wait_for("uptime from the first telemetry",
                   lambda: (lambda s: s if s["state"] not in ("unknown", "unavailable") else None)(r.state(UPTIME)), 30)
@@ -339,8 +341,16 @@ def scenario(r):
     r.wait_event("access_granted", seen)
     ev = wait_for("HA's event entity shows access_granted",
                   lambda: (lambda s: s if s["attributes"].get("event_type") == "access_granted" else None)(
-                      r.state(EVENT)), 30)
+                      r.state(EVENT)), 30, 0.1)
     check(ev["attributes"].get("reason") == "valid_v2", "the event carries its reason", json.dumps(ev["attributes"]))
+    def scanned():
+        try:
+            with open(os.path.join(r.work, "ha/.storage/tag")) as f:
+                return json.load(f)["data"]["items"]
+        except (OSError, ValueError, KeyError):
+            return None
+    items = wait_for("HA's tag integration recorded the scan (tag_scanned)", scanned, 40, 1)
+    check(len(items) == 1 and items[0].get("last_scanned"), "one scanned tag with its time", json.dumps(items))
     last = wait_for("last access set", lambda: (lambda s: s if s["state"] != "unknown" else None)(r.state(LAST)), 30)
     check(last["attributes"].get("source") == "tag", "last access source is tag", json.dumps(last))
     wait_for("HA's lock is locked again after the pulse", lambda: r.state(LOCK)["state"] == "locked", 30)
