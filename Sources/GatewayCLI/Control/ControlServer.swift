@@ -33,7 +33,7 @@ final class ControlServer: @unchecked Sendable {
     static let maxLine = 64 * 1024
     let path: String
     let adminGroup: String
-    /// Where users and groups are read (tests point these at their own files).
+    /// Where users and groups are read: /etc/passwd and /etc/group, never NSS.
     let passwdPath: String
     let groupPath: String
     private let handler: (ControlRequest, Peer) throws -> ControlAnswer
@@ -54,8 +54,9 @@ final class ControlServer: @unchecked Sendable {
         self.handler = handler
     }
 
-    /// The admin group as /etc/group has it now (read per connection, so a
-    /// member added with `adduser` is admitted without a restart).
+    /// The admin group as /etc/group has it now. `isAdmitted` reads the files
+    /// again for each connection, so a member added with `adduser` is admitted
+    /// without a restart.
     func adminGroupEntry() -> Accounts.Group? {
         Accounts.load(passwd: passwdPath, group: groupPath).group(named: adminGroup)
     }
