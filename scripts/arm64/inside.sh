@@ -329,7 +329,11 @@ step_swiftdeps() {
         stamp_ok "$dir/.doorgateway-stamp" "$stamp" && continue
         say "fetching $name $tag and patching it for Swift 6.0"
         rm -rf "$dir" "$dir.tmp"
-        git -c advice.detachedHead=false clone -q --depth 1 --branch "$tag" "$url" "$dir.tmp"
+        # (git warns that --depth is ignored when url.insteadOf maps the URL
+        # to a local mirror; the log is shown only when the clone fails)
+        git -c advice.detachedHead=false clone -q --depth 1 --branch "$tag" "$url" "$dir.tmp" 2>"$dir.log" ||
+            { cat "$dir.log" >&2; die "git clone $url $tag failed"; }
+        rm -f "$dir.log"
         rm -rf "$dir.tmp/.git"
         (cd "$dir.tmp" && "patch_$name")
         echo "$stamp" >"$dir.tmp/.doorgateway-stamp"
