@@ -137,3 +137,10 @@ image-base:
 test-arm64-vm:
 	$(MAKE) --no-print-directory image $(if $(SSH_KEY),,ALLOW_NO_SSH_KEY=1)
 	./scripts/image/test-vm.sh "$$(ls -t $(IMAGE_OUT)/doorgateway-*-arm64.img | head -1)"
+
+## bench-bus: insertion → decoded NDEF through libnfc on each transport — pn532_i2c at 100 and
+## 400 kHz, pn532_spi at 1 MHz (pn532-sim's CUSE fronts) and pn532_uart at 115200 — in the
+## gpio-vm guest (TCG), beside each wire's minimal exchange; figures, not tests
+.PHONY: bench-bus
+bench-bus: static
+	GPIO_VM_BENCH=1 ./scripts/gpio-vm/run.sh GATEWAY="$(STATIC_OUT)/gateway"

@@ -39,7 +39,9 @@ public enum PN532I2C {
 
     /// What the chip clocks out for a host read of `count` bytes; a ready
     /// frame is consumed whole, and the bytes after it read as 00h.
-    public static func read(_ count: Int, from queue: inout ReadyQueue, at now: UInt64) -> (bytes: [UInt8], frame: [UInt8]?) {
+    public static func read(_ count: Int, from queue: inout ReadyQueue, at now: UInt64) -> (
+        bytes: [UInt8], frame: [UInt8]?
+    ) {
         guard count > 0 else { return ([], nil) }
         guard let frame = queue.pop(at: now) else { return ([UInt8](repeating: 0, count: count), nil) }
         var out = [UInt8(0x01)] + frame.prefix(count - 1)

@@ -91,7 +91,8 @@ extension Simulator {
                 let r = try i2cTransfer(bus, fh: fh, hz: hz, write: nil, readCount: size)
                 try r.error.map { try dev.reply(unique, error: $0) } ?? dev.reply(unique, r.bytes)
             case .spi:
-                let miso = try spiMessage(bus, [(tx: [UInt8](repeating: 0, count: size), hz: 0, delayMicros: 0, csChange: false)])
+                let miso = try spiMessage(
+                    bus, [(tx: [UInt8](repeating: 0, count: size), hz: 0, delayMicros: 0, csChange: false)])
                 try dev.reply(unique, miso)
             }
         case .write(let unique, let fh, let data):
@@ -115,7 +116,9 @@ extension Simulator {
 
     // MARK: I2C (i2c-dev)
 
-    private func i2cIoctl(_ bus: BusFront, _ unique: UInt64, _ fh: UInt64, _ command: UInt32, _ argument: UInt64, _ outputSize: Int) throws {
+    private func i2cIoctl(
+        _ bus: BusFront, _ unique: UInt64, _ fh: UInt64, _ command: UInt32, _ argument: UInt64, _ outputSize: Int
+    ) throws {
         switch command {
         case UInt32(I2C_SLAVE), UInt32(I2C_SLAVE_FORCE):
             // i2c-dev only records the address; nothing goes on the bus yet.
@@ -167,13 +170,16 @@ extension Simulator {
 
     // MARK: SPI (spidev)
 
-    private func spiIoctl(_ bus: BusFront, _ unique: UInt64, _ command: UInt32, _ argument: UInt64, _ input: [UInt8], _ outputSize: Int) throws {
+    private func spiIoctl(
+        _ bus: BusFront, _ unique: UInt64, _ command: UInt32, _ argument: UInt64, _ input: [UInt8], _ outputSize: Int
+    ) throws {
         let dev = bus.device
         let size = Int(door_ioc_size(command))
         if door_ioc_type(command) == UInt32(UInt8(ascii: "k")), door_ioc_nr(command) == 0,
             door_ioc_dir(command) == UInt32(_IOC_WRITE), size > 0, size % MemoryLayout<spi_ioc_transfer>.size == 0
         {
-            return try spiIocMessage(bus, unique, argument, count: size / MemoryLayout<spi_ioc_transfer>.size, input, outputSize)
+            return try spiIocMessage(
+                bus, unique, argument, count: size / MemoryLayout<spi_ioc_transfer>.size, input, outputSize)
         }
         // The settings: one value each way, its size from the command.
         let isWrite = door_ioc_dir(command) == UInt32(_IOC_WRITE)
@@ -214,14 +220,18 @@ extension Simulator {
     /// SPI_IOC_MESSAGE(n): first the n transfer descriptors, then their
     /// transmit buffers, are asked for with retries; the receive buffers are
     /// the output.
-    private func spiIocMessage(_ bus: BusFront, _ unique: UInt64, _ argument: UInt64, count: Int, _ input: [UInt8], _ outputSize: Int) throws {
+    private func spiIocMessage(
+        _ bus: BusFront, _ unique: UInt64, _ argument: UInt64, count: Int, _ input: [UInt8], _ outputSize: Int
+    ) throws {
         let dev = bus.device
         let descriptorSize = count * MemoryLayout<spi_ioc_transfer>.size
         guard input.count >= descriptorSize else {
             return try dev.retryIoctl(unique, input: [(argument, descriptorSize)], output: [])
         }
         let transfers = (0..<count).map { i in
-            input.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: i * MemoryLayout<spi_ioc_transfer>.size, as: spi_ioc_transfer.self) }
+            input.withUnsafeBytes {
+                $0.loadUnaligned(fromByteOffset: i * MemoryLayout<spi_ioc_transfer>.size, as: spi_ioc_transfer.self)
+            }
         }
         let txRanges = transfers.filter { $0.tx_buf != 0 && $0.len > 0 }.map { ($0.tx_buf, Int($0.len)) }
         let rxRanges = transfers.filter { $0.rx_buf != 0 && $0.len > 0 }.map { ($0.rx_buf, Int($0.len)) }
@@ -256,7 +266,9 @@ extension Simulator {
     /// Clocks a message's transfers through the chip: chip select stays low
     /// across them unless a transfer asks to drop it (`cs_change`). Bytes
     /// are on the wire MSB first, so the chip (LSB first) sees each reversed.
-    private func spiMessage(_ bus: BusFront, _ parts: [(tx: [UInt8], hz: UInt32, delayMicros: UInt16, csChange: Bool)]) throws -> [UInt8] {
+    private func spiMessage(_ bus: BusFront, _ parts: [(tx: [UInt8], hz: UInt32, delayMicros: UInt16, csChange: Bool)])
+        throws -> [UInt8]
+    {
         var miso: [UInt8] = []
         var mosi: [UInt8] = []
         var nanos: UInt64 = 0

@@ -34,7 +34,9 @@ final class CUSEDevice {
     /// Opens /dev/cuse and registers `path` (/dev/NAME); returns once the
     /// node exists.
     init(path: String) throws {
-        guard path.hasPrefix("/dev/"), path.count > 5 else { throw SystemError("cuse", "\(path): not under /dev", errno: EINVAL) }
+        guard path.hasPrefix("/dev/"), path.count > 5 else {
+            throw SystemError("cuse", "\(path): not under /dev", errno: EINVAL)
+        }
         let fd = open("/dev/cuse", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw SystemError("open", "/dev/cuse (modprobe cuse)") }
         self.fd = fd

@@ -93,7 +93,9 @@ struct PN532Sim: ParsableCommand {
         if let parentPid, parentPid <= 1 { throw ValidationError("--parent-pid must be a process id above 1") }
         if tag != nil && type != nil { throw ValidationError("--type describes blank tags; --tag gives the image") }
         if i2c != nil && spi != nil { throw ValidationError("--i2c and --spi: one bus at a time") }
-        if (i2c != nil || spi != nil) && link != nil { throw ValidationError("--link names a pty; the bus device has its own path") }
+        if (i2c != nil || spi != nil) && link != nil {
+            throw ValidationError("--link names a pty; the bus device has its own path")
+        }
         if i2cSpeed <= 0 { throw ValidationError("--i2c-speed must be positive") }
         if absent && i2c == nil && spi == nil { throw ValidationError("--absent: only with --i2c or --spi") }
         if !send.isEmpty && control == nil { throw ValidationError("--send needs --control SOCKET") }

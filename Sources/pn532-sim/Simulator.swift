@@ -72,7 +72,9 @@ final class Simulator {
             for p in fds where p.revents != 0 {
                 if p.fd == bus?.device.fd {
                     if p.revents & Int16(POLLIN) != 0 { try busReadable() }
-                    if p.revents & Int16(POLLERR | POLLHUP) != 0 { throw SystemError("poll", "/dev/cuse hung up", errno: ENODEV) }
+                    if p.revents & Int16(POLLERR | POLLHUP) != 0 {
+                        throw SystemError("poll", "/dev/cuse hung up", errno: ENODEV)
+                    }
                 } else if p.fd == pty?.master {
                     try hostReadable(p.revents)
                 } else if p.fd == control?.listener {

@@ -12,7 +12,8 @@
 # Bounds are generous (TCG is slow and the host is shared): the checks assert
 # behaviour, never timing.
 #
-# Environment: GATEWAY, PN532SIM (default: on PATH), WORKDIR (/tmp/reader-checks).
+# Environment: GATEWAY, PN532SIM (default: on PATH), WORKDIR (/tmp/reader-checks),
+# TIME_SCALE (checks.env: 3 on the slower arm64 guest) multiplies every wait.
 
 set -u
 
@@ -22,6 +23,7 @@ WORKDIR=${WORKDIR:-/tmp/reader-checks}
 CFG=/sys/kernel/config/gpio-sim
 SIMDEV=$CFG/doorgateway-reader
 FAILED=0
+S=${TIME_SCALE:-1}
 SIMPID=
 DAEMONPID=
 rm -rf "$WORKDIR" && mkdir -p "$WORKDIR"
@@ -40,7 +42,7 @@ MULTI=91010d5402656e46726f6e7420646f6f7211017f5500736d703a2f2f616374696f6e3f6964
 
 # wait_for FILE PATTERN [TENTHS]: until a line of FILE matches (default 10 s).
 wait_for() {
-    n=${3:-100}
+    n=$((${3:-100} * S))
     while [ "$n" -gt 0 ]; do
         grep -q "$2" "$1" 2>/dev/null && return 0
         sleep 0.1
@@ -155,7 +157,7 @@ check_reader() {
     t0=$(date +%s)
     scan muted "$conn" --timeout 2 &
     SCANPID=$!
-    n=900
+    n=$((900 * S))
     while [ $n -gt 0 ] && kill -0 $SCANPID 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
     if kill -0 $SCANPID 2>/dev/null; then
         kill $SCANPID; wait $SCANPID
@@ -261,13 +263,13 @@ check_daemon() {
     "$GATEWAY" daemon --config "$D/gateway.toml" > "$D/daemon.log" 2>&1 &
     DAEMONPID=$!
     wait_for "$D/daemon.log" "reader" 300
-    n=300
+    n=$((300 * S))
     while [ $n -gt 0 ] && ! dctl status > /dev/null 2>&1; do sleep 0.1; n=$((n - 1)); done
     ok=yes detail=
     # Provisioning: arm, present a blank sticker; the daemon writes and verifies it.
     dctl provision --action 0 --label "vm $bus" > "$D/provision.out" 2>&1 || { ok=no; detail="provision: $(cat "$D/provision.out");"; }
     simctl insert 04C0FFEE00$( [ "$bus" = i2c ] && echo 0001 || echo 0002 ) ntag213 > /dev/null
-    n=600
+    n=$((600 * S))
     while [ $n -gt 0 ] && ! dctl tags list 2>/dev/null | grep -q active; do sleep 0.1; n=$((n - 1)); done
     dctl tags list > "$D/tags.out" 2>&1
     grep -q active "$D/tags.out" || { ok=no; detail="$detail no active tag after provisioning: $(cat "$D/tags.out" | tr '\n' ' ');"; }
@@ -276,14 +278,14 @@ check_daemon() {
     [ "$(cat "$SYS/sim_gpio0/value")" = 0 ] || { ok=no; detail="$detail relay not locked before the tap;"; }
     simctl stats reset > /dev/null
     simctl reinsert > /dev/null
-    if relay_pulse_seen 400; then
+    if relay_pulse_seen $((400 * S)); then
         pulse=yes
     else
         pulse=no
         ok=no detail="$detail no relay pulse on RELAY within 20 s;"
     fi
     stats=$(simctl stats)
-    n=100
+    n=$((100 * S))
     while [ $n -gt 0 ] && ! dctl log --limit 5 2>/dev/null | grep -q granted; do sleep 0.1; n=$((n - 1)); done
     dctl log --limit 5 > "$D/log.out" 2>&1
     grep -q granted "$D/log.out" || { ok=no; detail="$detail no 'granted' in the audit log: $(tail -3 "$D/log.out" | tr '\n' ' ');"; }
@@ -297,11 +299,11 @@ check_daemon() {
     simctl remove > /dev/null
     fds_before=$(ls /proc/$DAEMONPID/fd | wc -l)
     simctl absent > /dev/null
-    n=300
+    n=$((300 * S))
     while [ $n -gt 0 ] && ! dctl reader info 2>/dev/null | grep -q "lost"; do sleep 0.1; n=$((n - 1)); done
     lost=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     simctl present > /dev/null
-    n=300
+    n=$((300 * S))
     while [ $n -gt 0 ] && dctl reader info 2>/dev/null | grep -q "lost"; do sleep 0.1; n=$((n - 1)); done
     back=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     fds_after=$(ls /proc/$DAEMONPID/fd | wc -l)
@@ -334,7 +336,7 @@ bench() {
             "$PN532SIM" "--$bus" "$dev" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
         fi
         SIMPID=$!
-        n=300
+        n=$((300 * S))
         while [ $n -gt 0 ] && [ ! -S "$WORKDIR/sim.sock" ]; do sleep 0.1; n=$((n - 1)); done
         ctl reader bench --device "$conn" --sim-control "$WORKDIR/sim.sock" --wire "$wire" --taps "$taps" --scratch "$WORKDIR" \
             || echo "bench $wire failed: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ')"

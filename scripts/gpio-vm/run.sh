@@ -6,21 +6,26 @@
 # matching linux-source-6.1 are built as one module (gpio-sim-ext.ko).
 # Nothing is installed on the host kernel: packages are `apt-get download`ed
 # and unpacked with dpkg-deb -x into a cache outside the tree.
+# reader-checks.sh then runs libnfc's pn532_i2c and pn532_spi drivers in the
+# same guest against pn532-sim's CUSE bus fronts (fuse.ko + cuse.ko from the
+# same kernel package).
 # ARCH=arm64 boots Debian 12's arm64 kernel in qemu-system-aarch64 (virt, TCG)
 # instead, with gpio-sim cross-built by the host's gcc-aarch64-linux-gnu (the
 # compiler version Debian built that kernel with) and the aarch64 static
 # binaries (make test-gpio-vm-arm64). The arm64 packages come through a private
 # apt configuration in the cache; the host's apt state is not touched.
-# Usage: scripts/gpio-vm/run.sh [ARCH=amd64|arm64] [GATEWAY=path]   Ends with "N passed, N failed".
+# Usage: scripts/gpio-vm/run.sh [ARCH=amd64|arm64] [GATEWAY=path] [PN532SIM=path]   Ends with "N passed, N failed".
 set -euo pipefail
-for a in "$@"; do case $a in ARCH=*) ARCH=${a#ARCH=};; GATEWAY=*) GATEWAY=${a#GATEWAY=};; esac; done
+for a in "$@"; do case $a in ARCH=*) ARCH=${a#ARCH=};; GATEWAY=*) GATEWAY=${a#GATEWAY=};; PN532SIM=*) PN532SIM=${a#PN532SIM=};; esac; done
 HERE=$(cd "$(dirname "$0")" && pwd)
 ARCH=${ARCH:-amd64}
 case $ARCH in amd64) DEFAULT_OUT=out/static;; arm64) DEFAULT_OUT=out/static-arm64;; *) echo "gpio-vm: ARCH is amd64 or arm64" >&2; exit 2;; esac
 GATEWAY=${GATEWAY:-$DEFAULT_OUT/gateway}
+PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
-TIMEOUT=${GPIO_VM_TIMEOUT:-240}
-CHECKS=10                                      # result lines gateway-checks.sh prints
+TIMEOUT=${GPIO_VM_TIMEOUT:-600}
+BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
+CHECKS=24                                      # result lines: gateway-checks.sh 10, reader-checks.sh 14
 log() { echo "gpio-vm: $*" >&2; }
 
 # What differs per architecture: emulator and machine, console, strip, the
@@ -54,6 +59,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 [ -f "$GATEWAY" ] || { log "no gateway binary at $GATEWAY (run make static)"; exit 1; }
+[ -f "$PN532SIM" ] || { log "no pn532-sim binary at $PN532SIM (run make static)"; exit 1; }
 
 # arm64: a private apt configuration (own sources, lists, status) for Debian 12
 # with arm64 native and amd64 foreign: kernel, headers and busybox are arm64,
@@ -128,6 +134,13 @@ for a in $("$R/bin/busybox" --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/
 $STRIP -o "$R/bin/gateway" "$GATEWAY"
 printf 'STATUS_WAIT_S=%s\nTIME_SCALE=%s\n' "$STATUS_WAIT_S" "$TIME_SCALE" > "$R/checks.env"
 cp "$HERE/gateway-checks.sh" "$R/gateway-checks.sh"
+$STRIP -o "$R/bin/pn532-sim" "$PN532SIM"
+cp "$HERE/reader-checks.sh" "$R/reader-checks.sh"
+for m in fuse cuse; do
+  K=$(find "$D/root/lib/modules/$KREL" -name "$m.ko*" | head -1)
+  [ -n "$K" ] || { log "no $m.ko in linux-image-$KREL"; exit 1; }
+  case $K in *.xz) xz -dc "$K" > "$R/lib/modules/$m.ko";; *) cp "$K" "$R/lib/modules/$m.ko";; esac
+done
 CFS=$(find "$D/root/lib/modules/$KREL" -name 'configfs.ko*' | head -1)
 case $CFS in *.xz) xz -dc "$CFS" > "$R/lib/modules/configfs.ko";; *) cp "$CFS" "$R/lib/modules/configfs.ko";; esac
 cp "$MOD" "$R/lib/modules/"
@@ -136,10 +149,17 @@ cat > "$R/init" <<'EOI'
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 insmod /lib/modules/configfs.ko; insmod /lib/modules/gpio-sim-ext.ko
 mount -t configfs none /sys/kernel/config
+if grep -q READER_BENCH /proc/cmdline; then
+  insmod /lib/modules/fuse.ko; insmod /lib/modules/cuse.ko
+  sh /reader-checks.sh bench; echo "=== bench exit $?"; poweroff -f
+fi
 echo "=== gateway checks ($(uname -r))"
 set -a; . /checks.env; set +a
 GATEWAY=/bin/gateway sh /gateway-checks.sh
 echo "=== checks exit $?"
+insmod /lib/modules/fuse.ko; insmod /lib/modules/cuse.ko
+GATEWAY=/bin/gateway PN532SIM=/bin/pn532-sim sh /reader-checks.sh
+echo "=== reader checks exit $?"
 poweroff -f
 EOI
 chmod 755 "$R/init"
@@ -150,16 +170,21 @@ log "booting $KREL under QEMU TCG (timeout ${TIMEOUT}s)"
 set +e
 timeout "$TIMEOUT" "${QEMU[@]}" \
   -kernel "$D/root/boot/vmlinuz-$KREL" -initrd "$W/initrd.gz" \
-  -append "console=$CONSOLE quiet loglevel=3 panic=-1" -nographic -no-reboot -monitor none \
+  -append "console=$CONSOLE quiet loglevel=3 panic=-1${BENCH:+ READER_BENCH}" -nographic -no-reboot -monitor none \
   </dev/null > "$W/console.log" 2>&1
 qrc=$?
 set -e
-tr -d '\r' < "$W/console.log" | grep -E '^(PASS|FAIL)' || true
+if [ -n "$BENCH" ]; then
+  tr -d '\r' < "$W/console.log" | grep -E '^(reader bench|  |bench )' || true
+  grep -q '=== bench exit 0' "$W/console.log"; exit
+fi
+tr -d '\r' < "$W/console.log" | grep -E '^(PASS|FAIL|#)' || true
 pass=$(tr -d '\r' < "$W/console.log" | grep -c '^PASS' || true)
 fail=$(tr -d '\r' < "$W/console.log" | grep -c '^FAIL' || true)
 # Every check must report, and the checks script must exit 0: a VM that hangs
 # or a script that stops early is a failure even with no FAIL line.
-if [ "$qrc" = 124 ] || ! grep -q '=== checks exit 0' "$W/console.log" || [ $((pass + fail)) -lt "$CHECKS" ]; then
+if [ "$qrc" = 124 ] || ! grep -q '=== checks exit 0' "$W/console.log" || ! grep -q '=== reader checks exit 0' "$W/console.log" \
+  || [ $((pass + fail)) -lt "$CHECKS" ]; then
   log "checks incomplete (qemu rc $qrc, $((pass + fail)) of $CHECKS results); console tail:"
   tr -d '\r' < "$W/console.log" | tail -25 >&2
   cp "$W/console.log" "$CACHE/last-console.log"

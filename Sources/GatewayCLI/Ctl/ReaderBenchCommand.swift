@@ -99,7 +99,8 @@ struct ReaderBench: ParsableCommand {
             let bytes = hostFrames.map { $0 + 1 }.reduce(0, +) + answers.map { $0 + 2 }.reduce(0, +) + 2 * (ack + 2)
             wireMicros = Double(bytes * 9 + 6 * 2) / hz * 1e6
         default:  // spi, 8 clocks a byte: DW + frame; SR + status, DR + frame for the ACK and the answer
-            let bytes = hostFrames.map { $0 + 1 }.reduce(0, +) + answers.map { $0 + 1 + 2 }.reduce(0, +) + 2 * (ack + 1 + 2)
+            let bytes =
+                hostFrames.map { $0 + 1 }.reduce(0, +) + answers.map { $0 + 1 + 2 }.reduce(0, +) + 2 * (ack + 1 + 2)
             wireMicros = Double(bytes * 8) / hz * 1e6
         }
         func air(_ bitsOut: Int, _ bitsIn: Int) -> Double { Double(bitsOut + bitsIn) * 85 / 8 + 86 }
@@ -113,7 +114,8 @@ struct ReaderBench: ParsableCommand {
         print(
             "  per tap (median): \(median("rx_frames")) PN532 commands, \(median("rx_frames") + median("tx_frames")) frames,"
                 + " \(median("rx_bytes") + median("tx_bytes")) frame bytes; bus: \(median("bus_transfers")) transfers"
-                + " (\(median("bus_not_ready")) answered not-ready), \(median("bus_bytes")) bytes, \(median("bus_ms")) ms clocked")
+                + " (\(median("bus_not_ready")) answered not-ready), \(median("bus_bytes")) bytes, \(median("bus_ms")) ms clocked"
+        )
         print(
             "  minimal exchange: wire \(f1(wireMicros / 1000)) ms + RF \(f1(rfMicros / 1000)) ms = \(f1(minimal)) ms;"
                 + " p50 / minimal = \(String((p50 / minimal * 100).rounded() / 100))× (target ≤ 1.3×)")
