@@ -212,9 +212,15 @@ elif [ -f "$DIR/wifi.conf" ]; then
     consume "$DIR/wifi.conf"
 fi
 if [ "$wifi" = 1 ]; then
-    systemctl enable wpa_supplicant@wlan0.service >/dev/null 2>&1
-    systemctl start --no-block wpa_supplicant@wlan0.service >/dev/null 2>&1
-    note "wi-fi: $WPA (0600), wpa_supplicant@wlan0 enabled"
+    # Started by the wlan0 device itself when it appears (brcmfmac loads its
+    # firmware late), not by a boot target: a Pi without a radio, or one
+    # whose radio is off, would otherwise hold a start job for 90 s per boot.
+    wants=/etc/systemd/system/sys-subsystem-net-devices-wlan0.device.wants
+    install -d -m 0755 "$wants"
+    ln -sf /lib/systemd/system/wpa_supplicant@.service "$wants/wpa_supplicant@wlan0.service"
+    systemctl daemon-reload >/dev/null 2>&1 || true
+    [ -e /sys/class/net/wlan0 ] && systemctl start --no-block wpa_supplicant@wlan0.service >/dev/null 2>&1
+    note "wi-fi: $WPA (0600), wpa_supplicant@wlan0 started whenever wlan0 appears"
 fi
 
 # --- host name --------------------------------------------------------------------

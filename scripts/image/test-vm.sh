@@ -39,7 +39,7 @@ T0=$SECONDS
 [ "$(id -u)" = 0 ] || die "needs root (apt-get)"
 [ -f "$IMG" ] || die "no $IMG (make image)"
 [ -x "$PN532_SIM" ] || die "no $PN532_SIM (make static-arm64)"
-ensure_host_packages qemu-system-arm mtools e2fsprogs fdisk openssh-client mosquitto openssl
+ensure_host_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk openssh-client mosquitto openssl
 IMG=$(readlink -f "$IMG")
 
 VM=$IMG_CACHE/vm
@@ -133,10 +133,16 @@ cp "$VM/pki/vm-door.crt" "$VM/fb/door.crt"
 cp "$VM/pki/vm-door.key" "$VM/fb/door.key"
 # The simulated board: the sim example as a whole gateway.toml (the test's
 # device-id and broker go on top of it, as on a door).
-GW_HOST=out/static/gateway
-[ -x "$GW_HOST" ] || GW_HOST=$(dirname "$PN532_SIM")/gateway   # aarch64, through binfmt
-"$GW_HOST" ctl config example --board sim > "$VM/fb/gateway.toml" \
-    || die "cannot run $GW_HOST ctl config example --board sim"
+# Written by the image's own gateway binary (read out with debugfs, run with
+# qemu-user), so the example's keys are the ones the installed daemon knows.
+ROOTFS=$VM/root.ext4
+dd if="$DISK" of="$ROOTFS" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=none
+mkdir -p "$VM/bin"
+debugfs -R "dump /usr/bin/gateway $VM/bin/gateway" "$ROOTFS" > /dev/null 2>&1
+chmod 0755 "$VM/bin/gateway"
+qemu-aarch64-static "$VM/bin/gateway" ctl config example --board sim > "$VM/fb/gateway.toml" \
+    || die "cannot run the image's /usr/bin/gateway (qemu-aarch64-static) for the sim configuration"
+rm -f "$VM/bin/gateway"
 printf '\n' >> "$VM/fb/gateway.toml"
 cp "$VM/id_test.pub" "$VM/fb/authorized_keys"
 printf 'ssid=vm-test-net\r\npsk=not-a-real-passphrase\r\ncountry=DE\r\n' > "$VM/fb/wifi.conf"
@@ -146,8 +152,6 @@ for f in "$VM"/fb/*; do mcopy -o -i "$FATI" "$f" ::/doorgateway/; done
 mdir -b -i "$FATI" ::/doorgateway/ | sed 's/^/  fat: /' >&2
 
 # --- test-only additions to the copy's root file system (debugfs, no mount) ----------
-ROOTFS=$VM/root.ext4
-dd if="$DISK" of="$ROOTFS" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=none
 ROOT_BLOCKS_BEFORE=$(dumpe2fs -h "$ROOTFS" 2>/dev/null | sed -n 's/^Block count: *//p')
 cat > "$VM/vmtest.conf" <<'EOF'
 # Test copy only (scripts/image/test-vm.sh): the simulated board's pn532-sim
