@@ -23,7 +23,7 @@ case $ARCH in amd64) DEFAULT_OUT=out/static;; arm64) DEFAULT_OUT=out/static-arm6
 GATEWAY=${GATEWAY:-$DEFAULT_OUT/gateway}
 PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
-TIMEOUT=${GPIO_VM_TIMEOUT:-600}
+TIMEOUT=${GPIO_VM_TIMEOUT:-900}               # the reader checks took 3.5 min on a loaded host
 BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
 CHECKS=24                                      # result lines: gateway-checks.sh 10, reader-checks.sh 14
 log() { echo "gpio-vm: $*" >&2; }
@@ -43,7 +43,7 @@ arm64)
   QEMU=(qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max -m 1024 -smp 2) CONSOLE=ttyAMA0 STATUS_WAIT_S=90 TIME_SCALE=3
   TOOLS=(qemu-system-aarch64:qemu-system-arm aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu)
   KMAKE=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) STRIP=aarch64-linux-gnu-strip
-  [ -n "${GPIO_VM_TIMEOUT:-}" ] || TIMEOUT=900 ;;   # a loaded-host run took 3.5 min
+  [ -n "${GPIO_VM_TIMEOUT:-}" ] || TIMEOUT=2700 ;;  # GPIO checks 3.5 min loaded; the reader checks ×3 of amd64's
 esac
 
 # 1. Build tools (root, once).
