@@ -120,7 +120,10 @@ persistence false
 log_dest file $VM/mosquitto.log
 log_type all
 EOF
+# mosquitto started as root runs as the mosquitto user: it must read these.
 chmod 0644 "$VM"/pki/* && chmod 0755 "$VM" "$VM/pki"
+: > "$VM/mosquitto.log"
+chown mosquitto "$VM/mosquitto.log" 2>/dev/null || chmod 0666 "$VM/mosquitto.log"
 mosquitto -c "$VM/mosquitto.conf" > /dev/null 2>&1 &
 BROKER_PID=$!
 
@@ -216,6 +219,8 @@ if [ -z "$ready_at" ]; then
     die "gatewayd not active within ${VM_TIMEOUT} s (ssh: ${ssh_at:-never})"
 fi
 pass "gatewayd.service active (READY) under systemd, seen over ssh ${ready_at} s after QEMU started"
+# From here on a failing command is a failed check, recorded, not the end.
+set +e +o pipefail
 # Guest clocks: kernel start -> READY=1 (systemd's own monotonic timestamps).
 guest_ready_us=$(vm systemctl show -P ActiveEnterTimestampMonotonic gatewayd.service)
 guest_start_us=$(vm systemctl show -P ExecMainStartTimestampMonotonic gatewayd.service)
@@ -246,7 +251,7 @@ grep -q "vm-door" "$VM/mosquitto.log" 2>/dev/null && pass "the broker saw the do
 fat_left=$(vm 'ls -A /boot/firmware/doorgateway/ | tr "\n" " "')
 [ "$fat_left" = "README.txt STATUS.txt " ] && pass "first-boot files consumed: FAT doorgateway/ holds only README.txt STATUS.txt" \
     || fail "FAT doorgateway/ still holds" "$fat_left"
-key_stat=$(vm stat -c '%a %U:%G' /etc/doorgateway/door.key)
+key_stat=$(vm "stat -c '%a %U:%G' /etc/doorgateway/door.key")
 [ "$key_stat" = "600 root:root" ] && pass "/etc/doorgateway/door.key 600 root:root" || fail "door.key mode" "$key_stat"
 [ "$(vm cat /etc/doorgateway/door.key | sha256sum)" = "$DOOR_KEY_SUM" ] \
     && pass "door.key is the one put on the FAT partition" || fail "door.key content differs"
