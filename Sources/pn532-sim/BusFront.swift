@@ -67,6 +67,15 @@ final class BusFront {
         }
     }
 
+    /// A frame from the host replaces whatever answer it left unread: the
+    /// PN532 has one output buffer. A host that lost an exchange half-way
+    /// (the chip off the bus, a timeout) must not read the old answer as the
+    /// answer to its next command.
+    func newHostFrame() {
+        queue.removeAll()
+        spi = PN532SPI()
+    }
+
     func openFile() -> UInt64 {
         defer { nextHandle += 1 }
         return nextHandle
@@ -154,6 +163,7 @@ extension Simulator {
         bus.stats.bytes += count + 1
         if let write {
             traceBus("i2c w \(hexBytes(write))")
+            bus.newHostFrame()
             try apply(chip.receive(write))
             chip.linkIdle()  // a STOP ends the frame
             return ([], nil)
@@ -287,6 +297,7 @@ extension Simulator {
                 // The bytes of a transaction shorter than the wake-up are lost.
                 if nanos >= BusFront.wakeUpNanos, chipBytes.first == PN532SPI.dataWrite {
                     traceBus("spi DW \(hexBytes(Array(chipBytes.dropFirst()))) (while waking)")
+                    bus.newHostFrame()
                     try apply(chip.receive(Array(chipBytes.dropFirst())))
                     chip.linkIdle()
                 }
@@ -295,6 +306,7 @@ extension Simulator {
                 out = chipOut
                 traceSPI(bus, chipBytes, chipOut)
                 if let written {
+                    bus.newHostFrame()
                     try apply(chip.receive(written))
                     chip.linkIdle()  // chip select high ends the frame
                 }
