@@ -29,7 +29,21 @@ file -b "$BIN/gateway" | grep -q 'ARM aarch64' || die "$BIN/gateway is not an aa
 command -v qemu-aarch64-static >/dev/null || die "qemu-aarch64-static missing (make static-arm64 installs it)"
 
 mounted_binfmt=0 registered=0
+# Other jobs on this machine run aarch64 programs through the same handler
+# (make image's emulated debootstrap steps). Users of binfmt_misc hold a shared
+# lock on $BINFMT_LOCK while they need it; this script undoes its mount and
+# registration only if it can then take the lock exclusively and no emulated
+# aarch64 process is running, so it never pulls the handler from under a job.
+BINFMT_LOCK=/run/lock/doorgateway-binfmt.lock
+exec 8>"$BINFMT_LOCK"
+flock -s 8
 cleanup() {
+    flock -u 8
+    if { [ "$registered" = 1 ] || [ "$mounted_binfmt" = 1 ]; } &&
+        { ! flock -n -x 8 || pgrep -f 'qemu-aarch64|aarch64-binfmt' >/dev/null; }; then
+        say "binfmt_misc left as it is: another job is using aarch64 emulation"
+        return
+    fi
     if [ "$registered" = 1 ] && [ -e "$BINFMT/qemu-aarch64" ]; then
         echo -1 >"$BINFMT/qemu-aarch64" || true
         say "unregistered the qemu-aarch64 binfmt handler this run added"
