@@ -29,7 +29,7 @@ final class DoorRulesTests: XCTestCase {
         let n = try g.eventCount()
         try g.ctlJSON(["sim", "press", "--hold", "0.2"])
         try g.waitForEvent("exit_request", after: n)
-        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        try g.waitForOutput("strike", "unlocked")
         try g.ctlJSON(["lockout", "clear"])
         try g.waitForEvent("lockout_cleared")
     }

@@ -35,7 +35,7 @@ final class DoorStoryTests: XCTestCase {
         try g.ctlJSON(["sim", "reinsert"])
         let granted = try g.waitForEvent("access_granted", after: seen)
         XCTAssertEqual(granted["reason"]?.stringValue, "valid_v2")
-        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        try g.waitForOutput("strike", "unlocked")
         try g.waitForEvent("action_completed", after: seen)
         XCTAssertEqual(try g.status()["outputs"]?["strike"]?.stringValue, "locked")
 
@@ -161,7 +161,7 @@ final class DoorStoryTests: XCTestCase {
 func waitUntil(
     timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool
 ) throws {
-    let deadline = Date() + timeout
+    let deadline = Date() + E2ETiming.timeout(timeout)
     while Date() < deadline {
         if try condition() { return }
         usleep(50_000)

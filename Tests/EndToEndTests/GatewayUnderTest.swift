@@ -112,13 +112,13 @@ final class GatewayUnderTest {
         p.standardOutput = log
         try p.run()
         process = p
-        let deadline = Date() + 15
+        let deadline = Date() + E2ETiming.timeout(15)
         while Date() < deadline {
             if !p.isRunning { throw E2EError("gatewayd exited with \(p.terminationStatus):\n\(self.log)") }
             if FileManager.default.fileExists(atPath: socket), (try? ctl(["status"]))?.status == 0 { return }
             usleep(50_000)
         }
-        throw E2EError("gatewayd did not answer on \(socket) within 15 s:\n\(self.log)")
+        throw E2EError("gatewayd did not answer on \(socket) within \(E2ETiming.timeout(15)) s:\n\(self.log)")
     }
 
     /// SIGTERM (or `signal`) and wait; returns the exit status.
@@ -187,7 +187,7 @@ final class GatewayUnderTest {
     func waitForEvent(_ kind: String, reason: String? = nil, after: Int = 0, timeout: TimeInterval = 10) throws
         -> JSONValue
     {
-        let deadline = Date() + timeout
+        let deadline = Date() + E2ETiming.timeout(timeout)
         repeat {
             let rows = (try ctlJSON(["log", "--limit", "500"]).arrayValue ?? [])
             if let hit = rows.dropFirst(after).first(where: {

@@ -25,7 +25,7 @@ final class MQTTStoryTests: XCTestCase {
             in: .whitespacesAndNewlines)
         XCTAssertEqual(try broker.publish("phone/front-door", message).status, 0)
         try g.waitForEvent("remote_accepted")
-        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "unlocked" }
+        try g.waitForOutput("strike", "unlocked")
         _ = try broker.publish("phone/front-door", message)
         let rejected = try g.waitForEvent("remote_rejected")
         XCTAssertEqual(rejected["reason"]?.stringValue, "replay")
