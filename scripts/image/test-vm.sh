@@ -226,6 +226,8 @@ guest_ready_us=$(vm systemctl show -P ActiveEnterTimestampMonotonic gatewayd.ser
 guest_start_us=$(vm systemctl show -P ExecMainStartTimestampMonotonic gatewayd.service)
 userspace_us=$(vm systemctl show -P UserspaceTimestampMonotonic)
 ready_log=$(vm journalctl -b -u gatewayd.service --no-pager -o cat | grep -m1 'ready in' || true)
+# What gatewayd waited for (printed with the figures).
+chain=$(vm systemd-analyze critical-chain --no-pager gatewayd.service 2>/dev/null | tail -n +3 | head -12)
 
 # --- the checks ------------------------------------------------------------------------------
 status=$(vm gatewayctl status --json || true)
@@ -310,5 +312,7 @@ echo "image size: $((IMG_BYTES / 1048576)) MiB ($((IMG_ALLOC / 1048576)) MiB all
 echo "gatewayd: $ready_log"
 echo "boot to READY (guest monotonic, kernel start -> gatewayd active): $((guest_ready_us / 1000)) ms (systemd userspace at $((userspace_us / 1000)) ms, gatewayd exec at $((guest_start_us / 1000)) ms)"
 echo "boot to READY (wall, QEMU start -> seen over ssh, 3 s polling): ${ready_at} s (ssh first answered at ${ssh_at} s) under TCG, -cpu $CPU, 2 vCPUs"
+echo "critical chain (systemd-analyze critical-chain gatewayd.service, guest time):"
+echo "$chain" | sed 's/^/  /'
 echo "test-arm64-vm: $passed passed, $failed failed, $((SECONDS - T0)) s"
 [ "$failed" = 0 ]
