@@ -188,7 +188,10 @@ timeout 3 qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -display none -S 
     -serial none > /dev/null 2>&1 || rc=$?
 [ "$rc" = 124 ] && CPU=max,pauth-impdef=on
 QEMU_START=$SECONDS
-qemu-system-aarch64 -M virt -cpu "$CPU" -accel tcg,thread=multi -smp 2 -m 1024 \
+# A hard limit on QEMU itself, even if this script is killed with SIGKILL and
+# its trap never runs: timeout(1) ends it (SIGTERM, then SIGKILL 10 s later).
+# QEMU_PID is timeout's; the trap's SIGTERM to it reaches QEMU.
+timeout -k 10 $((VM_TIMEOUT + 300)) qemu-system-aarch64 -M virt -cpu "$CPU" -accel tcg,thread=multi -smp 2 -m 1024 \
     -kernel "$VM/vmlinuz" -initrd "$VM/initrd" -append "$APPEND" \
     -drive if=none,file="$DISK",format=raw,id=d0 -device virtio-blk-pci,drive=d0 \
     -netdev user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22 -device virtio-net-pci,netdev=n0 \
