@@ -195,16 +195,23 @@ public final class MosquittoBroker {
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
-            out.fileHandleForReading.readabilityHandler = { [lock] h in
+            // Weak: the handler is held by the pipe the process holds; a strong
+            // self made a cycle, deinit never ran and every mosquitto_sub
+            // outlived the test run (reparented to pid 1).
+            out.fileHandleForReading.readabilityHandler = { [weak self] h in
                 let d = h.availableData
-                lock.withLock { self.buffer += d }
+                guard let self else { return }
+                self.lock.withLock { self.buffer += d }
             }
             try process.run()
             usleep(300_000)  // subscribed
         }
         deinit {
-            process.terminate()
-            process.waitUntilExit()
+            (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
         }
         public var isRunning: Bool { process.isRunning }
         public var lines: [String] {
