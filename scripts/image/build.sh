@@ -109,13 +109,14 @@ EOF
     [ -n "$kver" ] || die "no kernel modules in the base"
     t=$SECONDS
     say "base: update-initramfs -c -k $kver (once; emulated)"
-    rm -f "$tmp/boot/initrd.img-$kver"
+    # (A failed earlier attempt leaves its work directories in /var/tmp.)
+    rm -rf "$tmp/boot/initrd.img-$kver" "$tmp/boot/initrd.img-$kver.new" "$tmp"/var/tmp/mkinitramfs*
     emulated in_root "$tmp" update-initramfs -c -k "$kver" >> "$log" 2>&1 \
         || { tail -20 "$log" >&2; die "update-initramfs failed"; }
     say "base: initramfs in $((SECONDS - t)) s"
     in_root "$tmp" apt-get clean >> "$log" 2>&1
     rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/*.bin "$tmp"/var/log/*.log \
-        "$tmp"/var/log/apt/* "$tmp"/etc/ssh/ssh_host_* "$tmp/.stage-packages"
+        "$tmp"/var/log/apt/* "$tmp"/etc/ssh/ssh_host_* "$tmp/.stage-packages" "$tmp"/var/tmp/* "$tmp"/tmp/*
     echo "$kver" > "$tmp/.doorgateway-kernel"
     printf '%s\n' "$BASE_RECIPE $SUITE $MIRROR" "${BASE_PACKAGES[@]}" > "$tmp/.doorgateway-base"
     mv "$tmp" "$BASE"
