@@ -36,6 +36,7 @@ T0=$SECONDS
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, apt-get)"
 ensure_host_packages debootstrap qemu-user-static binfmt-support dosfstools mtools fdisk e2fsprogs \
     bmap-tools
+hold_binfmt_lock
 ensure_binfmt
 mkdir -p "$IMG_CACHE"
 exec 9>"$IMG_CACHE/.lock"

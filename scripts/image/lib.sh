@@ -29,6 +29,15 @@ ensure_host_packages() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# Jobs that mount binfmt_misc or register qemu-aarch64 for their own run (make
+# test-e2e-arm64) undo it only while nobody holds this lock shared: hold it
+# for the whole build (fd 8, inherited by the emulated children).
+hold_binfmt_lock() {
+    mkdir -p /run/lock
+    exec 8> /run/lock/doorgateway-binfmt.lock
+    flock -s 8
+}
+
 # aarch64 executables must run here (qemu-user through binfmt_misc, flag F so a
 # chroot needs no copy of the emulator).
 ensure_binfmt() {
