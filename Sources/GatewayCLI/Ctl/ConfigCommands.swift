@@ -23,8 +23,8 @@ struct ConfigCheck: ParsableCommand {
             With --broker it also connects to the MQTT broker as the door (its certificate) and \
             sends one message around its own `<topic_prefix>/check` topic: under MQTT 3.1.1 a \
             broker acknowledges a publish its ACL denies, so only the round trip shows that the \
-            ACL lets the door use its prefix. Relative TLS paths are looked up in \
-            $CREDENTIALS_DIRECTORY, else beside the configuration file.
+            ACL lets the door use its prefix. Run it as root: the door's key is readable by root \
+            only (with a systemd credential path, while gatewayd runs).
             """)
 
     @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
@@ -51,14 +51,8 @@ struct ConfigCheck: ParsableCommand {
             FileHandle.standardError.write(Data("broker: [mqtt] enabled = false: no broker to check\n".utf8))
             throw ExitCode(1)
         }
-        var mqtt = config.mqtt
-        let base = environment["CREDENTIALS_DIRECTORY"] ?? (path as NSString).deletingLastPathComponent
-        func resolve(_ p: String?) -> String? { p.map { $0.hasPrefix("/") ? $0 : base + "/" + $0 } }
-        mqtt.tls.certFile = resolve(mqtt.tls.certFile)
-        mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
-        mqtt.tls.caFile = resolve(mqtt.tls.caFile)
         do {
-            for line in try BrokerCheck.run(configuration: mqtt) { print(line) }
+            for line in try BrokerCheck.run(configuration: config.mqtt) { print(line) }
         } catch {
             FileHandle.standardError.write(Data("broker: \(error)\n".utf8))
             throw ExitCode(1)
