@@ -25,15 +25,7 @@ public enum BrokerCheck {
             throw Failure(description: "mosquitto_new failed")
         }
         defer { mosquitto_destroy(m) }
-        let version = c.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version)
-        if c.tls.enabled {
-            let rc = mosquitto_tls_set(m, c.tls.caFile, c.tls.caDirectory, c.tls.certFile, c.tls.keyFile, nil)
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                throw Failure(description: "TLS files: \(String(cString: mosquitto_strerror(rc)))")
-            }
-            if c.tls.insecure { mosquitto_tls_insecure_set(m, true) }
-        }
+        do { try MQTTLink.configure(m, c) } catch { throw Failure(description: "\(error)") }
         mosquitto_connect_callback_set(m) { _, obj, rc in Probe.from(obj).event(.connected(rc)) }
         mosquitto_subscribe_callback_set(m) { _, obj, _, count, granted in
             let first = count > 0 ? granted?.pointee ?? 0x80 : 0x80
@@ -49,7 +41,7 @@ public enum BrokerCheck {
         let started = ContinuousClock.now
         var rc = mosquitto_connect(m, c.host, Int32(c.port), Int32(c.keepaliveSeconds))
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            throw Failure(description: "connect to \(c.host):\(c.port): \(describe(rc))")
+            throw Failure(description: "connect to \(c.host):\(c.port): \(MQTTLink.describe(rc))")
         }
         guard mosquitto_loop_start(m) == MOSQ_ERR_SUCCESS.rawValue else {
             throw Failure(description: "libmosquitto network thread did not start")
@@ -80,7 +72,7 @@ public enum BrokerCheck {
         let nonce = Array("check \(Hex.encode((try? Crypto.randomBytes(8)) ?? []))".utf8)
         let sent = ContinuousClock.now
         rc = mosquitto_publish(m, nil, topic, Int32(nonce.count), nonce, 1, false)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Failure(description: "publish: \(describe(rc))") }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Failure(description: "publish: \(MQTTLink.describe(rc))") }
         let deadline = sent + timeout
         if case .acknowledged(let reason)? = probe.wait(until: deadline, for: { $0.isAck }), reason >= 0x80 {
             throw Failure(
@@ -96,10 +88,6 @@ public enum BrokerCheck {
         let ms = Int(((ContinuousClock.now - sent) / .milliseconds(1)).rounded())
         lines.append("broker: \(topic): published and received back in \(ms) ms; the ACL lets this door use its prefix")
         return lines
-    }
-
-    static func describe(_ rc: Int32) -> String {
-        rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
     }
 
     /// Callback events, handed from libmosquitto's thread to the caller.

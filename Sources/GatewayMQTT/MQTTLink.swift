@@ -110,13 +110,7 @@ public final class MQTTLink: @unchecked Sendable {
             throw MQTTError.setup("mosquitto_new failed")
         }
         client = m
-        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        try check(mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
-        if configuration.tls.enabled {
-            let tls = configuration.tls
-            try check(mosquitto_tls_set(m, tls.caFile, tls.caDirectory, tls.certFile, tls.keyFile, nil), "TLS files")
-            if tls.insecure { try check(mosquitto_tls_insecure_set(m, true), "TLS insecure") }
-        }
+        try Self.configure(m, configuration)
         let offline = Array("offline".utf8)
         try check(mosquitto_will_set(m, topics.availability, Int32(offline.count), offline, 1, true), "last will")
         mosquitto_reconnect_delay_set(m, 1, 60, true)
@@ -596,8 +590,21 @@ public final class MQTTLink: @unchecked Sendable {
         log.warning("mqtt: \(text)")
     }
 
-    private func check(_ rc: Int32, _ what: String) throws {
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError.setup("\(what): \(Self.describe(rc))") }
+    private func check(_ rc: Int32, _ what: String) throws { try Self.check(rc, what) }
+
+    private static func check(_ rc: Int32, _ what: String) throws {
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError.setup("\(what): \(describe(rc))") }
+    }
+
+    /// Protocol version and TLS (files, and `insecure`) of a fresh client:
+    /// the link's and `gatewayctl config check --broker`'s, the same way.
+    static func configure(_ m: OpaquePointer, _ c: GatewayConfiguration.MQTT) throws {
+        let version = c.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        try check(mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+        guard c.tls.enabled else { return }
+        try check(
+            mosquitto_tls_set(m, c.tls.caFile, c.tls.caDirectory, c.tls.certFile, c.tls.keyFile, nil), "TLS files")
+        if c.tls.insecure { try check(mosquitto_tls_insecure_set(m, true), "TLS insecure") }
     }
 
     static func describe(_ rc: Int32) -> String {
