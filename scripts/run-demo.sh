@@ -3,7 +3,11 @@
 # mosquitto with generated certificates (mutual TLS), gatewayd on the simulated
 # board (it starts its own pn532-sim and reaches it through libnfc), and tells
 # a short story while the MQTT events and the audit log scroll by.
-# Ctrl-C stops everything. DEMO_EXIT=1 ends after the story (used by tests).
+# The broker runs the shipped provisioning/ configuration and ACL; only the
+# port, the certificate paths and the ACL path differ.
+# Ctrl-C stops everything and removes the temporary directory (DEMO_KEEP=1
+# keeps it). DEMO_EXIT=1 ends after the story (used by tests). Every child is
+# started with a parent-death signal, so even a SIGKILLed script leaves none.
 set -euo pipefail
 BIN=${BIN:-out/static}
 GATEWAY="$(cd "$(dirname "$BIN/gateway")" && pwd)/gateway"
@@ -14,11 +18,21 @@ cleanup() {
   trap - EXIT INT TERM
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  echo; echo "run: stopped gatewayd, pn532-sim and mosquitto; files were in $WORK"
+  echo
+  if [ "${DEMO_KEEP:-0}" = 1 ]; then
+    echo "run: stopped gatewayd, pn532-sim and mosquitto; files kept in $WORK"
+  else
+    rm -rf "$WORK"
+    echo "run: stopped gatewayd, pn532-sim and mosquitto; removed $WORK (DEMO_KEEP=1 keeps it)"
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Children get SIGTERM when this script dies, however it dies. An array, not a
+# function: a backgrounded simple command is exec'd, so $! is the child itself
+# and `wait` in cleanup waits for it to exit.
+CHILD=(setpriv --pdeathsig TERM --)
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 ctl() { DOORGATEWAY_SOCKET="$WORK/run/control.sock" "$GATEWAY" ctl "$@"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -35,8 +49,10 @@ mkdir -p "$WORK/pki" "$WORK/state" "$WORK/run"
 cd "$WORK/pki"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=demo-ca \
   -keyout ca.key -out ca.crt 2>/dev/null
-for name in broker door phone; do
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" -keyout $name.key -out $name.csr 2>/dev/null
+# CNs are what the shipped ACL knows: the door's device id and the phone's name.
+for name in broker front-door phone-alice; do
+  cn=$name; [ "$name" = broker ] && cn=localhost
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" -keyout $name.key -out $name.csr 2>/dev/null
   printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > $name.ext
   openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile $name.ext -out $name.crt 2>/dev/null
 done
@@ -45,27 +61,27 @@ cd - >/dev/null
 
 # 2. The broker.
 PORT=$(free_port)
-cat > "$WORK/mosquitto.conf" <<CONF
-listener $PORT 127.0.0.1
-cafile $WORK/pki/ca.crt
-certfile $WORK/pki/broker.crt
-keyfile $WORK/pki/broker.key
-require_certificate true
-use_identity_as_username true
-allow_anonymous false
+SHIPPED=$(cd "$(dirname "$0")/.." && pwd)/provisioning
+sed -e "s|^listener .*|listener $PORT 127.0.0.1|" \
+    -e "s|^cafile .*|cafile $WORK/pki/ca.crt|" \
+    -e "s|^certfile .*|certfile $WORK/pki/broker.crt|" \
+    -e "s|^keyfile .*|keyfile $WORK/pki/broker.key|" \
+    -e "s|^acl_file .*|acl_file $SHIPPED/doorgateway.acl|" \
+    "$SHIPPED/mosquitto-doorgateway.conf" > "$WORK/mosquitto.conf"
+cat >> "$WORK/mosquitto.conf" <<CONF
 persistence false
 # As root, mosquitto drops to its own user, which cannot read our 0600 keys.
 user $(id -un)
 log_dest stderr
 CONF
-mosquitto -c "$WORK/mosquitto.conf" 2> "$WORK/mosquitto.log" &
+"${CHILD[@]}" mosquitto -c "$WORK/mosquitto.conf" 2> "$WORK/mosquitto.log" &
 PIDS+=($!)
-say "mosquitto on 127.0.0.1:$PORT (mutual TLS)"
+say "mosquitto on 127.0.0.1:$PORT (mutual TLS, the shipped configuration and ACL)"
 
 # 3. The door.
 cat > "$WORK/gateway.toml" <<CONF
 [device]
-id = "demo-door"
+id = "front-door"
 [board]
 kind = "sim"
 [reader]
@@ -84,25 +100,26 @@ uid_in_events = "full"
 telemetry_s = 30
 [mqtt.tls]
 ca_file = "$WORK/pki/ca.crt"
-cert_file = "$WORK/pki/door.crt"
-key_file = "$WORK/pki/door.key"
+cert_file = "$WORK/pki/front-door.crt"
+key_file = "$WORK/pki/front-door.key"
 [mqtt.commands]
-compat_topics = ["phone/demo-door"]
+compat_topics = ["phone/front-door"]
 [paths]
 state_dir = "$WORK/state"
 runtime_dir = "$WORK/run"
 CONF
-"$GATEWAY" daemon --config "$WORK/gateway.toml" 2> "$WORK/gatewayd.log" &
+"${CHILD[@]}" "$GATEWAY" daemon --config "$WORK/gateway.toml" 2> "$WORK/gatewayd.log" &
 PIDS+=($!)
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
 ctl status >/dev/null || { cat "$WORK/gatewayd.log"; exit 1; }
 say "gatewayd is up (log: $WORK/gatewayd.log)"
 ctl status | sed 's/^/   /' | head -12
 
-MQ=(--cafile "$WORK/pki/ca.crt" --cert "$WORK/pki/phone.crt" --key "$WORK/pki/phone.key" -h localhost -p "$PORT")
-mosquitto_sub "${MQ[@]}" -v -t 'doorgateway/#' | sed -u 's/^/   [mqtt]  /' &
+MQ=(--cafile "$WORK/pki/ca.crt" --cert "$WORK/pki/phone-alice.crt" --key "$WORK/pki/phone-alice.key" -h localhost -p "$PORT")
+# Process substitution: $! is mosquitto_sub itself, and sed ends at its EOF.
+"${CHILD[@]}" mosquitto_sub "${MQ[@]}" -v -t 'doorgateway/front-door/#' > >(sed -u 's/^/   [mqtt]  /') &
 PIDS+=($!)
-ctl log --follow | sed -u 's/^/   [audit] /' &
+DOORGATEWAY_SOCKET="$WORK/run/control.sock" "${CHILD[@]}" "$GATEWAY" ctl log --follow > >(sed -u 's/^/   [audit] /') &
 PIDS+=($!)
 sleep 1
 
@@ -147,12 +164,12 @@ say "a phone-style OTP command over MQTT: granted"
 MSG=$(ctl otp make --key-file "$WORK/otp.key" --command 1)
 echo "   $MSG"
 n=$(count remote_accepted)
-mosquitto_pub "${MQ[@]}" -q 1 -t phone/demo-door -m "$MSG"
+mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
 wait_for remote_accepted "$n"
 
 say "the same message replayed: rejected"
 n=$(count remote_rejected)
-mosquitto_pub "${MQ[@]}" -q 1 -t phone/demo-door -m "$MSG"
+mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
 wait_for remote_rejected "$n"
 
 sleep 1
