@@ -148,3 +148,16 @@ test-arm64-vm:
 .PHONY: bench-bus
 bench-bus: static
 	GPIO_VM_BENCH=1 ./scripts/gpio-vm/run.sh GATEWAY="$(STATIC_OUT)/gateway"
+
+## fuzz: coverage-guided fuzzing (libFuzzer, swiftc -sanitize=fuzzer,address) of every parser the
+## door feeds with outside bytes; FUZZ_S seconds per target (default 30); seed corpora in Fuzz/corpus,
+## dictionaries in Fuzz/dict; prints executions, exec/s and findings per target
+FUZZ_S ?= 30
+.PHONY: fuzz test-faults
+fuzz: deps
+	FUZZ_S="$(FUZZ_S)" ./scripts/fuzz.sh
+
+## test-faults: the fault suite on the static binary — power cut during store writes, disk full,
+## clock jumps, reader and broker pulled repeatedly, control-socket floods
+test-faults: deps static
+	python3 scripts/no-leftovers.py --label test-faults -- python3 scripts/faults/run.py "$(STATIC_OUT)"
