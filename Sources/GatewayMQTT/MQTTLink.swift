@@ -59,6 +59,8 @@ public final class MQTTLink: @unchecked Sendable {
     private var committing = 0
     private let pendingCondition = NSCondition()
     private var committerStopping = false
+    /// Rows committed by `appendAudit(outbox:)` wait to be published.
+    private var flushRequested = false
     private let committerDone = DispatchSemaphore(value: 0)
     /// Asked for the clock's sync state when a command is judged.
     public var clockSynchronised: @Sendable () -> Bool = { false }
@@ -215,12 +217,36 @@ public final class MQTTLink: @unchecked Sendable {
     /// queued in one transaction (group commit, synchronous FULL) and only
     /// then publishes it; `stop` commits anything still queued.
     public func record(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil) {
+        queue(eventEntry(event, at: time, uidText: uidText, label: label))
+    }
+
+    /// The outbox message announcing `event`, for a caller that commits it
+    /// itself in the same transaction as the event's audit row (then calls
+    /// `outboxCommitted`).
+    public func eventEntry(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil)
+        -> GatewayStore.OutboxEntry
+    {
         let cls: OutboxMessage.Class = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
         let device = deviceID
-        queue(
-            GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
-                Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)
-            })
+        return GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
+            Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)
+        }
+    }
+
+    /// Queues `entry` for the committer's own transaction (a caller that
+    /// could not commit it with its audit row).
+    public func enqueue(_ entry: GatewayStore.OutboxEntry) { queue(entry) }
+
+    /// The bound `enqueue` keeps the outbox to (`[mqtt] outbox_limit`).
+    public var outboxLimit: Int { configuration.outboxLimit }
+
+    /// Rows were committed to the outbox by someone else: publish them
+    /// (on the committer thread, which owns publishing from the outbox).
+    public func outboxCommitted() {
+        pendingCondition.withLock {
+            flushRequested = true
+            pendingCondition.signal()
+        }
     }
 
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
@@ -276,11 +302,16 @@ public final class MQTTLink: @unchecked Sendable {
         let t = Thread { [self] in
             while true {
                 pendingCondition.lock()
-                while pending.isEmpty && acks.isEmpty && !committerStopping { pendingCondition.wait() }
+                while pending.isEmpty && acks.isEmpty && !flushRequested && !committerStopping {
+                    pendingCondition.wait()
+                }
                 let stopping = committerStopping && pending.isEmpty && acks.isEmpty
+                let flushNow = flushRequested
+                flushRequested = false
                 pendingCondition.unlock()
                 if stopping { break }
                 commitPending()
+                if flushNow { flush() }
             }
             committerDone.signal()
         }

@@ -79,9 +79,13 @@ extension GatewayStore {
     static let genesis = [UInt8](repeating: 0, count: 32)
 
     @discardableResult
+    /// `outbox`: the messages that announce this event, committed in the
+    /// same transaction as the row (bounded by `outboxLimit` as `enqueue`
+    /// is), so a power cut keeps both or neither: an audited event is never
+    /// missing from the broker.
     public func appendAudit(
         time: Int64, kind: String, reason: String? = nil, action: Int? = nil, uid: String? = nil, source: String? = nil,
-        detail: String? = nil
+        detail: String? = nil, outbox: [OutboxEntry] = [], outboxLimit: Int = .max
     ) throws -> Int64 {
         try pool.write { db in
             let last = try Row.fetchOne(db, sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
@@ -107,6 +111,7 @@ extension GatewayStore {
                     INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [id, time, kind, reason, action, uid, source, detail, Data(prev), Data(hash)])
+            if !outbox.isEmpty { _ = try Self.insertOutbox(db, outbox, limit: outboxLimit) }
             return id
         }
     }

@@ -58,33 +58,37 @@ extension GatewayStore {
     /// events; access events are never dropped (the bound can be exceeded by them).
     @discardableResult
     public func enqueue(_ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
-        try pool.write { db in
-            // The next numbers AUTOINCREMENT would give (SQLite: one past the
-            // larger of sqlite_sequence and the highest rowid), so each row is
-            // written once with its payload.
-            let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
-            let highest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0
-            var next = max(used, highest) + 1
-            var seqs: [Int64] = []
-            let insert = try db.cachedStatement(
-                sql: "INSERT INTO outbox (seq, topic, payload, retain, class, created) VALUES (?, ?, ?, ?, ?, ?)")
-            for e in entries {
-                try insert.execute(arguments: [
-                    next, e.topic, Data(e.make(next)), e.retain, e.messageClass.rawValue, e.created,
-                ])
-                seqs.append(next)
-                next += 1
-            }
-            var over = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox")! - limit
-            for cls in ["telemetry", "event"] where over > 0 {
-                try db.execute(
-                    sql:
-                        "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE class = ? ORDER BY seq LIMIT ?)",
-                    arguments: [cls, over])
-                over -= db.changesCount
-            }
-            return seqs
+        try pool.write { db in try Self.insertOutbox(db, entries, limit: limit) }
+    }
+
+    /// The outbox rows of `enqueue`, inside the caller's transaction (also
+    /// used by `appendAudit`, so an event and its message commit together).
+    static func insertOutbox(_ db: Database, _ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
+        // The next numbers AUTOINCREMENT would give (SQLite: one past the
+        // larger of sqlite_sequence and the highest rowid), so each row is
+        // written once with its payload.
+        let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+        let highest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0
+        var next = max(used, highest) + 1
+        var seqs: [Int64] = []
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO outbox (seq, topic, payload, retain, class, created) VALUES (?, ?, ?, ?, ?, ?)")
+        for e in entries {
+            try insert.execute(arguments: [
+                next, e.topic, Data(e.make(next)), e.retain, e.messageClass.rawValue, e.created,
+            ])
+            seqs.append(next)
+            next += 1
         }
+        var over = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox")! - limit
+        for cls in ["telemetry", "event"] where over > 0 {
+            try db.execute(
+                sql:
+                    "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE class = ? ORDER BY seq LIMIT ?)",
+                arguments: [cls, over])
+            over -= db.changesCount
+        }
+        return seqs
     }
 
     /// Waiting messages in order (oldest first).

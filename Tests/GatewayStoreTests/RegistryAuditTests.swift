@@ -76,6 +76,33 @@ final class RegistryAuditTests: XCTestCase {
         XCTAssertEqual(try store.verifyAudit(), .broken(rowID: 46, why: "row 45 is missing"))
     }
 
+    /// An event's audit row and its outbox message commit in one
+    /// transaction: both or neither (a power cut between them lost the
+    /// message while the audit kept the event).
+    func testAuditRowAndItsOutboxMessageCommitTogether() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let message = GatewayStore.OutboxEntry(topic: "d/event", class: .access, created: 7) { seq in
+            Array("{\"seq\":\(seq)}".utf8)
+        }
+        let id = try store.appendAudit(time: 7, kind: "access_granted", outbox: [message], outboxLimit: 100)
+        XCTAssertEqual(id, 1)
+        let rows = try store.outbox()
+        XCTAssertEqual(rows.map(\.topic), ["d/event"])
+        XCTAssertEqual(String(decoding: rows[0].payload, as: UTF8.self), "{\"seq\":\(rows[0].seq)}")
+
+        // The outbox insert fails (as on a full disk): the audit row is rolled back with it.
+        try store.pool.write {
+            try $0.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'full'); END")
+        }
+        XCTAssertThrowsError(try store.appendAudit(time: 8, kind: "access_denied", outbox: [message]))
+        XCTAssertEqual(try store.auditTail(10).map(\.kind), ["access_granted"])
+        XCTAssertEqual(try store.outbox().count, 1)
+        XCTAssertEqual(try store.verifyAudit(), .intact(rows: 1, from: 1))
+        // Without a message the row alone is written, as before.
+        try store.appendAudit(time: 9, kind: "started")
+        XCTAssertEqual(try store.verifyAudit(), .intact(rows: 2, from: 1))
+    }
+
     func testBackupIsPrivateAndRestoresTheSameRows() throws {
         let store = try GatewayStore(stateDirectory: dir)
         try store.setKey(.nativeCommand, [UInt8](repeating: 9, count: 32), now: 1)

@@ -22,6 +22,11 @@ final class Daemon: @unchecked Sendable {
     private var signalSources: [DispatchSourceSignal] = []
     var control: ControlServer?
     var remote: MQTTLink?
+    /// The MQTT link between `prepareRemote` and a successful `startRemote`.
+    var preparedRemote: MQTTLink?
+    /// Makes each event's outbox message once MQTT is configured, so the
+    /// audit row and the message commit in one transaction.
+    let eventOutbox = EventOutbox()
     var telemetryTimer: DispatchSourceTimer?
     private var retentionTimer: DispatchSourceTimer?
     let notify = SDNotify.fromEnvironment()
@@ -57,14 +62,19 @@ final class Daemon: @unchecked Sendable {
 
         runtime = DoorRuntime(
             configuration: configuration, board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { [store, log] event, time, detail in
+            audit: { [store, log, eventOutbox] event, time, detail in
+                let message = eventOutbox.message(for: event, at: time)
                 do {
                     try store.appendAudit(
                         time: time, kind: event.kind.rawValue, reason: event.reason, action: event.action,
                         uid: event.uid?.hex,
-                        source: event.source, detail: detail)
+                        source: event.source, detail: detail, outbox: message.map { [$0.entry] } ?? [],
+                        outboxLimit: message?.limit ?? .max)
+                    eventOutbox.committed()
                 } catch {
                     log.error("audit log: \(error)")
+                    // The event still goes out, through the link's own queue.
+                    eventOutbox.queueApart(message)
                 }
             }, log: log)
 
@@ -99,6 +109,8 @@ final class Daemon: @unchecked Sendable {
 
     func run() -> Never {
         installSignals()
+        // Before the door's first event ("started"), so it is announced too.
+        prepareRemote()
         runtime.start()
         readerLoop.start()
         startRemote()

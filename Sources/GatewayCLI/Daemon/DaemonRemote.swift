@@ -6,9 +6,9 @@ import GatewayMQTT
 import GatewayStore
 
 extension Daemon {
-    /// MQTT: events through the durable outbox, retained state, telemetry,
-    /// remote commands into the door queue, Home Assistant discovery.
-    func startRemote() {
+    /// MQTT, before the door starts: the link made (not yet connected) and
+    /// wired, so every event from the first has its outbox message.
+    func prepareRemote() {
         guard configuration.mqtt.enabled else { return }
         var mqtt = configuration.mqtt
         // Relative TLS paths are systemd credentials (LoadCredential=).
@@ -34,20 +34,31 @@ extension Daemon {
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
             canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) },
             area: mqtt.homeAssistantArea)
-        runtime.publish = { [mqtt, store, log] event, time in
-            let uidText = event.uid.map { Payloads.uidText($0, mode: mqtt.uidInEvents, deviceKey: deviceKey) }
+        let uidText = { (uid: TagUID) in Payloads.uidText(uid, mode: mqtt.uidInEvents, deviceKey: deviceKey) }
+        eventOutbox.attach(link) { [mqtt, store, log] event, time in
             var label: String?
             if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
             }
-            link.record(event, at: time, uidText: uidText, label: label)
-            // Every sticker presented, for HA's tag_scanned automations.
-            if let uidText, [.accessGranted, .accessDenied].contains(event.kind) {
-                link.publishTagScan(uidText: uidText)
+            return link.eventEntry(event, at: time, uidText: event.uid.map(uidText), label: label)
+        }
+        // The event itself went out with its audit row; every sticker
+        // presented is also a tag scan, for HA's tag_scanned automations.
+        runtime.publish = { event, _ in
+            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
+                link.publishTagScan(uidText: uidText(uid))
             }
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
+        preparedRemote = link
+    }
+
+    /// MQTT: events through the durable outbox, retained state, telemetry,
+    /// remote commands into the door queue, Home Assistant discovery.
+    func startRemote() {
+        guard let link = preparedRemote else { return }
+        let mqtt = link.configuration
         do {
             try link.start()
         } catch {
@@ -61,6 +72,38 @@ extension Daemon {
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
         startTelemetry(link, every: mqtt.telemetrySeconds)
+    }
+
+    /// What the audit closure asks for each event: the outbox message (made
+    /// by the MQTT link, once there is one) to commit with the audit row.
+    final class EventOutbox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var link: MQTTLink?
+        private var make: ((DoorEvent, Int64) -> GatewayStore.OutboxEntry)?
+
+        func attach(_ link: MQTTLink, make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry) {
+            lock.withLock {
+                self.link = link
+                self.make = make
+            }
+        }
+
+        /// Nil while MQTT is off (or its link could not be made).
+        func message(for event: DoorEvent, at time: Int64) -> (entry: GatewayStore.OutboxEntry, limit: Int)? {
+            guard let (link, make) = lock.withLock({ self.link.flatMap { l in self.make.map { (l, $0) } } }) else {
+                return nil
+            }
+            return (make(event, time), link.outboxLimit)
+        }
+
+        /// The audit row and its message are committed: publish.
+        func committed() { lock.withLock { link }?.outboxCommitted() }
+
+        /// The audit write failed: hand the message to the link's own queue.
+        func queueApart(_ message: (entry: GatewayStore.OutboxEntry, limit: Int)?) {
+            guard let message, let link = lock.withLock({ link }) else { return }
+            link.enqueue(message.entry)
+        }
     }
 
     private func startTelemetry(_ link: MQTTLink, every seconds: Int) {

@@ -1,0 +1,288 @@
+"""Shared pieces of the fault suite: a broker on the shipped provisioning/
+files, gatewayd on the stock example configuration (sim board), gatewayctl,
+and a subscriber that records everything the door publishes.
+
+Every process started here is started with PR_SET_PDEATHSIG (it dies with
+the suite) and is stopped by Rig.close(); run.py runs under
+scripts/no-leftovers.py, which fails the run if anything survives.
+"""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROVISIONING = os.path.join(ROOT, "provisioning")
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def popen(args, **kw):
+    return subprocess.Popen(args, preexec_fn=_die_with_parent, **kw)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def wait_until(predicate, timeout, what, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise Failure(f"timed out after {timeout} s: {what}")
+
+
+class Broker:
+    """mosquitto on the shipped configuration and ACL (certificates by CN)."""
+
+    NAMES = ("front-door", "homeassistant", "phone-alice")
+
+    def __init__(self, work):
+        self.dir = os.path.join(work, "pki")
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = free_port()
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-days", "2", "-subj", "/CN=fault-ca", "-keyout", self.path("ca.key"), "-out", self.path("ca.crt"))
+        for name in ("broker",) + self.NAMES:
+            cn = "localhost" if name == "broker" else name
+            self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", f"/CN={cn}",
+                          "-keyout", self.path(f"{name}.key"), "-out", self.path(f"{name}.csr"))
+            with open(self.path(f"{name}.ext"), "w") as f:
+                f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+            self._openssl("x509", "-req", "-in", self.path(f"{name}.csr"), "-CA", self.path("ca.crt"), "-CAkey",
+                          self.path("ca.key"), "-CAcreateserial", "-days", "2", "-extfile", self.path(f"{name}.ext"),
+                          "-out", self.path(f"{name}.crt"))
+            os.chmod(self.path(f"{name}.key"), 0o600)
+        replace = {
+            "listener": f"{self.port} 127.0.0.1", "cafile": self.path("ca.crt"), "certfile": self.path("broker.crt"),
+            "keyfile": self.path("broker.key"), "acl_file": os.path.join(PROVISIONING, "doorgateway.acl"),
+        }
+        lines = []
+        with open(os.path.join(PROVISIONING, "mosquitto-doorgateway.conf")) as f:
+            for line in f.read().splitlines():
+                key = line.split(" ", 1)[0]
+                lines.append(f"{key} {replace.pop(key)}" if key in replace else line)
+        check(not replace, f"shipped broker configuration lacks {sorted(replace)}")
+        lines += ["persistence false", "user root", f"log_dest file {self.path('mosquitto.log')}"]
+        with open(self.path("mosquitto.conf"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.process = None
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def _openssl(self, *args):
+        subprocess.run(("openssl",) + args, check=True, capture_output=True)
+
+    def start(self):
+        self.process = popen(["mosquitto", "-c", self.path("mosquitto.conf")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        wait_until(self._listening, 10, "mosquitto listening")
+
+    def _listening(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+    def client_args(self, name="phone-alice"):
+        return ["-h", "localhost", "-p", str(self.port), "--cafile", self.path("ca.crt"), "--cert",
+                self.path(f"{name}.crt"), "--key", self.path(f"{name}.key")]
+
+    def publish(self, topic, message, name="phone-alice"):
+        subprocess.run(["mosquitto_pub"] + self.client_args(name) + ["-q", "1", "-t", topic, "-m", message],
+                       check=True, capture_output=True, timeout=20)
+
+
+class Subscriber:
+    """mosquitto_sub on a topic, as homeassistant (it may read every door's
+    events), with a persistent session (QoS 1, -c): messages published while
+    it reconnects are kept for it by the broker."""
+
+    def __init__(self, broker, topic):
+        self.lines = []
+        self.lock = threading.Lock()
+        self.process = popen(
+            ["mosquitto_sub"] + broker.client_args("homeassistant") +
+            ["-q", "1", "-c", "-i", f"faults-{os.getpid()}", "-t", topic, "-F", "%t|%p"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        time.sleep(0.3)
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def messages(self, suffix):
+        with self.lock:
+            out = []
+            for line in self.lines:
+                topic, _, payload = line.partition("|")
+                if topic.endswith(suffix):
+                    try:
+                        out.append(json.loads(payload))
+                    except ValueError:
+                        pass
+            return out
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+
+
+class Gateway:
+    """gatewayd on the stock sim example, with only paths and the broker
+    connection changed (plus `edits`)."""
+
+    def __init__(self, bindir, work, broker=None, state_dir=None, edits=()):
+        self.bindir = bindir
+        self.gateway = os.path.join(bindir, "gateway")
+        self.work = work
+        self.state = state_dir or os.path.join(work, "state")
+        self.run_dir = os.path.join(work, "run")
+        self.socket = os.path.join(self.run_dir, "control.sock")
+        self.log_path = os.path.join(work, "gatewayd.log")
+        self.config = os.path.join(work, "gateway.toml")
+        example = subprocess.run([self.gateway, "ctl", "config", "example", "--board", "sim"], check=True,
+                                 capture_output=True, text=True).stdout
+        toml = self._edit(example, [
+            ('state_dir = "/var/lib/doorgateway"', f'state_dir = "{self.state}"'),
+            ('runtime_dir = "/run/doorgateway"', f'runtime_dir = "{self.run_dir}"'),
+            # The tests' clock is the host's (it may not be NTP-synchronised in a VM or container).
+            ("declare_synchronised = false", "declare_synchronised = true"),
+        ])
+        if broker:
+            toml = self._edit(toml, [
+                ("[mqtt]\nenabled = false", "[mqtt]\nenabled = true"),
+                ("# port = 8883", f"port = {broker.port}"),
+                ('# ca_file = "/etc/doorgateway/ca.pem"', f'ca_file = "{broker.path("ca.crt")}"'),
+                ('# cert_file = "/etc/doorgateway/front-door.crt"', f'cert_file = "{broker.path("front-door.crt")}"'),
+                ('# key_file = "/etc/doorgateway/front-door.key"', f'key_file = "{broker.path("front-door.key")}"'),
+                ("compat_topics = []", 'compat_topics = ["phone/front-door"]'),
+            ])
+        toml = self._edit(toml, list(edits))
+        with open(self.config, "w") as f:
+            f.write(toml)
+        self.process = None
+        self.env = dict(os.environ, DOORGATEWAY_SOCKET=self.socket)
+
+    @staticmethod
+    def _edit(text, edits):
+        for old, new in edits:
+            check(text.count(old) == 1, f"the stock example changed: {old!r} is not there once")
+            text = text.replace(old, new)
+        return text
+
+    def start(self, ready=True):
+        self.logfile = open(self.log_path, "a")
+        self.process = popen([self.gateway, "daemon", "--config", self.config], stdout=self.logfile,
+                             stderr=self.logfile)
+        if ready:
+            wait_until(lambda: self.ctl_ok("status"), 20, "gatewayd answering status")
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self):
+        """A power cut as the process sees it: SIGKILL, nothing runs after."""
+        if self.process:
+            self.process.kill()
+            self.process.wait(10)
+            self.process = None
+            self.logfile.close()
+
+    def stop(self):
+        if self.process:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(20)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait(10)
+                    raise Failure("gatewayd did not stop on SIGTERM within 20 s")
+            self.process = None
+            self.logfile.close()
+
+    def ctl(self, *args, check_rc=True, timeout=20):
+        r = subprocess.run([self.gateway, "ctl"] + list(args), capture_output=True, text=True, env=self.env,
+                           timeout=timeout)
+        if check_rc and r.returncode != 0:
+            raise Failure(f"gatewayctl {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+        return r
+
+    def ctl_ok(self, *args):
+        try:
+            return self.ctl(*args, check_rc=False, timeout=5).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def status(self):
+        return json.loads(self.ctl("status", "--json").stdout)
+
+    def db(self):
+        return sqlite3.connect(f"file:{os.path.join(self.state, 'gateway.db')}?mode=ro", uri=True)
+
+    def log_text(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+
+def proc_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def proc_rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def work_dir(name):
+    return tempfile.mkdtemp(prefix=f"faults-{name}-")
+
+
+def remove(path):
+    shutil.rmtree(path, ignore_errors=True)
