@@ -233,10 +233,6 @@ public final class MQTTLink: @unchecked Sendable {
         }
     }
 
-    /// Queues `entry` for the committer's own transaction (a caller that
-    /// could not commit it with its audit row).
-    public func enqueue(_ entry: GatewayStore.OutboxEntry) { queue(entry) }
-
     /// The bound `enqueue` keeps the outbox to (`[mqtt] outbox_limit`).
     public var outboxLimit: Int { configuration.outboxLimit }
 

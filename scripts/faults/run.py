@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The fault suite (make test-faults): run.py BINDIR [SCENARIO...]
 
-Scenarios: powercut. FAULTS_SEED fixes the random choices; FAULTS_CUTS the
+Scenarios: powercut, diskfull (all by default). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
 number of power cuts (default 200); FAULTS_KEEP=1 keeps the work directories.
 Prints one line per scenario and `test-faults: N passed, N failed`.
 """
@@ -11,6 +11,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import diskfull  # noqa: E402
 import powercut  # noqa: E402
 from lib import Failure  # noqa: E402
 
@@ -19,11 +20,12 @@ def main(argv):
     if not argv:
         sys.exit(__doc__)
     bindir = os.path.abspath(argv[0])
-    chosen = argv[1:] or ["powercut"]
     seed = int(os.environ.get("FAULTS_SEED", str(int(time.time()))))
     scenarios = {
         "powercut": lambda report: powercut.run(bindir, int(os.environ.get("FAULTS_CUTS", "200")), seed, report),
+        "diskfull": lambda report: diskfull.run(bindir, report),
     }
+    chosen = argv[1:] or list(scenarios)
     passed = failed = 0
     for name in chosen:
         report = {}

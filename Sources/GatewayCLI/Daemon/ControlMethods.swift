@@ -131,6 +131,7 @@ extension Daemon {
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("broker", remoteStatus()),
+            ("store", auditWriter.statusDocument),
         ]
         if let snapshot = simulatedBoard?.snapshot() {
             let lines: [(String, JSONValue)] = snapshot.outputs.sorted { $0.key < $1.key }.map {

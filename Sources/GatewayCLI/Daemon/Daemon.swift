@@ -27,8 +27,10 @@ final class Daemon: @unchecked Sendable {
     /// Makes each event's outbox message once MQTT is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
+    let auditWriter: AuditWriter
     var telemetryTimer: DispatchSourceTimer?
     private var retentionTimer: DispatchSourceTimer?
+    private var auditRetryTimer: DispatchSourceTimer?
     let notify = SDNotify.fromEnvironment()
     let started = MonotonicClock.now()
 
@@ -60,23 +62,11 @@ final class Daemon: @unchecked Sendable {
         try store.syncActions(configuration.door.actions)
         _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
 
+        auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
         runtime = DoorRuntime(
             configuration: configuration, board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { [store, log, eventOutbox] event, time, detail in
-                let message = eventOutbox.message(for: event, at: time)
-                do {
-                    try store.appendAudit(
-                        time: time, kind: event.kind.rawValue, reason: event.reason, action: event.action,
-                        uid: event.uid?.hex,
-                        source: event.source, detail: detail, outbox: message.map { [$0.entry] } ?? [],
-                        outboxLimit: message?.limit ?? .max)
-                    eventOutbox.committed()
-                } catch {
-                    log.error("audit log: \(error)")
-                    // The event still goes out, through the link's own queue.
-                    eventOutbox.queueApart(message)
-                }
-            }, log: log)
+            audit: { [auditWriter] event, time, detail in auditWriter.write(event, at: time, detail: detail) },
+            log: log)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.
         var connstring = configuration.reader.connstring
@@ -120,6 +110,7 @@ final class Daemon: @unchecked Sendable {
         notify.send("READY=1\nSTATUS=door ready")
         startWatchdog()
         startAuditRetention()
+        startAuditRetry()
         dispatchMain()
     }
 
@@ -178,6 +169,15 @@ final class Daemon: @unchecked Sendable {
     /// Audit retention: rows older than 400 days, and beyond the newest
     /// 500 000, are trimmed at start and every 6 hours; the chain stays
     /// verifiable from the anchor the trim records.
+    /// Events that waited for a full store are written once it takes writes again.
+    private func startAuditRetry() {
+        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
+        timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
+        timer.setEventHandler { [auditWriter] in auditWriter.retry() }
+        timer.activate()
+        auditRetryTimer = timer
+    }
+
     private func startAuditRetention() {
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
         timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))

@@ -98,25 +98,21 @@ extension Daemon {
 
         /// The audit row and its message are committed: publish.
         func committed() { lock.withLock { link }?.outboxCommitted() }
-
-        /// The audit write failed: hand the message to the link's own queue.
-        func queueApart(_ message: (entry: GatewayStore.OutboxEntry, limit: Int)?) {
-            guard let message, let link = lock.withLock({ link }) else { return }
-            link.enqueue(message.entry)
-        }
     }
 
     private func startTelemetry(_ link: MQTTLink, every seconds: Int) {
         let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
         // The first soon after start, so HA's diagnostics do not wait a period.
         timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
-        timer.setEventHandler { [runtime, started] in
+        timer.setEventHandler { [runtime, started, auditWriter] in
             let st = link.status
             let fields: [(String, JSONValue)] = [
                 ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
                 ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                 ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
                 ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
+                ("store_writable", .bool(auditWriter.health.writable)),
+                ("unsaved_events", .int(auditWriter.health.unsaved)),
             ]
             link.publishTelemetry(fields, at: Int64(time(nil)))
         }

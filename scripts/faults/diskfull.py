@@ -1,0 +1,120 @@
+"""Disk full: the state directory on a small tmpfs, filled to the last byte
+while gatewayd runs.
+
+- the door keeps deciding taps from what it can read: a good sticker is
+  granted and pulses the strike, which goes back to locked; a forged one is
+  denied;
+- the failure is visible: status `store.writable` false with the error, the
+  waiting events counted, and once in the journal;
+- when space returns the waiting events are written in order (audit rows
+  with their original times), the chain verifies, integrity_check is ok, and
+  status is writable again.
+"""
+import os
+import subprocess
+import time
+
+from lib import Failure, Gateway, check, remove, wait_until, work_dir
+
+UID = "04D15CF0111111"
+
+
+def strike_pulses(g):
+    return g.log_text().count("sim output strike → unlocked")
+
+
+def run(bindir, report):
+    work = work_dir("diskfull")
+    state = os.path.join(work, "state")
+    os.makedirs(state)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", state], check=True)
+    g = Gateway(bindir, work, state_dir=state)
+    filler = os.path.join(state, "filler")
+    try:
+        g.start()
+        g.ctl("provision", "arm", "--action", "0")
+        g.ctl("sim", "tap", "--blank", "--uid", UID)
+        wait_until(lambda: _rows(g, "provisioning_written") == 1, 20, "the sticker written")
+        dump = os.path.join(work, "sticker.dump")
+        g.ctl("sim", "dump", dump)
+        g.ctl("sim", "remove")
+        rows_before = _rows(g)
+
+        # Fill the disk to the last byte.
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            for size in (65536, 1):
+                try:
+                    while True:
+                        os.write(fd, b"\0" * size)
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
+        free = os.statvfs(state)
+        check(free.f_bavail == 0, f"tmpfs not full: {free.f_bavail} blocks free")
+
+        time.sleep(1.2)  # the same tag's quiet time since it left the reader
+        pulses = strike_pulses(g)
+        decided = []
+        for n in range(3):
+            g.ctl("sim", "tap", "--dump", dump, "--uid", UID)
+            wait_until(lambda: strike_pulses(g) > pulses, 10, f"full disk, tap {n}: the strike pulses")
+            pulses = strike_pulses(g)
+            decided.append("granted")
+            g.ctl("sim", "remove")
+            # The 3 s stock pulse ends and the strike is driven back to locked.
+            wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, f"tap {n}: the strike locked again")
+            forged = f"smp://action?idx=0&ts=1760000000&sig={os.urandom(32).hex()}"
+            g.ctl("sim", "tap", forged, "--uid", "04" + os.urandom(6).hex().upper())
+            wait_until(lambda: (g.status().get("last_tag") or {}).get("verdict", "").startswith("denied"), 10,
+                       f"full disk, tap {n}: the forged sticker denied")
+            decided.append("denied")
+            g.ctl("sim", "remove")
+            time.sleep(1.2)
+        wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, "the strike back to locked")
+        st = g.status()["store"]
+        check(st["writable"] is False, f"status does not show the full store: {st}")
+        check(st["unsaved_events"] >= 6, f"status counts {st['unsaved_events']} waiting events, expected >= 6")
+        check("full" in (st.get("last_error") or "").lower(), f"status error does not say full: {st}")
+        journal = g.log_text().count("cannot write the store")
+        check(journal == 1, f"the journal names the outage {journal} times, expected once")
+        waiting = st["unsaved_events"]
+
+        os.unlink(filler)
+        wait_until(lambda: g.status()["store"]["writable"], 15, "the store writable again (periodic retry)")
+        st = g.status()["store"]
+        check(st["unsaved_events"] == 0 and st["dropped_events"] == 0, f"after recovery: {st}")
+        rows_after = _rows(g)
+        check(rows_after - rows_before >= waiting, f"{rows_after - rows_before} rows written, {waiting} were waiting")
+        kinds = [k for (k,) in g.db().execute("SELECT kind FROM audit WHERE id > ? ORDER BY id", (rows_before,))]
+        check(kinds.count("access_granted") == 3 and kinds.count("access_denied") == 3,
+              f"rows written after the outage: {kinds}")
+        verify = g.ctl("log", "--verify", check_rc=False)
+        check(verify.returncode == 0, f"audit chain after the outage: {verify.stdout}")
+        g.stop()
+        import sqlite3
+        con = sqlite3.connect(os.path.join(state, "gateway.db"))
+        integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
+        con.close()
+        check(integrity == "ok", f"integrity_check: {integrity}")
+        report["disk full"] = (
+            f"3 MB tmpfs filled; {len(decided)} taps decided while full ({decided.count('granted')} granted with a "
+            f"strike pulse, {decided.count('denied')} denied); {waiting} events waited in memory and were written "
+            f"when space returned; chain intact, integrity ok")
+    finally:
+        if g.alive():
+            g.stop()
+        subprocess.run(["umount", state], check=False)
+        if os.environ.get("FAULTS_KEEP") != "1":
+            remove(work)
+
+
+def _rows(g, kind=None):
+    con = g.db()
+    try:
+        if kind:
+            return con.execute("SELECT COUNT(*) FROM audit WHERE kind = ?", (kind,)).fetchone()[0]
+        return con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    finally:
+        con.close()
