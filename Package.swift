@@ -104,6 +104,18 @@ let package = Package(
             ],
             path: "Benchmarks/MQTTBench"),
 
+        // MARK: Fuzzing (make fuzz, scripts/fuzz.sh): one libFuzzer entry for every parser fed with
+        // outside bytes; in a normal build the same executable replays corpus files (FuzzCorpusTests).
+        // The reader target answers NFCReader's libnfc calls itself (CFuzzLibnfc), so nothing else links it.
+        .target(name: "CFuzzLibnfc"),
+        .executableTarget(
+            name: "fuzz-targets",
+            dependencies: [
+                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayCLI", "CFuzzLibnfc",
+                "CNFC",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["DoorCore"], path: "Tests/TestSupport"),
         .testTarget(name: "DoorCoreTests", dependencies: ["DoorCore", "TestSupport"]),
@@ -116,6 +128,7 @@ let package = Package(
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora Fuzz/corpus/<target>/ from the interop vectors
+(Tests/Fixtures/compat.json, a copy of shared/vectors/compat.json), the
+configuration example and the requests gatewayctl sends.
+
+    swift build --product fuzz-targets && python3 Fuzz/make-corpus.py
+
+The debug `gateway` (config example) and `fuzz-targets` (reader transcripts)
+must be built. Files are named seed-<what>; a target's directory is rewritten
+except for files named regression-* (crashing inputs kept for FuzzCorpusTests).
+"""
+import hashlib
+import hmac
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "Fuzz", "corpus")
+BIN = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True,
+                     check=True).stdout.strip()
+V = json.load(open(os.path.join(ROOT, "Tests", "Fixtures", "compat.json")))
+
+seeds = {}
+
+
+def add(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")
+    seeds.setdefault(target, {})[f"seed-{name}"] = bytes(data)
+
+
+h = bytes.fromhex
+
+# ndef: TLV areas, NDEF messages (the NDEF TLV's value), dumps (raw, and as
+# "type selector byte + memory" for the image path).
+for i, t in enumerate(V["tags_v1"] + V["tags_v2"]):
+    tlv = h(t["ndef_tlv"])
+    add("ndef", f"area-sticker-{i}", tlv)
+    length, start = (tlv[1], 2) if tlv[1] != 0xFF else ((tlv[2] << 8) | tlv[3], 4)
+    add("ndef", f"message-sticker-{i}", tlv[start:start + length])
+for i, c in enumerate(V["ndef_cases"]):
+    add("ndef", f"area-case-{i}-{c['why'][:40]}", h(c["tlv"]))
+for d in V["dumps"]:
+    dump = h(d["hex"])
+    add("ndef", f"dump-{d['type']}", dump)
+    add("ndef", f"image-{d['type']}", bytes([{"NTAG213": 0, "NTAG215": 1, "NTAG216": 2}[d["type"]]]) + dump)
+add("ndef", "area-blank", h("0300fe"))
+add("ndef", "area-empty", b"")
+
+# sticker: URLs (valid, odd, forged), share links, foreign URIs.
+for i, t in enumerate(V["tags_v1"] + V["tags_v2"]):
+    add("sticker", f"url-{i}", t["url"])
+for i, c in enumerate(V["sticker_cases"]):
+    add("sticker", f"case-{i}-{c['why'][:40]}", c["url"])
+for i, c in enumerate(V["bad_tags"]):
+    add("sticker", f"bad-{i}-{c['why'][:40]}", c["url"])
+for i, s in enumerate(V["share"]):
+    add("sticker", f"share-{i}", s["link"])
+add("sticker", "foreign-https", "https://example.com/door")
+add("sticker", "uppercase-scheme", "SMP://action?idx=1&ts=1&sig=00")
+
+# compat: the phone app's messages, device reports, the report command.
+for i, o in enumerate(V["otp"]):
+    msg = o.get("message") or json.dumps({"command": 1, "otp-auth": o["otp_auth"]})
+    add("compat", f"otp-{i}", msg)
+for i, c in enumerate(V["otp_cases"]):
+    add("compat", f"case-{i}-{c['why']}", c["message"])
+add("compat", "device-report", '{"TT_ID":"front-door","state":1}')
+add("compat", "report-command", '{"command": 5}')
+add("compat", "escapes", '{"command": 1, "otp-auth": "\\u0036\\ud83d\\ude00", "x": [1.5e3, -0, true, null]}')
+
+# native: signed with the tests' native key (0x42 * 32), and broken variants.
+NATIVE_KEY = bytes([0x42]) * 32
+
+
+def native(action, ts, nonce, device="front-door", mac=None):
+    msg = f"cmd1|{device}|{action}|{ts}|{nonce}".encode()
+    mac = mac or hmac.new(NATIVE_KEY, msg, hashlib.sha256).hexdigest()
+    return json.dumps({"action": action, "ts": ts, "nonce": nonce, "device": device, "mac": mac},
+                      separators=(",", ":"))
+
+
+NONCE = "00112233445566778899aabbccddeeff"
+add("native", "signed", native(0, 1757216934, NONCE))
+add("native", "signed-action-3", native(3, 1757216930, NONCE[::-1]))
+add("native", "unknown-action", native(7, 1757216934, NONCE))
+add("native", "other-device", native(0, 1757216934, NONCE, device="back-door"))
+add("native", "bad-mac", native(0, 1757216934, NONCE, mac="0" * 64))
+add("native", "huge-ts", native(0, 9223372036854775807, NONCE))
+add("native", "negative-ts", native(0, -9223372036854775808, NONCE))
+
+# toml: the example for both boards, uncommented, minimal, MQTT, and sections.
+def example(board):
+    return subprocess.run([os.path.join(BIN, "gateway"), "ctl", "config", "example", "--board", board],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def uncommented(text):
+    out, block = [], False
+    for line in text.split("\n"):
+        if line.startswith("# ["):
+            block = True
+            out.append(line[2:])
+            continue
+        if not line:
+            block = False
+        if block and line.startswith("# "):
+            out.append(line[2:])
+        elif re.match(r"^# [a-z_]+ = ", line):
+            out.append(line[2:])
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+PREAMBLE = '[device]\nid = "f"\n[board]\nkind = "sim"\n'
+full = uncommented(example("pi"))
+add("toml", "example-pi", example("pi"))
+add("toml", "example-sim", example("sim"))
+add("toml", "minimal", PREAMBLE)
+add("toml", "mqtt", PREAMBLE + '[mqtt]\nenabled = true\nhost = "127.0.0.1"\n[mqtt.tls]\nca_file = "/etc/ca.crt"\n'
+    '[mqtt.commands]\ncompat_topics = ["phone/front-door"]\n[mqtt.commands.mapping]\n1 = 0\n5 = "report"\n')
+sections, current = [], None
+for line in full.split("\n"):
+    if line.startswith("#") or not line.strip():
+        continue
+    if line.startswith("[") or current is None:
+        current = []
+        sections.append(current)
+    current.append(line)
+for s in sections:
+    if s[0].startswith("[device]") or s[0].startswith("[board]"):
+        continue
+    name = s[0].strip("[] ").replace(".", "-") if s[0].startswith("[") else "top"
+    add("toml", f"section-{name}", PREAMBLE + "\n".join(s) + "\n")
+
+# control: request lines as gatewayctl sends them, several to a seed.
+def req(i, method, **params):
+    r = {"id": i, "method": method}
+    if params:
+        r["params"] = params
+    return json.dumps(r, separators=(",", ":"))
+
+
+dump = V["dumps"][0]["hex"]
+lines = [
+    req(1, "status"), req(2, "open", action=0), req(3, "mode", mode="passage"),
+    req(4, "provision", action=1, label="Alice", protect=True, overwrite=False),
+    req(5, "feedback.play", pattern="granted"), req(6, "secrets.import", link=V["share"][0]["link"]),
+    req(7, "keys.import", name="native_command", key="42" * 32), req(8, "tags.revoke", uid="04B3527F791D06"),
+    req(9, "tags.revoke", signature="ee" * 32), req(10, "tags.expire", uid="04:B3:52:7F:79:1D:06", at=1),
+    req(11, "log", limit=5), req(12, "sim.tap", uid="04B3527F791D06", dump=dump),
+    req(13, "sim.tap", url=V["tags_v1"][0]["url"]), req(14, "sim.press", hold=0.5),
+    req("s", "sim.door", state="open"), req(15, "backup", path="/tmp/b.sqlite"),
+]
+add("control", "gatewayctl", "\n".join(lines) + "\n")
+add("control", "one-status", req(1, "status") + "\n")
+add("control", "bad-lines", '\n \r\n{"id":1}\n[1,2]\n{"id":1.5,"method":"x"}\n{"id":1,"method":"x","params":3}\n'
+    + "x" * 600 + "\n" + req(2, "status") + "\n")
+
+# mqtt: one selector byte (topic, retained, HA-open link) + payload.
+TOPIC = {"command": 0, "compat": 1, "lock": 2, "mode": 3, "lockout": 4, "action": 5}
+add("mqtt", "native", bytes([TOPIC["command"]]) + native(0, 1757216934, NONCE).encode())
+add("mqtt", "compat", bytes([TOPIC["compat"]]) + V["otp"][0]["message"].encode())
+add("mqtt", "compat-report", bytes([TOPIC["compat"]]) + b'{"TT_ID":"x"}')
+for payload in ["OPEN", "UNLOCK", "LOCK", "open"]:
+    add("mqtt", f"lock-{payload}", bytes([TOPIC["lock"] | 0x10]) + payload.encode())
+add("mqtt", "lock-closed", bytes([TOPIC["lock"]]) + b"OPEN")
+add("mqtt", "mode", bytes([TOPIC["mode"] | 0x10]) + b"passage")
+add("mqtt", "lockout", bytes([TOPIC["lockout"] | 0x10]) + b"PRESS")
+add("mqtt", "action", bytes([TOPIC["action"] | 0x10]) + b"2")
+add("mqtt", "retained", bytes([TOPIC["mode"] | 0x18]) + b"normal")
+
+# reader: tag mode (flags | 0x80, then memory) and, from the same runs, the
+# script-mode transcripts of what that tag answered.
+reader_tags = {"ntag213-identify": (0x81, h(V["dumps"][0]["hex"])),
+               "ntag215-identify-twice": (0x83, h(V["dumps"][1]["hex"])),
+               "ntag213-write": (0x9D, h(V["dumps"][0]["hex"])),
+               "ntag213-protect": (0xD1, h(V["dumps"][0]["hex"])),
+               "ntag213-noidentify": (0x80, h(V["dumps"][0]["hex"]))}
+blank = bytearray(180)
+blank[0:12] = h("04b3526d7f791d061d480000")
+blank[12:19] = h("e1101200" "0300fe")
+reader_tags["blank-write"] = (0x9D, bytes(blank))
+for name, (flags, memory) in reader_tags.items():
+    data = bytes([flags]) + memory
+    add("reader", f"tag-{name}", data)
+    with tempfile.TemporaryDirectory() as tmp:
+        seed, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+        open(seed, "wb").write(data)
+        subprocess.run([os.path.join(BIN, "fuzz-targets"), "reader", seed], env=dict(
+            os.environ, FUZZ_READER_TRANSCRIPT=out), capture_output=True, check=True)
+        add("reader", f"script-{name}", open(out, "rb").read())
+add("reader", "script-silent", b"\x01")
+add("reader", "script-no-tag", b"\x00\x01\x00")
+
+for target, files in sorted(seeds.items()):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        if old.startswith("seed-"):
+            os.remove(os.path.join(d, old))
+    for name, data in sorted(files.items()):
+        open(os.path.join(d, name), "wb").write(data)
+    print(f"{target}: {len(files)} seeds", file=sys.stderr)
