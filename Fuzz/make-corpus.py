@@ -167,7 +167,8 @@ add("control", "bad-lines", '\n \r\n{"id":1}\n[1,2]\n{"id":1.5,"method":"x"}\n{"
 TOPIC = {"command": 0, "compat": 1, "lock": 2, "mode": 3, "lockout": 4, "action": 5}
 add("mqtt", "native", bytes([TOPIC["command"]]) + native(0, 1757216934, NONCE).encode())
 add("mqtt", "compat", bytes([TOPIC["compat"]]) + V["otp"][0]["message"].encode())
-add("mqtt", "compat-report", bytes([TOPIC["compat"]]) + b'{"TT_ID":"x"}')
+add("mqtt", "compat-device-report", bytes([TOPIC["compat"]]) + b'{"TT_ID":"x"}')
+add("mqtt", "compat-report-command", bytes([TOPIC["compat"]]) + b'{"command": 5}')
 for payload in ["OPEN", "UNLOCK", "LOCK", "open"]:
     add("mqtt", f"lock-{payload}", bytes([TOPIC["lock"] | 0x10]) + payload.encode())
 add("mqtt", "lock-closed", bytes([TOPIC["lock"]]) + b"OPEN")

@@ -14,7 +14,7 @@ import Logging
 /// `judge` (what its on_message callback runs for every topic but
 /// `homeassistant/status`): native commands, compat commands, Home Assistant's
 /// lock, mode, lockout and action topics. The links are never started: no
-/// broker, a store in a temporary directory with the tests' keys.
+/// broker, a store in a temporary directory (removed at exit) with the tests' keys.
 ///
 /// Input: one byte (bits 0–2 the topic, bit 3 retained, bit 4 the link with
 /// `home_assistant_open = true`), then the payload.
@@ -31,10 +31,15 @@ enum MQTTTarget {
             let outcome = link.judge(
                 topic: topics[Int(selector & 0x07)], payload: Array(data.dropFirst()), retained: retained)
             guard case .accepted(let target, let source)? = outcome else { return }
-            // Only Home Assistant's topics can be accepted without a key this
-            // input cannot know, and only when the link allows HA to act.
-            expect(source == "homeassistant", "a \(source) command accepted: \(target)")
             expect(!retained, "a retained message accepted")
+            // Compat command 5 asks for a device report and needs no OTP (COMPAT §3).
+            if target == .report {
+                expect(source == "compat", "a report requested through \(source)")
+                return
+            }
+            // Anything else needs a key this input cannot know, except Home
+            // Assistant's topics, and those only when the link allows HA to act.
+            expect(source == "homeassistant", "a \(source) command accepted: \(target)")
             expect(link === links.open, "Home Assistant accepted with home_assistant_open = false")
         #else
             _ = data
@@ -43,7 +48,9 @@ enum MQTTTarget {
 
     #if DEBUG || FUZZING
         static let links: (open: MQTTLink, closed: MQTTLink) = {
-            var template = "/tmp/doorgateway-fuzz-mqtt-XXXXXX".utf8CString
+            // In memory when it can be: accepted commands write the replay record (fsync).
+            let base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"
+            var template = "\(base)/doorgateway-fuzz-mqtt-XXXXXX".utf8CString
             let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
             atexit { MQTTTarget.removeStateDirectory() }
             stateDirectory = dir
