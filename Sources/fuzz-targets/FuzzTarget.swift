@@ -6,7 +6,8 @@
 /// Every target calls the code the daemon runs on those bytes (no copies),
 /// and aborts (a finding) when an invariant of that code breaks.
 enum FuzzTarget: String, CaseIterable {
-    /// NDEF messages, Type 2 TLV areas (whole and read page by page), NTAG dumps.
+    /// NDEF messages (and the daemon's verdict on them), Type 2 TLV areas (whole
+    /// and read page by page), NTAG dumps.
     case ndef
     /// Sticker URLs v1/v2, share links, the sticker judge, the URI record round trip.
     case sticker
@@ -25,13 +26,13 @@ enum FuzzTarget: String, CaseIterable {
 
     var summary: String {
         switch self {
-        case .ndef: return "NDEFMessage.decode, Type2 TLVs/scan, TagImage(dump:)"
+        case .ndef: return "NDEFMessage.decode, Type2 TLVs/scan, TagImage(dump:), TagJudgement"
         case .sticker: return "StickerURL.parse, ShareLink.parse, StickerJudge.judge"
         case .compat: return "CommandJudge.judgeCompat, OTPBlock.decrypt, JSONValue.parse"
         case .native: return "CommandJudge.judgeNative, JSONValue.parse"
         case .toml: return "GatewayConfiguration.load(toml:)"
         case .control: return "LineConnection.readLine, ControlServer.parse, request parameters"
-        case .reader: return "NFCReader open/poll/isPresent/details/write on scripted chip answers"
+        case .reader: return "NFCReader open/poll/isPresent/details/write on chip answers, TagJudgement"
         case .mqtt: return "MQTTLink.judge (commands, Home Assistant topics)"
         }
     }

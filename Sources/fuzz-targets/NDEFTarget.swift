@@ -13,6 +13,7 @@ enum NDEFTarget {
     /// encodes decodes to the same message.
     static func message(_ data: [UInt8]) {
         guard let m = try? NDEFMessage.decode(data) else { return }
+        Judgement.check(uid: Vectors.uid, message: m)
         _ = try? m.firstURI()
         _ = m.firstText()
         for r in m.records {

@@ -46,6 +46,7 @@ enum ReaderTarget {
         }
         let identify = flags & 0x01 != 0
         guard let tag = try? reader.poll(identify: identify) else { return }
+        Judgement.check(uid: tag.uid, message: tag.message)
         let image = emulated ? chip.image : nil
         if let image, identify { agree(tag, image) }
         if flags & 0x02 != 0, let again = try? reader.poll(identify: identify), emulated {
