@@ -39,7 +39,10 @@ bin="$("${build[@]}" --show-bin-path)"
 
 mkdir -p "$OUT"
 for product in "${PRODUCTS[@]}"; do
-    cp "$bin/$product" "$OUT/$product"
+    # Copy, then rename over: a running binary (a test's pn532-sim) cannot
+    # be written in place (ETXTBSY), but it can be replaced.
+    cp "$bin/$product" "$OUT/$product.new"
+    mv -f "$OUT/$product.new" "$OUT/$product"
     # ldd exits non-zero on a static binary; its message is the check.
     deps="$(ldd "$OUT/$product" 2>&1 || true)"
     if ! grep -q 'not a dynamic executable' <<<"$deps"; then

@@ -21,7 +21,7 @@ public struct MQTTStatus: Equatable, Sendable {
 }
 
 /// The MQTT adapter: the only code that touches libmosquitto. One client on
-/// libmosquitto's own network thread (`mosquitto_loop_start`), MQTT 3.1.1 by
+/// its own network thread (`mosquitto_loop` in `runNetwork`), MQTT 3.1.1 by
 /// default, mutual TLS, last will = retained `offline`, retained `online`
 /// after each connect, reconnect with exponential backoff (1 s doubling to
 /// 60 s), command topics subscribed in a clean session. Events go through
@@ -53,7 +53,11 @@ public final class MQTTLink: @unchecked Sendable {
     private var replay: ReplayGuard
     private var lastState: [UInt8]?
     private var lastAccess: [UInt8]?
-    private var supervisor: DispatchSourceTimer?
+    private var stoppingNetwork = false
+    private var networkStarted = false
+    /// Set by each successful connect; the network thread resets its backoff.
+    private var connectedSinceAttempt = false
+    private let networkDone = DispatchSemaphore(value: 0)
     private var pending: [GatewayStore.OutboxEntry] = []
     private var acks: [Int64] = []
     private var committing = 0
@@ -118,6 +122,15 @@ public final class MQTTLink: @unchecked Sendable {
         mosquitto_reconnect_delay_set(m, 1, 60, true)
         mosquitto_connect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).connected(rc) }
         mosquitto_disconnect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).disconnected(rc) }
+        // A failed TLS handshake ends libmosquitto's thread with MOSQ_ERR_TLS,
+        // which nobody sees; its log line has OpenSSL's reason (e.g.
+        // "certificate verify failed"), which status then names.
+        mosquitto_log_callback_set(m) { _, obj, level, message in
+            guard level & Int32(MOSQ_LOG_ERR) != 0, let message else { return }
+            let text = String(cString: message)
+            guard text.hasPrefix("OpenSSL Error") else { return }
+            MQTTLink.from(obj).tlsFailed(text)
+        }
         if configuration.protocolVersion == .v5 {
             // MQTT 5's PUBACK carries a reason code: a publish the broker's
             // ACL refused is acknowledged with 0x87 instead of going unseen.
@@ -137,48 +150,53 @@ public final class MQTTLink: @unchecked Sendable {
             // The network thread keeps retrying with backoff.
             noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
         }
-        try check(mosquitto_loop_start(m), "network thread")
+        try check(mosquitto_threaded_set(m, true), "network thread")
+        let thread = Thread { [self] in
+            if let m = client { runNetwork(m) }
+            networkDone.signal()
+        }
+        thread.name = "gatewayd.mqtt"
+        networkStarted = true
+        thread.start()
         startCommitter()
-        superviseReconnects()
     }
 
-    /// libmosquitto's network thread reconnects by itself after plain socket
-    /// errors, but `mosquitto_loop_forever` returns — and the thread ends —
-    /// on TLS and other "fatal" errors (a broker that is down when a TLS
-    /// connect starts is one). So once a second: when not connected for the
-    /// current backoff (1 s doubling to 60 s), the thread is stopped cleanly
-    /// (`mosquitto_disconnect` then `mosquitto_loop_stop(false)`) and started
-    /// again on a fresh asynchronous connect.
-    private func superviseReconnects() {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.mqtt.supervisor"))
-        var backoff = Duration.seconds(1)
-        var since = ContinuousClock.now
-        timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { [weak self] in
-            guard let self, let m = self.client else { return }
-            if self.isConnected {
-                backoff = .seconds(1)
-                since = ContinuousClock.now
-                return
+    /// The network thread: `mosquitto_loop` until `stop`, and after any
+    /// failure — a lost connection, a refused or failed connect, a TLS error
+    /// (which ends libmosquitto's own `loop_forever` thread for good) — a
+    /// reconnect after a backoff of 1 s doubling to 60 s, reset
+    /// by every successful connect. Owning the loop means `stop` ends it for
+    /// certain: a libmosquitto thread joined with `loop_stop(force: false)`
+    /// that has just reconnected never returns (measured: gatewayd hung on
+    /// SIGTERM after the broker restarted under it).
+    private func runNetwork(_ m: OpaquePointer) {
+        var backoff = 1.0
+        while !networkStopping {
+            let rc = mosquitto_loop(m, 500, 1)
+            if rc == MOSQ_ERR_SUCCESS.rawValue { continue }
+            if lock.withLock({ () -> Bool in
+                defer { connectedSinceAttempt = false }
+                return connectedSinceAttempt
+            }) {
+                backoff = 1
             }
-            guard ContinuousClock.now - since >= backoff else { return }
-            mosquitto_disconnect(m)
-            mosquitto_loop_stop(m, false)
-            let rc = mosquitto_connect_async(
-                m, self.configuration.host, Int32(self.configuration.port), Int32(self.configuration.keepaliveSeconds))
-            if rc != MOSQ_ERR_SUCCESS.rawValue { self.noteError("reconnect: \(Self.describe(rc))") }
-            mosquitto_loop_start(m)
-            since = ContinuousClock.now
-            backoff = min(backoff * 2, .seconds(60))
+            // Sleep the backoff in short steps, so stop is not kept waiting.
+            let until = ContinuousClock.now + .milliseconds(Int(backoff * 1000))
+            while !networkStopping && ContinuousClock.now < until { usleep(50_000) }
+            if networkStopping { break }
+            backoff = min(backoff * 2, 60)
+            // Blocking, as libmosquitto's own loop_forever reconnects: an
+            // asynchronous reconnect with TLS was seen to stall for good
+            // mid-handshake (the broker logged an unexpected EOF).
+            let again = mosquitto_reconnect(m)
+            if again != MOSQ_ERR_SUCCESS.rawValue { noteError("reconnect: \(Self.describe(again))") }
         }
-        timer.activate()
-        supervisor = timer
     }
+
+    private var networkStopping: Bool { lock.withLock { stoppingNetwork } }
 
     /// Publishes `offline` (retained) first, then disconnects and joins the network thread.
     public func stop(flushWithin: Duration = .seconds(2)) {
-        supervisor?.cancel()
-        supervisor = nil
         pendingCondition.withLock {
             committerStopping = true
             pendingCondition.signal()
@@ -194,8 +212,14 @@ public final class MQTTLink: @unchecked Sendable {
             mosquitto_publish(m, &mid, topics.availability, Int32(offline.count), offline, 1, true)
             usleep(100_000)
         }
+        lock.withLock { stoppingNetwork = true }
         mosquitto_disconnect(m)
-        mosquitto_loop_stop(m, false)
+        // The loop returns within its 500 ms timeout once told to stop.
+        guard !networkStarted || networkDone.wait(timeout: .now() + 5) == .success else {
+            log.error("mqtt: the network thread did not stop within 5 s; leaving it to the exit")
+            client = nil
+            return
+        }
         mosquitto_destroy(m)
         client = nil
     }
@@ -415,6 +439,7 @@ public final class MQTTLink: @unchecked Sendable {
         guard let m = client else { return }
         lock.withLock {
             connected = true
+            connectedSinceAttempt = true
             lastError = nil
             // A clean session: whatever was in flight is sent again (consumers
             // drop duplicates by seq).
@@ -610,6 +635,18 @@ public final class MQTTLink: @unchecked Sendable {
         if let reason = earlyDenials.removeValue(forKey: mid) { return reason }
         if !earlyAcks.contains(mid) { midTopics[mid] = topic }
         return nil
+    }
+
+    /// `OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed`
+    /// → `TLS: certificate verify failed`; logged once per distinct reason.
+    private func tlsFailed(_ line: String) {
+        let reason = line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? line
+        let text = "TLS: \(reason)"
+        let repeated = lock.withLock { () -> Bool in
+            defer { lastError = text }
+            return lastError == text
+        }
+        if !repeated { log.warning("mqtt: \(text) (\(configuration.host):\(configuration.port))") }
     }
 
     private func noteError(_ text: String) {

@@ -232,11 +232,19 @@ class Gateway:
                 try:
                     self.process.wait(20)
                 except subprocess.TimeoutExpired:
+                    self._stacks()
                     self.process.kill()
                     self.process.wait(10)
                     raise Failure("gatewayd did not stop on SIGTERM within 20 s")
             self.process = None
             self.logfile.close()
+
+    def _stacks(self):
+        """Where a hung gatewayd is (into the work directory, for the report)."""
+        if shutil.which("gdb"):
+            with open(os.path.join(self.work, "hung-stacks.txt"), "w") as f:
+                subprocess.run(["gdb", "-p", str(self.process.pid), "-batch", "-ex", "thread apply all bt"],
+                               stdout=f, stderr=subprocess.STDOUT, timeout=60)
 
     def ctl(self, *args, check_rc=True, timeout=20):
         r = subprocess.run([self.gateway, "ctl"] + list(args), capture_output=True, text=True, env=self.env,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The fault suite (make test-faults): run.py BINDIR [SCENARIO...]
 
-Scenarios: powercut, diskfull (all by default). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
+Scenarios: powercut, diskfull, reader, broker, flood (all by default). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
 number of power cuts (default 200); FAULTS_KEEP=1 keeps the work directories.
 Prints one line per scenario and `test-faults: N passed, N failed`.
 """
@@ -11,6 +11,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import churn  # noqa: E402
 import diskfull  # noqa: E402
 import powercut  # noqa: E402
 from lib import Failure  # noqa: E402
@@ -24,6 +25,9 @@ def main(argv):
     scenarios = {
         "powercut": lambda report: powercut.run(bindir, int(os.environ.get("FAULTS_CUTS", "200")), seed, report),
         "diskfull": lambda report: diskfull.run(bindir, report),
+        "reader": lambda report: churn.run_reader(bindir, report),
+        "broker": lambda report: churn.run_broker(bindir, report, int(os.environ.get("FAULTS_FLAPS", "100"))),
+        "flood": lambda report: churn.run_flood(bindir, report),
     }
     chosen = argv[1:] or list(scenarios)
     passed = failed = 0

@@ -29,8 +29,16 @@ struct Peer: Equatable {
 /// socket, a thread per client (they are few and short-lived), SO_PEERCRED
 /// admission of root, the daemon's own user and members of the admin group.
 /// Malformed lines get an error answer and the connection stays usable.
+///
+/// Bounded, so a flood of clients cannot take the door's threads or file
+/// descriptors (the reader, the store and MQTT need them): at most
+/// `maxClients` at once (the next is answered `busy` and closed), and a
+/// client silent for `idleSeconds` while a request is awaited, or not
+/// reading what it is sent for as long, is closed.
 final class ControlServer: @unchecked Sendable {
     static let maxLine = 64 * 1024
+    static let maxClients = 32
+    static let idleSeconds = 10
     let path: String
     let adminGroup: String
     /// Where users and groups are read: /etc/passwd and /etc/group, never NSS.
@@ -115,7 +123,22 @@ final class ControlServer: @unchecked Sendable {
                 usleep(10_000)
                 continue
             }
-            lock.withLock { _ = clients.insert(client) }
+            let admitted = lock.withLock { () -> Bool in
+                guard clients.count < Self.maxClients else { return false }
+                clients.insert(client)
+                return true
+            }
+            guard admitted else {
+                // Best effort, never blocking the accept loop.
+                _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+                LineConnection(fd: client, maxLine: Self.maxLine).send(
+                    Self.error(.null, "busy", "\(Self.maxClients) clients are connected; try again"))
+                close(client)
+                continue
+            }
+            var timeout = timeval(tv_sec: Self.idleSeconds, tv_usec: 0)
+            setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let t = Thread { [self] in
                 serve(client)
                 lock.withLock { _ = clients.remove(client) }
