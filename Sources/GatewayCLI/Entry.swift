@@ -30,6 +30,32 @@ public enum Entry {
                gateway ctl <command> …    (the same as running it as `gatewayctl`)
         """
 
+    /// `gatewayctl --socket PATH --json status` as systemctl and docker take
+    /// their global options: `--socket PATH`, `--socket=PATH` and `--json`
+    /// given before the command move after it, where every command that
+    /// talks to the daemon declares them (a command that does not says so).
+    static func hoistingGlobalOptions(_ args: [String]) -> [String] {
+        var leading: [String] = []
+        var rest = args[...]
+        while let first = rest.first {
+            if first == "--json" || first.hasPrefix("--socket=") {
+                leading.append(first)
+                rest = rest.dropFirst()
+            } else if first == "--socket", rest.count >= 2 {
+                leading += rest.prefix(2)
+                rest = rest.dropFirst(2)
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty, !rest.isEmpty else { return args }
+        // Before a `--` terminator, if any, so they stay options.
+        if let dashes = rest.firstIndex(of: "--") {
+            return Array(rest[..<dashes]) + leading + Array(rest[dashes...])
+        }
+        return Array(rest) + leading
+    }
+
     /// Run the program; never returns.
     public static func main(_ argv: [String] = CommandLine.arguments) -> Never {
         guard let (role, args) = route(argv) else {
@@ -41,7 +67,7 @@ public enum Entry {
             exit(64)
         }
         switch role {
-        case .ctl: GatewayCtl.main(args)
+        case .ctl: GatewayCtl.main(hoistingGlobalOptions(args))
         case .daemon: GatewayDaemon.main(args)
         }
         exit(0)

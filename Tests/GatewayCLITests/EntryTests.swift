@@ -13,6 +13,28 @@ final class EntryTests: XCTestCase {
         XCTAssertNil(Entry.route(["gateway", "status"]))
     }
 
+    func testGlobalOptionsBeforeTheCommandMoveAfterIt() {
+        XCTAssertEqual(Entry.hoistingGlobalOptions(["--socket", "/s", "status"]), ["status", "--socket", "/s"])
+        XCTAssertEqual(
+            Entry.hoistingGlobalOptions(["--json", "--socket=/s", "keys", "otp", "new"]),
+            ["keys", "otp", "new", "--json", "--socket=/s"])
+        XCTAssertEqual(Entry.hoistingGlobalOptions(["status", "--socket", "/s"]), ["status", "--socket", "/s"])
+        XCTAssertEqual(
+            Entry.hoistingGlobalOptions(["--socket", "/s", "tag", "--", "-x"]), ["tag", "--socket", "/s", "--", "-x"])
+        XCTAssertEqual(Entry.hoistingGlobalOptions(["--socket"]), ["--socket"], "incomplete: left to the parser")
+        XCTAssertEqual(Entry.hoistingGlobalOptions(["--json"]), ["--json"])
+    }
+
+    /// The real binary: a global --socket before the command reaches it
+    /// (a socket that is not there is named in the error).
+    func testGlobalSocketReachesTheCommand() throws {
+        let r = try Run.gatewayctl(["--socket", "/nonexistent/ctl.sock", "status"])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("/nonexistent/ctl.sock"), r.stderr)
+        let v = try Run.gatewayctl(["--json", "version"])
+        XCTAssertNotEqual(v.status, 0, "version takes no --json: said, not ignored")
+    }
+
     func testBinaryAnswersUnderEachName() throws {
         let version = try Run.gatewayctl(["version"])
         XCTAssertEqual(version.status, 0)
