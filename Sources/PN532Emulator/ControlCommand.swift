@@ -11,7 +11,9 @@ public enum ControlCommand: Equatable, Sendable {
     case remove
     /// `reinsert`: the tag that last left the field comes back, memory and counters intact.
     case reinsert
-    /// `tear-after N`: the tag leaves the field after N more exchanges.
+    /// `tear-after N`: the tag leaves the field after N more exchanges; with
+    /// no tag in the field, the next tag inserted or reinserted leaves after
+    /// N exchanges from its arrival.
     case tearAfter(Int)
     /// `mute`: the chip stops answering.
     case mute

@@ -19,6 +19,9 @@ public struct ReadyQueue: Sendable {
 
     public func isReady(at now: UInt64) -> Bool { items.first.map { $0.readyAt <= now } ?? false }
 
+    /// When the oldest frame is (or was) ready; nil when nothing is queued.
+    public var nextReadyAt: UInt64? { items.first?.readyAt }
+
     /// The oldest frame, when it is ready.
     public mutating func pop(at now: UInt64) -> [UInt8]? {
         guard isReady(at: now) else { return nil }
@@ -47,6 +50,19 @@ public enum PN532I2C {
         var out = [UInt8(0x01)] + frame.prefix(count - 1)
         out += [UInt8](repeating: 0, count: count - out.count)
         return (out, frame)
+    }
+
+    /// How long the chip holds SCL low after acknowledging its address on a
+    /// host read, before the status byte, while it is still preparing the
+    /// answer it owes (`readyAt` in the future: the RF exchanges of the
+    /// command): until the answer is ready, at most `limit`. The status byte
+    /// is sampled when SCL is released, so a stretch that lasts until
+    /// `readyAt` delivers the answer in this very read. Nothing queued, or a
+    /// command that waits indefinitely (InAutoPoll for a tag), is no stretch:
+    /// the chip answers 00h at once.
+    public static func busyStretchNanos(readyAt: UInt64?, now: UInt64, limit: UInt64) -> UInt64 {
+        guard let readyAt, readyAt > now else { return 0 }
+        return min(readyAt - now, limit)
     }
 
     /// Bus time of one transfer at `hz`: START, the address byte and `bytes`

@@ -88,6 +88,10 @@ public struct PN532Chip: Sendable {
     public var hung = false
     /// Tag exchanges left before the tag leaves the field (`tear-after N`).
     public private(set) var tearAfter: Int?
+    /// `tear-after N` given with no tag in the field: the next tag to enter
+    /// leaves after N exchanges, counted from its arrival (its activation
+    /// included), so a host polling all the while cannot read it first.
+    public private(set) var tearNext: Int?
 
     private var decoder = FrameDecoder()
     private var pending: Pending?
@@ -159,7 +163,8 @@ public struct PN532Chip: Sendable {
     public mutating func insert(_ newTag: NTAG21x) -> [ChipEffect] {
         if let old = tag { departedTag = old }
         tag = newTag
-        tearAfter = nil
+        tearAfter = tearNext
+        tearNext = nil
         return tagArrived()
     }
 
@@ -178,8 +183,14 @@ public struct PN532Chip: Sendable {
         tearAfter = nil
     }
 
-    /// `tear-after N`: the tag leaves the field after `n` more exchanges (0: now).
+    /// `tear-after N`: the tag leaves the field after `n` more exchanges (0:
+    /// now). With no tag in the field, the next tag to enter leaves after `n`
+    /// exchanges (`tearNext`; 0 disarms it).
     public mutating func tear(after n: Int) {
+        guard tag != nil else {
+            tearNext = n > 0 ? n : nil
+            return
+        }
         if n <= 0 { remove() } else { tearAfter = n }
     }
 

@@ -26,9 +26,13 @@ final class BusFront {
         var notReady = 0
         var bytes = 0
         var nanos: UInt64 = 0
+        /// I2C reads on which the chip held SCL while busy, and for how long.
+        var busyStretches = 0
+        var busyStretchNanos: UInt64 = 0
 
         var summary: String {
             "bus_transfers=\(transfers) bus_not_ready=\(notReady) bus_bytes=\(bytes) bus_ms=\(nanos / 1_000_000)"
+                + " bus_busy_stretches=\(busyStretches) bus_busy_stretch_ms=\(busyStretchNanos / 1_000_000)"
         }
     }
 
@@ -55,14 +59,21 @@ final class BusFront {
     /// transaction are lost.
     static let wakeUpNanos: UInt64 = 1_000_000
 
-    init(kind: Kind, path: String) throws {
+    /// The longest the chip holds SCL on an I2C read while the answer it owes
+    /// is not ready (`--i2c-busy-stretch`; 0: never).
+    let busyStretchLimit: UInt64
+
+    init(kind: Kind, path: String, busyStretchLimit: UInt64 = 0) throws {
         self.kind = kind
+        self.busyStretchLimit = busyStretchLimit
         device = try CUSEDevice(path: path)
     }
 
     var name: String {
         switch kind {
-        case .i2c(let hz): return "i2c \(device.path) address 0x24 at \(hz / 1000) kHz"
+        case .i2c(let hz):
+            return "i2c \(device.path) address 0x24 at \(hz / 1000) kHz,"
+                + " SCL held up to \(busyStretchLimit / 1000) µs while busy"
         case .spi: return "spi \(device.path) mode 0, LSB first"
         }
     }
@@ -158,8 +169,19 @@ extension Simulator {
             stretch = BusFront.wakeUpNanos
             log("woken up by its I2C address")
         }
+        // A read while the chip is still preparing its answer: SCL held after
+        // the address byte, the status byte sampled when it is released.
+        let start = Self.now()
+        let addressed = start + PN532I2C.transferNanos(bytes: 0, hz: hz)
+        let busy =
+            write == nil
+            ? PN532I2C.busyStretchNanos(readyAt: bus.queue.nextReadyAt, now: addressed, limit: bus.busyStretchLimit) : 0
+        if busy > 0 {
+            bus.stats.busyStretches += 1
+            bus.stats.busyStretchNanos += busy
+        }
         let count = write?.count ?? readCount
-        wait(bus, stretch + PN532I2C.transferNanos(bytes: count, hz: hz))
+        wait(bus, stretch + busy + PN532I2C.transferNanos(bytes: count, hz: hz))
         bus.stats.bytes += count + 1
         if let write {
             traceBus("i2c w \(hexBytes(write))")
@@ -168,12 +190,15 @@ extension Simulator {
             chip.linkIdle()  // a STOP ends the frame
             return ([], nil)
         }
-        let (bytes, frame) = PN532I2C.read(readCount, from: &bus.queue, at: Self.now())
+        let held = busy > 0 ? " (SCL held \(busy / 1000) µs, busy)" : ""
+        let (bytes, frame) = PN532I2C.read(readCount, from: &bus.queue, at: max(Self.now(), addressed + busy))
         if let frame {
-            traceBus("i2c r \(readCount): 01 \(hexBytes(frame))")
+            traceBus("i2c r \(readCount)\(held): 01 \(hexBytes(frame))")
         } else {
             bus.stats.notReady += 1
-            if options.trace && bus.stats.notReady % 50 == 1 { traceBus("i2c r \(readCount): 00 (not ready)") }
+            if options.trace && (busy > 0 || bus.stats.notReady % 50 == 1) {
+                traceBus("i2c r \(readCount)\(held): 00 (not ready)")
+            }
         }
         return (bytes, nil)
     }

@@ -30,7 +30,8 @@ struct PN532Sim: ParsableCommand {
             A tag is in the field at start when --tag, --uid or --type is given.
             Control socket lines (each answered by one 'ok …' or 'error …' line):
               insert [UID] [IMAGE|ntag213|ntag215|ntag216]   remove   reinsert
-              tear-after N   mute   hang   unmute   dump [PATH]   stats [reset]   status
+              tear-after N (no tag in the field: the next one)   mute   hang   unmute
+              dump [PATH]   stats [reset]   status
               absent   present   (I2C/SPI: the chip leaves the bus or comes back)
             """)
 
@@ -48,6 +49,17 @@ struct PN532Sim: ParsableCommand {
 
     @Option(help: "I2C bus clock in Hz: each transfer takes its bus time (--i2c).")
     var i2cSpeed = 100_000
+
+    @Option(
+        help: ArgumentHelp(
+            "Longest I2C clock stretch, in µs, on a read while the chip is still preparing its answer (--i2c).",
+            discussion: """
+                SCL is held after the address byte until the answer is ready, at most this long; the \
+                status byte is sampled when it is released. 0 turns it off; at most 100000. The 1 ms \
+                wake-up stretch is separate. No controller's clock-stretch timeout or stretching bug \
+                is modelled: the host's read just takes longer.
+                """))
+    var i2cBusyStretch = 1000
 
     @Flag(help: "Start off the I2C/SPI bus (control 'present' brings the chip in).")
     var absent = false
@@ -97,6 +109,7 @@ struct PN532Sim: ParsableCommand {
             throw ValidationError("--link names a pty; the bus device has its own path")
         }
         if i2cSpeed <= 0 { throw ValidationError("--i2c-speed must be positive") }
+        if !(0...100_000).contains(i2cBusyStretch) { throw ValidationError("--i2c-busy-stretch is 0…100000 µs") }
         if absent && i2c == nil && spi == nil { throw ValidationError("--absent: only with --i2c or --spi") }
         if !send.isEmpty && control == nil { throw ValidationError("--send needs --control SOCKET") }
     }
@@ -132,7 +145,9 @@ struct PN532Sim: ParsableCommand {
         }
         let bus: BusFront?
         if let path = i2c ?? spi {
-            bus = try BusFront(kind: i2c != nil ? .i2c(hz: i2cSpeed) : .spi, path: path)
+            bus = try BusFront(
+                kind: i2c != nil ? .i2c(hz: i2cSpeed) : .spi, path: path,
+                busyStretchLimit: i2c != nil ? UInt64(i2cBusyStretch) * 1000 : 0)
             bus?.absent = absent
         } else {
             bus = nil

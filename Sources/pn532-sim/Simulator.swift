@@ -184,11 +184,21 @@ final class Simulator {
             chip.remove()
             return "ok removed"
         case .reinsert:
-            guard let effects = chip.reinsert() else { return "error no tag has left the field" }
+            guard let back = chip.departedTag, let effects = chip.reinsert() else {
+                return "error no tag has left the field"
+            }
             try apply(effects)
-            return "ok inserted \(chip.tag!.type) \(chip.tag!.uid.hex)"
+            // An armed tear-after may have taken it away again during the
+            // activation a waiting InAutoPoll ran as it entered.
+            return "ok inserted \(back.type) \(back.uid.hex)\(chip.tag == nil ? " (and it left again)" : "")"
         case .tearAfter(let n):
-            guard chip.tag != nil else { return "error no tag in the field" }
+            guard chip.tag != nil else {
+                // Armed for the next tag: it leaves mid-activation or mid-read
+                // however soon the host polls after `insert`/`reinsert`.
+                guard n > 0 else { return "error no tag in the field" }
+                chip.tear(after: n)
+                return "ok the next tag leaves after \(n) exchanges"
+            }
             chip.tear(after: n)
             return n == 0 ? "ok removed" : "ok tag leaves after \(n) exchanges"
         case .mute:
@@ -241,6 +251,7 @@ final class Simulator {
         } else {
             s += " tag=none"
         }
+        if let n = chip.tearNext { s += " tear_next=\(n)" }
         return s
     }
 

@@ -20,6 +20,26 @@ final class HostBusTests: XCTestCase {
         XCTAssertEqual(queue.count, 0)  // read once
     }
 
+    /// Clock stretching while busy: SCL held until the answer owed is ready,
+    /// at most the limit; the status byte is sampled when SCL is released.
+    func testI2CBusyStretchHoldsSCLUntilTheAnswerIsReadyAtMostTheLimit() {
+        var queue = ReadyQueue()
+        XCTAssertNil(queue.nextReadyAt)
+        // Nothing owed (an idle chip, or InAutoPoll still waiting for a tag): no stretch.
+        XCTAssertEqual(PN532I2C.busyStretchNanos(readyAt: queue.nextReadyAt, now: 0, limit: 1_000_000), 0)
+        queue.push(answer, readyAt: 5_000_000)
+        XCTAssertEqual(queue.nextReadyAt, 5_000_000)
+        XCTAssertEqual(PN532I2C.busyStretchNanos(readyAt: 5_000_000, now: 4_600_000, limit: 1_000_000), 400_000)
+        XCTAssertEqual(PN532I2C.busyStretchNanos(readyAt: 5_000_000, now: 1_000_000, limit: 1_000_000), 1_000_000)
+        XCTAssertEqual(PN532I2C.busyStretchNanos(readyAt: 5_000_000, now: 1_000_000, limit: 0), 0)
+        XCTAssertEqual(PN532I2C.busyStretchNanos(readyAt: 5_000_000, now: 5_000_000, limit: 1_000_000), 0)
+        // A stretch cut at the limit ends not ready; one that reaches readyAt
+        // delivers the answer in the same read.
+        XCTAssertEqual(PN532I2C.read(7, from: &queue, at: 1_000_000 + 1_000_000).bytes.first, 0x00)
+        let held = PN532I2C.busyStretchNanos(readyAt: queue.nextReadyAt, now: 4_600_000, limit: 1_000_000)
+        XCTAssertEqual(PN532I2C.read(12, from: &queue, at: 4_600_000 + held).bytes, [0x01] + answer + [0, 0])
+    }
+
     func testI2CTransferTimeCountsAddressAndAcknowledgeClocks() {
         // 266 bytes read at 100 kHz: (265 + 1) × 9 + 2 clocks.
         XCTAssertEqual(PN532I2C.transferNanos(bytes: 265, hz: 100_000), 23_960_000)

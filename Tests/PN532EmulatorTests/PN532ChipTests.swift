@@ -282,6 +282,32 @@ final class PN532ChipTests: XCTestCase {
         XCTAssertEqual(host.answer([0x4A, 0x01, 0x00]).first, 0x01)
     }
 
+    /// `tear-after N` with no tag in the field arms the next tag: its count
+    /// starts as it enters, so a host already polling cannot read it first.
+    func testTearArmedWithNoTagCountsFromTheNextArrival() throws {
+        var host = try Host()
+        host.open()
+        host.chip.remove()
+        host.chip.tear(after: 6)
+        XCTAssertEqual(host.chip.tearNext, 6)
+        // InAutoPoll polling for ever: the tag is activated as it enters (5 exchanges).
+        XCTAssertEqual(host.command([0x60, 0xFF, 0x01, 0x10]), Reply(acked: true, answers: []))
+        let arrived = host.decode(try XCTUnwrap(host.chip.reinsert()))
+        XCTAssertEqual(arrived.answers.first.map { Array($0.prefix(2)) }, [0x61, 0x01])
+        XCTAssertNil(host.chip.tearNext)
+        XCTAssertEqual(host.chip.tearAfter, 1)
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00)  // the sixth exchange is answered
+        XCTAssertNil(host.chip.tag)
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]), [0x01])  // then the tag is gone
+        // 0 disarms; a tag entering unarmed has no count.
+        host.chip.tear(after: 3)
+        host.chip.tear(after: 0)
+        XCTAssertNil(host.chip.tearNext)
+        _ = host.chip.reinsert()
+        XCTAssertNotNil(host.chip.tag)
+        XCTAssertNil(host.chip.tearAfter)
+    }
+
     func testStatsCountFramesAndCommands() throws {
         var host = try Host()
         host.open()
