@@ -1,4 +1,5 @@
 @testable import GatewayCLI
+import DoorCore
 import TestSupport
 import XCTest
 
@@ -50,5 +51,29 @@ final class EntryTests: XCTestCase {
         try FileManager.default.createSymbolicLink(at: ctl, withDestinationURL: Run.product("gateway"))
         let viaLink = try Run.process(ctl, ["version"])
         XCTAssertEqual(viaLink.stdout, version.stdout)
+    }
+}
+
+final class HumanOutputTests: XCTestCase {
+    func testTablesAlignTheirColumns() {
+        let lines = TextTable.render(
+            ["UID", "STATE", "LABEL"],
+            [["04A1B2C3D4E5F6", "active", "front"], ["04FF", "revoked", "-"]])
+        XCTAssertEqual(
+            lines,
+            [
+                "UID             STATE    LABEL",
+                "04A1B2C3D4E5F6  active   front",
+                "04FF            revoked  -",
+            ])
+    }
+
+    func testHumanStatusHidesInternalsJSONKeepsThem() {
+        let status = JSONValue.object([
+            ("state", .string("idle")), ("last_unlock_monotonic_ns", .int(123)), ("reader", .string("ok")),
+        ])
+        let text = StatusCommand.human(status)
+        XCTAssertFalse(text.contains("monotonic"), text)
+        XCTAssertTrue(text.contains("state: idle") && text.contains("reader: ok"), text)
     }
 }

@@ -82,7 +82,29 @@ struct StatusCommand: ParsableCommand {
         commandName: "status", abstract: "State, mode, reader, broker, outbox, clock sync, lockout and the last events."
     )
     @OptionGroup var socket: SocketOptions
-    func run() throws { try socket.call("status") }
+    func run() throws { try socket.call("status") { Self.human($0) } }
+
+    /// For people: the answer without the daemon's internals (`--json` keeps them).
+    static func human(_ status: JSONValue) -> String {
+        guard case .object(let fields) = status else { return status.pretty }
+        return JSONValue.object(fields.filter { !internals.contains($0.0) }).pretty
+    }
+    static let internals: Set<String> = ["last_unlock_monotonic_ns"]
+}
+
+/// Columns padded to their widest cell, two spaces apart, for people.
+enum TextTable {
+    static func render(_ header: [String], _ rows: [[String]]) -> [String] {
+        var widths = header.map(\.count)
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
+        }
+        return ([header] + rows).map { row in
+            row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+    }
 }
 
 struct OpenCommand: ParsableCommand {
@@ -352,14 +374,17 @@ struct TagsCommand: ParsableCommand {
             try socket.call("tags.list") { answer in
                 let tags = (answer["tags"]?.arrayValue ?? []).map { t in
                     [t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"], t["last_seen"]]
-                        .map { $0?.stringValue ?? ($0.map { $0 == .null ? "-" : $0.serialized } ?? "-") }.joined(
-                            separator: "  ")
+                        .map { v -> String in
+                            guard let v, v != .null else { return "-" }
+                            let text = v.stringValue ?? v.serialized
+                            return text.isEmpty ? "-" : text
+                        }
                 }
                 let revoked = (answer["revocations"]?.arrayValue ?? []).map {
                     "revoked " + ($0["uid"]?.stringValue ?? "signature " + ($0["signature"]?.stringValue ?? "?"))
                 }
-                return (["UID  STATE  ACTION  LABEL  ISSUED  VALID-UNTIL  LAST-SEEN"] + tags + revoked).joined(
-                    separator: "\n")
+                let header = ["UID", "STATE", "ACTION", "LABEL", "ISSUED", "VALID-UNTIL", "LAST-SEEN"]
+                return (TextTable.render(header, tags) + revoked).joined(separator: "\n")
             }
         }
     }
