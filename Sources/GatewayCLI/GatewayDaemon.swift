@@ -17,7 +17,8 @@ public struct GatewayDaemon: ParsableCommand {
             Reads /etc/doorgateway/gateway.toml ($CONFIGURATION_DIRECTORY/gateway.toml under \
             systemd) unless --config names a file. SIGTERM/SIGINT lock every output and exit; \
             SIGHUP reloads the configuration.
-            """)
+            """,
+        version: "gateway \(GatewayVersion.string)")
 
     @Option(name: .shortAndLong, help: "Configuration file.")
     var config: String?

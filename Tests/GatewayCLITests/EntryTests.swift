@@ -32,6 +32,11 @@ final class EntryTests: XCTestCase {
         let r = try Run.gatewayctl(["--socket", "/nonexistent/ctl.sock", "status"])
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.stderr.contains("/nonexistent/ctl.sock"), r.stderr)
+        let dashed = try Run.gatewayctl(["--version"])
+        XCTAssertEqual(dashed.status, 0, dashed.stderr)
+        XCTAssertEqual(dashed.stdout, try Run.gatewayctl(["version"]).stdout)
+        let daemon = try Run.process(Run.product("gateway"), ["daemon", "--version"])
+        XCTAssertEqual(daemon.stdout, dashed.stdout)
         let v = try Run.gatewayctl(["--json", "version"])
         XCTAssertNotEqual(v.status, 0, "version takes no --json: said, not ignored")
     }

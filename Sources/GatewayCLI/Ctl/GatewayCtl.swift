@@ -6,6 +6,7 @@ public struct GatewayCtl: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "gatewayctl",
         abstract: "Administer a DoorGateway door controller.",
+        version: "gateway \(GatewayVersion.string)",
         subcommands: [
             StatusCommand.self, OpenCommand.self, ModeCommand.self, ProvisionCommand.self, LockoutCommand.self,
             FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, TagsCommand.self, LogCommand.self,

@@ -25,7 +25,11 @@ extension Daemon {
             log.error("mqtt: \(error); events stay in the audit log")
             return
         }
-        let deviceKey = (try? store.key(.device)) ?? []
+        let deviceKey: [UInt8]
+        do { deviceKey = try store.key(.device) ?? [] } catch {
+            log.error("mqtt: the device key is unreadable (\(error)); UIDs in events are keyed with an empty key")
+            deviceKey = []
+        }
         link.actionCount = configuration.door.actions.count
         link.clockSynchronised = { [runtime] in runtime.clockSynchronised() }
         link.onCommand = { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }

@@ -135,7 +135,12 @@ final class DoorRuntime: @unchecked Sendable {
     private func tagArrived(_ tag: ReadTag) {
         if readerHealth != "ok" { readerHealth = "ok" }
         let wall = now().wall
-        let secrets = (try? store.secrets()) ?? []
+        // A store that cannot be read fails closed: no secret, so no v2 grant.
+        let secrets: [StickerSecret]
+        do { secrets = try store.secrets() } catch {
+            log.error("sticker secrets unreadable, v2 stickers are denied: \(error)")
+            secrets = []
+        }
         let result = TagJudgement.judge(
             uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
             registry: registry, now: wall.unixSeconds)
@@ -146,7 +151,9 @@ final class DoorRuntime: @unchecked Sendable {
         }
         lastTag = (tag.uid, result.presentation.content.rawValue, verdictText)
         if result.presentation.content == .ours, case .grant = result.presentation.verdict {
-            try? store.touchLastSeen(uid: tag.uid, at: wall.unixSeconds)
+            do { try store.touchLastSeen(uid: tag.uid, at: wall.unixSeconds) } catch {
+                log.warning("last_seen of \(tag.uid.hex) not saved: \(error)")
+            }
         }
         handle(.tagArrived(result.presentation))
     }
@@ -272,7 +279,10 @@ final class DoorRuntime: @unchecked Sendable {
             if error == nil { try store.activateTag(uid: uid) } else { try store.failTag(uid: uid) }
         } catch {
             log.error("registry update for \(uid.hex): \(error)")
-            try? store.failTag(uid: uid)
+            do { try store.failTag(uid: uid) } catch {
+                // It stays pending, which never opens; the next write of that tag replaces it.
+                log.error("registry: \(uid.hex) could not be marked failed either: \(error)")
+            }
             handle(.writeResult(uid: uid, .failed("registry: \(error)")))
             return
         }
