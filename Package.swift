@@ -47,14 +47,12 @@ let package = Package(
             name: "GatewayStore",
             dependencies: [
                 "DoorCore", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
             ]),
         // MARK: Adapters: the only code that touches libnfc / libgpiod
         .target(
             name: "NFCReader",
             dependencies: [
                 "DoorCore", "CNFC",
-                .product(name: "Logging", package: "swift-log"),
             ]),
         // MARK: MQTT adapter: the only code that touches libmosquitto
         .target(
@@ -82,7 +80,8 @@ let package = Package(
         .executableTarget(
             name: "pn532-sim",
             dependencies: [
-                "PN532Emulator", "CPseudoTerminal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PN532Emulator", "DoorCore", "CPseudoTerminal",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // MARK: gatewayctl / gatewayd command tree
         .target(
