@@ -72,8 +72,11 @@ final class DoorRulesTests: XCTestCase {
         try g.waitForEvent("access_denied", reason: "expired", after: n)
     }
 
+    /// The stall hook exists in debug builds only: this runs the debug
+    /// gatewayd (the same watchdog code as the release build).
     func testTheWatchdogStopsBeingFedWhenTheEventLoopStalls() throws {
         let g = try GatewayUnderTest()
+        g.executable = Run.product("gateway")
         let notifyPath = g.dir.appendingPathComponent("notify").path
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }
@@ -111,6 +114,21 @@ final class DoorRulesTests: XCTestCase {
         _ = messages(for: 1.5)
         let recovered = messages(for: 1.5)
         XCTAssertGreaterThan(recovered.filter { $0 == "WATCHDOG=1" }.count, 0, "fed again once it runs")
+    }
+
+    /// No test hook in what ships: the release binary does not know
+    /// `debug.stall`, even with the test environment variable set.
+    func testReleaseBinaryHasNoTestHook() throws {
+        let g = try GatewayUnderTest()
+        try XCTSkipIf(
+            g.executable.resolvingSymlinksInPath() == Run.product("gateway").resolvingSymlinksInPath(),
+            "no release binary under test (DOORGATEWAY_E2E_BIN unset)")
+        try g.start(environment: ["GATEWAYD_TEST_HOOKS": "1"])
+        let client = try ControlConnection(path: g.socket)
+        client.send(#"{"id": 1, "method": "debug.stall", "params": {"seconds": 3}}"#)
+        let answer = try JSONValue.parse(Array(try client.readLine().utf8))
+        XCTAssertEqual(answer["ok"], .bool(false))
+        XCTAssertTrue(answer.serialized.contains("unknown method debug.stall"), answer.serialized)
     }
 
     func testSocketRefusesOthersAndServesFiftyClients() throws {

@@ -100,9 +100,12 @@ final class GatewayUnderTest {
         try toml.write(to: configFile, atomically: true, encoding: .utf8)
     }
 
+    /// The gateway binary the daemon runs as (the test's binary by default).
+    var executable = GatewayUnderTest.gateway
+
     func start(environment extra: [String: String] = [:]) throws {
         let p = Process()
-        let command = launcher + [Self.gateway.path, "daemon", "--config", configFile.path]
+        let command = launcher + [executable.path, "daemon", "--config", configFile.path]
         p.executableURL = URL(fileURLWithPath: command[0])
         p.arguments = Array(command.dropFirst())
         p.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }

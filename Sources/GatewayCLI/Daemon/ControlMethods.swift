@@ -92,11 +92,14 @@ extension Daemon {
             return try keys(method, p)
         case "sim.tap", "sim.remove", "sim.reinsert", "sim.dump", "sim.press", "sim.door", "sim.tear":
             return try simulate(method, p)
-        case "debug.stall" where environment["GATEWAYD_TEST_HOOKS"] == "1":
-            // Tests only: block the door queue to prove the watchdog stops.
-            let seconds = max(0, min(try p.double("seconds", default: 1), 30))
-            runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
-            return .object([("stalled_s", .double(seconds))])
+        #if DEBUG
+            case "debug.stall" where environment["GATEWAYD_TEST_HOOKS"] == "1":
+                // Debug builds' tests only (not compiled into a release binary):
+                // block the door queue to prove the watchdog stops.
+                let seconds = max(0, min(try p.double("seconds", default: 1), 30))
+                runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
+                return .object([("stalled_s", .double(seconds))])
+        #endif
         default:
             if let answer = try registryMethod(method, p) { return answer }
             throw DaemonError.request("unknown method \(method)")
