@@ -63,6 +63,8 @@ let package = Package(
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
         .target(name: "CDoorSafety", dependencies: ["CGPIOD"]),
+        // adjtimex(2), read-only: whether the wall clock is synchronised.
+        .target(name: "CClockSync"),
         // glibc's NSS pinned to the sources built into the static binary (C: __nss_configure_lookup).
         .target(name: "CStaticNSS"),
         // Share links and keys as QR codes in the terminal (libqrencode).
@@ -88,6 +90,7 @@ let package = Package(
             name: "GatewayCLI",
             dependencies: [
                 "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "TerminalQR",
+                "CClockSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

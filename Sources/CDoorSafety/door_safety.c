@@ -115,11 +115,3 @@ int door_safety_install(void)
     }
     return 0;
 }
-
-#include <sys/timex.h>
-
-int door_clock_synchronised(void) {
-    struct timex t = {0};
-    int state = adjtimex(&t);
-    return state != TIME_ERROR && state != -1 && (t.status & STA_UNSYNC) == 0;
-}

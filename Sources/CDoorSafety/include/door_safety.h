@@ -41,7 +41,3 @@ int door_safety_altstack_for_current_thread(void);
 #endif
 #endif
 
-/* Whether the kernel says the system clock is synchronised: adjtimex(2)
- * returns TIME_ERROR or sets STA_UNSYNC until NTP (or an RTC) has set it.
- * 1 synchronised, 0 not. Swift's Glibc module does not export sys/timex.h. */
-int door_clock_synchronised(void);

@@ -1,4 +1,4 @@
-import CDoorSafety
+import CClockSync
 import DoorCore
 import DoorIO
 import Foundation
