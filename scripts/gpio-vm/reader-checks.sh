@@ -82,6 +82,33 @@ write_tag() {
 
 errs() { tail -2 "$WORKDIR/$1.err" 2>/dev/null | tr '\n' ' '; }
 
+# tag_hex: the tag in the field (or the one that left last) as hex, from the sim.
+tag_hex() { d=$(simctl dump); echo "${d#ok }"; }
+
+# ndef_value HEX: the value of the NDEF TLV at page 4 of a tag dump as hex,
+# "empty" for a zero length, "none" when page 4 holds no NDEF TLV.
+ndef_value() {
+    [ "$(echo "$1" | cut -c33-34)" = 03 ] || { echo none; return; }
+    l=$(echo "$1" | cut -c35-36)
+    if [ "$l" = ff ]; then
+        len=$((0x$(echo "$1" | cut -c37-40))) from=41
+    else
+        len=$((0x$l)) from=37
+    fi
+    [ "$len" = 0 ] && { echo empty; return; }
+    echo "$1" | cut -c"$from-$((from + 2 * len - 1))"
+}
+
+# uri_value URL: the NDEF TLV value NFCReader writes for one URI record of
+# URL (short record, no URI prefix abbreviation for smp://), as hex.
+uri_value() {
+    printf 'd101%02x5500' $((${#1} + 1))
+    printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n'
+}
+
+# count WORD LIST: how often WORD occurs in the space-separated LIST.
+count() { echo "$2" | tr ' ' '\n' | grep -c "^$1\$"; }
+
 # --- gatewayctl reader scan|write over one bus --------------------------------
 check_reader() {
     bus=$1 dev=$2 conn=$3
@@ -138,8 +165,10 @@ check_reader() {
     # From the InAutoPoll that found the tag (the last one sent) to the end.
     tail -n +"$((before + 1))" "$WORKDIR/sim.log" | grep -v "control:" > "$WORKDIR/tap.trace"
     from=$(grep -n "d4 60 " "$WORKDIR/tap.trace" | tail -1 | cut -d: -f1)
-    echo "# $bus wire trace of one tap, from the InAutoPoll (60h) that found the tag (not-ready polls shown 1 in 50):"
+    echo "# $bus wire trace of one tap, from the InAutoPoll (60h) that found the tag (not-ready polls shown 1 in 50, and each read the chip stretched):"
     tail -n +"${from:-1}" "$WORKDIR/tap.trace" | sed 's/^pn532-sim: /#   /' | cut -c1-200 | head -60
+
+    simctl dump "$WORKDIR/v2.mfd" > /dev/null  # the v2 sticker, for the torn scans
 
     # A three-record message on a fresh NTAG215.
     simctl insert 04A1B2C3D4E5F6 ntag215 > /dev/null
@@ -151,6 +180,9 @@ check_reader() {
     else
         fail "$bus-multi-record" "exit $rc: $(cat "$WORKDIR/multi.out" "$WORKDIR/multiscan.out" | tr '\n' ' ') $(errs multiscan)"
     fi
+
+    check_tear_scan "$bus" "$conn"
+    check_tear_write "$bus" "$conn"
 
     # A muted chip: the host gives up (a timeout, not a hang) and exits non-zero.
     simctl mute > /dev/null
@@ -172,6 +204,177 @@ check_reader() {
         fi
     fi
     simctl unmute > /dev/null
+    stop_sim
+}
+
+# A tag pulled mid-read: the v2 sticker leaves the field after N exchanges
+# (pn532-sim `tear-after N`) for every N of a whole `reader scan` (11: the 5
+# of activation, GET_VERSION, READ, FAST_READ, the READs of page 0 and of the
+# lock/config pages, the HLTA of the close) and one more. Each scan ends in
+# exit 1 "no tag within" (torn during activation: the chip never reports
+# it), exit 2 "the tag left the reader" (torn after it), or exit 0 with the
+# whole message; it never prints anything else, never a partial or wrong
+# message. Then the same tag comes back and is read whole.
+check_tear_scan() {
+    bus=$1 conn=$2
+    t0=$(date +%s)
+    ok=yes detail= kinds=
+    n=1
+    while [ $n -le 12 ]; do
+        simctl insert "$WORKDIR/v2.mfd" > /dev/null
+        simctl tear-after $n > /dev/null
+        scan "tear-scan-$n" "$conn" --timeout 1
+        out=$WORKDIR/tear-scan-$n.out err=$WORKDIR/tear-scan-$n.err
+        case $rc in
+        0)
+            kind=read
+            grep -qxF "  [0] $V2" "$out" && grep -q "content: *1 record" "$out" \
+                || { ok=no; detail="$detail N=$n: exit 0 without the whole v2 message: $(cat "$out" | tr '\n' ' ');"; } ;;
+        1)
+            kind=no-tag
+            grep -q "no tag within" "$err" || { ok=no; detail="$detail N=$n: exit 1 without 'no tag': $(errs "tear-scan-$n");"; } ;;
+        2)
+            kind=tag-left
+            grep -q "the tag left the reader" "$err" \
+                || { ok=no; detail="$detail N=$n: exit 2 without 'the tag left': $(errs "tear-scan-$n");"; } ;;
+        *)
+            kind=exit$rc
+            ok=no detail="$detail N=$n: exit $rc $(errs "tear-scan-$n");" ;;
+        esac
+        # Nothing on standard output unless the whole tag was read.
+        [ $rc = 0 ] || [ ! -s "$out" ] || { ok=no; detail="$detail N=$n: printed on a failed scan: $(head -c 200 "$out");"; }
+        kinds="$kinds $kind"
+        n=$((n + 1))
+    done
+    simctl remove > /dev/null 2>&1
+    simctl reinsert > /dev/null
+    scan tear-scan-back "$conn" --timeout 20
+    [ $rc = 0 ] && grep -qF "$V2" "$WORKDIR/tear-scan-back.out" \
+        || { ok=no; detail="$detail reinserted, not read whole: exit $rc $(errs tear-scan-back);"; }
+    # The range reached each phase: activation, the reads, and past the end.
+    for k in no-tag tag-left read; do
+        [ "$(count $k "$kinds")" -gt 0 ] || { ok=no; detail="$detail no scan ended '$k' (N=1..12:$kinds);"; }
+    done
+    if [ $ok = yes ]; then
+        pass "$bus-tear-scan" "torn after N=1..12 exchanges:$kinds ($(count no-tag "$kinds") no tag, $(count tag-left "$kinds") tag left, $(count read "$kinds") whole), never a partial message; reinserted: read whole ($(($(date +%s) - t0)) s)"
+    else
+        fail "$bus-tear-scan" "$detail"
+    fi
+}
+
+# A write torn at each exchange: a sticker holding v1 (the old message) is
+# rewritten with v2 (the new one) and leaves the field after N exchanges, for
+# N = 1, 2, … until a write is not torn. Afterwards the tag's NDEF TLV holds
+# the old message, the new one, or, while the pages are being written, an
+# empty one (NFCReader writes the TLV length as 0 first and sets it last,
+# T2T §6.4.2) — never part of a message. Every write exits 0 (written and
+# verified: the new message) or 1 (the tag left, or no tag); no crash; the
+# reader is used again at once for the next N, and the last scan reads v2.
+check_tear_write() {
+    bus=$1 conn=$2
+    t0=$(date +%s)
+    ok=yes detail= kinds=
+    old=$(uri_value "$V1") new=$(uri_value "$V2")
+    uid=04D1E2F3A4B5C$( [ "$bus" = i2c ] && echo 1 || echo 2 )
+    simctl insert $uid ntag213 > /dev/null
+    write_tag tear-old "$conn" --url "$V1"
+    value=$(ndef_value "$(tag_hex)")
+    if [ $rc != 0 ] || [ "$value" != "$old" ]; then
+        fail "$bus-tear-write" "writing the old message: exit $rc $(errs tear-old); the tag holds $(echo "$value" | cut -c1-24)…"
+        return
+    fi
+    simctl dump "$WORKDIR/old.mfd" > /dev/null
+    n=1 done=no
+    while [ $n -le 80 ]; do
+        simctl insert "$WORKDIR/old.mfd" > /dev/null
+        simctl tear-after $n > /dev/null
+        ctl reader write --device "$conn" --timeout 1 --url "$V2" > "$WORKDIR/tear-write.out" 2> "$WORKDIR/tear-write.err"
+        rc=$?
+        value=$(ndef_value "$(tag_hex)")
+        case $value in
+        "$old") kinds="$kinds old" ;;
+        "$new") kinds="$kinds new" ;;
+        empty) kinds="$kinds empty" ;;
+        *)
+            kinds="$kinds HALF"
+            ok=no detail="$detail N=$n: the tag holds part of a message or another one ($(echo "$value" | cut -c1-24)…, exit $rc);" ;;
+        esac
+        if [ $rc = 0 ]; then
+            grep -q "written and verified" "$WORKDIR/tear-write.out" && [ "$value" = "$new" ] \
+                || { ok=no; detail="$detail N=$n: exit 0 ($(cat "$WORKDIR/tear-write.out")) with the tag holding $(echo "$value" | cut -c1-24)…;"; }
+            done=yes
+            break
+        fi
+        # Torn: exit 1 with the reason, never "written", never a crash.
+        [ $rc = 1 ] && grep -q "the tag left the reader\|no tag within" "$WORKDIR/tear-write.err" \
+            && ! grep -q "written" "$WORKDIR/tear-write.out" \
+            || { ok=no; detail="$detail N=$n: exit $rc $(cat "$WORKDIR/tear-write.out") $(errs tear-write);"; }
+        n=$((n + 1))
+    done
+    [ $done = yes ] || { ok=no; detail="$detail no write went untorn within 80 exchanges;"; }
+    # Out and back in: the count left of the last tear-after goes with it.
+    simctl remove > /dev/null 2>&1
+    simctl reinsert > /dev/null
+    scan tear-write-back "$conn" --timeout 20
+    [ $rc = 0 ] && grep -qxF "  [0] $V2" "$WORKDIR/tear-write-back.out" \
+        || { ok=no; detail="$detail read back: exit $rc $(errs tear-write-back);"; }
+    summary="N=1..$n: $(count old "$kinds") old, $(count empty "$kinds") empty, $(count new "$kinds") new"
+    if [ $ok = yes ]; then
+        pass "$bus-tear-write" "v1 → v2 torn after each exchange, $summary (N=$n not torn: written and verified); never part of a message, no crash; read back: v2 ($(($(date +%s) - t0)) s)"
+    else
+        fail "$bus-tear-write" "$summary;$detail"
+    fi
+}
+
+# I2C clock stretching beyond wake-up: pn532-sim holds SCL on a read while
+# its answer is not ready (the RF exchanges of the command). The default limit
+# (1 ms) is on in every other I2C check, where libnfc at 100 kHz rarely finds
+# the chip busy (each of its 265-byte reads takes 24 ms). Here the bus runs at
+# 400 kHz and the limit is 30 ms, and a 700-byte message on an NTAG216 is
+# written and read back (FAST_READs of 60 pages, ~20 ms of RF each), so
+# libnfc's reads block in the kernel while the chip is busy and many of them
+# end with the very answer they waited for. Everything must still read right.
+check_stretch() {
+    t0=$(date +%s)
+    stop_sim
+    if ! start_sim i2c /dev/i2c-1 --i2c-speed 400000 --i2c-busy-stretch 30000; then
+        fail "i2c-stretch" "pn532-sim did not register /dev/i2c-1: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ')"
+        stop_sim
+        return
+    fi
+    conn=pn532_i2c:/dev/i2c-1
+    ok=yes detail=
+    long="smp://stretch/$(head -c 700 /dev/zero | tr '\0' x)"
+    simctl insert "$WORKDIR/v2.mfd" > /dev/null
+    scan stretch-v2 "$conn" --timeout 20
+    grep -qxF "  [0] $V2" "$WORKDIR/stretch-v2.out" || { ok=no; detail="$detail v2: exit $rc $(errs stretch-v2);"; }
+    simctl insert 04A1B2C3D4E5F7 ntag216 > /dev/null
+    write_tag stretch-long "$conn" --url "$long"
+    [ $rc = 0 ] || { ok=no; detail="$detail 700-byte write: exit $rc $(errs stretch-long);"; }
+    scan stretch-longscan "$conn" --timeout 20
+    grep -qxF "  [0] $long" "$WORKDIR/stretch-longscan.out" \
+        || { ok=no; detail="$detail 700-byte read back: exit $rc $(errs stretch-longscan);"; }
+    # Whether libnfc's reads catch the chip busy depends on how fast the guest
+    # runs: read the message again (up to 5 times) until one stretched read
+    # has delivered its answer.
+    ready=$(grep -c "busy): 01" "$WORKDIR/sim.log") again=0
+    while [ "$ready" = 0 ] && [ $again -lt 5 ]; do
+        again=$((again + 1))
+        scan stretch-again "$conn" --timeout 20
+        grep -qxF "  [0] $long" "$WORKDIR/stretch-again.out" \
+            || { ok=no; detail="$detail 700-byte read $again: exit $rc $(errs stretch-again);"; }
+        ready=$(grep -c "busy): 01" "$WORKDIR/sim.log")
+    done
+    stats=$(simctl stats)
+    stretches=$(echo "$stats" | sed -n 's/.*bus_busy_stretches=\([0-9]*\).*/\1/p')
+    [ "${stretches:-0}" -gt 0 ] && [ "$ready" -gt 0 ] \
+        || { ok=no; detail="$detail no stretched read delivered an answer (stretches ${stretches:-?}, with the answer $ready);"; }
+    longest=$(sed -n 's/.*SCL held \([0-9]*\) µs, busy.*/\1/p' "$WORKDIR/sim.log" | sort -n | tail -1)
+    if [ $ok = yes ]; then
+        pass "i2c-stretch" "400 kHz, SCL held on $stretches reads while busy (longest ${longest:-?} µs), $ready of them ended with the answer; v2 read, 700-byte message written and read back $((again + 1)) time(s) on an NTAG216 ($(($(date +%s) - t0)) s); ${stats#ok }"
+    else
+        fail "i2c-stretch" "$detail ${stats#ok }"
+    fi
     stop_sim
 }
 
@@ -251,6 +454,60 @@ relay_pulse_seen() {
     return 1
 }
 
+# relay_quiet TENTHS: the RELAY line stays 0 (locked) all that time.
+relay_quiet() {
+    n=$(($1 * 2))
+    while [ "$n" -gt 0 ]; do
+        [ "$(cat "$SYS/sim_gpio0/value")" = 0 ] || return 1
+        sleep 0.05
+        n=$((n - 1))
+    done
+}
+
+granted_count() { dctl log --limit 100 2> /dev/null | grep -c granted; }
+
+# A tap torn mid-read, in gatewayd: the provisioned sticker comes back and
+# leaves after N exchanges for N = 1..6 (armed before it enters, so the
+# daemon's polling cannot read it first). A tap of a sticker seen before is
+# the 5 of activation, preceded by an HLTA while the chip still has a target
+# selected, then one FAST_READ: N = 1-4 tear during activation, and N = 5 and
+# 6 between activation and read (in this sequence). Each: no grant in the
+# audit log, the relay never unlocks. Then the whole tap grants and pulses
+# the relay.
+check_tear_tap() {
+    bus=$1
+    t0=$(date +%s)
+    ok=yes detail= left=0
+    simctl remove > /dev/null 2>&1
+    sleep 2  # gone for longer than same_tag_quiet_ms
+    granted=$(granted_count)
+    left_before=$(grep -c "the tag left the reader" "$D/daemon.log")
+    for n in 1 2 3 4 5 6; do
+        simctl tear-after $n > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused;"; }
+        simctl reinsert > /dev/null
+        m=$((100 * S))
+        while [ $m -gt 0 ] && ! simctl status | grep -q "tag=none"; do sleep 0.1; m=$((m - 1)); done
+        [ $m -gt 0 ] || { ok=no; detail="$detail N=$n: the tag never left;"; }
+        relay_quiet 20 || { ok=no; detail="$detail N=$n: the relay unlocked;"; }
+    done
+    now=$(granted_count)
+    [ "$now" = "$granted" ] || { ok=no; detail="$detail $((now - granted)) grant(s) for torn taps;"; }
+    left=$(($(grep -c "the tag left the reader" "$D/daemon.log") - left_before))
+    [ $left -gt 0 ] || { ok=no; detail="$detail no tap was torn mid-read (no 'the tag left' in the daemon log);"; }
+    sleep 1
+    simctl reinsert > /dev/null
+    relay_pulse_seen $((400 * S)) || { ok=no; detail="$detail the whole tap after them: no relay pulse;"; }
+    m=$((100 * S))
+    while [ $m -gt 0 ] && [ "$(granted_count)" -le "$granted" ]; do sleep 0.1; m=$((m - 1)); done
+    [ "$(granted_count)" -gt "$granted" ] || { ok=no; detail="$detail the whole tap after them: no grant;"; }
+    if [ $ok = yes ]; then
+        pass "$bus-tear-tap" "torn after N=1..6 exchanges: no grant, relay locked throughout ($left torn after activation: 'the tag left the reader'); the whole tap then granted and pulsed the relay ($(($(date +%s) - t0)) s)"
+    else
+        kill -0 "$SIMPID" 2> /dev/null || detail="pn532-sim exited: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ');$detail"
+        fail "$bus-tear-tap" "$detail $(tail -3 "$D/daemon.log" | tr '\n' ' ')"
+    fi
+}
+
 check_daemon() {
     bus=$1 dev=$2 conn=$3
     setup_gpio || { fail "$bus-daemon" "no gpio-sim chip"; return; }
@@ -294,6 +551,7 @@ check_daemon() {
     else
         fail "$bus-daemon" "$detail $(tail -5 "$D/daemon.log" | tr '\n' ' ')"
     fi
+    check_tear_tap "$bus"
     # Reader loss and recovery: the chip leaves the bus and comes back; the
     # daemon reopens it without restarting and without leaking descriptors.
     simctl remove > /dev/null
@@ -359,6 +617,7 @@ main() {
     if [ "${READER_CHECKS_ONLY:-}" != daemon ]; then
         check_reader i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1
         check_reader spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:500000
+        check_stretch
     fi
     check_daemon i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1
     check_daemon spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:500000
