@@ -55,8 +55,6 @@ public final class MQTTLink: @unchecked Sendable {
     private var lastAccess: [UInt8]?
     private var stoppingNetwork = false
     private var networkStarted = false
-    /// Set by each successful connect; the network thread resets its backoff.
-    private var connectedSinceAttempt = false
     private let networkDone = DispatchSemaphore(value: 0)
     private var pending: [GatewayStore.OutboxEntry] = []
     private var acks: [Int64] = []
@@ -144,12 +142,6 @@ public final class MQTTLink: @unchecked Sendable {
             guard let message else { return }
             MQTTLink.from(obj).received(message.pointee)
         }
-        let rc = mosquitto_connect_async(
-            m, configuration.host, Int32(configuration.port), Int32(configuration.keepaliveSeconds))
-        if rc != MOSQ_ERR_SUCCESS.rawValue {
-            // The network thread keeps retrying with backoff.
-            noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
-        }
         try check(mosquitto_threaded_set(m, true), "network thread")
         let thread = Thread { [self] in
             if let m = client { runNetwork(m) }
@@ -171,25 +163,36 @@ public final class MQTTLink: @unchecked Sendable {
     /// SIGTERM after the broker restarted under it).
     private func runNetwork(_ m: OpaquePointer) {
         var backoff = 1.0
+        var attemptAt = ContinuousClock.now
+        connect(m)
         while !networkStopping {
-            let rc = mosquitto_loop(m, 500, 1)
-            if rc == MOSQ_ERR_SUCCESS.rawValue { continue }
-            if lock.withLock({ () -> Bool in
-                defer { connectedSinceAttempt = false }
-                return connectedSinceAttempt
-            }) {
+            let rc = mosquitto_loop(m, 250, 1)
+            if isConnected {
                 backoff = 1
+                continue
             }
+            // Not connected: a failure, or an attempt that has not completed
+            // in 10 s (libmosquitto can leave a connect pending with nothing
+            // to wake it: measured, a door waited 60 s for its next publish).
+            guard rc != MOSQ_ERR_SUCCESS.rawValue || ContinuousClock.now - attemptAt > .seconds(10) else { continue }
             // Sleep the backoff in short steps, so stop is not kept waiting.
             let until = ContinuousClock.now + .milliseconds(Int(backoff * 1000))
             while !networkStopping && ContinuousClock.now < until { usleep(50_000) }
             if networkStopping { break }
             backoff = min(backoff * 2, 60)
-            // Blocking, as libmosquitto's own loop_forever reconnects: an
-            // asynchronous reconnect with TLS was seen to stall for good
-            // mid-handshake (the broker logged an unexpected EOF).
-            let again = mosquitto_reconnect(m)
-            if again != MOSQ_ERR_SUCCESS.rawValue { noteError("reconnect: \(Self.describe(again))") }
+            attemptAt = ContinuousClock.now
+            connect(m)
+        }
+    }
+
+    /// One blocking connect (TCP and the TLS handshake; the CONNACK arrives
+    /// in the loop), as libmosquitto's own loop_forever reconnects: an
+    /// asynchronous connect with TLS was seen to stall for good.
+    private func connect(_ m: OpaquePointer) {
+        let rc = mosquitto_connect(
+            m, configuration.host, Int32(configuration.port), Int32(configuration.keepaliveSeconds))
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
         }
     }
 
@@ -439,7 +442,6 @@ public final class MQTTLink: @unchecked Sendable {
         guard let m = client else { return }
         lock.withLock {
             connected = true
-            connectedSinceAttempt = true
             lastError = nil
             // A clean session: whatever was in flight is sent again (consumers
             // drop duplicates by seq).
