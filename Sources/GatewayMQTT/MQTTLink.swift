@@ -117,6 +117,7 @@ public final class MQTTLink: @unchecked Sendable {
         try Self.configure(m, configuration)
         let offline = Array("offline".utf8)
         try check(mosquitto_will_set(m, topics.availability, Int32(offline.count), offline, 1, true), "last will")
+        // Unused by runNetwork (it keeps its own backoff); kept for libmosquitto's defaults.
         mosquitto_reconnect_delay_set(m, 1, 60, true)
         mosquitto_connect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).connected(rc) }
         mosquitto_disconnect_callback_set(m) { _, obj, rc in MQTTLink.from(obj).disconnected(rc) }
@@ -217,7 +218,7 @@ public final class MQTTLink: @unchecked Sendable {
         }
         lock.withLock { stoppingNetwork = true }
         mosquitto_disconnect(m)
-        // The loop returns within its 500 ms timeout once told to stop.
+        // The loop returns within its 250 ms select timeout once told to stop.
         guard !networkStarted || networkDone.wait(timeout: .now() + 5) == .success else {
             log.error("mqtt: the network thread did not stop within 5 s; leaving it to the exit")
             client = nil
