@@ -166,9 +166,6 @@ final class Daemon: @unchecked Sendable {
         log.notice("configuration reloaded from \(configPath)")
     }
 
-    /// Audit retention: rows older than 400 days, and beyond the newest
-    /// 500 000, are trimmed at start and every 6 hours; the chain stays
-    /// verifiable from the anchor the trim records.
     /// Events that waited for a full store are written once it takes writes again.
     private func startAuditRetry() {
         let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
@@ -178,6 +175,9 @@ final class Daemon: @unchecked Sendable {
         auditRetryTimer = timer
     }
 
+    /// Audit retention: rows older than 400 days, and beyond the newest
+    /// 500 000, are trimmed at start and every 6 hours; the chain stays
+    /// verifiable from the anchor the trim records.
     private func startAuditRetention() {
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
         timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
