@@ -6,7 +6,7 @@
 #
 #   FUZZ_S=30          seconds per target
 #   FUZZ_TARGETS="…"   a subset (default: all eight)
-#   FUZZ_JOBS=1        libFuzzer processes per target (-fork=N); 1 keeps the other builder's core free
+#   FUZZ_CHUNK_S=600   longest single libFuzzer run; a longer FUZZ_S is run in parts (see below)
 #   DOORGATEWAY_CACHE  where grown corpora, findings and logs go (default /var/cache/doorgateway):
 #                      <cache>/fuzz/corpus/<target>/ (what libFuzzer adds; never committed),
 #                      <cache>/fuzz/findings/<target>/ (crash-*, leak-*, timeout-*, oom-*),
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 FUZZ_S="${FUZZ_S:-30}"
 ALL_TARGETS="ndef sticker compat native toml control reader mqtt"
 TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
-JOBS="${FUZZ_JOBS:-1}"
+CHUNK="${FUZZ_CHUNK_S:-600}"
 CACHE="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/fuzz"
 SCRATCH=.build-fuzz
 
@@ -29,6 +29,7 @@ say() { printf 'fuzz: %s\n' "$*" >&2; }
 die() { say "$*"; exit 2; }
 
 [[ "$FUZZ_S" =~ ^[0-9]+$ && "$FUZZ_S" -gt 0 ]] || die "FUZZ_S must be a positive number of seconds, not '$FUZZ_S'"
+[[ "$CHUNK" =~ ^[0-9]+$ && "$CHUNK" -gt 0 ]] || die "FUZZ_CHUNK_S must be a positive number of seconds"
 for t in $TARGETS; do
     [[ " $ALL_TARGETS " == *" $t "* ]] || die "unknown target '$t' (targets: $ALL_TARGETS)"
     [[ -d "Fuzz/corpus/$t" && -f "Fuzz/dict/$t.dict" ]] || die "Fuzz/corpus/$t or Fuzz/dict/$t.dict is missing"
@@ -44,6 +45,12 @@ build=(swift build -c release --scratch-path "$SCRATCH" --product fuzz-targets
     --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=address,fuzzer
     -Xswiftc -DFUZZING -Xswiftc -enable-testing)
 mkdir -p "$CACHE/logs"
+# One make fuzz at a time per cache (grown corpora, logs, the .build-fuzz of this tree).
+exec 9>"$CACHE/.lock"
+if ! flock -n 9; then
+    say "another make fuzz holds $CACHE/.lock; waiting"
+    flock 9
+fi
 say "${build[*]}"
 started=$SECONDS
 if ! "${build[@]}" >"$CACHE/logs/build.log" 2>&1; then
@@ -77,21 +84,30 @@ for t in $TARGETS; do
     # FUZZ_TOML_PER_INPUT_LEAKS=1, which restores -detect_leaks=1).
     leakcheck=1
     [[ $t == toml && "${FUZZ_TOML_PER_INPUT_LEAKS:-0}" != 1 ]] && leakcheck=0
-    opts=(-max_total_time="$FUZZ_S" -timeout=1 -rss_limit_mb=2048 -detect_leaks=$leakcheck
-        -dict="Fuzz/dict/$t.dict" -artifact_prefix="$findings/" -print_final_stats=1)
-    [[ "$JOBS" -gt 1 ]] && opts+=(-fork="$JOBS" -ignore_crashes=0)
-    set +e
-    FUZZ_TARGET="$t" "$BIN" "${opts[@]}" "$grow" "Fuzz/corpus/$t" >"$log" 2>&1
-    rc=$?
-    set -e
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-    if [[ -z "$execs" ]]; then
-        # -fork prints no final stats: take the last status line (#N ... exec/s: R).
-        last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
-        execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
-        rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
-    fi
+    # Runs of at most FUZZ_CHUNK_S seconds, one after the other on the same grown corpus: RSS
+    # grows with a run (libFuzzer's own tables, and the toml target's TOMLKit leaks: 1.1 GB
+    # after 600 s, so a single long run would end at -rss_limit_mb as an "oom").
+    remaining=$FUZZ_S execs=0 elapsed=0 rc=0 part=0
+    : >"$log"
+    while [[ $remaining -gt 0 && $rc -eq 0 ]]; do
+        slice=$((remaining < CHUNK ? remaining : CHUNK))
+        part=$((part + 1))
+        opts=(-max_total_time="$slice" -timeout=1 -rss_limit_mb=2048 -detect_leaks=$leakcheck
+            -dict="Fuzz/dict/$t.dict" -artifact_prefix="$findings/" -print_final_stats=1)
+        [[ $CHUNK -lt $FUZZ_S ]] && echo "=== part $part: $slice s" >>"$log"
+        t0=$SECONDS
+        set +e
+        FUZZ_TARGET="$t" "$BIN" "${opts[@]}" "$grow" "Fuzz/corpus/$t" >"$log.part" 2>&1
+        rc=$?
+        set -e
+        elapsed=$((elapsed + SECONDS - t0))
+        cat "$log.part" >>"$log"
+        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.part" | tail -1)
+        execs=$((execs + ${n:-0}))
+        remaining=$((remaining - slice))
+    done
+    rm -f "$log.part"
+    rate=$((execs / (elapsed > 0 ? elapsed : 1)))
     count() { find "$findings" -maxdepth 1 -type f -name "$1-*" -newer "$marker" | wc -l; }
     crashes=$(count crash) leaks=$(count leak) timeouts=$(count timeout) ooms=$(count oom)
     # A leak LeakSanitizer reports only at exit leaves no artifact: count it from the log.
