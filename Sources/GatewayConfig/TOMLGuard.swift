@@ -10,6 +10,11 @@
 ///     bare-key one or a quote (`[=`, `[[[1]]]`): `parse_key()`; fixed upstream
 ///     in marzer/tomlplusplus#301;
 ///   - a date followed by `T` and a non-digit (`1979-05-27T-`): `parse_time()`;
+///   - a date, one space, one digit, then a value terminator (`1979-05-27 2`
+///     before a newline, `,`, `]`, `}`, `#` or a blank): `parse_value()`
+///     reads ahead for a time after the space and scans on from the
+///     terminator (found by `make fuzz`; the static gateway aborted on it in
+///     `config check`, at start and on reload);
 ///   - `}` where an array expects a value (`[}`, `[1, }`), and the Unicode
 ///     line breaks U+0085, U+2028, U+2029 between values: `parse_value()`.
 ///
@@ -115,7 +120,9 @@ enum TOMLGuard {
                 0xE2 where byte(i + 1) == 0x80 && (byte(i + 2) == 0xA8 || byte(i + 2) == 0xA9):
                 return issue(at: i, "a Unicode line separator outside a string")
             case ASCII.zero...ASCII.nine:
-                if let k = badDateTime() { return issue(at: k, "a date-time needs a time (HH:MM:SS) after the 'T'") }
+                if let (k, separator) = badDateTime() {
+                    return issue(at: k, "a date-time needs a time (HH:MM:SS) after the \(separator)")
+                }
             default:
                 break
             }
@@ -142,17 +149,24 @@ enum TOMLGuard {
             return k
         }
 
-        /// At a digit: `YYYY-MM-DD`, `T` or `t`, then a non-digit (not the end).
-        func badDateTime() -> Int? {
+        /// At a digit: `YYYY-MM-DD`, then `T` or `t` and a non-digit (not the
+        /// end), or a space, a digit and a non-digit (not the end). Neither is
+        /// valid TOML (a time starts with two digits). Returns where, and
+        /// which separator.
+        func badDateTime() -> (Int, String)? {
             if i > 0, Self.isDigit(bytes[i - 1]) || Check.isBare(bytes[i - 1]) { return nil }
             for (offset, digit) in [true, true, true, true, false, true, true, false, true, true].enumerated() {
                 let b = byte(i + offset)
                 if digit ? !Self.isDigit(b) : b != ASCII.minus { return nil }
             }
-            guard byte(i + 10) == ASCII.upperT || byte(i + 10) == ASCII.lowerT,
-                let after = byte(i + 11), !Self.isDigit(after)
+            if byte(i + 10) == ASCII.upperT || byte(i + 10) == ASCII.lowerT {
+                guard let after = byte(i + 11), !Self.isDigit(after) else { return nil }
+                return (i + 11, "'T'")
+            }
+            guard byte(i + 10) == ASCII.space, Self.isDigit(byte(i + 11)),
+                let after = byte(i + 12), !Self.isDigit(after)
             else { return nil }
-            return i + 11
+            return (i + 12, "space")
         }
     }
 }
