@@ -6,7 +6,7 @@
 #
 #   FUZZ_S=30          seconds per target
 #   FUZZ_TARGETS="…"   a subset (default: all eight)
-#   FUZZ_CHUNK_S=600   longest single libFuzzer run; a longer FUZZ_S is run in parts (see below)
+#   FUZZ_CHUNK_S=300   longest single libFuzzer run; a longer FUZZ_S is run in parts (see below)
 #   DOORGATEWAY_CACHE  where grown corpora, findings and logs go (default /var/cache/doorgateway):
 #                      <cache>/fuzz/corpus/<target>/ (what libFuzzer adds; never committed),
 #                      <cache>/fuzz/findings/<target>/ (crash-*, leak-*, timeout-*, oom-*),
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 FUZZ_S="${FUZZ_S:-30}"
 ALL_TARGETS="ndef sticker compat native toml control reader mqtt"
 TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
-CHUNK="${FUZZ_CHUNK_S:-600}"
+CHUNK="${FUZZ_CHUNK_S:-300}"
 CACHE="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/fuzz"
 SCRATCH=.build-fuzz
 
@@ -85,8 +85,8 @@ for t in $TARGETS; do
     leakcheck=1
     [[ $t == toml && "${FUZZ_TOML_PER_INPUT_LEAKS:-0}" != 1 ]] && leakcheck=0
     # Runs of at most FUZZ_CHUNK_S seconds, one after the other on the same grown corpus: RSS
-    # grows with a run (libFuzzer's own tables, and the toml target's TOMLKit leaks: 1.1 GB
-    # after 600 s, so a single long run would end at -rss_limit_mb as an "oom").
+    # grows with a run (libFuzzer's own tables, and the toml target's TOMLKit leaks: 1.15 GB
+    # after 600 s, and the leak scan at exit then went over -rss_limit_mb=2048).
     remaining=$FUZZ_S execs=0 elapsed=0 rc=0 part=0
     : >"$log"
     while [[ $remaining -gt 0 && $rc -eq 0 ]]; do

@@ -10,11 +10,15 @@
 ///     bare-key one or a quote (`[=`, `[[[1]]]`): `parse_key()`; fixed upstream
 ///     in marzer/tomlplusplus#301;
 ///   - a date followed by `T` and a non-digit (`1979-05-27T-`): `parse_time()`;
-///   - a date, one space, one digit, then a value terminator (`1979-05-27 2`
-///     before a newline, `,`, `]`, `}`, `#` or a blank): `parse_value()`
-///     reads ahead for a time after the space and scans on from the
-///     terminator (found by `make fuzz`; the static gateway aborted on it in
-///     `config check`, at start and on reload);
+///   - a value that looks like a date to toml++ (ten characters with `-` at
+///     the fifth and eighth: `1979-05-27`, but also `1979-05-2"` or
+///     `1979-05-2a`), one space, one digit, then a value terminator (a
+///     newline, `,`, `]`, `}`, `#` or a blank): `parse_value()` reads ahead
+///     for a time after the space and scans on from the terminator. Found by
+///     `make fuzz`; the static gateway aborted on `x = 1979-05-27 2` in
+///     `config check`, at start and on reload. A value, a space and a lone
+///     digit is never TOML (a time starts with two digits, and two values
+///     need a separator), so any such value is refused;
 ///   - `}` where an array expects a value (`[}`, `[1, }`), and the Unicode
 ///     line breaks U+0085, U+2028, U+2029 between values: `parse_value()`.
 ///
@@ -37,6 +41,8 @@ enum TOMLGuard {
         /// Only blanks so far on this line (outside strings).
         var atLineStart = true
         var lastSignificant: UInt8?
+        /// The end of the value last checked by `badDateTime` (its terminator).
+        var checkedValueEnd = 0
 
         init(bytes: [UInt8]) {
             self.bytes = bytes
@@ -120,9 +126,7 @@ enum TOMLGuard {
                 0xE2 where byte(i + 1) == 0x80 && (byte(i + 2) == 0xA8 || byte(i + 2) == 0xA9):
                 return issue(at: i, "a Unicode line separator outside a string")
             case ASCII.zero...ASCII.nine:
-                if let (k, separator) = badDateTime() {
-                    return issue(at: k, "a date-time needs a time (HH:MM:SS) after the \(separator)")
-                }
+                if let (k, message) = badDateTime() { return issue(at: k, message) }
             default:
                 break
             }
@@ -149,24 +153,48 @@ enum TOMLGuard {
             return k
         }
 
-        /// At a digit: `YYYY-MM-DD`, then `T` or `t` and a non-digit (not the
-        /// end), or a space, a digit and a non-digit (not the end). Neither is
-        /// valid TOML (a time starts with two digits). Returns where, and
-        /// which separator.
-        func badDateTime() -> (Int, String)? {
+        /// At a digit starting a value: `YYYY-MM-DD`, `T` or `t`, then a
+        /// non-digit (not the end); or the value as toml++ scans it (quotes
+        /// and all, up to a blank, a line break, `,`, `]`, `}` or `#`), one
+        /// space, one digit and a non-digit (not the end). Neither is valid
+        /// TOML. Returns where, and what to say.
+        mutating func badDateTime() -> (Int, String)? {
             if i > 0, Self.isDigit(bytes[i - 1]) || Check.isBare(bytes[i - 1]) { return nil }
-            for (offset, digit) in [true, true, true, true, false, true, true, false, true, true].enumerated() {
-                let b = byte(i + offset)
-                if digit ? !Self.isDigit(b) : b != ASCII.minus { return nil }
-            }
-            if byte(i + 10) == ASCII.upperT || byte(i + 10) == ASCII.lowerT {
+            if [true, true, true, true, false, true, true, false, true, true].enumerated().allSatisfy({
+                let b = byte(i + $0.offset)
+                return $0.element ? Self.isDigit(b) : b == ASCII.minus
+            }), byte(i + 10) == ASCII.upperT || byte(i + 10) == ASCII.lowerT {
                 guard let after = byte(i + 11), !Self.isDigit(after) else { return nil }
-                return (i + 11, "'T'")
+                return (i + 11, "a date-time needs a time (HH:MM:SS) after the 'T'")
             }
-            guard byte(i + 10) == ASCII.space, Self.isDigit(byte(i + 11)),
-                let after = byte(i + 12), !Self.isDigit(after)
+            // A digit inside a value already checked (after a '.' or a quote) ends at the same place.
+            guard i >= checkedValueEnd else { return nil }
+            var end = i
+            while let b = byte(end), !Self.isValueTerminator(b) { end += 1 }
+            checkedValueEnd = end
+            guard byte(end) == ASCII.space, Self.isDigit(byte(end + 1)), let after = byte(end + 2),
+                !Self.isDigit(after)
             else { return nil }
-            return (i + 12, "space")
+            // As toml++ counts: characters, not bytes, and without underscores.
+            let chars = bytes[i..<end].filter { $0 != ASCII.underscore && $0 & 0xC0 != 0x80 }
+            let dateLike = chars.count == 10 && chars[4] == ASCII.minus && chars[7] == ASCII.minus
+            return (
+                end + 1,
+                dateLike
+                    ? "a date-time needs a time (HH:MM:SS) after the space"
+                    : "a value followed by a space and another value"
+            )
+        }
+
+        /// Where toml++ ends a value: ASCII blanks and line breaks, `,`, `]`, `}`, `#`.
+        static func isValueTerminator(_ c: UInt8) -> Bool {
+            switch c {
+            case ASCII.space, ASCII.tab, ASCII.newline, ASCII.carriageReturn, 0x0B, 0x0C, ASCII.comma,
+                ASCII.closeBracket, ASCII.closeBrace, ASCII.hash:
+                return true
+            default:
+                return false
+            }
         }
     }
 }
@@ -189,6 +217,7 @@ private enum ASCII {
     static let quote = UInt8(ascii: "\"")
     static let space = UInt8(ascii: " ")
     static let tab = UInt8(ascii: "\t")
+    static let underscore = UInt8(ascii: "_")
     static let upperT = UInt8(ascii: "T")
     static let zero = UInt8(ascii: "0")
 }

@@ -1,25 +1,33 @@
 @testable import GatewayConfig
 import XCTest
 
-/// Configuration files `make fuzz` found that crashed the loader (each input
-/// is also kept in Fuzz/corpus/toml/regression-*, replayed by FuzzCorpusTests).
+/// Configuration files `make fuzz` found that crashed the loader (the inputs
+/// are also kept in Fuzz/corpus/toml/regression-*, replayed by FuzzCorpusTests).
 final class FuzzFindingTests: XCTestCase {
-    /// A date, one space, one digit and a value terminator: toml++'s look-ahead
-    /// for a time after the space scanned on from the terminator and failed its
-    /// assertion, so `gatewayctl config check`, gatewayd's start and its reload
-    /// aborted (SIGABRT) on `x = 1979-05-27 2`. Now a syntax error with its place.
-    func testADateWithASpaceAndOneDigitIsASyntaxError() {
-        let message = "a date-time needs a time (HH:MM:SS) after the space"
-        let cases: [(String, Int, Int)] = [
-            ("a = 1979-05-27 2\n", 1, 17),
-            ("a = 1979-05-27 0 # x\n", 1, 17),
-            ("a = 1979-05-27 2\r\n", 1, 17),
-            ("a = [1979-05-27 2]", 1, 18),
-            ("a = [1979-05-27 2,1]", 1, 18),
-            ("a = {b = 1979-05-27 2}", 1, 22),
-            ("[d]\nkind = \"sim\"\n[mqtt.commands.mapping]\n1 = 0\n2999 = 1\n3 =1979-05-27 2\n4 = 3\n", 6, 16),
+    /// A value toml++ takes for a date, one space, one digit and a value
+    /// terminator: toml++'s look-ahead for a time after the space scanned on
+    /// from the terminator and failed its assertion, so `gatewayctl config
+    /// check`, gatewayd's start and its reload aborted (SIGABRT) on
+    /// `x = 1979-05-27 2`. toml++ calls any ten characters with `-` at the
+    /// fifth and eighth a date (`1979-05-2"`, the second input the fuzzer
+    /// found). Now a syntax error with its place, as is any value followed by
+    /// a space and a lone digit (never TOML).
+    func testAValueASpaceAndOneDigitIsASyntaxError() {
+        let date = "a date-time needs a time (HH:MM:SS) after the space"
+        let cases: [(String, Int, Int, String)] = [
+            ("a = 1979-05-27 2\n", 1, 16, date),
+            ("a = 1979-05-27 0 # x\n", 1, 16, date),
+            ("a = 1979-05-27 2\r\n", 1, 16, date),
+            ("a = [1979-05-27 2]", 1, 17, date),
+            ("a = [1979-05-27 2,1]", 1, 17, date),
+            ("a = {b = 1979-05-27 2}", 1, 21, date),
+            ("[d]\nkind = \"sim\"\n[mqtt.commands.mapping]\n1 = 0\n2999 = 1\n3 =1979-05-27 2\n4 = 3\n", 6, 15, date),
+            ("#''o\n-p= 1979-05-2\" 7 s\n", 2, 16, date),
+            ("a = 1979-05-2a 7\n", 1, 16, date),
+            ("a = 1_979-05-27 7]", 1, 17, date),
+            ("a = 12 3\n", 1, 8, "a value followed by a space and another value"),
         ]
-        for (text, line, column) in cases {
+        for (text, line, column, message) in cases {
             XCTAssertThrowsError(try GatewayConfiguration.load(toml: text), text.debugDescription) { error in
                 XCTAssertEqual(
                     (error as? ConfigError)?.issues,
