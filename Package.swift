@@ -13,7 +13,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
@@ -31,6 +30,9 @@ let package = Package(
             name: "CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
             name: "CQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]),
 
@@ -42,12 +44,8 @@ let package = Package(
             dependencies: [
                 "DoorCore", .product(name: "TOMLKit", package: "TOMLKit"),
             ]),
-        // MARK: The store (SQLite through GRDB)
-        .target(
-            name: "GatewayStore",
-            dependencies: [
-                "DoorCore", .product(name: "GRDB", package: "GRDB.swift"),
-            ]),
+        // MARK: The store (SQLite's C API through a small wrapper, GatewayStore/SQLite.swift)
+        .target(name: "GatewayStore", dependencies: ["DoorCore", "CSQLite"]),
         // MARK: Adapters: the only code that touches libnfc / libgpiod
         .target(
             name: "NFCReader",
@@ -122,7 +120,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["DoorCore"], path: "Tests/TestSupport"),
         .testTarget(name: "DoorCoreTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "TestSupport"]),
-        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "TestSupport"]),
+        .testTarget(
+            name: "GatewayStoreTests", dependencies: ["GatewayStore", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "NFCReaderTests", dependencies: ["NFCReader", "PN532Emulator", "TestSupport"]),
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),

@@ -1,6 +1,10 @@
 import DoorCore
-import Foundation
-import GRDB
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One decision in the audit log.
 public struct AuditRow: Equatable, Sendable {
@@ -49,15 +53,15 @@ public struct AuditRow: Equatable, Sendable {
         self.detail = detail
     }
 
-    init(row: Row) {
-        id = row["id"]
-        time = row["time"]
-        kind = row["kind"]
-        reason = row["reason"]
-        action = row["action"]
-        uid = row["uid"]
-        source = row["source"]
-        detail = row["detail"]
+    init(row: Row) throws {
+        id = try row.get("id")
+        time = try row.get("time")
+        kind = try row.get("kind")
+        reason = try row.get("reason")
+        action = try row.get("action")
+        uid = try row.get("uid")
+        source = try row.get("source")
+        detail = try row.get("detail")
     }
 }
 
@@ -88,16 +92,16 @@ extension GatewayStore {
         detail: String? = nil, outbox: [OutboxEntry] = [], outboxLimit: Int = .max
     ) throws -> Int64 {
         try pool.write { db in
-            let last = try Row.fetchOne(db, sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
-            let anchor = try Row.fetchOne(db, sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
+            let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
+            let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
             let prev: [UInt8]
             let id: Int64
             if let last {
-                prev = Array(last["hash"] as Data)
-                id = (last["id"] as Int64) + 1
+                prev = try last.get("hash")
+                id = try last.get("id", as: Int64.self) + 1
             } else if let anchor {
-                prev = Array(anchor["hash"] as Data)
-                id = (anchor["row_id"] as Int64) + 1
+                prev = try anchor.get("hash")
+                id = try anchor.get("row_id", as: Int64.self) + 1
             } else {
                 prev = Self.genesis
                 id = 1
@@ -110,7 +114,7 @@ extension GatewayStore {
                 sql: """
                     INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [id, time, kind, reason, action, uid, source, detail, Data(prev), Data(hash)])
+                    """, arguments: [id, time, kind, reason, action, uid, source, detail, prev, hash])
             if !outbox.isEmpty { _ = try Self.insertOutbox(db, outbox, limit: outboxLimit) }
             return id
         }
@@ -119,8 +123,8 @@ extension GatewayStore {
     /// The newest `limit` rows, oldest first.
     public func auditTail(_ limit: Int) throws -> [AuditRow] {
         try pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id", arguments: [limit]
+            try db.fetchAll(
+                sql: "SELECT * FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?) ORDER BY id", arguments: [limit]
             )
             .map(AuditRow.init(row:))
         }
@@ -133,9 +137,9 @@ extension GatewayStore {
         guard !kinds.isEmpty else { return [] }
         let marks = Array(repeating: "?", count: kinds.count).joined(separator: ", ")
         return try pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM audit WHERE kind IN (\(marks)) ORDER BY id DESC LIMIT ?",
-                arguments: StatementArguments(kinds.map { $0 as (any DatabaseValueConvertible)? } + [limit])
+            try db.fetchAll(
+                sql: "SELECT * FROM audit WHERE kind IN (\(marks)) ORDER BY id DESC LIMIT ?",
+                arguments: kinds + [limit]
             )
             .map(AuditRow.init(row:))
         }
@@ -144,35 +148,42 @@ extension GatewayStore {
     /// Rows after `id`, oldest first (`log --follow`).
     public func auditRows(after id: Int64, limit: Int = 1000) throws -> [AuditRow] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
+            try db.fetchAll(sql: "SELECT * FROM audit WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
                 .map(AuditRow.init(row:))
         }
     }
 
     public func verifyAudit() throws -> AuditVerification {
         try pool.read { db in
-            let anchor = try Row.fetchOne(db, sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
-            var expected = anchor.map { Array($0["hash"] as Data) } ?? Self.genesis
-            var expectedID: Int64? = anchor.map { ($0["row_id"] as Int64) + 1 }
+            let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
+            var expected: [UInt8] = try anchor?.get("hash") ?? Self.genesis
+            var expectedID: Int64? = try anchor.map { try $0.get("row_id", as: Int64.self) + 1 }
             var count = 0
-            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM audit ORDER BY id")
             var first: Int64?
-            while let r = try cursor.next() {
-                let row = AuditRow(row: r)
+            var broken: AuditVerification?
+            try db.forEach(sql: "SELECT * FROM audit ORDER BY id") { r in
+                let row = try AuditRow(row: r)
                 first = first ?? row.id
-                if let e = expectedID, row.id != e { return .broken(rowID: row.id, why: "row \(e) is missing") }
-                let prev = Array(r["prev"] as Data)
-                guard prev == expected else {
-                    return .broken(rowID: row.id, why: "link to the previous row does not match")
+                if let e = expectedID, row.id != e {
+                    broken = .broken(rowID: row.id, why: "row \(e) is missing")
+                    return false
                 }
-                let hash = Array(r["hash"] as Data)
+                let prev: [UInt8] = try r.get("prev")
+                guard prev == expected else {
+                    broken = .broken(rowID: row.id, why: "link to the previous row does not match")
+                    return false
+                }
+                let hash: [UInt8] = try r.get("hash")
                 guard hash == Crypto.sha256(prev + row.canonical) else {
-                    return .broken(rowID: row.id, why: "content does not match its hash")
+                    broken = .broken(rowID: row.id, why: "content does not match its hash")
+                    return false
                 }
                 expected = hash
                 expectedID = row.id + 1
                 count += 1
+                return true
             }
+            if let broken { return broken }
             if anchor == nil, let first, first != 1 {
                 return .broken(rowID: first, why: "rows before it are missing and there is no anchor")
             }
@@ -190,17 +201,19 @@ extension GatewayStore {
             if let before {
                 cut = max(
                     cut,
-                    try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM audit WHERE time < ?", arguments: [before]) ?? 0)
+                    try db.scalar(Int64.self, sql: "SELECT MAX(id) FROM audit WHERE time < ?", arguments: [before]) ?? 0
+                )
             }
             if let keep {
                 cut = max(
                     cut,
-                    try Int64.fetchOne(
-                        db, sql: "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?", arguments: [max(0, keep)])
+                    try db.scalar(
+                        Int64.self, sql: "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?",
+                        arguments: [max(0, keep)])
                         ?? 0)
             }
             guard cut > 0,
-                let hash = try Data.fetchOne(db, sql: "SELECT hash FROM audit WHERE id = ?", arguments: [cut])
+                let hash = try db.scalar([UInt8].self, sql: "SELECT hash FROM audit WHERE id = ?", arguments: [cut])
             else {
                 return 0
             }
@@ -216,7 +229,7 @@ extension GatewayStore {
     /// A consistent snapshot of the whole store (keys and secrets included)
     /// into `file`, mode 0600 (SQLite `VACUUM INTO`).
     public func backup(to file: String) throws {
-        guard !FileManager.default.fileExists(atPath: file) else {
+        guard access(file, F_OK) != 0 else {
             throw StoreError.invalidValue("\(file) exists; not overwriting it")
         }
         let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -232,17 +245,16 @@ extension GatewayStore {
     /// Restores a backup into an empty state directory (refuses to replace
     /// an existing store), then opens it (running newer migrations).
     public static func restore(backup file: String, into stateDirectory: String) throws -> GatewayStore {
-        let target = (stateDirectory as NSString).appendingPathComponent(fileName)
-        guard !FileManager.default.fileExists(atPath: target) else {
+        let target = join(stateDirectory, fileName)
+        guard access(target, F_OK) != 0 else {
             throw StoreError.invalidValue("\(target) exists; restore only into a fresh state directory")
         }
         // Check it is a store before copying.
-        var config = Configuration()
-        config.readonly = true
         do {
-            let queue = try DatabaseQueue(path: file, configuration: config)
-            let ok = try queue.read { try $0.tableExists("key") && $0.tableExists("secret") }
-            guard ok else { throw StoreError.invalidValue("\(file) is not a DoorGateway backup") }
+            let db = try Connection(path: file, readOnly: true)
+            let tables = try db.fetchAll(
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('key', 'secret')")
+            guard tables.count == 2 else { throw StoreError.invalidValue("\(file) is not a DoorGateway backup") }
         } catch let e as StoreError {
             throw e
         } catch {
@@ -250,14 +262,32 @@ extension GatewayStore {
         }
         try ensurePrivateDirectory(stateDirectory)
         try ensurePrivateFile(target)
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw StoreError.cannotCreate(path: file, "unreadable")
-        }
-        let fd = open(target, O_WRONLY | O_TRUNC | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreError.cannotCreate(path: target, String(cString: strerror(errno))) }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == data.count else { throw StoreError.cannotCreate(path: target, "short write") }
+        try copyFile(file, to: target)
         return try GatewayStore(stateDirectory: stateDirectory)
+    }
+
+    /// Copies `source` over the (existing, private) `target`, then fsyncs it.
+    static func copyFile(_ source: String, to target: String) throws {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw StoreError.cannotCreate(path: source, "unreadable: \(errnoText())") }
+        defer { close(input) }
+        let output = open(target, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard output >= 0 else { throw StoreError.cannotCreate(path: target, errnoText()) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw StoreError.cannotCreate(path: source, "unreadable: \(errnoText())") }
+            if n == 0 { break }
+            var done = 0
+            while done < n {
+                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, n - done) }
+                if w < 0 && errno == EINTR { continue }
+                guard w > 0 else { throw StoreError.cannotCreate(path: target, "short write: \(errnoText())") }
+                done += w
+            }
+        }
+        guard fsync(output) == 0 else { throw StoreError.cannotCreate(path: target, errnoText()) }
     }
 }

@@ -1,6 +1,3 @@
-import Foundation
-import GRDB
-
 /// The keys of DESIGN.md "Keys" other than sticker secrets.
 public enum KeyName: String, CaseIterable, Sendable {
     /// COMPAT §3: 16-byte AES-128 key of the phone app's `%T` OTP block.
@@ -18,8 +15,7 @@ extension GatewayStore {
     /// The stored key, or nil when none is set.
     public func key(_ name: KeyName) throws -> [UInt8]? {
         try pool.read { db in
-            try Data.fetchOne(db, sql: "SELECT value FROM key WHERE name = ?", arguments: [name.rawValue])
-                .map { [UInt8]($0) }
+            try db.scalar([UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [name.rawValue])
         }
     }
 
@@ -33,7 +29,7 @@ extension GatewayStore {
                 sql: """
                     INSERT INTO key (name, value, created) VALUES (?, ?, ?)
                     ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
-                    """, arguments: [name.rawValue, Data(value), now])
+                    """, arguments: [name.rawValue, value, now])
         }
     }
 
@@ -42,8 +38,8 @@ extension GatewayStore {
     /// starting together cannot end up with different keys.
     public func ensureDeviceKey(now: Int64, generate: () throws -> [UInt8]) throws -> [UInt8] {
         try pool.write { db in
-            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM key WHERE name = 'device'") {
-                return [UInt8](existing)
+            if let existing = try db.scalar([UInt8].self, sql: "SELECT value FROM key WHERE name = 'device'") {
+                return existing
             }
             let fresh = try generate()
             guard fresh.count == KeyName.device.length else {
@@ -51,7 +47,7 @@ extension GatewayStore {
             }
             try db.execute(
                 sql: "INSERT INTO key (name, value, created) VALUES ('device', ?, ?)",
-                arguments: [Data(fresh), now])
+                arguments: [fresh, now])
             return fresh
         }
     }

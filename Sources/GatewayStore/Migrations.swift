@@ -1,92 +1,82 @@
-import GRDB
-
 /// The one ordered list of migrations. Each part of the gateway appends its
 /// own at the end; never edit or reorder a migration that has shipped.
+///
+/// Applied migrations are recorded by name in `grdb_migrations`, the table
+/// GRDB's migrator kept before the store moved to SQLite's C API: doors in
+/// the field hold it, so their databases open as fully migrated. The SQL is
+/// the text GRDB generated, so a new database has the same schema as one
+/// GRDB created (GatewayStoreTests compares them).
 public enum StoreMigrations {
-    public static var migrator: DatabaseMigrator {
-        var m = DatabaseMigrator()
+    public struct Migration: Sendable {
+        public let name: String
+        public let statements: [String]
+    }
+
+    public static let all: [Migration] = [
         // Foundation: actions, sticker secrets, keys.
-        m.registerMigration("v1-foundation") { db in
-            try db.create(table: "action") { t in
-                t.primaryKey("idx", .integer)
-                t.column("name", .text).notNull()
-            }
-            try db.create(table: "secret") { t in
-                t.autoIncrementedPrimaryKey("id")
-                t.column("action", .integer).notNull().indexed()
-                    .references("action", column: "idx", onDelete: .restrict)
-                t.column("label", .text).notNull().defaults(to: "")
-                t.column("key", .blob).notNull()
-                t.column("created", .integer).notNull()
-                t.column("origin", .text).notNull()
-                    .check(sql: "origin IN ('generated', 'imported')")
-                t.column("active", .boolean).notNull().defaults(to: true)
-            }
-            try db.create(table: "key") { t in
-                t.primaryKey("name", .text)
-                    .check(sql: "name IN ('compat_timestamp', 'native_command', 'device')")
-                t.column("value", .blob).notNull()
-                t.column("created", .integer).notNull()
-            }
-        }
-        // Daemon: the issued-tag registry, revocations and the hash-chained audit log.
-        m.registerMigration("v2-registry") { db in
-            try db.create(table: "issued_tag") { t in
-                t.primaryKey("uid", .text)
-                t.column("action", .integer).notNull()
-                t.column("secret_id", .integer)
-                t.column("label", .text).notNull().defaults(to: "")
-                t.column("issued", .integer).notNull()
-                t.column("valid_until", .integer)
-                t.column("state", .text).notNull()
-                    .check(sql: "state IN ('pending', 'active', 'revoked', 'failed')")
-                t.column("last_seen", .integer)
-            }
-            try db.create(table: "revocation") { t in
-                t.autoIncrementedPrimaryKey("id")
-                t.column("uid", .text).unique()
-                t.column("signature", .text).unique()
-                t.column("created", .integer).notNull()
-                t.column("reason", .text).notNull().defaults(to: "")
-                t.check(sql: "(uid IS NULL) <> (signature IS NULL)")
-            }
-            try db.create(table: "audit") { t in
-                t.autoIncrementedPrimaryKey("id")
-                t.column("time", .integer).notNull()
-                t.column("kind", .text).notNull()
-                t.column("reason", .text)
-                t.column("action", .integer)
-                t.column("uid", .text)
-                t.column("source", .text)
-                t.column("detail", .text)
-                t.column("prev", .blob).notNull()
-                t.column("hash", .blob).notNull()
-            }
-            // After retention trims old rows: the last trimmed row's id and hash,
-            // from which the remaining chain verifies.
-            try db.create(table: "audit_anchor") { t in
-                t.primaryKey("one", .integer).check(sql: "one = 1")
-                t.column("row_id", .integer).notNull()
-                t.column("hash", .blob).notNull()
-            }
-        }
+        Migration(
+            name: "v1-foundation",
+            statements: [
+                #"CREATE TABLE "action" ("idx" INTEGER PRIMARY KEY, "name" TEXT NOT NULL)"#,
+                #"CREATE TABLE "secret" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "action" INTEGER NOT NULL REFERENCES "action"("idx") ON DELETE RESTRICT, "label" TEXT NOT NULL DEFAULT '', "key" BLOB NOT NULL, "created" INTEGER NOT NULL, "origin" TEXT NOT NULL CHECK (origin IN ('generated', 'imported')), "active" BOOLEAN NOT NULL DEFAULT 1)"#,
+                #"CREATE INDEX "secret_on_action" ON "secret"("action")"#,
+                #"CREATE TABLE "key" ("name" TEXT PRIMARY KEY NOT NULL CHECK (name IN ('compat_timestamp', 'native_command', 'device')), "value" BLOB NOT NULL, "created" INTEGER NOT NULL)"#,
+            ]),
+        // Daemon: the issued-tag registry, revocations and the hash-chained
+        // audit log; `audit_anchor` holds, after retention trims old rows, the
+        // last trimmed row's id and hash, from which the remaining chain verifies.
+        Migration(
+            name: "v2-registry",
+            statements: [
+                #"CREATE TABLE "issued_tag" ("uid" TEXT PRIMARY KEY NOT NULL, "action" INTEGER NOT NULL, "secret_id" INTEGER, "label" TEXT NOT NULL DEFAULT '', "issued" INTEGER NOT NULL, "valid_until" INTEGER, "state" TEXT NOT NULL CHECK (state IN ('pending', 'active', 'revoked', 'failed')), "last_seen" INTEGER)"#,
+                #"CREATE TABLE "revocation" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "uid" TEXT UNIQUE, "signature" TEXT UNIQUE, "created" INTEGER NOT NULL, "reason" TEXT NOT NULL DEFAULT '', CHECK ((uid IS NULL) <> (signature IS NULL)))"#,
+                #"CREATE TABLE "audit" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "time" INTEGER NOT NULL, "kind" TEXT NOT NULL, "reason" TEXT, "action" INTEGER, "uid" TEXT, "source" TEXT, "detail" TEXT, "prev" BLOB NOT NULL, "hash" BLOB NOT NULL)"#,
+                #"CREATE TABLE "audit_anchor" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "row_id" INTEGER NOT NULL, "hash" BLOB NOT NULL)"#,
+            ]),
         // MQTT: remote-command replay state and the durable outbox (its ids
         // are the event sequence numbers: AUTOINCREMENT never reuses one,
         // so they survive restarts and deletions).
-        m.registerMigration("v3-remote") { db in
-            try db.create(table: "remote_state") { t in
-                t.primaryKey("one", .integer).check(sql: "one = 1")
-                t.column("replay", .blob).notNull()
-            }
-            try db.create(table: "outbox") { t in
-                t.autoIncrementedPrimaryKey("seq")
-                t.column("topic", .text).notNull()
-                t.column("payload", .blob).notNull()
-                t.column("retain", .boolean).notNull().defaults(to: false)
-                t.column("class", .text).notNull().check(sql: "class IN ('access', 'event', 'telemetry')")
-                t.column("created", .integer).notNull()
+        Migration(
+            name: "v3-remote",
+            statements: [
+                #"CREATE TABLE "remote_state" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "replay" BLOB NOT NULL)"#,
+                #"CREATE TABLE "outbox" ("seq" INTEGER PRIMARY KEY AUTOINCREMENT, "topic" TEXT NOT NULL, "payload" BLOB NOT NULL, "retain" BOOLEAN NOT NULL DEFAULT 0, "class" TEXT NOT NULL CHECK (class IN ('access', 'event', 'telemetry')), "created" INTEGER NOT NULL)"#,
+            ]),
+    ]
+
+    /// The migration names, in order.
+    public static var names: [String] { all.map(\.name) }
+
+    static let table = "CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)"
+
+    /// The names recorded as applied, in list order (names this build does
+    /// not know, from a newer one, come last).
+    static func applied(_ db: Connection) throws -> [String] {
+        let exists = try db.scalar(
+            Int.self, sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations'")
+        guard exists != nil else { return [] }
+        let recorded = try db.fetchAll(sql: "SELECT identifier FROM grdb_migrations").map {
+            try $0.get(0, as: String.self)
+        }
+        let known = names.filter(recorded.contains)
+        return known + recorded.filter { !names.contains($0) }.sorted()
+    }
+
+    /// Runs each pending migration in its own immediate transaction, which
+    /// also records it: a crash leaves it wholly applied or not at all.
+    static func migrate(_ pool: DatabasePool) throws {
+        let done = try pool.read { try applied($0) }
+        for migration in all where !done.contains(migration.name) {
+            try pool.write { db in
+                try db.execute(sql: table)
+                guard
+                    try db.scalar(
+                        Int.self, sql: "SELECT 1 FROM grdb_migrations WHERE identifier = ?",
+                        arguments: [migration.name]) == nil
+                else { return }
+                for sql in migration.statements { try db.execute(sql: sql) }
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [migration.name])
             }
         }
-        return m
     }
 }

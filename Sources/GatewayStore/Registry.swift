@@ -1,6 +1,4 @@
 import DoorCore
-import Foundation
-import GRDB
 
 /// A sticker the gateway wrote (DESIGN.md "Issued-tag registry").
 public struct IssuedTag: Equatable, Sendable {
@@ -15,31 +13,32 @@ public struct IssuedTag: Equatable, Sendable {
     public var lastSeen: Int64?
 }
 
-extension IssuedTag: FetchableRecord {
-    public init(row: Row) throws {
-        let hex: String = row["uid"]
-        guard let uid = TagUID(hex: hex), let state = State(rawValue: row["state"]) else {
+extension IssuedTag {
+    init(row: Row) throws {
+        let hex: String = try row.get("uid")
+        guard let uid = TagUID(hex: hex), let state = State(rawValue: try row.get("state")) else {
             throw StoreError.invalidValue("issued_tag row \(hex)")
         }
         self.init(
-            uid: uid, action: row["action"], secretID: row["secret_id"], label: row["label"], issued: row["issued"],
-            validUntil: row["valid_until"], state: state, lastSeen: row["last_seen"])
+            uid: uid, action: try row.get("action"), secretID: try row.get("secret_id"), label: try row.get("label"),
+            issued: try row.get("issued"), validUntil: try row.get("valid_until"), state: state,
+            lastSeen: try row.get("last_seen"))
     }
 }
 
 /// A revocation: by UID, or (v1 stickers, which carry no UID) by signature.
-public struct Revocation: Equatable, Sendable, FetchableRecord {
+public struct Revocation: Equatable, Sendable {
     public var id: Int64
     public var uid: String?
     public var signature: String?
     public var created: Int64
     public var reason: String
-    public init(row: Row) {
-        id = row["id"]
-        uid = row["uid"]
-        signature = row["signature"]
-        created = row["created"]
-        reason = row["reason"]
+    init(row: Row) throws {
+        id = try row.get("id")
+        uid = try row.get("uid")
+        signature = try row.get("signature")
+        created = try row.get("created")
+        reason = try row.get("reason")
     }
 }
 
@@ -62,7 +61,7 @@ extension GatewayStore {
         uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, validUntil: Int64? = nil, now: Int64
     ) throws {
         try pool.write { db in
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
+            if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
                 throw RegistryError.revoked(uid.hex)
             }
             try db.execute(
@@ -84,8 +83,8 @@ extension GatewayStore {
 
     private func transition(_ uid: TagUID, from: Set<IssuedTag.State>, to: IssuedTag.State) throws {
         try pool.write { db in
-            let current = try String.fetchOne(
-                db, sql: "SELECT state FROM issued_tag WHERE uid = ?", arguments: [uid.hex]
+            let current = try db.scalar(
+                String.self, sql: "SELECT state FROM issued_tag WHERE uid = ?", arguments: [uid.hex]
             )
             .flatMap(IssuedTag.State.init(rawValue:))
             guard let current, from.contains(current) else {
@@ -97,12 +96,15 @@ extension GatewayStore {
 
     public func issuedTag(_ uid: TagUID) throws -> IssuedTag? {
         try pool.read {
-            try IssuedTag.fetchOne($0, sql: "SELECT * FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
+            try $0.fetchOne(sql: "SELECT * FROM issued_tag WHERE uid = ?", arguments: [uid.hex]).map(
+                IssuedTag.init(row:))
         }
     }
 
     public func issuedTags() throws -> [IssuedTag] {
-        try pool.read { try IssuedTag.fetchAll($0, sql: "SELECT * FROM issued_tag ORDER BY issued, uid") }
+        try pool.read {
+            try $0.fetchAll(sql: "SELECT * FROM issued_tag ORDER BY issued, uid").map(IssuedTag.init(row:))
+        }
     }
 
     public func touchLastSeen(uid: TagUID, at time: Int64) throws {
@@ -135,14 +137,14 @@ extension GatewayStore {
 
     public func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
         try pool.read { db in
-            try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM revocation WHERE uid = ? OR signature = ?",
+            try db.scalar(
+                Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ? OR signature = ?",
                 arguments: [uid.hex, signature.map { Hex.encode($0) }]) != nil
         }
     }
 
     public func revocations() throws -> [Revocation] {
-        try pool.read { try Revocation.fetchAll($0, sql: "SELECT * FROM revocation ORDER BY id") }
+        try pool.read { try $0.fetchAll(sql: "SELECT * FROM revocation ORDER BY id").map(Revocation.init(row:)) }
     }
 
     /// Sets (or with nil clears) an issued tag's expiry.

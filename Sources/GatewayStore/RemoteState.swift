@@ -1,6 +1,4 @@
 import DoorCore
-import Foundation
-import GRDB
 
 /// One message waiting for the broker's PUBACK.
 public struct OutboxMessage: Equatable, Sendable {
@@ -16,15 +14,15 @@ extension GatewayStore {
     /// The replay record and highest accepted timestamps (COMPAT §3), as last saved.
     public func replayGuard() throws -> ReplayGuard {
         try pool.read { db in
-            guard let data = try Data.fetchOne(db, sql: "SELECT replay FROM remote_state WHERE one = 1") else {
+            guard let data = try db.scalar([UInt8].self, sql: "SELECT replay FROM remote_state WHERE one = 1") else {
                 return ReplayGuard()
             }
-            return try JSONDecoder().decode(ReplayGuard.self, from: data)
+            return try ReplayRecord.decode(data)
         }
     }
 
     public func saveReplayGuard(_ guardState: ReplayGuard) throws {
-        let data = try JSONEncoder().encode(guardState)
+        let data = ReplayRecord.encode(guardState)
         try pool.write { db in
             try db.execute(
                 sql:
@@ -63,24 +61,22 @@ extension GatewayStore {
 
     /// The outbox rows of `enqueue`, inside the caller's transaction (also
     /// used by `appendAudit`, so an event and its message commit together).
-    static func insertOutbox(_ db: Database, _ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
+    static func insertOutbox(_ db: Connection, _ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
         // The next numbers AUTOINCREMENT would give (SQLite: one past the
         // larger of sqlite_sequence and the highest rowid), so each row is
         // written once with its payload.
-        let used = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
-        let highest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0
+        let used = try db.scalar(Int64.self, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+        let highest = try db.scalar(Int64.self, sql: "SELECT MAX(seq) FROM outbox") ?? 0
         var next = max(used, highest) + 1
         var seqs: [Int64] = []
-        let insert = try db.cachedStatement(
-            sql: "INSERT INTO outbox (seq, topic, payload, retain, class, created) VALUES (?, ?, ?, ?, ?, ?)")
         for e in entries {
-            try insert.execute(arguments: [
-                next, e.topic, Data(e.make(next)), e.retain, e.messageClass.rawValue, e.created,
-            ])
+            try db.execute(
+                sql: "INSERT INTO outbox (seq, topic, payload, retain, class, created) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [next, e.topic, e.make(next), e.retain, e.messageClass.rawValue, e.created])
             seqs.append(next)
             next += 1
         }
-        var over = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox")! - limit
+        var over = (try db.scalar(Int.self, sql: "SELECT COUNT(*) FROM outbox") ?? 0) - limit
         for cls in ["telemetry", "event"] where over > 0 {
             try db.execute(
                 sql:
@@ -94,13 +90,13 @@ extension GatewayStore {
     /// Waiting messages in order (oldest first).
     public func outbox(after seq: Int64 = 0, limit: Int = 500) throws -> [OutboxMessage] {
         try pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit]
-            ).map {
-                OutboxMessage(
-                    seq: $0["seq"], topic: $0["topic"], payload: Array($0["payload"] as Data), retain: $0["retain"],
-                    messageClass: OutboxMessage.Class(rawValue: $0["class"]) ?? .event)
-            }
+            try db.fetchAll(sql: "SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit])
+                .map {
+                    OutboxMessage(
+                        seq: try $0.get("seq"), topic: try $0.get("topic"), payload: try $0.get("payload"),
+                        retain: try $0.get("retain"),
+                        messageClass: OutboxMessage.Class(rawValue: try $0.get("class")) ?? .event)
+                }
         }
     }
 
@@ -112,12 +108,63 @@ extension GatewayStore {
             for chunk in stride(from: 0, to: seqs.count, by: 500).map({ Array(seqs[$0..<min($0 + 500, seqs.count)]) }) {
                 try db.execute(
                     sql: "DELETE FROM outbox WHERE seq IN (\(chunk.map { _ in "?" }.joined(separator: ",")))",
-                    arguments: StatementArguments(chunk))
+                    arguments: chunk)
             }
         }
     }
 
     public func outboxDepth() throws -> Int {
-        try pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
+        try pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
+    }
+}
+
+/// The replay record's stored form: the JSON Foundation's `JSONEncoder` wrote
+/// for `ReplayGuard` (`{"entries":[{"keyID","fingerprint","timestamp",
+/// "acceptedAt"}],"highest":{key: timestamp},"capacity":n}`), read and written
+/// without Foundation; records saved by earlier versions read back unchanged.
+enum ReplayRecord {
+    static func encode(_ g: ReplayGuard) -> [UInt8] {
+        let entries = g.entries.map { e -> JSONValue in
+            .object([
+                ("keyID", .string(e.keyID)), ("fingerprint", .string(e.fingerprint)),
+                ("timestamp", .int(e.timestamp)), ("acceptedAt", .int(e.acceptedAt)),
+            ])
+        }
+        let highest = g.highest.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.int($0.value)) }
+        let value = JSONValue.object([
+            ("entries", .array(entries)), ("highest", .object(highest)), ("capacity", .int(g.capacity)),
+        ])
+        return Array(value.serialized.utf8)
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> ReplayGuard {
+        func bad(_ why: String) -> StoreError { .invalidValue("the stored replay record: \(why)") }
+        func int(_ v: JSONValue?, _ name: String) throws -> Int64 {
+            guard case .int(let i)? = v else { throw bad("\(name) is not an integer") }
+            return i
+        }
+        func string(_ v: JSONValue?, _ name: String) throws -> String {
+            guard let s = v?.stringValue else { throw bad("\(name) is not a string") }
+            return s
+        }
+        let value: JSONValue
+        do {
+            // Up to `capacity` (4096) entries of ~150 bytes: well past the 64 KiB default.
+            value = try JSONValue.parse(bytes, maxDepth: 8, maxBytes: 64 << 20)
+        } catch {
+            throw bad("\(error)")
+        }
+        guard let list = value["entries"]?.arrayValue else { throw bad("no entries") }
+        guard let top = value["highest"]?.objectValue else { throw bad("no highest") }
+        let entries = try list.map { e in
+            ReplayGuard.Entry(
+                keyID: try string(e["keyID"], "keyID"), fingerprint: try string(e["fingerprint"], "fingerprint"),
+                timestamp: try int(e["timestamp"], "timestamp"), acceptedAt: try int(e["acceptedAt"], "acceptedAt"))
+        }
+        var highest: [String: Int64] = [:]
+        for (k, v) in top { highest[k] = try int(v, "highest[\(k)]") }
+        let capacity = try int(value["capacity"], "capacity")
+        guard let cap = Int(exactly: capacity), cap >= 0 else { throw bad("capacity \(capacity)") }
+        return ReplayGuard(entries: entries, highest: highest, capacity: cap)
     }
 }

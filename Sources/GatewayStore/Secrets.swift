@@ -1,20 +1,18 @@
 import DoorCore
-import Foundation
-import GRDB
 
-extension StickerSecret: FetchableRecord {
-    public init(row: Row) throws {
+extension StickerSecret {
+    init(row: Row) throws {
         self.init(id: 0, action: 0, key: [], origin: .imported)
-        id = row["id"]
-        action = row["action"]
-        label = row["label"]
-        key = [UInt8]((row["key"] as Data?) ?? Data())
-        created = row["created"]
-        guard let o = SecretOrigin(rawValue: row["origin"]) else {
+        id = try row.get("id")
+        action = try row.get("action")
+        label = try row.get("label")
+        key = try row.get("key", as: [UInt8]?.self) ?? []
+        created = try row.get("created")
+        guard let o = SecretOrigin(rawValue: try row.get("origin")) else {
             throw StoreError.invalidValue("secret \(id) has an unknown origin")
         }
         origin = o
-        active = row["active"]
+        active = try row.get("active")
     }
 }
 
@@ -36,7 +34,7 @@ extension GatewayStore {
                 sql: """
                     DELETE FROM action WHERE idx NOT IN (\(keep.map { _ in "?" }.joined(separator: ",").ifEmpty("NULL")))
                     AND idx NOT IN (SELECT action FROM secret)
-                    """, arguments: StatementArguments(keep))
+                    """, arguments: keep)
         }
     }
 
@@ -48,13 +46,13 @@ extension GatewayStore {
     ) throws -> StickerSecret {
         guard key.count == 32 else { throw StoreError.invalidValue("a sticker secret is 32 bytes, got \(key.count)") }
         return try pool.write { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [action]) != nil else {
+            guard try db.scalar(Bool.self, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [action]) != nil else {
                 throw StoreError.notFound("action \(action)")
             }
             try db.execute(
                 sql: """
                     INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
-                    """, arguments: [action, label, Data(key), now, origin.rawValue])
+                    """, arguments: [action, label, key, now, origin.rawValue])
             return StickerSecret(
                 id: db.lastInsertedRowID, action: action, label: label, key: key,
                 created: now, origin: origin, active: true)
@@ -65,23 +63,22 @@ extension GatewayStore {
     public func secrets(action: ActionIndex? = nil) throws -> [StickerSecret] {
         try pool.read { db in
             if let action {
-                return try StickerSecret.fetchAll(
-                    db, sql: "SELECT * FROM secret WHERE action = ? ORDER BY id",
-                    arguments: [action])
+                return try db.fetchAll(sql: "SELECT * FROM secret WHERE action = ? ORDER BY id", arguments: [action])
+                    .map(StickerSecret.init(row:))
             }
-            return try StickerSecret.fetchAll(db, sql: "SELECT * FROM secret ORDER BY id")
+            return try db.fetchAll(sql: "SELECT * FROM secret ORDER BY id").map(StickerSecret.init(row:))
         }
     }
 
     /// The action's newest active generated secret: what provisioning signs with.
     public func newestGeneratedSecret(action: ActionIndex) throws -> StickerSecret? {
         try pool.read { db in
-            try StickerSecret.fetchOne(
-                db,
+            try db.fetchOne(
                 sql: """
                     SELECT * FROM secret WHERE action = ? AND origin = 'generated' AND active
                     ORDER BY created DESC, id DESC LIMIT 1
-                    """, arguments: [action])
+                    """, arguments: [action]
+            ).map(StickerSecret.init(row:))
         }
     }
 

@@ -1,9 +1,14 @@
 import DoorCore
-import Foundation
-import GRDB
 
-/// The gateway's one SQLite database (DESIGN.md "Ownership": one database
-/// through GRDB, one ordered migration list each part appends to).
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The gateway's one SQLite database (DESIGN.md "Ownership": one database,
+/// one ordered migration list each part appends to), on SQLite's C API
+/// (SQLite.swift).
 ///
 /// The file lives in the state directory with mode 0600 (the directory 0700):
 /// it holds every secret. SQLite gives the `-wal` and `-shm` files the main
@@ -20,18 +25,13 @@ public final class GatewayStore: Sendable {
     /// every pending migration.
     public init(stateDirectory: String) throws {
         try Self.ensurePrivateDirectory(stateDirectory)
-        path = (stateDirectory as NSString).appendingPathComponent(Self.fileName)
+        path = Self.join(stateDirectory, Self.fileName)
         try Self.ensurePrivateFile(path)
-        var config = Configuration()
-        config.foreignKeysEnabled = true
-        config.busyMode = .timeout(5)
-        config.label = "doorgateway"
-        // An event is durable once its commit returns (issue "MQTT": the
-        // outbox is written with synchronous FULL before it is published).
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         do {
-            pool = try DatabasePool(path: path, configuration: config)
-            try StoreMigrations.migrator.migrate(pool)
+            // An event is durable once its commit returns (issue "MQTT": the
+            // outbox is written with synchronous FULL before it is published).
+            pool = try DatabasePool(path: path) { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try StoreMigrations.migrate(pool)
         } catch {
             throw StoreError.sqlite(path: path, error)
         }
@@ -39,30 +39,40 @@ public final class GatewayStore: Sendable {
 
     /// The names of the migrations applied to this database, in order.
     public func appliedMigrations() throws -> [String] {
-        try pool.read { try StoreMigrations.migrator.appliedMigrations($0) }
+        try pool.read { try StoreMigrations.applied($0) }
     }
 
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+
     static func ensurePrivateDirectory(_ dir: String) throws {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) {
-            guard isDir.boolValue else { throw StoreError.notADirectory(dir) }
+        var st = stat()
+        if stat(dir, &st) == 0 {
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw StoreError.notADirectory(dir) }
             return
         }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: dir, withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw StoreError.cannotCreate(path: dir, error.localizedDescription)
+        // Missing parents first (mkdir -p), each private as the directory itself.
+        let trimmed = dir.hasSuffix("/") ? String(dir.dropLast()) : dir
+        if let slash = trimmed.lastIndex(of: "/"), slash != trimmed.startIndex {
+            let parent = String(trimmed[..<slash])
+            if stat(parent, &st) != 0 { try ensurePrivateDirectory(parent) }
         }
+        guard mkdir(dir, 0o700) == 0 || errno == EEXIST else {
+            throw StoreError.cannotCreate(path: dir, errnoText())
+        }
+        // The umask cannot loosen 0700, but make the mode exact.
+        guard chmod(dir, 0o700) == 0 else { throw StoreError.cannotCreate(path: dir, errnoText()) }
     }
 
     static func ensurePrivateFile(_ path: String) throws {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.cannotCreate(path: path, String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw StoreError.cannotCreate(path: path, errnoText()) }
         defer { close(fd) }
         // An existing file keeps its mode on open(2): tighten it.
-        if fchmod(fd, 0o600) != 0 { throw StoreError.cannotCreate(path: path, String(cString: strerror(errno))) }
+        if fchmod(fd, 0o600) != 0 { throw StoreError.cannotCreate(path: path, errnoText()) }
     }
 }
 

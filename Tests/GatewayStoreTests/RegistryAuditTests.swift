@@ -1,7 +1,6 @@
 import DoorCore
 import Foundation
 import GatewayStore
-import GRDB
 import XCTest
 
 final class RegistryAuditTests: XCTestCase {

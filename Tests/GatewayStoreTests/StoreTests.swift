@@ -1,6 +1,5 @@
 import DoorCore
 import Foundation
-import GRDB
 @testable import GatewayStore
 import XCTest
 
@@ -28,10 +27,10 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try mode(store.path), 0o600)
         XCTAssertEqual(try mode(store.path + "-wal"), 0o600)
         XCTAssertEqual(try mode(store.path + "-shm"), 0o600)
-        let journal = try store.pool.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
+        let journal = try store.pool.read { try $0.scalar(String.self, sql: "PRAGMA journal_mode") }
         XCTAssertEqual(journal, "wal")
         XCTAssertEqual(
-            try store.appliedMigrations(), StoreMigrations.migrator.migrations, "every migration, in list order")
+            try store.appliedMigrations(), StoreMigrations.names, "every migration, in list order")
         XCTAssertEqual(try store.appliedMigrations().first, "v1-foundation")
     }
 
@@ -111,7 +110,9 @@ final class StoreTests: XCTestCase {
         try store.syncActions(DoorSettings().actions)
         try store.addSecret(action: 3, key: Array(repeating: 1, count: 32), label: "", origin: .imported, now: 1)
         try store.syncActions(Array(DoorSettings().actions.prefix(2)))
-        let idx = try store.pool.read { try Int.fetchAll($0, sql: "SELECT idx FROM action ORDER BY idx") }
+        let idx = try store.pool.read {
+            try $0.fetchAll(sql: "SELECT idx FROM action ORDER BY idx").map { try $0.get(0, as: Int.self) }
+        }
         XCTAssertEqual(idx, [0, 1, 3])
         XCTAssertEqual(try store.secrets(action: 3).count, 1)
     }
