@@ -264,14 +264,13 @@ step_cdeps() {
 }
 
 # --- swiftdeps --------------------------------------------------------------
-# The versions the project resolves today (Package.swift `from:` floors). Two
-# of them need Swift 6.1/6.2, so their checkouts are patched here (never in the
+# The versions the project resolves today (Package.swift `from:` floors). One
+# of them (swift-log) needs Swift 6.2, so its checkout is patched here (never in the
 # project): the project's copy of Package.swift names these directories as
 # path packages, so SwiftPM neither resolves nor re-checks them out.
 SWIFT_DEPS=(
     "swift-argument-parser https://github.com/apple/swift-argument-parser 1.8.2"
     "swift-log https://github.com/apple/swift-log 1.16.2"
-    "GRDB.swift https://github.com/groue/GRDB.swift 7.10.0"
     "TOMLKit https://github.com/LebJe/TOMLKit 0.6.0"
 )
 PATCH_RECIPE=2 # bump when a patch below changes
@@ -311,12 +310,6 @@ EOF
     # A comma that ends a line and is followed by a closing parenthesis is
     # exactly that (6.0 accepts trailing commas only in collection literals).
     grep -rlE ',[[:space:]]*$' Sources --include='*.swift' | xargs -r perl -0pi -e 's/,([ \t]*\n\s*\))/$1/g'
-}
-
-# GRDB 7.10.0's manifest says 6.1 but uses nothing 6.0 lacks.
-patch_GRDB.swift() {
-    sed -i '1s/^\/\/ swift-tools-version:6\.1$/\/\/ swift-tools-version:6.0/' Package.swift
-    head -1 Package.swift | grep -q 'swift-tools-version:6.0' || die "GRDB manifest patch did not apply"
 }
 
 step_swiftdeps() {
