@@ -53,7 +53,7 @@ public struct AuditRow: Equatable, Sendable {
         self.detail = detail
     }
 
-    init(row: Row) throws {
+    init(row: SQLiteRow) throws {
         id = try row.get("id")
         time = try row.get("time")
         kind = try row.get("kind")
@@ -251,7 +251,7 @@ extension GatewayStore {
         }
         // Check it is a store before copying.
         do {
-            let db = try Connection(path: file, readOnly: true)
+            let db = try SQLiteConnection(path: file, readOnly: true)
             let tables = try db.fetchAll(
                 sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('key', 'secret')")
             guard tables.count == 2 else { throw StoreError.invalidValue("\(file) is not a DoorGateway backup") }

@@ -51,7 +51,7 @@ public enum StoreMigrations {
 
     /// The names recorded as applied, in list order (names this build does
     /// not know, from a newer one, come last).
-    static func applied(_ db: Connection) throws -> [String] {
+    static func applied(_ db: SQLiteConnection) throws -> [String] {
         let exists = try db.scalar(
             Int.self, sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations'")
         guard exists != nil else { return [] }

@@ -14,7 +14,7 @@ public struct IssuedTag: Equatable, Sendable {
 }
 
 extension IssuedTag {
-    init(row: Row) throws {
+    init(row: SQLiteRow) throws {
         let hex: String = try row.get("uid")
         guard let uid = TagUID(hex: hex), let state = State(rawValue: try row.get("state")) else {
             throw StoreError.invalidValue("issued_tag row \(hex)")
@@ -33,7 +33,7 @@ public struct Revocation: Equatable, Sendable {
     public var signature: String?
     public var created: Int64
     public var reason: String
-    init(row: Row) throws {
+    init(row: SQLiteRow) throws {
         id = try row.get("id")
         uid = try row.get("uid")
         signature = try row.get("signature")

@@ -61,7 +61,7 @@ extension GatewayStore {
 
     /// The outbox rows of `enqueue`, inside the caller's transaction (also
     /// used by `appendAudit`, so an event and its message commit together).
-    static func insertOutbox(_ db: Connection, _ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
+    static func insertOutbox(_ db: SQLiteConnection, _ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
         // The next numbers AUTOINCREMENT would give (SQLite: one past the
         // larger of sqlite_sequence and the highest rowid), so each row is
         // written once with its payload.

@@ -128,7 +128,7 @@ extension Optional: SQLColumnDecodable where Wrapped: SQLColumnDecodable {
 }
 
 /// One result row: the columns by name, in order.
-public struct Row: Sendable {
+public struct SQLiteRow: Sendable {
     public let columns: [String]
     public let values: [SQLValue]
 
@@ -154,13 +154,13 @@ public struct Row: Sendable {
 }
 
 /// A prepared statement of one connection. Not thread-safe: it lives in its
-/// `Connection`, which one thread uses at a time.
+/// `SQLiteConnection`, which one thread uses at a time.
 final class Statement {
     let handle: OpaquePointer
     let sql: String
-    unowned let connection: Connection
+    unowned let connection: SQLiteConnection
 
-    init(_ connection: Connection, sql: String) throws(SQLiteError) {
+    init(_ connection: SQLiteConnection, sql: String) throws(SQLiteError) {
         var stmt: OpaquePointer?
         var tail: UnsafePointer<CChar>?
         let rc = sqlite3_prepare_v2(connection.handle, sql, -1, &stmt, &tail)
@@ -210,7 +210,7 @@ final class Statement {
     }
 
     /// The next row, or nil when done.
-    func step() throws(SQLiteError) -> Row? {
+    func step() throws(SQLiteError) -> SQLiteRow? {
         let rc = sqlite3_step(handle)
         switch rc {
         case SQLITE_ROW: return currentRow()
@@ -224,7 +224,7 @@ final class Statement {
         }
     }
 
-    private func currentRow() -> Row {
+    private func currentRow() -> SQLiteRow {
         let n = sqlite3_column_count(handle)
         var names: [String] = []
         var values: [SQLValue] = []
@@ -248,13 +248,13 @@ final class Statement {
             default: values.append(.null)
             }
         }
-        return Row(columns: names, values: values)
+        return SQLiteRow(columns: names, values: values)
     }
 }
 
 /// One SQLite connection. Not thread-safe by itself: `DatabasePool` hands
 /// it to one thread at a time (the library runs in multi-thread mode).
-public final class Connection {
+public final class SQLiteConnection {
     let handle: OpaquePointer
     public let path: String
     private var cache: [String: Statement] = [:]
@@ -309,16 +309,16 @@ public final class Connection {
     }
 
     /// Every row of one query.
-    public func fetchAll(sql: String, arguments: [any SQLBindable] = []) throws(SQLiteError) -> [Row] {
+    public func fetchAll(sql: String, arguments: [any SQLBindable] = []) throws(SQLiteError) -> [SQLiteRow] {
         let s = try statement(sql)
         try s.bind(arguments)
-        var rows: [Row] = []
+        var rows: [SQLiteRow] = []
         while let r = try s.step() { rows.append(r) }
         return rows
     }
 
     /// The first row of one query, or nil.
-    public func fetchOne(sql: String, arguments: [any SQLBindable] = []) throws(SQLiteError) -> Row? {
+    public func fetchOne(sql: String, arguments: [any SQLBindable] = []) throws(SQLiteError) -> SQLiteRow? {
         let s = try statement(sql)
         try s.bind(arguments)
         defer { sqlite3_reset(s.handle) }
@@ -336,7 +336,7 @@ public final class Connection {
 
     /// Calls `body` for each row, in order, without collecting them.
     public func forEach(
-        sql: String, arguments: [any SQLBindable] = [], _ body: (Row) throws -> Bool
+        sql: String, arguments: [any SQLBindable] = [], _ body: (SQLiteRow) throws -> Bool
     ) throws {
         let s = try statement(sql)
         try s.bind(arguments)
@@ -355,7 +355,7 @@ public final class Connection {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
-    public func inTransaction<T>(_ kind: TransactionKind, _ body: (Connection) throws -> T) throws -> T {
+    public func inTransaction<T>(_ kind: TransactionKind, _ body: (SQLiteConnection) throws -> T) throws -> T {
         try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
         let result: T
         do {
@@ -379,15 +379,15 @@ public final class Connection {
 /// in its own transaction so it sees one snapshot.
 public final class DatabasePool: Sendable {
     public let path: String
-    private let writer: Mutex<Connection>
-    private let readers: Mutex<[Connection]>
-    private let prepare: @Sendable (Connection) throws -> Void
+    private let writer: Mutex<SQLiteConnection>
+    private let readers: Mutex<[SQLiteConnection]>
+    private let prepare: @Sendable (SQLiteConnection) throws -> Void
 
     /// `prepare` runs on each new connection (pragmas).
-    init(path: String, prepare: @escaping @Sendable (Connection) throws -> Void) throws {
+    init(path: String, prepare: @escaping @Sendable (SQLiteConnection) throws -> Void) throws {
         self.path = path
         self.prepare = prepare
-        let connection = try Connection(path: path, readOnly: false)
+        let connection = try SQLiteConnection(path: path, readOnly: false)
         try prepare(connection)
         // WAL: gatewayctl reads while the daemon writes. The mode is kept in the file.
         let mode = try connection.scalar(String.self, sql: "PRAGMA journal_mode = WAL")
@@ -400,12 +400,12 @@ public final class DatabasePool: Sendable {
 
     /// A write transaction (BEGIN IMMEDIATE, as GRDB's pool): committed when
     /// `body` returns, rolled back when it throws.
-    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+    public func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withLock { connection in try connection.inTransaction(.immediate, body) }
     }
 
     /// The writer outside any transaction (`VACUUM INTO` cannot run in one).
-    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+    public func writeWithoutTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withLock { connection in
             defer { connection.rollback() }
             return try body(connection)
@@ -413,14 +413,14 @@ public final class DatabasePool: Sendable {
     }
 
     /// A read in a deferred transaction on a reader connection.
-    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+    public func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try readers.withLock { $0.popLast() } ?? openReader()
         defer { readers.withLock { if $0.count < 4 { $0.append(connection) } } }
         return try connection.inTransaction(.deferred, body)
     }
 
-    private func openReader() throws -> Connection {
-        let connection = try Connection(path: path, readOnly: true)
+    private func openReader() throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path, readOnly: true)
         try prepare(connection)
         return connection
     }

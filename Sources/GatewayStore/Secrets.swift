@@ -1,7 +1,7 @@
 import DoorCore
 
 extension StickerSecret {
-    init(row: Row) throws {
+    init(row: SQLiteRow) throws {
         self.init(id: 0, action: 0, key: [], origin: .imported)
         id = try row.get("id")
         action = try row.get("action")

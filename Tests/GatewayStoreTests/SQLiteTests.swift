@@ -121,7 +121,7 @@ final class SQLiteTests: XCTestCase {
         try store.syncActions(DoorSettings().actions)
         let before = try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM action") }
         try store.pool.write { db in
-            let other = try Connection(path: store.path, readOnly: false, busyTimeoutMilliseconds: 0)
+            let other = try SQLiteConnection(path: store.path, readOnly: false, busyTimeoutMilliseconds: 0)
             XCTAssertThrowsError(try other.execute(sql: "BEGIN IMMEDIATE")) {
                 XCTAssertEqual(($0 as? SQLiteError)?.code, SQLITE_BUSY, "\($0)")
             }
@@ -137,7 +137,7 @@ final class SQLiteTests: XCTestCase {
     /// daemon writes) is waited for, not reported as SQLITE_BUSY.
     func testBusyTimeoutWaitsForAnotherWriter() throws {
         let store = try makePool()
-        let other = try Connection(path: store.path, readOnly: false)
+        let other = try SQLiteConnection(path: store.path, readOnly: false)
         try other.execute(sql: "BEGIN IMMEDIATE")
         try other.execute(sql: "INSERT INTO action (idx, name) VALUES (7, 'other')")
         let released = expectation(description: "released")
