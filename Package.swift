@@ -52,11 +52,12 @@ let package = Package(
             dependencies: [
                 "DoorCore", "CNFC",
             ]),
-        // MARK: MQTT adapter: the only code that touches libmosquitto
+        // MARK: MQTT adapter: the only code that touches libmosquitto. A transport: the
+        // daemon gives it settings, an outbox and a command handler; decisions are DoorCore's.
         .target(
             name: "GatewayMQTT",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", "CMosquitto",
+                "DoorCore", "CMosquitto",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
@@ -99,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "mqtt-bench",
             dependencies: [
-                "GatewayMQTT", "GatewayConfig", "GatewayStore", "DoorCore",
+                "GatewayMQTT", "GatewayCLI", "GatewayConfig", "GatewayStore", "DoorCore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/MQTTBench"),
@@ -125,7 +126,7 @@ let package = Package(
         .testTarget(name: "NFCReaderTests", dependencies: ["NFCReader", "PN532Emulator", "TestSupport"]),
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
-        .testTarget(name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "TestSupport"]),
+        .testTarget(name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),

@@ -5,6 +5,7 @@
 // Prints figures only. Usage: mqtt-bench [EVENTS]
 import DoorCore
 import Foundation
+import GatewayCLI
 import GatewayConfig
 import GatewayMQTT
 import GatewayStore
@@ -85,7 +86,10 @@ let config = try GatewayConfiguration.load(toml: toml).mqtt
 let store = try GatewayStore(stateDirectory: "\(dir)/state")
 var logger = Logger(label: "bench")
 logger.logLevel = .error
-let link = try MQTTLink(configuration: config, deviceID: "bench", store: store, log: logger)
+// The daemon's own outbox on the store, behind the transport.
+let link = MQTTLink(
+    settings: MQTTSettings(config), deviceID: "bench", outbox: StoreOutbox(store: store, limit: config.outboxLimit),
+    log: logger)
 try link.start()
 while !link.isConnected { usleep(10_000) }
 

@@ -1,7 +1,11 @@
 import CMosquitto
 import DoorCore
-import Foundation
-import GatewayConfig
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `gatewayctl config check --broker`: one round trip through the broker with
 /// the door's own identity — connect (TLS, client certificate), subscribe to
@@ -15,9 +19,7 @@ public enum BrokerCheck {
     }
 
     /// Lines to print on success; throws `Failure` with the reason otherwise.
-    public static func run(
-        configuration c: GatewayConfiguration.MQTT, timeout: Duration = .seconds(5)
-    ) throws -> [String] {
+    public static func run(settings c: MQTTSettings, timeout: Duration = .seconds(5)) throws -> [String] {
         mosquitto_lib_init()
         let probe = Probe()
         let pointer = Unmanaged.passUnretained(probe).toOpaque()
@@ -101,31 +103,21 @@ public enum BrokerCheck {
                 if case .message(let bytes) = self { return bytes == payload } else { return false }
             }
         }
-        private let condition = NSCondition()
-        private var events: [Event] = []
+        private let events = Condition([Event]())
 
         static func from(_ pointer: UnsafeMutableRawPointer?) -> Probe {
             Unmanaged<Probe>.fromOpaque(pointer!).takeUnretainedValue()
         }
 
         func event(_ e: Event) {
-            condition.lock()
-            events.append(e)
-            condition.broadcast()
-            condition.unlock()
+            events.update { $0.append(e) }
         }
 
         /// The first event matching `match`, removed; nil at the deadline.
         func wait(until deadline: ContinuousClock.Instant, for match: (Event) -> Bool) -> Event? {
-            condition.lock()
-            defer { condition.unlock() }
-            while true {
-                if let i = events.firstIndex(where: match) { return events.remove(at: i) }
-                let left = deadline - ContinuousClock.now
-                guard left > .zero else { return nil }
-                let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
-                _ = condition.wait(until: Date() + seconds)
-            }
+            let left = max(deadline - ContinuousClock.now, .zero)
+            guard events.wait(for: left, until: { $0.contains(where: match) }) else { return nil }
+            return events.update { list in list.firstIndex(where: match).map { list.remove(at: $0) } }
         }
     }
 }

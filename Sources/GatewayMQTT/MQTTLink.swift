@@ -1,9 +1,13 @@
 import CMosquitto
 import DoorCore
-import Foundation
-import GatewayConfig
-import GatewayStore
 import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What the link reports for status and telemetry.
 public struct MQTTStatus: Equatable, Sendable {
@@ -20,57 +24,67 @@ public struct MQTTStatus: Equatable, Sendable {
     public var lastDenied: String? = nil
 }
 
-/// The MQTT adapter: the only code that touches libmosquitto. One client on
-/// its own network thread (`mosquitto_loop` in `runNetwork`), MQTT 3.1.1 by
-/// default, mutual TLS, last will = retained `offline`, retained `online`
-/// after each connect, reconnect with exponential backoff (1 s doubling to
-/// 60 s), command topics subscribed in a clean session. Events go through
-/// the durable outbox: committed to SQLite, published at QoS 1, deleted on
-/// PUBACK; after a reconnect or a restart the backlog goes out in order.
+/// The MQTT adapter: the only code that touches libmosquitto, and a
+/// transport only — bytes in, payloads out. One client on its own network
+/// thread (`mosquitto_loop` in `runNetwork`), MQTT 3.1.1 by default, mutual
+/// TLS, last will = retained `offline`, retained `online` after each
+/// connect, reconnect with exponential backoff (1 s doubling to 60 s),
+/// command topics subscribed in a clean session. Events go through the
+/// durable `Outbox` the daemon provides: committed, published at QoS 1,
+/// deleted on PUBACK; after a reconnect or a restart the backlog goes out in
+/// order. Messages on command topics go, named by their channel, to the
+/// daemon's `RemoteCommandHandler`; deciding them is `RemoteJudge`'s.
 public final class MQTTLink: @unchecked Sendable {
-    public let configuration: GatewayConfiguration.MQTT
+    public let settings: MQTTSettings
     public let deviceID: String
     public let topics: Topics
-    let store: GatewayStore
+    let outbox: any Outbox
     let log: Logger
     private var client: OpaquePointer?
-    private let lock = NSLock()
-    private var connected = false
-    private var lastError: String?
-    private var inFlight: [Int32: Int64] = [:]
-    private var earlyAcks: Set<Int32> = []
-    private var directMids: Set<Int32> = []
-    private let flushLock = NSLock()
-    private var publishedUpTo: Int64 = 0
-    private var publishedCount = 0
-    private var acknowledgedCount = 0
-    private var deniedCount = 0
-    private var lastDenied: String?
-    /// Topic of each publish awaiting its PUBACK (to name a refusal).
-    private var midTopics: [Int32: String] = [:]
-    /// Refusals whose PUBACK beat the recording of their mid (and topic).
-    private var earlyDenials: [Int32: Int32] = [:]
-    private var replay: ReplayGuard
-    private var lastState: [UInt8]?
-    private var lastAccess: [UInt8]?
-    private var stoppingNetwork = false
+
+    /// Everything libmosquitto's thread and the callers share.
+    private struct Shared {
+        var connected = false
+        var lastError: String?
+        var inFlight: [Int32: Int64] = [:]
+        var earlyAcks: Set<Int32> = []
+        var directMids: Set<Int32> = []
+        var publishedUpTo: Int64 = 0
+        var publishedCount = 0
+        var acknowledgedCount = 0
+        var deniedCount = 0
+        var lastDenied: String?
+        /// Topic of each publish awaiting its PUBACK (to name a refusal).
+        var midTopics: [Int32: String] = [:]
+        /// Refusals whose PUBACK beat the recording of their mid (and topic).
+        var earlyDenials: [Int32: Int32] = [:]
+        var lastState: [UInt8]?
+        var lastAccess: [UInt8]?
+        var stoppingNetwork = false
+    }
+    private let shared = Mutex(Shared())
+    /// Keeps flushes in order (libmosquitto is called without `shared` held).
+    private let flushLock = Mutex(())
+
+    /// What the committer thread works on.
+    private struct Queue {
+        var pending: [OutgoingMessage] = []
+        var acks: [Int64] = []
+        var committing = 0
+        var stopping = false
+        /// Rows committed by someone else wait to be published.
+        var flushRequested = false
+        var committerDone = false
+        var networkDone = false
+    }
+    private let queue = Condition(Queue())
     private var networkStarted = false
-    private let networkDone = DispatchSemaphore(value: 0)
-    private var pending: [GatewayStore.OutboxEntry] = []
-    private var acks: [Int64] = []
-    private var committing = 0
-    private let pendingCondition = NSCondition()
-    private var committerStopping = false
-    /// Rows committed by `appendAudit(outbox:)` wait to be published.
-    private var flushRequested = false
-    private let committerDone = DispatchSemaphore(value: 0)
-    /// Asked for the clock's sync state when a command is judged.
-    public var clockSynchronised: @Sendable () -> Bool = { false }
-    /// Each remote command's outcome (accepted or rejected with its reason).
-    public var onCommand: (@Sendable (RemoteOutcome) -> Void)?
+    private var committerStarted = false
+
+    /// Where each message on a command topic goes (set before `start`).
+    public var commands: (any RemoteCommandHandler)?
     /// Home Assistant discovery, rebuilt by the daemon (it knows the door).
     public var discovery: [(topic: String, payload: [UInt8])] = []
-    public var actionCount = 4
 
     public struct Topics: Sendable {
         public let prefix: String
@@ -92,17 +106,28 @@ public final class MQTTLink: @unchecked Sendable {
         public static let homeAssistantStatus = "homeassistant/status"
     }
 
-    public init(configuration: GatewayConfiguration.MQTT, deviceID: String, store: GatewayStore, log: Logger) throws {
-        self.configuration = configuration
+    public init(settings: MQTTSettings, deviceID: String, outbox: any Outbox, log: Logger) {
+        self.settings = settings
         self.deviceID = deviceID
-        self.store = store
+        self.outbox = outbox
         self.log = log
-        topics = Topics(prefix: configuration.topicPrefix)
-        replay = try store.replayGuard()
+        topics = Topics(prefix: settings.topicPrefix)
     }
 
     deinit {
         if let client { mosquitto_destroy(client) }
+    }
+
+    /// The channel of a command topic; nil for any other topic.
+    public func channel(of topic: String) -> RemoteChannel? {
+        switch topic {
+        case topics.command: return .native
+        case topics.lockSet: return .homeAssistantLock
+        case topics.modeSet: return .homeAssistantMode
+        case topics.lockoutClear: return .homeAssistantLockoutClear
+        case topics.actionSet: return .homeAssistantAction
+        default: return settings.compatCommandTopics.contains(topic) ? .compat : nil
+        }
     }
 
     // MARK: Lifecycle
@@ -110,11 +135,11 @@ public final class MQTTLink: @unchecked Sendable {
     public func start() throws {
         mosquitto_lib_init()
         let selfPointer = Unmanaged.passUnretained(self).toOpaque()
-        guard let m = mosquitto_new(configuration.clientID, true, selfPointer) else {
+        guard let m = mosquitto_new(settings.clientID, true, selfPointer) else {
             throw MQTTError.setup("mosquitto_new failed")
         }
         client = m
-        try Self.configure(m, configuration)
+        try Self.configure(m, settings)
         let offline = Array("offline".utf8)
         try check(mosquitto_will_set(m, topics.availability, Int32(offline.count), offline, 1, true), "last will")
         // Unused by runNetwork (it keeps its own backoff); kept for libmosquitto's defaults.
@@ -130,7 +155,7 @@ public final class MQTTLink: @unchecked Sendable {
             guard text.hasPrefix("OpenSSL Error") else { return }
             MQTTLink.from(obj).tlsFailed(text)
         }
-        if configuration.protocolVersion == .v5 {
+        if settings.protocolVersion == .v5 {
             // MQTT 5's PUBACK carries a reason code: a publish the broker's
             // ACL refused is acknowledged with 0x87 instead of going unseen.
             mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
@@ -144,14 +169,12 @@ public final class MQTTLink: @unchecked Sendable {
             MQTTLink.from(obj).received(message.pointee)
         }
         try check(mosquitto_threaded_set(m, true), "network thread")
-        let thread = Thread { [self] in
+        try startThread(name: "gatewayd.mqtt") { [self] in
             if let m = client { runNetwork(m) }
-            networkDone.signal()
+            queue.update { $0.networkDone = true }
         }
-        thread.name = "gatewayd.mqtt"
         networkStarted = true
-        thread.start()
-        startCommitter()
+        try startCommitter()
     }
 
     /// The network thread: `mosquitto_loop` until `stop`, and after any
@@ -190,36 +213,35 @@ public final class MQTTLink: @unchecked Sendable {
     /// in the loop), as libmosquitto's own loop_forever reconnects: an
     /// asynchronous connect with TLS was seen to stall for good.
     private func connect(_ m: OpaquePointer) {
-        let rc = mosquitto_connect(
-            m, configuration.host, Int32(configuration.port), Int32(configuration.keepaliveSeconds))
+        let rc = mosquitto_connect(m, settings.host, Int32(settings.port), Int32(settings.keepaliveSeconds))
         if rc != MOSQ_ERR_SUCCESS.rawValue {
-            noteError("connect to \(configuration.host):\(configuration.port): \(Self.describe(rc))")
+            noteError("connect to \(settings.host):\(settings.port): \(Self.describe(rc))")
         }
     }
 
-    private var networkStopping: Bool { lock.withLock { stoppingNetwork } }
+    private var networkStopping: Bool { shared.withLock { $0.stoppingNetwork } }
 
     /// Publishes `offline` (retained) first, then disconnects and joins the network thread.
     public func stop(flushWithin: Duration = .seconds(2)) {
-        pendingCondition.withLock {
-            committerStopping = true
-            pendingCondition.signal()
+        queue.update { $0.stopping = true }
+        if committerStarted {
+            _ = queue.wait(for: .seconds(10)) { $0.committerDone }
+            committerStarted = false
         }
-        if client != nil { _ = committerDone.wait(timeout: .now() + 10) }
         guard let m = client else { return }
         if isConnected {
             // Give the backlog a moment to be acknowledged.
             let deadline = ContinuousClock.now + flushWithin
-            while ContinuousClock.now < deadline && ((try? store.outboxDepth()) ?? 0) > 0 { usleep(20_000) }
+            while ContinuousClock.now < deadline && waitingRows() > 0 { usleep(20_000) }
             let offline = Array("offline".utf8)
             var mid: Int32 = 0
             mosquitto_publish(m, &mid, topics.availability, Int32(offline.count), offline, 1, true)
             usleep(100_000)
         }
-        lock.withLock { stoppingNetwork = true }
+        shared.withLock { $0.stoppingNetwork = true }
         mosquitto_disconnect(m)
         // The loop returns within its 250 ms select timeout once told to stop.
-        guard !networkStarted || networkDone.wait(timeout: .now() + 5) == .success else {
+        guard !networkStarted || queue.wait(for: .seconds(5), until: { $0.networkDone }) else {
             log.error("mqtt: the network thread did not stop within 5 s; leaving it to the exit")
             client = nil
             return
@@ -228,128 +250,125 @@ public final class MQTTLink: @unchecked Sendable {
         client = nil
     }
 
-    public var isConnected: Bool { lock.withLock { connected } }
+    /// Rows in the outbox; a store that cannot say counts as empty (and is noted).
+    private func waitingRows() -> Int {
+        do { return try outbox.depth() } catch {
+            noteError("outbox: \(error)")
+            return 0
+        }
+    }
+
+    public var isConnected: Bool { shared.withLock { $0.connected } }
 
     public var status: MQTTStatus {
-        let depth = ((try? store.outboxDepth()) ?? 0) + queuedCount
-        return lock.withLock {
+        let depth = waitingRows() + queuedCount
+        return shared.withLock {
             MQTTStatus(
-                connected: connected, lastError: lastError, outboxDepth: depth, published: publishedCount,
-                acknowledged: acknowledgedCount, denied: deniedCount, lastDenied: lastDenied)
+                connected: $0.connected, lastError: $0.lastError, outboxDepth: depth, published: $0.publishedCount,
+                acknowledged: $0.acknowledgedCount, denied: $0.deniedCount, lastDenied: $0.lastDenied)
         }
     }
 
     // MARK: Publishing
 
     /// Queues the event for the outbox. The committer thread commits what is
-    /// queued in one transaction (group commit, synchronous FULL) and only
-    /// then publishes it; `stop` commits anything still queued.
+    /// queued in one transaction (group commit) and only then publishes it;
+    /// `stop` commits anything still queued.
     public func record(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil) {
-        queue(eventEntry(event, at: time, uidText: uidText, label: label))
+        queueMessage(eventEntry(event, at: time, uidText: uidText, label: label))
     }
 
     /// The outbox message announcing `event`, for a caller that commits it
     /// itself in the same transaction as the event's audit row (then calls
     /// `outboxCommitted`).
     public func eventEntry(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil)
-        -> GatewayStore.OutboxEntry
+        -> OutgoingMessage
     {
-        let cls: OutboxMessage.Class = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
+        let cls: MessageClass = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
         let device = deviceID
-        return GatewayStore.OutboxEntry(topic: topics.event, class: cls, created: time) { seq in
+        return OutgoingMessage(topic: topics.event, class: cls, created: time) { seq in
             Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)
         }
     }
 
-    /// The bound `enqueue` keeps the outbox to (`[mqtt] outbox_limit`).
-    public var outboxLimit: Int { configuration.outboxLimit }
-
     /// Rows were committed to the outbox by someone else: publish them
     /// (on the committer thread, which owns publishing from the outbox).
     public func outboxCommitted() {
-        pendingCondition.withLock {
-            flushRequested = true
-            pendingCondition.signal()
-        }
+        queue.update { $0.flushRequested = true }
     }
 
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
-        queue(
+        queueMessage(
             // Retained: Home Assistant's diagnostics read the latest as soon as
             // they subscribe (after a restart of HA, or before its discovery
             // of the door has subscribed them); the outbox keeps the order, so
             // the retained one is the newest.
-            GatewayStore.OutboxEntry(topic: topics.telemetry, class: .telemetry, retain: true, created: time) { seq in
+            OutgoingMessage(topic: topics.telemetry, class: .telemetry, retain: true, created: time) { seq in
                 Array(
                     JSONValue.object([("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + fields)
                         .serialized.utf8)
             })
     }
 
-    private func queue(_ entry: GatewayStore.OutboxEntry) {
-        pendingCondition.lock()
-        pending.append(entry)
-        pendingCondition.signal()
-        pendingCondition.unlock()
+    private func queueMessage(_ entry: OutgoingMessage) {
+        queue.update { $0.pending.append(entry) }
     }
 
     /// Commits everything queued (one transaction), publishes it, and
     /// deletes the acknowledged rows (another).
     private func commitPending() {
-        pendingCondition.lock()
-        let batch = pending
-        let acked = acks
-        pending = []
-        acks = []
-        committing = batch.count
-        pendingCondition.unlock()
+        let (batch, acked) = queue.update { q -> ([OutgoingMessage], [Int64]) in
+            defer {
+                q.committing = q.pending.count
+                q.pending = []
+                q.acks = []
+            }
+            return (q.pending, q.acks)
+        }
         if !batch.isEmpty {
             do {
-                try store.enqueue(batch, limit: configuration.outboxLimit)
+                try outbox.commit(batch)
             } catch {
                 noteError("outbox commit of \(batch.count) messages failed: \(error)")
             }
-            pendingCondition.withLock { committing = 0 }
+            queue.update { $0.committing = 0 }
             flush()
         }
         if !acked.isEmpty {
             do {
-                try store.acknowledge(acked)
-                lock.withLock { acknowledgedCount += acked.count }
+                try outbox.acknowledge(acked)
+                shared.withLock { $0.acknowledgedCount += acked.count }
             } catch {
                 noteError("outbox: \(error)")
             }
         }
     }
 
-    private func startCommitter() {
-        let t = Thread { [self] in
+    private func startCommitter() throws {
+        try startThread(name: "gatewayd.outbox") { [self] in
             while true {
-                pendingCondition.lock()
-                while pending.isEmpty && acks.isEmpty && !flushRequested && !committerStopping {
-                    pendingCondition.wait()
-                }
-                let stopping = committerStopping && pending.isEmpty && acks.isEmpty
-                let flushNow = flushRequested
-                flushRequested = false
-                pendingCondition.unlock()
+                let (stopping, flushNow) = queue.wait(
+                    until: { !$0.pending.isEmpty || !$0.acks.isEmpty || $0.flushRequested || $0.stopping },
+                    then: { q -> (Bool, Bool) in
+                        defer { q.flushRequested = false }
+                        return (q.stopping && q.pending.isEmpty && q.acks.isEmpty, q.flushRequested)
+                    })
                 if stopping { break }
                 commitPending()
                 if flushNow { flush() }
             }
-            committerDone.signal()
+            queue.update { $0.committerDone = true }
         }
-        t.name = "gatewayd.outbox"
-        t.start()
+        committerStarted = true
     }
 
     /// Messages queued or being committed, less acknowledged rows not yet deleted.
-    public var queuedCount: Int { pendingCondition.withLock { pending.count + committing - acks.count } }
+    public var queuedCount: Int { queue.read { $0.pending.count + $0.committing - $0.acks.count } }
 
     /// The retained door state; re-sent after every connect.
     public func publishState(_ state: JSONValue) {
         let bytes = Array(state.serialized.utf8)
-        lock.withLock { lastState = bytes }
+        shared.withLock { $0.lastState = bytes }
         if isConnected { publishDirect(topics.state, bytes, retain: true) }
     }
 
@@ -358,7 +377,7 @@ public final class MQTTLink: @unchecked Sendable {
     /// until there is one; re-sent after every connect.
     public func publishLastAccess(_ access: JSONValue) {
         let bytes = Array(access.serialized.utf8)
-        lock.withLock { lastAccess = bytes }
+        shared.withLock { $0.lastAccess = bytes }
         if isConnected { publishDirect(topics.lastAccess, bytes, retain: true) }
     }
 
@@ -372,41 +391,42 @@ public final class MQTTLink: @unchecked Sendable {
     /// The device report of compat command 5 (COMPAT §3), on the compat topics.
     public func publishReport(_ report: JSONValue) {
         let bytes = Array(report.serialized.utf8)
-        for topic in configuration.compatCommandTopics + [topics.report] { publishDirect(topic, bytes, retain: false) }
+        for topic in settings.compatCommandTopics + [topics.report] { publishDirect(topic, bytes, retain: false) }
     }
 
     /// Sends the waiting outbox rows not yet handed to libmosquitto, in order.
-    /// libmosquitto's calls are made without `lock` held (its network thread
-    /// takes `lock` in the PUBACK callback); `flushLock` keeps flushes in order.
+    /// libmosquitto's calls are made without `shared` held (its network thread
+    /// takes it in the PUBACK callback); `flushLock` keeps flushes in order.
     func flush() {
         guard let m = client else { return }
-        flushLock.lock()
-        defer { flushLock.unlock() }
-        while true {
-            guard let after = lock.withLock({ connected ? publishedUpTo : nil }) else { return }
-            let rows: [OutboxMessage]
-            do { rows = try store.outbox(after: after, limit: 200) } catch {
-                noteError("outbox: \(error)")
-                return
-            }
-            if rows.isEmpty { return }
-            for row in rows {
-                var mid: Int32 = 0
-                let rc = mosquitto_publish(m, &mid, row.topic, Int32(row.payload.count), row.payload, 1, row.retain)
-                guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                    noteError("publish: \(Self.describe(rc))")
+        flushLock.withLock { _ in
+            while true {
+                guard let after = shared.withLock({ $0.connected ? $0.publishedUpTo : nil }) else { return }
+                let rows: [OutboxRow]
+                do { rows = try outbox.waiting(after: after, limit: 200) } catch {
+                    noteError("outbox: \(error)")
                     return
                 }
-                let (ackedAlready, refused) = lock.withLock { () -> (Bool, Int32?) in
-                    publishedUpTo = row.seq
-                    publishedCount += 1
-                    let refused = recordTopicLocked(mid, row.topic)
-                    if earlyAcks.remove(mid) != nil { return (true, refused) }
-                    inFlight[mid] = row.seq
-                    return (false, refused)
+                if rows.isEmpty { return }
+                for row in rows {
+                    var mid: Int32 = 0
+                    let rc = mosquitto_publish(
+                        m, &mid, row.topic, Int32(row.payload.count), row.payload, 1, row.retain)
+                    guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                        noteError("publish: \(Self.describe(rc))")
+                        return
+                    }
+                    let (ackedAlready, refused) = shared.withLock { s -> (Bool, Int32?) in
+                        s.publishedUpTo = row.seq
+                        s.publishedCount += 1
+                        let refused = Self.recordTopic(&s, mid, row.topic)
+                        if s.earlyAcks.remove(mid) != nil { return (true, refused) }
+                        s.inFlight[mid] = row.seq
+                        return (false, refused)
+                    }
+                    if let refused { noteDenied(row.topic, refused) }
+                    if ackedAlready { acknowledge(row.seq) }
                 }
-                if let refused { noteDenied(row.topic, refused) }
-                if ackedAlready { acknowledge(row.seq) }
             }
         }
     }
@@ -417,9 +437,9 @@ public final class MQTTLink: @unchecked Sendable {
         let rc = mosquitto_publish(m, &mid, topic, Int32(bytes.count), bytes, 1, retain)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { return noteError("publish \(topic): \(Self.describe(rc))") }
         // Not an outbox row: its PUBACK must not be taken for one.
-        let refused = lock.withLock { () -> Int32? in
-            let refused = recordTopicLocked(mid, topic)
-            if earlyAcks.remove(mid) == nil { directMids.insert(mid) }
+        let refused = shared.withLock { s -> Int32? in
+            let refused = Self.recordTopic(&s, mid, topic)
+            if s.earlyAcks.remove(mid) == nil { s.directMids.insert(mid) }
             return refused
         }
         if let refused { noteDenied(topic, refused) }
@@ -436,57 +456,57 @@ public final class MQTTLink: @unchecked Sendable {
             noteError("broker refused the connection: \(String(cString: mosquitto_connack_string(rc)))")
             return
         }
-        if configuration.tls.insecure {
+        if settings.tls.insecure {
             log.warning("mqtt: connected WITHOUT verifying the broker's certificate (mqtt.tls.insecure = true)")
         }
-        log.info("mqtt: connected to \(configuration.host):\(configuration.port)")
+        log.info("mqtt: connected to \(settings.host):\(settings.port)")
         guard let m = client else { return }
-        lock.withLock {
-            connected = true
-            lastError = nil
+        shared.withLock { s in
+            s.connected = true
+            s.lastError = nil
             // A clean session: whatever was in flight is sent again (consumers
             // drop duplicates by seq).
-            inFlight = [:]
-            earlyAcks = []
-            directMids = []
-            publishedUpTo = 0
+            s.inFlight = [:]
+            s.earlyAcks = []
+            s.directMids = []
+            s.publishedUpTo = 0
         }
         publishDirect(topics.availability, Array("online".utf8), retain: true)
-        var commandTopics = [topics.command] + configuration.compatCommandTopics
+        var commandTopics = [topics.command] + settings.compatCommandTopics
         // lock/set always: with home_assistant_open off, HA's Unlock/Open are
         // refused and audited rather than unheard.
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
-        if configuration.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
+        if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
         announce()
-        if let state = lock.withLock({ lastState }) { publishDirect(topics.state, state, retain: true) }
-        if let access = lock.withLock({ lastAccess }) { publishDirect(topics.lastAccess, access, retain: true) }
+        if let state = shared.withLock({ $0.lastState }) { publishDirect(topics.state, state, retain: true) }
+        if let access = shared.withLock({ $0.lastAccess }) { publishDirect(topics.lastAccess, access, retain: true) }
         flush()
     }
 
     private func disconnected(_ rc: Int32) {
-        lock.withLock { connected = false }
+        shared.withLock { $0.connected = false }
         if rc != 0 { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
     }
 
     private func acknowledged(_ mid: Int32, reason: Int32) {
         if reason >= 0x80 {
-            let topic = lock.withLock { () -> String? in
-                guard let topic = midTopics.removeValue(forKey: mid) else {
-                    earlyDenials[mid] = reason
+            let topic = shared.withLock { s -> String? in
+                guard let topic = s.midTopics.removeValue(forKey: mid) else {
+                    s.earlyDenials[mid] = reason
                     return nil
                 }
                 return topic
             }
             if let topic { noteDenied(topic, reason) }
         } else {
-            lock.withLock { _ = midTopics.removeValue(forKey: mid) }
+            shared.withLock { _ = $0.midTopics.removeValue(forKey: mid) }
         }
         // A PUBACK can beat `flush` to recording the mid; it is kept for it.
-        let seq = lock.withLock { () -> Int64? in
-            if directMids.remove(mid) != nil { return nil }
-            if let seq = inFlight.removeValue(forKey: mid) { return seq }
-            earlyAcks.insert(mid)
+        let seq = shared.withLock { s -> Int64? in
+            if s.directMids.remove(mid) != nil { return nil }
+            if let seq = s.inFlight.removeValue(forKey: mid) { return seq }
+            s.earlyAcks.insert(mid)
             return nil
         }
         if let seq { acknowledge(seq) }
@@ -494,17 +514,14 @@ public final class MQTTLink: @unchecked Sendable {
 
     /// Queues a PUBACKed row for deletion by the committer thread.
     private func acknowledge(_ seq: Int64) {
-        pendingCondition.withLock {
-            acks.append(seq)
-            pendingCondition.signal()
-        }
+        queue.update { $0.acks.append(seq) }
     }
 
     /// Home Assistant discovery, retained.
     /// Entities the configuration does not offer (all of them with
     /// discovery off) get an empty retained config, which removes them from HA.
     func announce() {
-        let offered = configuration.homeAssistantDiscovery ? discovery : []
+        let offered = settings.homeAssistantDiscovery ? discovery : []
         for d in offered { publishDirect(d.topic, d.payload, retain: true) }
         let live = Set(offered.map(\.topic))
         for (component, object) in Payloads.discoveryCatalog {
@@ -522,100 +539,8 @@ public final class MQTTLink: @unchecked Sendable {
             if payload == Array("online".utf8) { announce() }
             return
         }
-        guard let outcome = judge(topic: topic, payload: payload, retained: message.retain) else { return }
-        onCommand?(outcome)
-    }
-
-    /// The verdict on a command message; nil for messages that are not commands
-    /// (device reports on a shared topic).
-    func judge(topic: String, payload: [UInt8], retained: Bool) -> RemoteOutcome? {
-        let now = WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised())
-        let judge = CommandJudge(
-            mapping: configuration.commandMapping, tolerance: Int64(configuration.toleranceSeconds), deviceID: deviceID,
-            actionCount: actionCount)
-        if let outcome = judgeHomeAssistantControl(topic: topic, payload: payload, retained: retained) {
-            return outcome
-        }
-        if topic == topics.lockSet {
-            guard !retained else {
-                return .rejected(code: "retained", detail: "retained messages are ignored", source: "homeassistant")
-            }
-            let text = String(decoding: payload, as: UTF8.self)
-            switch text {
-            case "OPEN",
-                "UNLOCK" where !configuration.homeAssistantOpen:
-                return .rejected(
-                    code: "ha_open_disabled", detail: "[mqtt] home_assistant_open = false: HA may not open the door",
-                    source: "homeassistant")
-            case "OPEN", "UNLOCK": return .accepted(.action(0), source: "homeassistant")
-            case "LOCK":
-                return .rejected(
-                    code: "lock_is_automatic", detail: "the strike locks by itself when its pulse ends",
-                    source: "homeassistant")
-            default:
-                return .rejected(
-                    code: "malformed", detail: "Home Assistant lock payload must be OPEN or UNLOCK",
-                    source: "homeassistant")
-            }
-        }
-        let native = topic == topics.command
-        if !native && payload.starts(with: Array("{\"TT_ID\"".utf8)) { return nil }  // a device report (COMPAT §3)
-        return lock.withLock { () -> RemoteOutcome in
-            var guardState = replay
-            let key: [UInt8]?
-            do { key = try store.key(native ? .nativeCommand : .compatTimestamp) } catch {
-                return .rejected(code: "no_key", detail: "store: \(error)", source: native ? "native" : "compat")
-            }
-            let verdict =
-                native
-                ? judge.judgeNative(payload: payload, retained: retained, key: key, now: now, replay: &guardState)
-                : judge.judgeCompat(payload: payload, retained: retained, key: key, now: now, replay: &guardState)
-            let source = native ? "native" : "compat"
-            if let r = verdict.rejection { return .rejected(code: r.code.rawValue, detail: r.detail, source: source) }
-            // Persist the replay record before the command acts: a crash after
-            // the door opened must not revive the message.
-            do {
-                try store.saveReplayGuard(guardState)
-                replay = guardState
-            } catch {
-                return .rejected(code: "store", detail: "replay record not saved: \(error)", source: source)
-            }
-            guard let target = verdict.target else {
-                return .rejected(code: "malformed", detail: "no target", source: source)
-            }
-            return .accepted(target, source: source)
-        }
-    }
-
-    /// Home Assistant's mode selector, "clear lockout" and action buttons:
-    /// honoured only with `home_assistant_open = true` (HA holds no MAC key;
-    /// these are as strong as opening), refused and audited otherwise. Nil
-    /// for other topics.
-    func judgeHomeAssistantControl(topic: String, payload: [UInt8], retained: Bool) -> RemoteOutcome? {
-        guard [topics.modeSet, topics.lockoutClear, topics.actionSet].contains(topic) else { return nil }
-        let ha = "homeassistant"
-        guard !retained else { return .rejected(code: "retained", detail: "retained messages are ignored", source: ha) }
-        guard configuration.homeAssistantOpen else {
-            return .rejected(
-                code: "ha_open_disabled", detail: "[mqtt] home_assistant_open = false: HA may not act on the door",
-                source: ha)
-        }
-        let text = String(decoding: payload.prefix(64), as: UTF8.self)
-        switch topic {
-        case topics.modeSet:
-            guard let mode = DoorMode(rawValue: text) else {
-                return .rejected(code: "malformed", detail: "mode must be normal, passage or lockdown", source: ha)
-            }
-            return .accepted(.mode(mode), source: ha)
-        case topics.lockoutClear:
-            return .accepted(.clearLockout, source: ha)
-        default:
-            guard let index = Int(text), (0..<actionCount).contains(index) else {
-                return .rejected(
-                    code: "unknown_action", detail: "action must be 0…\(actionCount - 1)", source: ha)
-            }
-            return .accepted(.action(index), source: ha)
-        }
+        guard let channel = channel(of: topic) else { return }
+        commands?.received(RemoteMessage(channel: channel, payload: payload, retained: message.retain))
     }
 
     /// A publish the broker refused: the row still leaves the outbox (the
@@ -625,35 +550,43 @@ public final class MQTTLink: @unchecked Sendable {
     private func noteDenied(_ topic: String, _ reason: Int32) {
         let what =
             "\(topic): \(String(cString: mosquitto_reason_string(reason))) (reason code 0x\(String(reason, radix: 16)))"
-        lock.withLock {
-            deniedCount += 1
-            lastDenied = what
+        shared.withLock {
+            $0.deniedCount += 1
+            $0.lastDenied = what
         }
         log.error("mqtt: the broker refused the publish to \(what); check its ACL for this device")
     }
 
     /// Records the topic of a publish awaiting its PUBACK; names a refusal
-    /// that arrived first. Called with `lock` held; returns the early refusal.
-    private func recordTopicLocked(_ mid: Int32, _ topic: String) -> Int32? {
-        if let reason = earlyDenials.removeValue(forKey: mid) { return reason }
-        if !earlyAcks.contains(mid) { midTopics[mid] = topic }
+    /// that arrived first. Called with `shared` held; returns the early refusal.
+    private static func recordTopic(_ s: inout Shared, _ mid: Int32, _ topic: String) -> Int32? {
+        if let reason = s.earlyDenials.removeValue(forKey: mid) { return reason }
+        if !s.earlyAcks.contains(mid) { s.midTopics[mid] = topic }
         return nil
     }
 
     /// `OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed`
     /// → `TLS: certificate verify failed`; logged once per distinct reason.
     private func tlsFailed(_ line: String) {
-        let reason = line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? line
+        let reason = line.split(separator: ":").last.map { Self.trimmed($0) } ?? line
         let text = "TLS: \(reason)"
-        let repeated = lock.withLock { () -> Bool in
-            defer { lastError = text }
-            return lastError == text
+        let repeated = shared.withLock { s -> Bool in
+            defer { s.lastError = text }
+            return s.lastError == text
         }
-        if !repeated { log.warning("mqtt: \(text) (\(configuration.host):\(configuration.port))") }
+        if !repeated { log.warning("mqtt: \(text) (\(settings.host):\(settings.port))") }
+    }
+
+    /// `text` without leading and trailing spaces and tabs.
+    static func trimmed(_ text: Substring) -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = text.firstIndex(where: { !blank($0) }), let last = text.lastIndex(where: { !blank($0) })
+        else { return "" }
+        return String(text[first...last])
     }
 
     private func noteError(_ text: String) {
-        lock.withLock { lastError = text }
+        shared.withLock { $0.lastError = text }
         log.warning("mqtt: \(text)")
     }
 
@@ -665,7 +598,7 @@ public final class MQTTLink: @unchecked Sendable {
 
     /// Protocol version and TLS (files, and `insecure`) of a fresh client:
     /// the link's and `gatewayctl config check --broker`'s, the same way.
-    static func configure(_ m: OpaquePointer, _ c: GatewayConfiguration.MQTT) throws {
+    static func configure(_ m: OpaquePointer, _ c: MQTTSettings) throws {
         let version = c.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try check(mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
         guard c.tls.enabled else { return }

@@ -1,5 +1,4 @@
 import DoorCore
-import GatewayConfig
 
 /// The JSON published on each topic (documented with examples in docs/mqtt.md).
 public enum Payloads {
@@ -22,13 +21,9 @@ public enum Payloads {
 
     /// How a UID appears in events: in full, or as the first 8 bytes of
     /// HMAC-SHA256(device key, "uid|" ‖ UID) in hex (stable per door, not reversible).
-    public static func uidText(_ uid: TagUID, mode: UIDInEvents, deviceKey: [UInt8]) -> String {
-        switch mode {
-        case .full: return uid.hex
-        case .hmac:
-            return Hex.encode(
-                Array(Crypto.hmacSHA256(key: deviceKey, message: Array("uid|".utf8) + uid.bytes).prefix(8)))
-        }
+    public static func uidText(_ uid: TagUID, hashed: Bool, deviceKey: [UInt8]) -> String {
+        guard hashed else { return uid.hex }
+        return Hex.encode(Array(Crypto.hmacSHA256(key: deviceKey, message: Array("uid|".utf8) + uid.bytes).prefix(8)))
     }
 
     /// Every entity the door can offer Home Assistant, as (component, object):

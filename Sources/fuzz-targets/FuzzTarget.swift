@@ -21,7 +21,7 @@ enum FuzzTarget: String, CaseIterable {
     case control
     /// What the PN532 and the tag answer NFCReader (InAutoPoll, READ, FAST_READ, GET_VERSION, writes).
     case reader
-    /// MQTT payloads on the topics the door subscribes to, through MQTTLink's judge.
+    /// MQTT payloads on the topics the door subscribes to: MQTTLink.channel, then RemoteJudge.
     case mqtt
 
     var summary: String {
@@ -33,7 +33,7 @@ enum FuzzTarget: String, CaseIterable {
         case .toml: return "GatewayConfiguration.load(toml:)"
         case .control: return "LineConnection.readLine, ControlServer.parse, request parameters"
         case .reader: return "NFCReader open/poll/isPresent/details/write on chip answers, TagJudgement"
-        case .mqtt: return "MQTTLink.judge (commands, Home Assistant topics)"
+        case .mqtt: return "MQTTLink.channel, RemoteJudge.judge (commands, Home Assistant topics)"
         }
     }
 

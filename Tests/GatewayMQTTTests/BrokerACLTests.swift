@@ -2,7 +2,6 @@ import DoorCore
 import Foundation
 import GatewayConfig
 import GatewayMQTT
-import GatewayStore
 import Logging
 import TestSupport
 import XCTest
@@ -86,8 +85,6 @@ final class BrokerACLTests: XCTestCase {
     /// and hid homeassistant/status from the doors).
     func testDiscoveryReachesHomeAssistantAndItsBirthMessageReachesTheDoor() throws {
         let ha = try broker.subscribe("homeassistant/+/+/+/config", as: "homeassistant")
-        let stateDir = broker.path("state")
-        let store = try GatewayStore(stateDirectory: stateDir)
         let toml = """
             [device]
             id = "\(MosquittoBroker.doorID)"
@@ -96,8 +93,9 @@ final class BrokerACLTests: XCTestCase {
             \(broker.configurationSection(compatTopic: "phone/front-door"))
             """
         let configuration = try GatewayConfiguration.load(toml: toml).mqtt
-        let link = try MQTTLink(
-            configuration: configuration, deviceID: MosquittoBroker.doorID, store: store, log: Logger(label: "test"))
+        let link = MQTTLink(
+            settings: MQTTSettings(configuration), deviceID: MosquittoBroker.doorID, outbox: MemoryOutbox(),
+            log: Logger(label: "test"))
         let topics = MQTTLink.Topics(prefix: "doorgateway/\(MosquittoBroker.doorID)")
         link.discovery = Payloads.discovery(
             device: MosquittoBroker.doorID, name: "Front door", topics: topics, doorContact: true,

@@ -2,7 +2,6 @@ import DoorCore
 import Foundation
 import GatewayConfig
 import GatewayMQTT
-import GatewayStore
 import Logging
 import TestSupport
 import XCTest
@@ -10,7 +9,8 @@ import XCTest
 /// The MQTT link against Debian's mosquitto with mutual TLS.
 final class BrokerTests: XCTestCase {
     var broker: MosquittoBroker!
-    var stateDir: String!
+    /// The replay record, kept across the links of one test (the store's, in the daemon).
+    var saved = SavedReplay()
     let compatKey = Hex.decode("000102030405060708090a0b0c0d0e0f")!
     let nativeKey = [UInt8](repeating: 0x42, count: 32)
 
@@ -19,7 +19,6 @@ final class BrokerTests: XCTestCase {
             FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto"), "mosquitto is not installed")
         broker = try MosquittoBroker()
         try broker.start()
-        stateDir = broker.path("state")
     }
 
     override func tearDown() {
@@ -54,17 +53,16 @@ final class BrokerTests: XCTestCase {
     }
 
     func link(_ outcomes: Outcomes? = nil, mqtt: String = "", doorContact: Bool = true) throws -> MQTTLink {
-        let store = try GatewayStore(stateDirectory: stateDir)
-        try store.setKey(.compatTimestamp, compatKey, now: 0)
-        try store.setKey(.nativeCommand, nativeKey, now: 0)
-        let link = try MQTTLink(
-            configuration: try configuration(mqtt: mqtt), deviceID: "front-door", store: store,
+        let c = try configuration(mqtt: mqtt)
+        let link = MQTTLink(
+            settings: MQTTSettings(c), deviceID: "front-door", outbox: MemoryOutbox(limit: c.outboxLimit),
             log: Logger(label: "test"))
         link.discovery = Payloads.discovery(
             device: "front-door", name: "Front", topics: link.topics, doorContact: doorContact,
             eventTypes: ["access_granted"], canOpen: false)
-        link.clockSynchronised = { true }
-        if let outcomes { link.onCommand = { outcomes.add($0) } }
+        link.commands = JudgingHandler(
+            policy: RemotePolicy(c, deviceID: "front-door"), keys: [.compat: compatKey, .native: nativeKey],
+            saved: saved, onOutcome: { outcomes?.add($0) })
         try link.start()
         let deadline = Date() + 10
         while !link.isConnected && Date() < deadline { usleep(20_000) }

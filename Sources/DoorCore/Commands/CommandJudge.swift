@@ -55,7 +55,7 @@ public struct CommandVerdict: Equatable, Sendable {
 
 /// Judges remote commands, COMPAT §3 (compat) and §5 (native). The replay
 /// guard is passed in so the caller owns its persistence.
-public struct CommandJudge: Sendable {
+public struct CommandJudge: Equatable, Sendable {
     /// Compat command number → target (default 1→0, 2→1, 3→2, 4→3, 5→report).
     public var mapping: [Int: CommandTarget]
     /// Freshness window, seconds: `|now − ts| ≤ tolerance`; clamped to 0…30.

@@ -1,9 +1,15 @@
+import Dispatch
 import DoorCore
 import DoorIO
-import Foundation
 import GatewayConfig
 import GatewayMQTT
 import GatewayStore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension Daemon {
     /// MQTT, before the door starts: the link made (not yet connected) and
@@ -18,33 +24,41 @@ extension Daemon {
             mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
             mqtt.tls.caFile = resolve(mqtt.tls.caFile)
         }
-        let link: MQTTLink
+        let outbox = StoreOutbox(store: store, limit: mqtt.outboxLimit)
+        let commands: StoreCommands
         do {
-            link = try MQTTLink(configuration: mqtt, deviceID: configuration.deviceID, store: store, log: log)
+            commands = try StoreCommands(
+                store: store,
+                policy: RemotePolicy(
+                    mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                clockSynchronised: { [runtime] in runtime.clockSynchronised() },
+                submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
             log.error("mqtt: \(error); events stay in the audit log")
             return
         }
+        let link = MQTTLink(
+            settings: MQTTSettings(mqtt), deviceID: configuration.deviceID, outbox: outbox, log: log)
         let deviceKey: [UInt8]
         do { deviceKey = try store.key(.device) ?? [] } catch {
             log.error("mqtt: the device key is unreadable (\(error)); UIDs in events are keyed with an empty key")
             deviceKey = []
         }
-        link.actionCount = configuration.door.actions.count
-        link.clockSynchronised = { [runtime] in runtime.clockSynchronised() }
-        link.onCommand = { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }
+        link.commands = commands
         link.discovery = Payloads.discovery(
             device: configuration.deviceID, name: mqtt.homeAssistantName ?? configuration.deviceID, topics: link.topics,
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
             canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) },
             area: mqtt.homeAssistantArea)
-        let uidText = { (uid: TagUID) in Payloads.uidText(uid, mode: mqtt.uidInEvents, deviceKey: deviceKey) }
-        eventOutbox.attach(link) { [mqtt, store, log] event, time in
+        let hashed = mqtt.uidInEvents == .hmac
+        let uidText = { (uid: TagUID) in Payloads.uidText(uid, hashed: hashed, deviceKey: deviceKey) }
+        eventOutbox.attach(link, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
             if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
             }
-            return link.eventEntry(event, at: time, uidText: event.uid.map(uidText), label: label)
+            return GatewayStore.OutboxEntry(
+                link.eventEntry(event, at: time, uidText: event.uid.map(uidText), label: label))
         }
         // The event itself went out with its audit row; every sticker
         // presented is also a tag scan, for HA's tag_scanned automations.
@@ -62,7 +76,6 @@ extension Daemon {
     /// remote commands into the door queue, Home Assistant discovery.
     func startRemote() {
         guard let link = preparedRemote else { return }
-        let mqtt = link.configuration
         do {
             try link.start()
         } catch {
@@ -75,33 +88,31 @@ extension Daemon {
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
-        startTelemetry(link, every: mqtt.telemetrySeconds)
+        startTelemetry(link, every: configuration.mqtt.telemetrySeconds)
     }
 
     /// What the audit closure asks for each event: the outbox message (made
     /// by the MQTT link, once there is one) to commit with the audit row.
     final class EventOutbox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var link: MQTTLink?
-        private var make: ((DoorEvent, Int64) -> GatewayStore.OutboxEntry)?
+        private struct Attached {
+            var link: MQTTLink
+            var limit: Int
+            var make: (DoorEvent, Int64) -> GatewayStore.OutboxEntry
+        }
+        private let attached = Mutex<Attached?>(nil)
 
-        func attach(_ link: MQTTLink, make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry) {
-            lock.withLock {
-                self.link = link
-                self.make = make
-            }
+        func attach(_ link: MQTTLink, limit: Int, make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry) {
+            attached.withLock { $0 = Attached(link: link, limit: limit, make: make) }
         }
 
         /// Nil while MQTT is off (or its link could not be made).
         func message(for event: DoorEvent, at time: Int64) -> (entry: GatewayStore.OutboxEntry, limit: Int)? {
-            guard let (link, make) = lock.withLock({ self.link.flatMap { l in self.make.map { (l, $0) } } }) else {
-                return nil
-            }
-            return (make(event, time), link.outboxLimit)
+            guard let a = attached.withLock({ $0 }) else { return nil }
+            return (a.make(event, time), a.limit)
         }
 
         /// The audit row and its message are committed: publish.
-        func committed() { lock.withLock { link }?.outboxCommitted() }
+        func committed() { attached.withLock { $0?.link }?.outboxCommitted() }
     }
 
     private func startTelemetry(_ link: MQTTLink, every seconds: Int) {
@@ -170,5 +181,129 @@ extension Daemon {
             if ok && !text.hasPrefix("127.") { return text }
         }
         return nil
+    }
+}
+
+// MARK: The store behind the MQTT transport
+
+extension MQTTSettings {
+    /// `[mqtt]` as the transport needs it.
+    public init(_ c: GatewayConfiguration.MQTT) {
+        self.init(
+            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
+            tls: TLS(
+                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
+                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
+            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
+            compatCommandTopics: c.compatCommandTopics,
+            homeAssistantDiscovery: c.homeAssistantDiscovery)
+    }
+}
+
+extension RemotePolicy {
+    /// `[mqtt]`'s rules for remote commands.
+    init(_ c: GatewayConfiguration.MQTT, deviceID: String, actionCount: Int) {
+        self.init(
+            commands: CommandJudge(
+                mapping: c.commandMapping, tolerance: Int64(c.toleranceSeconds), deviceID: deviceID,
+                actionCount: actionCount),
+            homeAssistantOpen: c.homeAssistantOpen)
+    }
+}
+
+extension BrokerCheck {
+    /// `gatewayctl config check --broker` with the door's `[mqtt]`.
+    static func run(configuration c: GatewayConfiguration.MQTT, timeout: Duration = .seconds(5)) throws -> [String] {
+        try run(settings: MQTTSettings(c), timeout: timeout)
+    }
+}
+
+extension GatewayStore.OutboxEntry {
+    init(_ m: OutgoingMessage) {
+        let cls: OutboxMessage.Class
+        switch m.messageClass {
+        case .access: cls = .access
+        case .event: cls = .event
+        case .telemetry: cls = .telemetry
+        }
+        self.init(topic: m.topic, class: cls, retain: m.retain, created: m.created, make: m.make)
+    }
+}
+
+/// The durable outbox on the store (synchronous FULL, bounded by `[mqtt] outbox_limit`).
+public final class StoreOutbox: Outbox, @unchecked Sendable {
+    let store: GatewayStore
+    let limit: Int
+    public init(store: GatewayStore, limit: Int) {
+        self.store = store
+        self.limit = limit
+    }
+    public func commit(_ messages: [OutgoingMessage]) throws {
+        try store.enqueue(messages.map(GatewayStore.OutboxEntry.init), limit: limit)
+    }
+    public func waiting(after seq: Int64, limit: Int) throws -> [OutboxRow] {
+        try store.outbox(after: seq, limit: limit).map {
+            OutboxRow(seq: $0.seq, topic: $0.topic, payload: $0.payload, retain: $0.retain)
+        }
+    }
+    public func acknowledge(_ seqs: [Int64]) throws { try store.acknowledge(seqs) }
+    public func depth() throws -> Int { try store.outboxDepth() }
+}
+
+/// Remote commands as the daemon takes them: the key and the replay record
+/// from the store, `RemoteJudge`'s decision, the new record saved before an
+/// accepted command reaches the door, the outcome into the door's queue.
+final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
+    let store: GatewayStore
+    let policy: RemotePolicy
+    let clockSynchronised: @Sendable () -> Bool
+    let submit: @Sendable (RemoteOutcome) -> Void
+    let log: Logger
+    /// The replay record as last saved; one message judged at a time.
+    private let replay: Mutex<ReplayGuard>
+
+    init(
+        store: GatewayStore, policy: RemotePolicy, clockSynchronised: @escaping @Sendable () -> Bool,
+        submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
+    ) throws {
+        self.store = store
+        self.policy = policy
+        self.clockSynchronised = clockSynchronised
+        self.submit = submit
+        self.log = log
+        replay = Mutex(try store.replayGuard())
+    }
+
+    func received(_ message: RemoteMessage) {
+        if let outcome = judge(message) { submit(outcome) }
+    }
+
+    /// The outcome of one message (nil: not a command), the record saved.
+    func judge(_ message: RemoteMessage) -> RemoteOutcome? {
+        let now = WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised())
+        return replay.withLock { record -> RemoteOutcome? in
+            let key: RemoteKey
+            switch message.channel.keyName {
+            case .native?: key = readKey(.nativeCommand)
+            case .compat?: key = readKey(.compatTimestamp)
+            case nil: key = .absent
+            }
+            let judgement = RemoteJudge.judge(message, policy: policy, key: key, replay: record, now: now)
+            guard let newRecord = judgement.replay else { return judgement.outcome }
+            // Saved before the command acts: a crash after the door opened
+            // must not revive the message.
+            do {
+                try store.saveReplayGuard(newRecord)
+                record = newRecord
+                return judgement.outcome
+            } catch {
+                log.error("mqtt: replay record not saved, command refused: \(error)")
+                return judgement.replayNotSaved("\(error)")
+            }
+        }
+    }
+
+    private func readKey(_ name: KeyName) -> RemoteKey {
+        do { return RemoteKey(try store.key(name)) } catch { return .unreadable("\(error)") }
     }
 }

@@ -22,7 +22,9 @@ final class DoorRuntime: @unchecked Sendable {
     private var timers: [TimerID: DispatchSourceTimer] = [:]
     private(set) var recentEvents: [JSONValue] = []
     private(set) var counters: [String: Int] = [:]
-    private(set) var readerHealth = "starting"
+    private(set) var readerState = ReaderHealth.starting
+    /// `readerState` as status and telemetry print it.
+    var readerHealth: String { readerState.description }
     private(set) var lastTag: (uid: TagUID, content: String, verdict: String)?
     /// When an output was last driven unlocked (CLOCK_MONOTONIC, shared with
     /// other processes on the machine: the tap→output benchmark reads it).
@@ -109,13 +111,13 @@ final class DoorRuntime: @unchecked Sendable {
             case .arrived(let tag): tagArrived(tag)
             case .departed(let uid): handle(.tagDeparted(uid))
             case .fault(let why):
-                readerHealth = "lost: \(why)"
+                readerState = .lost(why)
                 handle(.readerFault(why))
             case .recovered:
-                readerHealth = "ok"
+                readerState = .ok
                 handle(.readerRecovered)
             case .opened:
-                readerHealth = "ok"
+                readerState = .ok
                 stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
             }
@@ -133,7 +135,7 @@ final class DoorRuntime: @unchecked Sendable {
     }
 
     private func tagArrived(_ tag: ReadTag) {
-        if readerHealth != "ok" { readerHealth = "ok" }
+        if !readerState.isOK { readerState = .ok }
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -208,7 +210,7 @@ final class DoorRuntime: @unchecked Sendable {
         return .object([
             ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
             ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
-            ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerHealth == "ok" ? "ok" : "fault")),
+            ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerState.isOK ? "ok" : "fault")),
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),

@@ -1,0 +1,83 @@
+/// A row of the issued-tag registry (DESIGN.md "Issued-tag registry"), as the
+/// tap judgement sees it.
+public enum RegistryState: String, Equatable, Hashable, Sendable, CaseIterable {
+    case pending, active, revoked, failed
+}
+
+/// What the registry says about one UID: its state and expiry (Unix seconds).
+public struct IssuedTagView: Equatable, Sendable {
+    public var state: RegistryState
+    public var validUntil: Int64?
+    public init(state: RegistryState, validUntil: Int64? = nil) {
+        self.state = state
+        self.validUntil = validUntil
+    }
+}
+
+/// The registry and the revocation list, read-only; the store implements it
+/// (through the daemon), tests and the fuzz target fake it.
+public protocol TagRegistryView {
+    /// The registry row of this UID, or nil when never issued here.
+    func issuedTag(_ uid: TagUID) throws -> IssuedTagView?
+    /// Revoked by UID, or (v1) by the sticker's signature.
+    func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool
+}
+
+/// The door's verdict on a tap: DESIGN.md's blank / ours / foreign, the
+/// sticker verdict of COMPAT §1/§4, then the registry's rules on top — a v2
+/// sticker needs its UID active here, revocation by UID and (v1) by
+/// signature, expiry. Pure but for the registry reads, which fail closed.
+public enum TapJudge {
+    public struct Result: Equatable, Sendable {
+        public var presentation: TagPresentation
+        /// The sticker verdict when the tag carries a sticker in our format.
+        public var sticker: StickerVerdict?
+        public init(presentation: TagPresentation, sticker: StickerVerdict?) {
+            self.presentation = presentation
+            self.sticker = sticker
+        }
+    }
+
+    public static func judge(
+        uid: TagUID, message: NDEFMessage?, secrets: [StickerSecret], actionCount: Int,
+        registry: some TagRegistryView, now: Int64
+    ) -> Result {
+        guard let message, !message.isEmpty else {
+            return Result(
+                presentation: TagPresentation(
+                    uid: uid, content: .blank, verdict: .deny(reason: "blank", countsTowardLockout: false)),
+                sticker: nil)
+        }
+        let uri = message.records.lazy.compactMap { try? $0.uri() }.first
+        guard let uri, uri.hasPrefix(StickerURL.prefix) else {
+            return Result(
+                presentation: TagPresentation(
+                    uid: uid, content: .foreign, verdict: .deny(reason: "not_ours", countsTowardLockout: false)),
+                sticker: nil)
+        }
+        let verdict = StickerJudge.judge(uri, uid: uid, secrets: secrets, actionCount: actionCount)
+        func deny(_ reason: String) -> Result {
+            Result(
+                presentation: TagPresentation(
+                    uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: true)),
+                sticker: verdict)
+        }
+        guard verdict.isValid, let url = verdict.url else { return deny(verdict.reason.rawValue) }
+        do {
+            if try registry.isRevoked(uid: uid, signature: url.version == .v1 ? url.signature : nil) {
+                return deny("revoked")
+            }
+            let row = try registry.issuedTag(uid)
+            if let until = row?.validUntil, now > until { return deny("expired") }
+            if url.version == .v2 {
+                guard let row else { return deny("not_issued") }
+                guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
+            }
+        } catch {
+            // The registry could not be read: fail closed.
+            return deny("registry_unavailable")
+        }
+        let grant = AccessVerdict.grant(action: ActionIndex(url.action), reason: verdict.reason.rawValue)
+        return Result(presentation: TagPresentation(uid: uid, content: .ours, verdict: grant), sticker: verdict)
+    }
+}

@@ -1,0 +1,82 @@
+import DoorCore
+import Foundation
+import GatewayMQTT
+import GatewayStore
+import Logging
+import TestSupport
+import XCTest
+
+@testable import GatewayCLI
+
+/// The daemon's side of remote commands and the outbox, on a real store:
+/// what `MQTTLink` hands in is judged by the core with the store's key, and
+/// the replay record is saved before the door hears of an accepted command.
+final class StoreCommandsTests: XCTestCase {
+    var dir: String!
+    let compatKey = Hex.decode("000102030405060708090a0b0c0d0e0f")!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("store-commands-\(getpid())-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    final class Submitted: @unchecked Sendable {
+        let lock = NSLock()
+        var list: [RemoteOutcome] = []
+        func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
+    }
+
+    func handler(_ store: GatewayStore, _ submitted: Submitted) throws -> StoreCommands {
+        try StoreCommands(
+            store: store,
+            policy: RemotePolicy(commands: CommandJudge(deviceID: "front-door"), homeAssistantOpen: false),
+            clockSynchronised: { true }, submit: { submitted.add($0) }, log: Logger(label: "test"))
+    }
+
+    func testTheReplayRecordIsSavedAndSurvivesARestart() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let submitted = Submitted()
+        let block = try OTPBlock.make(
+            timestamp: UInt32(time(nil)), random: try Crypto.randomBytes(11), key: compatKey)
+        let message = RemoteMessage(
+            channel: .compat, payload: Array(#"{"command": 1, "otp-auth": "\#(block)"}"#.utf8), retained: false)
+        try handler(store, submitted).received(message)
+        XCTAssertEqual(submitted.list.last.flatMap(code), "no_key", "no timestamp key yet")
+        try store.setKey(.compatTimestamp, compatKey, now: 0)
+        try handler(store, submitted).received(message)
+        XCTAssertEqual(submitted.list.last, .accepted(.action(0), source: "compat"))
+        XCTAssertEqual(try store.replayGuard().entries.count, 1, "saved before the door acts")
+        // A new handler (a restarted daemon) reads the record back.
+        let again = try handler(GatewayStore(stateDirectory: dir), submitted)
+        again.received(message)
+        XCTAssertEqual(submitted.list.last.flatMap(code), "replay")
+        // A device report on the shared topic reaches nobody.
+        again.received(
+            RemoteMessage(channel: .compat, payload: Array(#"{"TT_ID":"x"}"#.utf8), retained: false))
+        XCTAssertEqual(submitted.list.count, 3)
+    }
+
+    func testTheStoreOutboxNumbersBoundsAndAcknowledges() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let outbox = StoreOutbox(store: store, limit: 2)
+        func message(_ cls: MessageClass) -> OutgoingMessage {
+            OutgoingMessage(topic: "t/\(cls.rawValue)", class: cls, created: 0) { Array("\($0)".utf8) }
+        }
+        try outbox.commit([message(.telemetry), message(.access), message(.event)])
+        let rows = try outbox.waiting(after: 0, limit: 10)
+        XCTAssertEqual(rows.map(\.topic), ["t/access", "t/event"], "telemetry goes first over the bound")
+        XCTAssertEqual(rows.map { String(decoding: $0.payload, as: UTF8.self) }, rows.map { "\($0.seq)" })
+        try outbox.acknowledge([rows[0].seq])
+        XCTAssertEqual(try outbox.depth(), 1)
+        XCTAssertEqual(try outbox.waiting(after: rows[0].seq, limit: 10).map(\.seq), [rows[1].seq])
+    }
+
+    func code(_ o: RemoteOutcome) -> String? {
+        if case .rejected(let c, _, _) = o { return c }
+        return nil
+    }
+}

@@ -1,0 +1,100 @@
+import DoorCore
+import GatewayConfig
+import GatewayMQTT
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the daemon puts behind the transport, in memory: an outbox with the
+/// store's numbering and bound, and a command handler that asks `RemoteJudge`
+/// with the tests' keys and a replay record that outlives a link (as the
+/// store's does a restart).
+final class MemoryOutbox: Outbox, @unchecked Sendable {
+    private struct Rows {
+        var next: Int64 = 1
+        var rows: [(seq: Int64, cls: MessageClass, row: OutboxRow)] = []
+    }
+    private let rows = Mutex(Rows())
+    let limit: Int
+    init(limit: Int = 10_000) { self.limit = limit }
+
+    func commit(_ messages: [OutgoingMessage]) throws {
+        rows.withLock { r in
+            for m in messages {
+                let seq = r.next
+                r.next += 1
+                r.rows.append(
+                    (seq, m.messageClass, OutboxRow(seq: seq, topic: m.topic, payload: m.make(seq), retain: m.retain)))
+            }
+            // The store's bound: telemetry first, then the oldest events; access never.
+            for cls in [MessageClass.telemetry, .event] {
+                while r.rows.count > limit, let i = r.rows.firstIndex(where: { $0.cls == cls }) { r.rows.remove(at: i) }
+            }
+        }
+    }
+    func waiting(after seq: Int64, limit: Int) throws -> [OutboxRow] {
+        rows.withLock { Array($0.rows.lazy.filter { $0.seq > seq }.prefix(limit).map(\.row)) }
+    }
+    func acknowledge(_ seqs: [Int64]) throws {
+        let done = Set(seqs)
+        rows.withLock { $0.rows.removeAll { done.contains($0.seq) } }
+    }
+    func depth() throws -> Int { rows.withLock { $0.rows.count } }
+}
+
+/// The replay record the handler saves, kept across links.
+final class SavedReplay: @unchecked Sendable {
+    let record = Mutex(ReplayGuard())
+}
+
+final class JudgingHandler: RemoteCommandHandler, @unchecked Sendable {
+    let policy: RemotePolicy
+    let keys: [CommandKey: [UInt8]]
+    let saved: SavedReplay
+    let onOutcome: @Sendable (RemoteOutcome) -> Void
+    init(
+        policy: RemotePolicy, keys: [CommandKey: [UInt8]], saved: SavedReplay,
+        onOutcome: @escaping @Sendable (RemoteOutcome) -> Void
+    ) {
+        self.policy = policy
+        self.keys = keys
+        self.saved = saved
+        self.onOutcome = onOutcome
+    }
+    func received(_ message: RemoteMessage) {
+        let now = WallClock(unixSeconds: Int64(time(nil)), synchronised: true)
+        let outcome = saved.record.withLock { record -> RemoteOutcome? in
+            let key = message.channel.keyName.map { RemoteKey(keys[$0]) } ?? .absent
+            let j = RemoteJudge.judge(message, policy: policy, key: key, replay: record, now: now)
+            if let r = j.replay { record = r }
+            return j.outcome
+        }
+        if let outcome { onOutcome(outcome) }
+    }
+}
+
+extension MQTTSettings {
+    /// `[mqtt]` as the daemon hands it to the transport (DaemonRemote.swift).
+    init(_ c: GatewayConfiguration.MQTT) {
+        self.init(
+            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
+            tls: TLS(
+                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
+                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
+            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
+            compatCommandTopics: c.compatCommandTopics,
+            homeAssistantDiscovery: c.homeAssistantDiscovery)
+    }
+}
+
+extension RemotePolicy {
+    init(_ c: GatewayConfiguration.MQTT, deviceID: String, actionCount: Int = 4) {
+        self.init(
+            commands: CommandJudge(
+                mapping: c.commandMapping, tolerance: Int64(c.toleranceSeconds), deviceID: deviceID,
+                actionCount: actionCount),
+            homeAssistantOpen: c.homeAssistantOpen)
+    }
+}
