@@ -86,6 +86,14 @@ public struct PN532Chip: Sendable {
     public var muted = false
     /// The chip ACKs commands but never answers them.
     public var hung = false
+    /// `nad`: the next answer whose status byte libnfc checks for a NAD
+    /// (bit 7) carries one. No PN532 sends it to an initiator without NAD
+    /// framing, and libnfc 1.8.0 `pn53x_transceive` calls `abort()` on it
+    /// after PowerDown, InDataExchange, InCommunicateThru, InJumpForPSL,
+    /// InPSL, InATR, InSelect and InJumpForDEP (and target commands).
+    public var nadArmed = false
+    /// Answer codes of those commands (the command code + 1).
+    static let nadCheckedAnswers: Set<UInt8> = [0x17, 0x41, 0x43, 0x47, 0x4F, 0x51, 0x55, 0x57]
     /// Tag exchanges left before the tag leaves the field (`tear-after N`).
     public private(set) var tearAfter: Int?
     /// `tear-after N` given with no tag in the field: the next tag to enter
@@ -198,6 +206,7 @@ public struct PN532Chip: Sendable {
     public mutating func unmute() {
         muted = false
         hung = false
+        nadArmed = false
         if case .forever = pending { pending = nil }
     }
 
@@ -270,6 +279,10 @@ public struct PN532Chip: Sendable {
     /// Commands carrying a status byte first record it for GetGeneralStatus.
     private mutating func status(_ code: UInt8, _ s: UInt8, _ data: [UInt8] = []) -> [ChipEffect] {
         lastStatus = s
+        if nadArmed && Self.nadCheckedAnswers.contains(code) && !muted {
+            nadArmed = false
+            return respond(code, [s | 0x80] + data)
+        }
         return respond(code, [s] + data)
     }
 
