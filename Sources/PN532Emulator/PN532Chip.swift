@@ -92,6 +92,14 @@ public struct PN532Chip: Sendable {
     /// after PowerDown, InDataExchange, InCommunicateThru, InJumpForPSL,
     /// InPSL, InATR, InSelect and InJumpForDEP (and target commands).
     public var nadArmed = false
+    /// `mi-empty`: the next InDataExchange answer has MI (bit 6, more
+    /// information) set in its status byte, and the host's continuation
+    /// (InDataExchange with the target number alone) is answered with no
+    /// status byte at all. libnfc 1.8.0 `pn53x_transceive` then copies
+    /// `res2 - 1` = -1 bytes (`memcpy` of SIZE_MAX): SIGSEGV.
+    public var miEmptyArmed = false
+    /// The continuation `mi-empty` answers empty is expected next.
+    private var miContinuation = false
     /// Answer codes of those commands (the command code + 1).
     static let nadCheckedAnswers: Set<UInt8> = [0x17, 0x41, 0x43, 0x47, 0x4F, 0x51, 0x55, 0x57]
     /// Tag exchanges left before the tag leaves the field (`tear-after N`).
@@ -207,6 +215,8 @@ public struct PN532Chip: Sendable {
         muted = false
         hung = false
         nadArmed = false
+        miEmptyArmed = false
+        miContinuation = false
         if case .forever = pending { pending = nil }
     }
 
@@ -282,6 +292,11 @@ public struct PN532Chip: Sendable {
         if nadArmed && Self.nadCheckedAnswers.contains(code) && !muted {
             nadArmed = false
             return respond(code, [s | 0x80] + data)
+        }
+        if miEmptyArmed && code == 0x41 && !muted {
+            miEmptyArmed = false
+            miContinuation = true
+            return respond(code, [s | 0x40] + data)
         }
         return respond(code, [s] + data)
     }
@@ -533,6 +548,10 @@ public struct PN532Chip: Sendable {
     /// 14h, and runs MIFARE WRITE (A0h + 16 bytes) as its two-part exchange.
     private mutating func inDataExchange(_ p: [UInt8]) -> [ChipEffect] {
         guard p.count >= 1 else { return syntaxError() }
+        if miContinuation {
+            miContinuation = false
+            if p.count == 1 { return respond(0x41, []) }  // `mi-empty`: no status byte
+        }
         guard p[0] & 0x3F == 0x01, target == true else { return status(0x41, 0x27) }
         let data = Array(p.dropFirst())
         guard !data.isEmpty else { return syntaxError() }

@@ -18,6 +18,7 @@ final class ControlCommandTests: XCTestCase {
         XCTAssertEqual(try ControlCommand.parse("mute"), .mute)
         XCTAssertEqual(try ControlCommand.parse("hang"), .hang)
         XCTAssertEqual(try ControlCommand.parse("nad"), .nad)
+        XCTAssertEqual(try ControlCommand.parse("mi-empty"), .miEmpty)
         XCTAssertEqual(try ControlCommand.parse("unmute\r"), .unmute)
         XCTAssertEqual(try ControlCommand.parse("dump"), .dump(path: nil))
         XCTAssertEqual(try ControlCommand.parse("dump /tmp/x"), .dump(path: "/tmp/x"))

@@ -296,6 +296,24 @@ final class PN532ChipTests: XCTestCase {
         XCTAssertEqual(other.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00)
     }
 
+    /// `mi-empty`: MI on the next InDataExchange status byte, then the
+    /// continuation libnfc sends (40h with the target number alone) gets an
+    /// answer without a status byte; once.
+    func testMIEmptyAnswersTheContinuationWithoutAStatusByte() throws {
+        var host = try Host()
+        host.open()
+        _ = host.answer([0x4A, 0x01, 0x00])
+        host.chip.miEmptyArmed = true
+        XCTAssertEqual(host.answer([0x4A, 0x01, 0x00]).first, 0x01, "InListPassiveTarget does not take it")
+        let read = host.answer([0x40, 0x01, 0x30, 0x04])
+        XCTAssertEqual(read.first, 0x40, "status 00h with MI")
+        XCTAssertEqual(Array(read.dropFirst().prefix(4)), [0xCA, 0xFE, 0xBA, 0xBE])
+        XCTAssertEqual(host.answer([0x40, 0x01]), [], "the continuation: no status byte")
+        XCTAssertFalse(host.chip.miEmptyArmed)
+        XCTAssertEqual(host.command([0x40, 0x01]).errorFrame, true, "once: a bare 40h 01h is a syntax error again")
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00)
+    }
+
     func testTearAfterRemovesTheTagMidSequence() throws {
         var host = try Host()
         host.open()

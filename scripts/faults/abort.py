@@ -14,7 +14,15 @@ our 300-byte buffer), arygon.c (another driver), and nfc.c's two asserts
 (nfc_device_validate_modulation, reached from nfc_initiator_select/list
 calls the reader does not make).
 
-pn532-sim's `nad` fault mode sets that bit on the next such answer. The
+pn532-sim's `nad` fault mode sets that bit on the next such answer.
+
+Found reading the same function (not an abort, worse): an answer with MI
+(bit 6, more information) makes libnfc send a continuation and append its
+answer with `memcpy(pbtRx + res, abtRx2 + 1, res2 - 1)`; a continuation
+answer without a status byte (LEN 2: TFI and response code only) gives
+res2 = 0 and a copy of SIZE_MAX bytes: SIGSEGV. pn532-sim's `mi-empty` sends
+that; the scenario runs it once, with the same checks (the fatal-signal
+handler covers SIGSEGV too). The
 scenario runs gatewayd on the stock sim example (spawned pn532-sim, MQTT on),
 under a supervisor that applies the shipped unit's Restart= and RestartSec=
 (board/gatewayd.service; systemd is not pid 1 here, so no systemd-run) and
@@ -236,7 +244,8 @@ def run(bindir, report, aborts=3):
         granted_tap(g, dump, UID, "before the faults")
         wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained at start")
 
-        for i in range(aborts):
+        faults = [("nad", signal.SIGABRT)] * aborts + [("mi-empty", signal.SIGSEGV)]
+        for i, (fault, expected) in enumerate(faults):
             # Events waiting in the outbox when the daemon dies: the broker is
             # away, two forged stickers are denied.
             broker.stop()
@@ -256,12 +265,12 @@ def run(bindir, report, aborts=3):
             log0 = len(g.log_text())
 
             watcher = HandlerWatch(pid) if i == 0 else None
-            answer = sim_control(g, "nad")
-            check(answer.startswith("ok"), f"abort {i}: nad: {answer}")
+            answer = sim_control(g, fault)
+            check(answer.startswith("ok"), f"abort {i}: {fault}: {answer}")
             g.ctl("sim", "tap", "--dump", dump, "--uid", UID)
             code, exited = sup.wait_exit(15)
-            check(code == -signal.SIGABRT, f"abort {i}: gatewayd exit {code}, not SIGABRT")
-            outcomes["SIGABRT"] += 1
+            check(code == -expected, f"abort {i} ({fault}): gatewayd exit {code}, not {expected.name}")
+            outcomes[expected.name] += 1
             if watcher:
                 handler = watcher.result()
                 report["fatal-signal handler (gdb)"] = handler
@@ -327,7 +336,8 @@ def run(bindir, report, aborts=3):
         lost = want - got
         restart, sec, interval, burst = unit_restart_policy()
         report["libnfc abort"] = (
-            f"{aborts} taps answered with a NAD status byte: gatewayd died of SIGABRT {outcomes['SIGABRT']}/{aborts}, "
+            f"{aborts} taps answered with a NAD status byte, 1 with MI and an empty continuation: gatewayd died of "
+            f"SIGABRT {outcomes['SIGABRT']}/{aborts}, SIGSEGV {outcomes['SIGSEGV']}/1, "
             f"strike locked, tap not decided, pn532-sim gone; restarted by Restart={restart} RestartSec={sec:g}s "
             f"after {', '.join(f'{d:.2f}' for d in sup.delays)} s (start limit {burst} in {interval:g} s not hit); "
             f"integrity ok, chain verified, OTP key and sticker intact; {len(audit)} audit rows, {len(events)} "
