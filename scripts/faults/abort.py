@@ -32,7 +32,8 @@ checks after each abort:
 - gatewayd died of SIGABRT during the tap's read: the sticker's tap was not
   decided (no audit row, no strike pulse) and the strike's last state before
   death was locked; the fatal-signal handler (CDoorSafety) ran on the way
-  (the process died with SIGABRT re-raised, not a second fault). On the sim
+  (first abort, when gdb can attach: a breakpoint on door_safety_lock_all is
+  hit from on_fatal_signal over libnfc's abort). On the sim
   board the strike is a logged state, not a line: the line level while a
   process dies of SIGABRT is checked on a real GPIO line by the gpio VM
   (`make test-gpio-vm`, check `sigabrt`, same handler);
@@ -45,6 +46,10 @@ checks after each abort:
   before the abort reach the broker after the restart, and at the end every
   audit row has reached the broker;
 - a good tap afterwards opens the door.
+
+Then `nad` once more and SIGTERM: nfc_close's PowerDown gets the answer, the
+outputs are locked before it (logged), the exit status is reported (SIGABRT
+today), and the next start finds the state intact and opens for a good tap.
 """
 import collections
 import configparser
@@ -121,7 +126,7 @@ class Supervisor:
         p = self.g.process
         try:
             code = p.wait(timeout)
-        except Exception:
+        except subprocess.TimeoutExpired:
             raise Failure(f"gatewayd still running {timeout} s after the fault")
         exited = time.monotonic()
         self.g.process = None
