@@ -19,7 +19,15 @@ public enum ControlCommand: Equatable, Sendable {
     case mute
     /// `hang`: the chip ACKs commands but never answers them.
     case hang
-    /// `unmute`: back to normal after `mute` or `hang`.
+    /// `nad`: the next answer with a status byte libnfc checks for a NAD
+    /// (PowerDown, InDataExchange, InCommunicateThru, InSelect, …) has bit 7
+    /// set: libnfc 1.8.0 calls `abort()` on it.
+    case nad
+    /// `mi-empty`: the next InDataExchange answer has MI (40h) set and the
+    /// host's continuation is answered with no status byte: libnfc 1.8.0
+    /// copies SIZE_MAX bytes (SIGSEGV).
+    case miEmpty
+    /// `unmute`: back to normal after `mute`, `hang` or an unsent `nad` / `mi-empty`.
     case unmute
     /// `dump [PATH]`: the tag image as hex, or written to PATH.
     case dump(path: String?)
@@ -65,6 +73,8 @@ public enum ControlCommand: Equatable, Sendable {
         case "absent": return try noArgs(.absent(true))
         case "present": return try noArgs(.absent(false))
         case "hang": return try noArgs(.hang)
+        case "nad": return try noArgs(.nad)
+        case "mi-empty": return try noArgs(.miEmpty)
         case "unmute": return try noArgs(.unmute)
         case "dump":
             guard args.count <= 1 else { throw .usage(verb) }
@@ -89,7 +99,7 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
         case .empty: return "empty command"
         case .unknown(let v):
             return
-                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, unmute, dump, stats, status, absent, present)"
+                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, nad, mi-empty, unmute, dump, stats, status, absent, present)"
         case .usage(let v): return "usage: \(ControlError.usageText[v] ?? v)"
         case .badUID(let u): return "UID '\(u)' is not 7 bytes of hex"
         }
@@ -97,7 +107,8 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
 
     static let usageText = [
         "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]", "remove": "remove", "reinsert": "reinsert",
-        "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "unmute": "unmute",
+        "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "nad": "nad", "mi-empty": "mi-empty",
+        "unmute": "unmute",
         "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status", "absent": "absent", "present": "present",
     ]
 }

@@ -86,6 +86,22 @@ public struct PN532Chip: Sendable {
     public var muted = false
     /// The chip ACKs commands but never answers them.
     public var hung = false
+    /// `nad`: the next answer whose status byte libnfc checks for a NAD
+    /// (bit 7) carries one. No PN532 sends it to an initiator without NAD
+    /// framing, and libnfc 1.8.0 `pn53x_transceive` calls `abort()` on it
+    /// after PowerDown, InDataExchange, InCommunicateThru, InJumpForPSL,
+    /// InPSL, InATR, InSelect and InJumpForDEP (and target commands).
+    public var nadArmed = false
+    /// `mi-empty`: the next InDataExchange answer has MI (bit 6, more
+    /// information) set in its status byte, and the host's continuation
+    /// (InDataExchange with the target number alone) is answered with no
+    /// status byte at all. libnfc 1.8.0 `pn53x_transceive` then copies
+    /// `res2 - 1` = -1 bytes (`memcpy` of SIZE_MAX): SIGSEGV.
+    public var miEmptyArmed = false
+    /// The continuation `mi-empty` answers empty is expected next.
+    private var miContinuation = false
+    /// Answer codes of those commands (the command code + 1).
+    static let nadCheckedAnswers: Set<UInt8> = [0x17, 0x41, 0x43, 0x47, 0x4F, 0x51, 0x55, 0x57]
     /// Tag exchanges left before the tag leaves the field (`tear-after N`).
     public private(set) var tearAfter: Int?
     /// `tear-after N` given with no tag in the field: the next tag to enter
@@ -198,6 +214,9 @@ public struct PN532Chip: Sendable {
     public mutating func unmute() {
         muted = false
         hung = false
+        nadArmed = false
+        miEmptyArmed = false
+        miContinuation = false
         if case .forever = pending { pending = nil }
     }
 
@@ -270,6 +289,15 @@ public struct PN532Chip: Sendable {
     /// Commands carrying a status byte first record it for GetGeneralStatus.
     private mutating func status(_ code: UInt8, _ s: UInt8, _ data: [UInt8] = []) -> [ChipEffect] {
         lastStatus = s
+        if nadArmed && Self.nadCheckedAnswers.contains(code) && !muted {
+            nadArmed = false
+            return respond(code, [s | 0x80] + data)
+        }
+        if miEmptyArmed && code == 0x41 && !muted {
+            miEmptyArmed = false
+            miContinuation = true
+            return respond(code, [s | 0x40] + data)
+        }
         return respond(code, [s] + data)
     }
 
@@ -520,6 +548,10 @@ public struct PN532Chip: Sendable {
     /// 14h, and runs MIFARE WRITE (A0h + 16 bytes) as its two-part exchange.
     private mutating func inDataExchange(_ p: [UInt8]) -> [ChipEffect] {
         guard p.count >= 1 else { return syntaxError() }
+        if miContinuation {
+            miContinuation = false
+            if p.count == 1 { return respond(0x41, []) }  // `mi-empty`: no status byte
+        }
         guard p[0] & 0x3F == 0x01, target == true else { return status(0x41, 0x27) }
         let data = Array(p.dropFirst())
         guard !data.isEmpty else { return syntaxError() }

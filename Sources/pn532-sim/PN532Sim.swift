@@ -31,6 +31,10 @@ struct PN532Sim: ParsableCommand {
             Control socket lines (each answered by one 'ok …' or 'error …' line):
               insert [UID] [IMAGE|ntag213|ntag215|ntag216]   remove   reinsert
               tear-after N (no tag in the field: the next one)   mute   hang   unmute
+              nad (the next InDataExchange/PowerDown/… status byte has bit 7 set:
+                   libnfc 1.8.0 calls abort() on it)
+              mi-empty (the next InDataExchange answer has MI set, its continuation
+                   no status byte: libnfc 1.8.0 copies SIZE_MAX bytes, SIGSEGV)
               dump [PATH]   stats [reset]   status
               absent   present   (I2C/SPI: the chip leaves the bus or comes back)
             """)

@@ -207,6 +207,12 @@ final class Simulator {
         case .hang:
             chip.hung = true
             return "ok hanging"
+        case .nad:
+            chip.nadArmed = true
+            return "ok the next status answer carries a NAD"
+        case .miEmpty:
+            chip.miEmptyArmed = true
+            return "ok the next InDataExchange answer has MI set and its continuation no status byte"
         case .unmute:
             chip.unmute()
             return "ok unmuted"
@@ -245,6 +251,8 @@ final class Simulator {
         var s = bus.map { "bus=\($0.absent ? "absent" : "present") " } ?? ""
         s += "power=\(power) rf=\(chip.rfOn ? "on" : "off") busy=\(chip.isBusy ? "yes" : "no")"
         s += " muted=\(chip.muted ? "yes" : "no") hung=\(chip.hung ? "yes" : "no")"
+        if chip.nadArmed { s += " nad=armed" }
+        if chip.miEmptyArmed { s += " mi_empty=armed" }
         if let t = chip.tag {
             s += " tag=\(t.uid.hex) type=\(t.type) state=\(t.state) auth_failures=\(t.failedAuthentications)"
             s += " tear_after=\(chip.tearAfter.map(String.init) ?? "-")"

@@ -17,6 +17,8 @@ final class ControlCommandTests: XCTestCase {
         XCTAssertEqual(try ControlCommand.parse("tear-after 3"), .tearAfter(3))
         XCTAssertEqual(try ControlCommand.parse("mute"), .mute)
         XCTAssertEqual(try ControlCommand.parse("hang"), .hang)
+        XCTAssertEqual(try ControlCommand.parse("nad"), .nad)
+        XCTAssertEqual(try ControlCommand.parse("mi-empty"), .miEmpty)
         XCTAssertEqual(try ControlCommand.parse("unmute\r"), .unmute)
         XCTAssertEqual(try ControlCommand.parse("dump"), .dump(path: nil))
         XCTAssertEqual(try ControlCommand.parse("dump /tmp/x"), .dump(path: "/tmp/x"))
@@ -36,6 +38,7 @@ final class ControlCommandTests: XCTestCase {
         XCTAssertThrowsError(try ControlCommand.parse("tear-after x")) {
             XCTAssertEqual($0 as? ControlError, .usage("tear-after"))
         }
+        XCTAssertThrowsError(try ControlCommand.parse("nad 3")) { XCTAssertEqual($0 as? ControlError, .usage("nad")) }
         XCTAssertThrowsError(try ControlCommand.parse("remove now")) {
             XCTAssertEqual($0 as? ControlError, .usage("remove"))
         }

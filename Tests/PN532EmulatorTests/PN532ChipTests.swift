@@ -268,6 +268,52 @@ final class PN532ChipTests: XCTestCase {
         XCTAssertEqual(host.answer([0x02]), [0x32, 0x01, 0x06, 0x07])
     }
 
+    /// `nad`: the next answer libnfc checks for a NAD (bit 7 of the status
+    /// byte; libnfc 1.8.0 `pn53x_transceive` aborts on it) carries one, once;
+    /// answers without such a status byte leave it armed; `unmute` disarms it.
+    func testNADMarksTheNextCheckedStatusByteOnce() throws {
+        var host = try Host()
+        host.open()
+        _ = host.answer([0x4A, 0x01, 0x00])
+        host.chip.nadArmed = true
+        XCTAssertEqual(host.answer([0x02]), [0x32, 0x01, 0x06, 0x07], "GetFirmwareVersion has no status byte")
+        XCTAssertEqual(host.answer([0x32, 0x05, 0x00, 0x01, 0x02]), [], "RFConfiguration has none")
+        XCTAssertTrue(host.chip.nadArmed)
+        let read = host.answer([0x40, 0x01, 0x30, 0x04])
+        XCTAssertEqual(read.first, 0x80, "status 00h with the NAD bit")
+        XCTAssertEqual(Array(read.dropFirst().prefix(4)), [0xCA, 0xFE, 0xBA, 0xBE], "the data is unchanged")
+        XCTAssertFalse(host.chip.nadArmed)
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00, "once")
+        // PowerDown (libnfc sends it from nfc_close) is checked too.
+        host.chip.nadArmed = true
+        XCTAssertEqual(host.answer([0x16, 0xF0]), [0x80])
+        // Armed, then unmuted: nothing is marked.
+        var other = try Host()
+        other.open()
+        _ = other.answer([0x4A, 0x01, 0x00])
+        other.chip.nadArmed = true
+        other.chip.unmute()
+        XCTAssertEqual(other.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00)
+    }
+
+    /// `mi-empty`: MI on the next InDataExchange status byte, then the
+    /// continuation libnfc sends (40h with the target number alone) gets an
+    /// answer without a status byte; once.
+    func testMIEmptyAnswersTheContinuationWithoutAStatusByte() throws {
+        var host = try Host()
+        host.open()
+        _ = host.answer([0x4A, 0x01, 0x00])
+        host.chip.miEmptyArmed = true
+        XCTAssertEqual(host.answer([0x4A, 0x01, 0x00]).first, 0x01, "InListPassiveTarget does not take it")
+        let read = host.answer([0x40, 0x01, 0x30, 0x04])
+        XCTAssertEqual(read.first, 0x40, "status 00h with MI")
+        XCTAssertEqual(Array(read.dropFirst().prefix(4)), [0xCA, 0xFE, 0xBA, 0xBE])
+        XCTAssertEqual(host.answer([0x40, 0x01]), [], "the continuation: no status byte")
+        XCTAssertFalse(host.chip.miEmptyArmed)
+        XCTAssertEqual(host.command([0x40, 0x01]).errorFrame, true, "once: a bare 40h 01h is a syntax error again")
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00)
+    }
+
     func testTearAfterRemovesTheTagMidSequence() throws {
         var host = try Host()
         host.open()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The fault suite (make test-faults): run.py BINDIR [SCENARIO...]
 
-Scenarios: powercut, diskfull, reader, broker, flood (all by default). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
+Scenarios: powercut, diskfull, reader, broker, flood, abort, clock (all by default). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
 number of power cuts (default 200); FAULTS_KEEP=1 keeps the work directories.
 Prints one line per scenario and `test-faults: N passed, N failed`.
 """
@@ -11,7 +11,9 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abort  # noqa: E402
 import churn  # noqa: E402
+import clock  # noqa: E402
 import diskfull  # noqa: E402
 import powercut  # noqa: E402
 from lib import Failure  # noqa: E402
@@ -28,6 +30,8 @@ def main(argv):
         "reader": lambda report: churn.run_reader(bindir, report),
         "broker": lambda report: churn.run_broker(bindir, report, int(os.environ.get("FAULTS_FLAPS", "100"))),
         "flood": lambda report: churn.run_flood(bindir, report),
+        "abort": lambda report: abort.run(bindir, report, int(os.environ.get("FAULTS_ABORTS", "3"))),
+        "clock": lambda report: clock.run_unsynchronised(bindir, report),
     }
     chosen = argv[1:] or list(scenarios)
     passed = failed = 0
