@@ -99,7 +99,7 @@ final class TOMLDifferentialTests: XCTestCase {
         base += TOMLParserTests.accepted.map(\.0) + TOMLParserTests.refused
         var random = SeededRandom(seed: 0x70_4D_4C)
         var generated: [String] = []
-        for _ in 0..<count { generated.append(document(&random)) }
+        for i in 0..<count { generated.append(i % 3 == 2 ? structure(&random) : document(&random)) }
         let dictionary = tokens()
         var mutated: [String] = []
         let seeds = base + generated
@@ -191,7 +191,76 @@ final class TOMLDifferentialTests: XCTestCase {
             if Int.random(in: 0..<12, using: &r) == 0 { text += "\n" }
             return text + blanks.randomElement(using: &r)! + "}"
         }
+        if s == 2 { return number(&r) }
+        if s == 3 { return string(&r) }
         return scalars.randomElement(using: &r)!
+    }
+
+    /// A number near TOML's rules: signs, underscores, radix prefixes, long
+    /// mantissas and exponents near the ends of a double.
+    static func number(_ r: inout SeededRandom) -> String {
+        func digits(_ n: Int, _ alphabet: String) -> String {
+            let a = Array(alphabet)
+            var out = ""
+            for k in 0..<n {
+                if k > 0 && Int.random(in: 0..<12, using: &r) == 0 { out += "_" }
+                out.append(a.randomElement(using: &r)!)
+            }
+            return out
+        }
+        let sign = ["", "", "+", "-"].randomElement(using: &r)!
+        switch Int.random(in: 0..<6, using: &r) {
+        case 0:
+            return ["0x", "0o", "0b"].randomElement(using: &r)!
+                + digits(Int.random(in: 1...20, using: &r), "0123456789abcdefABCDEF")
+        case 1: return sign + digits(Int.random(in: 1...20, using: &r), "0123456789")
+        default:
+            var text = sign + digits(Int.random(in: 1...20, using: &r), "0123456789")
+            if Bool.random(using: &r) { text += "." + digits(Int.random(in: 1...20, using: &r), "0123456789") }
+            if Bool.random(using: &r) {
+                text +=
+                    ["e", "E", "e+", "e-", "E-"].randomElement(using: &r)! + "\(Int.random(in: 0...330, using: &r))"
+            }
+            return text
+        }
+    }
+
+    /// A basic string with random escapes and characters, valid or not.
+    static func string(_ r: inout SeededRandom) -> String {
+        let escapes = ["\\b", "\\t", "\\n", "\\f", "\\r", "\\\"", "\\\\", "\\e", "\\x", "\\/", "\\ "]
+        var text = Bool.random(using: &r) ? "\"" : "\"\"\""
+        let multiline = text.count == 3
+        for _ in 0..<Int.random(in: 0...6, using: &r) {
+            switch Int.random(in: 0..<6, using: &r) {
+            case 0: text += escapes.randomElement(using: &r)!
+            case 1:
+                let v = UInt32.random(in: 0...0x11_0000, using: &r)
+                text += Bool.random(using: &r) ? "\\u" + hex(v & 0xFFFF, 4) : "\\U" + hex(v, 8)
+            case 2: text += "\\u" + hex(UInt32.random(in: 0xD7F0...0xE010, using: &r), 4)
+            case 3:
+                let v = UInt32.random(in: 0...0x2FFF, using: &r)
+                if let u = Unicode.Scalar(v) { text.unicodeScalars.append(u) }
+            case 4: text += ["\\\n  ", "\n", "\r\n", "\\  \n", "\"", "\"\""].randomElement(using: &r)!
+            default: text += "abc"
+            }
+        }
+        return text + (multiline ? "\"\"\"" : "\"")
+    }
+
+    /// Headers and dotted keys over two names: TOML's redefinition rules.
+    static func structure(_ r: inout SeededRandom) -> String {
+        let names = ["a", "b", "a.b", "b.a", "a.a", "a.b.a", "'a'"]
+        let values = ["1", "{}", "[]", "{ x = 1 }", "[{}]", "{ a.b = 1 }", "[1]", "{ a = {} }"]
+        var text = ""
+        for _ in 0..<Int.random(in: 2...10, using: &r) {
+            let k = names.randomElement(using: &r)!
+            switch Int.random(in: 0..<3, using: &r) {
+            case 0: text += "[\(k)]\n"
+            case 1: text += "[[\(k)]]\n"
+            default: text += "\(k) = \(values.randomElement(using: &r)!)\n"
+            }
+        }
+        return text
     }
 
     static func document(_ r: inout SeededRandom) -> String {

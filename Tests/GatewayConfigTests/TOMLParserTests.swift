@@ -349,6 +349,30 @@ final class TOMLParserTests: XCTestCase {
         XCTAssertEqual(m.last?.0, "k19999")
     }
 
+    /// A file that is not UTF-8 is refused where it stops being UTF-8 (the
+    /// text the parser sees would hold U+FFFD in its place).
+    func testAFileThatIsNotUTF8IsASyntaxError() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("not-utf8-\(getpid()).toml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let cases: [([UInt8], Int, Int, String)] = [
+            (Array("a = 1\nb = \"é".utf8) + [0xFF] + Array("\"\n".utf8), 2, 7, "FF"),
+            ([0xEF, 0xBB, 0xBF] + Array("# \u{2028}".utf8) + [0xC3, 0x28], 1, 4, "C3"),
+            ([0xED, 0xA0, 0x80], 1, 1, "ED"),
+        ]
+        for (bytes, line, column, byte) in cases {
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            XCTAssertThrowsError(try GatewayConfiguration.load(file: path)) { error in
+                XCTAssertEqual(
+                    (error as? ConfigError)?.issues,
+                    [
+                        ConfigIssue(
+                            key: "", line: line,
+                            message: "TOML syntax error at column \(column): not UTF-8 (byte 0x\(byte))")
+                    ])
+            }
+        }
+    }
+
     /// The deepest document the parser takes, on a thread with a 512 KiB stack.
     func testTheDeepestDocumentFitsASmallStack() {
         let deep = "a = " + String(repeating: "[{b = ", count: 64) + "1" + String(repeating: "}]", count: 64)
