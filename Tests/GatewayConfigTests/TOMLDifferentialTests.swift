@@ -13,7 +13,8 @@ import XCTest
 /// uncommented), `TOMLParserTests`' cases, documents generated from TOML's
 /// grammar with colliding keys (the redefinition rules) and values near
 /// every edge, and all of these mutated. `TOML_DIFF_N` sets how many are
-/// generated (default 20 000; as many again are mutated).
+/// generated (default 20 000; as many again are mutated); `TOML_DIFF_CORPUS`
+/// adds a directory of documents (a corpus `make fuzz` grew).
 final class TOMLDifferentialTests: XCTestCase {
     func testTheParserAgreesWithTomllib() throws {
         let oracle = Fixtures.root.appendingPathComponent("scripts/toml-oracle.py")
@@ -86,10 +87,16 @@ final class TOMLDifferentialTests: XCTestCase {
 
     static func inputs(generated count: Int) -> [String] {
         var base: [String] = []
-        let corpus = Fixtures.root.appendingPathComponent("Fuzz/corpus/toml")
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted()) ?? [] {
-            if let data = FileManager.default.contents(atPath: corpus.appendingPathComponent(name).path) {
-                base.append(String(decoding: data, as: UTF8.self))
+        // The committed corpus, and (TOML_DIFF_CORPUS) a grown one, e.g. make fuzz's.
+        var corpora = [Fixtures.root.appendingPathComponent("Fuzz/corpus/toml")]
+        if let grown = ProcessInfo.processInfo.environment["TOML_DIFF_CORPUS"] {
+            corpora.append(URL(fileURLWithPath: grown))
+        }
+        for corpus in corpora {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted()) ?? [] {
+                if let data = FileManager.default.contents(atPath: corpus.appendingPathComponent(name).path) {
+                    base.append(String(decoding: data, as: UTF8.self))
+                }
             }
         }
         for board in ConfigExample.Board.allCases {
