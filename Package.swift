@@ -13,7 +13,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // MARK: C libraries
@@ -41,9 +40,7 @@ let package = Package(
         // MARK: Configuration file (TOML) loading and the example file
         .target(
             name: "GatewayConfig",
-            dependencies: [
-                "DoorCore", .product(name: "TOMLKit", package: "TOMLKit"),
-            ]),
+            dependencies: ["DoorCore"]),
         // MARK: The store (SQLite's C API through a small wrapper, GatewayStore/SQLite.swift)
         .target(name: "GatewayStore", dependencies: ["DoorCore", "CSQLite"]),
         // MARK: Adapters: the only code that touches libnfc / libgpiod

@@ -12,8 +12,7 @@
 #                      <cache>/fuzz/findings/<target>/ (crash-*, leak-*, timeout-*, oom-*),
 #                      <cache>/fuzz/logs/<target>.log
 #
-# Every target runs with -timeout=1 -rss_limit_mb=2048 -detect_leaks=1 (toml: leaks checked at
-# exit, see below). Prints executions, exec/s and findings per target and a final table; exits 1
+# Every target runs with -timeout=1 -rss_limit_mb=2048 -detect_leaks=1. Prints executions, exec/s and findings per target and a final table; exits 1
 # when any target found something (a crash, a leak, a timeout over 1 s, an RSS over 2 GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +37,7 @@ done
 # SwiftPM's --sanitize=fuzzer links libFuzzer's main instead of the module's entry point, but
 # it passes -sanitize=fuzzer and -sanitize=address to swiftc as two flags and the last one wins
 # (measured: no ASan in the Swift objects); -sanitize=address,fuzzer as one flag, given last,
-# instruments Swift with both. C and C++ targets (toml++ in TOMLKit) get -fsanitize=address,fuzzer
-# from SwiftPM. -enable-testing lets the control and MQTT targets reach the internal parsers of
+# instruments Swift with both. C targets get -fsanitize=address,fuzzer from SwiftPM. -enable-testing lets the control and MQTT targets reach the internal parsers of
 # GatewayCLI and GatewayMQTT; -D FUZZING drops the replayer's main.
 build=(swift build -c release --scratch-path "$SCRATCH" --product fuzz-targets
     --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=address,fuzzer
@@ -64,8 +62,6 @@ say "built $BIN in $((SECONDS - started)) s"
 export SWIFT_BACKTRACE=enable=no
 # Symbolized ASan/LSan reports; LSan at exit as well as libFuzzer's per-input check.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:symbolize=1:abort_on_error=0}"
-# TOMLKit's own allocations, which it offers no way to free (see the file): not ours to fix here.
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/Fuzz/lsan.supp:print_suppressions=0}"
 
 declare -A EXECS RATE FOUND STATUS
 failed=0
@@ -77,22 +73,14 @@ for t in $TARGETS; do
     marker="$CACHE/logs/$t.started"
     touch "$marker"
     say "$t: ${FUZZ_S} s (grown corpus $grow, $(find "$grow" -type f | wc -l) files)"
-    # toml: TOMLKit leaks on every load (Fuzz/lsan.supp), so libFuzzer's per-input leak check
-    # (a full LeakSanitizer scan whenever an input mallocs more than it frees) ran on every
-    # input: 142 exec/s instead of 3 265. There the scan runs once, at exit, with the same
-    # suppressions: any other leak still fails the run (no per-input artifact; minimize with
-    # FUZZ_TOML_PER_INPUT_LEAKS=1, which restores -detect_leaks=1).
-    leakcheck=1
-    [[ $t == toml && "${FUZZ_TOML_PER_INPUT_LEAKS:-0}" != 1 ]] && leakcheck=0
     # Runs of at most FUZZ_CHUNK_S seconds, one after the other on the same grown corpus: RSS
-    # grows with a run (libFuzzer's own tables, and the toml target's TOMLKit leaks: 1.15 GB
-    # after 600 s, and the leak scan at exit then went over -rss_limit_mb=2048).
+    # grows with a run (libFuzzer's own tables).
     remaining=$FUZZ_S execs=0 elapsed=0 rc=0 part=0
     : >"$log"
     while [[ $remaining -gt 0 && $rc -eq 0 ]]; do
         slice=$((remaining < CHUNK ? remaining : CHUNK))
         part=$((part + 1))
-        opts=(-max_total_time="$slice" -timeout=1 -rss_limit_mb=2048 -detect_leaks=$leakcheck
+        opts=(-max_total_time="$slice" -timeout=1 -rss_limit_mb=2048 -detect_leaks=1
             -dict="Fuzz/dict/$t.dict" -artifact_prefix="$findings/" -print_final_stats=1)
         [[ $CHUNK -lt $FUZZ_S ]] && echo "=== part $part: $slice s" >>"$log"
         t0=$SECONDS

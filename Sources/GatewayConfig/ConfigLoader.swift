@@ -60,7 +60,35 @@ extension GatewayConfiguration {
                 ConfigIssue(key: "", line: nil, message: "cannot read the file: \(error.message)")
             ])
         }
+        if let issue = invalidUTF8(bytes) { throw ConfigError(issues: [issue]) }
         return try load(toml: String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// A TOML file is valid UTF-8: the first byte that is not, as a syntax
+    /// error with its place (decoding would turn it into U+FFFD silently).
+    static func invalidUTF8(_ bytes: [UInt8]) -> ConfigIssue? {
+        var parser = Unicode.UTF8.ForwardParser()
+        var it = bytes.makeIterator()
+        var offset = 0, line = 1, column = 1
+        while true {
+            switch parser.parseScalar(from: &it) {
+            case .emptyInput:
+                return nil
+            case .valid(let scalar):
+                offset += scalar.count
+                if scalar.count == 1 && scalar.first == UInt8(ascii: "\n") {
+                    line += 1
+                    column = 1
+                } else if !(offset == 3 && line == 1 && bytes.starts(with: [0xEF, 0xBB, 0xBF])) {
+                    column += 1
+                }
+            case .error:
+                let byte = offset < bytes.count ? bytes[offset] : 0
+                return ConfigIssue(
+                    key: "", line: line,
+                    message: "TOML syntax error at column \(column): not UTF-8 (byte 0x\(hex(UInt32(byte), 2)))")
+            }
+        }
     }
 
     struct ReadError: Error { var message: String }

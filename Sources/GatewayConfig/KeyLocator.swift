@@ -2,7 +2,7 @@
 /// `outputs[1].locked_level` or `actions[0].steps[2].ms`: a small scanner over
 /// the TOML text (headers, `[[array]]` tables, dotted keys, inline tables and
 /// arrays, strings and comments) that records where each path is written.
-/// It runs only on text TOMLKit has parsed, and on anything else it stops
+/// It runs only on text TOMLParser has accepted, and on anything else it stops
 /// early; it never decides validity.
 struct KeyLocator {
     private(set) var lines: [String: Int] = [:]

@@ -1,5 +1,3 @@
-import TOMLKit
-
 /// One problem in a configuration file, naming the full dotted key and, when
 /// known, the line.
 public struct ConfigIssue: Equatable, Sendable, CustomStringConvertible {
@@ -26,8 +24,8 @@ public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String { issues.map { $0.formatted(file: "gateway.toml") }.joined(separator: "\n") }
 }
 
-/// A TOML document as plain values, copied out of TOMLKit once so the strict
-/// reader can track which keys were used (any other key is an error).
+/// A TOML document as plain values (`TOMLParser`), so the strict reader can
+/// track which keys were used (any other key is an error).
 indirect enum TOMLNode: Sendable {
     case table([(String, TOMLNode)])
     case array([TOMLNode])
@@ -38,50 +36,10 @@ indirect enum TOMLNode: Sendable {
     /// Dates and times: valid TOML, never a valid value here.
     case other(String)
 
-    /// Parses `source` with TOMLKit (toml++). A syntax error carries its line
-    /// and column (`TOMLParseError.source.begin`).
+    /// Parses `source` as TOML 1.0. A syntax error is one issue without a
+    /// key, with its line, and its column in the message.
     static func parse(_ source: String) -> Result<[(String, TOMLNode)], ConfigError> {
-        if let issue = TOMLGuard.refusal(source) { return .failure(ConfigError(issues: [issue])) }
-        let root: TOMLTable
-        do {
-            root = try TOMLTable(string: source)
-        } catch let e as TOMLParseError {
-            return .failure(
-                ConfigError(issues: [
-                    ConfigIssue(
-                        key: "", line: e.source.begin.line,
-                        message: "TOML syntax error at column \(e.source.begin.column): \(e.description)")
-                ]))
-        } catch {
-            return .failure(
-                ConfigError(issues: [ConfigIssue(key: "", line: nil, message: "TOML syntax error: \(error)")]))
-        }
-        let members = Self.members(of: root)
-        // TOMLKit never frees a parsed document; clearing the root frees
-        // every node under it (toml::table::clear), leaving an empty table.
-        root.clear()
-        return .success(members)
-    }
-
-    /// A key TOMLKit cannot look up again (it passes keys as C strings, so a
-    /// key with a NUL in it is cut short) is kept with an `.other` value, which
-    /// the reader reports as an unknown key or a wrong type.
-    private static func members(of table: TOMLTable) -> [(String, TOMLNode)] {
-        table.keys.map { key in (key, table[key].map(TOMLNode.init) ?? .other("unreadable key")) }
-    }
-
-    private init(_ value: TOMLValueConvertible) {
-        switch value.type {
-        case .table: self = value.table.map { .table(Self.members(of: $0)) } ?? .other("table")
-        case .array: self = value.array.map { .array($0.map(TOMLNode.init)) } ?? .other("array")
-        case .string: self = value.string.map(TOMLNode.string) ?? .other("string")
-        case .int: self = value.int.map(TOMLNode.int) ?? .other("integer")
-        case .double: self = value.double.map(TOMLNode.double) ?? .other("number")
-        case .bool: self = value.bool.map(TOMLNode.bool) ?? .other("boolean")
-        case .date: self = .other("date")
-        case .time: self = .other("time")
-        case .dateTime: self = .other("date-time")
-        }
+        TOMLParser.parse(source)
     }
 
     var typeName: String {

@@ -15,7 +15,7 @@ enum FuzzTarget: String, CaseIterable {
     case compat
     /// Native commands: JSON, MAC, device, action, freshness, replay.
     case native
-    /// `gateway.toml` through the whole loader (TOMLGuard, TOMLKit/toml++, the strict reader).
+    /// `gateway.toml` through the whole loader (TOMLParser, the strict reader).
     case toml
     /// Control-socket request lines: line framing, the request parser, parameter readers.
     case control

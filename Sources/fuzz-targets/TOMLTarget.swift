@@ -2,7 +2,7 @@ import DoorCore
 import GatewayConfig
 
 /// `gateway.toml` through the whole loader the daemon and `config check` use:
-/// TOMLGuard, TOMLKit (toml++, C++), then the strict reader and its checks.
+/// TOMLParser (TOML 1.0 in Swift), then the strict reader and its checks.
 enum TOMLTarget {
     static func run(_ data: [UInt8]) {
         // load(file:) decodes the file the same way.

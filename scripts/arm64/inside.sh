@@ -271,12 +271,10 @@ step_cdeps() {
 SWIFT_DEPS=(
     "swift-argument-parser https://github.com/apple/swift-argument-parser 1.8.2"
     "swift-log https://github.com/apple/swift-log 1.16.2"
-    "TOMLKit https://github.com/LebJe/TOMLKit 0.6.0"
 )
 PATCH_RECIPE=2 # bump when a patch below changes
 
 patch_swift-argument-parser() { :; }
-patch_TOMLKit() { :; }
 
 # swift-log 1.16.2 is swift-tools-version 6.2 and uses 6.1/6.2 syntax.
 patch_swift-log() {
