@@ -61,15 +61,13 @@ test-gpio-vm: static
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 
-## bench: figures, not tests — the reader (libnfc → pn532-sim at 115200 baud with RF
-## timing) and the daemon (READY, idle CPU, tap→output, RSS) on release/static builds
+## bench: figures, not tests (scripts/bench.sh): the static binary's footprint (stripped
+## size, ICU or not, who still imports Foundation), the reader (libnfc → pn532-sim at
+## 115200 baud with RF timing), the MQTT outbox, and the daemon (READY, idle CPU,
+## tap→output, RSS at the first tap and after N taps, flat or not). A few minutes by
+## default (1 000 daemon taps); BENCH_FULL=1 for the long run (10 000 taps, ~30 min).
 bench: deps static
-	$(SWIFT) build -c release --product reader-bench
-	$(SWIFT) build -c release --product pn532-sim
-	"$$($(SWIFT) build -c release --show-bin-path)/reader-bench" "$$($(SWIFT) build -c release --show-bin-path)/pn532-sim" 200
-	$(SWIFT) build -c release --product mqtt-bench
-	"$$($(SWIFT) build -c release --show-bin-path)/mqtt-bench" 5000
-	BIN="$(STATIC_OUT)" python3 scripts/bench-daemon.py
+	BIN="$(STATIC_OUT)" BENCH_FULL="$(BENCH_FULL)" SWIFT="$(SWIFT)" ./scripts/bench.sh
 
 clean:
 	rm -rf .build out

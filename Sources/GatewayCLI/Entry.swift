@@ -1,5 +1,10 @@
 import ArgumentParser
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// The single static binary is multi-call: the name it is invoked as picks the
 /// role. `gatewayd` is the daemon, `gatewayctl` the admin CLI; `gateway daemon …`
@@ -63,7 +68,7 @@ public enum Entry {
                 print(usage)
                 exit(0)
             }
-            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            printError(usage + "\n")
             exit(64)
         }
         switch role {

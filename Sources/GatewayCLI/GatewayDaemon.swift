@@ -1,7 +1,12 @@
 import ArgumentParser
 import DoorCore
 import DoorIO
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 import GatewayConfig
 import GatewayStore
 import Logging

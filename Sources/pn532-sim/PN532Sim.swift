@@ -5,7 +5,6 @@
 #endif
 import ArgumentParser
 import DoorCore
-import Foundation
 import PN532Emulator
 import CPseudoTerminal
 

@@ -4,7 +4,6 @@
     import Darwin
 #endif
 import DoorCore
-import Foundation
 import PN532Emulator
 
 /// Set by SIGTERM / SIGINT; the poll loop checks it.
@@ -153,7 +152,7 @@ final class Simulator {
     private func controlReadable(_ fd: Int32) throws {
         guard let control else { return }
         let (lines, closed) = control.readLines(fd)
-        for line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+        for line in lines where !line.allSatisfy({ $0.isWhitespace && !$0.isNewline }) {
             let answer = try perform(line)
             log("control: \(line) -> \(answer)")
             control.reply(fd, answer)
@@ -220,9 +219,9 @@ final class Simulator {
             guard let tag = chip.tag ?? chip.departedTag else { return "error no tag" }
             guard let path else { return "ok \(Hex.encode(tag.memory))" }
             do {
-                try Data(tag.memory).write(to: URL(fileURLWithPath: path))
+                try Files.write(tag.memory, to: path)
             } catch {
-                return "error \(path): \(error.localizedDescription)"
+                return "error \(path): \(error)"
             }
             return "ok wrote \(tag.memory.count) bytes to \(path)"
         case .stats(let reset):
@@ -271,7 +270,14 @@ final class Simulator {
     }
 
     func log(_ message: String) {
-        FileHandle.standardError.write(Data("pn532-sim: \(message)\n".utf8))
+        let line = Array("pn532-sim: \(message)\n".utf8)
+        var done = 0
+        while done < line.count {
+            let n = line.withUnsafeBytes { write(2, $0.baseAddress! + done, line.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            done += n
+        }
     }
 }
 
@@ -280,12 +286,11 @@ final class Simulator {
 /// tag without one gets a random UID.
 func makeTag(image: String?, uid: TagUID?, type: NTAGType) throws -> NTAG21x {
     if let image {
-        let url = URL(fileURLWithPath: image)
         let bytes: [UInt8]
         do {
-            bytes = Array(try Data(contentsOf: url))
+            bytes = try Files.read(image)
         } catch {
-            throw SimulatorError.unreadableImage(image, error.localizedDescription)
+            throw SimulatorError.unreadableImage(image, "\(error)")
         }
         return try NTAG21x(image: try TagImage(dump: bytes), uid: uid)
     }

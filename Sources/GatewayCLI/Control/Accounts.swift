@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Users and groups, read from `/etc/passwd` and `/etc/group` themselves.
 ///
@@ -58,7 +58,7 @@ struct Accounts: Equatable {
         var groups: [Group] = []
         for f in fields(group, count: 4) {
             guard let gid = UInt32(f[2]), !groups.contains(where: { $0.name == f[0] }) else { continue }
-            let members = f[3].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let members = f[3].split(separator: ",").map { $0.trimmingBlanks }
             groups.append(Group(name: String(f[0]), gid: gid, members: members.filter { !$0.isEmpty }))
         }
         self.users = users

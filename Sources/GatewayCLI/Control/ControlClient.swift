@@ -1,5 +1,5 @@
 import DoorCore
-import Foundation
+import Glibc
 
 /// gatewayctl's side of the control socket.
 final class ControlClient {
@@ -33,9 +33,9 @@ final class ControlClient {
 
     /// Sends a request. A refused peer gets one error line and the
     /// connection closes, so a failed send still reads what is waiting.
-    private func send(_ method: String, _ params: JSONValue) {
+    private func send(_ method: ControlMethod, _ params: JSONValue) {
         nextID += 1
-        let request = JSONValue.object([("id", .int(nextID)), ("method", .string(method)), ("params", params)])
+        let request = JSONValue.object([("id", .int(nextID)), ("method", .string(method.rawValue)), ("params", params)])
         connection.send(request)
     }
 
@@ -54,13 +54,13 @@ final class ControlClient {
     }
 
     /// One request, its result (or the daemon's error, thrown).
-    func call(_ method: String, _ params: JSONValue = .object([])) throws -> JSONValue {
+    func call(_ method: ControlMethod, _ params: JSONValue = .object([])) throws -> JSONValue {
         send(method, params)
         return try readAnswer()["result"] ?? .null
     }
 
     /// A streaming request: `onEvent` for each event until the daemon stops.
-    func follow(_ method: String, _ params: JSONValue = .object([]), onEvent: (JSONValue) -> Void) throws {
+    func follow(_ method: ControlMethod, _ params: JSONValue = .object([]), onEvent: (JSONValue) -> Void) throws {
         var tv = timeval(tv_sec: 0, tv_usec: 0)  // no timeout while following
         setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         send(method, params)

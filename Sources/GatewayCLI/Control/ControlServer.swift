@@ -1,5 +1,10 @@
 import DoorCore
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// A request on the control socket: one JSON object per line,
 /// `{"id": …, "method": "…", "params": {…}}`.
@@ -46,7 +51,7 @@ final class ControlServer: @unchecked Sendable {
     let groupPath: String
     private let handler: (ControlRequest, Peer) throws -> ControlAnswer
     private var listener: Int32 = -1
-    private let lock = NSLock()
+    private let lock = Lock()
     private var clients: Set<Int32> = []
     private var stopping = false
 
@@ -74,7 +79,7 @@ final class ControlServer: @unchecked Sendable {
     /// use gatewayctl, so this is not a reason to stop.
     @discardableResult
     func start() throws -> String? {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = path.deletingLastPathComponent
         try FileManager.default.createDirectory(
             atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         unlink(path)  // a stale socket from a crashed run
@@ -95,9 +100,14 @@ final class ControlServer: @unchecked Sendable {
         if let group { chown(path, getuid(), group.gid) }
         chmod(path, 0o660)
         listener = fd
-        let t = Thread { [self] in acceptLoop(fd) }
-        t.name = "gatewayd.control"
-        t.start()
+        do {
+            try Threads.detach(name: "gatewayd.control") { [self] in acceptLoop(fd) }
+        } catch {
+            listener = -1
+            close(fd)
+            unlink(path)
+            throw DaemonError.startup("control socket: \(error)")
+        }
         guard group == nil else { return nil }
         return "control.admin_group: group \"\(adminGroup)\" is not in \(groupPath); "
             + "only root and gatewayd's own user (uid \(getuid())) may use gatewayctl "
@@ -139,12 +149,16 @@ final class ControlServer: @unchecked Sendable {
             var timeout = timeval(tv_sec: Self.idleSeconds, tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let t = Thread { [self] in
-                serve(client)
+            do {
+                try Threads.detach(name: "gatewayd.client") { [self] in
+                    serve(client)
+                    lock.withLock { _ = clients.remove(client) }
+                    close(client)
+                }
+            } catch {
                 lock.withLock { _ = clients.remove(client) }
                 close(client)
             }
-            t.start()
         }
     }
 

@@ -1,4 +1,9 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// sd_notify(3) without libsystemd: datagrams to `$NOTIFY_SOCKET` (a path, or
 /// an abstract name starting with `@`). A no-op when the variable is unset.

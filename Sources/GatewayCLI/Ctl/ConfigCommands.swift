@@ -1,5 +1,10 @@
 import ArgumentParser
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 import GatewayConfig
 import GatewayMQTT
 
@@ -43,18 +48,18 @@ struct ConfigCheck: ParsableCommand {
             config.summary.forEach { print("  \($0)") }
         } catch {
             let text = error.issues.map { $0.formatted(file: path) + "\n" }.joined()
-            FileHandle.standardError.write(Data(text.utf8))
+            printError(text)
             throw ExitCode(1)
         }
         guard broker else { return }
         guard config.mqtt.enabled else {
-            FileHandle.standardError.write(Data("broker: [mqtt] enabled = false: no broker to check\n".utf8))
+            printError("broker: [mqtt] enabled = false: no broker to check\n")
             throw ExitCode(1)
         }
         do {
             for line in try BrokerCheck.run(configuration: config.mqtt) { print(line) }
         } catch {
-            FileHandle.standardError.write(Data("broker: \(error)\n".utf8))
+            printError("broker: \(error)\n")
             throw ExitCode(1)
         }
     }

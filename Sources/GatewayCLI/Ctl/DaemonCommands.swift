@@ -2,7 +2,12 @@ import ArgumentParser
 import DoorCore
 import GatewayStore
 import TerminalQR
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// Options every command that talks to the running daemon takes.
 struct SocketOptions: ParsableArguments {
@@ -23,7 +28,7 @@ struct SocketOptions: ParsableArguments {
     }
 
     /// One request; its result, or exit 1 with the daemon's error.
-    func request(_ method: String, _ params: [(String, JSONValue)] = []) throws -> JSONValue {
+    func request(_ method: ControlMethod, _ params: [(String, JSONValue)] = []) throws -> JSONValue {
         do {
             return try ControlClient(path: path).call(method, .object(params))
         } catch {
@@ -33,7 +38,9 @@ struct SocketOptions: ParsableArguments {
     }
 
     /// One request; prints the answer (JSON, or `render` for people).
-    func call(_ method: String, _ params: [(String, JSONValue)] = [], render: (JSONValue) -> String = { $0.pretty })
+    func call(
+        _ method: ControlMethod, _ params: [(String, JSONValue)] = [], render: (JSONValue) -> String = { $0.pretty }
+    )
         throws
     {
         let result = try request(method, params)
@@ -82,7 +89,7 @@ struct StatusCommand: ParsableCommand {
         commandName: "status", abstract: "State, mode, reader, broker, outbox, clock sync, lockout and the last events."
     )
     @OptionGroup var socket: SocketOptions
-    func run() throws { try socket.call("status") { Self.human($0) } }
+    func run() throws { try socket.call(.status) { Self.human($0) } }
 
     /// For people: the answer without the daemon's internals (`--json` keeps them).
     static func human(_ status: JSONValue) -> String {
@@ -101,7 +108,7 @@ enum TextTable {
         }
         return ([header] + rows).map { row in
             row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                i == row.count - 1 ? cell : cell.padded(to: widths[i])
             }.joined(separator: "  ")
         }
     }
@@ -112,7 +119,7 @@ struct OpenCommand: ParsableCommand {
         commandName: "open", abstract: "Run an action now (admin open; works in lockdown).")
     @OptionGroup var socket: SocketOptions
     @Option(help: "Action index.") var action = 0
-    func run() throws { try socket.call("open", [("action", .int(action))]) }
+    func run() throws { try socket.call(.open, [("action", .int(action))]) }
 }
 
 struct ModeCommand: ParsableCommand {
@@ -123,7 +130,7 @@ struct ModeCommand: ParsableCommand {
     func validate() throws {
         guard DoorMode(rawValue: mode) != nil else { throw ValidationError("mode must be normal, passage or lockdown") }
     }
-    func run() throws { try socket.call("mode", [("mode", .string(mode))]) }
+    func run() throws { try socket.call(.mode, [("mode", .string(mode))]) }
 }
 
 struct ProvisionCommand: ParsableCommand {
@@ -141,7 +148,7 @@ struct ProvisionCommand: ParsableCommand {
         @Flag(help: "Overwrite a foreign tag.") var overwrite = false
         func run() throws {
             try socket.call(
-                "provision",
+                .provision,
                 [
                     ("action", .int(action)), ("label", .string(label)), ("protect", .bool(protect)),
                     ("overwrite", .bool(overwrite)),
@@ -152,7 +159,7 @@ struct ProvisionCommand: ParsableCommand {
     struct Cancel: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Disarm provisioning.")
         @OptionGroup var socket: SocketOptions
-        func run() throws { try socket.call("provision.cancel") }
+        func run() throws { try socket.call(.provisionCancel) }
     }
 }
 
@@ -164,12 +171,12 @@ struct LockoutCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status", abstract: "Locked-out UIDs and the global lockout.")
         @OptionGroup var socket: SocketOptions
-        func run() throws { try socket.call("lockout.status") }
+        func run() throws { try socket.call(.lockoutStatus) }
     }
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "clear", abstract: "End every lockout now.")
         @OptionGroup var socket: SocketOptions
-        func run() throws { try socket.call("lockout.clear") }
+        func run() throws { try socket.call(.lockoutClear) }
     }
 }
 
@@ -181,7 +188,7 @@ struct FeedbackCommand: ParsableCommand {
             commandName: "play", abstract: "Play a pattern (granted, denied, …).")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Pattern name.") var pattern: String
-        func run() throws { try socket.call("feedback.play", [("pattern", .string(pattern))]) }
+        func run() throws { try socket.call(.feedbackPlay, [("pattern", .string(pattern))]) }
     }
 }
 
@@ -193,7 +200,7 @@ struct SecretsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list", abstract: "List secrets (never their keys).")
         @OptionGroup var socket: SocketOptions
-        func run() throws { try socket.call("secrets.list") }
+        func run() throws { try socket.call(.secretsList) }
     }
     struct New: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -201,7 +208,7 @@ struct SecretsCommand: ParsableCommand {
         @OptionGroup var socket: SocketOptions
         @Option(help: "Action index.") var action: Int
         @Option(help: "Label.") var label = ""
-        func run() throws { try socket.call("secrets.new", [("action", .int(action)), ("label", .string(label))]) }
+        func run() throws { try socket.call(.secretsNew, [("action", .int(action)), ("label", .string(label))]) }
     }
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -210,14 +217,14 @@ struct SecretsCommand: ParsableCommand {
                 "Generate a new secret that signs from now on; old stickers stay valid until their secret is removed.")
         @OptionGroup var socket: SocketOptions
         @Option(help: "Action index.") var action: Int
-        func run() throws { try socket.call("secrets.rotate", [("action", .int(action))]) }
+        func run() throws { try socket.call(.secretsRotate, [("action", .int(action))]) }
     }
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "remove", abstract: "Remove a secret: its stickers stop opening.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Secret id.") var id: Int
-        func run() throws { try socket.call("secrets.remove", [("id", .int(id))]) }
+        func run() throws { try socket.call(.secretsRemove, [("id", .int(id))]) }
     }
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -227,7 +234,7 @@ struct SecretsCommand: ParsableCommand {
             guard let line = readLine(strippingNewline: true)?.filter({ !$0.isWhitespace }), !line.isEmpty else {
                 throw ValidationError("give the smpshare:// link on standard input")
             }
-            try socket.call("secrets.import", [("link", .string(line))])
+            try socket.call(.secretsImport, [("link", .string(line))])
         }
     }
     struct Export: ParsableCommand {
@@ -238,7 +245,7 @@ struct SecretsCommand: ParsableCommand {
         @Argument(help: "Secret id.") var id: Int
         @Flag(help: "Draw the link as a QR code in the terminal.") var qr = false
         func run() throws {
-            try socket.call("secrets.export", [("id", .int(id))]) { answer in
+            try socket.call(.secretsExport, [("id", .int(id))]) { answer in
                 let link = answer["link"]?.stringValue ?? ""
                 return qr ? (terminalQR(link) ?? link) + "\n" + link : link
             }
@@ -272,7 +279,8 @@ struct KeysCommand: ParsableCommand {
             }
             params.append(("key", .string(line)))
         }
-        try socket.call("keys.\(verb)", params) { answer in
+        let method: ControlMethod = verb == "new" ? .keysNew : verb == "import" ? .keysImport : .keysExport
+        try socket.call(method, params) { answer in
             guard verb == "export", let key = answer["key"]?.stringValue else { return answer.pretty }
             return qr ? (terminalQR(key) ?? key) + "\n" + key : key
         }
@@ -309,19 +317,19 @@ struct SimCommand: ParsableCommand {
             }
             if let uid { params.append(("uid", .string(uid))) }
             if let tearAfter { params.append(("tear_after", .int(tearAfter))) }
-            try socket.call("sim.tap", params)
+            try socket.call(.simTap, params)
         }
     }
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "remove", abstract: "Take the tag off the reader.")
         @OptionGroup var socket: SocketOptions
-        func run() throws { try socket.call("sim.remove") }
+        func run() throws { try socket.call(.simRemove) }
     }
     struct Reinsert: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "reinsert", abstract: "Put the last tag back on the reader.")
         @OptionGroup var socket: SocketOptions
-        func run() throws { try socket.call("sim.reinsert") }
+        func run() throws { try socket.call(.simReinsert) }
     }
     struct Dump: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -329,7 +337,7 @@ struct SimCommand: ParsableCommand {
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Output file.") var file: String
         func run() throws {
-            let answer = try socket.request("sim.dump")
+            let answer = try socket.request(.simDump)
             guard let hex = answer["dump"]?.stringValue, let bytes = Hex.decode(hex),
                 FileManager.default.createFile(atPath: file, contents: Data(bytes))
             else {
@@ -345,21 +353,21 @@ struct SimCommand: ParsableCommand {
             commandName: "tear", abstract: "The tag on the reader leaves after N more exchanges (to test torn writes).")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Exchanges before the tag leaves.") var after: Int
-        func run() throws { try socket.call("sim.tear", [("after", .int(after))]) }
+        func run() throws { try socket.call(.simTear, [("after", .int(after))]) }
     }
     struct Press: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "press", abstract: "Press the button (and hold it).")
         @OptionGroup var socket: SocketOptions
         @Option(help: "Seconds to hold.") var hold: Double = 0.1
-        func run() throws { try socket.call("sim.press", [("hold", .double(hold))]) }
+        func run() throws { try socket.call(.simPress, [("hold", .double(hold))]) }
     }
     struct Door: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "door", abstract: "Set the door contact: open or closed.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "open | closed") var state: String
-        func run() throws { try socket.call("sim.door", [("state", .string(state))]) }
+        func run() throws { try socket.call(.simDoor, [("state", .string(state))]) }
     }
 }
 
@@ -371,7 +379,7 @@ struct TagsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Issued tags and revocations.")
         @OptionGroup var socket: SocketOptions
         func run() throws {
-            try socket.call("tags.list") { answer in
+            try socket.call(.tagsList) { answer in
                 let tags = (answer["tags"]?.arrayValue ?? []).map { t in
                     [t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"], t["last_seen"]]
                         .map { v -> String in
@@ -398,7 +406,7 @@ struct TagsCommand: ParsableCommand {
             guard (uid == nil) != (signature == nil) else { throw ValidationError("give a UID or --signature HEX") }
         }
         func run() throws {
-            try socket.call("tags.revoke", uid.map { [("uid", .string($0))] } ?? [("signature", .string(signature!))])
+            try socket.call(.tagsRevoke, uid.map { [("uid", .string($0))] } ?? [("signature", .string(signature!))])
         }
     }
     struct Expire: ParsableCommand {
@@ -411,7 +419,7 @@ struct TagsCommand: ParsableCommand {
             guard let time = parseUTCDate(at) else {
                 throw ValidationError("--at: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds")
             }
-            try socket.call("tags.expire", [("uid", .string(uid)), ("at", .int(time))])
+            try socket.call(.tagsExpire, [("uid", .string(uid)), ("at", .int(time))])
         }
     }
     struct Forget: ParsableCommand {
@@ -419,7 +427,7 @@ struct TagsCommand: ParsableCommand {
             commandName: "forget", abstract: "Remove a UID from the registry and its revocation.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "The tag's UID (hex).") var uid: String
-        func run() throws { try socket.call("tags.forget", [("uid", .string(uid))]) }
+        func run() throws { try socket.call(.tagsForget, [("uid", .string(uid))]) }
     }
 }
 
@@ -434,20 +442,20 @@ struct LogCommand: ParsableCommand {
     func run() throws {
         if verify {
             let client = try connect()
-            let answer = try client.call("log.verify")
+            let answer = try client.call(.logVerify)
             print(socket.json ? answer.serialized : answer.pretty)
             if answer["intact"]?.boolValue != true { throw ExitCode(1) }
             return
         }
         if follow {
             let client = try connect()
-            try client.follow("log.follow", .object([("limit", .int(limit))])) { row in
+            try client.follow(.logFollow, .object([("limit", .int(limit))])) { row in
                 print(socket.json ? row.serialized : Self.line(row))
                 fflush(stdout)
             }
             return
         }
-        try socket.call("log", [("limit", .int(limit))]) { rows in
+        try socket.call(.log, [("limit", .int(limit))]) { rows in
             (rows.arrayValue ?? []).map(Self.line).joined(separator: "\n")
         }
     }
@@ -476,7 +484,7 @@ struct BackupCommand: ParsableCommand {
     @Argument(help: "The backup file (must not exist).") var file: String
     func run() throws {
         let path = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
-        try socket.call("backup", [("path", .string(path))])
+        try socket.call(.backup, [("path", .string(path))])
         fputs("gatewayctl: warning: \(path) holds every sticker secret and command key; keep it offline\n", stderr)
     }
 }

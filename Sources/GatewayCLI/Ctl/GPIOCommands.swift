@@ -2,7 +2,8 @@ import ArgumentParser
 import Dispatch
 import DoorCore
 import DoorIO
-import Foundation
+import Glibc
+import Dispatch
 import Logging
 import Synchronization
 

@@ -1,6 +1,11 @@
 import ArgumentParser
 import DoorCore
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// `gatewayctl otp …`: offline inspection of a phone-style remote command.
 struct OTPCommand: ParsableCommand {
@@ -51,7 +56,7 @@ struct OTPInspect: ParsableCommand {
             guard let data = FileManager.default.contents(atPath: keyFile) else {
                 throw ValidationError("cannot read key file \(keyFile)")
             }
-            keyText = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            keyText = String(decoding: data, as: UTF8.self).trimmed
         }
         guard keyText.utf8.count == 32, let keyBytes = Hex.decode(keyText) else {
             throw ValidationError("the timestamp key is 32 hex digits")

@@ -1,6 +1,11 @@
 import ArgumentParser
 import DoorCore
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 import NFCReader
 
 /// `gatewayctl reader bench` (hidden): insertion → decoded NDEF through
@@ -56,7 +61,7 @@ struct ReaderBench: ParsableCommand {
             while try reader.poll() != nil {}  // the reader has seen the tag leave
             _ = try send("stats reset")
             let box = Box()
-            let poller = Thread {
+            try Threads.detach(name: "reader-bench") {
                 do {
                     while true {
                         if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
@@ -64,7 +69,6 @@ struct ReaderBench: ParsableCommand {
                     box.done = ContinuousClock.now
                 } catch { box.error = error }
             }
-            poller.start()
             usleep(50_000)  // a poll is in flight
             let inserted = ContinuousClock.now
             _ = try send("insert \(uid.hex) \(file)")

@@ -1,6 +1,11 @@
 import ArgumentParser
 import DoorCore
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 import GatewayStore
 import NFCReader
 
@@ -172,7 +177,7 @@ struct ReaderInfo: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info", abstract: "The daemon's reader: connstring, health, last error.")
     @OptionGroup var socket: SocketOptions
-    func run() throws { try socket.call("reader.info") }
+    func run() throws { try socket.call(.readerInfo) }
 }
 
 extension String {

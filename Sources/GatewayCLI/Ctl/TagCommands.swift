@@ -1,6 +1,11 @@
 import ArgumentParser
 import DoorCore
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// `gatewayctl tag …`. `inspect` is offline: it judges signatures and
 /// origin only (the issued-tag registry is the daemon's).
@@ -87,7 +92,7 @@ struct TagInspect: ParsableCommand {
                 throw ValidationError("cannot read secret file \(file)")
             }
             texts += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                .map { String($0).trimmingBlanks }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
                 .map { (file, $0) }
         }
         return try texts.map { source, text in

@@ -1,5 +1,5 @@
 import DoorCore
-import Foundation
+import Glibc
 import GatewayStore
 import Logging
 
@@ -32,7 +32,7 @@ final class AuditWriter: @unchecked Sendable {
     private let backlogLimit: Int
     /// Touched on the door queue only (every `write` and `retry` runs there).
     private var backlog: [Pending] = []
-    private let lock = NSLock()
+    private let lock = Lock()
     private var current = Health()
 
     init(store: GatewayStore, outbox: Daemon.EventOutbox, log: Logger, backlogLimit: Int = 10_000) {

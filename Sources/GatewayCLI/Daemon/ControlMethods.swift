@@ -1,6 +1,12 @@
 import DoorCore
 import DoorIO
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
+import Dispatch
 import GatewayConfig
 import GatewayStore
 
@@ -9,23 +15,23 @@ import GatewayStore
 /// state machine decides exactly as it would for the button; store changes
 /// go straight to the store. Secrets and keys leave only through `export`.
 extension Daemon {
-    func answer(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
+    func answer(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
         switch method {
-        case "status": return status()
-        case "open":
+        case .status: return status()
+        case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
                 throw DaemonError.request("no action \(action)")
             }
             runtime.submit(.admin(.open(action)))
             return .object([("action", .int(action))])
-        case "mode":
+        case .mode:
             guard let mode = DoorMode(rawValue: try p.string("mode")) else {
                 throw DaemonError.request("mode must be normal, passage or lockdown")
             }
             runtime.submit(.admin(.setMode(mode)))
             return .object([("mode", .string(mode.rawValue))])
-        case "provision":
+        case .provision:
             let action = try p.int("action", default: configuration.door.provisioning.action)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
                 throw DaemonError.request("no action \(action)")
@@ -35,35 +41,35 @@ extension Daemon {
                 overwrite: try p.bool("overwrite"))
             runtime.submit(.admin(.armProvisioning(job)))
             return .object([("armed", .bool(true)), ("action", .int(action))])
-        case "provision.cancel":
+        case .provisionCancel:
             runtime.submit(.admin(.cancelProvisioning))
             return .object([("cancelled", .bool(true))])
-        case "lockout.status": return lockoutStatus()
-        case "lockout.clear":
+        case .lockoutStatus: return lockoutStatus()
+        case .lockoutClear:
             runtime.submit(.admin(.clearLockout))
             return .object([("cleared", .bool(true))])
-        case "feedback.play":
+        case .feedbackPlay:
             guard let kind = FeedbackKind(rawValue: try p.string("pattern")) else {
                 throw DaemonError.request(
                     "unknown pattern; one of: \(FeedbackKind.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             runtime.submit(.admin(.playFeedback(kind)))
             return .object([("pattern", .string(kind.rawValue))])
-        case "reader.info":
+        case .readerInfo:
             return .object([
                 ("health", .string(runtime.sync { runtime.readerHealth })), ("connstring", .string(readerConnstring)),
                 ("last_error", .optional(readerLoop.lastError)),
             ])
-        case "secrets.list":
+        case .secretsList:
             return .array(try store.secrets().map(\.listing))
-        case "secrets.new":
+        case .secretsNew:
             let action = try p.int("action")
             let secret = try store.addSecret(
                 action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: ""),
                 origin: .generated,
                 now: Int64(time(nil)))
             return secret.listing
-        case "secrets.rotate":
+        case .secretsRotate:
             // A new generated secret signs from now on; the old ones keep
             // validating the stickers already written until removed.
             let action = try p.int("action")
@@ -71,16 +77,16 @@ extension Daemon {
                 action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: "rotated"),
                 origin: .generated, now: Int64(time(nil)))
             return secret.listing
-        case "secrets.remove":
+        case .secretsRemove:
             try store.removeSecret(id: Int64(try p.int("id")))
             return .object([("removed", .int(try p.int("id")))])
-        case "secrets.import":
+        case .secretsImport:
             let link = try ShareLink.parse(try p.string("link"))
             let secret = try store.addSecret(
                 action: link.action, key: link.key, label: link.label ?? "imported", origin: .imported,
                 now: Int64(time(nil)))
             return secret.listing
-        case "secrets.export":
+        case .secretsExport:
             let id = Int64(try p.int("id"))
             guard let secret = try store.secrets().first(where: { $0.id == id }) else {
                 throw DaemonError.request("no secret \(id)")
@@ -88,21 +94,25 @@ extension Daemon {
             let link = ShareLink(
                 action: secret.action, key: secret.key, label: secret.label.isEmpty ? nil : secret.label)
             return .object([("id", .int(id)), ("link", .string(link.text))])
-        case "keys.new", "keys.import", "keys.export":
+        case .keysNew, .keysImport, .keysExport:
             return try keys(method, p)
-        case "sim.tap", "sim.remove", "sim.reinsert", "sim.dump", "sim.press", "sim.door", "sim.tear":
+        case .simTap, .simRemove, .simReinsert, .simDump, .simPress, .simDoor, .simTear:
             return try simulate(method, p)
         #if DEBUG
-            case "debug.stall" where environment["GATEWAYD_TEST_HOOKS"] == "1":
+            case .debugStall:
+                guard environment["GATEWAYD_TEST_HOOKS"] == "1" else {
+                    throw DaemonError.request("unknown method \(method.rawValue)")
+                }
                 // Debug builds' tests only (not compiled into a release binary):
                 // block the door queue to prove the watchdog stops.
                 let seconds = max(0, min(try p.double("seconds", default: 1), 30))
                 runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
                 return .object([("stalled_s", .double(seconds))])
         #endif
-        default:
-            if let answer = try registryMethod(method, p) { return answer }
-            throw DaemonError.request("unknown method \(method)")
+        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .log, .logVerify, .backup:
+            return try registryMethod(method, p)
+        case .logFollow:
+            throw DaemonError.request("log.follow is a stream; the control server answers it")
         }
     }
 
@@ -173,7 +183,7 @@ extension Daemon {
         return .object([("global_remaining_ms", globalRemaining), ("tags", .array(tags))])
     }
 
-    private func keys(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
+    private func keys(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
         let name: KeyName
         switch try p.string("name") {
         case "otp": name = .compatTimestamp
@@ -182,10 +192,10 @@ extension Daemon {
         }
         let now = Int64(time(nil))
         switch method {
-        case "keys.new":
+        case .keysNew:
             try store.setKey(name, try Crypto.randomBytes(name.length), now: now)
             return .object([("name", .string(try p.string("name"))), ("created", .int(now))])
-        case "keys.import":
+        case .keysImport:
             guard let key = Hex.decode(try p.string("key").filter { !$0.isWhitespace }), key.count == name.length else {
                 throw DaemonError.request("the \(try p.string("name")) key is \(name.length * 2) hex digits")
             }
@@ -200,13 +210,13 @@ extension Daemon {
         }
     }
 
-    private func simulate(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
+    private func simulate(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
         guard let control = simulatorControl, let sim = simulatedBoard else {
             throw DaemonError.request("sim commands need board.kind = \"sim\"")
         }
         let now = MonotonicClock.now()
         switch method {
-        case "sim.tap":
+        case .simTap:
             let uid: TagUID
             if let hex = p["uid"]?.stringValue {
                 guard let u = TagUID(hex: hex), u.bytes.count == 7 else {
@@ -234,24 +244,24 @@ extension Daemon {
             let answer = try SimulatorControl.send("insert \(tagUID.hex) \(file)", to: control)
             if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
             return .object([("uid", .string(tagUID.hex)), ("simulator", .string(answer))])
-        case "sim.remove":
+        case .simRemove:
             // Removing when the tag already left (torn away) is not an error.
             let answer = (try? SimulatorControl.send("remove", to: control)) ?? "no tag in the field"
             return .object([("simulator", .string(answer))])
-        case "sim.tear":
+        case .simTear:
             let n = try p.int("after")
             guard n >= 0 else { throw DaemonError.request("after must be 0 or more") }
             return .object([("simulator", .string(try SimulatorControl.send("tear-after \(n)", to: control)))])
-        case "sim.reinsert":
+        case .simReinsert:
             return .object([("simulator", .string(try SimulatorControl.send("reinsert", to: control)))])
-        case "sim.dump":
+        case .simDump:
             let file = configuration.paths.runtimeDirectory + "/sim-dump.bin"
             _ = try SimulatorControl.send("dump \(file)", to: control)
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw DaemonError.simulator("no dump written")
             }
             return .object([("bytes", .int(data.count)), ("dump", .string(Hex.encode(Array(data))))])
-        case "sim.press":
+        case .simPress:
             let hold = max(0, min(try p.double("hold", default: 0.1), 60))
             sim.inject(InputEvent(input: .button, active: true, at: now))
             DispatchQueue.global().asyncAfter(deadline: .now() + hold) {

@@ -1,6 +1,12 @@
 import DoorCore
 import DoorIO
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
+import Dispatch
 import GatewayConfig
 import GatewayMQTT
 import GatewayStore
@@ -200,7 +206,7 @@ final class Daemon: @unchecked Sendable {
     /// only if the loop ran it in between.
     private func startWatchdog() {
         guard let interval = notify.watchdogInterval else { return }
-        let thread = Thread { [self] in
+        let beat = { [self] in
             var asked = runtime.requestBeat()
             while true {
                 usleep(UInt32(clamping: interval.millisecondsClamped * 1000))
@@ -212,7 +218,10 @@ final class Daemon: @unchecked Sendable {
                 asked = runtime.requestBeat()
             }
         }
-        thread.name = "gatewayd.watchdog"
-        thread.start()
+        do {
+            try Threads.detach(name: "gatewayd.watchdog", beat)
+        } catch {
+            log.error("watchdog: \(error); systemd will restart gatewayd when WatchdogSec passes")
+        }
     }
 }

@@ -1,5 +1,5 @@
 import DoorCore
-import Foundation
+import Glibc
 
 extension Daemon {
     /// The control socket. The door keeps working without it (a person at
@@ -7,10 +7,13 @@ extension Daemon {
     func startControl() {
         let server = ControlServer(path: configuration.controlSocket, adminGroup: configuration.control.adminGroup) {
             [self] request, peer in
-            if request.method == "log.follow" { return .stream(try followAudit(after: request.params)) }
-            let result = try answer(request.method, request.params)
-            if Self.changesState.contains(request.method) {
-                log.notice("control: \(request.method) by uid \(peer.uid) (pid \(peer.pid))")
+            guard let method = ControlMethod(rawValue: request.method) else {
+                throw DaemonError.request("unknown method \(request.method)")
+            }
+            if method == .logFollow { return .stream(try followAudit(after: request.params)) }
+            let result = try answer(method, request.params)
+            if method.changesState {
+                log.notice("control: \(method.rawValue) by uid \(peer.uid) (pid \(peer.pid))")
             }
             return .value(result)
         }
@@ -25,11 +28,4 @@ extension Daemon {
     }
 
     func stopControl() { control?.stop() }
-
-    /// Methods whose use is logged with the caller (reads are not).
-    static let changesState: Set<String> = [
-        "open", "mode", "provision", "provision.cancel", "lockout.clear", "secrets.new", "secrets.rotate",
-        "secrets.remove", "secrets.import", "secrets.export", "keys.new", "keys.import", "keys.export",
-        "tags.revoke", "tags.expire", "tags.forget", "backup",
-    ]
 }

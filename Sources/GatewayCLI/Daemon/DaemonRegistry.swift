@@ -1,5 +1,5 @@
 import DoorCore
-import Foundation
+import Glibc
 import GatewayStore
 
 /// The store as the tag judgement's registry.
@@ -27,7 +27,7 @@ extension IssuedTag {
 
 extension Daemon {
     /// Issued tags, revocations, the audit log and backups.
-    func registryMethod(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue? {
+    func registryMethod(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
         let now = Int64(time(nil))
         func uid() throws -> TagUID {
             guard let u = TagUID(hex: try p.string("uid")) else {
@@ -36,7 +36,7 @@ extension Daemon {
             return u
         }
         switch method {
-        case "tags.list":
+        case .tagsList:
             let revoked: [JSONValue] = try store.revocations().map {
                 .object([
                     ("uid", .optional($0.uid)), ("signature", .optional($0.signature)),
@@ -44,7 +44,7 @@ extension Daemon {
                 ])
             }
             return .object([("tags", .array(try store.issuedTags().map(\.json))), ("revocations", .array(revoked))])
-        case "tags.revoke":
+        case .tagsRevoke:
             if let sig = p["signature"]?.stringValue {
                 guard let bytes = Hex.decode(sig), bytes.count == 32 else {
                     throw DaemonError.request("a v1 signature is 64 hex digits")
@@ -55,18 +55,18 @@ extension Daemon {
             let u = try uid()
             try store.revoke(uid: u, reason: try p.string("reason", default: ""), now: now)
             return .object([("revoked", .string(u.hex))])
-        case "tags.expire":
+        case .tagsExpire:
             let u = try uid()
             let at = try p.int("at")
             try store.expire(uid: u, at: Int64(at))
             return .object([("uid", .string(u.hex)), ("valid_until", .string(UTCTime.iso8601(Int64(at))))])
-        case "tags.forget":
+        case .tagsForget:
             let u = try uid()
             try store.forget(uid: u)
             return .object([("forgotten", .string(u.hex))])
-        case "log":
+        case .log:
             return .array(try store.auditTail(max(1, min(try p.int("limit", default: 20), 100_000))).map(\.json))
-        case "log.verify":
+        case .logVerify:
             switch try store.verifyAudit() {
             case .intact(let rows, let from):
                 return .object([
@@ -75,7 +75,7 @@ extension Daemon {
             case .broken(let id, let why):
                 return .object([("intact", .bool(false)), ("row", .int(Int(id))), ("why", .string(why))])
             }
-        case "backup":
+        case .backup:
             let path = try p.string("path")
             guard path.hasPrefix("/") else { throw DaemonError.request("give an absolute path for the backup") }
             try store.backup(to: path)
@@ -84,7 +84,7 @@ extension Daemon {
                 ("warning", .string("the backup holds every secret and key: keep it like the door's keys")),
             ])
         default:
-            return nil
+            throw DaemonError.request("unknown method \(method.rawValue)")
         }
     }
 

@@ -1,7 +1,8 @@
 import CClockSync
 import DoorCore
 import DoorIO
-import Foundation
+import Glibc
+import Dispatch
 import GatewayConfig
 import GatewayStore
 import Logging
@@ -47,7 +48,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// Audit sink: the store's hash-chained log.
     let audit: (DoorEvent, Int64, String?) -> Void
     /// Heartbeat of the event loop, read by the watchdog thread.
-    private let beatLock = NSLock()
+    private let beatLock = Lock()
     private var requestedBeats = 0
     private var processedBeats = 0
 

@@ -1,5 +1,6 @@
 import DoorCore
-import Foundation
+import Glibc
+import Dispatch
 import Logging
 
 /// A tag as the daemon needs it from the reader.
@@ -48,10 +49,10 @@ final class ReaderLoop: @unchecked Sendable {
     private let reader: TagReaderPort
     private let log: Logger
     private let deliver: @Sendable (Report) -> Void
-    private let lock = NSLock()
+    private let lock = Lock()
     private var running = true
     private var pendingWrite: WriteRequest?
-    private var thread: Thread?
+    private var started = false
     private let stopped = DispatchSemaphore(value: 0)
     private var lastErrorText: String?
     /// The last reader error (read by `reader info` on a control thread).
@@ -64,18 +65,21 @@ final class ReaderLoop: @unchecked Sendable {
     }
 
     func start() {
-        let t = Thread { [self] in
-            run(); stopped.signal()
+        do {
+            try Threads.detach(name: "gatewayd.reader") { [self] in
+                run(); stopped.signal()
+            }
+            started = true
+        } catch {
+            lock.withLock { lastErrorText = "\(error)" }
+            log.error("reader: \(error)")
         }
-        t.name = "gatewayd.reader"
-        thread = t
-        t.start()
     }
 
     /// Asks the loop to finish its current (bounded) call and close the reader.
     func stop() {
         lock.withLock { running = false }
-        if thread != nil { _ = stopped.wait(timeout: .now() + 3) }
+        if started { _ = stopped.wait(timeout: .now() + 3) }
     }
 
     func requestWrite(_ request: WriteRequest) { lock.withLock { pendingWrite = request } }

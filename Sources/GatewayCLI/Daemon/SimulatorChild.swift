@@ -1,11 +1,16 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+import Glibc
 
 /// On `board = "sim"` with `reader.simulator = "spawn"` the daemon starts its
 /// own `pn532-sim` (found beside its own executable, or on PATH) with the
 /// pseudo-terminal linked and the control socket in the runtime directory,
 /// and reaches it through the real libnfc path (`pn532_uart:<link>`).
 final class SimulatorChild {
-    let process = Process()
+    private(set) var process: ChildProcess?
     let link: String
     let control: String
 
@@ -30,13 +35,13 @@ final class SimulatorChild {
         }
         try? FileManager.default.removeItem(atPath: link)
         try? FileManager.default.removeItem(atPath: control)
-        process.executableURL = URL(fileURLWithPath: path)
         // --parent-pid: the emulator exits when gatewayd dies, even by SIGKILL
         // or a crash (PR_SET_PDEATHSIG), instead of holding the pty and the
         // socket as an orphan of pid 1 while a crash loop starts more.
-        process.arguments = ["--link", link, "--control", control, "--parent-pid", String(getpid())]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            path: path, arguments: ["--link", link, "--control", control, "--parent-pid", String(getpid())],
+            discardOutput: true)
+        self.process = process
         // Ready when both the pty link and the control socket exist.
         for _ in 0..<100 {
             if FileManager.default.fileExists(atPath: link) && FileManager.default.fileExists(atPath: control) {
@@ -49,6 +54,7 @@ final class SimulatorChild {
     }
 
     func stop() {
+        guard let process else { return }
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()

@@ -1,0 +1,45 @@
+import Foundation
+import XCTest
+
+@testable import GatewayCLI
+
+/// The control socket's method names: one enum for gatewayctl and gatewayd,
+/// the wire names unchanged.
+final class ControlMethodTests: XCTestCase {
+    /// Every name gatewayctl sent and gatewayd answered before the enum.
+    static let wireNames = [
+        "status", "open", "mode", "provision", "provision.cancel", "lockout.status", "lockout.clear",
+        "feedback.play", "reader.info", "secrets.list", "secrets.new", "secrets.rotate", "secrets.remove",
+        "secrets.import", "secrets.export", "keys.new", "keys.import", "keys.export", "sim.tap", "sim.remove",
+        "sim.reinsert", "sim.dump", "sim.press", "sim.door", "sim.tear", "tags.list", "tags.revoke", "tags.expire",
+        "tags.forget", "log", "log.verify", "log.follow", "backup", "debug.stall",
+    ]
+
+    func testWireNamesAreTheEnumsRawValues() {
+        // A debug build (the tests') has debug.stall; a release build does not.
+        XCTAssertEqual(Set(ControlMethod.allCases.map(\.rawValue)), Set(Self.wireNames))
+        XCTAssertEqual(ControlMethod.allCases.count, Self.wireNames.count)
+        XCTAssertEqual(ControlMethod(rawValue: "provision.cancel"), .provisionCancel)
+        XCTAssertEqual(ControlMethod(rawValue: "log.follow"), .logFollow)
+        XCTAssertNil(ControlMethod(rawValue: "door.explode"))
+        XCTAssertNil(ControlMethod(rawValue: "Status"))
+        XCTAssertNil(ControlMethod(rawValue: ""))
+    }
+
+    func testCodableAsTheWireString() throws {
+        let encoded = try JSONEncoder().encode([ControlMethod.tagsRevoke, .status])
+        XCTAssertEqual(String(decoding: encoded, as: UTF8.self), #"["tags.revoke","status"]"#)
+        XCTAssertEqual(try JSONDecoder().decode([ControlMethod].self, from: Data(#"["sim.tap"]"#.utf8)), [.simTap])
+        XCTAssertThrowsError(try JSONDecoder().decode([ControlMethod].self, from: Data(#"["sim.explode"]"#.utf8)))
+    }
+
+    /// The methods whose use is logged with the caller: the set before the enum.
+    func testChangesStateIsTheLoggedSet() {
+        let logged: Set<String> = [
+            "open", "mode", "provision", "provision.cancel", "lockout.clear", "secrets.new", "secrets.rotate",
+            "secrets.remove", "secrets.import", "secrets.export", "keys.new", "keys.import", "keys.export",
+            "tags.revoke", "tags.expire", "tags.forget", "backup",
+        ]
+        XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
+    }
+}

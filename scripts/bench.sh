@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench.sh — make bench: figures, printed, not asserted.
+#
+#   footprint  the static gateway's stripped size, whether ICU's data is in it
+#              (strings | grep icudt), and which Swift sources still import
+#              Foundation proper (what pulls ICU in);
+#   reader     libnfc → pn532-sim at 115200 baud with RF timing (reader-bench);
+#   mqtt       the durable outbox to a local mosquitto with mutual TLS (mqtt-bench);
+#   daemon     start → READY, idle CPU, tap → output, RSS at the first tap and
+#              after N taps, flat or not (scripts/bench-daemon.py).
+#
+# The default run takes a few minutes on the 2-core build machine (1 000
+# daemon taps, 20 s idle, 2 000 MQTT events); BENCH_FULL=1 is the long run
+# (10 000 taps, 60 s idle, 10 000 events; about half an hour). BENCH_TAPS,
+# BENCH_IDLE_S, BENCH_LATENCY_TAPS, BENCH_READER_TAPS and BENCH_MQTT_EVENTS
+# override single figures. BIN is the static build (make static).
+#
+# The two bench programs are built in the static build's scratch path with
+# its flags, so they reuse the release objects `make static` already has.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN="${BIN:-out/static}"
+SWIFT="${SWIFT:-swift}"
+SCRATCH=.build-static
+
+if [ "${BENCH_FULL:-}" = 1 ]; then
+    export BENCH_TAPS="${BENCH_TAPS:-10000}" BENCH_IDLE_S="${BENCH_IDLE_S:-60}"
+    export BENCH_LATENCY_TAPS="${BENCH_LATENCY_TAPS:-200}"
+    READER_TAPS="${BENCH_READER_TAPS:-200}" MQTT_EVENTS="${BENCH_MQTT_EVENTS:-10000}"
+else
+    export BENCH_TAPS="${BENCH_TAPS:-1000}" BENCH_IDLE_S="${BENCH_IDLE_S:-20}"
+    export BENCH_LATENCY_TAPS="${BENCH_LATENCY_TAPS:-100}"
+    READER_TAPS="${BENCH_READER_TAPS:-200}" MQTT_EVENTS="${BENCH_MQTT_EVENTS:-2000}"
+fi
+
+started=$(date +%s)
+section() { echo; echo "== $* ($(($(date +%s) - started)) s)"; }
+
+section "footprint: $BIN/gateway"
+scripts/bench-footprint.sh "$BIN/gateway"
+
+section "building reader-bench and mqtt-bench (release, static flags, $SCRATCH)"
+PKG_CONFIG_PATH="$(scripts/static-deps.sh)"
+export PKG_CONFIG_PATH
+build=("$SWIFT" build -c release --scratch-path "$SCRATCH" --static-swift-stdlib -Xswiftc -static-executable)
+benign='in statically linked applications requires at runtime|the use of `mktemp. is dangerous'
+for product in reader-bench mqtt-bench; do
+    "${build[@]}" --product "$product" 2>&1 | { grep -Ev "$benign" || true; } | tail -n 3
+done
+bench_bin="$("${build[@]}" --show-bin-path)"
+
+section "reader: $READER_TAPS taps"
+"$bench_bin/reader-bench" "$BIN/pn532-sim" "$READER_TAPS"
+
+section "mqtt: $MQTT_EVENTS events"
+"$bench_bin/mqtt-bench" "$MQTT_EVENTS"
+
+section "daemon: $BENCH_TAPS taps, $BENCH_IDLE_S s idle"
+BIN="$BIN" python3 scripts/bench-daemon.py
+
+section "done"
+echo "make bench took $(($(date +%s) - started)) s$([ "${BENCH_FULL:-}" = 1 ] && echo ' (BENCH_FULL=1)' || true)"
