@@ -20,6 +20,8 @@ public final class GatewayStore: Sendable {
     public let pool: DatabasePool
 
     public static let fileName = "gateway.db"
+    /// `PRAGMA cache_size` of every connection: negative is KiB (256 KiB).
+    public static let pageCacheKiB = -256
 
     /// Opens (creating when needed) the store in `stateDirectory` and runs
     /// every pending migration.
@@ -30,7 +32,13 @@ public final class GatewayStore: Sendable {
         do {
             // An event is durable once its commit returns (issue "MQTT": the
             // outbox is written with synchronous FULL before it is published).
-            pool = try DatabasePool(path: path) { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // Page cache bounded per connection (SQLite's default is 2 MB each, up to
+            // five connections): the door's memory stays flat as the audit log grows,
+            // and the kernel's page cache holds the file anyway.
+            pool = try DatabasePool(path: path) { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA cache_size = \(Self.pageCacheKiB)")
+            }
             try StoreMigrations.migrate(pool)
         } catch {
             throw StoreError.sqlite(path: path, error)

@@ -17,6 +17,21 @@ final class SQLiteTests: XCTestCase {
 
     private func makePool() throws -> GatewayStore { try GatewayStore(stateDirectory: dir) }
 
+    /// Every connection, writer and readers, has the store's small page cache and
+    /// synchronous FULL (the memory of a long-running door stays bounded).
+    func testEveryConnectionHasTheBoundedCacheAndFullSync() throws {
+        let store = try makePool()
+        let writer = try store.pool.write { db in
+            [try db.scalar(Int.self, sql: "PRAGMA cache_size"), try db.scalar(Int.self, sql: "PRAGMA synchronous")]
+        }
+        XCTAssertEqual(writer, [GatewayStore.pageCacheKiB, 2])
+        XCTAssertLessThan(GatewayStore.pageCacheKiB, 0, "negative: KiB, not pages")
+        let reader = try store.pool.read { db in
+            [try db.scalar(Int.self, sql: "PRAGMA cache_size"), try db.scalar(Int.self, sql: "PRAGMA synchronous")]
+        }
+        XCTAssertEqual(reader, [GatewayStore.pageCacheKiB, 2])
+    }
+
     func testValuesAreBoundNeverSpliced() throws {
         let store = try makePool()
         let hostile = "x'); DROP TABLE action; --"
