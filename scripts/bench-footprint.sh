@@ -42,6 +42,11 @@ importers() {
 }
 count() { sort | uniq -c | sort -rn | awk '{ printf "%s%s (%d files)", sep, $2, $1; sep = ", " }'; }
 own=$(importers Sources | sed -E 's#^Sources/([^/]+)/.*#\1#' | count)
-deps=$(importers .build-static/checkouts/* | sed -E 's#^\.build-static/checkouts/([^/]+)/.*#\1#' | count)
+# Only the packages Package.swift names today (a checkout can outlive its dependency).
+named=()
+for name in $(sed -nE 's#.*\.package\(url: "https://github\.com/[^/]+/([^"]+)".*#\1#p' Package.swift); do
+    [ -d ".build-static/checkouts/$name" ] && named+=(".build-static/checkouts/$name")
+done
+deps=$([ ${#named[@]} -gt 0 ] && importers "${named[@]}" | sed -E 's#^\.build-static/checkouts/([^/]+)/.*#\1#' | count || true)
 echo "import Foundation (not FoundationEssentials), project: ${own:-none}"
 echo "import Foundation (not FoundationEssentials), packages: ${deps:-none}"
