@@ -194,10 +194,19 @@ build_libnfc() {
     ensure_deb_src
     local work=$C/src-c/libnfc
     rm -rf "$work" "$prefix" && mkdir -p "$work"
-    (cd "$work" && apt-get source -qq --only-source "libnfc=$version" >"$work.log" 2>&1) ||
-        die "apt-get source libnfc=$version failed, see $work.log"
-    local src
+    local src orig
+    if ! (cd "$work" && apt-get source -qq --only-source "libnfc=$version" >"$work.log" 2>&1); then
+        # The mirror may lack the .dsc/.debian.tar.* while it has the upstream
+        # tarball (it does for trixie's 1.8.0-3.1); apt has checked that
+        # tarball against the signed Sources index, so build from it without
+        # Debian's patches, as scripts/static-deps.sh does.
+        orig="$(find "$work" -maxdepth 1 -name 'libnfc_*.orig.tar.*' | head -n1)"
+        [ -n "$orig" ] || die "apt-get source libnfc=$version failed, see $work.log"
+        say "the mirror lacks part of libnfc $version; using the upstream tarball $(basename "$orig")"
+        tar -xf "$orig" -C "$work"
+    fi
     src="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+    [ -n "$src" ] || die "no unpacked libnfc source in $work"
     for p in "${patches[@]}"; do
         patch -d "$src" -p1 --forward --batch <"$p" >>"$work.log" 2>&1 ||
             die "patch $(basename "$p") does not apply to libnfc $version, see $work.log"
