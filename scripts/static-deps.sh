@@ -181,10 +181,10 @@ build_libnfc() {
     cp "$src/libnfc/.libs/libnfc.a" "$prefix/lib/libnfc-patched.a"
     # The patched object must be in: its new error message is in the archive.
     grep -aq "MI continuation without status byte" "$prefix/lib/libnfc-patched.a" ||
-        die "the built libnfc.a lacks the patched pn53x.o"
+        die "the built libnfc-patched.a lacks the patched pn53x.o"
     rm -rf "$src" "$CACHE_ROOT/src/libnfc" "$CACHE_ROOT/src/libnfc.log" "$log"
     echo "$stamp" >"$prefix/.stamp"
-    say "installed lib/libnfc.a (patched) in $prefix"
+    say "installed lib/libnfc-patched.a in $prefix"
 }
 
 # write_pc NAME VERSION CFLAGS LIBS: one .pc file, rewritten only when it changes.

@@ -228,7 +228,7 @@ build_libnfc() {
     grep -q "file format elf64-littleaarch64" < <($MULTIARCH-objdump -a "$prefix/lib/libnfc-patched.a") ||
         die "libnfc archive is not aarch64"
     grep -aq "MI continuation without status byte" "$prefix/lib/libnfc-patched.a" ||
-        die "the built libnfc.a lacks the patched pn53x.o"
+        die "the built libnfc-patched.a lacks the patched pn53x.o"
     rm -rf "$work" "$work.log"
     echo "$stamp" >"$prefix/.stamp"
 }
