@@ -5,10 +5,15 @@
 # libusb.a (libusb-0.1, which Debian's libnfc links), but no libmosquitto.a and
 # no libqrencode.a. This script builds those two from Debian's own source
 # packages (the version of the installed -dev package, so headers and archive
-# agree), once, into a cache outside the working tree, and writes a private
-# pkg-config directory whose .pc files name static archives and list their
-# transitive static libraries in `Libs:` (SwiftPM reads `Libs:` only and a
-# static link needs every dependency spelled out).
+# agree), once, into a cache outside the working tree. It also builds libnfc
+# from Debian's libnfc source with the project's patches/libnfc/*.patch (a
+# malformed PN532 answer makes stock libnfc 1.8.0 abort() or memcpy SIZE_MAX
+# bytes; see board/libnfc.md) and Debian's own configure flags, so the static
+# binaries link the patched archive (libnfc-patched.a) instead of Debian's
+# libnfc.a. It writes a private pkg-config directory whose .pc files name
+# static archives and list their transitive static libraries in `Libs:`
+# (SwiftPM reads `Libs:` only and a static link needs every dependency spelled
+# out).
 #
 # Usage: scripts/static-deps.sh        (prints the pkg-config directory on stdout)
 # Cache: ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/static-deps
@@ -17,6 +22,7 @@
 #   src/        unpacked Debian sources and cmake build trees (scratch)
 #   mosquitto/  include/ lib/libmosquitto.a  .stamp
 #   qrencode/   include/ lib/libqrencode.a   .stamp
+#   libnfc/     lib/libnfc-patched.a (headers stay Debian's /usr/include/nfc)  .stamp
 #   pkgconfig/  the .pc files to put in PKG_CONFIG_PATH
 # A library is rebuilt only when its .stamp (Debian source version + recipe)
 # no longer matches. Progress goes to stderr; a warm cache prints one line.
@@ -26,7 +32,7 @@ CACHE_ROOT="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/static-deps"
 MULTIARCH="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)"
 SYSLIB="/usr/lib/$MULTIARCH"
 # Build tools and the libraries whose Debian packages ship the static archives.
-NEEDED_PACKAGES=(cmake dpkg-dev gcc make pkg-config file
+NEEDED_PACKAGES=(cmake dpkg-dev gcc make pkg-config file autoconf automake libtool
     libssl-dev libsqlite3-dev libnfc-dev libusb-dev libgpiod-dev
     libmosquitto-dev libqrencode-dev)
 
@@ -135,6 +141,52 @@ install_qrencode() {
     cp "$2/qrencode.h" "$3/include/"
 }
 
+# libnfc: Debian's source package (the installed libnfc-dev's version), the
+# project's patches on top, then what debian/rules does (dh --with autoreconf;
+# --disable-silent-rules --prefix=/usr --libdir=/usr/lib/MULTIARCH plus
+# dpkg-buildflags with DEB_BUILD_MAINT_OPTIONS="nocheck hardening=+all"), and
+# --disable-shared: only the static archive is needed. The stamp names the
+# patches' checksums, so editing a patch rebuilds.
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LIBNFC_PATCHES="$SCRIPT_DIR/../patches/libnfc"
+LIBNFC_DEB_MAINT_OPTIONS="nocheck hardening=+all"
+build_libnfc() {
+    local prefix="$CACHE_ROOT/libnfc" version stamp patches=() p
+    version="$(dpkg-query -W -f='${source:Version}' libnfc-dev)"
+    for p in "$LIBNFC_PATCHES"/*.patch; do [ -f "$p" ] && patches+=("$p"); done
+    [ ${#patches[@]} -gt 0 ] || die "no patches in $LIBNFC_PATCHES"
+    stamp="libnfc $version recipe 2 $(sha256sum "${patches[@]}" | awk '{print $1}' | tr '\n' ' ')"
+    if [ -f "$prefix/.stamp" ] && [ "$(cat "$prefix/.stamp")" = "$stamp" ]; then
+        return
+    fi
+    say "building static libnfc from Debian source libnfc $version + ${#patches[@]} patch(es)"
+    local src="$CACHE_ROOT/src/libnfc-source" log="$CACHE_ROOT/src/libnfc-build.log"
+    mkdir -p "$CACHE_ROOT/src" && : >"$log"
+    rm -rf "$src" "$prefix"
+    fetch_source libnfc "$version" "$src"
+    for p in "${patches[@]}"; do
+        patch -d "$src" -p1 --forward --batch <"$p" >>"$log" 2>&1 ||
+            die "patch $(basename "$p") does not apply to libnfc $version, see $log"
+    done
+    (
+        cd "$src"
+        export DEB_BUILD_MAINT_OPTIONS="$LIBNFC_DEB_MAINT_OPTIONS"
+        eval "export $(dpkg-buildflags --export=configure)"
+        autoreconf -fi
+        ./configure --disable-silent-rules --prefix=/usr --libdir="/usr/lib/$MULTIARCH" \
+            --disable-shared --enable-static
+        make -j "$(nproc)" -C libnfc
+    ) >>"$log" 2>&1 || die "libnfc build failed, see $log"
+    mkdir -p "$prefix/lib"
+    cp "$src/libnfc/.libs/libnfc.a" "$prefix/lib/libnfc-patched.a"
+    # The patched object must be in: its new error message is in the archive.
+    grep -aq "MI continuation without status byte" "$prefix/lib/libnfc-patched.a" ||
+        die "the built libnfc-patched.a lacks the patched pn53x.o"
+    rm -rf "$src" "$CACHE_ROOT/src/libnfc" "$CACHE_ROOT/src/libnfc.log" "$log"
+    echo "$stamp" >"$prefix/.stamp"
+    say "installed lib/libnfc-patched.a in $prefix"
+}
+
 # write_pc NAME VERSION CFLAGS LIBS: one .pc file, rewritten only when it changes.
 write_pc() {
     local file="$CACHE_ROOT/pkgconfig/$1.pc" text
@@ -151,7 +203,7 @@ deb_version() { dpkg-query -W -f='${Version}' "$1" | sed 's/^[0-9]*://; s/[-+~].
 write_pkgconfig() {
     mkdir -p "$CACHE_ROOT/pkgconfig"
     local a
-    for a in libcrypto.a libssl.a libsqlite3.a libgpiod.a libnfc.a libusb.a; do
+    for a in libcrypto.a libssl.a libsqlite3.a libgpiod.a libusb.a; do
         [ -f "$SYSLIB/$a" ] || die "$SYSLIB/$a is missing (its -dev package ships it)"
     done
     local ssl_version
@@ -163,7 +215,9 @@ write_pkgconfig() {
     write_pc sqlite3 "$(deb_version libsqlite3-dev)" "" "-L$SYSLIB -lsqlite3 -lm -ldl -lpthread"
     write_pc libgpiod "$(deb_version libgpiod-dev)" "" "-L$SYSLIB -lgpiod"
     write_pc libusb "$(deb_version libusb-dev)" "" "-L$SYSLIB -lusb"
-    write_pc libnfc "$(deb_version libnfc-dev)" "" "-L$SYSLIB -lnfc -lusb"
+    # The patched archive (build_libnfc). Its own name: the linker searches every
+    # -L for each -l, and other .pc files put $SYSLIB (Debian's libnfc.a) first.
+    write_pc libnfc "$(deb_version libnfc-dev)" "" "-L$CACHE_ROOT/libnfc/lib -lnfc-patched -L$SYSLIB -lusb"
     write_pc libmosquitto "$(deb_version libmosquitto-dev)" \
         "-I$CACHE_ROOT/mosquitto/include -DLIBMOSQ_STATIC" \
         "-L$CACHE_ROOT/mosquitto/lib -lmosquitto -L$SYSLIB -lssl -lcrypto -ldl -lpthread"
@@ -178,6 +232,7 @@ exec 9>"$CACHE_ROOT/.lock"
 flock 9
 build_lib mosquitto mosquitto libmosquitto-dev "${MOSQUITTO_CMAKE[@]}"
 build_lib qrencode qrencode libqrencode-dev "${QRENCODE_CMAKE[@]}"
+build_libnfc
 write_pkgconfig
 say "ready: PKG_CONFIG_PATH=$CACHE_ROOT/pkgconfig"
 echo "$CACHE_ROOT/pkgconfig"

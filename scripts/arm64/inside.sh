@@ -46,7 +46,7 @@ pkgver() { dpkg-query -W -f='${Version}' "$1"; }
 # Host-arch tools first, then the :arm64 libraries (their .a files and headers
 # land in /usr/lib/aarch64-linux-gnu and /usr/include/aarch64-linux-gnu).
 PACKAGES=(swiftlang libc6-dev libstdc++-14-dev pkg-config git ca-certificates
-    cmake make dpkg-dev file binutils-aarch64-linux-gnu
+    cmake make dpkg-dev file binutils-aarch64-linux-gnu autoconf automake libtool
     libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libssl-dev:arm64
     libsqlite3-dev:arm64 libnfc-dev:arm64 libusb-dev:arm64 libmosquitto-dev:arm64
     libqrencode-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64)
@@ -103,7 +103,9 @@ step_sdk() {
 
 # --- cdeps ------------------------------------------------------------------
 # The aarch64 analogue of scripts/static-deps.sh. libcrypto/libssl/libsqlite3/
-# libnfc/libusb .a come from trixie's -dev:arm64 packages. libgpiod must be v1
+# libusb .a come from trixie's -dev:arm64 packages. libnfc.a is built from
+# trixie's libnfc source with the project's patches/libnfc/*.patch (see
+# build_libnfc below; the headers stay libnfc-dev:arm64's). libgpiod must be v1
 # (the project's API; trixie has v2), so libgpiod.a + gpiod.h come from
 # bookworm's libgpiod-dev:arm64, fetched with a private apt configuration.
 # libmosquitto.a and libqrencode.a are not shipped by Debian: built from
@@ -169,6 +171,64 @@ build_clib() {
     file -L "$prefix"/lib/*.a | grep -q . # archive present
     $MULTIARCH-objdump -a "$prefix"/lib/*.a | grep -q 'file format elf64-littleaarch64' ||
         die "$name archive is not aarch64"
+    rm -rf "$work" "$work.log"
+    echo "$stamp" >"$prefix/.stamp"
+}
+# libnfc for aarch64: trixie's source package (libnfc-dev:arm64's version),
+# the project's patches/libnfc/*.patch, then debian/rules' configure flags
+# (--disable-silent-rules --prefix=/usr --libdir=/usr/lib/MULTIARCH and
+# dpkg-buildflags for arm64 with DEB_BUILD_MAINT_OPTIONS="nocheck
+# hardening=+all", as scripts/static-deps.sh does for x86_64), cross-compiled
+# with swiftlang's clang, static archive only. Stamped with the patches'
+# checksums.
+LIBNFC_PATCHES="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/patches/libnfc"
+build_libnfc() {
+    local prefix="$CDEPS/libnfc" version stamp patches=() p cc
+    version="$(dpkg-query -W -f='${source:Version}' libnfc-dev:arm64)"
+    for p in "$LIBNFC_PATCHES"/*.patch; do [ -f "$p" ] && patches+=("$p"); done
+    [ ${#patches[@]} -gt 0 ] || die "no patches in $LIBNFC_PATCHES"
+    cc="$(swift_clang)"
+    stamp="libnfc $version aarch64 recipe 2 $cc $(sha256sum "${patches[@]}" | awk '{print $1}' | tr '\n' ' ')"
+    stamp_ok "$prefix/.stamp" "$stamp" && return
+    say "building static aarch64 libnfc from Debian source libnfc $version + ${#patches[@]} patch(es)"
+    ensure_deb_src
+    local work=$C/src-c/libnfc
+    rm -rf "$work" "$prefix" && mkdir -p "$work"
+    local src orig
+    if ! (cd "$work" && apt-get source -qq --only-source "libnfc=$version" >"$work.log" 2>&1); then
+        # The mirror may lack the .dsc/.debian.tar.* while it has the upstream
+        # tarball (it does for trixie's 1.8.0-3.1); apt has checked that
+        # tarball against the signed Sources index, so build from it without
+        # Debian's patches, as scripts/static-deps.sh does.
+        orig="$(find "$work" -maxdepth 1 -name 'libnfc_*.orig.tar.*' | head -n1)"
+        [ -n "$orig" ] || die "apt-get source libnfc=$version failed, see $work.log"
+        say "the mirror lacks part of libnfc $version; using the upstream tarball $(basename "$orig")"
+        tar -xf "$orig" -C "$work"
+    fi
+    src="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+    [ -n "$src" ] || die "no unpacked libnfc source in $work"
+    for p in "${patches[@]}"; do
+        patch -d "$src" -p1 --forward --batch <"$p" >>"$work.log" 2>&1 ||
+            die "patch $(basename "$p") does not apply to libnfc $version, see $work.log"
+    done
+    (
+        cd "$src"
+        export DEB_BUILD_MAINT_OPTIONS="nocheck hardening=+all" DEB_HOST_ARCH=arm64
+        eval "export $(dpkg-buildflags --export=configure)"
+        export PKG_CONFIG_LIBDIR=$SYSLIB/pkgconfig:/usr/share/pkgconfig
+        autoreconf -fi
+        ./configure --host=$MULTIARCH --build="$(dpkg-architecture -qDEB_BUILD_GNU_TYPE)" \
+            CC="$cc --target=$MULTIARCH" AR=/usr/bin/$MULTIARCH-ar RANLIB=/usr/bin/$MULTIARCH-ranlib \
+            --disable-silent-rules --prefix=/usr --libdir=/usr/lib/$MULTIARCH \
+            --disable-shared --enable-static
+        make -j "$JOBS" -C libnfc
+    ) >>"$work.log" 2>&1 || die "libnfc build failed, see $work.log"
+    mkdir -p "$prefix/lib"
+    cp "$src/libnfc/.libs/libnfc.a" "$prefix/lib/libnfc-patched.a"
+    grep -q "file format elf64-littleaarch64" < <($MULTIARCH-objdump -a "$prefix/lib/libnfc-patched.a") ||
+        die "libnfc archive is not aarch64"
+    grep -aq "MI continuation without status byte" "$prefix/lib/libnfc-patched.a" ||
+        die "the built libnfc-patched.a lacks the patched pn53x.o"
     rm -rf "$work" "$work.log"
     echo "$stamp" >"$prefix/.stamp"
 }
@@ -240,8 +300,9 @@ step_cdeps() {
     fetch_gpiod_v1
     build_clib mosquitto mosquitto libmosquitto-dev libmosquitto_static "${MOSQUITTO_CMAKE[@]}"
     build_clib qrencode qrencode libqrencode-dev qrencode "${QRENCODE_CMAKE[@]}"
+    build_libnfc
     local a
-    for a in libcrypto.a libssl.a libsqlite3.a libnfc.a libusb.a libz.a libzstd.a; do
+    for a in libcrypto.a libssl.a libsqlite3.a libusb.a libz.a libzstd.a; do
         [ -f "$SYSLIB/$a" ] || die "$SYSLIB/$a is missing (its :arm64 -dev package ships it)"
     done
     # trixie's OpenSSL 3.5 libcrypto.a calls zlib and zstd (ZSTD_compress,
@@ -255,7 +316,9 @@ step_cdeps() {
     write_pc libgpiod "$(sed 's/.* \([0-9.]*\)-.*/\1/' "$CDEPS/gpiod/.stamp")" \
         "-I$CDEPS/gpiod/include" "-L$CDEPS/gpiod/lib -lgpiod"
     write_pc libusb "$(debv libusb-dev:arm64)" "" "-L$SYSLIB -lusb"
-    write_pc libnfc "$(debv libnfc-dev:arm64)" "" "-L$SYSLIB -lnfc -lusb"
+    # The patched archive (build_libnfc). Its own name: the linker searches every
+    # -L for each -l, and other .pc files put $SYSLIB (Debian's libnfc.a) first.
+    write_pc libnfc "$(debv libnfc-dev:arm64)" "" "-L$CDEPS/libnfc/lib -lnfc-patched -L$SYSLIB -lusb"
     write_pc libmosquitto "$(debv libmosquitto-dev:arm64)" \
         "-I$CDEPS/mosquitto/include -DLIBMOSQ_STATIC" \
         "-L$CDEPS/mosquitto/lib -lmosquitto -L$SYSLIB -lssl $crypto"
