@@ -19,6 +19,18 @@ say() { echo "static: $*" >&2; }
 PKG_CONFIG_PATH="$(scripts/static-deps.sh)"
 export PKG_CONFIG_PATH
 
+# SwiftPM reads the .pc files when it plans a build and does not notice when
+# they change (a patched libnfc, a new mosquitto): the old link lines would
+# stay. Drop the plan when the .pc files differ from the ones it was made with.
+stamp="$SCRATCH/pkgconfig.sha256"
+sum="$(cat "$PKG_CONFIG_PATH"/*.pc | sha256sum | cut -d' ' -f1)"
+if [ -d "$SCRATCH" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+    say "pkg-config files changed: re-planning the build"
+    rm -f "$SCRATCH/release.yaml" "$SCRATCH/release/description.json"
+fi
+mkdir -p "$SCRATCH"
+echo "$sum" >"$stamp"
+
 # --static-swift-stdlib links the Swift runtime and Foundation statically;
 # -static-executable makes the final link `-static`, so every -l resolves to an
 # archive and glibc is linked in too.
