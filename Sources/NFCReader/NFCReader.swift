@@ -395,13 +395,43 @@ public final class NFCReader {
         case NFC_ETGRELEASED where tagLevel: throw ReaderError.tagLost
         case NFC_ETIMEOUT:
             throw fail(.timeout("no answer to PN532 command \(Hex.encode([tx[0]])) within \(timeoutMs) ms"))
-        default: throw fail(.io("PN532 command \(Hex.encode([tx[0]])): \(errorText())"))
+        default: throw fail(.io("PN532 command \(Hex.encode([tx[0]])): \(errorText(n))"))
         }
     }
 
     private func errorText() -> String {
         guard let device, let text = nfc_strerror(device) else { return "unknown error" }
         return String(cString: text)
+    }
+
+    /// The error of a driver-level call (`pn53x_transceive`), which returns its
+    /// code without setting the device's last error: `nfc_strerror` would name
+    /// an older one, or "Success".
+    private func errorText(_ code: Int32) -> String {
+        if let device, nfc_device_get_last_error(device) == code { return errorText() }
+        return Self.libnfcErrorText(code)
+    }
+
+    /// A libnfc error code in words, with its name (nfc-types.h).
+    static func libnfcErrorText(_ code: Int32) -> String {
+        let name: String
+        switch code {
+        case NFC_EIO: name = "input/output error (NFC_EIO)"
+        case NFC_EINVARG: name = "invalid argument (NFC_EINVARG)"
+        case NFC_EDEVNOTSUPP: name = "not supported by the device (NFC_EDEVNOTSUPP)"
+        case NFC_ENOTSUCHDEV: name = "no such device (NFC_ENOTSUCHDEV)"
+        case NFC_EOVFLOW: name = "buffer overflow (NFC_EOVFLOW)"
+        case NFC_ETIMEOUT: name = "timeout (NFC_ETIMEOUT)"
+        case NFC_EOPABORTED: name = "operation aborted (NFC_EOPABORTED)"
+        case NFC_ENOTIMPL: name = "not implemented (NFC_ENOTIMPL)"
+        case NFC_ETGRELEASED: name = "target released (NFC_ETGRELEASED)"
+        case NFC_ERFTRANS: name = "RF transmission error (NFC_ERFTRANS)"
+        case NFC_EMFCAUTHFAIL: name = "MIFARE authentication failed (NFC_EMFCAUTHFAIL)"
+        case NFC_ESOFT: name = "software error (NFC_ESOFT)"
+        case NFC_ECHIP: name = "the chip reported an error (NFC_ECHIP)"
+        default: name = "libnfc error \(code)"
+        }
+        return name
     }
 
     /// Records a reader-level failure in `health`.

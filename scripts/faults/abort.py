@@ -162,6 +162,10 @@ def run(bindir, report, aborts=3):
                                           after.find("event reader_recovered"))
             check(0 <= error < fault_at < recovered,
                   f"{fault} {i}: not libnfc error → reader_fault → reader_recovered: {after[-600:]}")
+            # The reader names the error it got back (pn53x_transceive sets no
+            # device error, so nfc_strerror would say "Success").
+            check("NFC_EIO" in after[error:recovered] and ": Success" not in after[error:recovered],
+                  f"{fault} {i}: the reader's fault does not name NFC_EIO: {after[error:recovered][-600:]}")
             # The read that got the bad answer decided nothing: no grant, no
             # denial, the strike never energised until the reader was back.
             check("event access_" not in after[:recovered] and "strike → unlocked" not in after[:recovered],
