@@ -123,7 +123,8 @@ let package = Package(
         .testTarget(name: "NFCReaderTests", dependencies: ["NFCReader", "PN532Emulator", "TestSupport"]),
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
-        .testTarget(name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "TestSupport"]),
+        .testTarget(
+            name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayCLI", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),

@@ -1,4 +1,5 @@
 import DoorCore
+import GatewayCLI
 import GatewayConfig
 import GatewayMQTT
 import Synchronization
@@ -72,20 +73,6 @@ final class JudgingHandler: RemoteCommandHandler, @unchecked Sendable {
             return j.outcome
         }
         if let outcome { onOutcome(outcome) }
-    }
-}
-
-extension MQTTSettings {
-    /// `[mqtt]` as the daemon hands it to the transport (DaemonRemote.swift).
-    init(_ c: GatewayConfiguration.MQTT) {
-        self.init(
-            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
-            tls: TLS(
-                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
-                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
-            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
-            compatCommandTopics: c.compatCommandTopics,
-            homeAssistantDiscovery: c.homeAssistantDiscovery)
     }
 }
 
