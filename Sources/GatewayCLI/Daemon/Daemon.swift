@@ -26,6 +26,8 @@ final class Daemon: @unchecked Sendable {
     let readerLoop: ReaderLoop
     let simulatorControl: String?
     private var signalSources: [DispatchSourceSignal] = []
+    /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
+    private let signalQueue = DispatchQueue(label: "gatewayd.signals")
     var control: ControlServer?
     var remote: MQTTLink?
     /// The MQTT link between `prepareRemote` and a successful `startRemote`.
@@ -117,13 +119,18 @@ final class Daemon: @unchecked Sendable {
         startWatchdog()
         startAuditRetention()
         startAuditRetry()
-        dispatchMain()
+        // Not dispatchMain(): it ends the main thread with pthread_exit(), whose
+        // forced unwind makes libgcc index every FDE of the static binary at
+        // once (2.5 MB of .eh_frame read, the sorted index on the heap), for
+        // a thread that has nothing left to do. Everything runs on the
+        // daemon's own queues; the main thread only waits.
+        while true { pause() }
     }
 
     private func installSignals() {
         for sig in [SIGTERM, SIGINT, SIGHUP] {
             signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
             source.setEventHandler { [self] in
                 if sig == SIGHUP { reload() } else { stop(signal: sig) }
             }
