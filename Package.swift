@@ -11,8 +11,7 @@ let package = Package(
         .executable(name: "pn532-sim", targets: ["pn532-sim"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
     ],
     targets: [
         // MARK: C libraries
@@ -79,15 +78,17 @@ let package = Package(
             name: "pn532-sim",
             dependencies: [
                 "PN532Emulator", "DoorCore", "CPseudoTerminal",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Arguments",
             ]),
         // MARK: gatewayctl / gatewayd command tree
+        // The command-line parser: swift-argument-parser's API subset, without Foundation.
+        .target(name: "Arguments"),
         .target(
             name: "GatewayCLI",
             dependencies: [
                 "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "TerminalQR",
                 "CClockSync",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Arguments",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(name: "gateway", dependencies: ["GatewayCLI", "CStaticNSS"]),
@@ -128,6 +129,7 @@ let package = Package(
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
+        .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v5]

@@ -1,9 +1,4 @@
-import ArgumentParser
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import Arguments
 import Glibc
 
 /// The single static binary is multi-call: the name it is invoked as picks the
@@ -15,7 +10,7 @@ public enum Entry {
     /// Decide the role and the remaining arguments from `argv`.
     /// Returns nil when the plain `gateway` name is used without a role word.
     public static func route(_ argv: [String]) -> (Role, [String])? {
-        let name = (argv.first.map { URL(fileURLWithPath: $0).lastPathComponent }) ?? "gateway"
+        let name = (argv.first.map { $0.lastPathComponent }) ?? "gateway"
         let rest = Array(argv.dropFirst())
         switch name {
         case "gatewayd": return (.daemon, rest)

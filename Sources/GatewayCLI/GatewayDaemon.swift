@@ -1,11 +1,6 @@
-import ArgumentParser
+import Arguments
 import DoorCore
 import DoorIO
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 import GatewayConfig
 import GatewayStore
@@ -31,7 +26,7 @@ public struct GatewayDaemon: ParsableCommand {
     public init() {}
 
     public func run() throws {
-        let env = ProcessInfo.processInfo.environment
+        let env = Environment.current
         LoggingSystem.bootstrap { JournalLogHandler(label: $0) }
         var log = Logger(label: "gatewayd")
         log.logLevel = env["GATEWAYD_DEBUG"] == nil ? .info : .debug

@@ -3,7 +3,7 @@
 #else
     import Darwin
 #endif
-import ArgumentParser
+import Arguments
 import DoorCore
 import PN532Emulator
 import CPseudoTerminal

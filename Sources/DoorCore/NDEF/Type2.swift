@@ -139,18 +139,19 @@ public enum Type2 {
     /// The length of the TLV at `i` (not NULL or Terminator), checked against
     /// the area; `bytes` may be a prefix of it.
     private static func lengthField(_ bytes: [UInt8], at i: Int, areaSize: Int) throws(NDEFError) -> LengthField {
-        let type = "TLV 0x\(Hex.encode([bytes[i]])) at offset \(i)"
-        guard i + 2 <= areaSize else { throw .truncated("\(type) has no length") }
+        // Named only when it is refused: this runs for every TLV of every read.
+        func type() -> String { "TLV 0x\(Hex.encode([bytes[i]])) at offset \(i)" }
+        guard i + 2 <= areaSize else { throw .truncated("\(type()) has no length") }
         guard i + 2 <= bytes.count else { return .needs(end: i + 2) }
         var header = 2, length = Int(bytes[i + 1])
         if length == 0xFF {
-            guard i + 4 <= areaSize else { throw .truncated("\(type): 3-byte length cut short") }
+            guard i + 4 <= areaSize else { throw .truncated("\(type()): 3-byte length cut short") }
             guard i + 4 <= bytes.count else { return .needs(end: i + 4) }
             header = 4
             length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
         }
         guard i + header + length <= areaSize else {
-            throw .lengthBeyondData("\(type) says \(length) bytes, \(areaSize - i - header) left in the data area")
+            throw .lengthBeyondData("\(type()) says \(length) bytes, \(areaSize - i - header) left in the data area")
         }
         return .known(header: header, length: length)
     }

@@ -33,7 +33,7 @@ struct Accounts: Equatable {
     /// but root and the daemon's own user is then admitted).
     static func load(passwd: String = passwdPath, group: String = groupPath) -> Accounts {
         func text(_ path: String) -> String {
-            (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            Files.contents(path).flatMap { String(validating: $0, as: UTF8.self) } ?? ""
         }
         return Accounts(passwd: text(passwd), group: text(group))
     }

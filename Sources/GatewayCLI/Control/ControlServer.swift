@@ -1,9 +1,4 @@
 import DoorCore
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 
 /// A request on the control socket: one JSON object per line,
@@ -80,8 +75,7 @@ final class ControlServer: @unchecked Sendable {
     @discardableResult
     func start() throws -> String? {
         let dir = path.deletingLastPathComponent
-        try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try Files.createDirectories(dir, mode: 0o755)
         unlink(path)  // a stale socket from a crashed run
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DaemonError.startup("control socket: \(String(cString: strerror(errno)))") }

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 
 /// sd_notify(3) without libsystemd: datagrams to `$NOTIFY_SOCKET` (a path, or
@@ -12,7 +7,7 @@ struct SDNotify {
     /// Half of `WATCHDOG_USEC` when the watchdog is on for this process.
     let watchdogInterval: Duration?
 
-    static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) -> SDNotify {
+    static func fromEnvironment(_ env: [String: String] = Environment.current) -> SDNotify {
         var interval: Duration?
         if let usec = env["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
             env["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true

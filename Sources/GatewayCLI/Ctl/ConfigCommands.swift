@@ -1,9 +1,4 @@
-import ArgumentParser
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import Arguments
 import Glibc
 import GatewayConfig
 import GatewayMQTT
@@ -39,7 +34,7 @@ struct ConfigCheck: ParsableCommand {
     var broker = false
 
     func run() throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = Environment.current
         let path = file ?? GatewayConfiguration.defaultFile(environment: environment)
         let config: GatewayConfiguration
         do {

@@ -1,12 +1,7 @@
-import ArgumentParser
+import Arguments
 import DoorCore
 import GatewayStore
 import TerminalQR
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 
 /// Options every command that talks to the running daemon takes.
@@ -21,7 +16,7 @@ struct SocketOptions: ParsableArguments {
 
     var path: String {
         if let socket { return socket }
-        let env = ProcessInfo.processInfo.environment
+        let env = Environment.current
         if let s = env["DOORGATEWAY_SOCKET"], !s.isEmpty { return s }
         if let r = env["RUNTIME_DIRECTORY"]?.split(separator: ":").first { return "\(r)/control.sock" }
         return "/run/doorgateway/control.sock"
@@ -310,7 +305,7 @@ struct SimCommand: ParsableCommand {
             if let url { params.append(("url", .string(url))) }
             if blank { params.append(("blank", .bool(true))) }
             if let dump {
-                guard let data = FileManager.default.contents(atPath: dump) else {
+                guard let data = Files.contents(dump) else {
                     throw ValidationError("cannot read \(dump)")
                 }
                 params.append(("dump", .string(Hex.encode(Array(data)))))
@@ -339,7 +334,7 @@ struct SimCommand: ParsableCommand {
         func run() throws {
             let answer = try socket.request(.simDump)
             guard let hex = answer["dump"]?.stringValue, let bytes = Hex.decode(hex),
-                FileManager.default.createFile(atPath: file, contents: Data(bytes))
+                (try? Files.write(file, bytes)) != nil
             else {
                 fputs("gatewayctl: could not write \(file)\n", stderr)
                 throw ExitCode(1)
@@ -483,7 +478,7 @@ struct BackupCommand: ParsableCommand {
     @OptionGroup var socket: SocketOptions
     @Argument(help: "The backup file (must not exist).") var file: String
     func run() throws {
-        let path = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
+        let path = file.hasPrefix("/") ? file : Files.currentDirectory + "/" + file
         try socket.call(.backup, [("path", .string(path))])
         fputs("gatewayctl: warning: \(path) holds every sticker secret and command key; keep it offline\n", stderr)
     }
@@ -496,7 +491,7 @@ struct RestoreCommand: ParsableCommand {
     @Argument(help: "The backup file.") var file: String
     @Option(help: "The state directory (default: $STATE_DIRECTORY or /var/lib/doorgateway).") var stateDir: String?
     func run() throws {
-        let env = ProcessInfo.processInfo.environment
+        let env = Environment.current
         let dir =
             stateDir ?? env["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/doorgateway"
         do {

@@ -1,4 +1,4 @@
-import ArgumentParser
+import Arguments
 import Dispatch
 import DoorCore
 import DoorIO

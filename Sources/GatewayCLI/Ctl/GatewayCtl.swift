@@ -1,4 +1,4 @@
-import ArgumentParser
+import Arguments
 import DoorCore
 
 /// `gatewayctl`: the admin CLI. Offline commands (config, tag, otp) need no daemon.

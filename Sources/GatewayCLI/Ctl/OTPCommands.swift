@@ -1,10 +1,5 @@
-import ArgumentParser
+import Arguments
 import DoorCore
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 
 /// `gatewayctl otp …`: offline inspection of a phone-style remote command.
@@ -53,7 +48,7 @@ struct OTPInspect: ParsableCommand {
     func run() throws {
         var keyText = key ?? ""
         if let keyFile {
-            guard let data = FileManager.default.contents(atPath: keyFile) else {
+            guard let data = Files.contents(keyFile) else {
                 throw ValidationError("cannot read key file \(keyFile)")
             }
             keyText = String(decoding: data, as: UTF8.self).trimmed
@@ -61,7 +56,7 @@ struct OTPInspect: ParsableCommand {
         guard keyText.utf8.count == 32, let keyBytes = Hex.decode(keyText) else {
             throw ValidationError("the timestamp key is 32 hex digits")
         }
-        let at = now ?? Int64(Date().timeIntervalSince1970)
+        let at = now ?? Int64(time(nil))
         var replay = ReplayGuard()
         let verdict = CommandJudge(tolerance: tolerance, deviceID: "offline")
             .judgeCompat(
@@ -113,7 +108,7 @@ struct OTPMake: ParsableCommand {
     var now: Int64?
 
     func run() throws {
-        guard let data = FileManager.default.contents(atPath: keyFile) else {
+        guard let data = Files.contents(keyFile) else {
             throw ValidationError("cannot read key file \(keyFile)")
         }
         let text = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }

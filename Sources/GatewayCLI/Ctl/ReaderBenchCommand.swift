@@ -1,10 +1,5 @@
-import ArgumentParser
+import Arguments
 import DoorCore
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 import NFCReader
 
@@ -34,7 +29,7 @@ struct ReaderBench: ParsableCommand {
         let message = NDEFMessage(records: [.uri(url)])
         let image = try TagImage.make(type: .ntag213, uid: uid, message: message)
         let file = "\(scratch)/reader-bench-\(getpid()).bin"
-        try Data(image.bytes).write(to: URL(fileURLWithPath: file))
+        try Files.write(file, image.bytes)
         defer { unlink(file) }
         let tlvBytes = try Type2.ndefTLV(message).count
 

@@ -1,10 +1,5 @@
-import ArgumentParser
+import Arguments
 import DoorCore
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 import GatewayStore
 import NFCReader
@@ -123,7 +118,7 @@ struct ReaderWrite: ParsableCommand {
             guard let bytes = Hex.decode(ndef) else { throw ValidationError("--ndef must be hex") }
             do { return try NDEFMessage.decode(bytes) } catch { throw ValidationError("--ndef: \(error)") }
         }
-        guard let data = FileManager.default.contents(atPath: dump!) else {
+        guard let data = Files.contents(dump!) else {
             throw ValidationError("cannot read \(dump!)")
         }
         do { return try TagImage(dump: Array(data)).message() } catch { throw ValidationError("\(dump!): \(error)") }
@@ -134,7 +129,7 @@ struct ReaderWrite: ParsableCommand {
         var deviceKey: [UInt8]?
         if protect {
             let dir =
-                stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(
+                stateDir ?? Environment.current["STATE_DIRECTORY"]?.split(separator: ":").first.map(
                     String.init)
                 ?? "/var/lib/doorgateway"
             do {

@@ -1,10 +1,5 @@
-import ArgumentParser
+import Arguments
 import DoorCore
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 
 /// `gatewayctl tag …`. `inspect` is offline: it judges signatures and
@@ -88,7 +83,7 @@ struct TagInspect: ParsableCommand {
     func loadSecrets() throws -> [[UInt8]] {
         var texts = secrets.map { ("--secret", $0) }
         for file in secretFiles {
-            guard let data = FileManager.default.contents(atPath: file) else {
+            guard let data = Files.contents(file) else {
                 throw ValidationError("cannot read secret file \(file)")
             }
             texts += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
@@ -194,7 +189,7 @@ struct DecodedTag {
         if input.utf8.count % 2 == 0, let bytes = Hex.decode(input), !bytes.isEmpty {
             source = "ndef-tlv"
             message = try Type2.message(inArea: bytes)
-        } else if let data = FileManager.default.contents(atPath: input) {
+        } else if let data = Files.contents(input) {
             let image = try TagImage(dump: [UInt8](data))
             source = "dump \(image.type)"
             uid = image.uid

@@ -1,10 +1,5 @@
 import DoorCore
 import DoorIO
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 import Dispatch
 import GatewayConfig
@@ -237,7 +232,7 @@ extension Daemon {
                 image = try TagImage.make(type: .ntag213, uid: uid, message: NDEFMessage(records: [.uri(url)]))
             }
             let file = configuration.paths.runtimeDirectory + "/sim-tap.dump"
-            try Data(image.bytes).write(to: URL(fileURLWithPath: file))
+            try Files.write(file, image.bytes)
             _ = try? SimulatorControl.send("remove", to: control)  // "error no tag in the field" is fine
             // A dump keeps its own UID unless one was given.
             let tagUID = p["dump"] != nil && p["uid"] == nil ? image.uid : uid
@@ -257,7 +252,7 @@ extension Daemon {
         case .simDump:
             let file = configuration.paths.runtimeDirectory + "/sim-dump.bin"
             _ = try SimulatorControl.send("dump \(file)", to: control)
-            guard let data = FileManager.default.contents(atPath: file) else {
+            guard let data = Files.contents(file) else {
                 throw DaemonError.simulator("no dump written")
             }
             return .object([("bytes", .int(data.count)), ("dump", .string(Hex.encode(Array(data))))])

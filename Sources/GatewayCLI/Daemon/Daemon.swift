@@ -1,10 +1,5 @@
 import DoorCore
 import DoorIO
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 import Dispatch
 import GatewayConfig
@@ -64,8 +59,7 @@ final class Daemon: @unchecked Sendable {
         board.lockAll()
 
         // 2. The store, its keys and the configured actions.
-        try FileManager.default.createDirectory(
-            atPath: configuration.paths.runtimeDirectory, withIntermediateDirectories: true)
+        try Files.createDirectories(configuration.paths.runtimeDirectory)
         store = try GatewayStore(stateDirectory: configuration.paths.stateDirectory)
         try store.syncActions(configuration.door.actions)
         _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }

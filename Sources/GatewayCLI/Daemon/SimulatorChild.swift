@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Glibc
 
 /// On `board = "sim"` with `reader.simulator = "spawn"` the daemon starts its
@@ -22,19 +17,19 @@ final class SimulatorChild {
     var connstring: String { "pn532_uart:\(link)" }
 
     static func executable() -> String? {
-        let own = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let own = Files.resolvingSymlinks(CommandLine.arguments[0]).deletingLastPathComponent
         let candidates =
-            [own.appendingPathComponent("pn532-sim").path]
-            + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/pn532-sim" }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+            [(own.isEmpty ? "." : own) + "/pn532-sim"]
+            + (Environment.current["PATH"] ?? "").split(separator: ":").map { "\($0)/pn532-sim" }
+        return candidates.first { Files.isExecutable($0) }
     }
 
     func start() throws {
         guard let path = Self.executable() else {
             throw DaemonError.startup("pn532-sim not found beside gatewayd or on PATH")
         }
-        try? FileManager.default.removeItem(atPath: link)
-        try? FileManager.default.removeItem(atPath: control)
+        unlink(link)
+        unlink(control)
         // --parent-pid: the emulator exits when gatewayd dies, even by SIGKILL
         // or a crash (PR_SET_PDEATHSIG), instead of holding the pty and the
         // socket as an orphan of pid 1 while a crash loop starts more.
@@ -44,7 +39,7 @@ final class SimulatorChild {
         self.process = process
         // Ready when both the pty link and the control socket exist.
         for _ in 0..<100 {
-            if FileManager.default.fileExists(atPath: link) && FileManager.default.fileExists(atPath: control) {
+            if Files.exists(link) && Files.exists(control) {
                 return
             }
             if !process.isRunning { break }

@@ -224,3 +224,98 @@ final class ChildProcess {
         }
     }
 }
+
+/// The process environment (`ProcessInfo.processInfo.environment`), read from `environ`.
+enum Environment {
+    static var current: [String: String] {
+        var out: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let pair = String(cString: pointer)
+            if let eq = pair.firstIndex(of: "=") {
+                let name = String(pair[..<eq])
+                // The first definition wins, as getenv(3) finds it.
+                if out[name] == nil { out[name] = String(pair[pair.index(after: eq)...]) }
+            }
+            entry += 1
+        }
+        return out
+    }
+}
+
+/// Files by path (FileManager's jobs the CLI and the daemon had), on POSIX calls.
+enum Files {
+    struct Failure: Error, CustomStringConvertible {
+        let operation: String
+        let path: String
+        let errno: Int32
+        var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    /// The whole file; nil when it cannot be opened or read.
+    static func contents(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return FD.readToEnd(fd)
+    }
+
+    /// Creates or truncates `path` and writes `bytes` (mode for a new file: `mode` less the umask).
+    static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
+        defer { close(fd) }
+        guard FD.write(fd, bytes) else { throw Failure(operation: "write", path: path, errno: errno) }
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    /// A regular file this process may execute.
+    static func isExecutable(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
+    }
+
+    /// `mkdir -p`: every missing directory of `path`, each with `mode` (less the umask).
+    static func createDirectories(_ path: String, mode: mode_t = 0o755) throws {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw Failure(operation: "mkdir", path: path, errno: ENOTDIR)
+            }
+            return
+        }
+        let parent = path.deletingLastPathComponent
+        if !parent.isEmpty, parent != path { try createDirectories(parent, mode: mode) }
+        guard mkdir(path, mode) == 0 || errno == EEXIST else {
+            throw Failure(operation: "mkdir", path: path, errno: errno)
+        }
+    }
+
+    /// The working directory (`FileManager.currentDirectoryPath`).
+    static var currentDirectory: String {
+        guard let cwd = getcwd(nil, 0) else { return "." }
+        defer { free(cwd) }
+        return String(cString: cwd)
+    }
+
+    /// The path with every symbolic link resolved, or the path itself when it cannot be.
+    static func resolvingSymlinks(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}
+
+extension String {
+    /// The part after the last "/" (`URL.lastPathComponent` for a file path).
+    var lastPathComponent: String {
+        var path = Substring(self)
+        while path.count > 1, path.hasSuffix("/") { path = path.dropLast() }
+        guard let slash = path.lastIndex(of: "/") else { return String(path) }
+        return path.count == 1 ? "/" : String(path[path.index(after: slash)...])
+    }
+}

@@ -1,0 +1,241 @@
+/// Where a wrapper keeps its value; shared by every copy of the command, so
+/// the parser fills the instance it found by reflection.
+final class Box<Value> {
+    var value: Value?
+    var given = false
+    init(_ value: Value?) { self.value = value }
+}
+
+/// What the parser needs to know of one declaration (the property name comes
+/// from reflection).
+struct Slot {
+    enum Kind { case option, flag, argument }
+    var kind: Kind
+    var names: NameSpecification = .long
+    var help: ArgumentHelp?
+    var inversion: FlagInversion?
+    /// Repeats (options) or takes every remaining word (arguments).
+    var repeats = false
+    /// Must be given: no default, not optional.
+    var required = false
+    var defaultDescription: String?
+    var allValues: [String] = []
+    /// Reads one word; false when it is not a valid value.
+    var assign: (String) -> Bool = { _ in false }
+    /// Sets a flag on or off.
+    var setFlag: (Bool) -> Void = { _ in }
+    var wasGiven: () -> Bool = { false }
+}
+
+protocol SlotProvider {
+    var slot: Slot { get }
+}
+
+protocol GroupProvider {
+    var group: Any { get }
+}
+
+private func describe<T: ExpressibleByArgument>(_ value: T) -> String { value.defaultValueDescription }
+
+/// `--name value`, `--name=value`, `-n value`.
+@propertyWrapper
+public struct Option<Value>: SlotProvider {
+    let box: Box<Value>
+    let slot: Slot
+
+    public var wrappedValue: Value {
+        get {
+            guard let value = box.value else { preconditionFailure("an @Option read before it was parsed") }
+            return value
+        }
+        nonmutating set { box.value = newValue }
+    }
+}
+
+extension Option where Value: ExpressibleByArgument {
+    public init(wrappedValue: Value, name: NameSpecification = .long, help: ArgumentHelp? = nil) {
+        let box = Box<Value>(wrappedValue)
+        self.box = box
+        self.slot = Slot(
+            kind: .option, names: name, help: help, defaultDescription: describe(wrappedValue),
+            allValues: Value.allValueStrings,
+            assign: { word in
+                guard let value = Value(argument: word) else { return false }
+                box.value = value
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+
+    public init(name: NameSpecification = .long, help: ArgumentHelp? = nil) {
+        let box = Box<Value>(nil)
+        self.box = box
+        self.slot = Slot(
+            kind: .option, names: name, help: help, required: true, allValues: Value.allValueStrings,
+            assign: { word in
+                guard let value = Value(argument: word) else { return false }
+                box.value = value
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+}
+
+extension Option {
+    public init<T: ExpressibleByArgument>(name: NameSpecification = .long, help: ArgumentHelp? = nil)
+    where Value == T? {
+        self.init(wrappedValue: nil, name: name, help: help)
+    }
+
+    public init<T: ExpressibleByArgument>(wrappedValue: T?, name: NameSpecification = .long, help: ArgumentHelp? = nil)
+    where Value == T? {
+        let box = Box<Value>(.some(wrappedValue))
+        self.box = box
+        self.slot = Slot(
+            kind: .option, names: name, help: help, defaultDescription: wrappedValue.map(describe),
+            allValues: T.allValueStrings,
+            assign: { word in
+                guard let value = T(argument: word) else { return false }
+                box.value = .some(value)
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+
+    public init<T: ExpressibleByArgument>(
+        wrappedValue: [T] = [], name: NameSpecification = .long, help: ArgumentHelp? = nil
+    ) where Value == [T] {
+        let box = Box<Value>(wrappedValue)
+        self.box = box
+        self.slot = Slot(
+            kind: .option, names: name, help: help, repeats: true, allValues: T.allValueStrings,
+            assign: { word in
+                guard let value = T(argument: word) else { return false }
+                // The first one given replaces a default list.
+                box.value = (box.given ? box.value ?? [] : []) + [value]
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+}
+
+/// `--name` (and `--no-name` with `inversion: .prefixedNo`).
+@propertyWrapper
+public struct Flag<Value>: SlotProvider {
+    let box: Box<Value>
+    let slot: Slot
+
+    public var wrappedValue: Value {
+        get {
+            guard let value = box.value else { preconditionFailure("a @Flag read before it was parsed") }
+            return value
+        }
+        nonmutating set { box.value = newValue }
+    }
+}
+
+extension Flag where Value == Bool {
+    public init(
+        wrappedValue: Bool = false, name: NameSpecification = .long, inversion: FlagInversion? = nil,
+        help: ArgumentHelp? = nil
+    ) {
+        let box = Box<Bool>(wrappedValue)
+        self.box = box
+        self.slot = Slot(
+            kind: .flag, names: name, help: help, inversion: inversion,
+            defaultDescription: inversion == nil ? nil : "\(wrappedValue)",
+            setFlag: { on in
+                box.value = on
+                box.given = true
+            }, wasGiven: { box.given })
+    }
+}
+
+/// A positional word, in declaration order.
+@propertyWrapper
+public struct Argument<Value>: SlotProvider {
+    let box: Box<Value>
+    let slot: Slot
+
+    public var wrappedValue: Value {
+        get {
+            guard let value = box.value else { preconditionFailure("an @Argument read before it was parsed") }
+            return value
+        }
+        nonmutating set { box.value = newValue }
+    }
+}
+
+extension Argument where Value: ExpressibleByArgument {
+    public init(wrappedValue: Value, help: ArgumentHelp? = nil) {
+        let box = Box<Value>(wrappedValue)
+        self.box = box
+        self.slot = Slot(
+            kind: .argument, help: help, defaultDescription: describe(wrappedValue), allValues: Value.allValueStrings,
+            assign: { word in
+                guard let value = Value(argument: word) else { return false }
+                box.value = value
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+
+    public init(help: ArgumentHelp? = nil) {
+        let box = Box<Value>(nil)
+        self.box = box
+        self.slot = Slot(
+            kind: .argument, help: help, required: true, allValues: Value.allValueStrings,
+            assign: { word in
+                guard let value = Value(argument: word) else { return false }
+                box.value = value
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+}
+
+extension Argument {
+    public init<T: ExpressibleByArgument>(help: ArgumentHelp? = nil) where Value == T? {
+        let box = Box<Value>(.some(nil))
+        self.box = box
+        self.slot = Slot(
+            kind: .argument, help: help, allValues: T.allValueStrings,
+            assign: { word in
+                guard let value = T(argument: word) else { return false }
+                box.value = .some(value)
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+
+    public init<T: ExpressibleByArgument>(wrappedValue: [T] = [], help: ArgumentHelp? = nil) where Value == [T] {
+        let box = Box<Value>(wrappedValue)
+        self.box = box
+        self.slot = Slot(
+            kind: .argument, help: help, repeats: true, allValues: T.allValueStrings,
+            assign: { word in
+                guard let value = T(argument: word) else { return false }
+                box.value = (box.given ? box.value ?? [] : []) + [value]
+                box.given = true
+                return true
+            }, wasGiven: { box.given })
+    }
+}
+
+/// The options of another `ParsableArguments` type, declared once and shared.
+@propertyWrapper
+public struct OptionGroup<Value: ParsableArguments>: GroupProvider {
+    let box: Box<Value>
+
+    public init() { box = Box(Value()) }
+
+    public var wrappedValue: Value {
+        get {
+            guard let value = box.value else { preconditionFailure("an @OptionGroup without a value") }
+            return value
+        }
+        nonmutating set { box.value = newValue }
+    }
+
+    var group: Any { box.value! as Any }
+}
