@@ -274,6 +274,9 @@ public enum ConfigExample {
             # site_public_key = "\(String(repeating: "0", count: 64))"
             # Where documents are read. Default: every door's, "doorgateway/+/fleet/<site_id>".
             # subscribe = "doorgateway/+/fleet/main-site"
+            # The site box private key (a 0600 file, `gatewayctl fleet keygen --box`):
+            # opens the action secrets and remote keys documents carry sealed.
+            # box_key_file = "/etc/doorgateway/site-box.key"
 
             """
     }

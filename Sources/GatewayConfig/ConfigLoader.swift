@@ -222,6 +222,7 @@ extension GatewayConfiguration {
             Hex.decode(s)?.count == 32 ? nil : "expected the site's Ed25519 public key: 64 hex digits"
         }
         let subscribe = f.optionalString("subscribe", Check.topicFilter)
+        let boxKeyFile = f.optionalString("box_key_file", Check.absolutePath)
         if enabled {
             if site == nil && !f.has("site_id") {
                 f.fail("site_id", "is required with the fleet on: the site's name (letters, digits, '-', '_')")
@@ -234,7 +235,7 @@ extension GatewayConfiguration {
         f.finish()
         return Fleet(
             enabled: enabled && site != nil && key != nil, siteID: site ?? "",
-            sitePublicKey: key.flatMap(Hex.decode) ?? [], subscribe: subscribe)
+            sitePublicKey: key.flatMap(Hex.decode) ?? [], subscribe: subscribe, boxKeyFile: boxKeyFile)
     }
 
     /// `[[outputs]]`: one or more relays; names unique.

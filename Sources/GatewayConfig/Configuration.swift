@@ -154,12 +154,18 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// The topic filter the door reads documents on; nil = the parent of
         /// `mqtt.topic_prefix` + `/+/fleet/<site_id>` (every door's document).
         public var subscribe: String?
+        /// The site box private key (X25519, 64 hex digits, a 0600 file) that
+        /// opens the secrets of documents; nil = secrets are neither read nor pushed.
+        public var boxKeyFile: String?
         public static let off = Fleet(enabled: false, siteID: "", sitePublicKey: [], subscribe: nil)
-        public init(enabled: Bool, siteID: String, sitePublicKey: [UInt8], subscribe: String?) {
+        public init(
+            enabled: Bool, siteID: String, sitePublicKey: [UInt8], subscribe: String?, boxKeyFile: String? = nil
+        ) {
             self.enabled = enabled
             self.siteID = siteID
             self.sitePublicKey = sitePublicKey
             self.subscribe = subscribe
+            self.boxKeyFile = boxKeyFile
         }
     }
     public var fleet: Fleet = .off

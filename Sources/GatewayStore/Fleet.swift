@@ -57,6 +57,13 @@ extension GatewayStore {
             guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
             local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
         }
+        for row in try db.fetchAll(sql: "SELECT key FROM secret") {
+            if let key: [UInt8] = try row.get("key") { local.secretKeys.insert(key) }
+        }
+        local.compatTimestampKey = try db.scalar(
+            [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.compatTimestamp.rawValue])
+        local.nativeCommandKey = try db.scalar(
+            [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.nativeCommand.rawValue])
         return local
     }
 
@@ -67,14 +74,37 @@ extension GatewayStore {
     /// `fleet_applied` audit row written. All of it or none.
     @discardableResult
     public func applyFleet(
-        _ accepted: FleetRules.Accepted, actions: Set<ActionIndex>, now: Int64
+        _ accepted: FleetRules.Accepted, actions: Set<ActionIndex>, secrets: FleetSecrets? = nil,
+        secretsNote: String? = nil, now: Int64
     ) throws -> FleetRules.Changes {
         let doc = accepted.document
         return try pool.write { db in
             if let current = try Self.fleetApplied(db), current.site == doc.site, doc.version <= current.version {
                 throw FleetStoreError.superseded(version: doc.version, applied: current.version)
             }
-            let changes = FleetRules.changes(doc, to: try Self.fleetLocal(db), actions: actions)
+            var changes = FleetRules.changes(doc, to: try Self.fleetLocal(db), actions: actions, secrets: secrets)
+            changes.secretsNote = secretsNote
+            for secret in changes.addSecrets {
+                // Only actions the store has (the configured ones; the FK holds it).
+                guard
+                    try db.scalar(Bool.self, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [secret.action])
+                        != nil
+                else { continue }
+                try db.execute(
+                    sql: """
+                        INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, 'imported', 1)
+                        """, arguments: [secret.action, secret.label, secret.key, now])
+            }
+            for (name, value) in [
+                (KeyName.compatTimestamp, changes.setCompatTimestampKey), (.nativeCommand, changes.setNativeCommandKey),
+            ] {
+                guard let value, value.count == name.length else { continue }
+                try db.execute(
+                    sql: """
+                        INSERT INTO key (name, value, created) VALUES (?, ?, ?)
+                        ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
+                        """, arguments: [name.rawValue, value, now])
+            }
             for uid in changes.revokeUIDs {
                 try db.execute(
                     sql: "INSERT INTO revocation (uid, created, reason) VALUES (?, ?, ?) ON CONFLICT(uid) DO NOTHING",

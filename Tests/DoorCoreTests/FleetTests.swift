@@ -177,4 +177,71 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(doc.revokedUIDs, [uidB])
         XCTAssertEqual(try FleetDocument.parseBody(doc.bodyBytes), doc)
     }
+
+    // MARK: Secrets (site box)
+
+    func testHKDFAndX25519MatchTheirRFCVectors() throws {
+        let okm = try Crypto.SiteBox.hkdfSHA256(
+            ikm: [UInt8](repeating: 0x0b, count: 22), salt: Array(0...12), info: Array(0xf0...0xf9), length: 42)
+        XCTAssertEqual(
+            Hex.encode(okm), "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865")
+        let alice = Hex.decode("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")!
+        let bob = Hex.decode("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")!
+        XCTAssertEqual(
+            Hex.encode(try Crypto.SiteBox.publicKey(privateKey: alice)),
+            "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+        let bobPublic = try Crypto.SiteBox.publicKey(privateKey: bob)
+        XCTAssertEqual(Hex.encode(bobPublic), "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f")
+        let plain = Array("the secret".utf8)
+        let sealed = try Crypto.SiteBox.seal(plain, to: bobPublic, context: [1, 2])
+        XCTAssertFalse(sealed.ciphertext.starts(with: plain))
+        XCTAssertEqual(try Crypto.SiteBox.open(sealed, boxPrivateKey: bob, context: [1, 2]), plain)
+        XCTAssertThrowsError(try Crypto.SiteBox.open(sealed, boxPrivateKey: alice, context: [1, 2]), "wrong key")
+        XCTAssertThrowsError(try Crypto.SiteBox.open(sealed, boxPrivateKey: bob, context: [1, 3]), "wrong context")
+        var tampered = sealed
+        tampered.ciphertext[0] ^= 1
+        XCTAssertThrowsError(try Crypto.SiteBox.open(tampered, boxPrivateKey: bob, context: [1, 2]), "altered")
+        XCTAssertThrowsError(
+            try Crypto.SiteBox.open(
+                Crypto.SiteBox.Sealed(
+                    ephemeralPublicKey: [UInt8](repeating: 0, count: 32), nonce: sealed.nonce,
+                    ciphertext: sealed.ciphertext), boxPrivateKey: bob, context: [1, 2]), "low-order key")
+    }
+
+    func testSealedSecretsTravelSignedAndOpenOnlyWithTheBoxKey() throws {
+        let box = try Crypto.SiteBox.generatePrivateKey()
+        let boxPublic = try Crypto.SiteBox.publicKey(privateKey: box)
+        let secretKey = [UInt8](repeating: 0x5A, count: 32), otp = [UInt8](repeating: 0x11, count: 16)
+        let plain = FleetSecrets(
+            secrets: [
+                .init(action: 0, key: secretKey, label: "main"),
+                .init(action: 9, key: [UInt8](repeating: 1, count: 32)),
+            ],
+            compatTimestampKey: otp, nativeCommandKey: nil)
+        var doc = document(version: 4)
+        doc.sealedSecrets = try plain.seal(to: boxPublic, site: doc.site, version: doc.version)
+        let bytes = try doc.signed(seed: seed)
+        XCTAssertFalse(String(decoding: bytes, as: UTF8.self).contains(Hex.encode(secretKey)), "never in clear")
+        XCTAssertFalse(String(decoding: try FleetDocument.openEnvelope(bytes).body, as: UTF8.self).contains("5a5a5a"))
+        guard case .apply(let accepted) = judge(bytes) else { return XCTFail() }
+        let opened = try XCTUnwrap(try FleetSecrets.open(accepted.document, boxPrivateKey: box))
+        XCTAssertEqual(opened, plain)
+        XCTAssertThrowsError(
+            try FleetSecrets.open(accepted.document, boxPrivateKey: try Crypto.SiteBox.generatePrivateKey()))
+        // A sealed part moved into another version does not open (the version is the AEAD's data).
+        var moved = document(version: 5)
+        moved.sealedSecrets = doc.sealedSecrets
+        XCTAssertThrowsError(try FleetSecrets.open(moved, boxPrivateKey: box))
+
+        let local = FleetRules.Local(
+            secretKeys: [], compatTimestampKey: nil, nativeCommandKey: [UInt8](repeating: 2, count: 32))
+        let c = FleetRules.changes(accepted.document, to: local, actions: [0, 1], secrets: opened)
+        XCTAssertEqual(
+            c.addSecrets, [FleetSecrets.Secret(action: 0, key: secretKey, label: "main")], "action 9 is not here")
+        XCTAssertEqual(c.setCompatTimestampKey, otp)
+        XCTAssertNil(c.setNativeCommandKey, "absent from the document: kept")
+        XCTAssertFalse(c.summary.contains("5a5a"), c.summary)
+        let held = FleetRules.Local(secretKeys: [secretKey], compatTimestampKey: otp)
+        XCTAssertTrue(FleetRules.changes(accepted.document, to: held, actions: [0], secrets: opened).addSecrets.isEmpty)
+    }
 }

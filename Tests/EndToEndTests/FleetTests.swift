@@ -32,7 +32,7 @@ final class FleetTests: XCTestCase {
 
     /// The shipped example for the simulated board, every value stock, plus
     /// MQTT to the test broker with this door's certificate and the fleet keys.
-    func door(_ name: String, _ broker: MosquittoBroker, publicKey: String) throws -> GatewayUnderTest {
+    func door(_ name: String, _ broker: MosquittoBroker, publicKey: String, boxKey: String) throws -> GatewayUnderTest {
         try GatewayUnderTest(
             stockExample: "sim",
             edits: [
@@ -44,6 +44,7 @@ final class FleetTests: XCTestCase {
                 ("Needs mqtt.enabled.\nenabled = false\n", "Needs mqtt.enabled.\nenabled = true\n"),
                 ("# site_id = \"\(Self.site)\"", "site_id = \"\(Self.site)\""),
                 ("# site_public_key = \"\(String(repeating: "0", count: 64))\"", "site_public_key = \"\(publicKey)\""),
+                ("# box_key_file = \"/etc/doorgateway/site-box.key\"", "box_key_file = \"\(boxKey)\""),
             ])
     }
 
@@ -89,12 +90,17 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(stat(keyFile, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
 
+        // The site box key: each door gets its private part at enrollment (a 0600 file).
+        let boxKey = work.appendingPathComponent("site-box.key").path
+        let boxgen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey])
+        XCTAssertEqual(boxgen.status, 0, boxgen.stderr)
+
         var doors: [GatewayUnderTest] = []
         // Every daemon (and its pn532-sim) is stopped, on failure too.
         defer { for g in doors { g.stop() } }
         let started = Date()
         for name in Self.doorNames {
-            let g = try door(name, broker, publicKey: publicKey)
+            let g = try door(name, broker, publicKey: publicKey, boxKey: boxKey)
             doors.append(g)
             try g.start()
         }
@@ -103,23 +109,26 @@ final class FleetTests: XCTestCase {
             "fleet: 5 gateways started and connected in \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
         let (a, b, c, d, e) = (doors[0], doors[1], doors[2], doors[3], doors[4])
 
-        // A sticker provisioned at A. Its secret goes to the other doors by hand
-        // (`secrets export` → `secrets import`): the fleet carries tags and revocations.
+        // A sticker provisioned at A (with a secret generated at A: the other doors lack it).
         let uid = "04A1B2C3D4E5F6"
         try a.ctlJSON(["provision", "--action", "0", "--label", "alice"])
         try a.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
         try a.waitForEvent("provisioning_written")
         let dump = work.appendingPathComponent("alice.dump").path
         try a.ctlJSON(["sim", "dump", dump])
-        let secretID = try XCTUnwrap(try a.ctlJSON(["secrets", "list"]).arrayValue?.first?["id"]?.intValue)
-        let link = try a.ctl(["secrets", "export", "\(secretID)"]).stdout
-        for g in doors.dropFirst() { try g.ctlJSON(["secrets", "import"], stdin: link) }
-        XCTAssertEqual(try tap(b, dump)["reason"]?.stringValue, "not_issued", "B before the push")
+        XCTAssertEqual(try a.ctlJSON(["secrets", "list"]).arrayValue?.count, 1)
+        XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.count, 0)
+        XCTAssertEqual(try tap(b, dump)["kind"]?.stringValue, "access_denied", "B before the push")
 
-        // Pushed at A: granted at B.
-        let pushA = try a.ctlJSON(["fleet", "push", "--site-key", keyFile, "--by", "alice-admin"])
+        // Pushed at A with its secrets (sealed to the site box): granted at B.
+        let watch = try broker.subscribe("doorgateway/door-a/fleet/\(Self.site)", as: "door-b")
+        let pushA = try a.ctlJSON(["fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets"])
         XCTAssertEqual(pushA["version"]?.intValue, 1, "\(pushA)")
         for g in doors { try waitUntil { try appliedVersion(g) == 1 } }
+        XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "imported")
+        let onTheWire = try XCTUnwrap(watch.wait { !$0.isEmpty }.first)
+        XCTAssertTrue(onTheWire.contains(#""fleet":1"#), onTheWire)
+        XCTAssertFalse(onTheWire.contains("smpshare"), "no secret in clear on the broker")
         let atB = try tap(b, dump)
         XCTAssertEqual(atB["kind"]?.stringValue, "access_granted", "\(atB)")
         XCTAssertEqual(try tap(e, dump)["kind"]?.stringValue, "access_granted")

@@ -34,10 +34,12 @@ public struct FleetDocument: Equatable, Sendable {
     /// Revoked v1 sticker signatures (lower-case hex).
     public var revokedSignatures: [[UInt8]]
     public var tags: [Tag]
+    /// Action secrets and remote keys sealed to the site box (`FleetSecrets`), when pushed with them.
+    public var sealedSecrets: Crypto.SiteBox.Sealed?
 
     public init(
         site: String, version: Int64, origin: String, issued: Int64, revokedUIDs: [TagUID] = [],
-        revokedSignatures: [[UInt8]] = [], tags: [Tag] = []
+        revokedSignatures: [[UInt8]] = [], tags: [Tag] = [], sealedSecrets: Crypto.SiteBox.Sealed? = nil
     ) {
         self.site = site
         self.version = version
@@ -46,6 +48,7 @@ public struct FleetDocument: Equatable, Sendable {
         self.revokedUIDs = revokedUIDs
         self.revokedSignatures = revokedSignatures
         self.tags = tags
+        self.sealedSecrets = sealedSecrets
     }
 
     /// The envelope format number.
@@ -62,7 +65,7 @@ public struct FleetDocument: Equatable, Sendable {
 
     /// The body's JSON (key order fixed; what gets signed).
     public var bodyJSON: JSONValue {
-        .object([
+        var fields: [(String, JSONValue)] = [
             ("site", .string(site)),
             ("version", .int(version)),
             ("origin", .string(origin)),
@@ -84,7 +87,19 @@ public struct FleetDocument: Equatable, Sendable {
                         ])
                     })
             ),
-        ])
+        ]
+        if let box = sealedSecrets {
+            fields.append(
+                (
+                    "secrets",
+                    .object([
+                        ("epk", .string(Base64URL.encode(box.ephemeralPublicKey))),
+                        ("nonce", .string(Base64URL.encode(box.nonce))),
+                        ("ct", .string(Base64URL.encode(box.ciphertext))),
+                    ])
+                ))
+        }
+        return .object(fields)
     }
 
     public var bodyBytes: [UInt8] { Array(bodyJSON.serialized.utf8) }
@@ -156,9 +171,19 @@ public struct FleetDocument: Equatable, Sendable {
             }
             tags.append(Tag(uid: uid, action: ActionIndex(action), label: label, validUntil: until))
         }
+        var sealed: Crypto.SiteBox.Sealed?
+        if let box = json["secrets"] {
+            guard case .string(let e)? = box["epk"], let epk = Base64URL.decode(e),
+                epk.count == Crypto.SiteBox.keyLength,
+                case .string(let n)? = box["nonce"], let nonce = Base64URL.decode(n),
+                nonce.count == Crypto.SiteBox.nonceLength,
+                case .string(let c)? = box["ct"], let ct = Base64URL.decode(c), ct.count >= Crypto.SiteBox.tagLength
+            else { throw .malformed("secrets: epk, nonce and ct in base64url expected") }
+            sealed = Crypto.SiteBox.Sealed(ephemeralPublicKey: epk, nonce: nonce, ciphertext: ct)
+        }
         return FleetDocument(
             site: site, version: version, origin: origin, issued: issued, revokedUIDs: uids,
-            revokedSignatures: signatures, tags: tags)
+            revokedSignatures: signatures, tags: tags, sealedSecrets: sealed)
     }
 
     // MARK: Envelope

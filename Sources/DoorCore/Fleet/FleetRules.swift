@@ -66,17 +66,26 @@ public enum FleetRules {
         public var revokedSignatures: Set<[UInt8]>
         /// Issued tags by UID: their state and fields.
         public var tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)]
+        /// The key bytes of every sticker secret held (any action, active or not).
+        public var secretKeys: Set<[UInt8]> = []
+        public var compatTimestampKey: [UInt8]?
+        public var nativeCommandKey: [UInt8]?
         public init(
             revokedUIDs: Set<TagUID> = [], revokedSignatures: Set<[UInt8]> = [],
-            tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)] = [:]
+            tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)] = [:],
+            secretKeys: Set<[UInt8]> = [], compatTimestampKey: [UInt8]? = nil, nativeCommandKey: [UInt8]? = nil
         ) {
             self.revokedUIDs = revokedUIDs
             self.revokedSignatures = revokedSignatures
             self.tags = tags
+            self.secretKeys = secretKeys
+            self.compatTimestampKey = compatTimestampKey
+            self.nativeCommandKey = nativeCommandKey
         }
         public static func == (a: Local, b: Local) -> Bool {
             a.revokedUIDs == b.revokedUIDs && a.revokedSignatures == b.revokedSignatures
-                && a.tags.count == b.tags.count
+                && a.secretKeys == b.secretKeys && a.compatTimestampKey == b.compatTimestampKey
+                && a.nativeCommandKey == b.nativeCommandKey && a.tags.count == b.tags.count
                 && a.tags.allSatisfy { uid, t in
                     guard let o = b.tags[uid] else { return false }
                     return o.state == t.state && o.action == t.action && o.label == t.label
@@ -94,24 +103,51 @@ public enum FleetRules {
         public var upsertTags: [FleetDocument.Tag] = []
         /// Tags of the document this door leaves alone, with why (e.g. an action it does not define).
         public var skipped: [(uid: TagUID, why: String)] = []
+        /// Sticker secrets this door lacks (stored as imported: they validate, they do not sign here).
+        public var addSecrets: [FleetSecrets.Secret] = []
+        /// Remote keys that differ from this door's (a rotation).
+        public var setCompatTimestampKey: [UInt8]?
+        public var setNativeCommandKey: [UInt8]?
+        /// Why the document's secrets were not read, when they were not.
+        public var secretsNote: String?
         public init() {}
-        public var isEmpty: Bool { revokeUIDs.isEmpty && revokeSignatures.isEmpty && upsertTags.isEmpty }
+        public var isEmpty: Bool {
+            revokeUIDs.isEmpty && revokeSignatures.isEmpty && upsertTags.isEmpty && addSecrets.isEmpty
+                && setCompatTimestampKey == nil && setNativeCommandKey == nil
+        }
         public static func == (a: Changes, b: Changes) -> Bool {
             a.revokeUIDs == b.revokeUIDs && a.revokeSignatures == b.revokeSignatures && a.upsertTags == b.upsertTags
                 && a.skipped.map(\.uid) == b.skipped.map(\.uid) && a.skipped.map(\.why) == b.skipped.map(\.why)
+                && a.addSecrets == b.addSecrets && a.setCompatTimestampKey == b.setCompatTimestampKey
+                && a.setNativeCommandKey == b.setNativeCommandKey && a.secretsNote == b.secretsNote
         }
         /// One line for the audit log.
         public var summary: String {
             var s = "+\(revokeUIDs.count) uid revocations, +\(revokeSignatures.count) signature revocations, "
             s += "\(upsertTags.count) tags"
             if !skipped.isEmpty { s += ", \(skipped.count) skipped" }
+            // Counts and names only: never key material.
+            if !addSecrets.isEmpty { s += ", +\(addSecrets.count) secrets" }
+            if setCompatTimestampKey != nil { s += ", otp key rotated" }
+            if setNativeCommandKey != nil { s += ", command key rotated" }
+            if let secretsNote { s += " (secrets not applied: \(secretsNote))" }
             return s
         }
     }
 
     /// The changes `document` makes to `local`, given the actions this door defines.
-    public static func changes(_ document: FleetDocument, to local: Local, actions: Set<ActionIndex>) -> Changes {
+    public static func changes(
+        _ document: FleetDocument, to local: Local, actions: Set<ActionIndex>, secrets: FleetSecrets? = nil
+    ) -> Changes {
         var c = Changes()
+        if let secrets {
+            var seenKeys = local.secretKeys
+            for secret in secrets.secrets where actions.contains(secret.action) {
+                if seenKeys.insert(secret.key).inserted { c.addSecrets.append(secret) }
+            }
+            if let k = secrets.compatTimestampKey, k != local.compatTimestampKey { c.setCompatTimestampKey = k }
+            if let k = secrets.nativeCommandKey, k != local.nativeCommandKey { c.setNativeCommandKey = k }
+        }
         var seenUIDs = Set<TagUID>()
         for uid in document.revokedUIDs where !local.revokedUIDs.contains(uid) && seenUIDs.insert(uid).inserted {
             c.revokeUIDs.append(uid)
@@ -153,7 +189,8 @@ public enum FleetRules {
     /// The door's shareable state as a document to sign: every revocation and
     /// every active issued tag, at `version`.
     public static func snapshot(
-        _ local: Local, site: String, version: Int64, origin: String, now: Int64
+        _ local: Local, site: String, version: Int64, origin: String, now: Int64,
+        sealedSecrets: Crypto.SiteBox.Sealed? = nil
     ) -> FleetDocument {
         let tags = local.tags.filter { $0.value.state == .active }
             .map {
@@ -164,6 +201,7 @@ public enum FleetRules {
         return FleetDocument(
             site: site, version: version, origin: origin, issued: now,
             revokedUIDs: local.revokedUIDs.sorted { $0.hex < $1.hex },
-            revokedSignatures: local.revokedSignatures.sorted { Hex.encode($0) < Hex.encode($1) }, tags: tags)
+            revokedSignatures: local.revokedSignatures.sorted { Hex.encode($0) < Hex.encode($1) }, tags: tags,
+            sealedSecrets: sealedSecrets)
     }
 }

@@ -27,13 +27,16 @@ struct FleetCommand: ParsableCommand {
         var siteKey: String
         @Option(help: "Who pushes, recorded as the origin (default: the user running gatewayctl).")
         var by: String?
+        @Flag(help: "Also carry this door's action secrets and remote keys, sealed to the site box key.")
+        var secrets = false
         func run() throws {
             let seed: [UInt8]
             do { seed = try SiteKeyFile.read(siteKey) } catch {
                 fputs("gatewayctl: \(error)\n", stderr)
                 throw ExitCode(1)
             }
-            let snapshot = try socket.request(.fleetSnapshot, [("by", .string(by ?? SiteKeyFile.userName()))])
+            let snapshot = try socket.request(
+                .fleetSnapshot, [("by", .string(by ?? SiteKeyFile.userName())), ("secrets", .bool(secrets))])
             guard case .string(let b)? = snapshot["body"], let body = Base64URL.decode(b) else {
                 fputs("gatewayctl: the daemon's answer carries no body\n", stderr)
                 throw ExitCode(1)
@@ -58,10 +61,19 @@ struct FleetCommand: ParsableCommand {
     struct Keygen: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "keygen",
-            abstract: "Make a site key: the private key into a new 0600 file, the public key printed (for [fleet]).")
+            abstract:
+                "Make a site key (Ed25519) or with --box a site box key (X25519): the private key into a new 0600 file, the public key printed."
+        )
         @Option(help: "The new private key file (must not exist).") var out: String
+        @Flag(help: "A site box key (X25519) for [fleet] box_key_file, instead of the signing key.") var box = false
         func run() throws {
             do {
+                if box {
+                    let key = try Crypto.SiteBox.generatePrivateKey()
+                    try SiteKeyFile.create(out, seed: key)
+                    print(Hex.encode(try Crypto.SiteBox.publicKey(privateKey: key)))
+                    return
+                }
                 let seed = try Crypto.Ed25519.generateSeed()
                 try SiteKeyFile.create(out, seed: seed)
                 print(Hex.encode(try Crypto.Ed25519.publicKey(seed: seed)))

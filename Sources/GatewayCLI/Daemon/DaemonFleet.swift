@@ -24,6 +24,8 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     let publishTopic: String
     let subscription: String
     let queue = DispatchQueue(label: "gatewayd.fleet")
+    /// The site box private key (opens documents' secrets), when configured and readable.
+    let boxPrivateKey: [UInt8]?
 
     private struct Seen {
         /// The highest version seen with a valid signature for this site (applied or not).
@@ -45,6 +47,16 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         self.log = log
         publishTopic = mqtt.topicPrefix + "/fleet/" + settings.siteID
         subscription = settings.subscribe ?? Self.defaultSubscription(prefix: mqtt.topicPrefix, site: settings.siteID)
+        if let file = settings.boxKeyFile {
+            do {
+                boxPrivateKey = try SiteKeyFile.read(file)
+            } catch {
+                log.error("fleet: \(error); the secrets of documents are not read")
+                boxPrivateKey = nil
+            }
+        } else {
+            boxPrivateKey = nil
+        }
     }
 
     /// The parent of the door's prefix, any door, its fleet topic:
@@ -76,8 +88,20 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         case .apply(let accepted):
             let doc = accepted.document
             seen.withLock { $0.highest = max($0.highest, doc.version) }
+            var secrets: FleetSecrets?
+            var note: String?
+            if doc.sealedSecrets != nil {
+                if let boxPrivateKey {
+                    do { secrets = try FleetSecrets.open(doc, boxPrivateKey: boxPrivateKey) } catch {
+                        note = error.description
+                    }
+                } else {
+                    note = "no site box key here ([fleet] box_key_file)"
+                }
+            }
             do {
-                let changes = try store.applyFleet(accepted, actions: actions, now: now)
+                let changes = try store.applyFleet(
+                    accepted, actions: actions, secrets: secrets, secretsNote: note, now: now)
                 log.notice(
                     "fleet: applied site \(doc.site) version \(doc.version) from \(doc.origin): \(changes.summary)")
             } catch FleetStoreError.superseded(let v, let a) {
@@ -112,6 +136,20 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         return max(applied, seen.withLock { $0.highest }) + 1
     }
 
+    /// This door's action secrets and remote keys, sealed to the site box.
+    func sealedSecrets(site: String, version: Int64) throws -> Crypto.SiteBox.Sealed {
+        guard let boxPrivateKey else {
+            throw DaemonError.request("--secrets needs the site box key ([fleet] box_key_file)")
+        }
+        let plain = FleetSecrets(
+            secrets: try store.secrets().filter(\.active).map {
+                FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label)
+            },
+            compatTimestampKey: try store.key(.compatTimestamp), nativeCommandKey: try store.key(.nativeCommand))
+        return try plain.seal(
+            to: try Crypto.SiteBox.publicKey(privateKey: boxPrivateKey), site: site, version: version)
+    }
+
     func status(connected: Bool) throws -> JSONValue {
         let applied = try store.fleetApplied().flatMap { $0.site == settings.siteID ? $0 : nil }
         var refused: JSONValue = .null
@@ -134,7 +172,7 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
             ("applied_at", applied.map { .string(UTCTime.iso8601($0.applied)) } ?? .null),
             ("last_refused", refused),
             ("publish", .string(publishTopic)), ("subscribe", .string(subscription)),
-            ("broker_connected", .bool(connected)),
+            ("broker_connected", .bool(connected)), ("site_box_key", .bool(boxPrivateKey != nil)),
         ])
     }
 }
@@ -166,15 +204,20 @@ extension Daemon {
         case .fleetSnapshot:
             let by = try p.string("by", default: "operator")
             guard by.utf8.count <= 64, !by.contains("\n") else { throw DaemonError.request("by: at most 64 bytes") }
+            let withSecrets = try p.bool("secrets")
+            let site = configuration.fleet.siteID
             let doc = try receiver.queue.sync {
-                FleetRules.snapshot(
-                    try store.fleetLocal(), site: configuration.fleet.siteID, version: try receiver.nextVersion(),
-                    origin: "\(configuration.deviceID)/\(by)", now: Int64(time(nil)))
+                let version = try receiver.nextVersion()
+                return FleetRules.snapshot(
+                    try store.fleetLocal(), site: site, version: version, origin: "\(configuration.deviceID)/\(by)",
+                    now: Int64(time(nil)),
+                    sealedSecrets: withSecrets ? try receiver.sealedSecrets(site: site, version: version) : nil)
             }
             return .object([
                 ("site", .string(doc.site)), ("version", .int(doc.version)),
                 ("revocations", .int(doc.revokedUIDs.count + doc.revokedSignatures.count)),
-                ("tags", .int(doc.tags.count)), ("body", .string(Base64URL.encode(doc.bodyBytes))),
+                ("tags", .int(doc.tags.count)), ("secrets", .bool(doc.sealedSecrets != nil)),
+                ("body", .string(Base64URL.encode(doc.bodyBytes))),
             ])
         case .fleetPublish:
             guard let document = Base64URL.decode(try p.string("document")) else {
