@@ -121,6 +121,8 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     private func refuse(_ error: FleetError, payload: [UInt8], source: String, now: Int64) {
         let first = seen.withLock { s -> Bool in
             s.lastRefusal = (now, error.reason, error.description, source)
+            // Bounded: a flood of distinct garbage must not grow memory.
+            if s.refused.count >= 1024 { s.refused.removeAll() }
             return s.refused.insert(Crypto.sha256(payload)).inserted
         }
         guard first else { return }
