@@ -167,6 +167,21 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(denied["reason"]?.stringValue, "revoked")
         }
 
+        // `fleet pull` re-reads the retained documents: nothing new, nothing re-applied.
+        let appliedRows = { try c.auditKinds().filter { $0 == "fleet_applied" }.count }
+        let before = try appliedRows()
+        let pulled = try c.ctlJSON(["fleet", "pull"])
+        XCTAssertEqual(pulled["applied_version"]?.intValue, 2, "\(pulled)")
+        XCTAssertEqual(try appliedRows(), before, "the retained copies are not applied twice")
+        // A site key readable by others is refused before anything is signed.
+        let loose = work.appendingPathComponent("loose.key").path
+        try FileManager.default.copyItem(atPath: keyFile, toPath: loose)
+        chmod(loose, 0o644)
+        let refusedPush = try c.ctl(["fleet", "push", "--site-key", loose])
+        XCTAssertEqual(refusedPush.status, 1)
+        XCTAssertTrue(refusedPush.stderr.contains("chmod 600"), refusedPush.stderr)
+        XCTAssertFalse(refusedPush.stderr.contains(try String(contentsOfFile: keyFile, encoding: .utf8).prefix(16)))
+
         // D restarts and catches up from the retained documents.
         try d.start()
         try waitUntil(timeout: 15) { try appliedVersion(d) == 2 }

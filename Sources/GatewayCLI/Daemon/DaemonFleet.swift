@@ -72,7 +72,7 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
 
     /// Judges and applies one document; on the fleet queue.
     @discardableResult
-    func handle(_ payload: [UInt8], source: String) -> FleetRules.Verdict {
+    func handle(_ payload: [UInt8], source: String, attempt: Int = 1) -> FleetRules.Verdict {
         // An empty retained message clears a topic: nothing to judge.
         guard !payload.isEmpty else { return .alreadyApplied }
         let now = Int64(time(nil))
@@ -107,7 +107,14 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
             } catch FleetStoreError.superseded(let v, let a) {
                 refuse(.stale(version: v, applied: a), payload: payload, source: source, now: now)
             } catch {
-                log.error("fleet: version \(doc.version) not applied: \(error)")
+                // The store did not take it (full disk, I/O): nothing was written; try again
+                // (the retained copy also comes back at the next reconnect or `fleet pull`).
+                log.error("fleet: version \(doc.version) not applied (attempt \(attempt)): \(error)")
+                if attempt < 60 {
+                    queue.asyncAfter(deadline: .now() + .seconds(5)) { [self] in
+                        _ = handle(payload, source: source, attempt: attempt + 1)
+                    }
+                }
             }
         case .alreadyApplied:
             break
