@@ -264,6 +264,20 @@ public enum ConfigExample {
             state_dir = "\(D.stateDirectory)"
             runtime_dir = "\(D.runtimeDirectory)"
 
+            [fleet]
+            # Revocations and issued stickers shared by the site's doors, as signed
+            # documents on the MQTT broker (docs/fleet.md). Needs mqtt.enabled.
+            enabled = false
+            # The site's name; every signed document names it.
+            # site_id = "main-site"
+            # The site's Ed25519 public key (64 hex digits): `gatewayctl fleet keygen`.
+            # site_public_key = "\(String(repeating: "0", count: 64))"
+            # Where documents are read. Default: every door's, "doorgateway/+/fleet/<site_id>".
+            # subscribe = "doorgateway/+/fleet/main-site"
+            # The site box private key (a 0600 file, `gatewayctl fleet keygen --box`):
+            # opens the action secrets and remote keys documents carry sealed.
+            # box_key_file = "/etc/doorgateway/site-box.key"
+
             """
     }
 

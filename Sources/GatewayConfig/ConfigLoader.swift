@@ -200,11 +200,42 @@ extension GatewayConfiguration {
             root.sink.add("paths.runtime_dir", "the control socket under it: " + why)
         }
 
+        let fleet = readFleet(root, mqtt: mqtt)
+
         root.finish()
-        return GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             deviceID: id, board: kind ?? .sim, chip: chip, reader: reader, outputs: outputs,
             indicators: indicators, button: button, doorContact: doorContact, door: door,
             declareClockSynchronised: synchronised, mqtt: mqtt, control: control, paths: paths)
+        configuration.fleet = fleet
+        return configuration
+    }
+
+    // MARK: [fleet] (docs/fleet.md)
+
+    /// `[fleet]`: off by default; on, it needs MQTT, a site ID and the site public key.
+    static func readFleet(_ root: TableReader, mqtt: MQTT) -> Fleet {
+        guard let f = root.table("fleet") else { return .off }
+        let enabled = f.bool("enabled", false)
+        let site = f.optionalString("site_id", Check.identifier(max: 64))
+        let key = f.optionalString("site_public_key") { s in
+            Hex.decode(s)?.count == 32 ? nil : "expected the site's Ed25519 public key: 64 hex digits"
+        }
+        let subscribe = f.optionalString("subscribe", Check.topicFilter)
+        let boxKeyFile = f.optionalString("box_key_file", Check.absolutePath)
+        if enabled {
+            if site == nil && !f.has("site_id") {
+                f.fail("site_id", "is required with the fleet on: the site's name (letters, digits, '-', '_')")
+            }
+            if key == nil && !f.has("site_public_key") {
+                f.fail("site_public_key", "is required with the fleet on: `gatewayctl fleet keygen` prints it")
+            }
+            if !mqtt.enabled { f.fail("enabled", "the fleet travels over MQTT: set mqtt.enabled = true") }
+        }
+        f.finish()
+        return Fleet(
+            enabled: enabled && site != nil && key != nil, siteID: site ?? "",
+            sitePublicKey: key.flatMap(Hex.decode) ?? [], subscribe: subscribe, boxKeyFile: boxKeyFile)
     }
 
     /// `[[outputs]]`: one or more relays; names unique.
@@ -684,6 +715,17 @@ enum Check {
         if let why = text(max: 256)(s) { return why }
         if s.contains("+") || s.contains("#") { return "\"\(s)\": no MQTT wildcards (+, #) here" }
         if s.hasPrefix("/") || s.hasSuffix("/") { return "\"\(s)\" must not start or end with '/'" }
+        return nil
+    }
+
+    /// An MQTT topic filter: `+` and `#` only as whole levels, `#` last.
+    static func topicFilter(_ s: String) -> String? {
+        let levels = s.split(separator: "/", omittingEmptySubsequences: false)
+        guard !s.isEmpty, s.utf8.count <= 256, !s.contains("\u{0}") else { return "expected a topic filter" }
+        for (i, level) in levels.enumerated() {
+            if level.contains("#") && (level != "#" || i != levels.count - 1) { return "'#' must be the last level" }
+            if level.contains("+") && level != "+" { return "'+' must be a whole level" }
+        }
         return nil
     }
 

@@ -141,6 +141,35 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var control: Control
     public var paths: Paths
 
+    // MARK: [fleet] (docs/fleet.md)
+
+    /// Revocations and issued tags shared by a site's doors: signed
+    /// documents on the MQTT broker, checked with the site public key.
+    public struct Fleet: Equatable, Sendable {
+        public var enabled: Bool
+        /// The site's name, in every signed document.
+        public var siteID: String
+        /// The site's Ed25519 public key (32 bytes); the private key is the operator's.
+        public var sitePublicKey: [UInt8]
+        /// The topic filter the door reads documents on; nil = the parent of
+        /// `mqtt.topic_prefix` + `/+/fleet/<site_id>` (every door's document).
+        public var subscribe: String?
+        /// The site box private key (X25519, 64 hex digits, a 0600 file) that
+        /// opens the secrets of documents; nil = secrets are neither read nor pushed.
+        public var boxKeyFile: String?
+        public static let off = Fleet(enabled: false, siteID: "", sitePublicKey: [], subscribe: nil)
+        public init(
+            enabled: Bool, siteID: String, sitePublicKey: [UInt8], subscribe: String?, boxKeyFile: String? = nil
+        ) {
+            self.enabled = enabled
+            self.siteID = siteID
+            self.sitePublicKey = sitePublicKey
+            self.subscribe = subscribe
+            self.boxKeyFile = boxKeyFile
+        }
+    }
+    public var fleet: Fleet = .off
+
     /// The control socket path.
     public var controlSocket: String { control.socket ?? paths.runtimeDirectory + "/control.sock" }
 

@@ -85,6 +85,8 @@ public final class MQTTLink: @unchecked Sendable {
     public var commands: (any RemoteCommandHandler)?
     /// Home Assistant discovery, rebuilt by the daemon (it knows the door).
     public var discovery: [(topic: String, payload: [UInt8])] = []
+    /// The fleet's topic filter and where its documents go (set before `start`; docs/fleet.md).
+    public var fleet: (subscription: String, handler: any FleetDocumentHandler)?
 
     public struct Topics: Sendable {
         public let prefix: String
@@ -478,6 +480,7 @@ public final class MQTTLink: @unchecked Sendable {
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
         if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
+        if let fleet { mosquitto_subscribe(m, nil, fleet.subscription, 1) }
         announce()
         if let state = shared.withLock({ $0.lastState }) { publishDirect(topics.state, state, retain: true) }
         if let access = shared.withLock({ $0.lastAccess }) { publishDirect(topics.lastAccess, access, retain: true) }
@@ -539,8 +542,34 @@ public final class MQTTLink: @unchecked Sendable {
             if payload == Array("online".utf8) { announce() }
             return
         }
+        if let fleet, Self.topic(topic, matches: fleet.subscription) {
+            fleet.handler.received(fleetDocument: payload, topic: topic, retained: message.retain)
+            return
+        }
         guard let channel = channel(of: topic) else { return }
         commands?.received(RemoteMessage(channel: channel, payload: payload, retained: message.retain))
+    }
+
+    // MARK: Fleet (docs/fleet.md)
+
+    /// Publishes a fleet document, retained, QoS 1, at once (not through the
+    /// outbox: a push is answered now or refused). False when not connected.
+    public func publishRetained(topic: String, payload: [UInt8]) -> Bool {
+        guard isConnected else { return false }
+        publishDirect(topic, payload, retain: true)
+        return true
+    }
+
+    /// Subscribes the fleet filter again: the broker sends its retained
+    /// documents anew (MQTT 3.1.1 §3.8.4). False when not connected.
+    public func refreshFleet() -> Bool {
+        guard isConnected, let m = client, let fleet else { return false }
+        return mosquitto_subscribe(m, nil, fleet.subscription, 1) == MOSQ_ERR_SUCCESS.rawValue
+    }
+
+    static func topic(_ topic: String, matches filter: String) -> Bool {
+        var result = false
+        return mosquitto_topic_matches_sub(filter, topic, &result) == MOSQ_ERR_SUCCESS.rawValue && result
     }
 
     /// A publish the broker refused: the row still leaves the outbox (the

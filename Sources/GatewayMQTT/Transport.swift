@@ -111,3 +111,11 @@ public protocol Outbox: AnyObject, Sendable {
 public protocol RemoteCommandHandler: AnyObject, Sendable {
     func received(_ message: RemoteMessage)
 }
+
+/// Where the link hands each message heard on the fleet's topic filter
+/// (docs/fleet.md): the bytes only. Checking the signature, the site and the
+/// version, and applying, is the daemon's (DoorCore `FleetRules`). Called on
+/// the network thread: hand the work to another queue.
+public protocol FleetDocumentHandler: AnyObject, Sendable {
+    func received(fleetDocument payload: [UInt8], topic: String, retained: Bool)
+}

@@ -42,6 +42,14 @@ public enum StoreMigrations {
                 #"CREATE TABLE "remote_state" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "replay" BLOB NOT NULL)"#,
                 #"CREATE TABLE "outbox" ("seq" INTEGER PRIMARY KEY AUTOINCREMENT, "topic" TEXT NOT NULL, "payload" BLOB NOT NULL, "retain" BOOLEAN NOT NULL DEFAULT 0, "class" TEXT NOT NULL CHECK (class IN ('access', 'event', 'telemetry')), "created" INTEGER NOT NULL)"#,
             ]),
+        // Fleet (docs/fleet.md): the site document this door applied last —
+        // its site, version, body digest and origin — so a restart neither
+        // loses nor re-applies one, and an older one is refused.
+        Migration(
+            name: "v4-fleet",
+            statements: [
+                #"CREATE TABLE "fleet_state" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "site" TEXT NOT NULL, "version" INTEGER NOT NULL, "digest" BLOB NOT NULL, "origin" TEXT NOT NULL, "applied" INTEGER NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

@@ -13,6 +13,8 @@ final class ControlMethodTests: XCTestCase {
         "secrets.import", "secrets.export", "keys.new", "keys.import", "keys.export", "sim.tap", "sim.remove",
         "sim.reinsert", "sim.dump", "sim.press", "sim.door", "sim.tear", "tags.list", "tags.revoke", "tags.expire",
         "tags.forget", "log", "log.verify", "log.follow", "backup", "debug.stall",
+        // The fleet (docs/fleet.md).
+        "fleet.status", "fleet.snapshot", "fleet.publish", "fleet.pull",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -39,6 +41,8 @@ final class ControlMethodTests: XCTestCase {
             "open", "mode", "provision", "provision.cancel", "lockout.clear", "secrets.new", "secrets.rotate",
             "secrets.remove", "secrets.import", "secrets.export", "keys.new", "keys.import", "keys.export",
             "tags.revoke", "tags.expire", "tags.forget", "backup",
+            // The fleet: publishing a signed document, re-reading the retained ones.
+            "fleet.publish", "fleet.pull",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -37,6 +37,11 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     /// A stream: the last rows, then each new one, until the client leaves.
     case logFollow = "log.follow"
     case backup
+    // The fleet (docs/fleet.md, DaemonFleet.swift).
+    case fleetStatus = "fleet.status"
+    case fleetSnapshot = "fleet.snapshot"
+    case fleetPublish = "fleet.publish"
+    case fleetPull = "fleet.pull"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -47,7 +52,7 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
         switch self {
         case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup:
+            .backup, .fleetPublish, .fleetPull:
             return true
         default:
             return false

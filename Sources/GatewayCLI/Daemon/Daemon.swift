@@ -27,6 +27,8 @@ final class Daemon: @unchecked Sendable {
     var remote: MQTTLink?
     /// The MQTT link between `prepareRemote` and a successful `startRemote`.
     var preparedRemote: MQTTLink?
+    /// The fleet (docs/fleet.md), made with the MQTT link when `[fleet]` is on.
+    var fleetReceiver: FleetReceiver?
     /// Makes each event's outbox message once MQTT is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()

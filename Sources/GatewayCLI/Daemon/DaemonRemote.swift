@@ -45,6 +45,7 @@ extension Daemon {
             deviceKey = []
         }
         link.commands = commands
+        attachFleet(link)
         link.discovery = Payloads.discovery(
             device: configuration.deviceID, name: mqtt.homeAssistantName ?? configuration.deviceID, topics: link.topics,
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),

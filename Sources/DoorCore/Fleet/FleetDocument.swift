@@ -1,0 +1,258 @@
+/// A fleet document (docs/fleet.md): the site's shared state — revocations
+/// and issued v2 tags — as one signed, versioned snapshot. Each document
+/// carries the whole state, so a door that missed ten documents catches up
+/// with the newest one alone; versions only go forward.
+///
+/// On the wire it is an envelope, `{"fleet":1,"body":"<base64url>","sig":"<base64url>"}`:
+/// the signature is over the exact body bytes (prefixed with
+/// `FleetDocument.signingContext`), so no canonical JSON is needed and a
+/// body is parsed only after its signature checked.
+public struct FleetDocument: Equatable, Sendable {
+    /// A shared issued tag: a v2 sticker written at one door, honoured at the
+    /// others that define its action.
+    public struct Tag: Equatable, Sendable {
+        public var uid: TagUID
+        public var action: ActionIndex
+        public var label: String
+        public var validUntil: Int64?
+        public init(uid: TagUID, action: ActionIndex, label: String = "", validUntil: Int64? = nil) {
+            self.uid = uid
+            self.action = action
+            self.label = label
+            self.validUntil = validUntil
+        }
+    }
+
+    public var site: String
+    public var version: Int64
+    /// Who pushed it: the door that published it and the operator's tag.
+    public var origin: String
+    /// When it was signed (Unix seconds; informative only).
+    public var issued: Int64
+    /// Revoked UIDs (hex, upper case as `TagUID.hex`).
+    public var revokedUIDs: [TagUID]
+    /// Revoked v1 sticker signatures (lower-case hex).
+    public var revokedSignatures: [[UInt8]]
+    public var tags: [Tag]
+    /// Action secrets and remote keys sealed to the site box (`FleetSecrets`), when pushed with them.
+    public var sealedSecrets: Crypto.SiteBox.Sealed?
+
+    public init(
+        site: String, version: Int64, origin: String, issued: Int64, revokedUIDs: [TagUID] = [],
+        revokedSignatures: [[UInt8]] = [], tags: [Tag] = [], sealedSecrets: Crypto.SiteBox.Sealed? = nil
+    ) {
+        self.site = site
+        self.version = version
+        self.origin = origin
+        self.issued = issued
+        self.revokedUIDs = revokedUIDs
+        self.revokedSignatures = revokedSignatures
+        self.tags = tags
+        self.sealedSecrets = sealedSecrets
+    }
+
+    /// The envelope format number.
+    public static let format: Int64 = 1
+    /// Prefixed to the body bytes before signing: a signature over a fleet
+    /// body can never be mistaken for one over anything else.
+    public static let signingContext = Array("doorgateway-fleet-v1\n".utf8)
+    /// Documents larger than this are refused unparsed.
+    public static let maximumBytes = 4 << 20
+    /// Bounds the lists (a document is a snapshot, not a database dump).
+    public static let maximumEntries = 50_000
+
+    // MARK: Body
+
+    /// The body's JSON (key order fixed; what gets signed).
+    public var bodyJSON: JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("site", .string(site)),
+            ("version", .int(version)),
+            ("origin", .string(origin)),
+            ("issued", .int(issued)),
+            (
+                "revocations",
+                .object([
+                    ("uids", .array(revokedUIDs.map { .string($0.hex) })),
+                    ("signatures", .array(revokedSignatures.map { .string(Hex.encode($0)) })),
+                ])
+            ),
+            (
+                "tags",
+                .array(
+                    tags.map { t in
+                        .object([
+                            ("uid", .string(t.uid.hex)), ("action", .int(t.action)), ("label", .string(t.label)),
+                            ("valid_until", t.validUntil.map { .int($0) } ?? .null),
+                        ])
+                    })
+            ),
+        ]
+        if let box = sealedSecrets {
+            fields.append(
+                (
+                    "secrets",
+                    .object([
+                        ("epk", .string(Base64URL.encode(box.ephemeralPublicKey))),
+                        ("nonce", .string(Base64URL.encode(box.nonce))),
+                        ("ct", .string(Base64URL.encode(box.ciphertext))),
+                    ])
+                ))
+        }
+        return .object(fields)
+    }
+
+    public var bodyBytes: [UInt8] { Array(bodyJSON.serialized.utf8) }
+
+    /// Parses a body (after its signature checked). Every problem is a
+    /// `FleetError.malformed` naming the field.
+    public static func parseBody(_ bytes: [UInt8]) throws(FleetError) -> FleetDocument {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(bytes, maxDepth: 8, maxBytes: maximumBytes)
+        } catch {
+            throw .malformed("body: \(error)")
+        }
+        guard case .object = json else { throw .malformed("body: not an object") }
+        func string(_ key: String, in v: JSONValue, max: Int) throws(FleetError) -> String {
+            guard case .string(let s)? = v[key] else { throw .malformed("\(key): a string is required") }
+            guard !s.isEmpty, s.utf8.count <= max else { throw .malformed("\(key): 1…\(max) bytes") }
+            return s
+        }
+        func int(_ key: String, in v: JSONValue) throws(FleetError) -> Int64 {
+            guard case .int(let i)? = v[key] else { throw .malformed("\(key): an integer is required") }
+            return i
+        }
+        func list(_ v: JSONValue?, _ key: String) throws(FleetError) -> [JSONValue] {
+            guard case .array(let items)? = v else { throw .malformed("\(key): a list is required") }
+            guard items.count <= maximumEntries else { throw .malformed("\(key): more than \(maximumEntries)") }
+            return items
+        }
+        let site = try string("site", in: json, max: 64)
+        let version = try int("version", in: json)
+        guard version > 0 else { throw .malformed("version: must be positive") }
+        let origin = try string("origin", in: json, max: 256)
+        let issued = try int("issued", in: json)
+        guard let revocations = json["revocations"], case .object = revocations else {
+            throw .malformed("revocations: an object is required")
+        }
+        var uids: [TagUID] = []
+        for item in try list(revocations["uids"], "revocations.uids") {
+            guard case .string(let hex) = item, let uid = TagUID(hex: hex) else {
+                throw .malformed("revocations.uids: a UID in hex is expected")
+            }
+            uids.append(uid)
+        }
+        var signatures: [[UInt8]] = []
+        for item in try list(revocations["signatures"], "revocations.signatures") {
+            guard case .string(let hex) = item, let sig = Hex.decode(hex), !sig.isEmpty, sig.count <= 64 else {
+                throw .malformed("revocations.signatures: a signature in hex is expected")
+            }
+            signatures.append(sig)
+        }
+        var tags: [Tag] = []
+        for item in try list(json["tags"], "tags") {
+            guard case .object = item, case .string(let hex)? = item["uid"], let uid = TagUID(hex: hex) else {
+                throw .malformed("tags: each needs a uid in hex")
+            }
+            guard case .int(let action)? = item["action"], (0...255).contains(action) else {
+                throw .malformed("tags[\(hex)].action: 0…255 expected")
+            }
+            var label = ""
+            if case .string(let l)? = item["label"] {
+                guard l.utf8.count <= 256 else { throw .malformed("tags[\(hex)].label: at most 256 bytes") }
+                label = l
+            }
+            var until: Int64?
+            switch item["valid_until"] {
+            case .int(let u)?: until = u
+            case .null?, nil: until = nil
+            default: throw .malformed("tags[\(hex)].valid_until: an integer or null is expected")
+            }
+            tags.append(Tag(uid: uid, action: ActionIndex(action), label: label, validUntil: until))
+        }
+        var sealed: Crypto.SiteBox.Sealed?
+        if let box = json["secrets"] {
+            guard case .string(let e)? = box["epk"], let epk = Base64URL.decode(e),
+                epk.count == Crypto.SiteBox.keyLength,
+                case .string(let n)? = box["nonce"], let nonce = Base64URL.decode(n),
+                nonce.count == Crypto.SiteBox.nonceLength,
+                case .string(let c)? = box["ct"], let ct = Base64URL.decode(c), ct.count >= Crypto.SiteBox.tagLength
+            else { throw .malformed("secrets: epk, nonce and ct in base64url expected") }
+            sealed = Crypto.SiteBox.Sealed(ephemeralPublicKey: epk, nonce: nonce, ciphertext: ct)
+        }
+        return FleetDocument(
+            site: site, version: version, origin: origin, issued: issued, revokedUIDs: uids,
+            revokedSignatures: signatures, tags: tags, sealedSecrets: sealed)
+    }
+
+    // MARK: Envelope
+
+    /// Signs the body with the site's Ed25519 seed: the bytes to publish.
+    public func signed(seed: [UInt8]) throws -> [UInt8] {
+        let body = bodyBytes
+        let sig = try Crypto.Ed25519.sign(seed: seed, message: Self.signingContext + body)
+        return Self.envelope(body: body, signature: sig)
+    }
+
+    public static func envelope(body: [UInt8], signature: [UInt8]) -> [UInt8] {
+        Array(
+            JSONValue.object([
+                ("fleet", .int(format)), ("body", .string(Base64URL.encode(body))),
+                ("sig", .string(Base64URL.encode(signature))),
+            ]).serialized.utf8)
+    }
+
+    /// The envelope's parts, unverified.
+    public static func openEnvelope(_ bytes: [UInt8]) throws(FleetError) -> (body: [UInt8], signature: [UInt8]) {
+        guard !bytes.isEmpty else { throw .malformed("empty document") }
+        // base64 grows the body by 4/3.
+        guard bytes.count <= maximumBytes / 3 * 4 + 1024 else { throw .malformed("document too large") }
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(bytes, maxDepth: 2, maxBytes: maximumBytes / 3 * 4 + 1024)
+        } catch {
+            throw .malformed("\(error)")
+        }
+        guard case .int(format)? = json["fleet"] else { throw .malformed("fleet: format \(format) expected") }
+        guard case .string(let b)? = json["body"], let body = Base64URL.decode(b), !body.isEmpty else {
+            throw .malformed("body: base64url expected")
+        }
+        guard case .string(let s)? = json["sig"], let sig = Base64URL.decode(s),
+            sig.count == Crypto.Ed25519.signatureLength
+        else {
+            throw .malformed("sig: a 64-byte base64url signature expected")
+        }
+        return (body, sig)
+    }
+}
+
+/// Why a fleet document is not applied. `reason` is the audit log's reason.
+public enum FleetError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not an envelope, or a body that does not parse (after its signature checked).
+    case malformed(String)
+    /// The signature does not verify with the site public key.
+    case badSignature
+    /// Signed by our site key for another site ID.
+    case wrongSite(String)
+    /// Not newer than what this door applied.
+    case stale(version: Int64, applied: Int64)
+
+    public var reason: String {
+        switch self {
+        case .malformed: return "malformed"
+        case .badSignature: return "bad_signature"
+        case .wrongSite: return "wrong_site"
+        case .stale: return "stale"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .malformed(let why): return "malformed fleet document: \(why)"
+        case .badSignature: return "the signature does not verify with the site public key"
+        case .wrongSite(let site): return "signed for site \"\(site.prefix(64))\", not this door's"
+        case .stale(let v, let a): return "version \(v) is not newer than the applied version \(a)"
+        }
+    }
+}

@@ -1,0 +1,93 @@
+/// What a fleet document carries sealed to the site box (docs/fleet.md
+/// "Secrets"): action secrets (sticker signing keys, COMPAT §1) and the
+/// remote keys (COMPAT §3 `otp-auth` AES key, COMPAT §5 native command key).
+/// Never on the broker in clear: `seal` encrypts the JSON to the site box
+/// public key, bound to the site and version (the AEAD's additional data),
+/// so a sealed part cannot be moved into another document.
+public struct FleetSecrets: Equatable, Sendable {
+    public struct Secret: Equatable, Sendable {
+        public var action: ActionIndex
+        public var key: [UInt8]
+        public var label: String
+        public init(action: ActionIndex, key: [UInt8], label: String = "") {
+            self.action = action
+            self.key = key
+            self.label = label
+        }
+    }
+    public var secrets: [Secret]
+    /// COMPAT §3: 16 bytes.
+    public var compatTimestampKey: [UInt8]?
+    /// COMPAT §5: 32 bytes.
+    public var nativeCommandKey: [UInt8]?
+
+    public init(secrets: [Secret] = [], compatTimestampKey: [UInt8]? = nil, nativeCommandKey: [UInt8]? = nil) {
+        self.secrets = secrets
+        self.compatTimestampKey = compatTimestampKey
+        self.nativeCommandKey = nativeCommandKey
+    }
+
+    static func context(site: String, version: Int64) -> [UInt8] {
+        Array("doorgateway-fleet-secrets-v1\n\(site)\n\(version)".utf8)
+    }
+
+    var json: JSONValue {
+        .object([
+            (
+                "secrets",
+                .array(
+                    secrets.map {
+                        .object([
+                            ("action", .int($0.action)), ("key", .string(Hex.encode($0.key))),
+                            ("label", .string($0.label)),
+                        ])
+                    })
+            ),
+            ("compat_timestamp", compatTimestampKey.map { .string(Hex.encode($0)) } ?? .null),
+            ("native_command", nativeCommandKey.map { .string(Hex.encode($0)) } ?? .null),
+        ])
+    }
+
+    public func seal(to boxPublicKey: [UInt8], site: String, version: Int64) throws -> Crypto.SiteBox.Sealed {
+        try Crypto.SiteBox.seal(
+            Array(json.serialized.utf8), to: boxPublicKey, context: Self.context(site: site, version: version))
+    }
+
+    /// Opens the document's sealed part with the site box private key.
+    public static func open(_ document: FleetDocument, boxPrivateKey: [UInt8]) throws(FleetError) -> FleetSecrets? {
+        guard let sealed = document.sealedSecrets else { return nil }
+        let plain: [UInt8]
+        do {
+            plain = try Crypto.SiteBox.open(
+                sealed, boxPrivateKey: boxPrivateKey, context: context(site: document.site, version: document.version))
+        } catch {
+            throw .malformed("secrets: cannot open the site box (another site box key?)")
+        }
+        let json: JSONValue
+        do { json = try JSONValue.parse(plain, maxDepth: 4, maxBytes: 1 << 20) } catch {
+            throw .malformed("secrets: \(error)")
+        }
+        guard case .array(let items)? = json["secrets"], items.count <= 10_000 else {
+            throw .malformed("secrets: a list is expected")
+        }
+        var out = FleetSecrets()
+        for item in items {
+            guard case .int(let a)? = item["action"], (0...255).contains(a), case .string(let k)? = item["key"],
+                let key = Hex.decode(k), key.count == 32
+            else { throw .malformed("secrets: each needs an action and a 32-byte key") }
+            var label = ""
+            if case .string(let l)? = item["label"] { label = String(l.prefix(64)) }
+            out.secrets.append(Secret(action: ActionIndex(a), key: key, label: label))
+        }
+        func key(_ name: String, _ length: Int) throws(FleetError) -> [UInt8]? {
+            switch json[name] {
+            case .null?, nil: return nil
+            case .string(let h)? where Hex.decode(h)?.count == length: return Hex.decode(h)
+            default: throw .malformed("secrets.\(name): \(length) bytes in hex expected")
+            }
+        }
+        out.compatTimestampKey = try key("compat_timestamp", 16)
+        out.nativeCommandKey = try key("native_command", 32)
+        return out
+    }
+}

@@ -1,0 +1,262 @@
+import Dispatch
+import DoorCore
+import GatewayConfig
+import GatewayMQTT
+import GatewayStore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The fleet on the daemon's side (docs/fleet.md): documents heard on the
+/// fleet topics are judged by `FleetRules` (DoorCore) against the applied
+/// version in the store, applied through the store in one transaction with
+/// their audit row, or refused and audited. One serial queue: documents
+/// apply in the order they arrive, one at a time.
+final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
+    let settings: GatewayConfiguration.Fleet
+    let store: GatewayStore
+    let actions: Set<ActionIndex>
+    let log: Logger
+    /// Where this door publishes (its own retained topic) and what it reads.
+    let publishTopic: String
+    let subscription: String
+    let queue = DispatchQueue(label: "gatewayd.fleet")
+    /// The site box private key (opens documents' secrets), when configured and readable.
+    let boxPrivateKey: [UInt8]?
+
+    private struct Seen {
+        /// The highest version seen with a valid signature for this site (applied or not).
+        var highest: Int64 = 0
+        /// Digests of refused payloads already audited by this process: a
+        /// stale retained document heard at every reconnect is audited once.
+        var refused: Set<[UInt8]> = []
+        var lastRefusal: (time: Int64, reason: String, detail: String, topic: String)?
+    }
+    private let seen = Mutex(Seen())
+
+    init(
+        settings: GatewayConfiguration.Fleet, mqtt: GatewayConfiguration.MQTT, store: GatewayStore,
+        actions: Set<ActionIndex>, log: Logger
+    ) {
+        self.settings = settings
+        self.store = store
+        self.actions = actions
+        self.log = log
+        publishTopic = mqtt.topicPrefix + "/fleet/" + settings.siteID
+        subscription = settings.subscribe ?? Self.defaultSubscription(prefix: mqtt.topicPrefix, site: settings.siteID)
+        if let file = settings.boxKeyFile {
+            do {
+                boxPrivateKey = try SiteKeyFile.read(file)
+            } catch {
+                log.error("fleet: \(error); the secrets of documents are not read")
+                boxPrivateKey = nil
+            }
+        } else {
+            boxPrivateKey = nil
+        }
+    }
+
+    /// The parent of the door's prefix, any door, its fleet topic:
+    /// `doorgateway/front-door` → `doorgateway/+/fleet/<site>`.
+    static func defaultSubscription(prefix: String, site: String) -> String {
+        guard let slash = prefix.lastIndex(of: "/") else { return "+/fleet/" + site }
+        return String(prefix[..<slash]) + "/+/fleet/" + site
+    }
+
+    func received(fleetDocument payload: [UInt8], topic: String, retained: Bool) {
+        queue.async { [self] in _ = handle(payload, source: topic) }
+    }
+
+    /// Judges and applies one document; on the fleet queue.
+    @discardableResult
+    func handle(_ payload: [UInt8], source: String, attempt: Int = 1) -> FleetRules.Verdict {
+        // An empty retained message clears a topic: nothing to judge.
+        guard !payload.isEmpty else { return .alreadyApplied }
+        let now = Int64(time(nil))
+        let applied: FleetAppliedRecord?
+        do { applied = try store.fleetApplied() } catch {
+            log.error("fleet: cannot read the applied version (\(error)); document from \(source) not applied")
+            return .refuse(.malformed("store unreadable"))
+        }
+        let verdict = FleetRules.judge(
+            payload, sitePublicKey: settings.sitePublicKey, siteID: settings.siteID,
+            applied: applied.map(\.rules))
+        switch verdict {
+        case .apply(let accepted):
+            let doc = accepted.document
+            seen.withLock { $0.highest = max($0.highest, doc.version) }
+            var secrets: FleetSecrets?
+            var note: String?
+            if doc.sealedSecrets != nil {
+                if let boxPrivateKey {
+                    do { secrets = try FleetSecrets.open(doc, boxPrivateKey: boxPrivateKey) } catch {
+                        note = error.description
+                    }
+                } else {
+                    note = "no site box key here ([fleet] box_key_file)"
+                }
+            }
+            do {
+                let changes = try store.applyFleet(
+                    accepted, actions: actions, secrets: secrets, secretsNote: note, now: now)
+                log.notice(
+                    "fleet: applied site \(doc.site) version \(doc.version) from \(doc.origin): \(changes.summary)")
+            } catch FleetStoreError.superseded(let v, let a) {
+                refuse(.stale(version: v, applied: a), payload: payload, source: source, now: now)
+            } catch {
+                // The store did not take it (full disk, I/O): nothing was written; try again
+                // (the retained copy also comes back at the next reconnect or `fleet pull`).
+                log.error("fleet: version \(doc.version) not applied (attempt \(attempt)): \(error)")
+                if attempt < 60 {
+                    queue.asyncAfter(deadline: .now() + .seconds(5)) { [self] in
+                        _ = handle(payload, source: source, attempt: attempt + 1)
+                    }
+                }
+            }
+        case .alreadyApplied:
+            break
+        case .refuse(let error):
+            if case .stale(let v, _) = error { seen.withLock { $0.highest = max($0.highest, v) } }
+            refuse(error, payload: payload, source: source, now: now)
+        }
+        return verdict
+    }
+
+    private func refuse(_ error: FleetError, payload: [UInt8], source: String, now: Int64) {
+        let first = seen.withLock { s -> Bool in
+            s.lastRefusal = (now, error.reason, error.description, source)
+            // Bounded: a flood of distinct garbage must not grow memory.
+            if s.refused.count >= 1024 { s.refused.removeAll() }
+            return s.refused.insert(Crypto.sha256(payload)).inserted
+        }
+        guard first else { return }
+        log.warning("fleet: refused the document on \(source): \(error)")
+        do { try store.recordFleetRefusal(error, source: source, now: now) } catch {
+            log.error("fleet: cannot audit a refused document: \(error)")
+        }
+    }
+
+    /// The next version to sign: past everything applied or seen.
+    func nextVersion() throws -> Int64 {
+        let applied = try store.fleetApplied().flatMap { $0.site == settings.siteID ? $0.version : nil } ?? 0
+        return max(applied, seen.withLock { $0.highest }) + 1
+    }
+
+    /// This door's action secrets and remote keys, sealed to the site box.
+    func sealedSecrets(site: String, version: Int64) throws -> Crypto.SiteBox.Sealed {
+        guard let boxPrivateKey else {
+            throw DaemonError.request("--secrets needs the site box key ([fleet] box_key_file)")
+        }
+        let plain = FleetSecrets(
+            secrets: try store.secrets().filter(\.active).map {
+                FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label)
+            },
+            compatTimestampKey: try store.key(.compatTimestamp), nativeCommandKey: try store.key(.nativeCommand))
+        return try plain.seal(
+            to: try Crypto.SiteBox.publicKey(privateKey: boxPrivateKey), site: site, version: version)
+    }
+
+    func status(connected: Bool) throws -> JSONValue {
+        let applied = try store.fleetApplied().flatMap { $0.site == settings.siteID ? $0 : nil }
+        var refused: JSONValue = .null
+        if let last = seen.withLock({ $0.lastRefusal }) {
+            refused = .object([
+                ("time", .string(UTCTime.iso8601(last.time))), ("reason", .string(last.reason)),
+                ("why", .string(last.detail)), ("topic", .string(last.topic)),
+            ])
+        } else if let row = try store.newestAudit(kinds: [FleetAudit.refused], limit: 1).first {
+            refused = .object([
+                ("time", .string(UTCTime.iso8601(row.time))), ("reason", .optional(row.reason)),
+                ("why", .optional(row.detail)), ("topic", .optional(row.source)),
+            ])
+        }
+        return .object([
+            ("site", .string(settings.siteID)),
+            ("site_public_key", .string(Hex.encode(settings.sitePublicKey))),
+            ("applied_version", applied.map { .int($0.version) } ?? .null),
+            ("origin", .optional(applied?.origin)),
+            ("applied_at", applied.map { .string(UTCTime.iso8601($0.applied)) } ?? .null),
+            ("last_refused", refused),
+            ("publish", .string(publishTopic)), ("subscribe", .string(subscription)),
+            ("broker_connected", .bool(connected)), ("site_box_key", .bool(boxPrivateKey != nil)),
+        ])
+    }
+}
+
+extension Daemon {
+    /// Makes the fleet receiver and hands it to the MQTT link (before `start`).
+    func attachFleet(_ link: MQTTLink) {
+        guard configuration.fleet.enabled else { return }
+        let receiver = FleetReceiver(
+            settings: configuration.fleet, mqtt: configuration.mqtt, store: store,
+            actions: Set(configuration.door.actions.map(\.index)), log: log)
+        link.fleet = (receiver.subscription, receiver)
+        fleetReceiver = receiver
+        log.info("fleet: site \(configuration.fleet.siteID), reading \(receiver.subscription)")
+    }
+
+    /// `gatewayctl fleet status|push|pull` (the private site key never
+    /// reaches the daemon: `push` asks for the body, signs it, and hands
+    /// back the signed document to publish).
+    func answerFleet(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
+        guard let receiver = fleetReceiver else {
+            throw DaemonError.request(
+                configuration.fleet.enabled
+                    ? "the fleet needs MQTT, which did not start (see the log)"
+                    : "the fleet is off ([fleet] enabled = false)")
+        }
+        let link = remote ?? preparedRemote
+        switch method {
+        case .fleetSnapshot:
+            let by = try p.string("by", default: "operator")
+            guard by.utf8.count <= 64, !by.contains("\n") else { throw DaemonError.request("by: at most 64 bytes") }
+            let withSecrets = try p.bool("secrets")
+            let site = configuration.fleet.siteID
+            let doc = try receiver.queue.sync {
+                let version = try receiver.nextVersion()
+                return FleetRules.snapshot(
+                    try store.fleetLocal(), site: site, version: version, origin: "\(configuration.deviceID)/\(by)",
+                    now: Int64(time(nil)),
+                    sealedSecrets: withSecrets ? try receiver.sealedSecrets(site: site, version: version) : nil)
+            }
+            return .object([
+                ("site", .string(doc.site)), ("version", .int(doc.version)),
+                ("revocations", .int(doc.revokedUIDs.count + doc.revokedSignatures.count)),
+                ("tags", .int(doc.tags.count)), ("secrets", .bool(doc.sealedSecrets != nil)),
+                ("body", .string(Base64URL.encode(doc.bodyBytes))),
+            ])
+        case .fleetPublish:
+            guard let document = Base64URL.decode(try p.string("document")) else {
+                throw DaemonError.request("document: base64url expected")
+            }
+            // Judged as any door will judge it, before it reaches the broker.
+            let applied = try store.fleetApplied()
+            let verdict = FleetRules.judge(
+                document, sitePublicKey: configuration.fleet.sitePublicKey, siteID: configuration.fleet.siteID,
+                applied: applied.map(\.rules))
+            guard case .apply(let accepted) = verdict else {
+                if case .refuse(let e) = verdict { throw DaemonError.request("not published: \(e)") }
+                throw DaemonError.request("not published: this version is already applied")
+            }
+            guard let link, link.publishRetained(topic: receiver.publishTopic, payload: document) else {
+                throw DaemonError.request("not published: not connected to the broker")
+            }
+            // Applied here at once; its copy from the broker is then "already applied".
+            receiver.queue.sync { _ = receiver.handle(document, source: "control socket") }
+            return .object([
+                ("published", .string(receiver.publishTopic)), ("version", .int(accepted.document.version)),
+                ("site", .string(accepted.document.site)),
+            ])
+        case .fleetPull:
+            guard let link, link.refreshFleet() else {
+                throw DaemonError.request("not connected to the broker")
+            }
+            return .object([("requested", .string(receiver.subscription))])
+        default:
+            return try receiver.queue.sync { try receiver.status(connected: link?.isConnected ?? false) }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import DoorCore
+
+/// The fleet document this door applied last (`fleet_state`, migration v4-fleet).
+public struct FleetAppliedRecord: Equatable, Sendable {
+    public var site: String
+    public var version: Int64
+    public var digest: [UInt8]
+    public var origin: String
+    public var applied: Int64
+    public var rules: FleetRules.Applied { FleetRules.Applied(site: site, version: version, digest: digest) }
+}
+
+public enum FleetStoreError: Error, Equatable, CustomStringConvertible {
+    /// Another document of this version or newer was applied meanwhile.
+    case superseded(version: Int64, applied: Int64)
+    public var description: String {
+        switch self {
+        case .superseded(let v, let a): return "version \(v) is not newer than the applied version \(a)"
+        }
+    }
+}
+
+/// Audit kinds of the fleet (docs/fleet.md "Audit").
+public enum FleetAudit {
+    public static let applied = "fleet_applied"
+    public static let refused = "fleet_refused"
+}
+
+extension GatewayStore {
+    public func fleetApplied() throws -> FleetAppliedRecord? {
+        try pool.read { try Self.fleetApplied($0) }
+    }
+
+    static func fleetApplied(_ db: SQLiteConnection) throws -> FleetAppliedRecord? {
+        try db.fetchOne(sql: "SELECT * FROM fleet_state WHERE one = 1").map { row in
+            FleetAppliedRecord(
+                site: try row.get("site"), version: try row.get("version"), digest: try row.get("digest"),
+                origin: try row.get("origin"), applied: try row.get("applied"))
+        }
+    }
+
+    /// The revocations and issued tags, as the fleet rules see them.
+    public func fleetLocal() throws -> FleetRules.Local {
+        try pool.read { try Self.fleetLocal($0) }
+    }
+
+    static func fleetLocal(_ db: SQLiteConnection) throws -> FleetRules.Local {
+        var local = FleetRules.Local()
+        for row in try db.fetchAll(sql: "SELECT uid, signature FROM revocation") {
+            if let hex: String = try row.get("uid"), let uid = TagUID(hex: hex) { local.revokedUIDs.insert(uid) }
+            if let hex: String = try row.get("signature"), let sig = Hex.decode(hex) {
+                local.revokedSignatures.insert(sig)
+            }
+        }
+        for row in try db.fetchAll(sql: "SELECT * FROM issued_tag") {
+            let tag = try IssuedTag(row: row)
+            guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
+            local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
+        }
+        for row in try db.fetchAll(sql: "SELECT key FROM secret") {
+            if let key: [UInt8] = try row.get("key") { local.secretKeys.insert(key) }
+        }
+        local.compatTimestampKey = try db.scalar(
+            [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.compatTimestamp.rawValue])
+        local.nativeCommandKey = try db.scalar(
+            [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.nativeCommand.rawValue])
+        return local
+    }
+
+    /// Applies an accepted document in one transaction: the version is
+    /// checked again against the stored one (a newer one applied meanwhile
+    /// wins), the changes are computed on the rows as they are inside the
+    /// transaction, written, the applied version recorded, and one
+    /// `fleet_applied` audit row written. All of it or none.
+    @discardableResult
+    public func applyFleet(
+        _ accepted: FleetRules.Accepted, actions: Set<ActionIndex>, secrets: FleetSecrets? = nil,
+        secretsNote: String? = nil, now: Int64
+    ) throws -> FleetRules.Changes {
+        let doc = accepted.document
+        return try pool.write { db in
+            if let current = try Self.fleetApplied(db), current.site == doc.site, doc.version <= current.version {
+                throw FleetStoreError.superseded(version: doc.version, applied: current.version)
+            }
+            var changes = FleetRules.changes(doc, to: try Self.fleetLocal(db), actions: actions, secrets: secrets)
+            changes.secretsNote = secretsNote
+            for secret in changes.addSecrets {
+                // Only actions the store has (the configured ones; the FK holds it).
+                guard
+                    try db.scalar(Bool.self, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [secret.action])
+                        != nil
+                else { continue }
+                try db.execute(
+                    sql: """
+                        INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, 'imported', 1)
+                        """, arguments: [secret.action, secret.label, secret.key, now])
+            }
+            for (name, value) in [
+                (KeyName.compatTimestamp, changes.setCompatTimestampKey), (.nativeCommand, changes.setNativeCommandKey),
+            ] {
+                guard let value, value.count == name.length else { continue }
+                try db.execute(
+                    sql: """
+                        INSERT INTO key (name, value, created) VALUES (?, ?, ?)
+                        ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
+                        """, arguments: [name.rawValue, value, now])
+            }
+            for uid in changes.revokeUIDs {
+                try db.execute(
+                    sql: "INSERT INTO revocation (uid, created, reason) VALUES (?, ?, ?) ON CONFLICT(uid) DO NOTHING",
+                    arguments: [uid.hex, now, "fleet v\(doc.version)"])
+                try db.execute(
+                    sql: "UPDATE issued_tag SET state = 'revoked' WHERE uid = ? AND state = 'active'",
+                    arguments: [uid.hex])
+            }
+            for sig in changes.revokeSignatures {
+                try db.execute(
+                    sql: """
+                        INSERT INTO revocation (signature, created, reason) VALUES (?, ?, ?)
+                        ON CONFLICT(signature) DO NOTHING
+                        """, arguments: [Hex.encode(sig), now, "fleet v\(doc.version)"])
+            }
+            for tag in changes.upsertTags {
+                try db.execute(
+                    sql: """
+                        INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state)
+                        VALUES (?, ?, NULL, ?, ?, ?, 'active')
+                        ON CONFLICT(uid) DO UPDATE SET action = excluded.action, label = excluded.label,
+                          valid_until = excluded.valid_until, state = 'active'
+                        WHERE issued_tag.state IN ('active', 'failed')
+                        """, arguments: [tag.uid.hex, tag.action, tag.label, now, tag.validUntil])
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO fleet_state (one, site, version, digest, origin, applied) VALUES (1, ?, ?, ?, ?, ?)
+                    ON CONFLICT(one) DO UPDATE SET site = excluded.site, version = excluded.version,
+                      digest = excluded.digest, origin = excluded.origin, applied = excluded.applied
+                    """, arguments: [doc.site, doc.version, accepted.digest, doc.origin, now])
+            try Self.insertAudit(
+                db, time: now, kind: FleetAudit.applied, reason: nil, source: doc.origin,
+                detail: "site \(doc.site) version \(doc.version): \(changes.summary)")
+            return changes
+        }
+    }
+
+    /// Audits a refused document (its reason, where it came from, why).
+    public func recordFleetRefusal(_ error: FleetError, source: String, now: Int64) throws {
+        try appendAudit(
+            time: now, kind: FleetAudit.refused, reason: error.reason, source: source,
+            detail: String(error.description.prefix(300)))
+    }
+
+    /// The chain's insertion as `appendAudit` does it, inside a transaction
+    /// the caller holds (the fleet's changes and their audit row commit together).
+    private static func insertAudit(
+        _ db: SQLiteConnection, time: Int64, kind: String, reason: String?, source: String?, detail: String?
+    ) throws {
+        let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
+        let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
+        let prev: [UInt8]
+        let id: Int64
+        if let last {
+            prev = try last.get("hash")
+            id = try last.get("id", as: Int64.self) + 1
+        } else if let anchor {
+            prev = try anchor.get("hash")
+            id = try anchor.get("row_id", as: Int64.self) + 1
+        } else {
+            prev = genesis
+            id = 1
+        }
+        let row = AuditRow(
+            id: id, time: time, kind: kind, reason: reason, action: nil, uid: nil, source: source, detail: detail)
+        let hash = Crypto.sha256(prev + row.canonical)
+        try db.execute(
+            sql: """
+                INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, time, kind, reason, nil as Int?, nil as String?, source, detail, prev, hash])
+    }
+}

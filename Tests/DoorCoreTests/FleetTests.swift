@@ -1,0 +1,247 @@
+import DoorCore
+import XCTest
+
+final class FleetTests: XCTestCase {
+    let seed = Array(repeating: UInt8(7), count: 32)
+    var publicKey: [UInt8] { try! Crypto.Ed25519.publicKey(seed: seed) }
+    let uidA = TagUID(hex: "04A1B2C3D4E5F6")!
+    let uidB = TagUID(hex: "04112233445566")!
+
+    func document(version: Int64 = 1, site: String = "acme-hq") -> FleetDocument {
+        FleetDocument(
+            site: site, version: version, origin: "front-door/root", issued: 1_800_000_000, revokedUIDs: [uidB],
+            revokedSignatures: [[0xAB, 0xCD]],
+            tags: [FleetDocument.Tag(uid: uidA, action: 1, label: "alice", validUntil: nil)])
+    }
+
+    func judge(_ bytes: [UInt8], applied: FleetRules.Applied? = nil, site: String = "acme-hq") -> FleetRules.Verdict {
+        FleetRules.judge(bytes, sitePublicKey: publicKey, siteID: site, applied: applied)
+    }
+
+    // MARK: Ed25519
+
+    func testEd25519MatchesRFC8032Vectors() throws {
+        let cases = [
+            (
+                "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+                "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+                "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+            ),
+            (
+                "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+                "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
+                "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
+            ),
+        ]
+        for (sk, pk, msg, sig) in cases {
+            let seed = Hex.decode(sk)!, message = Hex.decode(msg)!
+            XCTAssertEqual(Hex.encode(try Crypto.Ed25519.publicKey(seed: seed)), pk)
+            XCTAssertEqual(Hex.encode(try Crypto.Ed25519.sign(seed: seed, message: message)), sig)
+            XCTAssertTrue(
+                Crypto.Ed25519.verify(publicKey: Hex.decode(pk)!, signature: Hex.decode(sig)!, message: message))
+            var bad = Hex.decode(sig)!
+            bad[5] ^= 1
+            XCTAssertFalse(Crypto.Ed25519.verify(publicKey: Hex.decode(pk)!, signature: bad, message: message))
+        }
+    }
+
+    func testEd25519RejectsWrongLengthsWithoutTrapping() {
+        XCTAssertThrowsError(try Crypto.Ed25519.sign(seed: [1, 2, 3], message: []))
+        XCTAssertFalse(Crypto.Ed25519.verify(publicKey: [1], signature: [UInt8](repeating: 0, count: 64), message: []))
+        XCTAssertFalse(Crypto.Ed25519.verify(publicKey: publicKey, signature: [0], message: []))
+        XCTAssertFalse(
+            Crypto.Ed25519.verify(
+                publicKey: publicKey, signature: [UInt8](repeating: 0, count: 64), message: Array("x".utf8)))
+    }
+
+    // MARK: Documents
+
+    func testSignedDocumentRoundTripsAndIsApplied() throws {
+        let doc = document()
+        let bytes = try doc.signed(seed: seed)
+        guard case .apply(let accepted) = judge(bytes) else { return XCTFail("\(judge(bytes))") }
+        XCTAssertEqual(accepted.document, doc)
+        XCTAssertEqual(accepted.digest, Crypto.sha256(doc.bodyBytes))
+    }
+
+    func testForgedSignatureIsRefused() throws {
+        let other = try Crypto.Ed25519.generateSeed()
+        XCTAssertEqual(judge(try document().signed(seed: other)), .refuse(.badSignature))
+        // The site's signature on one body, another body swapped in.
+        let (_, sig) = try FleetDocument.openEnvelope(try document().signed(seed: seed))
+        var evil = document()
+        evil.revokedUIDs.append(uidA)
+        XCTAssertEqual(judge(FleetDocument.envelope(body: evil.bodyBytes, signature: sig)), .refuse(.badSignature))
+    }
+
+    func testAnotherSitesDocumentIsRefused() throws {
+        let bytes = try document(site: "other-site").signed(seed: seed)
+        XCTAssertEqual(judge(bytes), .refuse(.wrongSite("other-site")))
+    }
+
+    func testVersionsOnlyGoForward() throws {
+        let v3 = try document(version: 3).signed(seed: seed)
+        guard case .apply(let a3) = judge(v3) else { return XCTFail() }
+        let applied = FleetRules.Applied(site: "acme-hq", version: 3, digest: a3.digest)
+        XCTAssertEqual(judge(v3, applied: applied), .alreadyApplied)
+        XCTAssertEqual(
+            judge(try document(version: 2).signed(seed: seed), applied: applied),
+            .refuse(.stale(version: 2, applied: 3)))
+        // Same version, other content: refused, not silently taken.
+        var other = document(version: 3)
+        other.origin = "back-door/root"
+        XCTAssertEqual(judge(try other.signed(seed: seed), applied: applied), .refuse(.stale(version: 3, applied: 3)))
+        guard case .apply = judge(try document(version: 4).signed(seed: seed), applied: applied) else {
+            return XCTFail()
+        }
+        // What was applied under another site ID does not hold this one back.
+        let elsewhere = FleetRules.Applied(site: "old-site", version: 99, digest: [])
+        guard case .apply = judge(v3, applied: elsewhere) else { return XCTFail() }
+    }
+
+    func testGarbageAndTruncatedDocumentsAreMalformedNeverATrap() throws {
+        let good = try document().signed(seed: seed)
+        for cut in stride(from: 0, to: good.count, by: 7) {
+            guard case .refuse(let e) = judge(Array(good.prefix(cut))) else { return XCTFail("prefix \(cut) accepted") }
+            XCTAssertEqual(e.reason, "malformed")
+        }
+        let samples = [
+            "", "null", "[]", "{}", "{\"fleet\":2,\"body\":\"e30\",\"sig\":\"\"}",
+            "{\"fleet\":1,\"body\":5,\"sig\":\"x\"}",
+            String(repeating: "[", count: 10_000), "{\"fleet\":1,\"body\":\"!!\",\"sig\":\"AA\"}",
+        ]
+        for s in samples {
+            guard case .refuse(let e) = judge(Array(s.utf8)) else { return XCTFail(s) }
+            XCTAssertEqual(e.reason, "malformed", s)
+        }
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            var b = good
+            for _ in 0..<3 {
+                b[Int.random(in: 0..<b.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            }
+            if case .apply = judge(b) { XCTAssertEqual(b, good) }
+        }
+    }
+
+    func testASignedButMalformedBodyIsRefused() throws {
+        let bodies = [
+            "{}", "[1]",
+            "{\"site\":\"acme-hq\",\"version\":0,\"origin\":\"x\",\"issued\":1,\"revocations\":{\"uids\":[],\"signatures\":[]},\"tags\":[]}",
+            "{\"site\":\"acme-hq\",\"version\":1,\"origin\":\"x\",\"issued\":1,\"revocations\":{\"uids\":[\"zz\"],\"signatures\":[]},\"tags\":[]}",
+            "{\"site\":\"acme-hq\",\"version\":1,\"origin\":\"x\",\"issued\":1,\"revocations\":{\"uids\":[],\"signatures\":[]},\"tags\":[{\"uid\":\"04A1B2C3D4E5F6\",\"action\":999}]}",
+        ]
+        for body in bodies {
+            let b = Array(body.utf8)
+            let sig = try Crypto.Ed25519.sign(seed: seed, message: FleetDocument.signingContext + b)
+            guard case .refuse(.malformed) = judge(FleetDocument.envelope(body: b, signature: sig)) else {
+                return XCTFail(body)
+            }
+        }
+    }
+
+    // MARK: Changes
+
+    func testChangesAreAdditiveAndRespectLocalState() {
+        let uidC = TagUID(hex: "04CCCCCCCCCCCC")!, uidD = TagUID(hex: "04DDDDDDDDDDDD")!
+        var doc = document()
+        doc.tags += [
+            FleetDocument.Tag(uid: uidB, action: 1),  // revoked by the same document
+            FleetDocument.Tag(uid: uidC, action: 7),  // action not defined here
+            FleetDocument.Tag(uid: uidD, action: 1),  // pending here
+        ]
+        let local = FleetRules.Local(
+            revokedUIDs: [], revokedSignatures: [[0xAB, 0xCD]], tags: [uidD: (.pending, 1, "", nil)])
+        let c = FleetRules.changes(doc, to: local, actions: [0, 1])
+        XCTAssertEqual(c.revokeUIDs, [uidB])
+        XCTAssertEqual(c.revokeSignatures, [])
+        XCTAssertEqual(c.upsertTags.map(\.uid), [uidA])
+        XCTAssertEqual(c.skipped.map(\.uid), [uidC, uidD])
+        // Applying it again changes nothing.
+        let after = FleetRules.Local(
+            revokedUIDs: [uidB], revokedSignatures: [[0xAB, 0xCD]],
+            tags: [uidA: (.active, 1, "alice", nil), uidD: (.pending, 1, "", nil)])
+        XCTAssertTrue(FleetRules.changes(doc, to: after, actions: [0, 1]).isEmpty)
+        // A tag revoked here is never revived by a document.
+        let revokedHere = FleetRules.Local(revokedUIDs: [uidA], tags: [uidA: (.revoked, 1, "alice", nil)])
+        XCTAssertFalse(
+            FleetRules.changes(doc, to: revokedHere, actions: [0, 1]).upsertTags.contains { $0.uid == uidA })
+    }
+
+    func testSnapshotCarriesActiveTagsAndEveryRevocation() throws {
+        let local = FleetRules.Local(
+            revokedUIDs: [uidB], revokedSignatures: [[1, 2]],
+            tags: [uidA: (.active, 1, "alice", 5), uidB: (.revoked, 1, "bob", nil)])
+        let doc = FleetRules.snapshot(local, site: "acme-hq", version: 9, origin: "front-door", now: 100)
+        XCTAssertEqual(doc.tags, [FleetDocument.Tag(uid: uidA, action: 1, label: "alice", validUntil: 5)])
+        XCTAssertEqual(doc.revokedUIDs, [uidB])
+        XCTAssertEqual(try FleetDocument.parseBody(doc.bodyBytes), doc)
+    }
+
+    // MARK: Secrets (site box)
+
+    func testHKDFAndX25519MatchTheirRFCVectors() throws {
+        let okm = try Crypto.SiteBox.hkdfSHA256(
+            ikm: [UInt8](repeating: 0x0b, count: 22), salt: Array(0...12), info: Array(0xf0...0xf9), length: 42)
+        XCTAssertEqual(
+            Hex.encode(okm), "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865")
+        let alice = Hex.decode("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")!
+        let bob = Hex.decode("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")!
+        XCTAssertEqual(
+            Hex.encode(try Crypto.SiteBox.publicKey(privateKey: alice)),
+            "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+        let bobPublic = try Crypto.SiteBox.publicKey(privateKey: bob)
+        XCTAssertEqual(Hex.encode(bobPublic), "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f")
+        let plain = Array("the secret".utf8)
+        let sealed = try Crypto.SiteBox.seal(plain, to: bobPublic, context: [1, 2])
+        XCTAssertFalse(sealed.ciphertext.starts(with: plain))
+        XCTAssertEqual(try Crypto.SiteBox.open(sealed, boxPrivateKey: bob, context: [1, 2]), plain)
+        XCTAssertThrowsError(try Crypto.SiteBox.open(sealed, boxPrivateKey: alice, context: [1, 2]), "wrong key")
+        XCTAssertThrowsError(try Crypto.SiteBox.open(sealed, boxPrivateKey: bob, context: [1, 3]), "wrong context")
+        var tampered = sealed
+        tampered.ciphertext[0] ^= 1
+        XCTAssertThrowsError(try Crypto.SiteBox.open(tampered, boxPrivateKey: bob, context: [1, 2]), "altered")
+        XCTAssertThrowsError(
+            try Crypto.SiteBox.open(
+                Crypto.SiteBox.Sealed(
+                    ephemeralPublicKey: [UInt8](repeating: 0, count: 32), nonce: sealed.nonce,
+                    ciphertext: sealed.ciphertext), boxPrivateKey: bob, context: [1, 2]), "low-order key")
+    }
+
+    func testSealedSecretsTravelSignedAndOpenOnlyWithTheBoxKey() throws {
+        let box = try Crypto.SiteBox.generatePrivateKey()
+        let boxPublic = try Crypto.SiteBox.publicKey(privateKey: box)
+        let secretKey = [UInt8](repeating: 0x5A, count: 32), otp = [UInt8](repeating: 0x11, count: 16)
+        let plain = FleetSecrets(
+            secrets: [
+                .init(action: 0, key: secretKey, label: "main"),
+                .init(action: 9, key: [UInt8](repeating: 1, count: 32)),
+            ],
+            compatTimestampKey: otp, nativeCommandKey: nil)
+        var doc = document(version: 4)
+        doc.sealedSecrets = try plain.seal(to: boxPublic, site: doc.site, version: doc.version)
+        let bytes = try doc.signed(seed: seed)
+        XCTAssertFalse(String(decoding: bytes, as: UTF8.self).contains(Hex.encode(secretKey)), "never in clear")
+        XCTAssertFalse(String(decoding: try FleetDocument.openEnvelope(bytes).body, as: UTF8.self).contains("5a5a5a"))
+        guard case .apply(let accepted) = judge(bytes) else { return XCTFail() }
+        let opened = try XCTUnwrap(try FleetSecrets.open(accepted.document, boxPrivateKey: box))
+        XCTAssertEqual(opened, plain)
+        XCTAssertThrowsError(
+            try FleetSecrets.open(accepted.document, boxPrivateKey: try Crypto.SiteBox.generatePrivateKey()))
+        // A sealed part moved into another version does not open (the version is the AEAD's data).
+        var moved = document(version: 5)
+        moved.sealedSecrets = doc.sealedSecrets
+        XCTAssertThrowsError(try FleetSecrets.open(moved, boxPrivateKey: box))
+
+        let local = FleetRules.Local(
+            secretKeys: [], compatTimestampKey: nil, nativeCommandKey: [UInt8](repeating: 2, count: 32))
+        let c = FleetRules.changes(accepted.document, to: local, actions: [0, 1], secrets: opened)
+        XCTAssertEqual(
+            c.addSecrets, [FleetSecrets.Secret(action: 0, key: secretKey, label: "main")], "action 9 is not here")
+        XCTAssertEqual(c.setCompatTimestampKey, otp)
+        XCTAssertNil(c.setNativeCommandKey, "absent from the document: kept")
+        XCTAssertFalse(c.summary.contains("5a5a"), c.summary)
+        let held = FleetRules.Local(secretKeys: [secretKey], compatTimestampKey: otp)
+        XCTAssertTrue(FleetRules.changes(accepted.document, to: held, actions: [0], secrets: opened).addSecrets.isEmpty)
+    }
+}

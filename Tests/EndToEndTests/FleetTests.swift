@@ -1,0 +1,219 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// The fleet (docs/fleet.md) on five real gatewayd processes (simulated
+/// boards, each with its pn532-sim) and one mosquitto on the shipped
+/// configuration and ACL, mutual TLS, each door its own certificate: a
+/// sticker provisioned at one door opens another after a push; a revocation
+/// pushed at one door reaches the others (timed); a door stopped during it
+/// catches up at restart; a forged and a replayed document are refused and
+/// audited at every door.
+final class FleetTests: XCTestCase {
+    static let site = "main-site"
+    static let doorNames = ["door-a", "door-b", "door-c", "door-d", "door-e"]
+
+    /// A client certificate with CN `name` from the broker's CA (the ACL names doors by CN).
+    func makeDoorCertificate(_ broker: MosquittoBroker, _ name: String) throws {
+        func openssl(_ args: [String]) throws {
+            let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
+            guard r.status == 0 else { throw E2EError("openssl \(args.first ?? ""): \(r.stderr)") }
+        }
+        try openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
+            "-keyout", broker.path("\(name).key"), "-out", broker.path("\(name).csr"),
+        ])
+        try openssl([
+            "x509", "-req", "-in", broker.path("\(name).csr"), "-CA", broker.path("ca.crt"), "-CAkey",
+            broker.path("ca.key"), "-CAcreateserial", "-days", "2", "-out", broker.path("\(name).crt"),
+        ])
+    }
+
+    /// The shipped example for the simulated board, every value stock, plus
+    /// MQTT to the test broker with this door's certificate and the fleet keys.
+    func door(_ name: String, _ broker: MosquittoBroker, publicKey: String, boxKey: String) throws -> GatewayUnderTest {
+        try GatewayUnderTest(
+            stockExample: "sim",
+            edits: [
+                ("\nid = \"front-door\"\n", "\nid = \"\(name)\"\n"),
+                ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(broker.port)\n"),
+                ("# ca_file = \"/etc/doorgateway/ca.pem\"", "ca_file = \"\(broker.path("ca.crt"))\""),
+                ("# cert_file = \"/etc/doorgateway/front-door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
+                ("# key_file = \"/etc/doorgateway/front-door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
+                ("Needs mqtt.enabled.\nenabled = false\n", "Needs mqtt.enabled.\nenabled = true\n"),
+                ("# site_id = \"\(Self.site)\"", "site_id = \"\(Self.site)\""),
+                ("# site_public_key = \"\(String(repeating: "0", count: 64))\"", "site_public_key = \"\(publicKey)\""),
+                ("# box_key_file = \"/etc/doorgateway/site-box.key\"", "box_key_file = \"\(boxKey)\""),
+            ])
+    }
+
+    func appliedVersion(_ g: GatewayUnderTest) throws -> Int64? {
+        try g.ctlJSON(["fleet", "status"])["applied_version"]?.intValue.map(Int64.init)
+    }
+
+    /// Taps the sticker image and returns the access event.
+    func tap(_ g: GatewayUnderTest, _ dump: String) throws -> JSONValue {
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_100_000)  // longer than the stock same_tag_quiet_ms
+        let seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", "--dump", dump])
+        let deadline = Date() + E2ETiming.timeout(10)
+        while Date() < deadline {
+            let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
+            if let hit = rows.first(where: {
+                ["access_granted", "access_denied"].contains($0["kind"]?.stringValue ?? "")
+            }) {
+                return hit
+            }
+            usleep(50_000)
+        }
+        throw E2EError("no access event at \(g.dir.path)\n\(g.log.suffix(2000))")
+    }
+
+    func testFiveDoorsShareIssuedTagsAndRevocations() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        try broker.start()
+        for name in Self.doorNames { try makeDoorCertificate(broker, name) }
+
+        // The operator's site key: private part in a 0600 file, the public key for [fleet].
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let keyFile = work.appendingPathComponent("site.key").path
+        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(Hex.decode(publicKey)?.count, 32, keygen.stdout)
+        var st = stat()
+        XCTAssertEqual(stat(keyFile, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+
+        // The site box key: each door gets its private part at enrollment (a 0600 file).
+        let boxKey = work.appendingPathComponent("site-box.key").path
+        let boxgen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey])
+        XCTAssertEqual(boxgen.status, 0, boxgen.stderr)
+
+        var doors: [GatewayUnderTest] = []
+        // Every daemon (and its pn532-sim) is stopped, on failure too.
+        defer { for g in doors { g.stop() } }
+        let started = Date()
+        for name in Self.doorNames {
+            let g = try door(name, broker, publicKey: publicKey, boxKey: boxKey)
+            doors.append(g)
+            try g.start()
+        }
+        for g in doors { try waitUntil(timeout: 15) { (try g.status()["broker"]?["connected"]) == .bool(true) } }
+        print(
+            "fleet: 5 gateways started and connected in \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        let (a, b, c, d, e) = (doors[0], doors[1], doors[2], doors[3], doors[4])
+
+        // A sticker provisioned at A (with a secret generated at A: the other doors lack it).
+        let uid = "04A1B2C3D4E5F6"
+        try a.ctlJSON(["provision", "--action", "0", "--label", "alice"])
+        try a.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        try a.waitForEvent("provisioning_written")
+        let dump = work.appendingPathComponent("alice.dump").path
+        try a.ctlJSON(["sim", "dump", dump])
+        XCTAssertEqual(try a.ctlJSON(["secrets", "list"]).arrayValue?.count, 1)
+        XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.count, 0)
+        XCTAssertEqual(try tap(b, dump)["kind"]?.stringValue, "access_denied", "B before the push")
+
+        // Pushed at A with its secrets (sealed to the site box): granted at B.
+        let watch = try broker.subscribe("doorgateway/door-a/fleet/\(Self.site)", as: "door-b")
+        let pushA = try a.ctlJSON(["fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets"])
+        XCTAssertEqual(pushA["version"]?.intValue, 1, "\(pushA)")
+        for g in doors { try waitUntil { try appliedVersion(g) == 1 } }
+        XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "imported")
+        let onTheWire = try XCTUnwrap(watch.wait { !$0.isEmpty }.first)
+        XCTAssertTrue(onTheWire.contains(#""fleet":1"#), onTheWire)
+        XCTAssertFalse(onTheWire.contains("smpshare"), "no secret in clear on the broker")
+        let atB = try tap(b, dump)
+        XCTAssertEqual(atB["kind"]?.stringValue, "access_granted", "\(atB)")
+        XCTAssertEqual(try tap(e, dump)["kind"]?.stringValue, "access_granted")
+        let appliedAtB = try XCTUnwrap(
+            try b.ctlJSON(["log", "--limit", "200"]).arrayValue?.last { $0["kind"]?.stringValue == "fleet_applied" })
+        XCTAssertEqual(appliedAtB["source"]?.stringValue, "door-a/alice-admin", "the origin is audited")
+
+        // D goes down; revoked at B and pushed: A and C (and E) deny it, timed from the push.
+        XCTAssertEqual(d.stop(), 0, d.log)
+        try b.ctlJSON(["tags", "revoke", uid])
+        let pushStart = Date()
+        let pushB = try b.ctlJSON(["fleet", "push", "--site-key", keyFile])
+        XCTAssertEqual(pushB["version"]?.intValue, 2, "\(pushB)")
+        let pushed = Date()
+        var reached: [String: TimeInterval] = [:]
+        let deadline = Date() + 10
+        while reached.count < 3 && Date() < deadline {
+            for (name, g) in [("door-a", a), ("door-c", c), ("door-e", e)] where reached[name] == nil {
+                if try appliedVersion(g) == 2 { reached[name] = Date().timeIntervalSince(pushed) }
+            }
+            usleep(10_000)
+        }
+        let slowest = reached.values.max() ?? .infinity
+        let took = pushed.timeIntervalSince(pushStart)
+        print(
+            "fleet: revocation pushed at door-b (gatewayctl fleet push: \(String(format: "%.3f", took)) s); applied at "
+                + reached.sorted { $0.key < $1.key }.map {
+                    "\($0.key) \(String(format: "%.3f", $0.value)) s after it returned "
+                        + "(\(String(format: "%.3f", $0.value + took)) s from its start)"
+                }.joined(separator: ", ") + "; status polled every ~10 ms through gatewayctl")
+        XCTAssertEqual(reached.count, 3, "not every online door applied version 2: \(reached)")
+        XCTAssertLessThanOrEqual(slowest + took, 2.0, "a revocation reaches every online door within 2 s of the push")
+        for g in [a, c, e] {
+            let denied = try tap(g, dump)
+            XCTAssertEqual(denied["kind"]?.stringValue, "access_denied", "\(denied)")
+            XCTAssertEqual(denied["reason"]?.stringValue, "revoked")
+        }
+
+        // `fleet pull` re-reads the retained documents: nothing new, nothing re-applied.
+        let appliedRows = { try c.auditKinds().filter { $0 == "fleet_applied" }.count }
+        let before = try appliedRows()
+        let pulled = try c.ctlJSON(["fleet", "pull"])
+        XCTAssertEqual(pulled["applied_version"]?.intValue, 2, "\(pulled)")
+        XCTAssertEqual(try appliedRows(), before, "the retained copies are not applied twice")
+        // A site key readable by others is refused before anything is signed.
+        let loose = work.appendingPathComponent("loose.key").path
+        try FileManager.default.copyItem(atPath: keyFile, toPath: loose)
+        chmod(loose, 0o644)
+        let refusedPush = try c.ctl(["fleet", "push", "--site-key", loose])
+        XCTAssertEqual(refusedPush.status, 1)
+        XCTAssertTrue(refusedPush.stderr.contains("chmod 600"), refusedPush.stderr)
+        XCTAssertFalse(refusedPush.stderr.contains(try String(contentsOfFile: keyFile, encoding: .utf8).prefix(16)))
+
+        // D restarts and catches up from the retained documents.
+        try d.start()
+        try waitUntil(timeout: 15) { try appliedVersion(d) == 2 }
+        XCTAssertEqual(try tap(d, dump)["reason"]?.stringValue, "revoked", "D caught up at restart")
+
+        // A forged document (another key), published by a compromised door on
+        // its own topic, and a replay of version 1: refused and audited everywhere.
+        let forger = try Crypto.Ed25519.generateSeed()
+        let forged = try FleetDocument(
+            site: Self.site, version: 99, origin: "door-e/mallory", issued: 0,
+            tags: [FleetDocument.Tag(uid: TagUID(hex: "04DEADBEEF0001")!, action: 0)]
+        ).signed(seed: forger)
+        let forgedPublish = try broker.publish(
+            "doorgateway/door-e/fleet/\(Self.site)", String(decoding: forged, as: UTF8.self), retain: true,
+            as: "door-e")
+        XCTAssertEqual(forgedPublish.status, 0, forgedPublish.stderr)
+        for g in doors { try g.waitForEvent("fleet_refused", reason: "bad_signature") }
+        // A door cannot write another door's fleet topic (the ACL's second line).
+        _ = try broker.publish("doorgateway/door-a/fleet/\(Self.site)", "garbage", retain: true, as: "door-e")
+        let retainedAtA = try broker.subscribe("doorgateway/door-a/fleet/\(Self.site)", as: "door-c")
+        let lineA = try XCTUnwrap(retainedAtA.wait { !$0.isEmpty }.first)
+        XCTAssertTrue(lineA.contains(#"{"fleet":1,"#), "door-a's document still there: \(lineA)")
+        let versionOne = String(lineA.split(separator: "|", maxSplits: 2)[2])
+        XCTAssertEqual(try broker.publish("doorgateway/door-e/fleet/\(Self.site)", versionOne, as: "door-e").status, 0)
+        for g in doors {
+            try g.waitForEvent("fleet_refused", reason: "stale")
+            XCTAssertEqual(try appliedVersion(g), 2)
+            let status = try g.ctlJSON(["fleet", "status"])
+            XCTAssertNotNil(status["last_refused"]?["reason"]?.stringValue, "\(status)")
+            let verify = try g.ctl(["log", "--verify"])
+            XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        }
+        XCTAssertEqual(try tap(a, dump)["reason"]?.stringValue, "revoked")
+    }
+}

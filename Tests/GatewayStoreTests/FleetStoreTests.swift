@@ -1,0 +1,77 @@
+import DoorCore
+import Foundation
+import GatewayStore
+import XCTest
+
+final class FleetStoreTests: XCTestCase {
+    var dir: String!
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)").path
+    }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+
+    let seed = Array(repeating: UInt8(9), count: 32)
+    let issued = TagUID(hex: "04A1B2C3D4E5F6")!
+    let lost = TagUID(hex: "04112233445566")!
+
+    func accept(_ doc: FleetDocument, applied: FleetRules.Applied? = nil) throws -> FleetRules.Accepted {
+        let verdict = FleetRules.judge(
+            try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: doc.site,
+            applied: applied)
+        guard case .apply(let a) = verdict else { throw XCTSkip("not accepted: \(verdict)") }
+        return a
+    }
+
+    func testADocumentIsAppliedOnceAuditedAndSurvivesAReopen() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        try store.createPendingTag(uid: lost, action: 1, secretID: nil, label: "bob", now: 10)
+        try store.activateTag(uid: lost)
+        let doc = FleetDocument(
+            site: "acme-hq", version: 5, origin: "front-door/root", issued: 100, revokedUIDs: [lost],
+            revokedSignatures: [[0xAB]], tags: [FleetDocument.Tag(uid: issued, action: 1, label: "alice")])
+        let changes = try store.applyFleet(try accept(doc), actions: [0, 1], now: 200)
+        XCTAssertEqual(changes.revokeUIDs, [lost])
+        XCTAssertEqual(try store.issuedTag(lost)?.state, .revoked)
+        XCTAssertTrue(try store.isRevoked(uid: lost, signature: nil))
+        XCTAssertTrue(try store.isRevoked(uid: issued, signature: [0xAB]))
+        XCTAssertEqual(try store.issuedTag(issued)?.state, .active)
+        XCTAssertEqual(try store.issuedTag(issued)?.label, "alice")
+
+        let reopened = try GatewayStore(stateDirectory: dir)
+        let record = try XCTUnwrap(try reopened.fleetApplied())
+        XCTAssertEqual(record.version, 5)
+        XCTAssertEqual(record.origin, "front-door/root")
+        XCTAssertEqual(record.applied, 200)
+        // The same version again (a race past the judge) is refused by the store, and changes nothing.
+        XCTAssertThrowsError(try reopened.applyFleet(try accept(doc), actions: [0, 1], now: 300)) {
+            XCTAssertEqual($0 as? FleetStoreError, .superseded(version: 5, applied: 5))
+        }
+        // Restarted, the judge sees the applied digest: the retained copy is not applied twice.
+        XCTAssertEqual(
+            FleetRules.judge(
+                try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: "acme-hq",
+                applied: record.rules), .alreadyApplied)
+
+        try reopened.recordFleetRefusal(.badSignature, source: "doorgateway/back-door/fleet/acme-hq", now: 400)
+        let rows = try reopened.auditTail(10)
+        XCTAssertEqual(rows.map(\.kind), [FleetAudit.applied, FleetAudit.refused])
+        XCTAssertEqual(rows[0].source, "front-door/root")
+        XCTAssertEqual(rows[0].detail?.hasPrefix("site acme-hq version 5:"), true)
+        XCTAssertEqual(rows[1].reason, "bad_signature")
+        XCTAssertEqual(try reopened.verifyAudit(), .intact(rows: 2, from: 1))
+    }
+
+    func testAFleetTagNeverRevivesALocalRevocationAndSnapshotRoundTrips() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        try store.revoke(uid: issued, now: 1)
+        let doc = FleetDocument(
+            site: "acme-hq", version: 1, origin: "o", issued: 1, tags: [FleetDocument.Tag(uid: issued, action: 1)])
+        let changes = try store.applyFleet(try accept(doc), actions: [1], now: 2)
+        XCTAssertTrue(changes.upsertTags.isEmpty)
+        XCTAssertNil(try store.issuedTag(issued))
+        XCTAssertTrue(try store.isRevoked(uid: issued, signature: nil))
+        let snap = FleetRules.snapshot(try store.fleetLocal(), site: "acme-hq", version: 2, origin: "o", now: 3)
+        XCTAssertEqual(snap.revokedUIDs, [issued])
+        XCTAssertEqual(snap.tags, [])
+    }
+}
