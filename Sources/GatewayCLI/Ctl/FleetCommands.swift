@@ -1,4 +1,4 @@
-import ArgumentParser
+import Arguments
 import DoorCore
 import Glibc
 
