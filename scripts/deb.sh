@@ -117,7 +117,7 @@ d usr/share/bash-completion/completions
 d usr/share/zsh/vendor-completions
 d usr/share/fish/vendor_completions.d
 # Completions are named after the command the user types: run the binary as
-# gatewayctl (through a link) so swift-argument-parser names its functions so.
+# gatewayctl (through a link) so the scripts are named for it (Sources/Arguments/Completion.swift).
 ln -sf "$(readlink -f "$HOST_GATEWAY")" "$WORK/gatewayctl"
 # (bash completions are sourced, not run: no #! line)
 "$WORK/gatewayctl" --generate-completion-script bash | sed '1{/^#!/d}' > "$STAGE/usr/share/bash-completion/completions/gatewayctl"

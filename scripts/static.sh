@@ -67,6 +67,17 @@ done
 
 version="$("$OUT/gateway" ctl version)" || { say "error: '$OUT/gateway ctl version' failed"; exit 1; }
 say "smoke test: gateway ctl version -> $version"
+# The footprint rule (DEVELOPERS.md "Sizes"): no Foundation layer in the static
+# binaries. One reference to FoundationEssentials pulls ~4 MB, the umbrella
+# ICU's 34 MB; the build refuses either instead of shipping it silently.
+for product in "${PRODUCTS[@]}"; do
+    linked=$(nm "$OUT/$product" 2>/dev/null | grep -cE 'Foundation(Essentials|Internationalization)|_FoundationICU|icudt' || true)
+    if [[ "$linked" -gt 0 ]]; then
+        say "error: $OUT/$product links Foundation ($linked symbols); see DEVELOPERS.md \"Keeping Foundation out\""
+        nm "$OUT/$product" | grep -E 'Foundation(Essentials|Internationalization)|_FoundationICU' | head -3 >&2
+        exit 1
+    fi
+done
 for product in "${PRODUCTS[@]}"; do
     size=$(stat -c %s "$OUT/$product")
     strip -o "$SCRATCH/$product.stripped" "$OUT/$product"

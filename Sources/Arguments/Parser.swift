@@ -200,6 +200,13 @@ extension ParsableCommand {
             printOut(helpText(path))
             exit(0)
         }
+        if path.count == 1, rest.first == "--generate-completion-script" {
+            guard rest.count == 2, let script = completionScript(shell: rest.last!, root: Self.self) else {
+                fail(path, "--generate-completion-script takes one of: bash, zsh, fish")
+            }
+            printOut(script)
+            exit(0)
+        }
         if path.count == 1, rest.first == "--version", !Self.configuration.version.isEmpty {
             printOut(Self.configuration.version)
             exit(0)

@@ -140,3 +140,56 @@ final class ArgumentsTests: XCTestCase {
         XCTAssertTrue(lines.allSatisfy { $0.count <= 30 })
     }
 }
+
+private struct Root: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "root", version: "root 1", subcommands: [Sample.self, Hidden.self])
+    init() {}
+}
+
+private struct Hidden: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "hidden", shouldDisplay: false)
+    init() {}
+}
+
+final class CompletionTests: XCTestCase {
+    /// Completes `words` (the last one being typed) with the generated bash script.
+    private func bashCompletes(_ words: [String]) throws -> [String] {
+        let script = try XCTUnwrap(completionScript(shell: "bash", root: Root.self))
+        let file = NSTemporaryDirectory() + "completion-\(getpid()).bash"
+        try script.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let quotedWords = words.map { "'\($0)'" }.joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [
+            "-c",
+            "source \(file); COMP_WORDS=(\(quotedWords)); COMP_CWORD=\(words.count - 1); _root; printf '%s\\n' \"${COMPREPLY[@]}\"",
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    func testBashCompletesSubcommandsAndTheirOptions() throws {
+        XCTAssertEqual(try bashCompletes(["root", "sa"]), ["sample"])
+        XCTAssertEqual(try bashCompletes(["root", "sample", "--pu"]), ["--pulse-ms"])
+        XCTAssertEqual(try bashCompletes(["root", "sample", "--no-a"]), ["--no-active-low"])
+        XCTAssertEqual(try bashCompletes(["root", "sample", "--so"]), ["--socket"], "option groups are offered")
+        XCTAssertEqual(try bashCompletes(["root", "sample", "--act"]), ["--active-low"], "hidden --actions is not")
+        XCTAssertEqual(try bashCompletes(["root", "hi"]), [], "a hidden subcommand is not offered")
+    }
+
+    func testEveryShellGetsAScriptAndOthersNone() throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try XCTUnwrap(completionScript(shell: shell, root: Root.self))
+            XCTAssertTrue(script.contains("' sample'"), shell)
+            XCTAssertTrue(script.contains("--pulse-ms"), shell)
+        }
+        XCTAssertNil(completionScript(shell: "tcsh", root: Root.self))
+    }
+}
