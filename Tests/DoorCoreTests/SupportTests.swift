@@ -27,6 +27,17 @@ final class SupportTests: XCTestCase {
         XCTAssertEqual((parsed?["list"] as? [Any])?.first as? String, "a\"b\\c\n\u{01}")
     }
 
+    func testJSONStringRunsAroundEscapesKeepEveryScalar() {
+        // A combining accent right after an escaped quote (one Character across
+        // the escape), non-ASCII runs, control characters at both ends.
+        let text = "\u{1F}\"\u{301}é😀\\x\u{7F}\t"
+        XCTAssertEqual(JSONValue.string(text).serialized, "\"\\u001f\\\"\u{301}é😀\\\\x\u{7F}\\t\"")
+        XCTAssertEqual(try? JSONValue.parse(JSONValue.string(text).serialized), .string(text))
+        for s in ["", "plain", "\"", "\\\\", "\n\n", "é"] {
+            XCTAssertEqual(try? JSONValue.parse(JSONValue.string(s).serialized), .string(s), s)
+        }
+    }
+
     func testUTCTimeMatchesFoundationOverAWideRange() {
         var rng = SeededRandom(seed: 7)
         let f = ISO8601DateFormatter()

@@ -67,19 +67,33 @@ public indirect enum JSONValue: Equatable, Sendable {
 
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
-        for scalar in s.unicodeScalars {
+        // Runs that need no escape are appended whole, not scalar by scalar
+        // (this writes every control answer and MQTT payload).
+        let scalars = s.unicodeScalars
+        var run = scalars.startIndex
+        var i = run
+        while i != scalars.endIndex {
+            let scalar = scalars[i]
+            let escape: String?
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
+            case "\"": escape = "\\\""
+            case "\\": escape = "\\\\"
+            case "\n": escape = "\\n"
+            case "\r": escape = "\\r"
+            case "\t": escape = "\\t"
             case _ where scalar.value < 0x20:
                 let v = Int(scalar.value)
-                out += "\\u00" + String(hexDigits[v >> 4]) + String(hexDigits[v & 0xF])
-            default: out.unicodeScalars.append(scalar)
+                escape = "\\u00" + String(hexDigits[v >> 4]) + String(hexDigits[v & 0xF])
+            default: escape = nil
             }
+            if let escape {
+                out += Substring(scalars[run..<i])
+                out += escape
+                run = scalars.index(after: i)
+            }
+            i = scalars.index(after: i)
         }
+        out += Substring(scalars[run..<i])
         out += "\""
     }
 }
