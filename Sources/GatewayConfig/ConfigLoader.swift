@@ -200,11 +200,16 @@ extension GatewayConfiguration {
             root.sink.add("paths.runtime_dir", "the control socket under it: " + why)
         }
 
+        // [remote] and [nats] (ConfigNATS.swift).
+        let remote = readRemote(root)
+        let nats = readNATS(root, required: remote.transport == .nats)
+
         root.finish()
         return GatewayConfiguration(
             deviceID: id, board: kind ?? .sim, chip: chip, reader: reader, outputs: outputs,
             indicators: indicators, button: button, doorContact: doorContact, door: door,
-            declareClockSynchronised: synchronised, mqtt: mqtt, control: control, paths: paths)
+            declareClockSynchronised: synchronised, mqtt: mqtt, control: control, paths: paths,
+            remote: remote, nats: nats)
     }
 
     /// `[[outputs]]`: one or more relays; names unique.

@@ -296,7 +296,15 @@ public struct NATSCredentialFiles: Sendable {
 
     static func writeAtomically(_ path: String, _ text: String) throws(Failure) {
         let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        if !dir.isEmpty { _ = mkdir(dir, 0o700) }
+        if !dir.isEmpty {
+            // Missing directories on the way (the state directory itself
+            // normally exists) are made 0700.
+            var prefix = ""
+            for part in dir.split(separator: "/") {
+                prefix += "/" + part
+                _ = mkdir(dir.hasPrefix("/") ? prefix : String(prefix.dropFirst()), 0o700)
+            }
+        }
         let tmp = path + ".tmp.\(getpid())"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io("\(tmp): \(String(cString: strerror(errno)))") }

@@ -9,6 +9,7 @@ import Glibc
 import Dispatch
 import GatewayConfig
 import GatewayMQTT
+import GatewayNATS
 import GatewayStore
 import Logging
 
@@ -30,6 +31,8 @@ final class Daemon: @unchecked Sendable {
     var remote: MQTTLink?
     /// The MQTT link between `prepareRemote` and a successful `startRemote`.
     var preparedRemote: MQTTLink?
+    /// The NATS link, with `[remote] transport = "nats"` (DaemonNATS.swift).
+    var natsRemote: NATSLink?
     /// Makes each event's outbox message once MQTT is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
@@ -159,8 +162,9 @@ final class Daemon: @unchecked Sendable {
         }
         if new.boardDescription != configuration.boardDescription || new.reader != configuration.reader
             || new.mqtt != configuration.mqtt || new.paths != configuration.paths
+            || new.remote != configuration.remote || new.nats != configuration.nats
         {
-            log.warning("reload: board, reader, MQTT or path changes take effect at the next restart")
+            log.warning("reload: board, reader, MQTT, NATS or path changes take effect at the next restart")
         }
         do {
             try store.syncActions(new.door.actions)
