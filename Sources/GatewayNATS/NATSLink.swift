@@ -16,6 +16,8 @@ public struct NATSStatus: Equatable, Sendable {
     public var outboxDepth: Int
     public var published: Int
     public var acknowledged: Int
+    /// Rows deleted on a JetStream PubAck (the rest: on a flush).
+    public var jetStreamAcknowledged: Int
     /// Permission violations the server reported (publish or subscribe).
     public var denied: Int
     public var lastDenied: String?
@@ -64,6 +66,7 @@ public final class NATSLink: @unchecked Sendable {
         var lastError: String?
         var published = 0
         var acknowledged = 0
+        var jetStreamAcknowledged = 0
         var denied = 0
         var lastDenied: String?
         var connections = 0
@@ -169,7 +172,8 @@ public final class NATSLink: @unchecked Sendable {
         return shared.withLock {
             NATSStatus(
                 connected: $0.connected, lastError: $0.lastError, outboxDepth: depth, published: $0.published,
-                acknowledged: $0.acknowledged, denied: $0.denied, lastDenied: $0.lastDenied,
+                acknowledged: $0.acknowledged, jetStreamAcknowledged: $0.jetStreamAcknowledged, denied: $0.denied,
+                lastDenied: $0.lastDenied,
                 connections: $0.connections, reconnects: $0.reconnects, refreshes: $0.refreshes, credentials: creds)
         }
     }
@@ -246,7 +250,10 @@ public final class NATSLink: @unchecked Sendable {
             // libnats' default jitter with TLS is up to 1 s on top of the wait.
             check(natsOptions_SetReconnectJitter(opts, 100, 100), "reconnect jitter"),
             check(natsOptions_SetTimeout(opts, 5000), "timeout"),
-            check(natsOptions_SetReconnectBufSize(opts, 1 << 20), "reconnect buffer")
+            check(natsOptions_SetReconnectBufSize(opts, 1 << 20), "reconnect buffer"),
+            // Replies (JetStream acks) come to the door's own subjects, so its
+            // user needs no `_INBOX.>` (which would let it read others' replies).
+            check(natsOptions_SetCustomInboxPrefix(opts, subjects.inbox), "inbox prefix")
         else { return false }
         if settings.tls.enabled {
             guard check(natsOptions_SetSecure(opts, true), "TLS") else { return false }
@@ -637,7 +644,10 @@ public final class NATSLink: @unchecked Sendable {
                     }
                     plain.append(row.seq)
                 }
-                shared.withLock { $0.published += acked.count + plain.count }
+                shared.withLock {
+                    $0.published += acked.count + plain.count
+                    $0.jetStreamAcknowledged += acked.count
+                }
                 if !plain.isEmpty {
                     let s = natsConnection_FlushTimeout(nc, Int64(settings.ackTimeoutMilliseconds))
                     if s == NATS_OK { acked += plain } else { noteError("flush: \(Self.lastError(s)); rows retried") }

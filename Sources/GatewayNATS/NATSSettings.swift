@@ -78,6 +78,8 @@ public struct NATSSubjects: Sendable {
     public var lastAccess: String { base + ".last_access" }
     public var tag: String { base + ".tag" }
     public var report: String { base + ".report" }
+    /// Reply subjects (JetStream acks): `<base>.inbox.<random>`.
+    public var inbox: String { base + ".inbox" }
     /// Every command subject (one subscription).
     public var commands: String { base + ".command.>" }
     public var commandNative: String { base + ".command.native" }

@@ -15,11 +15,12 @@ final class NATSLinkTests: XCTestCase {
             ]).serialized.utf8)
     }
 
-    private func makeLink(_ server: NATSServer, _ outbox: MemoryOutbox, _ log: LogCapture, refresh: Double = 0.75)
-        -> NATSLink
-    {
+    private func makeLink(
+        _ server: NATSServer, _ outbox: MemoryOutbox, _ log: LogCapture, refresh: Double = 0.75, jetStream: Bool = false
+    ) -> NATSLink {
         NATSLink(
-            settings: server.settings(refreshFraction: refresh), deviceID: NATSServer.device, outbox: outbox,
+            settings: server.settings(refreshFraction: refresh, jetStream: jetStream), deviceID: NATSServer.device,
+            outbox: outbox,
             log: log.logger, eventPayload: Self.eventPayload)
     }
 
@@ -111,6 +112,36 @@ final class NATSLinkTests: XCTestCase {
         usleep(300_000)
         XCTAssertEqual(peer.messages("\(NATSServer.base).tag"), [], "the server dropped it")
         XCTAssertTrue(server.log.contains("Publish Violation"))
+    }
+
+    /// With `jetstream = true`, rows on a subject a stream takes leave the
+    /// outbox on its PubAck; others (no responders) after a flush.
+    func testJetStreamAcknowledgesRowsItsStreamTakesAndAFlushTheRest() throws {
+        let server = try NATSServer(jetStream: true)
+        try server.start()
+        let peer = try server.peer()
+        peer.send(
+            "REQ $JS.API.STREAM.CREATE.DOOR {\"name\":\"DOOR\",\"subjects\":[\"\(NATSServer.base).event\"],"
+                + "\"storage\":\"memory\"}")
+        peer.wait { $0.contains { $0["subject"]?.hasPrefix("_INBOX.peer.") == true } }
+        let created = peer.lines.first { $0["subject"]?.hasPrefix("_INBOX.peer.") == true }?["payload"] ?? ""
+        XCTAssertTrue(created.contains("stream_create_response") && !created.contains("\"error\""), created)
+        let outbox = MemoryOutbox()
+        let log = LogCapture()
+        let link = makeLink(server, outbox, log, jetStream: true)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        for _ in 0..<3 { link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil) }
+        link.publishTelemetry([("uptime_s", .int(1))], at: Int64(time(nil)))
+        XCTAssertTrue(waitUntil { (try? outbox.depth()) == 0 }, "\(link.status)\n\(log.all)")
+        let st = link.status
+        XCTAssertEqual(st.acknowledged, 4)
+        XCTAssertEqual(st.jetStreamAcknowledged, 3, "the events by PubAck, the telemetry by flush")
+        peer.send("REQ $JS.API.STREAM.INFO.DOOR")
+        peer.wait { $0.contains { $0["payload"]?.contains("stream_info_response") == true } }
+        let info = peer.lines.compactMap { $0["payload"] }.first { $0.contains("stream_info_response") } ?? ""
+        XCTAssertTrue(info.contains("\"messages\":3"), info)
     }
 
     /// A 6 s JWT: the door asks for a new one at 75 % of its life, the peer

@@ -22,7 +22,7 @@ final class NATSServer {
     private var process: Process?
 
     /// `doorPublish`: what the door may publish (default: everything under its base but `tag`).
-    init(doorJWTSeconds: Int = 0, doorPublish: [String]? = nil) throws {
+    init(doorJWTSeconds: Int = 0, doorPublish: [String]? = nil, jetStream: Bool = false) throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("nats-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         port = try MosquittoBroker.freePort()
@@ -31,9 +31,9 @@ final class NATSServer {
             "/CN=ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
         ])
         for name in ["server", "door", "app"] { try makeCert(name) }
-        try mkjwt([
-            "init", path("k"), "--port", "\(port)", "--tls", path("ca.crt"), path("server.crt"), path("server.key"),
-        ])
+        try mkjwt(
+            ["init", path("k"), "--port", "\(port)", "--tls", path("ca.crt"), path("server.crt"), path("server.key")]
+                + (jetStream ? ["--jetstream"] : []))
         let b = Self.base
         let pub =
             doorPublish ?? [
@@ -41,9 +41,15 @@ final class NATSServer {
                 "\(b).creds.request",
             ]
         try mkjwt(
-            ["user", path("k"), "door", "--pub", pub.joined(separator: ","), "--sub", "\(b).command.>,\(b).creds.jwt"]
+            [
+                "user", path("k"), "door", "--pub", pub.joined(separator: ","), "--sub",
+                "\(b).command.>,\(b).creds.jwt,\(b).inbox.>",
+            ]
                 + (doorJWTSeconds > 0 ? ["--exp", "\(doorJWTSeconds)"] : []))
-        try mkjwt(["user", path("k"), "app", "--pub", "\(b).command.>,\(b).creds.jwt", "--sub", "\(b).>"])
+        try mkjwt([
+            "user", path("k"), "app", "--pub", "\(b).command.>,\(b).creds.jwt,$JS.API.>", "--sub",
+            "\(b).>,_INBOX.peer.>",
+        ])
         // The door's state directory: user.jwt and user.nk, as `gatewayctl creds import` leaves them.
         try FileManager.default.createDirectory(atPath: path("state/nats"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: path("k/door.jwt"), toPath: path("state/nats/user.jwt"))
@@ -59,11 +65,12 @@ final class NATSServer {
 
     var credentials: NATSCredentialFiles { NATSCredentialFiles(directory: path("state/nats")) }
 
-    func settings(refreshFraction: Double = 0.75) -> NATSSettings {
+    func settings(refreshFraction: Double = 0.75, jetStream: Bool = false) -> NATSSettings {
         NATSSettings(
             servers: ["tls://127.0.0.1:\(port)"], prefix: Self.prefix,
             tls: .init(enabled: true, caFile: path("ca.crt"), certFile: path("door.crt"), keyFile: path("door.key")),
-            credentials: credentials, reconnectWaitMilliseconds: 500, refreshFraction: refreshFraction,
+            credentials: credentials, jetStream: jetStream, reconnectWaitMilliseconds: 500,
+            refreshFraction: refreshFraction,
             name: "door-under-test")
     }
 

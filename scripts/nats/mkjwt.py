@@ -3,7 +3,7 @@
 auth (operator mode, resolver MEMORY), without nsc. Debian's
 python3-cryptography (ed25519) only.
 
-  mkjwt.py init DIR --port P [--tls CA CERT KEY]
+  mkjwt.py init DIR --port P [--tls CA CERT KEY] [--jetstream]
       operator, system account and account DOORS; DIR/server.conf, DIR/keys.json
   mkjwt.py user DIR NAME --pub SUBJ[,SUBJ] --sub SUBJ[,SUBJ] [--exp SECONDS]
       a user of DOORS: DIR/NAME.creds, DIR/NAME.jwt, DIR/NAME.nk; prints the public key
@@ -97,10 +97,12 @@ def jwt(issuer, subject, name, nats, exp=None, iat=None):
     return f"{head}.{body}.{b64url(sig)}"
 
 
-def account_claims(signing_keys=()):
-    return {"type": "account", "version": 2,
-            "limits": {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
-                       "wildcards": True, "conn": -1, "leaf": -1}}
+def account_claims(jetstream=False):
+    limits = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+              "wildcards": True, "conn": -1, "leaf": -1}
+    if jetstream:
+        limits.update({"mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1})
+    return {"type": "account", "version": 2, "limits": limits}
 
 
 def user_claims(pub, sub):
@@ -127,13 +129,16 @@ def cmd_init(a):
     op_jwt = jwt(op, op.public, "operator", {"type": "operator", "version": 2,
                                             "system_account": sys_acct.public})
     sys_jwt = jwt(op, sys_acct.public, "SYS", account_claims())
-    doors_jwt = jwt(op, doors.public, "DOORS", account_claims())
+    doors_jwt = jwt(op, doors.public, "DOORS", account_claims(jetstream=a.jetstream))
     write(os.path.join(a.dir, "operator.jwt"), op_jwt)
     keys = {"operator": op.seed, "sys": sys_acct.seed, "doors": doors.seed}
     write(os.path.join(a.dir, "keys.json"), json.dumps(keys))
     conf = [f"listen: 127.0.0.1:{a.port}", f'operator: "{os.path.join(a.dir, "operator.jwt")}"',
             f"system_account: {sys_acct.public}", "resolver: MEMORY",
             "resolver_preload: {", f"  {sys_acct.public}: {sys_jwt}", f"  {doors.public}: {doors_jwt}", "}"]
+    if a.jetstream:
+        conf += ["server_name: doorgateway_test",
+                 f'jetstream {{ store_dir: "{os.path.join(a.dir, "js")}", max_mem: 64MB, max_file: 64MB }}']
     if a.tls:
         ca, cert, key = a.tls
         conf += ["tls {", f'  cert_file: "{cert}"', f'  key_file: "{key}"', f'  ca_file: "{ca}"',
@@ -184,6 +189,7 @@ def main():
     i.add_argument("dir")
     i.add_argument("--port", type=int, required=True)
     i.add_argument("--tls", nargs=3, metavar=("CA", "CERT", "KEY"))
+    i.add_argument("--jetstream", action="store_true", help="JetStream on, for the DOORS account too")
     u = sub.add_parser("user")
     u.add_argument("dir")
     u.add_argument("name")

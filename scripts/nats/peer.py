@@ -7,6 +7,8 @@ TLS with a client certificate, user JWT + nkey signature, core pub/sub.
 Reads commands on stdin, one a line:
   SUB <subject>            subscribe
   PUB <subject> <text>     publish text (the rest of the line; may be empty)
+  REQ <subject> <text>     publish with a reply subject (_INBOX.peer.N); the reply
+                           is printed like any message, on that subject
   FLUSH                    PING/PONG round trip, then prints {"flushed": true}
 Prints JSON lines on stdout: {"ready": true} once connected,
 {"subject": …, "payload": …} for each message, {"error": …} for -ERR.
@@ -118,6 +120,12 @@ def main():
             subject, _, text = rest.partition(" ")
             data = text.encode()
             c.send(f"PUB {subject} {len(data)}\r\n".encode() + data + b"\r\n")
+        elif line.startswith("REQ "):
+            subject, _, text = line[4:].partition(" ")
+            c.sid += 1
+            inbox = f"_INBOX.peer.{c.sid}"
+            data = text.encode()
+            c.send(f"SUB {inbox} {c.sid}\r\nPUB {subject} {inbox} {len(data)}\r\n".encode() + data + b"\r\n")
         elif line == "FLUSH":
             c.send(b"PING\r\n")
             c.pongs.acquire(timeout=10)
