@@ -47,8 +47,12 @@ MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PI
     -DWITH_PLUGINS=OFF -DWITH_CJSON=OFF -DWITH_TLS=ON -DWITH_THREADING=ON
     -DWITH_SRV=OFF -DWITH_WEBSOCKETS=OFF -DWITH_SOCKS=ON)
 # libnats: TLS through OpenSSL on, NATS Streaming off (it needs protobuf-c),
-# no examples, tests or shared library.
+# no examples, tests or shared library. The OpenSSL 1.1+ API as Debian's build
+# uses it (its libnats.so imports SSL_set1_host): host verification then
+# matches an IP address against the certificate's IP SAN, as the shared
+# library does; without it a tls://127.0.0.1 URL failed "hostname mismatch".
 NATS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DNATS_BUILD_STREAMING=OFF -DNATS_BUILD_WITH_TLS=ON
+    -DNATS_BUILD_TLS_USE_OPENSSL_1_1_API=ON -DNATS_BUILD_TLS_FORCE_HOST_VERIFY=ON
     -DNATS_BUILD_LIB_STATIC=ON -DNATS_BUILD_LIB_SHARED=OFF -DNATS_BUILD_EXAMPLES=OFF
     -DBUILD_TESTING=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF

@@ -257,6 +257,12 @@ public final class NATSLink: @unchecked Sendable {
         else { return false }
         if settings.tls.enabled {
             guard check(natsOptions_SetSecure(opts, true), "TLS") else { return false }
+            // Verify the server's name in both builds: Debian's shared libnats
+            // checks it only when asked (the static one, built with upstream's
+            // NATS_BUILD_TLS_FORCE_HOST_VERIFY, always does; measured).
+            if let host = settings.verifiedHost {
+                guard check(natsOptions_SetExpectedHostname(opts, host), "TLS host name") else { return false }
+            }
             if let ca = settings.tls.caFile {
                 guard check(natsOptions_LoadCATrustedCertificates(opts, ca), "TLS CA \(ca)") else { return false }
             }
@@ -438,7 +444,9 @@ public final class NATSLink: @unchecked Sendable {
     private func asyncError(_ nc: OpaquePointer?, _ status: natsStatus) {
         var text: UnsafePointer<CChar>?
         if let nc { _ = natsConnection_GetLastError(nc, &text) }
-        let message = text.map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+        var message = text.map { String(cString: $0) } ?? ""
+        // The text can already be gone; the status still names the kind.
+        if message.isEmpty { message = String(cString: natsStatus_GetText(status)) }
         if message.localizedPermission {
             shared.withLock {
                 $0.denied += 1

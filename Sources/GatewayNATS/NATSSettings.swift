@@ -51,6 +51,27 @@ public struct NATSSettings: Sendable {
         self.name = name
     }
 
+    /// The host of `url` (`tls://host:port`, `nats://[v6]:port`, with or without user info).
+    public static func host(of url: String) -> String? {
+        let parts = url.split(separator: "/", omittingEmptySubsequences: false)
+        // `scheme://rest` splits as [scheme:, "", rest…]; a bare host:port is one part.
+        var rest = parts.count >= 3 && parts[0].hasSuffix(":") && parts[1].isEmpty ? parts[2] : parts[0]
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return nil }
+            return String(rest[rest.index(after: rest.startIndex)..<close])
+        }
+        let host = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return host.isEmpty ? nil : String(host)
+    }
+
+    /// The name TLS verifies: the servers' host when they share one. With
+    /// several hosts each is verified only by a static build (see docs/nats.md).
+    public var verifiedHost: String? {
+        let hosts = Set(servers.compactMap(Self.host(of:)))
+        return hosts.count == 1 ? hosts.first : nil
+    }
+
     /// Whether `token` can be one subject token (prefix tokens, a device id):
     /// not empty, no `.`, `*`, `>` or white space.
     public static func isSubjectToken(_ token: String) -> Bool {

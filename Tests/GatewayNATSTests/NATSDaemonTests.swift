@@ -67,6 +67,15 @@ final class NATSConfigTests: XCTestCase {
 /// an event on the door's subject, and status shows the transport and the
 /// credential state.
 final class NATSDaemonTests: XCTestCase {
+    /// The debug build's gateway, or `$DOORGATEWAY_E2E_BIN/gateway` (make test: the static one).
+    static var gateway: URL {
+        if let d = ProcessInfo.processInfo.environment["DOORGATEWAY_E2E_BIN"], !d.isEmpty {
+            return URL(fileURLWithPath: d, relativeTo: Fixtures.root).standardizedFileURL.appendingPathComponent(
+                "gateway")
+        }
+        return Run.product("gateway")
+    }
+
     func testTheDaemonPublishesItsEventsOverNATS() throws {
         let server = try NATSServer()
         try server.start()
@@ -90,7 +99,7 @@ final class NATSDaemonTests: XCTestCase {
         [remote]
         transport = "nats"
         [nats]
-        servers = ["tls://127.0.0.1:\(server.port)"]
+        servers = ["tls://localhost:\(server.port)"]
         prefix = "\(NATSServer.prefix)"
         [nats.tls]
         ca_file = "\(server.path("ca.crt"))"
@@ -103,7 +112,7 @@ final class NATSDaemonTests: XCTestCase {
 
         func ctl(_ args: [String]) throws -> ProcessResult {
             try Run.process(
-                Run.product("gateway"), ["ctl"] + args,
+                Self.gateway, ["ctl"] + args,
                 environment: ProcessInfo.processInfo.environment.merging(["DOORGATEWAY_SOCKET": socket]) { $1 },
                 timeout: 20)
         }
@@ -116,7 +125,7 @@ final class NATSDaemonTests: XCTestCase {
         XCTAssertFalse(credsStatus.stdout.contains(try server.credentials.readSeed()), "the seed is never printed")
 
         let daemon = Process()
-        daemon.executableURL = Run.product("gateway")
+        daemon.executableURL = Self.gateway
         daemon.arguments = ["daemon", "--config", config]
         let logPath = dir.appendingPathComponent("gatewayd.log").path
         FileManager.default.createFile(atPath: logPath, contents: nil)

@@ -22,7 +22,11 @@ final class NATSServer {
     private var process: Process?
 
     /// `doorPublish`: what the door may publish (default: everything under its base but `tag`).
-    init(doorJWTSeconds: Int = 0, doorPublish: [String]? = nil, jetStream: Bool = false) throws {
+    /// `serverNames`: the server certificate's subjectAltName.
+    init(
+        doorJWTSeconds: Int = 0, doorPublish: [String]? = nil, jetStream: Bool = false,
+        serverNames: String = "DNS:localhost,IP:127.0.0.1"
+    ) throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("nats-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         port = try MosquittoBroker.freePort()
@@ -30,7 +34,8 @@ final class NATSServer {
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
             "/CN=ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
         ])
-        for name in ["server", "door", "app"] { try makeCert(name) }
+        try makeCert("server", names: serverNames)
+        for name in ["door", "app"] { try makeCert(name) }
         try mkjwt(
             ["init", path("k"), "--port", "\(port)", "--tls", path("ca.crt"), path("server.crt"), path("server.key")]
                 + (jetStream ? ["--jetstream"] : []))
@@ -67,7 +72,7 @@ final class NATSServer {
 
     func settings(refreshFraction: Double = 0.75, jetStream: Bool = false) -> NATSSettings {
         NATSSettings(
-            servers: ["tls://127.0.0.1:\(port)"], prefix: Self.prefix,
+            servers: ["tls://localhost:\(port)"], prefix: Self.prefix,
             tls: .init(enabled: true, caFile: path("ca.crt"), certFile: path("door.crt"), keyFile: path("door.key")),
             credentials: credentials, jetStream: jetStream, reconnectWaitMilliseconds: 500,
             refreshFraction: refreshFraction,
@@ -137,12 +142,12 @@ final class NATSServer {
         }
     }
 
-    private func makeCert(_ name: String) throws {
+    private func makeCert(_ name: String, names: String = "DNS:localhost,IP:127.0.0.1") throws {
         try openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)", "-keyout",
             path("\(name).key"), "-out", path("\(name).csr"),
         ])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+        try "subjectAltName=\(names)\n".write(
             toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
         try openssl([
             "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),

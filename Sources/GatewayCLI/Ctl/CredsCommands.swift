@@ -1,8 +1,16 @@
 import ArgumentParser
 import DoorCore
-import Foundation
 import GatewayConfig
 import GatewayNATS
+import Glibc
+
+// Not Foundation (it would link ICU's data into the static binary; see
+// Support/Essentials.swift): FoundationEssentials' ProcessInfo only.
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `gatewayctl creds …`: the door's NATS credentials (user JWT and nkey
 /// seed) in the state directory; offline, no daemon needed (a running
@@ -52,17 +60,18 @@ struct CredsImport: ParsableCommand {
 
     func run() throws {
         let files = try location.files()
-        let text: String
-        do {
-            let data =
-                file == "-"
-                ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-            guard data.count <= 65_536 else { throw ValidationError("\(file) is over 64 KiB") }
-            text = String(decoding: data, as: UTF8.self)
-        } catch {
-            printError("creds import: \(file): \(error)\n")
+        let fd = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            printError("creds import: \(file): \(String(cString: strerror(errno)))\n")
             throw ExitCode(1)
         }
+        let bytes = FD.readToEnd(fd)
+        if fd != 0 { close(fd) }
+        guard let bytes, bytes.count <= 65_536 else {
+            printError("creds import: \(file): unreadable or over 64 KiB\n")
+            throw ExitCode(1)
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
         do {
             let jwt = try files.install(text, now: Int64(time(nil)))
             print("installed: \(files.jwtPath)")
