@@ -81,6 +81,18 @@ final class NATSLinkTests: XCTestCase {
             (1...2).contains(peer.messages(state).count)
                 && peer.messages(state).allSatisfy { $0 == "{\"locked\":true}" }, "\(peer.lines)\n\(log.all)")
 
+        // A JWT pushed for another user, and a payload carrying a seed, are refused; the file stays.
+        let before = try server.credentials.readJWT()
+        let appJWT = try String(contentsOfFile: server.path("k/app.jwt"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        peer.send("PUB \(NATSServer.base).creds.jwt \(appJWT)")
+        peer.send("PUB \(NATSServer.base).creds.jwt -----BEGIN USER NKEY SEED----- SUAX")
+        XCTAssertTrue(waitUntil { log.all.filter { $0.contains("creds.jwt: refused") }.count == 2 }, "\(log.all)")
+        XCTAssertTrue(log.all.contains { $0.contains("not this door's nkey") })
+        XCTAssertFalse(log.all.contains { $0.contains(appJWT) }, "a pushed JWT is never logged")
+        XCTAssertEqual(try server.credentials.readJWT(), before)
+        XCTAssertEqual(link.status.refreshes, 0)
+
         peer.send("PUB \(NATSServer.base).command.native {\"cmd\":\"open\"}")
         peer.send("PUB \(NATSServer.base).command.lock UNLOCK")
         peer.send("PUB \(NATSServer.base).command.bogus x")
