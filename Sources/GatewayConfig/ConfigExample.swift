@@ -286,10 +286,10 @@ public enum ConfigExample {
             [nats.tls]
             # With TLS on (the default) and transport = "nats", ca_file is required;
             # cert_file and key_file (together) give a client certificate.
-            enabled = true
             # ca_file = "/etc/doorgateway/nats-ca.pem"
             # cert_file = "/etc/doorgateway/\(deviceID)-nats.crt"
             # key_file = "/etc/doorgateway/\(deviceID)-nats.key"
+            enabled = true
 
             [control]
             # The gatewayctl socket. Default: <runtime_dir>/control.sock.
