@@ -220,8 +220,24 @@ public final class NATSLink: @unchecked Sendable {
         }
     }
 
+    /// Waits out a backoff; ends early on `stop`, or when the JWT file
+    /// changes (a `gatewayctl creds import` or a pushed JWT is tried at once,
+    /// not after up to 30 s).
     private func sleepInterruptibly(_ seconds: Double) {
-        _ = queue.wait(for: .milliseconds(Int(seconds * 1000))) { $0.stopping }
+        let start = jwtFileStamp()
+        let until = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < until {
+            if queue.wait(for: .milliseconds(200), until: { $0.stopping }) { return }
+            if jwtFileStamp() != start { return }
+        }
+    }
+
+    /// The JWT file's modification time and inode (a rename gives a new inode).
+    private func jwtFileStamp() -> [Int] {
+        guard let path = settings.credentials?.jwtPath else { return [] }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return [-1] }
+        return [Int(st.st_ino), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec)]
     }
 
     /// One connection: options, credentials, TLS, callbacks, connect, subscriptions.

@@ -266,9 +266,15 @@ final class NATSLinkTests: XCTestCase {
         usleep(300_000)
         XCTAssertEqual(try outbox.depth(), 1, "kept while disconnected")
 
+        // Let the backoff grow past a few seconds: the new file must cut it short.
+        usleep(3_000_000)
         let fresh = try server.reissueDoorJWT(seconds: 120)
         try server.credentials.install(fresh, now: Int64(time(nil)))
+        let installed = Date()
         XCTAssertTrue(waitUntil(20) { link.isConnected }, "rebuilt: \(String(describing: link.status.lastError))")
+        let rebuild = Date().timeIntervalSince(installed)
+        print("nats rebuild: connected \(String(format: "%.3f", rebuild)) s after the fresh JWT was installed")
+        XCTAssertLessThan(rebuild, 1.5, "the new JWT file ends the backoff")
         XCTAssertGreaterThanOrEqual(link.status.connections, 2)
         XCTAssertEqual(link.status.credentials?.kind, .ok)
         XCTAssertTrue(waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 })
