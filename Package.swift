@@ -28,6 +28,9 @@ let package = Package(
             name: "CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(
+            name: "CNATS", pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]),
+        .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(
@@ -54,6 +57,14 @@ let package = Package(
             name: "GatewayMQTT",
             dependencies: [
                 "DoorCore", "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // MARK: NATS adapter: the only code that touches libnats; a transport like GatewayMQTT
+        // (the same DoorCore ports), chosen by `[remote] transport`.
+        .target(
+            name: "GatewayNATS",
+            dependencies: [
+                "DoorCore", "CNATS", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
@@ -86,7 +97,8 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "TerminalQR",
+                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "GatewayNATS",
+                "TerminalQR",
                 "CClockSync",
                 "Arguments",
                 .product(name: "Logging", package: "swift-log"),
@@ -126,6 +138,8 @@ let package = Package(
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
         .testTarget(
             name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayCLI", "TestSupport"]),
+        .testTarget(
+            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "GatewayCLI", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),

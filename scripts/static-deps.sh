@@ -5,7 +5,8 @@
 # libusb.a (libusb-0.1, which Debian's libnfc links), but no libmosquitto.a and
 # no libqrencode.a. This script builds those two from Debian's own source
 # packages (the version of the installed -dev package, so headers and archive
-# agree), once, into a cache outside the working tree. It also builds libnfc
+# agree), once, into a cache outside the working tree. libnats (Debian source
+# nats.c) likewise: libnats-dev ships only the shared library. It also builds libnfc
 # from Debian's libnfc source with the project's patches/libnfc/*.patch (a
 # malformed PN532 answer makes stock libnfc 1.8.0 abort() or memcpy SIZE_MAX
 # bytes; see board/libnfc.md) and Debian's own configure flags, so the static
@@ -22,6 +23,7 @@
 #   src/        unpacked Debian sources and cmake build trees (scratch)
 #   mosquitto/  include/ lib/libmosquitto.a  .stamp
 #   qrencode/   include/ lib/libqrencode.a   .stamp
+#   nats/       lib/libnats.a (headers stay Debian's /usr/include/nats)  .stamp
 #   libnfc/     lib/libnfc-patched.a (headers stay Debian's /usr/include/nfc)  .stamp
 #   pkgconfig/  the .pc files to put in PKG_CONFIG_PATH
 # A library is rebuilt only when its .stamp (Debian source version + recipe)
@@ -34,7 +36,7 @@ SYSLIB="/usr/lib/$MULTIARCH"
 # Build tools and the libraries whose Debian packages ship the static archives.
 NEEDED_PACKAGES=(cmake dpkg-dev gcc make pkg-config file autoconf automake libtool
     libssl-dev libsqlite3-dev libnfc-dev libusb-dev libgpiod-dev
-    libmosquitto-dev libqrencode-dev)
+    libmosquitto-dev libqrencode-dev libnats-dev)
 
 say() { echo "static-deps: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -44,6 +46,15 @@ MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PI
     -DWITH_BROKER=OFF -DWITH_APPS=OFF -DWITH_CLIENTS=OFF -DDOCUMENTATION=OFF
     -DWITH_PLUGINS=OFF -DWITH_CJSON=OFF -DWITH_TLS=ON -DWITH_THREADING=ON
     -DWITH_SRV=OFF -DWITH_WEBSOCKETS=OFF -DWITH_SOCKS=ON)
+# libnats: TLS through OpenSSL on, NATS Streaming off (it needs protobuf-c),
+# no examples, tests or shared library. The OpenSSL 1.1+ API as Debian's build
+# uses it (its libnats.so imports SSL_set1_host): host verification then
+# matches an IP address against the certificate's IP SAN, as the shared
+# library does; without it a tls://127.0.0.1 URL failed "hostname mismatch".
+NATS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DNATS_BUILD_STREAMING=OFF -DNATS_BUILD_WITH_TLS=ON
+    -DNATS_BUILD_TLS_USE_OPENSSL_1_1_API=ON -DNATS_BUILD_TLS_FORCE_HOST_VERIFY=ON
+    -DNATS_BUILD_LIB_STATIC=ON -DNATS_BUILD_LIB_SHARED=OFF -DNATS_BUILD_EXAMPLES=OFF
+    -DBUILD_TESTING=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
     -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWITH_TOOLS=NO -DWITH_TESTS=NO -DWITHOUT_PNG=YES)
 
@@ -81,6 +92,43 @@ EOF
     apt-get "${APT_OPTS[@]}" update -qq >/dev/null
 }
 
+# Where an upstream tarball may be fetched when the mirror has the signed .dsc
+# but not the tarball itself (seen: nats.c 3.4.1-1, both files 404).
+upstream_url() {
+    case "$1" in
+    nats.c_*.orig.tar.gz)
+        local v="${1#nats.c_}"
+        echo "https://github.com/nats-io/nats.c/archive/refs/tags/v${v%.orig.tar.gz}.tar.gz"
+        ;;
+    esac
+}
+
+# upstream_tarball SRCPKG WORK: the .orig tarball the .dsc in WORK names, taken
+# from $CACHE_ROOT/upstream/ (put there by hand, e.g. for nats.c:
+# `git archive --format=tar --prefix=nats.c-3.4.1/ v3.4.1 | gzip -n` of the
+# upstream repository, which is byte for byte Debian's) or downloaded from
+# upstream_url, and accepted only if its SHA-256 is the one the .dsc lists
+# (apt checked the .dsc against the signed Sources index). Prints its path.
+upstream_tarball() {
+    local dsc name sum file url
+    dsc="$(find "$2" -maxdepth 1 -name "$1_*.dsc" | head -n1)"
+    [ -n "$dsc" ] || return 1
+    read -r sum name < <(awk '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 }
+        on && $3 ~ /\.orig\.tar\./ { print $1, $3; exit }' "$dsc")
+    [ -n "${name:-}" ] || return 1
+    file="$CACHE_ROOT/upstream/$name"
+    if [ ! -f "$file" ] && url="$(upstream_url "$name")" && [ -n "$url" ]; then
+        say "fetching $name from $url"
+        mkdir -p "$CACHE_ROOT/upstream"
+        curl -fsSL -o "$file.part" "$url" >&2 && mv "$file.part" "$file" || rm -f "$file.part"
+    fi
+    [ -f "$file" ] || { say "no $name: put it in $CACHE_ROOT/upstream/"; return 1; }
+    [ "$(sha256sum "$file" | cut -d' ' -f1)" = "$sum" ] ||
+        { say "$file does not match the SHA-256 in $(basename "$dsc")"; return 1; }
+    cp "$file" "$2/"
+    echo "$2/$name"
+}
+
 # fetch_source SRCPKG VERSION DEST: unpack Debian's source package into DEST.
 fetch_source() {
     local pkg="$1" version="$2" dest="$3" work="$CACHE_ROOT/src/$1"
@@ -94,7 +142,8 @@ fetch_source() {
         # tarball; apt has already checked that tarball against the signed
         # Sources index, so build from it (without Debian's patches).
         orig="$(find "$work" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | head -n1)"
-        [ -n "$orig" ] || die "apt-get source $pkg=$version failed, see $work.log"
+        [ -n "$orig" ] || orig="$(upstream_tarball "$pkg" "$work")" ||
+            die "apt-get source $pkg=$version failed, see $work.log"
         say "the mirror lacks part of $pkg $version; using the upstream tarball $(basename "$orig")"
         tar -xf "$orig" -C "$work"
     fi
@@ -134,6 +183,16 @@ build_lib() {
 install_mosquitto() {
     cp "$1/lib/libmosquitto_static.a" "$3/lib/libmosquitto.a"
     cp "$2"/include/mosquitto.h "$2"/include/mqtt_protocol.h "$3/include/"
+}
+
+# The archive is libnats_static.a; installed as libnats.a for a plain -lnats.
+# Its headers are the installed libnats-dev's (same Debian version).
+install_nats() {
+    local a
+    a="$(find "$1" -name libnats_static.a | head -n1)"
+    [ -n "$a" ] || die "the nats.c build made no libnats_static.a"
+    cp "$a" "$3/lib/libnats.a"
+    rmdir "$3/include"
 }
 
 install_qrencode() {
@@ -221,6 +280,8 @@ write_pkgconfig() {
     write_pc libmosquitto "$(deb_version libmosquitto-dev)" \
         "-I$CACHE_ROOT/mosquitto/include -DLIBMOSQ_STATIC" \
         "-L$CACHE_ROOT/mosquitto/lib -lmosquitto -L$SYSLIB -lssl -lcrypto -ldl -lpthread"
+    write_pc libnats "$(deb_version libnats-dev)" "" \
+        "-L$CACHE_ROOT/nats/lib -lnats -L$SYSLIB -lssl -lcrypto -ldl -lpthread"
     write_pc libqrencode "$(deb_version libqrencode-dev)" "-I$CACHE_ROOT/qrencode/include" \
         "-L$CACHE_ROOT/qrencode/lib -lqrencode -lpthread"
 }
@@ -232,6 +293,7 @@ exec 9>"$CACHE_ROOT/.lock"
 flock 9
 build_lib mosquitto mosquitto libmosquitto-dev "${MOSQUITTO_CMAKE[@]}"
 build_lib qrencode qrencode libqrencode-dev "${QRENCODE_CMAKE[@]}"
+build_lib nats nats.c libnats-dev "${NATS_CMAKE[@]}"
 build_libnfc
 write_pkgconfig
 say "ready: PKG_CONFIG_PATH=$CACHE_ROOT/pkgconfig"

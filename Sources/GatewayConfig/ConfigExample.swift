@@ -254,6 +254,43 @@ public enum ConfigExample {
             # A mapping given here replaces the default one below whole.
             \(mapping)
 
+            [remote]
+            # What carries events and commands: "mqtt" ([mqtt] above) or "nats"
+            # ([nats] below). [mqtt]'s command rules, uid_in_events, outbox_limit
+            # and telemetry_s apply to both; mqtt.enabled is ignored with "nats".
+            transport = "mqtt"
+
+            [nats]
+            # Servers, tried in order: tls://HOST:PORT (or nats://HOST:PORT).
+            # Required with transport = "nats".
+            # servers = ["tls://nats.example:4222"]
+            # Subjects are PREFIX.<device.id>.event|telemetry|state|availability,
+            # commands arrive on PREFIX.<device.id>.command.*; see docs/nats.md.
+            prefix = "doorgateway"
+            # Decentralised auth: the user JWT (user.jwt) and its nkey seed
+            # (user.nk, 0600) in this directory, installed by `gatewayctl creds
+            # import`. Default: <state_dir>/nats.
+            # creds_dir = "\(D.stateDirectory)/nats"
+            # Or two explicit files (both or neither).
+            # jwt_file = "/etc/doorgateway/nats/user.jwt"
+            # seed_file = "/etc/doorgateway/nats/user.nk"
+            # Delete outbox rows on JetStream's acknowledgement (a stream must
+            # cover the door's subjects); otherwise after a publish and a flush.
+            jetstream = false
+            # libnats' wait between reconnect attempts.
+            reconnect_wait_ms = 500
+            # Ask for a new JWT (on PREFIX.<device.id>.creds.request) after this
+            # share of its lifetime, in percent.
+            refresh_percent = 75
+
+            [nats.tls]
+            # With TLS on (the default) and transport = "nats", ca_file is required;
+            # cert_file and key_file (together) give a client certificate.
+            # ca_file = "/etc/doorgateway/nats-ca.pem"
+            # cert_file = "/etc/doorgateway/\(deviceID)-nats.crt"
+            # key_file = "/etc/doorgateway/\(deviceID)-nats.key"
+            enabled = true
+
             [control]
             # The gatewayctl socket. Default: <runtime_dir>/control.sock.
             # socket = "\(D.runtimeDirectory)/control.sock"

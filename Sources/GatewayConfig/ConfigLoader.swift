@@ -201,12 +201,16 @@ extension GatewayConfiguration {
         }
 
         let fleet = readFleet(root, mqtt: mqtt)
+        // [remote] and [nats] (ConfigNATS.swift).
+        let remote = readRemote(root)
+        let nats = readNATS(root, required: remote.transport == .nats)
 
         root.finish()
         var configuration = GatewayConfiguration(
             deviceID: id, board: kind ?? .sim, chip: chip, reader: reader, outputs: outputs,
             indicators: indicators, button: button, doorContact: doorContact, door: door,
-            declareClockSynchronised: synchronised, mqtt: mqtt, control: control, paths: paths)
+            declareClockSynchronised: synchronised, mqtt: mqtt, control: control, paths: paths,
+            remote: remote, nats: nats)
         configuration.fleet = fleet
         return configuration
     }

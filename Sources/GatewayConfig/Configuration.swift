@@ -140,6 +140,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var mqtt: MQTT
     public var control: Control
     public var paths: Paths
+    /// `[remote]` and `[nats]` (ConfigNATS.swift).
+    public var remote = Remote()
+    public var nats = NATS()
 
     // MARK: [fleet] (docs/fleet.md)
 

@@ -62,6 +62,14 @@ extension GatewayConfiguration {
                     ? "held open after \(s(d.doorContact.heldOpenAfter)), grace \(s(d.doorContact.openGrace))" : "off"))
         lines.append("clock " + (declareClockSynchronised ? "declared synchronised" : "from adjtimex"))
         lines.append("mqtt " + (mqtt.enabled ? mqttSummary : "off"))
+        if remote.transport == .nats {
+            let n = nats
+            let tls = n.tls.enabled ? "TLS" + (n.tls.certFile.map { " cert \($0)" } ?? "") : "plain TCP"
+            let creds = n.credentialPaths(stateDirectory: paths.stateDirectory)
+            lines.append(
+                "remote nats \(n.servers.joined(separator: " ")), \(tls), prefix \(n.prefix).\(deviceID), "
+                    + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %" + (n.jetStream ? ", JetStream acks" : ""))
+        }
         lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
         lines.append("paths state \(paths.stateDirectory), runtime \(paths.runtimeDirectory)")
         return lines

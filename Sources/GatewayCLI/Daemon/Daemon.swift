@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import GatewayConfig
 import GatewayMQTT
+import GatewayNATS
 import GatewayStore
 import Logging
 
@@ -29,6 +30,8 @@ final class Daemon: @unchecked Sendable {
     var preparedRemote: MQTTLink?
     /// The fleet (docs/fleet.md), made with the MQTT link when `[fleet]` is on.
     var fleetReceiver: FleetReceiver?
+    /// The NATS link, with `[remote] transport = "nats"` (DaemonNATS.swift).
+    var natsRemote: NATSLink?
     /// Makes each event's outbox message once MQTT is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
@@ -162,8 +165,9 @@ final class Daemon: @unchecked Sendable {
         }
         if new.boardDescription != configuration.boardDescription || new.reader != configuration.reader
             || new.mqtt != configuration.mqtt || new.paths != configuration.paths
+            || new.remote != configuration.remote || new.nats != configuration.nats
         {
-            log.warning("reload: board, reader, MQTT or path changes take effect at the next restart")
+            log.warning("reload: board, reader, MQTT, NATS or path changes take effect at the next restart")
         }
         do {
             try store.syncActions(new.door.actions)

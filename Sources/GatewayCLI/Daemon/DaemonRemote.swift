@@ -15,6 +15,7 @@ extension Daemon {
     /// MQTT, before the door starts: the link made (not yet connected) and
     /// wired, so every event from the first has its outbox message.
     func prepareRemote() {
+        if configuration.remote.transport == .nats { return prepareNATS() }
         guard configuration.mqtt.enabled else { return }
         var mqtt = configuration.mqtt
         // Relative TLS paths are systemd credentials (LoadCredential=).
@@ -53,7 +54,7 @@ extension Daemon {
             area: mqtt.homeAssistantArea)
         let hashed = mqtt.uidInEvents == .hmac
         let uidText = { (uid: TagUID) in Payloads.uidText(uid, hashed: hashed, deviceKey: deviceKey) }
-        eventOutbox.attach(link, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
+        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
             if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
@@ -76,6 +77,7 @@ extension Daemon {
     /// MQTT: events through the durable outbox, retained state, telemetry,
     /// remote commands into the door queue, Home Assistant discovery.
     func startRemote() {
+        if let nats = natsRemote { return startNATS(nats) }
         guard let link = preparedRemote else { return }
         do {
             try link.start()
@@ -96,14 +98,18 @@ extension Daemon {
     /// by the MQTT link, once there is one) to commit with the audit row.
     final class EventOutbox: @unchecked Sendable {
         private struct Attached {
-            var link: MQTTLink
+            var committed: @Sendable () -> Void
             var limit: Int
             var make: (DoorEvent, Int64) -> GatewayStore.OutboxEntry
         }
         private let attached = Mutex<Attached?>(nil)
 
-        func attach(_ link: MQTTLink, limit: Int, make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry) {
-            attached.withLock { $0 = Attached(link: link, limit: limit, make: make) }
+        /// `committed` tells the transport (MQTT or NATS) to publish.
+        func attach(
+            _ committed: @escaping @Sendable () -> Void, limit: Int,
+            make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry
+        ) {
+            attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
         }
 
         /// Nil while MQTT is off (or its link could not be made).
@@ -113,7 +119,7 @@ extension Daemon {
         }
 
         /// The audit row and its message are committed: publish.
-        func committed() { attached.withLock { $0?.link }?.outboxCommitted() }
+        func committed() { attached.withLock { $0?.committed }?() }
     }
 
     private func startTelemetry(_ link: MQTTLink, every seconds: Int) {
@@ -139,9 +145,11 @@ extension Daemon {
     func stopRemote() {
         telemetryTimer?.cancel()
         remote?.stop()
+        natsRemote?.stop()
     }
 
     func remoteStatus() -> JSONValue {
+        if let nats = natsRemote { return natsStatus(nats) }
         guard let link = remote else {
             return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))])
         }

@@ -1,0 +1,116 @@
+import DoorCore
+
+/// Which transport carries events and commands (`[remote] transport`).
+public enum RemoteTransport: String, Sendable, CaseIterable { case mqtt, nats }
+
+extension GatewayConfiguration {
+    /// `[remote]`: the transport. MQTT (the default, so existing files keep
+    /// working) or NATS; `[mqtt]`'s command rules, `uid_in_events`,
+    /// `outbox_limit` and `telemetry_s` apply to either.
+    public struct Remote: Equatable, Sendable {
+        public var transport: RemoteTransport = .mqtt
+        public init(transport: RemoteTransport = .mqtt) { self.transport = transport }
+    }
+
+    /// `[nats]`: the NATS server, subjects, TLS and decentralised credentials
+    /// (user JWT + nkey seed, files in the state directory).
+    public struct NATS: Equatable, Sendable {
+        public struct TLS: Equatable, Sendable {
+            public var enabled = true
+            public var caFile: String?
+            public var certFile: String?
+            public var keyFile: String?
+        }
+        /// `tls://host:4222` (or `nats://` without TLS), tried in order.
+        public var servers: [String] = []
+        /// Subjects are `<prefix>.<device.id>.…`.
+        public var prefix = "doorgateway"
+        public var tls = TLS()
+        /// Holds `user.jwt` and `user.nk`; default `<state_dir>/nats`.
+        public var credentialsDirectory: String?
+        /// Explicit files instead of the directory's (both or neither).
+        public var jwtFile: String?
+        public var seedFile: String?
+        /// Delete outbox rows on JetStream's PubAck (a stream must take the subjects).
+        public var jetStream = false
+        public var reconnectWaitMilliseconds = 500
+        /// Ask for a new JWT after this share of its lifetime (percent).
+        public var refreshPercent = 75
+        public init() {}
+
+        /// The JWT and seed paths for a state directory.
+        public func credentialPaths(stateDirectory: String) -> (jwt: String, seed: String) {
+            if let j = jwtFile, let s = seedFile { return (j, s) }
+            let dir = credentialsDirectory ?? stateDirectory + "/nats"
+            return (dir + "/user.jwt", dir + "/user.nk")
+        }
+    }
+
+    static func readRemote(_ root: TableReader) -> Remote {
+        let t = root.table("remote")
+        let remote = Remote(transport: t?.choice("transport", RemoteTransport.mqtt) ?? .mqtt)
+        t?.finish()
+        return remote
+    }
+
+    static func readNATS(_ root: TableReader, required: Bool) -> NATS {
+        var n = NATS()
+        let t = root.table("nats")
+        n.servers = t?.stringList("servers", [], Check.natsURL) ?? []
+        if required && n.servers.isEmpty {
+            root.sink.add(
+                "nats.servers", "is required with remote.transport = \"nats\": e.g. [\"tls://nats.example:4222\"]")
+        }
+        n.prefix = t?.string("prefix", "doorgateway", Check.natsPrefix) ?? "doorgateway"
+        n.credentialsDirectory = t?.optionalString("creds_dir", Check.absolutePath)
+        n.jwtFile = t?.optionalString("jwt_file", Check.absolutePath)
+        n.seedFile = t?.optionalString("seed_file", Check.absolutePath)
+        if let t, t.has("jwt_file") != t.has("seed_file") {
+            t.fail(
+                t.has("jwt_file") ? "seed_file" : "jwt_file",
+                "is required with the other: the JWT and its seed go together")
+        }
+        n.jetStream = t?.bool("jetstream", false) ?? false
+        n.reconnectWaitMilliseconds = t?.int("reconnect_wait_ms", 500, 100...60_000) ?? 500
+        n.refreshPercent = t?.int("refresh_percent", 75, 10...95) ?? 75
+        let tls = t?.table("tls")
+        n.tls.enabled = tls?.bool("enabled", true) ?? true
+        n.tls.caFile = tls?.optionalString("ca_file", Check.absolutePath)
+        n.tls.certFile = tls?.optionalString("cert_file", Check.absolutePath)
+        n.tls.keyFile = tls?.optionalString("key_file", Check.absolutePath)
+        if let tls, tls.has("cert_file") != tls.has("key_file") {
+            tls.fail(
+                tls.has("cert_file") ? "key_file" : "cert_file",
+                "is required with the other: the client certificate and its key go together")
+        }
+        if required && n.tls.enabled && n.tls.caFile == nil {
+            root.sink.add(
+                "nats.tls.ca_file", "is required with TLS on (or nats.tls.enabled = false for a plain-TCP server)")
+        }
+        tls?.finish()
+        t?.finish()
+        return n
+    }
+}
+
+extension Check {
+    /// `nats://host:port` or `tls://host:port`.
+    static func natsURL(_ s: String) -> String? {
+        if let why = text(max: 512)(s) { return why }
+        guard s.hasPrefix("nats://") || s.hasPrefix("tls://") else {
+            return "\"\(s)\": expected nats://HOST:PORT or tls://HOST:PORT"
+        }
+        return s.unicodeScalars.contains { $0.value <= 0x20 } ? "\"\(s)\" has a space" : nil
+    }
+
+    /// Subject tokens separated by dots: no wildcards, spaces or empty tokens.
+    static func natsPrefix(_ s: String) -> String? {
+        let tokens = s.split(separator: ".", omittingEmptySubsequences: false)
+        let ok =
+            s.utf8.count <= 128
+            && tokens.allSatisfy { t in
+                !t.isEmpty && !t.unicodeScalars.contains { "*>".unicodeScalars.contains($0) || $0.value <= 0x20 }
+            }
+        return ok ? nil : "\"\(s)\": subject tokens separated by '.', without '*', '>' or spaces"
+    }
+}

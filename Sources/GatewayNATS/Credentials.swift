@@ -1,0 +1,353 @@
+import COpenSSL
+import DoorCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// NATS nkeys: base32 (RFC 4648, no padding) of a prefix byte, the 32-byte
+/// ed25519 key and a CRC-16/XMODEM (little-endian). A seed has two prefix
+/// bytes (`S` and the key's type); a user's public key starts with `U`.
+public enum NKey {
+    static let prefixSeed: UInt8 = 18 << 3
+    static let prefixUser: UInt8 = 20 << 3
+
+    /// The user public key (`U…`) of a user seed (`SU…`); nil for anything else.
+    public static func userPublicKey(seed: String) -> String? {
+        guard let raw = decode(seed), raw.count == 34 else { return nil }
+        let b1 = raw[0] & 0xF8
+        let type = ((raw[0] & 0x07) << 5) | ((raw[1] & 0xF8) >> 3)
+        guard b1 == prefixSeed, type == prefixUser else { return nil }
+        guard let pub = ed25519PublicKey(Array(raw[2..<34])) else { return nil }
+        return encode([prefixUser] + pub)
+    }
+
+    /// Whether `text` is a well-formed user public key (prefix and checksum).
+    public static func isUserPublicKey(_ text: String) -> Bool {
+        guard let raw = decode(text), raw.count == 33 else { return false }
+        return raw[0] == prefixUser
+    }
+
+    static func ed25519PublicKey(_ seed: [UInt8]) -> [UInt8]? {
+        guard let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, seed, seed.count) else { return nil }
+        defer { EVP_PKEY_free(key) }
+        var pub = [UInt8](repeating: 0, count: 32)
+        var len = 32
+        guard EVP_PKEY_get_raw_public_key(key, &pub, &len) == 1, len == 32 else { return nil }
+        return pub
+    }
+
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
+
+    /// Payload plus checksum, in base32.
+    static func encode(_ payload: [UInt8]) -> String {
+        let crc = crc16(payload)
+        let bytes = payload + [UInt8(crc & 0xFF), UInt8(crc >> 8)]
+        var out: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for b in bytes {
+            buffer = (buffer << 8) | Int(b)
+            bits += 8
+            while bits >= 5 {
+                out.append(alphabet[(buffer >> (bits - 5)) & 31])
+                bits -= 5
+            }
+        }
+        if bits > 0 { out.append(alphabet[(buffer << (5 - bits)) & 31]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The payload of a base32 nkey whose checksum holds; nil otherwise.
+    static func decode(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for c in text.utf8 {
+            guard let v = alphabet.firstIndex(of: c) else { return nil }
+            buffer = ((buffer << 5) | v) & 0xFFFF
+            bits += 5
+            if bits >= 8 {
+                out.append(UInt8((buffer >> (bits - 8)) & 0xFF))
+                bits -= 8
+            }
+        }
+        guard out.count >= 3 else { return nil }
+        let payload = Array(out.dropLast(2))
+        let crc = UInt16(out[out.count - 2]) | UInt16(out[out.count - 1]) << 8
+        return crc16(payload) == crc ? payload : nil
+    }
+
+    static func crc16(_ bytes: [UInt8]) -> UInt16 {
+        var crc: UInt16 = 0
+        for b in bytes {
+            crc ^= UInt16(b) << 8
+            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1 }
+        }
+        return crc
+    }
+}
+
+/// The claims of a user JWT the door cares about. The signature is the
+/// server's to check (it knows the account key); the door checks only that the
+/// JWT is its own (`sub`) and still valid (`exp`).
+public struct UserJWT: Equatable, Sendable {
+    public var text: String
+    public var subject: String
+    public var issuedAt: Int64?
+    public var expires: Int64?
+    public var name: String?
+
+    public enum Problem: Error, Equatable, CustomStringConvertible {
+        case malformed(String)
+        case notForThisDoor(subject: String, expected: String)
+        case expired(Int64)
+        public var description: String {
+            switch self {
+            case .malformed(let why): return "not a NATS user JWT: \(why)"
+            case .notForThisDoor(let s, let e): return "the JWT is for \(s), not this door's nkey \(e)"
+            case .expired(let exp): return "the JWT expired at \(UTCTime.iso8601(exp))"
+            }
+        }
+    }
+
+    /// Parses `header.claims.signature` (base64url); checks the header and that
+    /// `sub` is a user public key. Never includes the text in an error.
+    public init(_ raw: String) throws(Problem) {
+        let text = NATSCredentialFiles.trimmed(raw)
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, text.utf8.count <= 16_384 else {
+            throw .malformed("expected three dot-separated parts")
+        }
+        guard let headerBytes = Base64URL.decode(String(parts[0])),
+            let header = try? JSONValue.parse(headerBytes),
+            case .string(let alg)? = header["alg"], alg.lowercased().hasPrefix("ed25519")
+        else { throw .malformed("the header is not an ed25519-nkey JWT header") }
+        guard let claimBytes = Base64URL.decode(String(parts[1])), let claims = try? JSONValue.parse(claimBytes)
+        else { throw .malformed("the claims are not base64url JSON") }
+        guard let sig = Base64URL.decode(String(parts[2])), sig.count == 64 else {
+            throw .malformed("the signature is not 64 bytes")
+        }
+        guard case .string(let sub)? = claims["sub"], NKey.isUserPublicKey(sub) else {
+            throw .malformed("`sub` is not a user nkey")
+        }
+        if case .object(let nats)? = claims["nats"], let type = nats.first(where: { $0.0 == "type" })?.1,
+            type != .string("user")
+        {
+            throw .malformed("`nats.type` is not \"user\"")
+        }
+        self.text = text
+        subject = sub
+        issuedAt = Self.integer(claims["iat"])
+        expires = Self.integer(claims["exp"])
+        if case .string(let n)? = claims["name"] { name = n }
+    }
+
+    static func integer(_ v: JSONValue?) -> Int64? {
+        switch v {
+        case .int(let i)?: return i
+        case .double(let d)?: return Int64(d)
+        default: return nil
+        }
+    }
+
+    /// This JWT for the door whose public key is `publicKey`, unexpired at `now`.
+    public func check(publicKey: String, now: Int64) throws(Problem) {
+        guard subject == publicKey else { throw .notForThisDoor(subject: subject, expected: publicKey) }
+        if let exp = expires, exp <= now { throw .expired(exp) }
+    }
+}
+
+/// What status and telemetry say about the credentials.
+public struct CredentialState: Equatable, Sendable {
+    public enum Kind: String, Sendable { case ok, expired, missing, invalid }
+    public var kind: Kind
+    public var subject: String?
+    public var expires: Int64?
+    public var expiresIn: Int64?
+    public var problem: String?
+
+    public var json: JSONValue {
+        .object([
+            ("state", .string(kind.rawValue)), ("subject", .optional(subject)),
+            ("expires", expires.map { .string(UTCTime.iso8601($0)) } ?? .null),
+            ("expires_in", expiresIn.map { .int($0) } ?? .null), ("problem", .optional(problem)),
+        ])
+    }
+}
+
+/// The credential files in the state directory: `user.jwt` (the user JWT,
+/// replaced atomically on refresh) and `user.nk` (the nkey seed, 0600). The
+/// seed is read here and handed to `nats_Sign` only; it is never logged or
+/// printed.
+public struct NATSCredentialFiles: Sendable {
+    public var jwtPath: String
+    public var seedPath: String
+
+    public init(jwtPath: String, seedPath: String) {
+        self.jwtPath = jwtPath
+        self.seedPath = seedPath
+    }
+
+    /// `DIR/user.jwt` and `DIR/user.nk`.
+    public init(directory: String) {
+        self.init(jwtPath: directory + "/user.jwt", seedPath: directory + "/user.nk")
+    }
+
+    public enum Failure: Error, CustomStringConvertible {
+        case io(String)
+        case invalid(String)
+        public var description: String {
+            switch self {
+            case .io(let m): return m
+            case .invalid(let m): return m
+            }
+        }
+    }
+
+    /// The seed (`SU…`), from `user.nk` or a `.creds` file's seed block.
+    public func readSeed() throws(Failure) -> String {
+        let text = try Self.read(seedPath)
+        let seed = Self.block(text, "NKEY SEED") ?? Self.trimmed(text)
+        guard NKey.userPublicKey(seed: seed) != nil else {
+            throw .invalid("\(seedPath) does not hold a user nkey seed")
+        }
+        return seed
+    }
+
+    /// The JWT text as it is on disk now (a `.creds` file's JWT block, or the JWT alone).
+    public func readJWT() throws(Failure) -> String {
+        let text = try Self.read(jwtPath)
+        return Self.block(text, "JWT") ?? Self.trimmed(text)
+    }
+
+    /// The door's public key (from its seed).
+    public func publicKey() throws(Failure) -> String {
+        guard let key = NKey.userPublicKey(seed: try readSeed()) else { throw .invalid("bad seed") }
+        return key
+    }
+
+    /// Ok / expired / missing / invalid at `now`.
+    public func state(now: Int64) -> CredentialState {
+        let text: String
+        do { text = try readJWT() } catch {
+            return CredentialState(kind: .missing, problem: "\(error)")
+        }
+        let jwt: UserJWT
+        do { jwt = try UserJWT(text) } catch {
+            return CredentialState(kind: .invalid, problem: "\(error)")
+        }
+        var s = CredentialState(
+            kind: .ok, subject: jwt.subject, expires: jwt.expires, expiresIn: jwt.expires.map { $0 - now })
+        do {
+            try jwt.check(publicKey: try publicKey(), now: now)
+        } catch let p as UserJWT.Problem {
+            if case .expired = p { s.kind = .expired } else { s.kind = .invalid }
+            s.problem = "\(p)"
+        } catch {
+            s.kind = .missing
+            s.problem = "\(error)"
+        }
+        return s
+    }
+
+    /// Validates `text` (a `.creds` file, or a bare JWT for the seed already
+    /// installed) and installs it: the seed (if the text has one) and the JWT,
+    /// each written to a temporary file (0600), fsynced and renamed over.
+    @discardableResult
+    public func install(_ text: String, now: Int64) throws -> UserJWT {
+        let jwtText = Self.block(text, "JWT") ?? Self.trimmed(text)
+        let seed = Self.block(text, "NKEY SEED")
+        let jwt = try UserJWT(jwtText)
+        let publicKey: String
+        if let seed {
+            guard let key = NKey.userPublicKey(seed: seed) else {
+                throw Failure.invalid("the seed is not a user nkey seed")
+            }
+            publicKey = key
+        } else {
+            publicKey = try self.publicKey()
+        }
+        try jwt.check(publicKey: publicKey, now: now)
+        if let seed { try Self.writeAtomically(seedPath, seed + "\n") }
+        try Self.writeAtomically(jwtPath, jwt.text + "\n")
+        return jwt
+    }
+
+    // MARK: Files
+
+    static func read(_ path: String) throws(Failure) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io("\(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= 65_536 {
+            let n = Glibc.read(fd, &chunk, chunk.count)
+            if n < 0 { throw .io("\(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        guard bytes.count <= 65_536 else { throw .invalid("\(path) is over 64 KiB") }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func writeAtomically(_ path: String, _ text: String) throws(Failure) {
+        let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        if !dir.isEmpty {
+            // Missing directories on the way (the state directory itself
+            // normally exists) are made 0700.
+            var prefix = ""
+            for part in dir.split(separator: "/") {
+                prefix += "/" + part
+                _ = mkdir(dir.hasPrefix("/") ? prefix : String(prefix.dropFirst()), 0o700)
+            }
+        }
+        let tmp = path + ".tmp.\(getpid())"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io("\(tmp): \(String(cString: strerror(errno)))") }
+        let bytes = Array(text.utf8)
+        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
+        let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        close(fd)
+        guard ok && synced, rename(tmp, path) == 0 else {
+            let why = String(cString: strerror(errno))
+            unlink(tmp)
+            throw .io("\(path): \(why)")
+        }
+        if !dir.isEmpty {
+            let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if dfd >= 0 {
+                fsync(dfd)
+                close(dfd)
+            }
+        }
+    }
+
+    /// The body of a `-----BEGIN … <what>-----` block of a `.creds` file.
+    static func block(_ text: String, _ what: String) -> String? {
+        var inside = false
+        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+            let l = trimmed(String(line))
+            if l.hasPrefix("-----BEGIN") && l.contains(what) {
+                inside = true
+                continue
+            }
+            if inside {
+                if l.hasPrefix("---") { return nil }
+                if !l.isEmpty { return l }
+            }
+        }
+        return nil
+    }
+
+    static func trimmed(_ s: String) -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let f = s.firstIndex(where: { !blank($0) }), let l = s.lastIndex(where: { !blank($0) }) else {
+            return ""
+        }
+        return String(s[f...l])
+    }
+}

@@ -1,0 +1,717 @@
+import CNATS
+import DoorCore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What the link reports for status and telemetry.
+public struct NATSStatus: Equatable, Sendable {
+    public var connected: Bool
+    public var lastError: String?
+    public var outboxDepth: Int
+    public var published: Int
+    public var acknowledged: Int
+    /// Rows deleted on a JetStream PubAck (the rest: on a flush).
+    public var jetStreamAcknowledged: Int
+    /// Permission violations the server reported (publish or subscribe).
+    public var denied: Int
+    public var lastDenied: String?
+    /// Connections built (the first, and each rebuild after libnats closed one).
+    public var connections: Int
+    /// Reconnects libnats made on a connection (e.g. after a JWT expired).
+    public var reconnects: Int
+    /// New JWTs installed from `creds.jwt`.
+    public var refreshes: Int
+    public var credentials: CredentialState?
+}
+
+/// The NATS adapter: the only code that touches libnats, and a transport
+/// only, beside GatewayMQTT and with the same ports (DoorCore/Ports): events
+/// go through the daemon's durable `Outbox` (committed, published, deleted
+/// once acknowledged: a JetStream PubAck where `jetStream` is on and a stream
+/// takes the subject, else a successful flush), commands go to the daemon's
+/// `RemoteCommandHandler`. Subjects are `<prefix>.<device-id>.…`.
+///
+/// Credentials: the user JWT is read from its file by libnats' JWT callback on
+/// every (re)connect, and the nonce is signed with `nats_Sign` and the seed in
+/// the signature callback; neither is logged. NATS cannot re-authenticate an
+/// open connection: at the JWT's `exp` the server closes it and libnats
+/// reconnects with whatever JWT the file holds then. The link asks for a new
+/// JWT on `creds.request` after `refreshFraction` of its lifetime and installs
+/// one pushed on `creds.jwt` (validated, atomically). When libnats gives up
+/// (CLOSED, after two authorisation violations) the link builds a new
+/// connection with a backoff of 1 s doubling to 30 s.
+public final class NATSLink: @unchecked Sendable {
+    public let settings: NATSSettings
+    public let deviceID: String
+    public let subjects: NATSSubjects
+    let outbox: any Outbox
+    let log: Logger
+    /// Builds the `…event` payload (the daemon passes GatewayMQTT's, so both
+    /// transports publish the same bytes).
+    public typealias EventPayload =
+        @Sendable (_ event: DoorEvent, _ seq: Int64, _ time: Int64, _ uidText: String?, _ label: String?) -> [UInt8]
+    let eventPayload: EventPayload
+
+    /// Where each message on a command subject goes (set before `start`).
+    public var commands: (any RemoteCommandHandler)?
+
+    private struct Shared {
+        var connected = false
+        var lastError: String?
+        var published = 0
+        var acknowledged = 0
+        var jetStreamAcknowledged = 0
+        var denied = 0
+        var lastDenied: String?
+        var connections = 0
+        var reconnects = 0
+        var refreshes = 0
+        var lastState: [UInt8]?
+        var lastAccess: [UInt8]?
+        /// When the next `creds.request` may go out (unix seconds).
+        var nextRequest: Int64 = 0
+    }
+    private let shared = Mutex(Shared())
+
+    /// The connection and its subscriptions; held while libnats is called
+    /// with them, so the manager thread never destroys one in use.
+    private struct Connection {
+        var nc: OpaquePointer?
+        var js: OpaquePointer?
+        var subs: [OpaquePointer] = []
+    }
+    private let connection = Mutex(Connection())
+
+    private struct Queue {
+        var pending: [OutgoingMessage] = []
+        var committing = 0
+        var flushRequested = false
+        var announce = false
+        var closed = false
+        var stopping = false
+        var committerDone = false
+        var managerDone = false
+    }
+    private let queue = Condition(Queue())
+    private var started = false
+    /// The libnats callbacks' closure: a box with a weak reference, kept for
+    /// the process (a callback may still run after `stop`).
+    private let box: UnsafeMutableRawPointer
+    /// The seed, read at each connection build; only `nats_Sign` sees it.
+    private let seed = Mutex<[CChar]?>(nil)
+
+    final class Box: @unchecked Sendable {
+        weak var link: NATSLink?
+    }
+
+    public init(
+        settings: NATSSettings, deviceID: String, outbox: any Outbox, log: Logger,
+        eventPayload: @escaping EventPayload
+    ) {
+        self.settings = settings
+        self.deviceID = deviceID
+        self.outbox = outbox
+        self.log = log
+        self.eventPayload = eventPayload
+        subjects = NATSSubjects(prefix: settings.prefix, deviceID: deviceID)
+        let b = Box()
+        box = Unmanaged.passRetained(b).toOpaque()
+        b.link = self
+    }
+
+    // MARK: Lifecycle
+
+    public func start() throws {
+        guard NATSSettings.isSubjectPrefix(settings.prefix), NATSSettings.isSubjectToken(deviceID) else {
+            throw NATSError.setup(
+                "prefix \"\(settings.prefix)\" or device id \"\(deviceID)\" is not a NATS subject token")
+        }
+        guard !settings.servers.isEmpty else { throw NATSError.setup("no server URL") }
+        try startThread(name: "gatewayd.nats") { [self] in
+            runManager()
+            queue.update { $0.managerDone = true }
+        }
+        try startThread(name: "gatewayd.natsout") { [self] in
+            runCommitter()
+            queue.update { $0.committerDone = true }
+        }
+        started = true
+    }
+
+    /// Publishes `offline`, closes the connection and joins both threads.
+    public func stop(flushWithin: Duration = .seconds(2)) {
+        guard started else { return }
+        if isConnected {
+            let deadline = ContinuousClock.now + flushWithin
+            while ContinuousClock.now < deadline && (waitingRows() > 0 || queuedCount > 0) {
+                queue.update { $0.flushRequested = true }
+                usleep(20_000)
+            }
+            publishDirect(subjects.availability, Array("offline".utf8))
+            connection.withLock { c in
+                if let nc = c.nc { _ = natsConnection_FlushTimeout(nc, 500) }
+            }
+        }
+        queue.update { $0.stopping = true }
+        _ = queue.wait(for: .seconds(10)) { $0.committerDone && $0.managerDone }
+        teardown()
+        started = false
+    }
+
+    public var isConnected: Bool { shared.withLock { $0.connected } }
+
+    public var status: NATSStatus {
+        let depth = waitingRows() + queuedCount
+        let creds = settings.credentials?.state(now: Int64(time(nil)))
+        return shared.withLock {
+            NATSStatus(
+                connected: $0.connected, lastError: $0.lastError, outboxDepth: depth, published: $0.published,
+                acknowledged: $0.acknowledged, jetStreamAcknowledged: $0.jetStreamAcknowledged, denied: $0.denied,
+                lastDenied: $0.lastDenied,
+                connections: $0.connections, reconnects: $0.reconnects, refreshes: $0.refreshes, credentials: creds)
+        }
+    }
+
+    /// Messages queued or being committed.
+    public var queuedCount: Int { queue.read { $0.pending.count + $0.committing } }
+
+    private func waitingRows() -> Int {
+        do { return try outbox.depth() } catch {
+            noteError("outbox: \(error)")
+            return 0
+        }
+    }
+
+    // MARK: The manager thread: build, watch, rebuild, refresh
+
+    private func runManager() {
+        var backoff = 1.0
+        while !queue.read({ $0.stopping }) {
+            if connection.withLock({ $0.nc == nil }) {
+                if build() {
+                    backoff = 1
+                } else {
+                    sleepInterruptibly(backoff)
+                    backoff = min(backoff * 2, 30)
+                    continue
+                }
+            }
+            _ = queue.wait(for: .milliseconds(250)) { $0.stopping || $0.closed }
+            let closed = queue.update { q -> Bool in
+                defer { q.closed = false }
+                return q.closed && !q.stopping
+            }
+            if closed {
+                let creds = settings.credentials?.state(now: Int64(time(nil)))
+                let why = creds.map { " (credentials: \($0.kind.rawValue)\($0.problem.map { ", \($0)" } ?? ""))" } ?? ""
+                noteError("libnats closed the connection\(why); rebuilding in \(Int(backoff)) s")
+                teardown()
+                sleepInterruptibly(backoff)
+                backoff = min(backoff * 2, 30)
+                continue
+            }
+            requestRefreshIfDue()
+        }
+    }
+
+    /// Waits out a backoff; ends early on `stop`, or when the JWT file
+    /// changes (a `gatewayctl creds import` or a pushed JWT is tried at once,
+    /// not after up to 30 s).
+    private func sleepInterruptibly(_ seconds: Double) {
+        let start = jwtFileStamp()
+        let until = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < until {
+            if queue.wait(for: .milliseconds(200), until: { $0.stopping }) { return }
+            if jwtFileStamp() != start { return }
+        }
+    }
+
+    /// The JWT file's modification time and inode (a rename gives a new inode).
+    private func jwtFileStamp() -> [Int] {
+        guard let path = settings.credentials?.jwtPath else { return [] }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return [-1] }
+        return [Int(st.st_ino), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec)]
+    }
+
+    /// One connection: options, credentials, TLS, callbacks, connect, subscriptions.
+    private func build() -> Bool {
+        var opts: OpaquePointer?
+        guard natsOptions_Create(&opts) == NATS_OK, let opts else {
+            noteError("natsOptions_Create failed")
+            return false
+        }
+        defer { natsOptions_Destroy(opts) }
+        func check(_ s: natsStatus, _ what: String) -> Bool {
+            if s == NATS_OK { return true }
+            noteError("\(what): \(Self.lastError(s))")
+            return false
+        }
+        var servers = settings.servers.map { strdup($0) }
+        defer { servers.forEach { free($0) } }
+        let serversOK = servers.withUnsafeMutableBufferPointer { buffer -> Bool in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
+                check(natsOptions_SetServers(opts, $0, Int32(buffer.count)), "servers")
+            }
+        }
+        guard serversOK, check(natsOptions_SetName(opts, settings.name), "name"),
+            check(natsOptions_SetMaxReconnect(opts, -1), "max reconnect"),
+            check(natsOptions_SetReconnectWait(opts, Int64(settings.reconnectWaitMilliseconds)), "reconnect wait"),
+            // libnats' default jitter with TLS is up to 1 s on top of the wait.
+            check(natsOptions_SetReconnectJitter(opts, 100, 100), "reconnect jitter"),
+            check(natsOptions_SetTimeout(opts, 5000), "timeout"),
+            check(natsOptions_SetReconnectBufSize(opts, 1 << 20), "reconnect buffer"),
+            // Replies (JetStream acks) come to the door's own subjects, so its
+            // user needs no `_INBOX.>` (which would let it read others' replies).
+            check(natsOptions_SetCustomInboxPrefix(opts, subjects.inbox), "inbox prefix")
+        else { return false }
+        if settings.tls.enabled {
+            guard check(natsOptions_SetSecure(opts, true), "TLS") else { return false }
+            // Verify the server's name in both builds: Debian's shared libnats
+            // checks it only when asked (the static one, built with upstream's
+            // NATS_BUILD_TLS_FORCE_HOST_VERIFY, always does; measured).
+            if let host = settings.verifiedHost {
+                guard check(natsOptions_SetExpectedHostname(opts, host), "TLS host name") else { return false }
+            }
+            if let ca = settings.tls.caFile {
+                guard check(natsOptions_LoadCATrustedCertificates(opts, ca), "TLS CA \(ca)") else { return false }
+            }
+            if let cert = settings.tls.certFile {
+                guard
+                    check(natsOptions_LoadCertificatesChain(opts, cert, settings.tls.keyFile), "TLS client certificate")
+                else { return false }
+            }
+        }
+        if let creds = settings.credentials {
+            do {
+                let s = try creds.readSeed()
+                seed.withLock { old in
+                    if var o = old { Self.wipe(&o) }
+                    old = Array(s.utf8CString)
+                }
+            } catch {
+                noteError("credentials: \(error)")
+                return false
+            }
+            let jwtCB: natsUserJWTHandler = { jwt, errText, closure in
+                guard let link = NATSLink.from(closure) else { return NATS_ERR }
+                return link.userJWT(jwt, errText)
+            }
+            let sigCB: natsSignatureHandler = { errText, sig, sigLen, nonce, closure in
+                guard let link = NATSLink.from(closure) else { return NATS_ERR }
+                return link.sign(errText, sig, sigLen, nonce)
+            }
+            guard check(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, box, sigCB, box), "credentials")
+            else { return false }
+        }
+        _ = natsOptions_SetErrorHandler(
+            opts,
+            { nc, _, status, closure in
+                NATSLink.from(closure)?.asyncError(nc, status)
+            }, box)
+        // Callbacks of a connection already torn down (its close runs them late) are ignored.
+        _ = natsOptions_SetDisconnectedCB(
+            opts, { nc, closure in NATSLink.from(closure, current: nc)?.disconnected() }, box)
+        _ = natsOptions_SetReconnectedCB(
+            opts, { nc, closure in NATSLink.from(closure, current: nc)?.reconnected() }, box)
+        _ = natsOptions_SetClosedCB(
+            opts, { nc, closure in NATSLink.from(closure, current: nc)?.closedByLibrary() }, box)
+
+        var nc: OpaquePointer?
+        let s = natsConnection_Connect(&nc, opts)
+        guard s == NATS_OK, let nc else {
+            let creds = settings.credentials?.state(now: Int64(time(nil)))
+            let why = creds.flatMap { $0.kind == .ok ? nil : " (credentials: \($0.kind.rawValue))" } ?? ""
+            noteError("connect to \(settings.servers.joined(separator: ",")): \(Self.lastError(s))\(why)")
+            return false
+        }
+        var c = Connection(nc: nc)
+        for subject in [subjects.commands, subjects.credsJWT] {
+            var sub: OpaquePointer?
+            let rs = natsConnection_Subscribe(
+                &sub, nc, subject,
+                { _, _, msg, closure in
+                    guard let msg else { return }
+                    defer { natsMsg_Destroy(msg) }
+                    NATSLink.from(closure)?.received(msg)
+                }, box)
+            if rs == NATS_OK, let sub {
+                c.subs.append(sub)
+            } else {
+                noteError("subscribe \(subject): \(Self.lastError(rs))")
+            }
+        }
+        if settings.jetStream {
+            var js: OpaquePointer?
+            if natsConnection_JetStream(&js, nc, nil) == NATS_OK { c.js = js }
+        }
+        connection.withLock { $0 = c }
+        let number = shared.withLock { s -> Int in
+            s.connected = true
+            s.lastError = nil
+            s.connections += 1
+            return s.connections
+        }
+        log.info("nats: connected to \(settings.servers.joined(separator: ",")) (connection \(number))")
+        queue.update {
+            $0.announce = true
+            $0.flushRequested = true
+        }
+        return true
+    }
+
+    /// Destroys the connection (the manager's, or `stop`'s, after the threads ended).
+    private func teardown() {
+        let c = connection.withLock { c -> Connection in
+            defer { c = Connection() }
+            return c
+        }
+        shared.withLock { $0.connected = false }
+        for sub in c.subs { natsSubscription_Destroy(sub) }
+        if let js = c.js { jsCtx_Destroy(js) }
+        if let nc = c.nc {
+            natsConnection_Close(nc)
+            natsConnection_Destroy(nc)
+        }
+    }
+
+    // MARK: Credentials callbacks (libnats' threads)
+
+    private static func from(_ closure: UnsafeMutableRawPointer?) -> NATSLink? {
+        guard let closure else { return nil }
+        return Unmanaged<Box>.fromOpaque(closure).takeUnretainedValue().link
+    }
+
+    /// The link, if `nc` is its current connection.
+    private static func from(_ closure: UnsafeMutableRawPointer?, current nc: OpaquePointer?) -> NATSLink? {
+        guard let link = from(closure), let nc, link.connection.withLock({ $0.nc == nc }) else { return nil }
+        return link
+    }
+
+    /// The JWT as the file holds it now: a refreshed one is used at the next (re)connect.
+    private func userJWT(
+        _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+        _ errText: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+    ) -> natsStatus {
+        guard let creds = settings.credentials else { return NATS_ERR }
+        do {
+            let jwt = try creds.readJWT()
+            out?.pointee = strdup(jwt)
+            return NATS_OK
+        } catch {
+            errText?.pointee = strdup("user JWT: \(error)")
+            return NATS_ERR
+        }
+    }
+
+    private func sign(
+        _ errText: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+        _ sig: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?, _ sigLen: UnsafeMutablePointer<Int32>?,
+        _ nonce: UnsafePointer<CChar>?
+    ) -> natsStatus {
+        seed.withLock { seed -> natsStatus in
+            guard let seed, let nonce else {
+                errText?.pointee = strdup("no nkey seed")
+                return NATS_ERR
+            }
+            return seed.withUnsafeBufferPointer { nats_Sign($0.baseAddress, nonce, sig, sigLen) }
+        }
+    }
+
+    private static func wipe(_ bytes: inout [CChar]) {
+        for i in bytes.indices { bytes[i] = 0 }
+    }
+
+    // MARK: Connection callbacks (libnats' threads)
+
+    private func disconnected() {
+        let was = shared.withLock { s -> Bool in
+            defer { s.connected = false }
+            return s.connected
+        }
+        if was { log.warning("nats: disconnected; libnats reconnects every \(settings.reconnectWaitMilliseconds) ms") }
+    }
+
+    private func reconnected() {
+        shared.withLock {
+            $0.connected = true
+            $0.reconnects += 1
+        }
+        log.info("nats: reconnected")
+        queue.update {
+            $0.announce = true
+            $0.flushRequested = true
+        }
+    }
+
+    private func closedByLibrary() {
+        shared.withLock { $0.connected = false }
+        queue.update { $0.closed = true }
+    }
+
+    /// Asynchronous errors: permission violations (a publish or subscription
+    /// outside the user's subjects), an expired JWT, slow consumer.
+    private func asyncError(_ nc: OpaquePointer?, _ status: natsStatus) {
+        var text: UnsafePointer<CChar>?
+        if let nc { _ = natsConnection_GetLastError(nc, &text) }
+        var message = text.map { String(cString: $0) } ?? ""
+        // The text can already be gone; the status still names the kind.
+        if message.isEmpty { message = String(cString: natsStatus_GetText(status)) }
+        if message.localizedPermission {
+            shared.withLock {
+                $0.denied += 1
+                $0.lastDenied = message
+            }
+            log.error("nats: the server refused: \(message); check this device's user permissions")
+        } else {
+            noteError("server error: \(message)")
+        }
+    }
+
+    // MARK: Messages in
+
+    private func received(_ msg: OpaquePointer) {
+        let subject = String(cString: natsMsg_GetSubject(msg))
+        let count = Int(natsMsg_GetDataLength(msg))
+        let payload: [UInt8] =
+            count > 0
+            ? natsMsg_GetData(msg).withMemoryRebound(to: UInt8.self, capacity: count) {
+                Array(UnsafeBufferPointer(start: $0, count: count))
+            } : []
+        if subject == subjects.credsJWT { return installPushed(payload) }
+        guard let channel = subjects.channel(of: subject) else { return }
+        commands?.received(RemoteMessage(channel: channel, payload: payload, retained: false))
+    }
+
+    /// A JWT pushed on `creds.jwt`: installed if it parses, is this door's and
+    /// unexpired. Never logged; a seed never travels (a payload with one is refused).
+    func installPushed(_ payload: [UInt8]) {
+        guard let creds = settings.credentials else { return }
+        let text = String(decoding: payload, as: UTF8.self)
+        guard !text.contains("SEED") else {
+            return noteError("creds.jwt: refused a payload carrying a seed (only a JWT is accepted there)")
+        }
+        do {
+            let jwt = try creds.install(text, now: Int64(time(nil)))
+            shared.withLock {
+                $0.refreshes += 1
+                $0.nextRequest = 0
+            }
+            let exp = jwt.expires.map { UTCTime.iso8601($0) } ?? "never"
+            log.info("nats: installed a new JWT for \(jwt.subject), expires \(exp)")
+        } catch {
+            noteError("creds.jwt: refused: \(error)")
+        }
+    }
+
+    /// Asks for a new JWT once `refreshFraction` of the current one's
+    /// lifetime has passed; again every quarter of what is left (at least 1 s).
+    private func requestRefreshIfDue() {
+        guard let creds = settings.credentials, isConnected else { return }
+        let now = Int64(time(nil))
+        guard let jwt = try? UserJWT(creds.readJWT()), let exp = jwt.expires else { return }
+        let iat = jwt.issuedAt ?? exp
+        let due = iat + Int64(Double(exp - iat) * settings.refreshFraction)
+        let next = shared.withLock { $0.nextRequest }
+        guard now >= due, now >= next else { return }
+        shared.withLock { $0.nextRequest = now + max(1, (exp - now) / 4) }
+        let request = JSONValue.object([
+            ("device", .string(deviceID)), ("public_key", .string(jwt.subject)), ("expires", .int(exp)),
+            ("expires_in", .int(exp - now)),
+        ])
+        publishDirect(subjects.credsRequest, Array(request.serialized.utf8))
+        log.info("nats: asked for a new JWT on \(subjects.credsRequest) (the current one expires in \(exp - now) s)")
+    }
+
+    // MARK: Publishing
+
+    public func record(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil) {
+        queue.update { $0.pending.append(eventEntry(event, at: time, uidText: uidText, label: label)) }
+    }
+
+    /// The outbox message announcing `event` (the daemon commits it with the audit row).
+    public func eventEntry(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil)
+        -> OutgoingMessage
+    {
+        let cls: MessageClass = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
+        let make = eventPayload
+        return OutgoingMessage(topic: subjects.event, class: cls, created: time) { seq in
+            make(event, seq, time, uidText, label)
+        }
+    }
+
+    /// Rows were committed to the outbox by someone else: publish them.
+    public func outboxCommitted() {
+        queue.update { $0.flushRequested = true }
+    }
+
+    public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
+        var all = fields
+        if let creds = settings.credentials?.state(now: time) { all.append(("nats_credentials", creds.json)) }
+        let frozen = all
+        queue.update {
+            $0.pending.append(
+                OutgoingMessage(topic: subjects.telemetry, class: .telemetry, created: time) { seq in
+                    Array(
+                        JSONValue.object(
+                            [("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + frozen
+                        ).serialized.utf8)
+                })
+        }
+    }
+
+    /// The door state; re-sent after every (re)connect (core NATS keeps nothing).
+    public func publishState(_ state: JSONValue) {
+        let bytes = Array(state.serialized.utf8)
+        shared.withLock { $0.lastState = bytes }
+        publishDirect(subjects.state, bytes)
+    }
+
+    public func publishLastAccess(_ access: JSONValue) {
+        let bytes = Array(access.serialized.utf8)
+        shared.withLock { $0.lastAccess = bytes }
+        publishDirect(subjects.lastAccess, bytes)
+    }
+
+    public func publishTagScan(uidText: String) {
+        publishDirect(subjects.tag, Array(JSONValue.object([("uid", .string(uidText))]).serialized.utf8))
+    }
+
+    public func publishReport(_ report: JSONValue) {
+        publishDirect(subjects.report, Array(report.serialized.utf8))
+    }
+
+    private func publishDirect(_ subject: String, _ bytes: [UInt8]) {
+        guard isConnected else { return }
+        connection.withLock { c in
+            guard let nc = c.nc else { return }
+            let s = natsConnection_Publish(nc, subject, bytes, Int32(bytes.count))
+            if s != NATS_OK { noteError("publish \(subject): \(Self.lastError(s))") }
+        }
+    }
+
+    private func runCommitter() {
+        while true {
+            _ = queue.wait(for: .milliseconds(1000)) {
+                !$0.pending.isEmpty || $0.flushRequested || $0.announce || $0.stopping
+            }
+            let (stop, batch, announce, flushNow) = queue.update { q -> (Bool, [OutgoingMessage], Bool, Bool) in
+                defer {
+                    q.committing = q.pending.count
+                    q.pending = []
+                    q.announce = false
+                    q.flushRequested = false
+                }
+                return (q.stopping && q.pending.isEmpty, q.pending, q.announce, q.flushRequested)
+            }
+            if stop { break }
+            if announce { announceOnline() }
+            if !batch.isEmpty {
+                do { try outbox.commit(batch) } catch {
+                    noteError("outbox commit of \(batch.count) messages failed: \(error)")
+                }
+            }
+            queue.update { $0.committing = 0 }
+            // Also every second while rows wait: a flush that timed out is retried.
+            if flushNow || !batch.isEmpty || isConnected { flush() }
+        }
+    }
+
+    private func announceOnline() {
+        publishDirect(subjects.availability, Array("online".utf8))
+        let (state, access) = shared.withLock { ($0.lastState, $0.lastAccess) }
+        if let state { publishDirect(subjects.state, state) }
+        if let access { publishDirect(subjects.lastAccess, access) }
+    }
+
+    /// Publishes the waiting rows in order and deletes those acknowledged.
+    func flush() {
+        while isConnected {
+            let rows: [OutboxRow]
+            do { rows = try outbox.waiting(after: 0, limit: 200) } catch {
+                return noteError("outbox: \(error)")
+            }
+            if rows.isEmpty { return }
+            let acked = connection.withLock { c -> [Int64] in
+                guard let nc = c.nc else { return [] }
+                var acked: [Int64] = []
+                var plain: [Int64] = []
+                for row in rows {
+                    let subject = subjects.subject(forRow: row.topic)
+                    if let js = c.js {
+                        var opts = jsPubOptions()
+                        jsPubOptions_Init(&opts)
+                        opts.MaxWait = Int64(settings.ackTimeoutMilliseconds)
+                        var ack: UnsafeMutablePointer<jsPubAck>?
+                        var code = jsErrCode(0)
+                        let s = js_Publish(&ack, js, subject, row.payload, Int32(row.payload.count), &opts, &code)
+                        if let ack { jsPubAck_Destroy(ack) }
+                        if s == NATS_OK {
+                            acked.append(row.seq)
+                            continue
+                        }
+                        guard s == NATS_NO_RESPONDERS else {
+                            noteError("JetStream publish \(subject): \(Self.lastError(s))")
+                            break
+                        }
+                    }
+                    guard natsConnection_Publish(nc, subject, row.payload, Int32(row.payload.count)) == NATS_OK
+                    else {
+                        noteError("publish \(subject): \(Self.lastError(NATS_ERR))")
+                        break
+                    }
+                    plain.append(row.seq)
+                }
+                shared.withLock {
+                    $0.published += acked.count + plain.count
+                    $0.jetStreamAcknowledged += acked.count
+                }
+                if !plain.isEmpty {
+                    let s = natsConnection_FlushTimeout(nc, Int64(settings.ackTimeoutMilliseconds))
+                    if s == NATS_OK { acked += plain } else { noteError("flush: \(Self.lastError(s)); rows retried") }
+                }
+                return acked
+            }
+            if acked.isEmpty { return }
+            do {
+                try outbox.acknowledge(acked)
+                shared.withLock { $0.acknowledged += acked.count }
+            } catch {
+                return noteError("outbox: \(error)")
+            }
+            if acked.count < rows.count { return }
+        }
+    }
+
+    // MARK: Errors
+
+    private func noteError(_ text: String) {
+        shared.withLock { $0.lastError = text }
+        log.warning("nats: \(text)")
+    }
+
+    static func lastError(_ s: natsStatus) -> String {
+        var status = NATS_OK
+        if let text = nats_GetLastError(&status), text.pointee != 0 { return String(cString: text) }
+        return String(cString: natsStatus_GetText(s))
+    }
+}
+
+extension String {
+    fileprivate var localizedPermission: Bool { contains("Permissions Violation") || contains("Not Permitted") }
+}
+
+public enum NATSError: Error, CustomStringConvertible {
+    case setup(String)
+    public var description: String {
+        switch self {
+        case .setup(let m): return "NATS setup: \(m)"
+        }
+    }
+}

@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A value guarded by a pthread mutex with a condition variable on
+/// CLOCK_MONOTONIC: what the NATS link's threads wait on (a copy of GatewayMQTT's, which this transport does not import)
+/// (Synchronization's `Mutex` has no condition variable).
+final class Condition<State>: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var state: State
+
+    init(_ state: State) {
+        self.state = state
+        pthread_mutex_init(mutex, nil)
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        #if canImport(Glibc)
+            pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        #endif
+        pthread_cond_init(cond, &attr)
+        pthread_condattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        cond.deallocate()
+    }
+
+    /// Runs `body` with the state locked, then wakes every waiter.
+    func update<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer {
+            pthread_cond_broadcast(cond)
+            pthread_mutex_unlock(mutex)
+        }
+        return try body(&state)
+    }
+
+    /// Reads the state without waking anyone.
+    func read<T>(_ body: (State) throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(state)
+    }
+
+    /// Waits until `ready` holds, then runs `body` on the state (locked).
+    func wait<T>(until ready: (State) -> Bool, then body: (inout State) throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !ready(state) { pthread_cond_wait(cond, mutex) }
+        return try body(&state)
+    }
+
+    /// Waits until `ready` holds or `timeout` has passed; whether it holds.
+    func wait(for timeout: Duration, until ready: (State) -> Bool) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = timeout.components
+        var nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        nanoseconds %= 1_000_000_000
+        deadline.tv_nsec = nanoseconds
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !ready(state) {
+            if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { return ready(state) }
+        }
+        return true
+    }
+}
+
+/// Starts a detached thread named `name` (at most 15 bytes) running `body`.
+func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws {
+    final class Box {
+        let name: String
+        let body: @Sendable () -> Void
+        init(_ name: String, _ body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
+    }
+    let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(
+        &thread, nil,
+        { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            nameThisThread(box.name)
+            box.body()
+            return nil
+        }, box)
+    guard rc == 0 else {
+        Unmanaged<Box>.fromOpaque(box).release()
+        throw NATSError.setup("thread \(name): \(String(cString: strerror(rc)))")
+    }
+    pthread_detach(thread)
+}
+
+/// Names the calling thread (what `ps -L` and a core dump show) through
+/// /proc: glibc's pthread_setname_np is not visible to Swift.
+private func nameThisThread(_ name: String) {
+    #if os(Linux)
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    #endif
+}

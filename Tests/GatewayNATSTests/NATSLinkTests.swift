@@ -1,0 +1,338 @@
+import DoorCore
+import Foundation
+import GatewayNATS
+import XCTest
+
+/// The NATS transport against a real nats-server in operator/JWT mode with
+/// mutual TLS; every server and peer is stopped and reaped by deinit, on
+/// failure too.
+final class NATSLinkTests: XCTestCase {
+    static let eventPayload: NATSLink.EventPayload = { event, seq, time, uid, _ in
+        Array(
+            JSONValue.object([
+                ("seq", .int(Int(seq))), ("time", .int(Int(time))), ("kind", .string(event.kind.rawValue)),
+                ("uid", .optional(uid)),
+            ]).serialized.utf8)
+    }
+
+    private func makeLink(
+        _ server: NATSServer, _ outbox: MemoryOutbox, _ log: LogCapture, refresh: Double = 0.75, jetStream: Bool = false
+    ) -> NATSLink {
+        NATSLink(
+            settings: server.settings(refreshFraction: refresh, jetStream: jetStream), deviceID: NATSServer.device,
+            outbox: outbox,
+            log: log.logger, eventPayload: Self.eventPayload)
+    }
+
+    private func waitUntil(_ timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    /// No log line holds the seed or the JWT.
+    private func assertNoSecretsLogged(
+        _ server: NATSServer, _ log: LogCapture, file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        let seed = (try? server.credentials.readSeed()) ?? "unreadable"
+        let jwt = (try? server.credentials.readJWT()) ?? "unreadable"
+        let signature = String(jwt.split(separator: ".").last ?? "")
+        for l in log.all {
+            XCTAssertFalse(l.contains(seed) || l.contains(signature), "secret in log: \(l)", file: file, line: line)
+        }
+    }
+
+    func testEventsOutAndCommandsInOnTheDoorsOwnSubjects() throws {
+        let server = try NATSServer()
+        try server.start()
+        let peer = try server.peer()
+        peer.subscribe("\(NATSServer.base).>")
+        let outbox = MemoryOutbox()
+        let log = LogCapture()
+        let link = makeLink(server, outbox, log)
+        let handler = RecordingHandler()
+        link.commands = handler
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected }, "not connected: \(String(describing: link.status.lastError))")
+
+        for i in 0..<5 {
+            link.record(
+                DoorEvent(.accessGranted, source: "test-\(i)"), at: 1_700_000_000 + Int64(i),
+                uidText: "04AABB0\(i)")
+        }
+        link.publishState(.object([("locked", .bool(true))]))
+        let event = "\(NATSServer.base).event"
+        peer.wait { _ in peer.messages(event).count >= 5 }
+        XCTAssertEqual(peer.messages(event).compactMap(sequenceNumber), [1, 2, 3, 4, 5])
+        XCTAssertTrue(peer.messages(event).first?.contains("\"uid\":\"04AABB00\"") == true)
+        XCTAssertTrue(
+            waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 },
+            "acknowledged rows leave the outbox")
+        XCTAssertEqual(peer.messages("\(NATSServer.base).availability"), ["online"])
+        // Sent at once, and again by the connect's announcement if that runs later.
+        let state = "\(NATSServer.base).state"
+        peer.wait { _ in !peer.messages(state).isEmpty }
+        XCTAssertTrue(
+            (1...2).contains(peer.messages(state).count)
+                && peer.messages(state).allSatisfy { $0 == "{\"locked\":true}" }, "\(peer.lines)\n\(log.all)")
+
+        // A JWT pushed for another user, and a payload carrying a seed, are refused; the file stays.
+        let before = try server.credentials.readJWT()
+        let appJWT = try String(contentsOfFile: server.path("k/app.jwt"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        peer.send("PUB \(NATSServer.base).creds.jwt \(appJWT)")
+        peer.send("PUB \(NATSServer.base).creds.jwt -----BEGIN USER NKEY SEED----- SUAX")
+        XCTAssertTrue(waitUntil { log.all.filter { $0.contains("creds.jwt: refused") }.count == 2 }, "\(log.all)")
+        XCTAssertTrue(log.all.contains { $0.contains("not this door's nkey") })
+        XCTAssertFalse(log.all.contains { $0.contains(appJWT) }, "a pushed JWT is never logged")
+        XCTAssertEqual(try server.credentials.readJWT(), before)
+        XCTAssertEqual(link.status.refreshes, 0)
+
+        peer.send("PUB \(NATSServer.base).command.native {\"cmd\":\"open\"}")
+        peer.send("PUB \(NATSServer.base).command.lock UNLOCK")
+        peer.send("PUB \(NATSServer.base).command.bogus x")
+        XCTAssertTrue(waitUntil { handler.messages.withLock { $0.count } >= 2 })
+        usleep(200_000)
+        let got = handler.messages.withLock { $0 }
+        XCTAssertEqual(got.map(\.channel), [.native, .homeAssistantLock], "an unknown command subject is no command")
+        XCTAssertEqual(got.first?.payload, Array("{\"cmd\":\"open\"}".utf8))
+        let st = link.status
+        XCTAssertEqual(st.published, 5)
+        XCTAssertEqual(st.acknowledged, 5)
+        XCTAssertEqual(st.denied, 0)
+        XCTAssertEqual(st.credentials?.kind, .ok)
+        link.stop()
+        peer.wait { _ in peer.messages("\(NATSServer.base).availability").count >= 2 }
+        XCTAssertEqual(peer.messages("\(NATSServer.base).availability"), ["online", "offline"])
+        assertNoSecretsLogged(server, log)
+    }
+
+    func testAPublishOutsideTheDoorsPermissionsIsRefusedAndShown() throws {
+        let server = try NATSServer()
+        try server.start()
+        let peer = try server.peer()
+        peer.subscribe("\(NATSServer.base).>")
+        let log = LogCapture()
+        let link = makeLink(server, MemoryOutbox(), log)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        // `…tag` is not in the door user's publish permissions.
+        link.publishTagScan(uidText: "04AABBCC")
+        XCTAssertTrue(waitUntil { link.status.denied == 1 }, "the async permission error is counted")
+        XCTAssertTrue(link.status.lastDenied?.contains("\(NATSServer.base).tag") == true, "\(link.status)")
+        XCTAssertTrue(log.all.contains { $0.contains("Permissions Violation") && $0.contains(".tag") })
+        XCTAssertTrue(link.isConnected, "a refused publish leaves the connection up")
+        usleep(300_000)
+        XCTAssertEqual(peer.messages("\(NATSServer.base).tag"), [], "the server dropped it")
+        XCTAssertTrue(server.log.contains("Publish Violation"))
+    }
+
+    /// TLS verifies the server's name (both builds): its certificate names
+    /// only `localhost`, so the same server reached as 127.0.0.1 is refused.
+    func testTheServersNameIsVerified() throws {
+        let server = try NATSServer(serverNames: "DNS:localhost")
+        try server.start()
+        var settings = server.settings()
+        settings.servers = settings.servers.map { $0.replacingOccurrences(of: "localhost", with: "127.0.0.1") }
+        let link = NATSLink(
+            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: LogCapture().logger,
+            eventPayload: Self.eventPayload)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil(5) { link.status.lastError?.contains("mismatch") == true }, "\(link.status)")
+        XCTAssertFalse(link.isConnected)
+        XCTAssertEqual(NATSSettings.host(of: "tls://u:p@[::1]:4222"), "::1")
+        XCTAssertEqual(NATSSettings.host(of: "nats://nats.lan:4222"), "nats.lan")
+    }
+
+    /// With `jetstream = true`, rows on a subject a stream takes leave the
+    /// outbox on its PubAck; others (no responders) after a flush.
+    func testJetStreamAcknowledgesRowsItsStreamTakesAndAFlushTheRest() throws {
+        let server = try NATSServer(jetStream: true)
+        try server.start()
+        let peer = try server.peer()
+        peer.send(
+            "REQ $JS.API.STREAM.CREATE.DOOR {\"name\":\"DOOR\",\"subjects\":[\"\(NATSServer.base).event\"],"
+                + "\"storage\":\"memory\"}")
+        peer.wait { $0.contains { $0["subject"]?.hasPrefix("_INBOX.peer.") == true } }
+        let created = peer.lines.first { $0["subject"]?.hasPrefix("_INBOX.peer.") == true }?["payload"] ?? ""
+        XCTAssertTrue(created.contains("stream_create_response") && !created.contains("\"error\""), created)
+        let outbox = MemoryOutbox()
+        let log = LogCapture()
+        let link = makeLink(server, outbox, log, jetStream: true)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        for _ in 0..<3 { link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil) }
+        link.publishTelemetry([("uptime_s", .int(1))], at: Int64(time(nil)))
+        XCTAssertTrue(
+            waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 }, "\(link.status)\n\(log.all)")
+        let st = link.status
+        XCTAssertEqual(st.acknowledged, 4)
+        XCTAssertEqual(st.jetStreamAcknowledged, 3, "the events by PubAck, the telemetry by flush")
+        peer.send("REQ $JS.API.STREAM.INFO.DOOR")
+        peer.wait { $0.contains { $0["payload"]?.contains("stream_info_response") == true } }
+        let info = peer.lines.compactMap { $0["payload"] }.first { $0.contains("stream_info_response") } ?? ""
+        XCTAssertTrue(info.contains("\"messages\":3"), info)
+    }
+
+    /// A 6 s JWT: the door asks for a new one at 75 % of its life, the peer
+    /// (the credential service here) pushes it, the server closes the
+    /// connection at the old `exp`, and libnats reconnects with the new JWT
+    /// within a second; events recorded all along arrive, none lost.
+    func testAShortLivedJWTIsRefreshedBeforeExpiryWithoutLosingEvents() throws {
+        let server = try NATSServer(doorJWTSeconds: 6)
+        try server.start()
+        let peer = try server.peer()
+        peer.subscribe("\(NATSServer.base).>")
+        let outbox = MemoryOutbox()
+        let log = LogCapture()
+        let link = makeLink(server, outbox, log)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        let firstExp = try XCTUnwrap(link.status.credentials?.expires)
+
+        let start = Date()
+        var recorded = 0
+        var longestGap: TimeInterval = 0
+        var gapStart: Date?
+        var firstDisconnect: Date?
+        var pushed = false
+        while Date() < start + 9 {
+            if recorded < 90 {
+                recorded += 1
+                link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil)
+            }
+            if !pushed, !peer.messages("\(NATSServer.base).creds.request").isEmpty {
+                let jwt = try server.reissueDoorJWT(seconds: 120)
+                peer.send("PUB \(NATSServer.base).creds.jwt \(jwt)")
+                pushed = true
+            }
+            if link.isConnected {
+                if let g = gapStart { longestGap = max(longestGap, Date().timeIntervalSince(g)) }
+                gapStart = nil
+            } else if gapStart == nil {
+                gapStart = Date()
+                if firstDisconnect == nil { firstDisconnect = gapStart }
+            }
+            usleep(10_000)
+        }
+        XCTAssertTrue(pushed, "the door asked for a new JWT")
+        let request = try XCTUnwrap(peer.messages("\(NATSServer.base).creds.request").first)
+        XCTAssertTrue(request.contains(try server.credentials.publicKey()), request)
+        let st = link.status
+        XCTAssertEqual(st.refreshes, 1)
+        XCTAssertGreaterThan(try XCTUnwrap(st.credentials?.expires), firstExp + 60)
+        XCTAssertGreaterThanOrEqual(st.reconnects, 1, "the server closed the connection at the old exp")
+        XCTAssertEqual(st.connections, 1, "libnats reconnected; no rebuild was needed")
+        print(
+            "nats refresh: longest disconnected gap \(String(format: "%.3f", longestGap)) s, reconnects \(st.reconnects)"
+        )
+        XCTAssertLessThanOrEqual(longestGap, 1.0, "reconnect within a second")
+        XCTAssertTrue(waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 })
+        let seqs = Set(peer.messages("\(NATSServer.base).event").compactMap(sequenceNumber))
+        XCTAssertEqual(seqs, Set(1...recorded), "every event arrived (duplicates allowed, none lost)")
+        // The one disconnect came at the first JWT's exp: the server expired it.
+        let at = try XCTUnwrap(firstDisconnect, "the connection was dropped at the old exp").timeIntervalSince1970
+        XCTAssertTrue((Double(firstExp) - 0.5...Double(firstExp) + 2).contains(at), "\(at) vs exp \(firstExp)")
+        assertNoSecretsLogged(server, log)
+    }
+
+    /// No refresh: the JWT expires, libnats closes after two authorisation
+    /// violations, the link reports `expired` and keeps rebuilding; once a
+    /// fresh JWT is installed (as `gatewayctl creds import` does) it connects
+    /// again and the events kept in the outbox go out.
+    func testWithoutRefreshTheLinkClosesThenRebuildsWhenAFreshJWTIsInstalled() throws {
+        let server = try NATSServer(doorJWTSeconds: 3)
+        try server.start()
+        let peer = try server.peer()
+        peer.subscribe("\(NATSServer.base).>")
+        let outbox = MemoryOutbox()
+        let log = LogCapture()
+        // Never asks (refresh at 100 % of the life).
+        let link = makeLink(server, outbox, log, refresh: 1.0)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        XCTAssertTrue(waitUntil(8) { log.all.contains { $0.contains("libnats closed the connection") } }, "\(log.all)")
+        XCTAssertEqual(link.status.credentials?.kind, .expired)
+        XCTAssertTrue(log.all.contains { $0.contains("credentials: expired") })
+        link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil)
+        usleep(300_000)
+        XCTAssertEqual(try outbox.depth(), 1, "kept while disconnected")
+
+        // Let the backoff grow past a few seconds: the new file must cut it short.
+        usleep(3_000_000)
+        let fresh = try server.reissueDoorJWT(seconds: 120)
+        try server.credentials.install(fresh, now: Int64(time(nil)))
+        let installed = Date()
+        XCTAssertTrue(waitUntil(20) { link.isConnected }, "rebuilt: \(String(describing: link.status.lastError))")
+        let rebuild = Date().timeIntervalSince(installed)
+        print("nats rebuild: connected \(String(format: "%.3f", rebuild)) s after the fresh JWT was installed")
+        XCTAssertLessThan(rebuild, 1.5, "the new JWT file ends the backoff")
+        XCTAssertGreaterThanOrEqual(link.status.connections, 2)
+        XCTAssertEqual(link.status.credentials?.kind, .ok)
+        XCTAssertTrue(waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 })
+        XCTAssertEqual(peer.messages("\(NATSServer.base).event").compactMap(sequenceNumber), [1])
+        assertNoSecretsLogged(server, log)
+    }
+}
+
+/// nkeys and JWT checks, without a server.
+final class NATSCredentialTests: XCTestCase {
+    func testSeedsPublicKeysAndJWTsMadeByMkjwtAreUnderstood() throws {
+        let server = try NATSServer(doorJWTSeconds: 60)
+        let creds = server.credentials
+        let expected = try String(contentsOfFile: server.path("k/door.jwt"), encoding: .utf8)
+        let jwt = try UserJWT(expected)
+        XCTAssertEqual(try creds.publicKey(), jwt.subject, "the public key derived from the seed is the JWT's sub")
+        let now = Int64(time(nil))
+        XCTAssertEqual(creds.state(now: now).kind, .ok)
+        XCTAssertEqual(creds.state(now: now).expiresIn.map { $0 > 50 && $0 <= 60 }, true)
+        XCTAssertEqual(creds.state(now: now + 61).kind, .expired)
+
+        // Another user's JWT is refused and nothing is written.
+        let app = try String(contentsOfFile: server.path("k/app.jwt"), encoding: .utf8)
+        XCTAssertThrowsError(try creds.install(app, now: now)) { error in
+            guard case UserJWT.Problem.notForThisDoor = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(try creds.readJWT(), expected.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertThrowsError(try creds.install(expected, now: now + 3600)) { error in
+            guard case UserJWT.Problem.expired = error else { return XCTFail("\(error)") }
+        }
+        for bad in ["", "a.b", "not.a.jwt", String(expected.dropLast(3))] {
+            XCTAssertThrowsError(try UserJWT(bad), bad)
+        }
+        // A .creds file installs both; the seed file is 0600.
+        let other = NATSCredentialFiles(directory: server.path("other"))
+        let credsText = try String(contentsOfFile: server.path("k/door.creds"), encoding: .utf8)
+        try other.install(credsText, now: now)
+        XCTAssertEqual(try other.publicKey(), jwt.subject)
+        var st = stat()
+        XCTAssertEqual(stat(other.seedPath, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        XCTAssertEqual(NATSCredentialFiles(directory: server.path("none")).state(now: now).kind, .missing)
+    }
+
+    func testSubjectsAreScopedToTheDevice() {
+        let s = NATSSubjects(prefix: "dg", deviceID: "front-door")
+        XCTAssertEqual(s.event, "dg.front-door.event")
+        XCTAssertEqual(s.commands, "dg.front-door.command.>")
+        XCTAssertEqual(s.channel(of: "dg.front-door.command.native"), .native)
+        XCTAssertEqual(s.channel(of: "dg.back-door.command.native"), nil)
+        XCTAssertEqual(s.channel(of: "dg.front-door.command.native.x"), nil)
+        XCTAssertEqual(s.subject(forRow: "doorgateway/front-door/telemetry"), "dg.front-door.telemetry")
+        XCTAssertFalse(NATSSettings.isSubjectToken("a.b"))
+        XCTAssertFalse(NATSSettings.isSubjectToken("a*"))
+        XCTAssertFalse(NATSSettings.isSubjectToken(""))
+        XCTAssertTrue(NATSSettings.isSubjectPrefix("site.doors"))
+        XCTAssertFalse(NATSSettings.isSubjectPrefix("site..doors"))
+    }
+}
