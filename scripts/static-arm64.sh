@@ -106,6 +106,16 @@ sync_tree
 # Dependencies are cloned on the host (its git configuration knows the package
 # mirror; the chroot has no route to it) into the cache the chroot sees.
 ARM64_CACHE="$C" bash scripts/arm64/inside.sh swiftdeps
+# libnats' upstream tarball: the one scripts/static-deps.sh checked against
+# bookworm's .dsc for the x86_64 build (Debian's mirror has the .dsc, not the
+# tarball); the chroot builds the same version from it.
+nats_tarball="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/static-deps/upstream/nats.c_3.4.1.orig.tar.gz"
+if [ ! -f "$nats_tarball" ]; then
+    ./scripts/static-deps.sh >/dev/null || die "scripts/static-deps.sh failed (it fetches libnats' source)"
+fi
+[ -f "$nats_tarball" ] || die "no $nats_tarball (see scripts/static-deps.sh upstream_tarball)"
+mkdir -p "$C/upstream"
+cmp -s "$nats_tarball" "$C/upstream/$(basename "$nats_tarball")" || cp "$nats_tarball" "$C/upstream/"
 for step in packages sdk cdeps build; do
     in_chroot env JOBS="${JOBS:-$(nproc)}" bash /cache/src/scripts/arm64/inside.sh "$step"
 done

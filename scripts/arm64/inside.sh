@@ -117,6 +117,13 @@ MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PI
     -DWITH_SRV=OFF -DWITH_WEBSOCKETS=OFF -DWITH_SOCKS=ON)
 QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
     -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWITH_TOOLS=NO -DWITH_TESTS=NO -DWITHOUT_PNG=YES)
+# libnats: the x86_64 build's version (bookworm's libnats-dev 3.4.1) and flags
+# (scripts/static-deps.sh NATS_CMAKE), so both architectures speak the same client.
+NATS_VERSION=3.4.1
+NATS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DNATS_BUILD_STREAMING=OFF -DNATS_BUILD_WITH_TLS=ON
+    -DNATS_BUILD_TLS_USE_OPENSSL_1_1_API=ON -DNATS_BUILD_TLS_FORCE_HOST_VERIFY=ON
+    -DNATS_BUILD_LIB_STATIC=ON -DNATS_BUILD_LIB_SHARED=OFF -DNATS_BUILD_EXAMPLES=OFF
+    -DBUILD_TESTING=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 
 swift_clang() {
     local c
@@ -232,6 +239,32 @@ build_libnfc() {
     rm -rf "$work" "$work.log"
     echo "$stamp" >"$prefix/.stamp"
 }
+# libnats for aarch64 from the upstream tarball scripts/static-arm64.sh copies
+# into /cache/upstream: the one scripts/static-deps.sh accepted for x86_64 (its
+# SHA-256 is bookworm's .dsc's). Headers from the same tree, as <nats/nats.h>.
+build_nats() {
+    local prefix="$CDEPS/nats" tarball="/cache/upstream/nats.c_${NATS_VERSION}.orig.tar.gz" stamp src
+    [ -f "$tarball" ] || die "no $tarball: scripts/static-arm64.sh copies it from the static-deps cache"
+    stamp="nats.c $NATS_VERSION $(sha256sum "$tarball" | cut -c1-16) aarch64 ${NATS_CMAKE[*]} $(cross_cmake)"
+    stamp_ok "$prefix/.stamp" "$stamp" && return
+    say "building static aarch64 libnats $NATS_VERSION from $(basename "$tarball")"
+    local work=$C/src-c/nats
+    rm -rf "$work" "$prefix" && mkdir -p "$work"
+    tar -xzf "$tarball" -C "$work"
+    src="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+    # shellcheck disable=SC2046 # cross_cmake prints separate -D words
+    cmake -S "$src" -B "$work/build" $(cross_cmake) "${NATS_CMAKE[@]}" >"$work.cmake.log" 2>&1 ||
+        die "cmake configure of libnats failed, see $work.cmake.log"
+    cmake --build "$work/build" --target nats_static -j "$JOBS" >>"$work.cmake.log" 2>&1 ||
+        die "cmake build of libnats failed, see $work.cmake.log"
+    mkdir -p "$prefix/lib" "$prefix/include/nats"
+    cp "$(find "$work/build" -name libnats_static.a | head -n1)" "$prefix/lib/libnats.a"
+    cp "$src/src/nats.h" "$src/src/status.h" "$src/src/version.h" "$prefix/include/nats/"
+    $MULTIARCH-objdump -a "$prefix/lib/libnats.a" | grep -q 'file format elf64-littleaarch64' ||
+        die "libnats archive is not aarch64"
+    rm -rf "$work" "$work.cmake.log"
+    echo "$stamp" >"$prefix/.stamp"
+}
 install_mosquitto() {
     cp "$1/lib/libmosquitto_static.a" "$3/lib/libmosquitto.a"
     cp "$2"/include/mosquitto.h "$2"/include/mqtt_protocol.h "$3/include/"
@@ -301,6 +334,7 @@ step_cdeps() {
     build_clib mosquitto mosquitto libmosquitto-dev libmosquitto_static "${MOSQUITTO_CMAKE[@]}"
     build_clib qrencode qrencode libqrencode-dev qrencode "${QRENCODE_CMAKE[@]}"
     build_libnfc
+    build_nats
     local a
     for a in libcrypto.a libssl.a libsqlite3.a libusb.a libz.a libzstd.a; do
         [ -f "$SYSLIB/$a" ] || die "$SYSLIB/$a is missing (its :arm64 -dev package ships it)"
@@ -324,6 +358,8 @@ step_cdeps() {
         "-L$CDEPS/mosquitto/lib -lmosquitto -L$SYSLIB -lssl $crypto"
     write_pc libqrencode "$(debv libqrencode-dev:arm64)" "-I$CDEPS/qrencode/include" \
         "-L$CDEPS/qrencode/lib -lqrencode -lpthread"
+    write_pc libnats "$NATS_VERSION" "-I$CDEPS/nats/include" \
+        "-L$CDEPS/nats/lib -lnats -L$SYSLIB -lssl $crypto"
 }
 
 # --- swiftdeps --------------------------------------------------------------
@@ -332,12 +368,9 @@ step_cdeps() {
 # project): the project's copy of Package.swift names these directories as
 # path packages, so SwiftPM neither resolves nor re-checks them out.
 SWIFT_DEPS=(
-    "swift-argument-parser https://github.com/apple/swift-argument-parser 1.8.2"
     "swift-log https://github.com/apple/swift-log 1.16.2"
 )
 PATCH_RECIPE=2 # bump when a patch below changes
-
-patch_swift-argument-parser() { :; }
 
 # swift-log 1.16.2 is swift-tools-version 6.2 and uses 6.1/6.2 syntax.
 patch_swift-log() {
