@@ -1,0 +1,464 @@
+"""Clock jumps: CLOCK_REALTIME stepped back 3 h and forward 5 h while
+gatewayd runs (COMPAT §3, §4).
+
+The host's clock is never touched. The door runs in the gpio-vm guest
+(Debian 12's 6.1 kernel under QEMU TCG, scripts/gpio-vm/run.sh PREPARE=…),
+where the wall clock is ours: `clockctl` (scripts/gpio-vm/clockctl.c) sets
+CLOCK_REALTIME with clock_settime and, as an NTP daemon does once locked,
+clears STA_UNSYNC with adjtimex. The suite drives the guest through
+scripts/gpio-vm/agent.sh on the second serial port (a Unix socket here).
+
+In the guest: the static gateway on the stock sim example (stock
+`declare_synchronised = false`: the kernel's word is taken), mosquitto on the
+shipped provisioning/ configuration and ACL with TLS (the host's mosquitto
+and its shared libraries copied into the initramfs; certificates made here),
+mosquitto_pub as the phone, and mosquitto_sub as Home Assistant recording
+every event. The certificates are valid from the host's "now"; the guest's
+clock starts 4 h ahead so that every wall time the door visits (+4 h, +1 h,
++6 h) lies inside their validity.
+
+Checked, each a failure when it does not hold:
+- synchronised: a fresh compat command is accepted and pulses the strike
+  once; the same block again is refused (`replay`);
+- the clock stepped back 3 h: the kernel says unsynchronised (status too) and
+  a fresh command is refused (`clock_unsynchronised`); once synchronised
+  again, the logged block is refused (it is 3 h in the future), and a block
+  made for the new, earlier wall time is refused by the highest-accepted rule
+  (`older_than_highest`: ts + tolerance < highest);
+- stepped forward 5 h: both old blocks refused as `stale`, a fresh one
+  accepted;
+- a v2 sticker whose registry expiry lies between the two wall times is
+  granted before the forward step and denied (`expired`) after it; a sticker
+  without expiry and the exit button open in every phase;
+- gatewayd keeps its pid; the strike pulses exactly once per grant (never
+  on a refusal); the audit chain verifies; the outbox drains and the events
+  Home Assistant received are the audit rows (by seq); the audit rows' times
+  follow the guest's clock; telemetry names the clock's state.
+"""
+import base64
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+
+from lib import PROVISIONING, ROOT, Broker, Failure, Gateway, check, popen, remove, wait_until, work_dir
+
+HOUR = 3600
+GUEST_LIBS = ("/usr/sbin/mosquitto", "/usr/bin/mosquitto_pub", "/usr/bin/mosquitto_sub")
+
+
+class Guest:
+    """The gpio-vm guest booted with `door_agent`: sh(command) runs a shell
+    command in it and returns (exit status, output)."""
+
+    def __init__(self, work, kernel, initrd):
+        self.sock_path = os.path.join(work, "agent.sock")
+        self.console = os.path.join(work, "console.log")
+        self.process = popen([
+            "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-m", "768", "-smp", "2",
+            "-kernel", kernel, "-initrd", initrd,
+            "-append", "console=ttyS0 quiet loglevel=3 panic=-1 door_agent",
+            "-display", "none", "-no-reboot", "-monitor", "none",
+            "-serial", f"file:{self.console}",
+            "-serial", f"unix:{self.sock_path},server=on,wait=on",
+        ], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.conn = None
+        self.buffer = b""
+        wait_until(lambda: os.path.exists(self.sock_path) or self.process.poll() is not None, 30, "QEMU listening")
+        check(self.process.poll() is None, "QEMU exited at start")
+        self.conn = socket.socket(socket.AF_UNIX)
+        self.conn.connect(self.sock_path)
+        line = self._line(120)
+        check(line.endswith("@@READY"), f"guest agent: {line!r}")
+
+    def _line(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.process.poll() is not None:
+                raise Failure(f"guest: no answer within {timeout} s (QEMU {self.process.poll()}); "
+                              f"console tail: {self.console_tail()}")
+            self.conn.settimeout(min(left, 1))
+            try:
+                chunk = self.conn.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                raise Failure("guest: the agent's serial port closed")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def sh(self, command, timeout=60, check_rc=True):
+        self.conn.sendall(base64.b64encode(command.encode()) + b"\n")
+        line = self._line(timeout)
+        payload, sep, rc = line.rpartition("@@RC ")
+        check(sep, f"guest: unexpected answer {line[:200]!r}")
+        out = base64.b64decode(payload.strip()).decode(errors="replace") if payload.strip() else ""
+        if check_rc and int(rc) != 0:
+            raise Failure(f"guest: `{command[:120]}` exit {rc}: {out.strip()[-400:]}")
+        return int(rc), out
+
+    def console_tail(self):
+        try:
+            with open(self.console, errors="replace") as f:
+                return " | ".join(f.read().replace("\r", "").splitlines()[-8:])
+        except OSError:
+            return "(none)"
+
+    def close(self):
+        """Power off (the agent ends, init runs poweroff -f); QEMU killed if it
+        does not exit by itself."""
+        if self.process.poll() is None and self.conn:
+            try:
+                self.conn.sendall(b"@@QUIT\n")
+                self.process.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self.conn:
+            self.conn.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+def _extra_tree(extra, work):
+    """What the initramfs carries besides run.sh's own: the work directory at
+    the same path (certificates, broker and gateway configuration), the
+    host's mosquitto binaries with their shared libraries, /etc basics."""
+    shutil.copytree(work, extra + work, ignore=shutil.ignore_patterns("vm", "extra", "agent.sock", "console.log"))
+    acl = os.path.join(PROVISIONING, "doorgateway.acl")  # named by path in the broker's configuration
+    os.makedirs(os.path.dirname(extra + acl), exist_ok=True)
+    shutil.copyfile(acl, extra + acl)
+    files = set(GUEST_LIBS)
+    for exe in GUEST_LIBS:
+        out = subprocess.run(["ldd", exe], check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
+                files.add(parts[2])
+            elif parts and parts[0].startswith("/"):
+                files.add(parts[0])
+    for path in files:
+        dest = extra + path
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(os.path.realpath(path), dest)
+        os.chmod(dest, 0o755)
+    os.makedirs(os.path.join(extra, "etc"), exist_ok=True)
+    for name, text in (("passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("group", "root:x:0:\n"),
+                       ("hosts", "127.0.0.1 localhost\n"), ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")):
+        with open(os.path.join(extra, "etc", name), "w") as f:
+            f.write(text)
+    return len(files)
+
+
+class Door:
+    """gatewayd, its broker and Home Assistant's subscriber in the guest."""
+
+    def __init__(self, guest, g, broker):
+        self.guest, self.g, self.broker = guest, g, broker
+        self.env = f"DOORGATEWAY_SOCKET={g.socket}"
+        self.pid = None
+
+    def ctl(self, *args, check_rc=True):
+        quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in args)
+        return self.guest.sh(f"{self.env} /bin/gateway ctl {quoted}", check_rc=check_rc)
+
+    def status(self):
+        return json.loads(self.ctl("status", "--json")[1])
+
+    def clock(self):
+        """The guest's wall clock and the kernel's synchronisation flag."""
+        out = self.guest.sh("clockctl show")[1].split()
+        return int(out[0]), out[1] == "1"
+
+    def pulses(self):
+        return int(self.guest.sh(f"grep -c 'sim output strike → unlocked' {self.g.log_path}", check_rc=False)[1]
+                   .strip() or 0)
+
+    def remote_rows(self):
+        rows = json.loads(self.ctl("log", "--json", "--limit", "200")[1])
+        rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
+        return [r for r in rows if str(r.get("kind", "")).startswith("remote_")]
+
+    def publish(self, message):
+        b = self.broker
+        self.guest.sh(f"/usr/bin/mosquitto_pub {' '.join(b.client_args('phone-alice'))} -q 1 -t phone/front-door "
+                      f"-m '{message}'")
+
+    def command(self, message, what):
+        """Publish a compat command; wait for its audit row; (kind, reason, strike pulses before, after)."""
+        seen = len(self.remote_rows())
+        before = self.pulses()
+        self.publish(message)
+        rows = wait_until(lambda: (lambda r: r if len(r) > seen else None)(self.remote_rows()), 20,
+                          f"{what}: the command judged")
+        check(len(rows) == seen + 1, f"{what}: {len(rows) - seen} audit rows for one command")
+        row = _newest(rows)
+        kind = row.get("kind")
+        if kind == "remote_accepted":
+            wait_until(lambda: self.pulses() > before, 10, f"{what}: the strike pulses")
+            self.wait_locked(what)
+        else:
+            time.sleep(1)
+        return kind, row.get("reason"), before, self.pulses()
+
+    def make(self, now=None):
+        extra = ["--now", str(now)] if now is not None else []
+        return self.ctl("otp", "make", "--key-file", self.key_file, "--command", "1", *extra)[1].strip()
+
+    def wait_locked(self, what):
+        wait_until(lambda: self.status()["outputs"]["strike"] == "locked", 15, f"{what}: locked again", 0.2)
+
+    def tap(self, dump, uid, what):
+        before = self.pulses()
+        self.ctl("sim", "tap", "--dump", dump, "--uid", uid)
+        time.sleep(1.5)
+        self.ctl("sim", "remove")
+        self.wait_locked(what)
+        time.sleep(1.2)
+        return before, self.pulses()
+
+    def press(self, what):
+        before = self.pulses()
+        self.ctl("sim", "press")
+        wait_until(lambda: self.pulses() > before, 10, f"{what}: the exit button opens")
+        self.wait_locked(what)
+        time.sleep(1.2)
+        return self.pulses() - before
+
+    def provision(self, uid, work):
+        self.ctl("provision", "arm", "--action", "0")
+        self.ctl("sim", "tap", "--blank", "--uid", uid)
+        wait_until(lambda: any(e.get("kind") == "provisioning_written" and uid in json.dumps(e)
+                               for e in self.status().get("last_events", [])), 30, f"sticker {uid} written", 0.3)
+        dump = os.path.join(work, f"sticker-{uid}.dump")
+        self.ctl("sim", "dump", dump)
+        self.ctl("sim", "remove")
+        time.sleep(1.2)
+        return dump
+
+
+def _newest(rows):
+    key = "seq" if all("seq" in r for r in rows) else "id"
+    return max(rows, key=lambda r: r.get(key, 0))
+
+
+def run(bindir, report):
+    work = work_dir("clockjump")
+    guest = None
+    t0 = time.monotonic()
+    try:
+        broker = Broker(work)
+        g = Gateway(bindir, work, broker=broker,
+                    # The stock setting: the kernel says whether the clock is synchronised.
+                    edits=[("declare_synchronised = true", "declare_synchronised = false")])
+        extra = os.path.join(work, "extra")
+        libs = _extra_tree(extra, work)
+        vm = os.path.join(work, "vm")
+        prep = subprocess.run([os.path.join(ROOT, "scripts", "gpio-vm", "run.sh"), f"GATEWAY={g.gateway}",
+                               f"PREPARE={vm}", f"EXTRA={extra}"], capture_output=True, text=True)
+        check(prep.returncode == 0, f"gpio-vm PREPARE: {prep.stderr.strip()[-600:]}")
+        initrd_mb = os.path.getsize(os.path.join(vm, "initrd.gz")) / 1e6
+        remove(extra)
+        t_boot = time.monotonic()
+        guest = Guest(work, os.path.join(vm, "vmlinuz"), os.path.join(vm, "initrd.gz"))
+        boot_s = time.monotonic() - t_boot
+        door = Door(guest, g, broker)
+
+        # Wall clock: host now + 4 h, synchronised (the kernel's flag cleared as NTP would).
+        host_now = int(time.time())
+        w0 = host_now + 4 * HOUR
+        guest.sh(f"clockctl set {w0}")
+        check(door.clock()[1] is False, "clock_settime left the kernel clock synchronised (expected STA_UNSYNC)")
+        guest.sh("clockctl sync")
+        check(door.clock()[1] is True, "adjtimex did not clear STA_UNSYNC")
+
+        guest.sh(f"/usr/sbin/mosquitto -c {broker.path('mosquitto.conf')} > {work}/mosquitto.out 2>&1 &")
+        guest.sh(f"for i in $(seq 100); do grep -q 'mosquitto version.*running' {broker.path('mosquitto.log')} "
+                 f"2>/dev/null && exit 0; sleep 0.1; done; cat {work}/mosquitto.out {broker.path('mosquitto.log')}; "
+                 "exit 1")
+        events = os.path.join(work, "ha.txt")
+        guest.sh(f"/usr/bin/mosquitto_sub {' '.join(broker.client_args('homeassistant'))} -q 1 -c -i faults-ha "
+                 f"-t 'doorgateway/front-door/#' -F '%t|%p' > {events} 2>/dev/null &")
+        door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
+        wait_until(lambda: door.ctl("status", check_rc=False)[0] == 0, 60, "gatewayd answering status", 0.5)
+        wait_until(lambda: door.status().get("broker", {}).get("connected") is True, 60, "connected to the broker",
+                   0.5)
+        started_s = time.monotonic() - t_boot
+        st = door.status()
+        check(st.get("clock_synchronised") is True, f"status with the clock synchronised: {st.get('clock_synchronised')}")
+
+        door.ctl("keys", "otp", "new")
+        door.key_file = os.path.join(work, "otp.key")
+        guest.sh(f"{door.env} /bin/gateway ctl keys otp export > {door.key_file}")
+        plain, limited = "04C10C00000001", "04C10C00000002"
+        dump_plain = door.provision(plain, work)
+        dump_limited = door.provision(limited, work)
+
+        grants = 0  # strike pulses the door owes: grants, accepted commands, exit presses
+        phases = []
+
+        def expect_open(before_after, what):
+            nonlocal grants
+            before, after = before_after
+            check(after == before + 1, f"{what}: strike pulses {before} → {after} (expected one)")
+            grants += 1
+
+        def expect_shut(before_after, what):
+            before, after = before_after
+            check(after == before, f"{what}: the strike pulsed on a refusal ({before} → {after})")
+
+        def command(message, what, kind, reasons=None):
+            nonlocal grants
+            got_kind, reason, before, after = door.command(message, what)
+            check(got_kind == kind and (reasons is None or reason in reasons),
+                  f"{what}: {got_kind} ({reason}), expected {kind} {reasons or ''}")
+            if kind == "remote_accepted":
+                check(after == before + 1, f"{what}: strike pulses {before} → {after} (expected one)")
+                grants += 1
+            else:
+                check(after == before, f"{what}: the strike pulsed on a refusal ({before} → {after})")
+            return reason
+
+        def stickers(what, limited_granted):
+            expect_open(door.tap(dump_plain, plain, f"{what}: sticker without expiry"), f"{what}: sticker")
+            if limited_granted is not None:
+                r = door.tap(dump_limited, limited, f"{what}: sticker with expiry")
+                if limited_granted:
+                    expect_open(r, f"{what}: sticker with expiry, not yet expired")
+                else:
+                    expect_shut(r, f"{what}: expired sticker")
+            nonlocal grants
+            n = door.press(what)
+            check(n == 1, f"{what}: the exit button pulsed {n} times")
+            grants += 1
+
+        def jump(delta, what):
+            guest.sh(f"clockctl shift {delta}")
+            wall, synced = door.clock()
+            st = door.status()
+            check(not synced and st.get("clock_synchronised") is False,
+                  f"{what}: after the step the kernel says synchronised={synced}, status {st.get('clock_synchronised')}")
+            reason = command(door.make(), f"{what}, unsynchronised: a fresh command", "remote_rejected",
+                             {"clock_unsynchronised"})
+            guest.sh("clockctl sync")
+            st = door.status()
+            check(st.get("clock_synchronised") is True, f"{what}: status after the resync: {st.get('clock_synchronised')}")
+            return wall, reason
+
+        # Phase 1: synchronised at w0.
+        phases.append(("start", door.clock()[0]))
+        b1 = door.make()
+        command(b1, "synchronised: a fresh command", "remote_accepted")
+        command(b1, "synchronised: the same block again", "remote_rejected", {"replay"})
+        stickers("synchronised", None)
+
+        # Phase 2: 3 h back.
+        wall, _ = jump(-3 * HOUR, "3 h back")
+        phases.append(("back", wall))
+        check(abs(wall - (w0 - 3 * HOUR)) < 300, f"3 h back: the guest's clock says {wall}, w0 {w0}")
+        replay_back = command(b1, "3 h back: the logged block again", "remote_rejected",
+                              {"future", "replay", "older_than_highest"})
+        b2 = door.make()
+        command(b2, "3 h back: a block made for the new wall time", "remote_rejected", {"older_than_highest"})
+        now_back = door.clock()[0]
+        expiry = now_back + 2 * HOUR  # between this wall time and the one after the step forward
+        door.ctl("tags", "expire", limited, "--at", str(expiry))
+        stickers("3 h back", True)
+
+        # Phase 3: 5 h forward.
+        wall, _ = jump(5 * HOUR, "5 h forward")
+        phases.append(("forward", wall))
+        check(wall > expiry, f"5 h forward: the wall clock {wall} is not past the expiry {expiry}")
+        command(b1, "5 h forward: the first block again", "remote_rejected", {"stale"})
+        command(b2, "5 h forward: the refused block again", "remote_rejected", {"stale"})
+        command(door.make(now=w0 + 60), "5 h forward: a never-seen block from before", "remote_rejected", {"stale"})
+        command(door.make(), "5 h forward: a fresh command", "remote_accepted")
+        stickers("5 h forward", False)
+
+        # The whole run.
+        check(guest.sh(f"kill -0 {door.pid} && tr '\\0' ' ' < /proc/{door.pid}/cmdline")[1].startswith("/bin/gateway daemon"),
+              "gatewayd's pid changed")
+        pulses = door.pulses()
+        check(pulses == grants, f"the strike pulsed {pulses} times for {grants} grants")
+        verify = door.ctl("log", "--verify", check_rc=False)
+        check(verify[0] == 0, f"audit chain: {verify[1].strip()}")
+        wait_until(lambda: door.status()["broker"].get("outbox") == 0, 30, "outbox drained", 0.5)
+        time.sleep(2)
+        backup = os.path.join(work, "backup.db")
+        door.ctl("backup", backup)
+        local_db = os.path.join(work, "audit.db")
+        with open(local_db, "wb") as f:
+            f.write(base64.b64decode(guest.sh(f"base64 {backup} | tr -d '\\n'")[1]))
+        ha = guest.sh(f"cat {events}")[1]
+        with open(events, "w") as f:
+            f.write(ha)
+        ha = ha.splitlines()
+        con = sqlite3.connect(local_db)
+        try:
+            cols = [r[1] for r in con.execute("PRAGMA table_info(audit)")]
+            check({"id", "time", "kind", "reason"} <= set(cols), f"audit columns: {cols}")
+            rows = con.execute("SELECT id, kind, reason, time FROM audit ORDER BY id").fetchall()
+        finally:
+            con.close()
+        events_by_seq = {}
+        telemetry = []
+        for line in ha:
+            topic, _, payload = line.partition("|")
+            try:
+                body = json.loads(payload)
+            except ValueError:
+                continue
+            if topic.endswith("/event"):
+                events_by_seq[body.get("seq")] = (body.get("kind"), round(_unix(body.get("time"))))
+            elif topic.endswith("/telemetry"):
+                telemetry.append(body)
+        # At least once: a message delivered twice has one seq; the door's events in seq order are its audit rows.
+        delivered = [events_by_seq[k] for k in sorted(events_by_seq)]
+        audited = [(kind, t) for _, kind, _, t in rows]
+        check(delivered == audited,
+              f"events at the broker ({len(delivered)}) are not the audit rows ({len(audited)}): first difference "
+              f"{next(((a, b) for a, b in zip(delivered, audited) if a != b), None)}")
+        # Audit times follow the guest's clock: the rows of the 3 h back phase are stamped ~3 h before the first.
+        times = [_unix(r[3]) for r in rows]
+        check(min(times) < w0 - 2 * HOUR and max(times) > w0 + HOUR,
+              f"audit times do not follow the clock steps: {min(times)}…{max(times)}, w0 {w0}")
+        check(telemetry and all(isinstance(t.get("clock_synchronised"), bool) for t in telemetry),
+              f"telemetry does not name the clock's state: {telemetry[:2]}")
+        reasons = {}
+        for _, kind, reason, _ in rows:
+            if kind.startswith("remote_") or kind in ("denied", "tap_denied"):
+                reasons[f"{kind}:{reason}"] = reasons.get(f"{kind}:{reason}", 0) + 1
+        report["clockjump"] = (
+            f"guest {initrd_mb:.0f} MB initramfs ({libs} mosquitto files), boot → agent {boot_s:.1f} s, gatewayd "
+            f"connected {started_s:.1f} s after boot; wall clock +4 h → −3 h → +5 h (STA_UNSYNC after each step, "
+            f"commands refused until resynchronised); the logged block 3 h back: {replay_back}; a block for the "
+            f"earlier wall time: older_than_highest; after +5 h old blocks stale, a fresh one accepted; sticker "
+            f"with expiry granted before, denied after; {grants} strike pulses = grants; pid {door.pid} kept; "
+            f"chain verified; {len(audited)} audit rows = events at the broker (kind, time); {len(telemetry)} telemetry "
+            f"messages; remote/denied rows {reasons}")
+    finally:
+        if guest:
+            if os.environ.get("FAULTS_KEEP") == "1":
+                try:  # the guest's logs, for a post-mortem
+                    for name in ("gatewayd.log", "mosquitto.out"):
+                        out = guest.sh(f"tail -c 20000 {work}/{name}", timeout=20, check_rc=False)[1]
+                        with open(os.path.join(work, "guest-" + name), "w") as f:
+                            f.write(out)
+                except (Failure, OSError):
+                    pass
+            guest.close()
+        if os.environ.get("FAULTS_KEEP") != "1":
+            remove(work)
+        report["clockjump_total"] = f"{time.monotonic() - t0:.0f} s"
+
+
+def _unix(value):
+    if isinstance(value, (int, float)):
+        return value / 1000 if value > 10**11 else value
+    from datetime import datetime
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
