@@ -36,6 +36,8 @@ Checked, each a failure when it does not hold:
   follow the guest's clock; telemetry names the clock's state.
 """
 import base64
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -184,31 +186,42 @@ class Door:
         rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
         return [r for r in rows if str(r.get("kind", "")).startswith("remote_")]
 
-    def publish(self, message):
+    def publish(self, message, topic):
         b = self.broker
-        self.guest.sh(f"/usr/bin/mosquitto_pub {' '.join(b.client_args('phone-alice'))} -q 1 -t phone/front-door "
+        self.guest.sh(f"/usr/bin/mosquitto_pub {' '.join(b.client_args('phone-alice'))} -q 1 -t {topic} "
                       f"-m '{message}'")
 
-    def command(self, message, what):
-        """Publish a compat command; wait for its audit row; (kind, reason, strike pulses before, after)."""
+    def command(self, message, what, copies=1):
+        """Publish a compat or native command (`copies` times, back to back: inside the freshness window); wait
+        for its audit rows; ([(kind, reason)] oldest first, strike pulses before, after)."""
         seen = len(self.remote_rows())
         before = self.pulses()
-        self.publish(message)
-        rows = wait_until(lambda: (lambda r: r if len(r) > seen else None)(self.remote_rows()), 20,
+        native = message.startswith('{"action"')
+        for _ in range(copies):
+            self.publish(message, "doorgateway/front-door/command" if native else "phone/front-door")
+        rows = wait_until(lambda: (lambda r: r if len(r) >= seen + copies else None)(self.remote_rows()), 20,
                           f"{what}: the command judged")
-        check(len(rows) == seen + 1, f"{what}: {len(rows) - seen} audit rows for one command")
-        row = _newest(rows)
-        kind = row.get("kind")
-        if kind == "remote_accepted":
+        check(len(rows) == seen + copies, f"{what}: {len(rows) - seen} audit rows for {copies} messages")
+        key = "seq" if all("seq" in r for r in rows) else "id"
+        newest = sorted(rows, key=lambda r: r.get(key, 0))[-copies:]
+        verdicts = [(r.get("kind"), r.get("reason")) for r in newest]
+        if any(kind == "remote_accepted" for kind, _ in verdicts):
             wait_until(lambda: self.pulses() > before, 10, f"{what}: the strike pulses")
             self.wait_locked(what)
-        else:
-            time.sleep(1)
-        return kind, row.get("reason"), before, self.pulses()
+        time.sleep(1)
+        return verdicts, before, self.pulses()
 
     def make(self, now=None):
         extra = ["--now", str(now)] if now is not None else []
         return self.ctl("otp", "make", "--key-file", self.key_file, "--command", "1", *extra)[1].strip()
+
+    def native(self, ts=None, action=0):
+        """A native command (COMPAT §5) signed here with the exported command key; ts: the guest's now."""
+        ts = self.clock()[0] if ts is None else ts
+        nonce = os.urandom(16).hex()
+        mac = hmac.new(self.command_key, f"cmd1|front-door|{action}|{ts}|{nonce}".encode(), hashlib.sha256).hexdigest()
+        return json.dumps({"action": action, "ts": ts, "nonce": nonce, "device": "front-door", "mac": mac},
+                          separators=(",", ":"))
 
     def wait_locked(self, what):
         wait_until(lambda: self.status()["outputs"]["strike"] == "locked", 15, f"{what}: locked again", 0.2)
@@ -240,11 +253,6 @@ class Door:
         self.ctl("sim", "remove")
         time.sleep(1.2)
         return dump
-
-
-def _newest(rows):
-    key = "seq" if all("seq" in r for r in rows) else "id"
-    return max(rows, key=lambda r: r.get(key, 0))
 
 
 def run(bindir, report):
@@ -295,6 +303,9 @@ def run(bindir, report):
         door.ctl("keys", "otp", "new")
         door.key_file = os.path.join(work, "otp.key")
         guest.sh(f"{door.env} /bin/gateway ctl keys otp export > {door.key_file}")
+        door.ctl("keys", "command", "new")
+        door.command_key = bytes.fromhex(door.ctl("keys", "command", "export")[1].strip())
+        check(len(door.command_key) >= 16, "command key export")
         plain, limited = "04C10C00000001", "04C10C00000002"
         dump_plain = door.provision(plain, work)
         dump_limited = door.provision(limited, work)
@@ -314,7 +325,7 @@ def run(bindir, report):
 
         def command(message, what, kind, reasons=None):
             nonlocal grants
-            got_kind, reason, before, after = door.command(message, what)
+            [(got_kind, reason)], before, after = door.command(message, what)
             check(got_kind == kind and (reasons is None or reason in reasons),
                   f"{what}: {got_kind} ({reason}), expected {kind} {reasons or ''}")
             if kind == "remote_accepted":
@@ -323,6 +334,15 @@ def run(bindir, report):
             else:
                 check(after == before, f"{what}: the strike pulsed on a refusal ({before} → {after})")
             return reason
+
+        def accepted_then_replayed(message, what):
+            """The same message twice inside the window: accepted once (one pulse), then refused as a replay."""
+            nonlocal grants
+            verdicts, before, after = door.command(message, what, copies=2)
+            check(verdicts == [("remote_accepted", None), ("remote_rejected", "replay")],
+                  f"{what}: {verdicts}, expected accepted then refused (replay)")
+            check(after == before + 1, f"{what}: strike pulses {before} → {after} (expected one)")
+            grants += 1
 
         def stickers(what, limited_granted):
             expect_open(door.tap(dump_plain, plain, f"{what}: sticker without expiry"), f"{what}: sticker")
@@ -338,6 +358,7 @@ def run(bindir, report):
             grants += 1
 
         def jump(delta, what):
+            phases[-1][2] = door.clock()[0]
             guest.sh(f"clockctl shift {delta}")
             wall, synced = door.clock()
             st = door.status()
@@ -351,20 +372,25 @@ def run(bindir, report):
             return wall, reason
 
         # Phase 1: synchronised at w0.
-        phases.append(("start", door.clock()[0]))
+        phases.append(["start", w0, None])
         b1 = door.make()
-        command(b1, "synchronised: a fresh command", "remote_accepted")
-        command(b1, "synchronised: the same block again", "remote_rejected", {"replay"})
+        accepted_then_replayed(b1, "synchronised: a fresh compat command, twice")
+        n1 = door.native()
+        accepted_then_replayed(n1, "synchronised: a fresh native command, twice")
         stickers("synchronised", None)
 
         # Phase 2: 3 h back.
         wall, _ = jump(-3 * HOUR, "3 h back")
-        phases.append(("back", wall))
+        phases.append(["back", wall, None])
         check(abs(wall - (w0 - 3 * HOUR)) < 300, f"3 h back: the guest's clock says {wall}, w0 {w0}")
         replay_back = command(b1, "3 h back: the logged block again", "remote_rejected",
                               {"future", "replay", "older_than_highest"})
         b2 = door.make()
         command(b2, "3 h back: a block made for the new wall time", "remote_rejected", {"older_than_highest"})
+        native_back = command(n1, "3 h back: the logged native command again", "remote_rejected",
+                              {"future", "replay", "older_than_highest"})
+        n2 = door.native()
+        command(n2, "3 h back: a native command for the new wall time", "remote_rejected", {"older_than_highest"})
         now_back = door.clock()[0]
         expiry = now_back + 2 * HOUR  # between this wall time and the one after the step forward
         door.ctl("tags", "expire", limited, "--at", str(expiry))
@@ -372,15 +398,19 @@ def run(bindir, report):
 
         # Phase 3: 5 h forward.
         wall, _ = jump(5 * HOUR, "5 h forward")
-        phases.append(("forward", wall))
+        phases.append(["forward", wall, None])
         check(wall > expiry, f"5 h forward: the wall clock {wall} is not past the expiry {expiry}")
         command(b1, "5 h forward: the first block again", "remote_rejected", {"stale"})
         command(b2, "5 h forward: the refused block again", "remote_rejected", {"stale"})
         command(door.make(now=w0 + 60), "5 h forward: a never-seen block from before", "remote_rejected", {"stale"})
         command(door.make(), "5 h forward: a fresh command", "remote_accepted")
+        command(n1, "5 h forward: the first native command again", "remote_rejected", {"stale"})
+        command(n2, "5 h forward: the refused native command again", "remote_rejected", {"stale"})
+        command(door.native(), "5 h forward: a fresh native command", "remote_accepted")
         stickers("5 h forward", False)
 
         # The whole run.
+        phases[-1][2] = door.clock()[0]
         check(guest.sh(f"kill -0 {door.pid} && tr '\\0' ' ' < /proc/{door.pid}/cmdline")[1].startswith("/bin/gateway daemon"),
               "gatewayd's pid changed")
         pulses = door.pulses()
@@ -429,6 +459,13 @@ def run(bindir, report):
               f"audit times do not follow the clock steps: {min(times)}…{max(times)}, w0 {w0}")
         check(telemetry and all(isinstance(t.get("clock_synchronised"), bool) for t in telemetry),
               f"telemetry does not name the clock's state: {telemetry[:2]}")
+        # Each telemetry message is stamped with the wall time of the phase it was sent in.
+        stamped = []
+        for t in telemetry:
+            at = _unix(t.get("time"))
+            phase = next((name for name, a, b in phases if a - 5 <= at <= b + 5), None)
+            check(phase, f"telemetry stamped {t.get('time')} outside every phase's wall time {phases}")
+            stamped.append(f"{phase} {'synchronised' if t['clock_synchronised'] else 'unsynchronised'}")
         reasons = {}
         for _, kind, reason, _ in rows:
             if kind.startswith("remote_") or kind in ("denied", "tap_denied"):
@@ -436,11 +473,12 @@ def run(bindir, report):
         report["clockjump"] = (
             f"guest {initrd_mb:.0f} MB initramfs ({libs} mosquitto files), boot → agent {boot_s:.1f} s, gatewayd "
             f"connected {started_s:.1f} s after boot; wall clock +4 h → −3 h → +5 h (STA_UNSYNC after each step, "
-            f"commands refused until resynchronised); the logged block 3 h back: {replay_back}; a block for the "
-            f"earlier wall time: older_than_highest; after +5 h old blocks stale, a fresh one accepted; sticker "
+            f"commands refused until resynchronised); compat and native alike: the logged message 3 h back: "
+            f"{replay_back}/{native_back}; one made for the earlier wall time: older_than_highest; after +5 h old "
+            f"messages stale, fresh ones accepted; sticker "
             f"with expiry granted before, denied after; {grants} strike pulses = grants; pid {door.pid} kept; "
-            f"chain verified; {len(audited)} audit rows = events at the broker (kind, time); {len(telemetry)} telemetry "
-            f"messages; remote/denied rows {reasons}")
+            f"chain verified; {len(audited)} audit rows = events at the broker (kind, time); telemetry ({', '.join(stamped)}) "
+            f"stamped with its phase's wall time; remote/denied rows {reasons}")
     finally:
         if guest:
             if os.environ.get("FAULTS_KEEP") == "1":
