@@ -151,7 +151,8 @@ def _extra_tree(extra, work):
         os.chmod(dest, 0o755)
     os.makedirs(os.path.join(extra, "etc"), exist_ok=True)
     for name, text in (("passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("group", "root:x:0:\n"),
-                       ("hosts", "127.0.0.1 localhost\n"), ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")):
+                       ("hosts", "127.0.0.1 localhost\n"),
+                       ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")):
         with open(os.path.join(extra, "etc", name), "w") as f:
             f.write(text)
     return len(files)
@@ -298,7 +299,8 @@ def run(bindir, report):
                    0.5)
         started_s = time.monotonic() - t_boot
         st = door.status()
-        check(st.get("clock_synchronised") is True, f"status with the clock synchronised: {st.get('clock_synchronised')}")
+        check(st.get("clock_synchronised") is True,
+              f"status with the clock synchronised: {st.get('clock_synchronised')}")
 
         door.ctl("keys", "otp", "new")
         door.key_file = os.path.join(work, "otp.key")
@@ -363,18 +365,29 @@ def run(bindir, report):
             wall, synced = door.clock()
             st = door.status()
             check(not synced and st.get("clock_synchronised") is False,
-                  f"{what}: after the step the kernel says synchronised={synced}, status {st.get('clock_synchronised')}")
+                  f"{what}: after the step the kernel says synchronised={synced}, "
+                  f"status {st.get('clock_synchronised')}")
             reason = command(door.make(), f"{what}, unsynchronised: a fresh command", "remote_rejected",
                              {"clock_unsynchronised"})
             guest.sh("clockctl sync")
             st = door.status()
-            check(st.get("clock_synchronised") is True, f"{what}: status after the resync: {st.get('clock_synchronised')}")
+            check(st.get("clock_synchronised") is True,
+                  f"{what}: status after the resync: {st.get('clock_synchronised')}")
             return wall, reason
 
         # Phase 1: synchronised at w0.
         phases.append(["start", w0, None])
-        b1 = door.make()
+        b1_ts = door.clock()[0]
+        b1 = door.make(now=b1_ts)
         accepted_then_replayed(b1, "synchronised: a fresh compat command, twice")
+        # A step back of seconds, so that the logged block is fresh again (the step lands 4 s before its
+        # timestamp; resynchronising takes a few): only the replay record can refuse it.
+        small = door.clock()[0] - b1_ts + 4
+        jump(-small, f"{small} s back")
+        skew = door.clock()[0] - b1_ts
+        check(abs(skew) <= 4, f"{small} s back: the logged block is {skew} s old, not fresh: the guest is too slow")
+        command(b1, f"{small} s back: the logged block, fresh again ({skew:+d} s)", "remote_rejected", {"replay"})
+        small_step = f"{small} s back: the logged block, {skew:+d} s old (fresh), refused replay"
         n1 = door.native()
         accepted_then_replayed(n1, "synchronised: a fresh native command, twice")
         stickers("synchronised", None)
@@ -411,8 +424,28 @@ def run(bindir, report):
 
         # The whole run.
         phases[-1][2] = door.clock()[0]
-        check(guest.sh(f"kill -0 {door.pid} && tr '\\0' ' ' < /proc/{door.pid}/cmdline")[1].startswith("/bin/gateway daemon"),
-              "gatewayd's pid changed")
+        cmdline = guest.sh(f"tr '\\0' ' ' < /proc/{door.pid}/cmdline", check_rc=False)[1]
+        check(cmdline.startswith("/bin/gateway daemon"), f"gatewayd's pid {door.pid} is gone ({cmdline!r})")
+        pid = door.pid
+
+        # Phase 4: 5 h back again (before the sticker's expiry) and gatewayd restarted: the highest accepted
+        # timestamps come from the store.
+        wall, _ = jump(-5 * HOUR, "5 h back, before a restart")
+        phases.append(["restart", wall, None])
+        # Ended: gone, or a zombie (its parent, the agent's shell, is gone; init does not reap it).
+        guest.sh(f"kill {door.pid}; for i in $(seq 200); do s=$(awk '/^State:/{{print $2}}' /proc/{door.pid}/status "
+                 "2>/dev/null); { [ -z \"$s\" ] || [ \"$s\" = Z ]; } && exit 0; sleep 0.1; done; exit 1")
+        door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
+        wait_until(lambda: door.status().get("broker", {}).get("connected") is True, 60, "connected after restart",
+                   0.5)
+        command(door.make(), "restarted 5 h back: a fresh block", "remote_rejected", {"older_than_highest"})
+        command(door.native(), "restarted 5 h back: a fresh native command", "remote_rejected", {"older_than_highest"})
+        expired_back = door.tap(dump_limited, limited, "restarted 5 h back: the sticker that had expired")
+        revived = expired_back[1] - expired_back[0]
+        grants += revived  # reported, not asserted: COMPAT §4 does not say which clock an expiry is judged by
+        stickers("restarted 5 h back", None)
+        phases[-1][2] = door.clock()[0]
+
         pulses = door.pulses()
         check(pulses == grants, f"the strike pulsed {pulses} times for {grants} grants")
         verify = door.ctl("log", "--verify", check_rc=False)
@@ -473,12 +506,14 @@ def run(bindir, report):
         report["clockjump"] = (
             f"guest {initrd_mb:.0f} MB initramfs ({libs} mosquitto files), boot → agent {boot_s:.1f} s, gatewayd "
             f"connected {started_s:.1f} s after boot; wall clock +4 h → −3 h → +5 h (STA_UNSYNC after each step, "
-            f"commands refused until resynchronised); compat and native alike: the logged message 3 h back: "
+            f"commands refused until resynchronised); {small_step}; compat and native alike: the logged message 3 h back: "
             f"{replay_back}/{native_back}; one made for the earlier wall time: older_than_highest; after +5 h old "
             f"messages stale, fresh ones accepted; sticker "
-            f"with expiry granted before, denied after; {grants} strike pulses = grants; pid {door.pid} kept; "
-            f"chain verified; {len(audited)} audit rows = events at the broker (kind, time); telemetry ({', '.join(stamped)}) "
-            f"stamped with its phase's wall time; remote/denied rows {reasons}")
+            f"with expiry granted before, denied after; pid {pid} kept through the steps; restarted 5 h back: "
+            f"fresh compat and native refused older_than_highest (persisted), the expired sticker "
+            f"{'GRANTED again' if revived else 'denied'}; {grants} strike pulses = grants; "
+            f"chain verified; {len(audited)} audit rows = events at the broker (kind, time); telemetry "
+            f"({', '.join(stamped)}) stamped with its phase's wall time; remote/denied rows {reasons}")
     finally:
         if guest:
             if os.environ.get("FAULTS_KEEP") == "1":
