@@ -506,7 +506,8 @@ def run(bindir, report):
         report["clockjump"] = (
             f"guest {initrd_mb:.0f} MB initramfs ({libs} mosquitto files), boot → agent {boot_s:.1f} s, gatewayd "
             f"connected {started_s:.1f} s after boot; wall clock +4 h → −3 h → +5 h (STA_UNSYNC after each step, "
-            f"commands refused until resynchronised); {small_step}; compat and native alike: the logged message 3 h back: "
+            f"commands refused until resynchronised); {small_step}; compat and native alike: the logged "
+            f"message 3 h back: "
             f"{replay_back}/{native_back}; one made for the earlier wall time: older_than_highest; after +5 h old "
             f"messages stale, fresh ones accepted; sticker "
             f"with expiry granted before, denied after; pid {pid} kept through the steps; restarted 5 h back: "
