@@ -436,6 +436,8 @@ def run(bindir, report):
         guest.sh(f"kill {door.pid}; for i in $(seq 200); do s=$(awk '/^State:/{{print $2}}' /proc/{door.pid}/status "
                  "2>/dev/null); { [ -z \"$s\" ] || [ \"$s\" = Z ]; } && exit 0; sleep 0.1; done; exit 1")
         door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
+        wait_until(lambda: door.ctl("status", check_rc=False)[0] == 0, 60, "gatewayd answering status after restart",
+                   0.5)
         wait_until(lambda: door.status().get("broker", {}).get("connected") is True, 60, "connected after restart",
                    0.5)
         command(door.make(), "restarted 5 h back: a fresh block", "remote_rejected", {"older_than_highest"})
