@@ -1,5 +1,5 @@
 """Clock jumps: CLOCK_REALTIME stepped back 3 h and forward 5 h while
-gatewayd runs (COMPAT §3, §4).
+gatewayd runs (COMPAT §3, §4, §5).
 
 The host's clock is never touched. The door runs in the gpio-vm guest
 (Debian 12's 6.1 kernel under QEMU TCG, scripts/gpio-vm/run.sh PREPARE=…),
@@ -17,23 +17,32 @@ every event. The certificates are valid from the host's "now"; the guest's
 clock starts 4 h ahead so that every wall time the door visits (+4 h, +1 h,
 +6 h) lies inside their validity.
 
-Checked, each a failure when it does not hold:
-- synchronised: a fresh compat command is accepted and pulses the strike
-  once; the same block again is refused (`replay`);
-- the clock stepped back 3 h: the kernel says unsynchronised (status too) and
-  a fresh command is refused (`clock_unsynchronised`); once synchronised
-  again, the logged block is refused (it is 3 h in the future), and a block
-  made for the new, earlier wall time is refused by the highest-accepted rule
-  (`older_than_highest`: ts + tolerance < highest);
-- stepped forward 5 h: both old blocks refused as `stale`, a fresh one
-  accepted;
+Checked, each a failure when it does not hold; compat (§3) and native (§5)
+commands alike:
+- synchronised: a fresh command is accepted and pulses the strike once; the
+  same message again at once is refused (`replay`);
+- right after every step the kernel says unsynchronised (status too) and a
+  fresh command is refused (`clock_unsynchronised`); the checks below run
+  once the clock is synchronised again;
+- stepped back a few seconds, so that the accepted block is fresh again: it
+  is refused (`replay`: the replay record);
+- stepped back 3 h: the logged block and message are refused (they are 3 h in
+  the future: `future`), and ones made for the new, earlier wall time are
+  refused by the highest-accepted rule (`older_than_highest`:
+  ts + tolerance < highest);
+- stepped forward 5 h: the old ones refused as `stale`, fresh ones accepted;
 - a v2 sticker whose registry expiry lies between the two wall times is
   granted before the forward step and denied (`expired`) after it; a sticker
   without expiry and the exit button open in every phase;
-- gatewayd keeps its pid; the strike pulses exactly once per grant (never
-  on a refusal); the audit chain verifies; the outbox drains and the events
-  Home Assistant received are the audit rows (by seq); the audit rows' times
-  follow the guest's clock; telemetry names the clock's state.
+- gatewayd keeps its pid through these steps;
+- then stepped back 5 h and gatewayd restarted: fresh messages are refused
+  (`older_than_highest`: the highest timestamps come from the store). The
+  expired sticker tapped then is reported, not judged (its expiry is judged
+  by the wall clock; COMPAT does not say otherwise);
+- the strike pulses exactly once per grant (never on a refusal); the audit
+  chain verifies; the outbox drains and the events Home Assistant received,
+  in seq order, are the audit rows (kind and time); the audit rows' times
+  follow the guest's clock; telemetry is stamped with its phase's wall time.
 """
 import base64
 import hashlib
