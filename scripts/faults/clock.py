@@ -11,8 +11,8 @@ button pulses it too; the audit chain verifies.
 
 The kernel's state is read as gatewayd reads it (adjtimex: TIME_ERROR or
 STA_UNSYNC). The host's clock cannot be unsynchronised by a test; where it is
-synchronised the scenario says so and checks nothing (clock jumps of
-CLOCK_REALTIME are not covered by the suite either; see README).
+synchronised the scenario says so and checks nothing. Clock jumps of
+CLOCK_REALTIME while gatewayd runs: clockjump.py, in the gpio-vm guest.
 """
 import ctypes
 import os

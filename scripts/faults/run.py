@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The fault suite (make test-faults): run.py BINDIR [SCENARIO...]
 
-Scenarios: powercut, diskfull, reader, broker, flood, abort, clock (all by default). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
+Scenarios: powercut, diskfull, reader, broker, flood, abort, clock, clockjump (all by default; clockjump boots
+the gpio-vm guest). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
 number of power cuts (default 200); FAULTS_KEEP=1 keeps the work directories.
 Prints one line per scenario and `test-faults: N passed, N failed`.
 """
@@ -14,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import abort  # noqa: E402
 import churn  # noqa: E402
 import clock  # noqa: E402
+import clockjump  # noqa: E402
 import diskfull  # noqa: E402
 import powercut  # noqa: E402
 from lib import Failure  # noqa: E402
@@ -32,6 +34,7 @@ def main(argv):
         "flood": lambda report: churn.run_flood(bindir, report),
         "abort": lambda report: abort.run(bindir, report, int(os.environ.get("FAULTS_ABORTS", "3"))),
         "clock": lambda report: clock.run_unsynchronised(bindir, report),
+        "clockjump": lambda report: clockjump.run(bindir, report),
     }
     chosen = argv[1:] or list(scenarios)
     passed = failed = 0

@@ -14,9 +14,18 @@
 # compiler version Debian built that kernel with) and the aarch64 static
 # binaries (make test-gpio-vm-arm64). The arm64 packages come through a private
 # apt configuration in the cache; the host's apt state is not touched.
-# Usage: scripts/gpio-vm/run.sh [ARCH=amd64|arm64] [GATEWAY=path] [PN532SIM=path]   Ends with "N passed, N failed".
+# PREPARE=dir (amd64) boots nothing: it leaves the kernel (vmlinuz) and an
+# initramfs (initrd.gz) with EXTRA=dir's tree added in dir, for a caller that
+# boots the guest itself and drives it through agent.sh on the second serial
+# port (the clock-jump fault scenario, scripts/faults/clockjump.py, with
+# `door_agent` on the kernel command line). clockctl (clockctl.c, built
+# static here) sets the guest's CLOCK_REALTIME and its NTP status.
+# Usage: scripts/gpio-vm/run.sh [ARCH=amd64|arm64] [GATEWAY=path] [PN532SIM=path] [PREPARE=dir [EXTRA=dir]]
+#   Ends with "N passed, N failed" (PREPARE: with the two paths).
 set -euo pipefail
-for a in "$@"; do case $a in ARCH=*) ARCH=${a#ARCH=};; GATEWAY=*) GATEWAY=${a#GATEWAY=};; PN532SIM=*) PN532SIM=${a#PN532SIM=};; esac; done
+PREPARE= EXTRA=
+for a in "$@"; do case $a in ARCH=*) ARCH=${a#ARCH=};; GATEWAY=*) GATEWAY=${a#GATEWAY=};; PN532SIM=*) PN532SIM=${a#PN532SIM=};;
+  PREPARE=*) PREPARE=${a#PREPARE=};; EXTRA=*) EXTRA=${a#EXTRA=};; esac; done
 HERE=$(cd "$(dirname "$0")" && pwd)
 ARCH=${ARCH:-amd64}
 case $ARCH in amd64) DEFAULT_OUT=out/static;; arm64) DEFAULT_OUT=out/static-arm64;; *) echo "gpio-vm: ARCH is amd64 or arm64" >&2; exit 2;; esac
@@ -144,11 +153,21 @@ done
 CFS=$(find "$D/root/lib/modules/$KREL" -name 'configfs.ko*' | head -1)
 case $CFS in *.xz) xz -dc "$CFS" > "$R/lib/modules/configfs.ko";; *) cp "$CFS" "$R/lib/modules/configfs.ko";; esac
 cp "$MOD" "$R/lib/modules/"
+if [ -n "$PREPARE" ]; then
+  cp "$HERE/agent.sh" "$R/agent.sh"
+  gcc -static -O2 -Wall -o "$R/bin/clockctl" "$HERE/clockctl.c"
+  if [ -n "$EXTRA" ]; then cp -a "$EXTRA/." "$R/"; fi
+fi
 cat > "$R/init" <<'EOI'
 #!/bin/sh
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+# door_agent: the caller's files may live under /tmp (kept in the initramfs).
+grep -q door_agent /proc/cmdline || mount -t tmpfs tmp /tmp
 insmod /lib/modules/configfs.ko; insmod /lib/modules/gpio-sim-ext.ko
 mount -t configfs none /sys/kernel/config
+if grep -q door_agent /proc/cmdline; then
+  sh /agent.sh /dev/ttyS1; echo "=== agent exit $?"; poweroff -f
+fi
 if grep -q READER_BENCH /proc/cmdline; then
   insmod /lib/modules/fuse.ko; insmod /lib/modules/cuse.ko
   sh /reader-checks.sh bench; echo "=== bench exit $?"; poweroff -f
@@ -164,6 +183,12 @@ poweroff -f
 EOI
 chmod 755 "$R/init"
 (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1 > "$W/initrd.gz")
+if [ -n "$PREPARE" ]; then
+  [ "$ARCH" = amd64 ] || { log "PREPARE is amd64 only"; exit 2; }
+  mkdir -p "$PREPARE"
+  cp "$D/root/boot/vmlinuz-$KREL" "$PREPARE/vmlinuz"; cp "$W/initrd.gz" "$PREPARE/initrd.gz"
+  echo "$PREPARE/vmlinuz $PREPARE/initrd.gz"; exit 0
+fi
 
 # 5. Boot under TCG with a hard timeout; a hung VM is a failure.
 log "booting $KREL under QEMU TCG (timeout ${TIMEOUT}s)"

@@ -1,0 +1,549 @@
+"""Clock jumps: CLOCK_REALTIME stepped back 3 h and forward 5 h while
+gatewayd runs (COMPAT §3, §4, §5).
+
+The host's clock is never touched. The door runs in the gpio-vm guest
+(Debian 12's 6.1 kernel under QEMU TCG, scripts/gpio-vm/run.sh PREPARE=…),
+where the wall clock is ours: `clockctl` (scripts/gpio-vm/clockctl.c) sets
+CLOCK_REALTIME with clock_settime and, as an NTP daemon does once locked,
+clears STA_UNSYNC with adjtimex. The suite drives the guest through
+scripts/gpio-vm/agent.sh on the second serial port (a Unix socket here).
+
+In the guest: the static gateway on the stock sim example (stock
+`declare_synchronised = false`: the kernel's word is taken), mosquitto on the
+shipped provisioning/ configuration and ACL with TLS (the host's mosquitto
+and its shared libraries copied into the initramfs; certificates made here),
+mosquitto_pub as the phone, and mosquitto_sub as Home Assistant recording
+every event. The certificates are valid from the host's "now"; the guest's
+clock starts 4 h ahead so that every wall time the door visits (+4 h, +1 h,
++6 h) lies inside their validity.
+
+Checked, each a failure when it does not hold; compat (§3) and native (§5)
+commands alike:
+- synchronised: a fresh command is accepted and pulses the strike once; the
+  same message again at once is refused (`replay`);
+- right after every step the kernel says unsynchronised (status too) and a
+  fresh command is refused (`clock_unsynchronised`); the checks below run
+  once the clock is synchronised again;
+- stepped back a few seconds, so that the accepted block is fresh again: it
+  is refused (`replay`: the replay record);
+- stepped back 3 h: the logged block and message are refused (they are 3 h in
+  the future: `future`), and ones made for the new, earlier wall time are
+  refused by the highest-accepted rule (`older_than_highest`:
+  ts + tolerance < highest);
+- stepped forward 5 h: the old ones refused as `stale`, fresh ones accepted;
+- a v2 sticker whose registry expiry lies between the two wall times is
+  granted before the forward step and denied (`expired`) after it; a sticker
+  without expiry and the exit button open in every phase;
+- gatewayd keeps its pid through these steps;
+- then stepped back 5 h and gatewayd restarted: fresh messages are refused
+  (`older_than_highest`: the highest timestamps come from the store). The
+  expired sticker tapped then is reported, not judged (its expiry is judged
+  by the wall clock; COMPAT does not say otherwise);
+- the strike pulses exactly once per grant (never on a refusal); the audit
+  chain verifies; the outbox drains and the events Home Assistant received,
+  in seq order, are the audit rows (kind and time); the audit rows' times
+  follow the guest's clock; telemetry is stamped with its phase's wall time.
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+
+from lib import PROVISIONING, ROOT, Broker, Failure, Gateway, check, popen, remove, wait_until, work_dir
+
+HOUR = 3600
+GUEST_LIBS = ("/usr/sbin/mosquitto", "/usr/bin/mosquitto_pub", "/usr/bin/mosquitto_sub")
+
+
+class Guest:
+    """The gpio-vm guest booted with `door_agent`: sh(command) runs a shell
+    command in it and returns (exit status, output)."""
+
+    def __init__(self, work, kernel, initrd):
+        self.sock_path = os.path.join(work, "agent.sock")
+        self.console = os.path.join(work, "console.log")
+        self.process = popen([
+            "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-m", "768", "-smp", "2",
+            "-kernel", kernel, "-initrd", initrd,
+            "-append", "console=ttyS0 quiet loglevel=3 panic=-1 door_agent",
+            "-display", "none", "-no-reboot", "-monitor", "none",
+            "-serial", f"file:{self.console}",
+            "-serial", f"unix:{self.sock_path},server=on,wait=on",
+        ], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.conn = None
+        self.buffer = b""
+        wait_until(lambda: os.path.exists(self.sock_path) or self.process.poll() is not None, 30, "QEMU listening")
+        check(self.process.poll() is None, "QEMU exited at start")
+        self.conn = socket.socket(socket.AF_UNIX)
+        self.conn.connect(self.sock_path)
+        line = self._line(120)
+        check(line.endswith("@@READY"), f"guest agent: {line!r}")
+
+    def _line(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.process.poll() is not None:
+                raise Failure(f"guest: no answer within {timeout} s (QEMU {self.process.poll()}); "
+                              f"console tail: {self.console_tail()}")
+            self.conn.settimeout(min(left, 1))
+            try:
+                chunk = self.conn.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                raise Failure("guest: the agent's serial port closed")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def sh(self, command, timeout=60, check_rc=True):
+        self.conn.sendall(base64.b64encode(command.encode()) + b"\n")
+        line = self._line(timeout)
+        payload, sep, rc = line.rpartition("@@RC ")
+        check(sep, f"guest: unexpected answer {line[:200]!r}")
+        out = base64.b64decode(payload.strip()).decode(errors="replace") if payload.strip() else ""
+        if check_rc and int(rc) != 0:
+            raise Failure(f"guest: `{command[:120]}` exit {rc}: {out.strip()[-400:]}")
+        return int(rc), out
+
+    def console_tail(self):
+        try:
+            with open(self.console, errors="replace") as f:
+                return " | ".join(f.read().replace("\r", "").splitlines()[-8:])
+        except OSError:
+            return "(none)"
+
+    def close(self):
+        """Power off (the agent ends, init runs poweroff -f); QEMU killed if it
+        does not exit by itself."""
+        if self.process.poll() is None and self.conn:
+            try:
+                self.conn.sendall(b"@@QUIT\n")
+                self.process.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self.conn:
+            self.conn.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+def _extra_tree(extra, work):
+    """What the initramfs carries besides run.sh's own: the work directory at
+    the same path (certificates, broker and gateway configuration), the
+    host's mosquitto binaries with their shared libraries, /etc basics."""
+    shutil.copytree(work, extra + work, ignore=shutil.ignore_patterns("vm", "extra", "agent.sock", "console.log"))
+    acl = os.path.join(PROVISIONING, "doorgateway.acl")  # named by path in the broker's configuration
+    os.makedirs(os.path.dirname(extra + acl), exist_ok=True)
+    shutil.copyfile(acl, extra + acl)
+    files = set(GUEST_LIBS)
+    for exe in GUEST_LIBS:
+        out = subprocess.run(["ldd", exe], check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
+                files.add(parts[2])
+            elif parts and parts[0].startswith("/"):
+                files.add(parts[0])
+    for path in files:
+        dest = extra + path
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(os.path.realpath(path), dest)
+        os.chmod(dest, 0o755)
+    os.makedirs(os.path.join(extra, "etc"), exist_ok=True)
+    for name, text in (("passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("group", "root:x:0:\n"),
+                       ("hosts", "127.0.0.1 localhost\n"),
+                       ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")):
+        with open(os.path.join(extra, "etc", name), "w") as f:
+            f.write(text)
+    return len(files)
+
+
+class Door:
+    """gatewayd, its broker and Home Assistant's subscriber in the guest."""
+
+    def __init__(self, guest, g, broker):
+        self.guest, self.g, self.broker = guest, g, broker
+        self.env = f"DOORGATEWAY_SOCKET={g.socket}"
+        self.pid = None
+
+    def ctl(self, *args, check_rc=True):
+        quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in args)
+        return self.guest.sh(f"{self.env} /bin/gateway ctl {quoted}", check_rc=check_rc)
+
+    def status(self):
+        return json.loads(self.ctl("status", "--json")[1])
+
+    def clock(self):
+        """The guest's wall clock and the kernel's synchronisation flag."""
+        out = self.guest.sh("clockctl show")[1].split()
+        return int(out[0]), out[1] == "1"
+
+    def pulses(self):
+        return int(self.guest.sh(f"grep -c 'sim output strike → unlocked' {self.g.log_path}", check_rc=False)[1]
+                   .strip() or 0)
+
+    def remote_rows(self):
+        rows = json.loads(self.ctl("log", "--json", "--limit", "200")[1])
+        rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
+        return [r for r in rows if str(r.get("kind", "")).startswith("remote_")]
+
+    def publish(self, message, topic):
+        b = self.broker
+        self.guest.sh(f"/usr/bin/mosquitto_pub {' '.join(b.client_args('phone-alice'))} -q 1 -t {topic} "
+                      f"-m '{message}'")
+
+    def command(self, message, what, copies=1):
+        """Publish a compat or native command (`copies` times, back to back: inside the freshness window); wait
+        for its audit rows; ([(kind, reason)] oldest first, strike pulses before, after)."""
+        seen = len(self.remote_rows())
+        before = self.pulses()
+        native = message.startswith('{"action"')
+        for _ in range(copies):
+            self.publish(message, "doorgateway/front-door/command" if native else "phone/front-door")
+        rows = wait_until(lambda: (lambda r: r if len(r) >= seen + copies else None)(self.remote_rows()), 20,
+                          f"{what}: the command judged")
+        check(len(rows) == seen + copies, f"{what}: {len(rows) - seen} audit rows for {copies} messages")
+        key = "seq" if all("seq" in r for r in rows) else "id"
+        newest = sorted(rows, key=lambda r: r.get(key, 0))[-copies:]
+        verdicts = [(r.get("kind"), r.get("reason")) for r in newest]
+        if any(kind == "remote_accepted" for kind, _ in verdicts):
+            wait_until(lambda: self.pulses() > before, 10, f"{what}: the strike pulses")
+            self.wait_locked(what)
+        time.sleep(1)
+        return verdicts, before, self.pulses()
+
+    def make(self, now=None):
+        extra = ["--now", str(now)] if now is not None else []
+        return self.ctl("otp", "make", "--key-file", self.key_file, "--command", "1", *extra)[1].strip()
+
+    def native(self, ts=None, action=0):
+        """A native command (COMPAT §5) signed here with the exported command key; ts: the guest's now."""
+        ts = self.clock()[0] if ts is None else ts
+        nonce = os.urandom(16).hex()
+        mac = hmac.new(self.command_key, f"cmd1|front-door|{action}|{ts}|{nonce}".encode(), hashlib.sha256).hexdigest()
+        return json.dumps({"action": action, "ts": ts, "nonce": nonce, "device": "front-door", "mac": mac},
+                          separators=(",", ":"))
+
+    def wait_locked(self, what):
+        wait_until(lambda: self.status()["outputs"]["strike"] == "locked", 15, f"{what}: locked again", 0.2)
+
+    def tap(self, dump, uid, what):
+        before = self.pulses()
+        self.ctl("sim", "tap", "--dump", dump, "--uid", uid)
+        time.sleep(1.5)
+        self.ctl("sim", "remove")
+        self.wait_locked(what)
+        time.sleep(1.2)
+        return before, self.pulses()
+
+    def press(self, what):
+        before = self.pulses()
+        self.ctl("sim", "press")
+        wait_until(lambda: self.pulses() > before, 10, f"{what}: the exit button opens")
+        self.wait_locked(what)
+        time.sleep(1.2)
+        return self.pulses() - before
+
+    def provision(self, uid, work):
+        self.ctl("provision", "arm", "--action", "0")
+        self.ctl("sim", "tap", "--blank", "--uid", uid)
+        wait_until(lambda: any(e.get("kind") == "provisioning_written" and uid in json.dumps(e)
+                               for e in self.status().get("last_events", [])), 30, f"sticker {uid} written", 0.3)
+        dump = os.path.join(work, f"sticker-{uid}.dump")
+        self.ctl("sim", "dump", dump)
+        self.ctl("sim", "remove")
+        time.sleep(1.2)
+        return dump
+
+
+def run(bindir, report):
+    work = work_dir("clockjump")
+    guest = None
+    t0 = time.monotonic()
+    try:
+        broker = Broker(work)
+        g = Gateway(bindir, work, broker=broker,
+                    # The stock setting: the kernel says whether the clock is synchronised.
+                    edits=[("declare_synchronised = true", "declare_synchronised = false")])
+        extra = os.path.join(work, "extra")
+        libs = _extra_tree(extra, work)
+        vm = os.path.join(work, "vm")
+        prep = subprocess.run([os.path.join(ROOT, "scripts", "gpio-vm", "run.sh"), f"GATEWAY={g.gateway}",
+                               f"PREPARE={vm}", f"EXTRA={extra}"], capture_output=True, text=True)
+        check(prep.returncode == 0, f"gpio-vm PREPARE: {prep.stderr.strip()[-600:]}")
+        initrd_mb = os.path.getsize(os.path.join(vm, "initrd.gz")) / 1e6
+        remove(extra)
+        t_boot = time.monotonic()
+        guest = Guest(work, os.path.join(vm, "vmlinuz"), os.path.join(vm, "initrd.gz"))
+        boot_s = time.monotonic() - t_boot
+        door = Door(guest, g, broker)
+
+        # Wall clock: host now + 4 h, synchronised (the kernel's flag cleared as NTP would).
+        host_now = int(time.time())
+        w0 = host_now + 4 * HOUR
+        guest.sh(f"clockctl set {w0}")
+        check(door.clock()[1] is False, "clock_settime left the kernel clock synchronised (expected STA_UNSYNC)")
+        guest.sh("clockctl sync")
+        check(door.clock()[1] is True, "adjtimex did not clear STA_UNSYNC")
+
+        guest.sh(f"/usr/sbin/mosquitto -c {broker.path('mosquitto.conf')} > {work}/mosquitto.out 2>&1 &")
+        guest.sh(f"for i in $(seq 100); do grep -q 'mosquitto version.*running' {broker.path('mosquitto.log')} "
+                 f"2>/dev/null && exit 0; sleep 0.1; done; cat {work}/mosquitto.out {broker.path('mosquitto.log')}; "
+                 "exit 1")
+        events = os.path.join(work, "ha.txt")
+        guest.sh(f"/usr/bin/mosquitto_sub {' '.join(broker.client_args('homeassistant'))} -q 1 -c -i faults-ha "
+                 f"-t 'doorgateway/front-door/#' -F '%t|%p' > {events} 2>/dev/null &")
+        door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
+        wait_until(lambda: door.ctl("status", check_rc=False)[0] == 0, 60, "gatewayd answering status", 0.5)
+        wait_until(lambda: door.status().get("broker", {}).get("connected") is True, 60, "connected to the broker",
+                   0.5)
+        started_s = time.monotonic() - t_boot
+        st = door.status()
+        check(st.get("clock_synchronised") is True,
+              f"status with the clock synchronised: {st.get('clock_synchronised')}")
+
+        door.ctl("keys", "otp", "new")
+        door.key_file = os.path.join(work, "otp.key")
+        guest.sh(f"{door.env} /bin/gateway ctl keys otp export > {door.key_file}")
+        door.ctl("keys", "command", "new")
+        door.command_key = bytes.fromhex(door.ctl("keys", "command", "export")[1].strip())
+        check(len(door.command_key) >= 16, "command key export")
+        plain, limited = "04C10C00000001", "04C10C00000002"
+        dump_plain = door.provision(plain, work)
+        dump_limited = door.provision(limited, work)
+
+        grants = 0  # strike pulses the door owes: grants, accepted commands, exit presses
+        phases = []
+
+        def expect_open(before_after, what):
+            nonlocal grants
+            before, after = before_after
+            check(after == before + 1, f"{what}: strike pulses {before} → {after} (expected one)")
+            grants += 1
+
+        def expect_shut(before_after, what):
+            before, after = before_after
+            check(after == before, f"{what}: the strike pulsed on a refusal ({before} → {after})")
+
+        def command(message, what, kind, reasons=None):
+            nonlocal grants
+            [(got_kind, reason)], before, after = door.command(message, what)
+            check(got_kind == kind and (reasons is None or reason in reasons),
+                  f"{what}: {got_kind} ({reason}), expected {kind} {reasons or ''}")
+            if kind == "remote_accepted":
+                check(after == before + 1, f"{what}: strike pulses {before} → {after} (expected one)")
+                grants += 1
+            else:
+                check(after == before, f"{what}: the strike pulsed on a refusal ({before} → {after})")
+            return reason
+
+        def accepted_then_replayed(message, what):
+            """The same message twice inside the window: accepted once (one pulse), then refused as a replay."""
+            nonlocal grants
+            verdicts, before, after = door.command(message, what, copies=2)
+            check(verdicts == [("remote_accepted", None), ("remote_rejected", "replay")],
+                  f"{what}: {verdicts}, expected accepted then refused (replay)")
+            check(after == before + 1, f"{what}: strike pulses {before} → {after} (expected one)")
+            grants += 1
+
+        def stickers(what, limited_granted):
+            expect_open(door.tap(dump_plain, plain, f"{what}: sticker without expiry"), f"{what}: sticker")
+            if limited_granted is not None:
+                r = door.tap(dump_limited, limited, f"{what}: sticker with expiry")
+                if limited_granted:
+                    expect_open(r, f"{what}: sticker with expiry, not yet expired")
+                else:
+                    expect_shut(r, f"{what}: expired sticker")
+            nonlocal grants
+            n = door.press(what)
+            check(n == 1, f"{what}: the exit button pulsed {n} times")
+            grants += 1
+
+        def jump(delta, what):
+            phases[-1][2] = door.clock()[0]
+            guest.sh(f"clockctl shift {delta}")
+            wall, synced = door.clock()
+            st = door.status()
+            check(not synced and st.get("clock_synchronised") is False,
+                  f"{what}: after the step the kernel says synchronised={synced}, "
+                  f"status {st.get('clock_synchronised')}")
+            reason = command(door.make(), f"{what}, unsynchronised: a fresh command", "remote_rejected",
+                             {"clock_unsynchronised"})
+            guest.sh("clockctl sync")
+            st = door.status()
+            check(st.get("clock_synchronised") is True,
+                  f"{what}: status after the resync: {st.get('clock_synchronised')}")
+            return wall, reason
+
+        # Phase 1: synchronised at w0.
+        phases.append(["start", w0, None])
+        b1_ts = door.clock()[0]
+        b1 = door.make(now=b1_ts)
+        accepted_then_replayed(b1, "synchronised: a fresh compat command, twice")
+        # A step back of seconds, so that the logged block is fresh again (the step lands 4 s before its
+        # timestamp; resynchronising takes a few): only the replay record can refuse it.
+        small = door.clock()[0] - b1_ts + 4
+        jump(-small, f"{small} s back")
+        skew = door.clock()[0] - b1_ts
+        check(abs(skew) <= 4, f"{small} s back: the logged block is {skew} s old, not fresh: the guest is too slow")
+        command(b1, f"{small} s back: the logged block, fresh again ({skew:+d} s)", "remote_rejected", {"replay"})
+        small_step = f"{small} s back: the logged block, {skew:+d} s old (fresh), refused replay"
+        n1 = door.native()
+        accepted_then_replayed(n1, "synchronised: a fresh native command, twice")
+        stickers("synchronised", None)
+
+        # Phase 2: 3 h back.
+        wall, _ = jump(-3 * HOUR, "3 h back")
+        phases.append(["back", wall, None])
+        check(abs(wall - (w0 - 3 * HOUR)) < 300, f"3 h back: the guest's clock says {wall}, w0 {w0}")
+        replay_back = command(b1, "3 h back: the logged block again", "remote_rejected",
+                              {"future", "replay", "older_than_highest"})
+        b2 = door.make()
+        command(b2, "3 h back: a block made for the new wall time", "remote_rejected", {"older_than_highest"})
+        native_back = command(n1, "3 h back: the logged native command again", "remote_rejected",
+                              {"future", "replay", "older_than_highest"})
+        n2 = door.native()
+        command(n2, "3 h back: a native command for the new wall time", "remote_rejected", {"older_than_highest"})
+        now_back = door.clock()[0]
+        expiry = now_back + 2 * HOUR  # between this wall time and the one after the step forward
+        door.ctl("tags", "expire", limited, "--at", str(expiry))
+        stickers("3 h back", True)
+
+        # Phase 3: 5 h forward.
+        wall, _ = jump(5 * HOUR, "5 h forward")
+        phases.append(["forward", wall, None])
+        check(wall > expiry, f"5 h forward: the wall clock {wall} is not past the expiry {expiry}")
+        command(b1, "5 h forward: the first block again", "remote_rejected", {"stale"})
+        command(b2, "5 h forward: the refused block again", "remote_rejected", {"stale"})
+        command(door.make(now=w0 + 60), "5 h forward: a never-seen block from before", "remote_rejected", {"stale"})
+        command(door.make(), "5 h forward: a fresh command", "remote_accepted")
+        command(n1, "5 h forward: the first native command again", "remote_rejected", {"stale"})
+        command(n2, "5 h forward: the refused native command again", "remote_rejected", {"stale"})
+        command(door.native(), "5 h forward: a fresh native command", "remote_accepted")
+        stickers("5 h forward", False)
+
+        # The whole run.
+        phases[-1][2] = door.clock()[0]
+        cmdline = guest.sh(f"tr '\\0' ' ' < /proc/{door.pid}/cmdline", check_rc=False)[1]
+        check(cmdline.startswith("/bin/gateway daemon"), f"gatewayd's pid {door.pid} is gone ({cmdline!r})")
+        pid = door.pid
+
+        # Phase 4: 5 h back again (before the sticker's expiry) and gatewayd restarted: the highest accepted
+        # timestamps come from the store.
+        wall, _ = jump(-5 * HOUR, "5 h back, before a restart")
+        phases.append(["restart", wall, None])
+        # Ended: gone, or a zombie (its parent, the agent's shell, is gone; init does not reap it).
+        guest.sh(f"kill {door.pid}; for i in $(seq 200); do s=$(awk '/^State:/{{print $2}}' /proc/{door.pid}/status "
+                 "2>/dev/null); { [ -z \"$s\" ] || [ \"$s\" = Z ]; } && exit 0; sleep 0.1; done; exit 1")
+        door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
+        wait_until(lambda: door.ctl("status", check_rc=False)[0] == 0, 60, "gatewayd answering status after restart",
+                   0.5)
+        wait_until(lambda: door.status().get("broker", {}).get("connected") is True, 60, "connected after restart",
+                   0.5)
+        command(door.make(), "restarted 5 h back: a fresh block", "remote_rejected", {"older_than_highest"})
+        command(door.native(), "restarted 5 h back: a fresh native command", "remote_rejected", {"older_than_highest"})
+        expired_back = door.tap(dump_limited, limited, "restarted 5 h back: the sticker that had expired")
+        revived = expired_back[1] - expired_back[0]
+        grants += revived  # reported, not asserted: COMPAT §4 does not say which clock an expiry is judged by
+        stickers("restarted 5 h back", None)
+        phases[-1][2] = door.clock()[0]
+
+        pulses = door.pulses()
+        check(pulses == grants, f"the strike pulsed {pulses} times for {grants} grants")
+        verify = door.ctl("log", "--verify", check_rc=False)
+        check(verify[0] == 0, f"audit chain: {verify[1].strip()}")
+        wait_until(lambda: door.status()["broker"].get("outbox") == 0, 30, "outbox drained", 0.5)
+        time.sleep(2)
+        backup = os.path.join(work, "backup.db")
+        door.ctl("backup", backup)
+        local_db = os.path.join(work, "audit.db")
+        with open(local_db, "wb") as f:
+            f.write(base64.b64decode(guest.sh(f"base64 {backup} | tr -d '\\n'")[1]))
+        ha = guest.sh(f"cat {events}")[1]
+        with open(events, "w") as f:
+            f.write(ha)
+        ha = ha.splitlines()
+        con = sqlite3.connect(local_db)
+        try:
+            cols = [r[1] for r in con.execute("PRAGMA table_info(audit)")]
+            check({"id", "time", "kind", "reason"} <= set(cols), f"audit columns: {cols}")
+            rows = con.execute("SELECT id, kind, reason, time FROM audit ORDER BY id").fetchall()
+        finally:
+            con.close()
+        events_by_seq = {}
+        telemetry = []
+        for line in ha:
+            topic, _, payload = line.partition("|")
+            try:
+                body = json.loads(payload)
+            except ValueError:
+                continue
+            if topic.endswith("/event"):
+                events_by_seq[body.get("seq")] = (body.get("kind"), round(_unix(body.get("time"))))
+            elif topic.endswith("/telemetry"):
+                telemetry.append(body)
+        # At least once: a message delivered twice has one seq; the door's events in seq order are its audit rows.
+        delivered = [events_by_seq[k] for k in sorted(events_by_seq)]
+        audited = [(kind, t) for _, kind, _, t in rows]
+        check(delivered == audited,
+              f"events at the broker ({len(delivered)}) are not the audit rows ({len(audited)}): first difference "
+              f"{next(((a, b) for a, b in zip(delivered, audited) if a != b), None)}")
+        # Audit times follow the guest's clock: the rows of the 3 h back phase are stamped ~3 h before the first.
+        times = [_unix(r[3]) for r in rows]
+        check(min(times) < w0 - 2 * HOUR and max(times) > w0 + HOUR,
+              f"audit times do not follow the clock steps: {min(times)}…{max(times)}, w0 {w0}")
+        check(telemetry and all(isinstance(t.get("clock_synchronised"), bool) for t in telemetry),
+              f"telemetry does not name the clock's state: {telemetry[:2]}")
+        # Each telemetry message is stamped with the wall time of the phase it was sent in.
+        stamped = []
+        for t in telemetry:
+            at = _unix(t.get("time"))
+            phase = next((name for name, a, b in phases if a - 5 <= at <= b + 5), None)
+            check(phase, f"telemetry stamped {t.get('time')} outside every phase's wall time {phases}")
+            stamped.append(f"{phase} {'synchronised' if t['clock_synchronised'] else 'unsynchronised'}")
+        reasons = {}
+        for _, kind, reason, _ in rows:
+            if kind.startswith("remote_") or kind in ("denied", "tap_denied"):
+                reasons[f"{kind}:{reason}"] = reasons.get(f"{kind}:{reason}", 0) + 1
+        report["clockjump"] = (
+            f"guest {initrd_mb:.0f} MB initramfs ({libs} mosquitto files), boot → agent {boot_s:.1f} s, gatewayd "
+            f"connected {started_s:.1f} s after boot; wall clock +4 h → −3 h → +5 h (STA_UNSYNC after each step, "
+            f"commands refused until resynchronised); {small_step}; compat and native alike: the logged "
+            f"message 3 h back: "
+            f"{replay_back}/{native_back}; one made for the earlier wall time: older_than_highest; after +5 h old "
+            f"messages stale, fresh ones accepted; sticker "
+            f"with expiry granted before, denied after; pid {pid} kept through the steps; restarted 5 h back: "
+            f"fresh compat and native refused older_than_highest (persisted), the expired sticker "
+            f"{'GRANTED again' if revived else 'denied'}; {grants} strike pulses = grants; "
+            f"chain verified; {len(audited)} audit rows = events at the broker (kind, time); telemetry "
+            f"({', '.join(stamped)}) stamped with its phase's wall time; remote/denied rows {reasons}")
+    finally:
+        if guest:
+            if os.environ.get("FAULTS_KEEP") == "1":
+                try:  # the guest's logs, for a post-mortem
+                    for name in ("gatewayd.log", "mosquitto.out"):
+                        out = guest.sh(f"tail -c 20000 {work}/{name}", timeout=20, check_rc=False)[1]
+                        with open(os.path.join(work, "guest-" + name), "w") as f:
+                            f.write(out)
+                except (Failure, OSError):
+                    pass
+            guest.close()
+        if os.environ.get("FAULTS_KEEP") != "1":
+            remove(work)
+        report["clockjump_total"] = f"{time.monotonic() - t0:.0f} s"
+
+
+def _unix(value):
+    if isinstance(value, (int, float)):
+        return value / 1000 if value > 10**11 else value
+    from datetime import datetime
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
