@@ -50,6 +50,14 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "fleet_state" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "site" TEXT NOT NULL, "version" INTEGER NOT NULL, "digest" BLOB NOT NULL, "origin" TEXT NOT NULL, "applied" INTEGER NOT NULL)"#
             ]),
+        // Clock floor: the latest wall time the door saw with its clock
+        // synchronised, so a clock set back (by hand, a bad NTP answer, a Pi
+        // booted without one) cannot make an expired sticker valid again.
+        Migration(
+            name: "v5-clock-floor",
+            statements: [
+                #"CREATE TABLE "clock_floor" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "unix" INTEGER NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

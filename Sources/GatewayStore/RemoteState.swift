@@ -31,6 +31,21 @@ extension GatewayStore {
         }
     }
 
+    /// The latest wall time seen with the clock synchronised (nil: never saved).
+    public func clockFloor() throws -> Int64? {
+        try pool.read { db in try db.scalar(Int64.self, sql: "SELECT unix FROM clock_floor WHERE one = 1") }
+    }
+
+    /// Raises the clock floor to `unix`; it never goes down.
+    public func raiseClockFloor(to unix: Int64) throws {
+        try pool.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO clock_floor (one, unix) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET unix = max(unix, excluded.unix)",
+                arguments: [unix])
+        }
+    }
+
     /// A message to commit; its payload is built from its sequence number.
     public struct OutboxEntry {
         public var topic: String

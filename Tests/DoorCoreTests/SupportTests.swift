@@ -65,3 +65,33 @@ final class SupportTests: XCTestCase {
         XCTAssertEqual(PulseLimits().clamp(.seconds(3)), .seconds(3))
     }
 }
+
+final class ClockFloorTests: XCTestCase {
+    func testOnlyASynchronisedClockRaisesTheFloor() {
+        var floor = ClockFloor()
+        floor.observe(WallClock(unixSeconds: 5_000, synchronised: false))
+        XCTAssertEqual(floor.unix, 0, "an unsynchronised reading says nothing")
+        floor.observe(WallClock(unixSeconds: 4_000, synchronised: true))
+        floor.observe(WallClock(unixSeconds: 3_000, synchronised: true))
+        XCTAssertEqual(floor.unix, 4_000, "a clock set back does not lower it")
+    }
+
+    func testExpiryIsJudgedNoEarlierThanTheFloor() {
+        let floor = ClockFloor(unix: 10_000)
+        // Set back 3 h, synchronised or not: expiry is judged at the floor.
+        XCTAssertEqual(floor.expiryTime(WallClock(unixSeconds: 10_000 - 10_800, synchronised: true)), 10_000)
+        XCTAssertEqual(floor.expiryTime(WallClock(unixSeconds: 0, synchronised: false)), 10_000)
+        // Ahead of the floor: the wall clock (expiry only comes sooner).
+        XCTAssertEqual(floor.expiryTime(WallClock(unixSeconds: 20_000, synchronised: false)), 20_000)
+    }
+
+    /// A sticker whose registry expiry passed stays expired after the clock goes back.
+    func testAnExpiredTagStaysExpiredWhenTheClockGoesBack() throws {
+        var floor = ClockFloor()
+        let until: Int64 = 1_800_000_000
+        floor.observe(WallClock(unixSeconds: until + 60, synchronised: true))
+        let setBack = WallClock(unixSeconds: until - 3 * 3600, synchronised: true)
+        floor.observe(setBack)
+        XCTAssertGreaterThan(floor.expiryTime(setBack), until)
+    }
+}

@@ -36,6 +36,24 @@ public struct WallClock: Equatable, Hashable, Sendable {
     }
 }
 
+/// The time expiry is judged at: the wall clock, never earlier than the
+/// latest time seen with the clock synchronised (the floor). A clock set back
+/// by hours, or a Pi that booted without NTP and a real-time clock, then
+/// cannot make an expired sticker valid again; a clock ahead only makes
+/// expiry come sooner (fail-secure).
+public struct ClockFloor: Equatable, Sendable {
+    public private(set) var unix: Int64
+    public init(unix: Int64 = 0) { self.unix = unix }
+
+    /// The floor after seeing `wall`: raised by a synchronised reading only.
+    public mutating func observe(_ wall: WallClock) {
+        if wall.synchronised, wall.unixSeconds > unix { unix = wall.unixSeconds }
+    }
+
+    /// The time to judge expiry at, for a reading of `wall`.
+    public func expiryTime(_ wall: WallClock) -> Int64 { max(wall.unixSeconds, unix) }
+}
+
 /// What `DoorMachine.handle(_:at:)` is told about "now" (STYLE.md §1).
 public struct Now: Equatable, Hashable, Sendable {
     public var monotonic: MonotonicInstant

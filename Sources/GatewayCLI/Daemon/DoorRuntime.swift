@@ -44,6 +44,12 @@ final class DoorRuntime: @unchecked Sendable {
     /// The newest open of any kind (time, source), from the audit log at
     /// start so a restart does not forget it (Home Assistant's "last access").
     private(set) var lastAccess: (time: Int64, source: String)?
+    /// Expiry is judged no earlier than the latest time seen with the clock
+    /// synchronised (DoorCore `ClockFloor`), kept in the store across restarts.
+    private(set) var clockFloor = ClockFloor()
+    /// The floor as last saved.
+    private var savedClockFloor: Int64 = 0
+    private var floorTimer: DispatchSourceTimer?
     let registry: StickerRegistry
     /// Audit sink: the store's hash-chained log.
     let audit: (DoorEvent, Int64, String?) -> Void
@@ -64,6 +70,12 @@ final class DoorRuntime: @unchecked Sendable {
         self.log = log
         machine = DoorMachine(settings: configuration.door)
         patterns = PatternDriver(board: board, logger: log)
+        do {
+            savedClockFloor = try store.clockFloor() ?? 0
+            clockFloor = ClockFloor(unix: savedClockFloor)
+        } catch {
+            log.error("clock floor not read; expiry is judged by the wall clock alone until it is saved: \(error)")
+        }
         do {
             let kinds = DoorEvent.accessKinds.map(\.rawValue)
             lastAccess = try store.newestAudit(kinds: kinds, limit: 64).lazy.compactMap { row in
@@ -93,6 +105,11 @@ final class DoorRuntime: @unchecked Sendable {
 
     func start() {
         queue.async { self.execute(self.machine.start(at: self.now())) }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .seconds(60))
+        timer.setEventHandler { [weak self] in self?.saveClockFloor() }
+        timer.activate()
+        floorTimer = timer
     }
 
     func submit(_ input: DoorInput) {
@@ -144,9 +161,10 @@ final class DoorRuntime: @unchecked Sendable {
             log.error("sticker secrets unreadable, v2 stickers are denied: \(error)")
             secrets = []
         }
+        clockFloor.observe(wall)
         let result = TagJudgement.judge(
             uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
-            registry: registry, now: wall.unixSeconds)
+            registry: registry, now: clockFloor.expiryTime(wall))
         let verdictText: String
         switch result.presentation.verdict {
         case .grant(_, let reason): verdictText = "granted (\(reason))"
@@ -326,8 +344,24 @@ final class DoorRuntime: @unchecked Sendable {
     var processedBeat: Int { beatLock.withLock { processedBeats } }
 
     /// Lock everything and stop patterns (SIGTERM, errors).
+    /// Saves the clock floor once it has moved 10 minutes past the saved one
+    /// (the precision expiry needs; fewer writes on the SD card), and at
+    /// shutdown whatever it is.
+    func saveClockFloor(force: Bool = false) {
+        clockFloor.observe(now().wall)
+        guard clockFloor.unix > savedClockFloor, force || clockFloor.unix - savedClockFloor >= 600 else { return }
+        do {
+            try store.raiseClockFloor(to: clockFloor.unix)
+            savedClockFloor = clockFloor.unix
+        } catch {
+            log.warning("clock floor not saved: \(error)")
+        }
+    }
+
     func shutdown() {
         queue.sync {
+            floorTimer?.cancel()
+            saveClockFloor(force: true)
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
