@@ -31,8 +31,10 @@ commands alike:
   refused by the highest-accepted rule (`older_than_highest`:
   ts + tolerance < highest);
 - stepped forward 5 h: the old ones refused as `stale`, fresh ones accepted;
-- a v2 sticker whose registry expiry lies between the two wall times is
-  granted before the forward step and denied (`expired`) after it; a sticker
+- 3 h back, a v2 sticker whose registry expiry lies between the wall clock
+  and the latest synchronised time the door saw is denied (its clock floor);
+  one whose expiry lies after that floor and before the wall time of the
+  forward step is granted before the step and denied (`expired`) after it; a sticker
   without expiry and the exit button open in every phase;
 - gatewayd keeps its pid through these steps;
 - then stepped back 5 h and gatewayd restarted: fresh messages are refused
@@ -415,7 +417,12 @@ def run(bindir, report):
         n2 = door.native()
         command(n2, "3 h back: a native command for the new wall time", "remote_rejected", {"older_than_highest"})
         now_back = door.clock()[0]
-        expiry = now_back + 2 * HOUR  # between this wall time and the one after the step forward
+        # An expiry between this wall time and the latest synchronised time the door saw (w0): passed for
+        # the door, whatever the clock now says (its clock floor).
+        door.ctl("tags", "expire", limited, "--at", str(now_back + 2 * HOUR))
+        expect_shut(door.tap(dump_limited, limited, "3 h back: an expiry the door had already passed"),
+                    "3 h back: a sticker whose expiry lies between the wall clock and the clock floor")
+        expiry = w0 + HOUR  # after the floor, before the wall time after the step forward
         door.ctl("tags", "expire", limited, "--at", str(expiry))
         stickers("3 h back", True)
 
