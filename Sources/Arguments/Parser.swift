@@ -101,9 +101,8 @@ func fill(_ command: Any, from words: [String]) throws -> Bool {
                 name = String(name[..<eq])
             }
             if let d = declared.first(where: { $0.slot.kind == .option && $0.longs.contains(name) }) {
-                guard d.slot.repeats || !d.slot.wasGiven() else {
-                    throw UsageError(description: "'--\(name)' given more than once")
-                }
+                // A single-value option given again: the last one counts, as
+                // with swift-argument-parser (scripts may append an override).
                 try takeValue(for: d, inline: inline, shown: "--\(name)")
             } else if let (d, on) = flag(named: name, in: declared) {
                 guard inline == nil else { throw UsageError(description: "'--\(name)' takes no value") }
@@ -196,7 +195,14 @@ extension ParsableCommand {
             path.append(sub)
             rest = rest.dropFirst()
         }
+        // `help [subcommand …]`: the help of the command those words name.
         if let first = rest.first, first == "help", !path.last!.configuration.subcommands.isEmpty {
+            for word in rest.dropFirst() {
+                guard let sub = path.last!.configuration.subcommands.first(where: { $0.commandName == word }) else {
+                    fail(path, "Unknown subcommand '\(word)'")
+                }
+                path.append(sub)
+            }
             printOut(helpText(path))
             exit(0)
         }

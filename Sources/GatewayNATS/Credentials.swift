@@ -140,17 +140,27 @@ public struct UserJWT: Equatable, Sendable {
         }
         self.text = text
         subject = sub
-        issuedAt = Self.integer(claims["iat"])
-        expires = Self.integer(claims["exp"])
+        issuedAt = try Self.time(claims["iat"], "iat")
+        expires = try Self.time(claims["exp"], "exp")
+        if let iat = issuedAt, let exp = expires, exp < iat { throw .malformed("`exp` is before `iat`") }
         if case .string(let n)? = claims["name"] { name = n }
     }
 
-    static func integer(_ v: JSONValue?) -> Int64? {
+    /// A NumericDate claim: absent, or whole seconds from 1970 to the year
+    /// 9999. Anything else is refused, never converted: `1e19` would trap
+    /// `Int64(_:)`, and a negative `iat` would overflow `exp - iat`.
+    static func time(_ v: JSONValue?, _ name: String) throws(Problem) -> Int64? {
+        let value: Int64?
         switch v {
-        case .int(let i)?: return i
-        case .double(let d)?: return Int64(d)
-        default: return nil
+        case nil, .null?: return nil
+        case .int(let i)?: value = i
+        case .double(let d)?: value = Int64(exactly: d)
+        default: value = nil
         }
+        guard let value, value >= 0, value <= 253_402_300_799 else {
+            throw .malformed("`\(name)` is not a time in whole seconds")
+        }
+        return value
     }
 
     /// This JWT for the door whose public key is `publicKey`, unexpired at `now`.

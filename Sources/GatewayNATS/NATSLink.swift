@@ -90,6 +90,8 @@ public final class NATSLink: @unchecked Sendable {
 
     private struct Queue {
         var pending: [OutgoingMessage] = []
+        /// State, tag scans and reports waiting for the committer thread.
+        var direct: [(subject: String, bytes: [UInt8])] = []
         var committing = 0
         var flushRequested = false
         var announce = false
@@ -153,7 +155,7 @@ public final class NATSLink: @unchecked Sendable {
                 queue.update { $0.flushRequested = true }
                 usleep(20_000)
             }
-            publishDirect(subjects.availability, Array("offline".utf8))
+            sendNow(subjects.availability, Array("offline".utf8))
             connection.withLock { c in
                 if let nc = c.nc { _ = natsConnection_FlushTimeout(nc, 500) }
             }
@@ -498,6 +500,14 @@ public final class NATSLink: @unchecked Sendable {
             return noteError("creds.jwt: refused a payload carrying a seed (only a JWT is accepted there)")
         }
         do {
+            // Not an older one than the JWT in place (a replayed push): only
+            // `gatewayctl creds import`, run by hand, may go back.
+            let pushed = try UserJWT(String(text.split(whereSeparator: \.isWhitespace).first ?? ""))
+            if let installed = try? UserJWT(creds.readJWT()), let held = installed.issuedAt,
+                (pushed.issuedAt ?? 0) < held
+            {
+                return noteError("creds.jwt: refused: issued before the JWT in place (a replayed push?)")
+            }
             let jwt = try creds.install(text, now: Int64(time(nil)))
             shared.withLock {
                 $0.refreshes += 1
@@ -587,7 +597,19 @@ public final class NATSLink: @unchecked Sendable {
         publishDirect(subjects.report, Array(report.serialized.utf8))
     }
 
+    /// Handed to the committer thread: callers (the door's queue among them)
+    /// never wait for the connection lock, which a flush holds across
+    /// JetStream acknowledgements (seconds when the server is slow). The
+    /// newest 256 are kept.
     private func publishDirect(_ subject: String, _ bytes: [UInt8]) {
+        guard isConnected else { return }
+        queue.update { q in
+            if q.direct.count >= 256 { q.direct.removeFirst() }
+            q.direct.append((subject, bytes))
+        }
+    }
+
+    private func sendNow(_ subject: String, _ bytes: [UInt8]) {
         guard isConnected else { return }
         connection.withLock { c in
             guard let nc = c.nc else { return }
@@ -599,19 +621,22 @@ public final class NATSLink: @unchecked Sendable {
     private func runCommitter() {
         while true {
             _ = queue.wait(for: .milliseconds(1000)) {
-                !$0.pending.isEmpty || $0.flushRequested || $0.announce || $0.stopping
+                !$0.pending.isEmpty || !$0.direct.isEmpty || $0.flushRequested || $0.announce || $0.stopping
             }
-            let (stop, batch, announce, flushNow) = queue.update { q -> (Bool, [OutgoingMessage], Bool, Bool) in
+            let (stop, batch, announce, flushNow, direct) = queue.update {
+                q -> (Bool, [OutgoingMessage], Bool, Bool, [(subject: String, bytes: [UInt8])]) in
                 defer {
                     q.committing = q.pending.count
                     q.pending = []
+                    q.direct = []
                     q.announce = false
                     q.flushRequested = false
                 }
-                return (q.stopping && q.pending.isEmpty, q.pending, q.announce, q.flushRequested)
+                return (q.stopping && q.pending.isEmpty, q.pending, q.announce, q.flushRequested, q.direct)
             }
             if stop { break }
             if announce { announceOnline() }
+            for message in direct { sendNow(message.subject, message.bytes) }
             if !batch.isEmpty {
                 do { try outbox.commit(batch) } catch {
                     noteError("outbox commit of \(batch.count) messages failed: \(error)")
@@ -624,10 +649,10 @@ public final class NATSLink: @unchecked Sendable {
     }
 
     private func announceOnline() {
-        publishDirect(subjects.availability, Array("online".utf8))
+        sendNow(subjects.availability, Array("online".utf8))
         let (state, access) = shared.withLock { ($0.lastState, $0.lastAccess) }
-        if let state { publishDirect(subjects.state, state) }
-        if let access { publishDirect(subjects.lastAccess, access) }
+        if let state { sendNow(subjects.state, state) }
+        if let access { sendNow(subjects.lastAccess, access) }
     }
 
     /// Publishes the waiting rows in order and deletes those acknowledged.

@@ -92,8 +92,8 @@ extension GatewayStore {
                 else { continue }
                 try db.execute(
                     sql: """
-                        INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, 'imported', 1)
-                        """, arguments: [secret.action, secret.label, secret.key, now])
+                        INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
+                        """, arguments: [secret.action, secret.label, secret.key, now, secret.origin.rawValue])
             }
             for (name, value) in [
                 (KeyName.compatTimestamp, changes.setCompatTimestampKey), (.nativeCommand, changes.setNativeCommandKey),

@@ -90,6 +90,7 @@ final class ArgumentsTests: XCTestCase {
         XCTAssertTrue(s.verbose)
         XCTAssertEqual(s.shared.socket, "/run/x.sock")
         XCTAssertTrue(s.shared.json)
+        XCTAssertEqual(try parse(["u", "--until", "1", "--until=2"]).until, 2, "the last one counts")
     }
 
     func testUsageErrorsNameWhatIsWrong() {
@@ -101,7 +102,7 @@ final class ArgumentsTests: XCTestCase {
         XCTAssertEqual(
             usageError(["u", "--color", "blue"]), "The value 'blue' is invalid for '--color'; use one of: red, green")
         XCTAssertEqual(usageError(["u", "--ratio", "nan"]), "The value 'nan' is invalid for '--ratio'")
-        XCTAssertEqual(usageError(["u", "--until", "1", "--until", "2"]), "'--until' given more than once")
+        XCTAssertNil(usageError(["u", "--until", "1", "--until", "2"]), "the last one counts")
         XCTAssertEqual(usageError(["u", "--json=yes"]), "'--json' takes no value")
         XCTAssertEqual(usageError([]), "Missing expected argument '<uid>'")
         XCTAssertEqual(usageError([], Required()), "Missing expected argument '--level <level>'")

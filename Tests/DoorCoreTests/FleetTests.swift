@@ -168,6 +168,23 @@ final class FleetTests: XCTestCase {
             FleetRules.changes(doc, to: revokedHere, actions: [0, 1]).upsertTags.contains { $0.uid == uidA })
     }
 
+    /// A door's own `tags expire` is not undone by a push that still carries
+    /// a later expiry (or none); an earlier one from the fleet is taken.
+    func testExpiryOnlyComesSoonerThroughTheFleet() {
+        func merged(local: Int64?, pushed: Int64?) -> Int64?? {
+            var doc = document()
+            doc.tags = [FleetDocument.Tag(uid: uidA, action: 1, label: "alice", validUntil: pushed)]
+            let here = FleetRules.Local(tags: [uidA: (.active, 1, "alice", local)])
+            let c = FleetRules.changes(doc, to: here, actions: [0, 1])
+            return c.upsertTags.first.map { .some($0.validUntil) } ?? .none
+        }
+        XCTAssertEqual(merged(local: 100, pushed: 200), .none, "the later date does not replace ours")
+        XCTAssertEqual(merged(local: 100, pushed: nil), .none, "nor does 'never'")
+        XCTAssertEqual(merged(local: 200, pushed: 100), .some(100))
+        XCTAssertEqual(merged(local: nil, pushed: 100), .some(100))
+        XCTAssertEqual(merged(local: nil, pushed: nil), .none)
+    }
+
     func testSnapshotCarriesActiveTagsAndEveryRevocation() throws {
         let local = FleetRules.Local(
             revokedUIDs: [uidB], revokedSignatures: [[1, 2]],
@@ -214,8 +231,8 @@ final class FleetTests: XCTestCase {
         let secretKey = [UInt8](repeating: 0x5A, count: 32), otp = [UInt8](repeating: 0x11, count: 16)
         let plain = FleetSecrets(
             secrets: [
-                .init(action: 0, key: secretKey, label: "main"),
-                .init(action: 9, key: [UInt8](repeating: 1, count: 32)),
+                .init(action: 0, key: secretKey, label: "main", origin: .generated),
+                .init(action: 9, key: [UInt8](repeating: 1, count: 32), origin: .imported),
             ],
             compatTimestampKey: otp, nativeCommandKey: nil)
         var doc = document(version: 4)
@@ -237,7 +254,8 @@ final class FleetTests: XCTestCase {
             secretKeys: [], compatTimestampKey: nil, nativeCommandKey: [UInt8](repeating: 2, count: 32))
         let c = FleetRules.changes(accepted.document, to: local, actions: [0, 1], secrets: opened)
         XCTAssertEqual(
-            c.addSecrets, [FleetSecrets.Secret(action: 0, key: secretKey, label: "main")], "action 9 is not here")
+            c.addSecrets, [FleetSecrets.Secret(action: 0, key: secretKey, label: "main", origin: .generated)],
+            "action 9 is not here; the origin travels with the key")
         XCTAssertEqual(c.setCompatTimestampKey, otp)
         XCTAssertNil(c.setNativeCommandKey, "absent from the document: kept")
         XCTAssertFalse(c.summary.contains("5a5a"), c.summary)

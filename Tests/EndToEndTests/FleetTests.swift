@@ -125,7 +125,9 @@ final class FleetTests: XCTestCase {
         let pushA = try a.ctlJSON(["fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets"])
         XCTAssertEqual(pushA["version"]?.intValue, 1, "\(pushA)")
         for g in doors { try waitUntil { try appliedVersion(g) == 1 } }
-        XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "imported")
+        // Generated at A, so generated at B too: v2 stickers only (a v1 copy of
+        // a v2 sticker, its u= cut off, must not pass with it; COMPAT §4).
+        XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "generated")
         let onTheWire = try XCTUnwrap(watch.wait { !$0.isEmpty }.first)
         XCTAssertTrue(onTheWire.contains(#""fleet":1"#), onTheWire)
         XCTAssertFalse(onTheWire.contains("smpshare"), "no secret in clear on the broker")

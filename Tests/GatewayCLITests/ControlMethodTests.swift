@@ -41,8 +41,9 @@ final class ControlMethodTests: XCTestCase {
             "open", "mode", "provision", "provision.cancel", "lockout.clear", "secrets.new", "secrets.rotate",
             "secrets.remove", "secrets.import", "secrets.export", "keys.new", "keys.import", "keys.export",
             "tags.revoke", "tags.expire", "tags.forget", "backup",
-            // The fleet: publishing a signed document, re-reading the retained ones.
-            "fleet.publish", "fleet.pull",
+            // The fleet: the body to sign (it may carry the sealed secrets, as
+            // secrets.export does), publishing it, re-reading the retained ones.
+            "fleet.snapshot", "fleet.publish", "fleet.pull",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -198,6 +198,7 @@ final class NATSLinkTests: XCTestCase {
         defer { link.stop() }
         XCTAssertTrue(waitUntil { link.isConnected })
         let firstExp = try XCTUnwrap(link.status.credentials?.expires)
+        let original = try server.credentials.readJWT()
 
         let start = Date()
         var recorded = 0
@@ -242,6 +243,14 @@ final class NATSLinkTests: XCTestCase {
         // The one disconnect came at the first JWT's exp: the server expired it.
         let at = try XCTUnwrap(firstDisconnect, "the connection was dropped at the old exp").timeIntervalSince1970
         XCTAssertTrue((Double(firstExp) - 0.5...Double(firstExp) + 2).contains(at), "\(at) vs exp \(firstExp)")
+        // The first JWT pushed again (a replay, still unexpired by its own
+        // clock or not) is refused: the newer one stays in place.
+        let installed = try server.credentials.readJWT()
+        XCTAssertNotEqual(installed, original)
+        peer.send("PUB \(NATSServer.base).creds.jwt \(original)")
+        usleep(1_000_000)
+        XCTAssertEqual(try server.credentials.readJWT(), installed, "a replayed older JWT is not installed")
+        XCTAssertEqual(link.status.refreshes, 1)
         assertNoSecretsLogged(server, log)
     }
 
@@ -309,6 +318,23 @@ final class NATSCredentialTests: XCTestCase {
         }
         for bad in ["", "a.b", "not.a.jwt", String(expected.dropLast(3))] {
             XCTAssertThrowsError(try UserJWT(bad), bad)
+        }
+        // Times that are not whole seconds in range are refused, not converted
+        // (1e19 trapped Int64(_:); a negative iat overflowed exp - iat).
+        func forged(_ times: String) -> String {
+            let header = Base64URL.encode(Array(#"{"typ":"JWT","alg":"ed25519-nkey"}"#.utf8))
+            let claims = Base64URL.encode(Array(#"{"sub":"\#(jwt.subject)",\#(times),"nats":{"type":"user"}}"#.utf8))
+            return "\(header).\(claims).\(Base64URL.encode([UInt8](repeating: 7, count: 64)))"
+        }
+        XCTAssertNoThrow(try UserJWT(forged(#""iat":1700000000,"exp":1700000600"#)))
+        for times in [
+            #""iat":1e19,"exp":1700000600"#, #""iat":-9223372036854775000,"exp":1700000600"#,
+            #""iat":1700000000,"exp":1e300"#, #""iat":1700000000.5,"exp":1700000600"#,
+            #""iat":1700000600,"exp":1700000000"#, #""iat":"now","exp":1700000600"#,
+        ] {
+            XCTAssertThrowsError(try UserJWT(forged(times)), times) { error in
+                guard case UserJWT.Problem.malformed = error else { return XCTFail("\(times): \(error)") }
+            }
         }
         // A .creds file installs both; the seed file is 0600.
         let other = NATSCredentialFiles(directory: server.path("other"))

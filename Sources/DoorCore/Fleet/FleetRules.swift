@@ -169,8 +169,15 @@ public enum FleetRules {
             if let mine = local.tags[tag.uid] {
                 switch mine.state {
                 case .active:
-                    if mine.action != tag.action || mine.label != tag.label || mine.validUntil != tag.validUntil {
-                        c.upsertTags.append(tag)
+                    // Expiry only comes sooner through the fleet: a door's own
+                    // `tags expire` is not undone by another door's push that
+                    // still carries the later date (nil is "never").
+                    var merged = tag
+                    merged.validUntil = [mine.validUntil, tag.validUntil].compactMap { $0 }.min()
+                    if mine.action != merged.action || mine.label != merged.label
+                        || mine.validUntil != merged.validUntil
+                    {
+                        c.upsertTags.append(merged)
                     }
                 case .pending:
                     c.skipped.append((tag.uid, "being provisioned here"))

@@ -9,10 +9,16 @@ public struct FleetSecrets: Equatable, Sendable {
         public var action: ActionIndex
         public var key: [UInt8]
         public var label: String
-        public init(action: ActionIndex, key: [UInt8], label: String = "") {
+        /// Kept from the door that sealed it: a gateway-generated secret must
+        /// stay one at every door, or the v2 stickers it signed would pass as
+        /// v1 (COMPAT §4: v1 is never accepted with generated secrets) once
+        /// their `u=` is cut off.
+        public var origin: SecretOrigin
+        public init(action: ActionIndex, key: [UInt8], label: String = "", origin: SecretOrigin) {
             self.action = action
             self.key = key
             self.label = label
+            self.origin = origin
         }
     }
     public var secrets: [Secret]
@@ -39,7 +45,7 @@ public struct FleetSecrets: Equatable, Sendable {
                     secrets.map {
                         .object([
                             ("action", .int($0.action)), ("key", .string(Hex.encode($0.key))),
-                            ("label", .string($0.label)),
+                            ("label", .string($0.label)), ("origin", .string($0.origin.rawValue)),
                         ])
                     })
             ),
@@ -77,7 +83,11 @@ public struct FleetSecrets: Equatable, Sendable {
             else { throw .malformed("secrets: each needs an action and a 32-byte key") }
             var label = ""
             if case .string(let l)? = item["label"] { label = String(l.prefix(64)) }
-            out.secrets.append(Secret(action: ActionIndex(a), key: key, label: label))
+            // No origin, or one this build does not know: generated, the
+            // stricter of the two (v2 stickers only).
+            var origin = SecretOrigin.generated
+            if case .string(let o)? = item["origin"], let known = SecretOrigin(rawValue: o) { origin = known }
+            out.secrets.append(Secret(action: ActionIndex(a), key: key, label: label, origin: origin))
         }
         func key(_ name: String, _ length: Int) throws(FleetError) -> [UInt8]? {
             switch json[name] {

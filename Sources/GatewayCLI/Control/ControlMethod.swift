@@ -52,7 +52,7 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
         switch self {
         case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup, .fleetPublish, .fleetPull:
+            .backup, .fleetSnapshot, .fleetPublish, .fleetPull:
             return true
         default:
             return false

@@ -152,7 +152,7 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         }
         let plain = FleetSecrets(
             secrets: try store.secrets().filter(\.active).map {
-                FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label)
+                FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label, origin: $0.origin)
             },
             compatTimestampKey: try store.key(.compatTimestamp), nativeCommandKey: try store.key(.nativeCommand))
         return try plain.seal(

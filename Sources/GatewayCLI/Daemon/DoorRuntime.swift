@@ -360,12 +360,13 @@ final class DoorRuntime: @unchecked Sendable {
 
     func shutdown() {
         queue.sync {
-            floorTimer?.cancel()
-            saveClockFloor(force: true)
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
             board.lockAll()
+            // Only once the outputs are locked: a store write may wait on the writer.
+            floorTimer?.cancel()
+            saveClockFloor(force: true)
         }
     }
 }
