@@ -282,6 +282,9 @@ public enum ConfigExample {
             # Ask for a new JWT (on PREFIX.<device.id>.creds.request) after this
             # share of its lifetime, in percent.
             refresh_percent = 75
+            # The JetStream key-value bucket of the fleet's documents ([fleet]); each
+            # door writes the key <site_id>.<device.id> and reads <site_id>.*.
+            fleet_bucket = "doorgateway-fleet"
 
             [nats.tls]
             # With TLS on (the default) and transport = "nats", ca_file is required;
@@ -303,13 +306,15 @@ public enum ConfigExample {
 
             [fleet]
             # Revocations and issued stickers shared by the site's doors, as signed
-            # documents on the MQTT broker (docs/fleet.md). Needs mqtt.enabled.
+            # documents: retained on the MQTT broker (needs mqtt.enabled), or in
+            # nats.fleet_bucket with remote.transport = "nats" (docs/fleet.md).
             enabled = false
             # The site's name; every signed document names it.
             # site_id = "main-site"
             # The site's Ed25519 public key (64 hex digits): `gatewayctl fleet keygen`.
             # site_public_key = "\(String(repeating: "0", count: 64))"
-            # Where documents are read. Default: every door's, "doorgateway/+/fleet/<site_id>".
+            # Where documents are read over MQTT. Default: every door's,
+            # "doorgateway/+/fleet/<site_id>".
             # subscribe = "doorgateway/+/fleet/main-site"
             # The site box private key (a 0600 file, `gatewayctl fleet keygen --box`):
             # opens the action secrets and remote keys documents carry sealed.

@@ -200,10 +200,10 @@ extension GatewayConfiguration {
             root.sink.add("paths.runtime_dir", "the control socket under it: " + why)
         }
 
-        let fleet = readFleet(root, mqtt: mqtt)
         // [remote] and [nats] (ConfigNATS.swift).
         let remote = readRemote(root)
         let nats = readNATS(root, required: remote.transport == .nats)
+        let fleet = readFleet(root, mqtt: mqtt, transport: remote.transport)
 
         root.finish()
         var configuration = GatewayConfiguration(
@@ -217,8 +217,9 @@ extension GatewayConfiguration {
 
     // MARK: [fleet] (docs/fleet.md)
 
-    /// `[fleet]`: off by default; on, it needs MQTT, a site ID and the site public key.
-    static func readFleet(_ root: TableReader, mqtt: MQTT) -> Fleet {
+    /// `[fleet]`: off by default; on, it needs its transport (MQTT enabled, or
+    /// NATS), a site ID and the site public key.
+    static func readFleet(_ root: TableReader, mqtt: MQTT, transport: RemoteTransport) -> Fleet {
         guard let f = root.table("fleet") else { return .off }
         let enabled = f.bool("enabled", false)
         let site = f.optionalString("site_id", Check.identifier(max: 64))
@@ -234,7 +235,17 @@ extension GatewayConfiguration {
             if key == nil && !f.has("site_public_key") {
                 f.fail("site_public_key", "is required with the fleet on: `gatewayctl fleet keygen` prints it")
             }
-            if !mqtt.enabled { f.fail("enabled", "the fleet travels over MQTT: set mqtt.enabled = true") }
+            if transport == .mqtt && !mqtt.enabled {
+                f.fail(
+                    "enabled",
+                    "the fleet travels over the remote transport: set mqtt.enabled = true (or remote.transport = \"nats\")"
+                )
+            }
+            if transport == .nats && f.has("subscribe") {
+                f.fail(
+                    "subscribe",
+                    "is an MQTT topic filter; with NATS every door of the site is read from nats.fleet_bucket")
+            }
         }
         f.finish()
         return Fleet(

@@ -36,6 +36,8 @@ extension GatewayConfiguration {
         public var reconnectWaitMilliseconds = 500
         /// Ask for a new JWT after this share of its lifetime (percent).
         public var refreshPercent = 75
+        /// The JetStream key-value bucket of the fleet's documents (`[fleet]`).
+        public var fleetBucket = "doorgateway-fleet"
         public init() {}
 
         /// The JWT and seed paths for a state directory.
@@ -73,6 +75,7 @@ extension GatewayConfiguration {
         n.jetStream = t?.bool("jetstream", false) ?? false
         n.reconnectWaitMilliseconds = t?.int("reconnect_wait_ms", 500, 100...60_000) ?? 500
         n.refreshPercent = t?.int("refresh_percent", 75, 10...95) ?? 75
+        n.fleetBucket = t?.string("fleet_bucket", "doorgateway-fleet", Check.natsBucket) ?? "doorgateway-fleet"
         let tls = t?.table("tls")
         n.tls.enabled = tls?.bool("enabled", true) ?? true
         n.tls.caFile = tls?.optionalString("ca_file", Check.absolutePath)
@@ -101,6 +104,17 @@ extension Check {
             return "\"\(s)\": expected nats://HOST:PORT or tls://HOST:PORT"
         }
         return s.unicodeScalars.contains { $0.value <= 0x20 } ? "\"\(s)\" has a space" : nil
+    }
+
+    /// A JetStream bucket name: letters, digits, '-' and '_', at most 64.
+    static func natsBucket(_ s: String) -> String? {
+        let ok =
+            !s.isEmpty && s.utf8.count <= 64
+            && s.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
+                    || b == 0x5F
+            }
+        return ok ? nil : "\"\(s)\": a bucket name of letters, digits, '-' and '_' (at most 64)"
     }
 
     /// Subject tokens separated by dots: no wildcards, spaces or empty tokens.

@@ -55,13 +55,5 @@ public struct MQTTSettings: Equatable, Sendable {
 }
 
 // The outbox and command-handler ports (`Outbox`, `RemoteCommandHandler`,
-// `OutgoingMessage`, `OutboxRow`, `MessageClass`) live in DoorCore/Ports:
-// the NATS transport implements the same ones.
-
-/// Where the link hands each message heard on the fleet's topic filter
-/// (docs/fleet.md): the bytes only. Checking the signature, the site and the
-/// version, and applying, is the daemon's (DoorCore `FleetRules`). Called on
-/// the network thread: hand the work to another queue.
-public protocol FleetDocumentHandler: AnyObject, Sendable {
-    func received(fleetDocument payload: [UInt8], topic: String, retained: Bool)
-}
+// `OutgoingMessage`, `OutboxRow`, `MessageClass`, `FleetDocumentHandler`)
+// live in DoorCore/Ports: the NATS transport implements the same ones.

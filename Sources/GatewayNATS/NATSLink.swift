@@ -60,8 +60,10 @@ public final class NATSLink: @unchecked Sendable {
 
     /// Where each message on a command subject goes (set before `start`).
     public var commands: (any RemoteCommandHandler)?
+    /// The fleet's bucket and handler (set before `start`; NATSFleet.swift).
+    public var fleet: NATSFleet?
 
-    private struct Shared {
+    struct Shared {
         var connected = false
         var lastError: String?
         var published = 0
@@ -77,18 +79,23 @@ public final class NATSLink: @unchecked Sendable {
         /// When the next `creds.request` may go out (unix seconds).
         var nextRequest: Int64 = 0
     }
-    private let shared = Mutex(Shared())
+    let shared = Mutex(Shared())
 
     /// The connection and its subscriptions; held while libnats is called
     /// with them, so the manager thread never destroys one in use.
-    private struct Connection {
+    struct Connection {
         var nc: OpaquePointer?
         var js: OpaquePointer?
         var subs: [OpaquePointer] = []
+        /// The fleet's key-value bucket, bound by the fleet thread.
+        var kv: OpaquePointer?
     }
-    private let connection = Mutex(Connection())
+    let connection = Mutex(Connection())
+    /// The fleet's watcher; held while the fleet thread waits on it, so a
+    /// teardown never destroys it in use (lock order: this, then `connection`).
+    let fleetWatch = Mutex<OpaquePointer?>(nil)
 
-    private struct Queue {
+    struct Queue {
         var pending: [OutgoingMessage] = []
         /// State, tag scans and reports waiting for the committer thread.
         var direct: [(subject: String, bytes: [UInt8])] = []
@@ -99,8 +106,11 @@ public final class NATSLink: @unchecked Sendable {
         var stopping = false
         var committerDone = false
         var managerDone = false
+        var fleetDone = true
+        /// A new fleet watcher is due (a connection built or rebuilt, `fleet pull`).
+        var fleetRewatch = false
     }
-    private let queue = Condition(Queue())
+    let queue = Condition(Queue())
     private var started = false
     /// The libnats callbacks' closure: a box with a weak reference, kept for
     /// the process (a callback may still run after `stop`).
@@ -143,6 +153,13 @@ public final class NATSLink: @unchecked Sendable {
             runCommitter()
             queue.update { $0.committerDone = true }
         }
+        if let fleet {
+            queue.update { $0.fleetDone = false }
+            try startThread(name: "gatewayd.natsfleet") { [self] in
+                runFleet(fleet)
+                queue.update { $0.fleetDone = true }
+            }
+        }
         started = true
     }
 
@@ -161,7 +178,7 @@ public final class NATSLink: @unchecked Sendable {
             }
         }
         queue.update { $0.stopping = true }
-        _ = queue.wait(for: .seconds(10)) { $0.committerDone && $0.managerDone }
+        _ = queue.wait(for: .seconds(10)) { $0.committerDone && $0.managerDone && $0.fleetDone }
         teardown()
         started = false
     }
@@ -349,9 +366,15 @@ public final class NATSLink: @unchecked Sendable {
                 noteError("subscribe \(subject): \(Self.lastError(rs))")
             }
         }
-        if settings.jetStream {
+        // JetStream: the outbox's acknowledgements, and the fleet's bucket.
+        if settings.jetStream || fleet != nil {
             var js: OpaquePointer?
-            if natsConnection_JetStream(&js, nc, nil) == NATS_OK { c.js = js }
+            var jsOpts = jsOptions()
+            jsOptions_Init(&jsOpts)
+            // Requests (a consumer made or deleted, a bucket looked up) wait at
+            // most this long, also when a teardown deletes the fleet's consumer.
+            jsOpts.Wait = Int64(settings.ackTimeoutMilliseconds)
+            if natsConnection_JetStream(&js, nc, &jsOpts) == NATS_OK { c.js = js }
         }
         connection.withLock { $0 = c }
         let number = shared.withLock { s -> Int in
@@ -364,6 +387,7 @@ public final class NATSLink: @unchecked Sendable {
         queue.update {
             $0.announce = true
             $0.flushRequested = true
+            $0.fleetRewatch = true
         }
         return true
     }
@@ -375,6 +399,8 @@ public final class NATSLink: @unchecked Sendable {
             return c
         }
         shared.withLock { $0.connected = false }
+        dropFleetWatcher()
+        if let kv = c.kv { kvStore_Destroy(kv) }
         for sub in c.subs { natsSubscription_Destroy(sub) }
         if let js = c.js { jsCtx_Destroy(js) }
         if let nc = c.nc {
@@ -449,6 +475,9 @@ public final class NATSLink: @unchecked Sendable {
         queue.update {
             $0.announce = true
             $0.flushRequested = true
+            // The consumer may be gone with the old socket: watch anew (the
+            // bucket sends each key's newest document again).
+            $0.fleetRewatch = true
         }
     }
 
@@ -669,7 +698,7 @@ public final class NATSLink: @unchecked Sendable {
                 var plain: [Int64] = []
                 for row in rows {
                     let subject = subjects.subject(forRow: row.topic)
-                    if let js = c.js {
+                    if settings.jetStream, let js = c.js {
                         var opts = jsPubOptions()
                         jsPubOptions_Init(&opts)
                         opts.MaxWait = Int64(settings.ackTimeoutMilliseconds)
@@ -716,7 +745,7 @@ public final class NATSLink: @unchecked Sendable {
 
     // MARK: Errors
 
-    private func noteError(_ text: String) {
+    func noteError(_ text: String) {
         shared.withLock { $0.lastError = text }
         log.warning("nats: \(text)")
     }

@@ -3,9 +3,26 @@ import Foundation
 import TestSupport
 import XCTest
 
+/// What the five-door scenario needs of the site's broker: MQTT (retained
+/// documents, one topic per door) or NATS (a JetStream key-value bucket, one
+/// key per door).
+protocol FleetSiteUnderTest {
+    /// A gatewayd on the shipped example with this transport and the fleet keys.
+    func door(_ name: String, publicKey: String, boxKey: String) throws -> GatewayUnderTest
+    /// Before the first start (NATS: the door's credentials imported).
+    func prepare(_ g: GatewayUnderTest, _ name: String) throws
+    /// Documents door-a writes, as they are on the wire (read from now on).
+    func watchDoorA() throws -> () -> [String]
+    /// Door-e's credentials, writing `document` where door-e's document goes.
+    func publishAsDoorE(_ document: String) throws
+    /// Door-e's credentials, writing door-a's document: refused by the broker.
+    func assertDoorECannotWriteDoorA() throws
+}
+
 /// The fleet (docs/fleet.md) on five real gatewayd processes (simulated
-/// boards, each with its pn532-sim) and one mosquitto on the shipped
-/// configuration and ACL, mutual TLS, each door its own certificate: a
+/// boards, each with its pn532-sim), over one mosquitto on the shipped
+/// configuration and ACL, and over one nats-server in operator/JWT mode with
+/// JetStream; mutual TLS, each door its own certificate (and NATS user): a
 /// sticker provisioned at one door opens another after a push; a revocation
 /// pushed at one door reaches the others (timed); a door stopped during it
 /// catches up at restart; a forged and a replayed document are refused and
@@ -14,38 +31,14 @@ final class FleetTests: XCTestCase {
     static let site = "main-site"
     static let doorNames = ["door-a", "door-b", "door-c", "door-d", "door-e"]
 
-    /// A client certificate with CN `name` from the broker's CA (the ACL names doors by CN).
-    func makeDoorCertificate(_ broker: MosquittoBroker, _ name: String) throws {
-        func openssl(_ args: [String]) throws {
-            let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
-            guard r.status == 0 else { throw E2EError("openssl \(args.first ?? ""): \(r.stderr)") }
-        }
-        try openssl([
-            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
-            "-keyout", broker.path("\(name).key"), "-out", broker.path("\(name).csr"),
-        ])
-        try openssl([
-            "x509", "-req", "-in", broker.path("\(name).csr"), "-CA", broker.path("ca.crt"), "-CAkey",
-            broker.path("ca.key"), "-CAcreateserial", "-days", "2", "-out", broker.path("\(name).crt"),
-        ])
-    }
-
-    /// The shipped example for the simulated board, every value stock, plus
-    /// MQTT to the test broker with this door's certificate and the fleet keys.
-    func door(_ name: String, _ broker: MosquittoBroker, publicKey: String, boxKey: String) throws -> GatewayUnderTest {
-        try GatewayUnderTest(
-            stockExample: "sim",
-            edits: [
-                ("\nid = \"front-door\"\n", "\nid = \"\(name)\"\n"),
-                ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(broker.port)\n"),
-                ("# ca_file = \"/etc/doorgateway/ca.pem\"", "ca_file = \"\(broker.path("ca.crt"))\""),
-                ("# cert_file = \"/etc/doorgateway/front-door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
-                ("# key_file = \"/etc/doorgateway/front-door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
-                ("Needs mqtt.enabled.\nenabled = false\n", "Needs mqtt.enabled.\nenabled = true\n"),
-                ("# site_id = \"\(Self.site)\"", "site_id = \"\(Self.site)\""),
-                ("# site_public_key = \"\(String(repeating: "0", count: 64))\"", "site_public_key = \"\(publicKey)\""),
-                ("# box_key_file = \"/etc/doorgateway/site-box.key\"", "box_key_file = \"\(boxKey)\""),
-            ])
+    /// The shipped example's `[fleet]` turned on with the test's keys.
+    static func fleetEdits(publicKey: String, boxKey: String) -> [(String, String)] {
+        [
+            ("(docs/fleet.md).\nenabled = false\n", "(docs/fleet.md).\nenabled = true\n"),
+            ("# site_id = \"\(site)\"", "site_id = \"\(site)\""),
+            ("# site_public_key = \"\(String(repeating: "0", count: 64))\"", "site_public_key = \"\(publicKey)\""),
+            ("# box_key_file = \"/etc/doorgateway/site-box.key\"", "box_key_file = \"\(boxKey)\""),
+        ]
     }
 
     func appliedVersion(_ g: GatewayUnderTest) throws -> Int64? {
@@ -71,12 +64,24 @@ final class FleetTests: XCTestCase {
         throw E2EError("no access event at \(g.dir.path)\n\(g.log.suffix(2000))")
     }
 
-    func testFiveDoorsShareIssuedTagsAndRevocations() throws {
+    func testFiveDoorsShareIssuedTagsAndRevocationsOverMQTT() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
         try broker.start()
-        for name in Self.doorNames { try makeDoorCertificate(broker, name) }
+        let site = try MQTTFleetSite(broker)
+        try fiveDoors(site, transport: "mqtt")
+    }
 
+    func testFiveDoorsShareIssuedTagsAndRevocationsOverNATS() throws {
+        let server = try NATSServer(jetStream: true)
+        defer { server.stop() }
+        let site = try NATSFleetSite(server)
+        try server.start()
+        try fiveDoors(site, transport: "nats")
+    }
+
+    /// The scenario, the same on either transport.
+    func fiveDoors(_ site: any FleetSiteUnderTest, transport: String) throws {
         // The operator's site key: private part in a 0600 file, the public key for [fleet].
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -100,13 +105,15 @@ final class FleetTests: XCTestCase {
         defer { for g in doors { g.stop() } }
         let started = Date()
         for name in Self.doorNames {
-            let g = try door(name, broker, publicKey: publicKey, boxKey: boxKey)
+            let g = try site.door(name, publicKey: publicKey, boxKey: boxKey)
             doors.append(g)
+            try site.prepare(g, name)
             try g.start()
         }
         for g in doors { try waitUntil(timeout: 15) { (try g.status()["broker"]?["connected"]) == .bool(true) } }
         print(
-            "fleet: 5 gateways started and connected in \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+            "fleet (\(transport)): 5 gateways started and connected in "
+                + "\(String(format: "%.2f", Date().timeIntervalSince(started))) s")
         let (a, b, c, d, e) = (doors[0], doors[1], doors[2], doors[3], doors[4])
 
         // A sticker provisioned at A (with a secret generated at A: the other doors lack it).
@@ -121,14 +128,18 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(try tap(b, dump)["kind"]?.stringValue, "access_denied", "B before the push")
 
         // Pushed at A with its secrets (sealed to the site box): granted at B.
-        let watch = try broker.subscribe("doorgateway/door-a/fleet/\(Self.site)", as: "door-b")
+        let documentsOfA = try site.watchDoorA()
         let pushA = try a.ctlJSON(["fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets"])
         XCTAssertEqual(pushA["version"]?.intValue, 1, "\(pushA)")
-        for g in doors { try waitUntil { try appliedVersion(g) == 1 } }
+        for g in doors {
+            try waitUntil { try appliedVersion(g) == 1 }
+            if try appliedVersion(g) != 1 { print("version 1 not applied at \(g.dir.path):\n\(g.log.suffix(3000))") }
+        }
         // Generated at A, so generated at B too: v2 stickers only (a v1 copy of
         // a v2 sticker, its u= cut off, must not pass with it; COMPAT §4).
         XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "generated")
-        let onTheWire = try XCTUnwrap(watch.wait { !$0.isEmpty }.first)
+        try waitUntil { !documentsOfA().isEmpty }
+        let onTheWire = try XCTUnwrap(documentsOfA().first)
         XCTAssertTrue(onTheWire.contains(#""fleet":1"#), onTheWire)
         XCTAssertFalse(onTheWire.contains("smpshare"), "no secret in clear on the broker")
         let atB = try tap(b, dump)
@@ -156,7 +167,7 @@ final class FleetTests: XCTestCase {
         let slowest = reached.values.max() ?? .infinity
         let took = pushed.timeIntervalSince(pushStart)
         print(
-            "fleet: revocation pushed at door-b (gatewayctl fleet push: \(String(format: "%.3f", took)) s); applied at "
+            "fleet (\(transport)): revocation pushed at door-b (gatewayctl fleet push: \(String(format: "%.3f", took)) s); applied at "
                 + reached.sorted { $0.key < $1.key }.map {
                     "\($0.key) \(String(format: "%.3f", $0.value)) s after it returned "
                         + "(\(String(format: "%.3f", $0.value + took)) s from its start)"
@@ -196,18 +207,12 @@ final class FleetTests: XCTestCase {
             site: Self.site, version: 99, origin: "door-e/mallory", issued: 0,
             tags: [FleetDocument.Tag(uid: TagUID(hex: "04DEADBEEF0001")!, action: 0)]
         ).signed(seed: forger)
-        let forgedPublish = try broker.publish(
-            "doorgateway/door-e/fleet/\(Self.site)", String(decoding: forged, as: UTF8.self), retain: true,
-            as: "door-e")
-        XCTAssertEqual(forgedPublish.status, 0, forgedPublish.stderr)
+        try site.publishAsDoorE(String(decoding: forged, as: UTF8.self))
         for g in doors { try g.waitForEvent("fleet_refused", reason: "bad_signature") }
-        // A door cannot write another door's fleet topic (the ACL's second line).
-        _ = try broker.publish("doorgateway/door-a/fleet/\(Self.site)", "garbage", retain: true, as: "door-e")
-        let retainedAtA = try broker.subscribe("doorgateway/door-a/fleet/\(Self.site)", as: "door-c")
-        let lineA = try XCTUnwrap(retainedAtA.wait { !$0.isEmpty }.first)
-        XCTAssertTrue(lineA.contains(#"{"fleet":1,"#), "door-a's document still there: \(lineA)")
-        let versionOne = String(lineA.split(separator: "|", maxSplits: 2)[2])
-        XCTAssertEqual(try broker.publish("doorgateway/door-e/fleet/\(Self.site)", versionOne, as: "door-e").status, 0)
+        // A door cannot write another door's document (the ACL's second line; the NATS user's permissions).
+        try site.assertDoorECannotWriteDoorA()
+        XCTAssertTrue(onTheWire.contains(#"{"fleet":1,"#), "door-a's document: \(onTheWire)")
+        try site.publishAsDoorE(onTheWire)
         for g in doors {
             try g.waitForEvent("fleet_refused", reason: "stale")
             XCTAssertEqual(try appliedVersion(g), 2)
@@ -217,5 +222,155 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         }
         XCTAssertEqual(try tap(a, dump)["reason"]?.stringValue, "revoked")
+    }
+}
+
+/// mosquitto on the shipped configuration and ACL; each door a client
+/// certificate whose CN the ACL names.
+struct MQTTFleetSite: FleetSiteUnderTest {
+    let broker: MosquittoBroker
+
+    init(_ broker: MosquittoBroker) throws {
+        self.broker = broker
+        for name in FleetTests.doorNames { try Self.makeDoorCertificate(broker, name) }
+    }
+
+    /// A client certificate with CN `name` from the broker's CA.
+    static func makeDoorCertificate(_ broker: MosquittoBroker, _ name: String) throws {
+        func openssl(_ args: [String]) throws {
+            let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
+            guard r.status == 0 else { throw E2EError("openssl \(args.first ?? ""): \(r.stderr)") }
+        }
+        try openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
+            "-keyout", broker.path("\(name).key"), "-out", broker.path("\(name).csr"),
+        ])
+        try openssl([
+            "x509", "-req", "-in", broker.path("\(name).csr"), "-CA", broker.path("ca.crt"), "-CAkey",
+            broker.path("ca.key"), "-CAcreateserial", "-days", "2", "-out", broker.path("\(name).crt"),
+        ])
+    }
+
+    /// The shipped example for the simulated board, every value stock, plus
+    /// MQTT to the test broker with this door's certificate and the fleet keys.
+    func door(_ name: String, publicKey: String, boxKey: String) throws -> GatewayUnderTest {
+        try GatewayUnderTest(
+            stockExample: "sim",
+            edits: [
+                ("\nid = \"front-door\"\n", "\nid = \"\(name)\"\n"),
+                ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(broker.port)\n"),
+                ("# ca_file = \"/etc/doorgateway/ca.pem\"", "ca_file = \"\(broker.path("ca.crt"))\""),
+                ("# cert_file = \"/etc/doorgateway/front-door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
+                ("# key_file = \"/etc/doorgateway/front-door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
+            ] + FleetTests.fleetEdits(publicKey: publicKey, boxKey: boxKey))
+    }
+
+    func prepare(_ g: GatewayUnderTest, _ name: String) throws {}
+
+    func watchDoorA() throws -> () -> [String] {
+        let watch = try broker.subscribe("doorgateway/door-a/fleet/\(FleetTests.site)", as: "door-b")
+        // `topic|retained|payload`
+        return { watch.lines.map { String($0.split(separator: "|", maxSplits: 2).last ?? "") } }
+    }
+
+    func publishAsDoorE(_ document: String) throws {
+        let r = try broker.publish(
+            "doorgateway/door-e/fleet/\(FleetTests.site)", document, retain: true, as: "door-e")
+        XCTAssertEqual(r.status, 0, r.stderr)
+    }
+
+    func assertDoorECannotWriteDoorA() throws {
+        _ = try broker.publish("doorgateway/door-a/fleet/\(FleetTests.site)", "garbage", retain: true, as: "door-e")
+        let retainedAtA = try broker.subscribe("doorgateway/door-a/fleet/\(FleetTests.site)", as: "door-c")
+        let line = try XCTUnwrap(retainedAtA.wait { !$0.isEmpty }.first)
+        XCTAssertTrue(line.contains(#"{"fleet":"#), "door-a's document still there: \(line)")
+    }
+}
+
+/// nats-server in operator/JWT mode with JetStream: each door its own user
+/// (JWT + nkey seed, imported with `gatewayctl creds import`) and client
+/// certificate. A door may write its own key of the bucket and read the
+/// bucket through JetStream's API (docs/fleet.md lists the permissions).
+struct NATSFleetSite: FleetSiteUnderTest {
+    static let bucket = "doorgateway-fleet"
+    let server: NATSServer
+
+    init(_ server: NATSServer) throws {
+        self.server = server
+        for name in FleetTests.doorNames {
+            let base = "\(NATSServer.prefix).\(name)"
+            try server.addUser(
+                name,
+                publish: ["\(base).>"] + Self.fleetPermissions(device: name),
+                subscribe: ["\(base).command.>", "\(base).creds.jwt", "\(base).inbox.>"])
+        }
+        // The operator's view of the documents as they are stored.
+        try server.addUser("fleet-watch", publish: [], subscribe: ["$KV.\(Self.bucket).>"])
+    }
+
+    /// What a door's user may publish for the fleet (docs/fleet.md).
+    static func fleetPermissions(device: String) -> [String] {
+        let stream = "KV_\(bucket)"
+        return [
+            // A watch finds the bucket's stream by its subjects (STREAM.NAMES).
+            "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.\(stream)", "$JS.API.STREAM.CREATE.\(stream)",
+            "$JS.API.CONSUMER.CREATE.\(stream)",
+            "$JS.API.CONSUMER.CREATE.\(stream).>", "$JS.API.CONSUMER.DELETE.\(stream).>", "$JS.FC.\(stream).>",
+            "$KV.\(bucket).\(FleetTests.site).\(device)",
+        ]
+    }
+
+    func door(_ name: String, publicKey: String, boxKey: String) throws -> GatewayUnderTest {
+        try GatewayUnderTest(
+            stockExample: "sim",
+            edits: [
+                ("\nid = \"front-door\"\n", "\nid = \"\(name)\"\n"),
+                ("transport = \"mqtt\"", "transport = \"nats\""),
+                ("# servers = [\"tls://nats.example:4222\"]", "servers = [\"tls://localhost:\(server.port)\"]"),
+                ("prefix = \"doorgateway\"", "prefix = \"\(NATSServer.prefix)\""),
+                ("# ca_file = \"/etc/doorgateway/nats-ca.pem\"", "ca_file = \"\(server.path("ca.crt"))\""),
+                (
+                    "# cert_file = \"/etc/doorgateway/front-door-nats.crt\"",
+                    "cert_file = \"\(server.path("\(name).crt"))\""
+                ),
+                (
+                    "# key_file = \"/etc/doorgateway/front-door-nats.key\"",
+                    "key_file = \"\(server.path("\(name).key"))\""
+                ),
+            ] + FleetTests.fleetEdits(publicKey: publicKey, boxKey: boxKey))
+    }
+
+    /// `gatewayctl creds import` of the door's `.creds` (before its first start).
+    func prepare(_ g: GatewayUnderTest, _ name: String) throws {
+        let r = try Run.process(
+            GatewayUnderTest.gateway,
+            ["ctl", "creds", "import", "--config", g.configFile.path, server.path("k/\(name).creds")], timeout: 30)
+        XCTAssertEqual(r.status, 0, r.stderr)
+    }
+
+    func watchDoorA() throws -> () -> [String] {
+        let peer = try server.peer(as: "fleet-watch")
+        let subject = "$KV.\(Self.bucket).\(FleetTests.site).door-a"
+        peer.subscribe(subject)
+        return { peer.messages(subject) }
+    }
+
+    func publishAsDoorE(_ document: String) throws {
+        let peer = try server.peer(as: "door-e")
+        defer { peer.close() }
+        peer.send("PUB $KV.\(Self.bucket).\(FleetTests.site).door-e \(document)")
+        peer.send("FLUSH")
+        let lines = peer.wait { $0.contains { $0["flushed"] != nil } }
+        XCTAssertFalse(lines.isEmpty, "no flush")
+        XCTAssertFalse(lines.contains { $0["error"] != nil }, "\(lines)")
+    }
+
+    func assertDoorECannotWriteDoorA() throws {
+        let peer = try server.peer(as: "door-e")
+        defer { peer.close() }
+        peer.send("PUB $KV.\(Self.bucket).\(FleetTests.site).door-a garbage")
+        let lines = peer.wait { $0.contains { $0["error"] != nil } }
+        XCTAssertTrue(
+            lines.contains { ($0["error"] ?? "").contains("Permissions Violation") }, "the server refused it: \(lines)")
     }
 }

@@ -71,4 +71,41 @@ final class FleetConfigTests: XCTestCase {
         XCTAssertEqual(noMQTT.map(\.key), ["fleet.enabled"])
         XCTAssertTrue(noMQTT.first?.message.contains("mqtt.enabled = true") ?? false, "\(noMQTT)")
     }
+
+    /// With NATS the fleet needs no MQTT: its documents are in `nats.fleet_bucket`.
+    func testOverNATSTheBucketIsNamedAndMQTTsFilterIsRefused() throws {
+        let nats = """
+            [device]
+            id = "door-a"
+            [board]
+            kind = "sim"
+            [remote]
+            transport = "nats"
+            [nats]
+            servers = ["tls://nats.example:4222"]
+            [nats.tls]
+            ca_file = "/etc/doorgateway/nats-ca.pem"
+            [fleet]
+            enabled = true
+            site_id = "main-site"
+            site_public_key = "\(Self.key)"
+
+            """
+        let c = try GatewayConfiguration.load(toml: nats)
+        XCTAssertTrue(c.fleet.enabled)
+        XCTAssertFalse(c.mqtt.enabled)
+        XCTAssertEqual(c.nats.fleetBucket, "doorgateway-fleet")
+        XCTAssertEqual(
+            try GatewayConfiguration.load(
+                toml: nats.replacingOccurrences(of: "[nats]\n", with: "[nats]\nfleet_bucket = \"site_7-doors\"\n")
+            ).nats.fleetBucket, "site_7-doors")
+        // Line 8 is [nats]'s first key.
+        let bucket = issues(nats.replacingOccurrences(of: "[nats]\n", with: "[nats]\nfleet_bucket = \"a.b\"\n"))
+        XCTAssertEqual(bucket.map(\.key), ["nats.fleet_bucket"])
+        XCTAssertEqual(bucket.first?.line, 8)
+        XCTAssertTrue(bucket.first?.message.contains("bucket name") ?? false, "\(bucket)")
+        let filter = issues(nats + "subscribe = \"doorgateway/+/fleet/main-site\"\n")
+        XCTAssertEqual(filter.map(\.key), ["fleet.subscribe"])
+        XCTAssertTrue(filter.first?.message.contains("nats.fleet_bucket") ?? false, "\(filter)")
+    }
 }

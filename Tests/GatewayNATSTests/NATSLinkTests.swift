@@ -1,6 +1,7 @@
 import DoorCore
 import Foundation
 import GatewayNATS
+import TestSupport
 import XCTest
 
 /// The NATS transport against a real nats-server in operator/JWT mode with

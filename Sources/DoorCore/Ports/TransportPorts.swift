@@ -59,3 +59,14 @@ public protocol Outbox: AnyObject, Sendable {
 public protocol RemoteCommandHandler: AnyObject, Sendable {
     func received(_ message: RemoteMessage)
 }
+
+/// Where a transport hands each fleet document it hears (docs/fleet.md): a
+/// retained message on the fleet's MQTT topic filter, or an entry of the NATS
+/// JetStream key-value bucket. The bytes only: checking the signature, the
+/// site and the version, and applying, is the daemon's (`FleetRules`).
+/// Called on the transport's thread: hand the work to another queue.
+public protocol FleetDocumentHandler: AnyObject, Sendable {
+    /// `source` names where it came from (the MQTT topic, or `kv:<bucket>/<key>`);
+    /// `retained`: a stored copy (MQTT's retained flag; always true for a KV entry).
+    func received(fleetDocument payload: [UInt8], topic source: String, retained: Bool)
+}

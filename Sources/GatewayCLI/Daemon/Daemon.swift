@@ -30,6 +30,8 @@ final class Daemon: @unchecked Sendable {
     var preparedRemote: MQTTLink?
     /// The fleet (docs/fleet.md), made with the MQTT link when `[fleet]` is on.
     var fleetReceiver: FleetReceiver?
+    /// How the fleet reaches the transport (MQTT's retained topics or the NATS bucket).
+    var fleetChannel: FleetChannel?
     /// The NATS link, with `[remote] transport = "nats"` (DaemonNATS.swift).
     var natsRemote: NATSLink?
     /// Makes each event's outbox message once MQTT is configured, so the

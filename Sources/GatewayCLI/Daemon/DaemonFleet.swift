@@ -2,6 +2,7 @@ import Dispatch
 import DoorCore
 import GatewayConfig
 import GatewayMQTT
+import GatewayNATS
 import GatewayStore
 import Logging
 import Synchronization
@@ -11,7 +12,7 @@ import Synchronization
 #endif
 
 /// The fleet on the daemon's side (docs/fleet.md): documents heard on the
-/// fleet topics are judged by `FleetRules` (DoorCore) against the applied
+/// fleet topics (or read from the NATS bucket) are judged by `FleetRules` (DoorCore) against the applied
 /// version in the store, applied through the store in one transaction with
 /// their audit row, or refused and audited. One serial queue: documents
 /// apply in the order they arrive, one at a time.
@@ -20,7 +21,8 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     let store: GatewayStore
     let actions: Set<ActionIndex>
     let log: Logger
-    /// Where this door publishes (its own retained topic) and what it reads.
+    /// Where this door publishes (its own retained topic, or its key in the
+    /// NATS bucket) and what it reads.
     let publishTopic: String
     let subscription: String
     let queue = DispatchQueue(label: "gatewayd.fleet")
@@ -38,15 +40,15 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     private let seen = Mutex(Seen())
 
     init(
-        settings: GatewayConfiguration.Fleet, mqtt: GatewayConfiguration.MQTT, store: GatewayStore,
+        settings: GatewayConfiguration.Fleet, publishTopic: String, subscription: String, store: GatewayStore,
         actions: Set<ActionIndex>, log: Logger
     ) {
         self.settings = settings
         self.store = store
         self.actions = actions
         self.log = log
-        publishTopic = mqtt.topicPrefix + "/fleet/" + settings.siteID
-        subscription = settings.subscribe ?? Self.defaultSubscription(prefix: mqtt.topicPrefix, site: settings.siteID)
+        self.publishTopic = publishTopic
+        self.subscription = subscription
         if let file = settings.boxKeyFile {
             do {
                 boxPrivateKey = try SiteKeyFile.read(file)
@@ -66,8 +68,8 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         return String(prefix[..<slash]) + "/+/fleet/" + site
     }
 
-    func received(fleetDocument payload: [UInt8], topic: String, retained: Bool) {
-        queue.async { [self] in _ = handle(payload, source: topic) }
+    func received(fleetDocument payload: [UInt8], topic source: String, retained: Bool) {
+        queue.async { [self] in _ = handle(payload, source: source) }
     }
 
     /// Judges and applies one document; on the fleet queue.
@@ -186,29 +188,63 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     }
 }
 
+/// What the fleet needs of the remote transport: write this door's document,
+/// read every door's again, and whether it is connected.
+struct FleetChannel {
+    var publish: ([UInt8]) -> Bool
+    var refresh: () -> Bool
+    var connected: () -> Bool
+}
+
 extension Daemon {
-    /// Makes the fleet receiver and hands it to the MQTT link (before `start`).
+    /// Makes the fleet receiver and hands it to the MQTT link (before `start`):
+    /// retained documents, one topic per door.
     func attachFleet(_ link: MQTTLink) {
         guard configuration.fleet.enabled else { return }
-        let receiver = FleetReceiver(
-            settings: configuration.fleet, mqtt: configuration.mqtt, store: store,
-            actions: Set(configuration.door.actions.map(\.index)), log: log)
+        let prefix = configuration.mqtt.topicPrefix
+        let site = configuration.fleet.siteID
+        let receiver = makeFleetReceiver(
+            publish: prefix + "/fleet/" + site,
+            subscription: configuration.fleet.subscribe
+                ?? FleetReceiver.defaultSubscription(prefix: prefix, site: site))
         link.fleet = (receiver.subscription, receiver)
+        fleetChannel = FleetChannel(
+            publish: { [topic = receiver.publishTopic] in link.publishRetained(topic: topic, payload: $0) },
+            refresh: { link.refreshFleet() }, connected: { link.isConnected })
+    }
+
+    /// The same over NATS: documents in the JetStream key-value bucket, one key per door.
+    func attachFleet(_ link: NATSLink) {
+        guard configuration.fleet.enabled else { return }
+        let (bucket, site) = (configuration.nats.fleetBucket, configuration.fleet.siteID)
+        let receiver = makeFleetReceiver(
+            publish: NATSFleet.source(bucket: bucket, key: NATSFleet.key(site: site, device: configuration.deviceID)),
+            subscription: NATSFleet.source(bucket: bucket, key: NATSFleet.watched(site: site)))
+        link.fleet = NATSFleet(bucket: bucket, site: site, handler: receiver)
+        fleetChannel = FleetChannel(
+            publish: { link.publishFleet($0) }, refresh: { link.refreshFleet() }, connected: { link.isConnected })
+    }
+
+    private func makeFleetReceiver(publish: String, subscription: String) -> FleetReceiver {
+        let receiver = FleetReceiver(
+            settings: configuration.fleet, publishTopic: publish, subscription: subscription, store: store,
+            actions: Set(configuration.door.actions.map(\.index)), log: log)
         fleetReceiver = receiver
-        log.info("fleet: site \(configuration.fleet.siteID), reading \(receiver.subscription)")
+        log.info("fleet: site \(configuration.fleet.siteID), reading \(subscription)")
+        return receiver
     }
 
     /// `gatewayctl fleet status|push|pull` (the private site key never
     /// reaches the daemon: `push` asks for the body, signs it, and hands
     /// back the signed document to publish).
     func answerFleet(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
-        guard let receiver = fleetReceiver else {
+        guard let receiver = fleetReceiver, let channel = fleetChannel else {
             throw DaemonError.request(
                 configuration.fleet.enabled
-                    ? "the fleet needs MQTT, which did not start (see the log)"
+                    ? "the fleet needs the remote transport (\(configuration.remote.transport.rawValue)), "
+                        + "which did not start (see the log)"
                     : "the fleet is off ([fleet] enabled = false)")
         }
-        let link = remote ?? preparedRemote
         switch method {
         case .fleetSnapshot:
             let by = try p.string("by", default: "operator")
@@ -241,8 +277,8 @@ extension Daemon {
                 if case .refuse(let e) = verdict { throw DaemonError.request("not published: \(e)") }
                 throw DaemonError.request("not published: this version is already applied")
             }
-            guard let link, link.publishRetained(topic: receiver.publishTopic, payload: document) else {
-                throw DaemonError.request("not published: not connected to the broker")
+            guard channel.publish(document) else {
+                throw DaemonError.request("not published: not connected to the broker (or it refused; see the log)")
             }
             // Applied here at once; its copy from the broker is then "already applied".
             receiver.queue.sync { _ = receiver.handle(document, source: "control socket") }
@@ -251,12 +287,12 @@ extension Daemon {
                 ("site", .string(accepted.document.site)),
             ])
         case .fleetPull:
-            guard let link, link.refreshFleet() else {
+            guard channel.refresh() else {
                 throw DaemonError.request("not connected to the broker")
             }
             return .object([("requested", .string(receiver.subscription))])
         default:
-            return try receiver.queue.sync { try receiver.status(connected: link?.isConnected ?? false) }
+            return try receiver.queue.sync { try receiver.status(connected: channel.connected()) }
         }
     }
 }

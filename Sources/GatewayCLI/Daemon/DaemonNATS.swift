@@ -53,6 +53,7 @@ extension Daemon {
                 Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)
             })
         link.commands = commands
+        attachFleet(link)
         let deviceKey: [UInt8]
         do { deviceKey = try store.key(.device) ?? [] } catch {
             log.error("nats: the device key is unreadable (\(error)); UIDs in events are keyed with an empty key")

@@ -1,0 +1,228 @@
+import DoorCore
+import Foundation
+
+/// Debian's nats-server on a free loopback port in operator/JWT mode
+/// (`resolver: MEMORY`) with mutual TLS; the operator, accounts, users and
+/// their JWTs are minted at test time by scripts/nats/mkjwt.py (no nsc).
+/// Users: `door` (the door under test, device `front-door`, prefix `dg`) and
+/// `app` (the peer: the door's telemetry in, commands and JWTs out).
+public final class NATSServer {
+    public static let prefix = "dg"
+    public static let device = "front-door"
+    public static var base: String { "\(prefix).\(device)" }
+    public static let script = Fixtures.root.appendingPathComponent("scripts/nats/mkjwt.py")
+    public static let peerScript = Fixtures.root.appendingPathComponent("scripts/nats/peer.py")
+
+    public let dir: URL
+    public let port: Int
+    private var process: Process?
+
+    /// `doorPublish`: what the door may publish (default: everything under its base but `tag`).
+    /// `serverNames`: the server certificate's subjectAltName.
+    public init(
+        doorJWTSeconds: Int = 0, doorPublish: [String]? = nil, jetStream: Bool = false,
+        serverNames: String = "DNS:localhost,IP:127.0.0.1"
+    ) throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("nats-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        port = try MosquittoBroker.freePort()
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+            "/CN=ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
+        ])
+        try makeCert("server", names: serverNames)
+        for name in ["door", "app"] { try makeCert(name) }
+        try mkjwt(
+            ["init", path("k"), "--port", "\(port)", "--tls", path("ca.crt"), path("server.crt"), path("server.key")]
+                + (jetStream ? ["--jetstream"] : []))
+        let b = Self.base
+        let pub =
+            doorPublish ?? [
+                "\(b).event", "\(b).telemetry", "\(b).state", "\(b).availability", "\(b).last_access", "\(b).report",
+                "\(b).creds.request",
+            ]
+        try mkjwt(
+            [
+                "user", path("k"), "door", "--pub", pub.joined(separator: ","), "--sub",
+                "\(b).command.>,\(b).creds.jwt,\(b).inbox.>",
+            ]
+                + (doorJWTSeconds > 0 ? ["--exp", "\(doorJWTSeconds)"] : []))
+        try mkjwt([
+            "user", path("k"), "app", "--pub", "\(b).command.>,\(b).creds.jwt,$JS.API.>", "--sub",
+            "\(b).>,_INBOX.peer.>",
+        ])
+        // The door's state directory: user.jwt and user.nk, as `gatewayctl creds import` leaves them.
+        try FileManager.default.createDirectory(atPath: path("state/nats"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: path("k/door.jwt"), toPath: path("state/nats/user.jwt"))
+        try FileManager.default.copyItem(atPath: path("k/door.nk"), toPath: path("state/nats/user.nk"))
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    public func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/nats-server")
+        p.arguments = ["-c", path("k/server.conf"), "-l", path("server.log")]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+        let deadline = Date() + 10
+        while Date() < deadline && p.isRunning {
+            if (try? String(contentsOfFile: path("server.log"), encoding: .utf8))?.contains("Server is ready") == true {
+                return
+            }
+            usleep(20_000)
+        }
+        stop()
+        throw NSError(
+            domain: "nats", code: 1, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start: \(log)"])
+    }
+
+    public func stop() {
+        guard let p = process else { return }
+        if p.isRunning {
+            p.terminate()
+            p.waitUntilExit()
+        }
+        process = nil
+    }
+
+    public var log: String { (try? String(contentsOfFile: path("server.log"), encoding: .utf8)) ?? "" }
+
+    /// A new JWT for the door's key (same permissions), valid `seconds`.
+    public func reissueDoorJWT(seconds: Int) throws -> String {
+        let r = try Run.process(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [Self.script.path, "reissue", path("k"), "door", "--exp", "\(seconds)"], timeout: 30)
+        guard r.status == 0 else {
+            throw NSError(domain: "mkjwt", code: 1, userInfo: [NSLocalizedDescriptionKey: r.stderr])
+        }
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// scripts/nats/peer.py connected as `user` (default: the app).
+    public func peer(as user: String = "app") throws -> Peer {
+        try Peer(arguments: [
+            Self.peerScript.path, "--url", "127.0.0.1:\(port)", "--creds", path("k/\(user).creds"), "--ca",
+            path("ca.crt"), "--cert", path("\(user).crt"), "--key", path("\(user).key"),
+        ])
+    }
+
+    /// Another user of the doors' account: `k/<name>.creds` (JWT and seed,
+    /// what `gatewayctl creds import` takes) and a client certificate
+    /// `<name>.crt`/`<name>.key` from the test CA.
+    public func addUser(_ name: String, publish: [String], subscribe: [String]) throws {
+        // mkjwt.py keeps the operator's and the accounts' files in the same directory.
+        guard !["operator", "keys", "server"].contains(name) else {
+            throw NSError(domain: "mkjwt", code: 2, userInfo: [NSLocalizedDescriptionKey: "\(name): a reserved name"])
+        }
+        try makeCert(name)
+        try mkjwt([
+            "user", path("k"), name, "--pub", publish.joined(separator: ","), "--sub", subscribe.joined(separator: ","),
+        ])
+    }
+
+    private func mkjwt(_ args: [String]) throws {
+        let r = try Run.process(URL(fileURLWithPath: "/usr/bin/python3"), [Self.script.path] + args, timeout: 30)
+        guard r.status == 0 else {
+            throw NSError(domain: "mkjwt", code: 1, userInfo: [NSLocalizedDescriptionKey: r.stderr])
+        }
+    }
+
+    private func openssl(_ args: [String]) throws {
+        let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
+        guard r.status == 0 else {
+            throw NSError(domain: "openssl", code: 1, userInfo: [NSLocalizedDescriptionKey: r.stderr])
+        }
+    }
+
+    public func makeCert(_ name: String, names: String = "DNS:localhost,IP:127.0.0.1") throws {
+        try openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)", "-keyout",
+            path("\(name).key"), "-out", path("\(name).csr"),
+        ])
+        try "subjectAltName=\(names)\n".write(
+            toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
+        try openssl([
+            "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-days", "2", "-extfile", path("\(name).ext"), "-out", path("\(name).crt"),
+        ])
+    }
+}
+
+/// scripts/nats/peer.py: commands on stdin, JSON lines on stdout. Killed and
+/// reaped when released (or by `close`).
+public final class Peer {
+    public let process = Process()
+    private let input = Pipe()
+    private let lock = NSLock()
+    private var buffer = Data()
+
+    public init(arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = input
+        out.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            guard let self else { return }
+            self.lock.withLock { self.buffer += d }
+        }
+        try process.run()
+        guard !wait({ $0.contains { $0["ready"] != nil } }).isEmpty else {
+            close()
+            throw NSError(domain: "peer", code: 1, userInfo: [NSLocalizedDescriptionKey: "the peer did not connect"])
+        }
+    }
+
+    deinit { close() }
+
+    public func close() {
+        (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    public func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    public func subscribe(_ subject: String) {
+        send("SUB \(subject)")
+        send("FLUSH")
+        _ = wait { $0.contains { $0["flushed"] != nil } }
+        lock.withLock { buffer = Data() }
+    }
+
+    public var lines: [[String: String]] {
+        let text = lock.withLock { String(decoding: buffer, as: UTF8.self) }
+        return text.split(separator: "\n").compactMap { line in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return o.mapValues { "\($0)" }
+        }
+    }
+
+    /// Messages received on `subject`.
+    public func messages(_ subject: String) -> [String] {
+        lines.filter { $0["subject"] == subject }.compactMap { $0["payload"] }
+    }
+
+    @discardableResult
+    public func wait(timeout: TimeInterval = 10, _ predicate: ([[String: String]]) -> Bool) -> [[String: String]] {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            let l = lines
+            if predicate(l) { return l }
+            usleep(20_000)
+        }
+        return predicate(lines) ? lines : []
+    }
+}
