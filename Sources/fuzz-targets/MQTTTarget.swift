@@ -46,12 +46,12 @@ enum MQTTTarget {
         expect(!retained, "a retained message accepted")
         // Compat command 5 asks for a device report and needs no OTP (COMPAT §3).
         if target == .report {
-            expect(source == "compat", "a report requested through \(source)")
+            expect(source == .compat, "a report requested through \(source)")
             return
         }
         // Anything else needs a key this input cannot know, except Home
         // Assistant's topics, and those only when the policy allows HA to act.
-        expect(source == "homeassistant", "a \(source) command accepted: \(target)")
+        expect(source == .homeAssistant, "a \(source) command accepted: \(target)")
         expect(haOpen, "Home Assistant accepted with home_assistant_open = false")
     }
 

@@ -111,7 +111,7 @@ final class RemoteJudgeTests: XCTestCase {
         let message = RemoteMessage(channel: .compat, payload: try compat(now), retained: false)
         let first = RemoteJudge.judge(
             message, policy: policy(), key: .key(compatKey), replay: ReplayGuard(), now: clock)
-        XCTAssertEqual(first.outcome, .accepted(.action(0), source: "compat"))
+        XCTAssertEqual(first.outcome, .accepted(.action(0), source: .compat))
         let record = try XCTUnwrap(first.replay, "the new record is handed back to be saved")
         XCTAssertEqual(record.entries.count, 1)
         XCTAssertEqual(record.highest["compat"], now)
@@ -130,7 +130,7 @@ final class RemoteJudgeTests: XCTestCase {
         let ok = RemoteJudge.judge(
             RemoteMessage(channel: .native, payload: payload, retained: false), policy: policy(),
             key: .key(nativeKey), replay: ReplayGuard(), now: clock)
-        XCTAssertEqual(ok.outcome, .accepted(.action(2), source: "native"))
+        XCTAssertEqual(ok.outcome, .accepted(.action(2), source: .native))
         XCTAssertEqual(ok.verdict?.kind, .native)
         let noKey = RemoteJudge.judge(
             RemoteMessage(channel: .native, payload: payload, retained: false), policy: policy(), key: .absent,
@@ -139,7 +139,7 @@ final class RemoteJudgeTests: XCTestCase {
         let unreadable = RemoteJudge.judge(
             RemoteMessage(channel: .native, payload: payload, retained: false), policy: policy(),
             key: .unreadable("disk I/O error"), replay: ReplayGuard(), now: clock)
-        XCTAssertEqual(unreadable.outcome, .rejected(code: "no_key", detail: "store: disk I/O error", source: "native"))
+        XCTAssertEqual(unreadable.outcome, .rejected(code: "no_key", detail: "store: disk I/O error", source: .native))
         XCTAssertNil(unreadable.replay)
         let unsynchronised = RemoteJudge.judge(
             RemoteMessage(channel: .native, payload: payload, retained: false), policy: policy(),
@@ -148,7 +148,7 @@ final class RemoteJudgeTests: XCTestCase {
         XCTAssertNil(unsynchronised.replay, "a refused command leaves the record as it was")
         XCTAssertEqual(
             ok.replayNotSaved("disk full"),
-            .rejected(code: "store", detail: "replay record not saved: disk full", source: "native"))
+            .rejected(code: "store", detail: "replay record not saved: disk full", source: .native))
     }
 
     func testADeviceReportOnACompatTopicIsNoCommandAndRetainedMessagesAreRefused() throws {
@@ -162,7 +162,7 @@ final class RemoteJudgeTests: XCTestCase {
                 RemoteMessage(channel: channel, payload: try compat(now), retained: true), policy: policy(haOpen: true),
                 key: .key(compatKey), replay: ReplayGuard(), now: clock)
             XCTAssertEqual(code(j), "retained", "\(channel)")
-            if case .rejected(_, _, let source)? = j.outcome { XCTAssertEqual(source, channel.source.rawValue) }
+            if case .rejected(_, _, let source)? = j.outcome { XCTAssertEqual(source, channel.source) }
         }
     }
 
@@ -174,8 +174,8 @@ final class RemoteJudgeTests: XCTestCase {
             ).outcome
         }
         for payload in ["OPEN", "UNLOCK"] {
-            XCTAssertEqual(lock(payload, open: true), .accepted(.action(0), source: "homeassistant"), payload)
-            guard case .rejected("ha_open_disabled", _, "homeassistant")? = lock(payload, open: false) else {
+            XCTAssertEqual(lock(payload, open: true), .accepted(.action(0), source: .homeAssistant), payload)
+            guard case .rejected("ha_open_disabled", _, .homeAssistant)? = lock(payload, open: false) else {
                 return XCTFail(
                     "\(payload) with home_assistant_open = false: \(String(describing: lock(payload, open: false)))")
             }
@@ -194,9 +194,9 @@ final class RemoteJudgeTests: XCTestCase {
                 key: .absent, replay: ReplayGuard(), now: clock
             ).outcome
         }
-        XCTAssertEqual(send(.homeAssistantMode, "passage"), .accepted(.mode(.passage), source: "homeassistant"))
-        XCTAssertEqual(send(.homeAssistantLockoutClear, "PRESS"), .accepted(.clearLockout, source: "homeassistant"))
-        XCTAssertEqual(send(.homeAssistantAction, "3"), .accepted(.action(3), source: "homeassistant"))
+        XCTAssertEqual(send(.homeAssistantMode, "passage"), .accepted(.mode(.passage), source: .homeAssistant))
+        XCTAssertEqual(send(.homeAssistantLockoutClear, "PRESS"), .accepted(.clearLockout, source: .homeAssistant))
+        XCTAssertEqual(send(.homeAssistantAction, "3"), .accepted(.action(3), source: .homeAssistant))
         guard case .rejected("malformed", _, _)? = send(.homeAssistantMode, "open sesame"),
             case .rejected("unknown_action", _, _)? = send(.homeAssistantAction, "4"),
             case .rejected("unknown_action", _, _)? = send(.homeAssistantAction, "-1"),

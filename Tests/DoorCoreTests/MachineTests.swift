@@ -212,7 +212,7 @@ final class MachineTests: XCTestCase {
         h.advance(.milliseconds(200))
         XCTAssertEqual(h.send(.button(pressed: false)).eventKinds, [.exitRequest])
         h.runAllTimers()
-        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(0), source: "mqtt"))).eventKinds, [.remoteAccepted])
+        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(0), source: .native))).eventKinds, [.remoteAccepted])
     }
 
     func testLockoutExpiresDoublesAndIsCapped() {
@@ -259,7 +259,8 @@ final class MachineTests: XCTestCase {
         h.send(.tagDeparted(TagUID(hex: a)!))
         h.advance(.seconds(2))
         XCTAssertEqual(h.send(MachineHarness.tag(a, grant)).events.map(\.reason), ["lockdown"])
-        XCTAssertEqual(h.send(.remoteCommand(.accepted(.action(0), source: "mqtt"))).events.map(\.reason), ["lockdown"])
+        XCTAssertEqual(
+            h.send(.remoteCommand(.accepted(.action(0), source: .native))).events.map(\.reason), ["lockdown"])
         XCTAssertEqual(h.send(.admin(.open(0))).eventKinds, [.adminOpen])
         h.runAllTimers()
         h.send(.button(pressed: true))
@@ -275,14 +276,14 @@ final class MachineTests: XCTestCase {
 
     func testRemoteCommands() {
         var h = harness()
-        let ok = h.send(.remoteCommand(.accepted(.action(0), source: "compat")))
+        let ok = h.send(.remoteCommand(.accepted(.action(0), source: .compat)))
         XCTAssertEqual(ok.eventKinds, [.remoteAccepted])
         XCTAssertEqual(ok.drives, [.drive(output: "strike", .unlocked)])
-        let rejected = h.send(.remoteCommand(.rejected(code: "replay", detail: "seen", source: "compat")))
+        let rejected = h.send(.remoteCommand(.rejected(code: "replay", detail: "seen", source: .compat)))
         XCTAssertEqual(rejected, [.emit(DoorEvent(.remoteRejected, reason: "replay", source: "compat"))])
-        XCTAssertEqual(h.send(.remoteCommand(.accepted(.report, source: "compat"))).first, .publishReport)
+        XCTAssertEqual(h.send(.remoteCommand(.accepted(.report, source: .compat))).first, .publishReport)
         XCTAssertEqual(
-            h.send(.remoteCommand(.accepted(.action(9), source: "native"))).events.map(\.reason), ["unknown_action"])
+            h.send(.remoteCommand(.accepted(.action(9), source: .native))).events.map(\.reason), ["unknown_action"])
     }
 
     /// Home Assistant's mode selector and lockout button: the same effects as
@@ -292,21 +293,21 @@ final class MachineTests: XCTestCase {
         var s = DoorSettings()
         s.lockout = LockoutPolicy(perTagThreshold: 100, globalThreshold: 3)
         var h = harness(s)
-        let passage = h.send(.remoteCommand(.accepted(.mode(.passage), source: "homeassistant")))
+        let passage = h.send(.remoteCommand(.accepted(.mode(.passage), source: .homeAssistant)))
         XCTAssertEqual(passage.drives, [.drive(output: "strike", .unlocked)])
         XCTAssertEqual(passage.events, [DoorEvent(.modeChanged, reason: "passage", source: "homeassistant")])
         XCTAssertNil(passage.events.first?.accessSource, "a mode change is not an access")
         XCTAssertEqual(
-            h.send(.remoteCommand(.accepted(.mode(.normal), source: "homeassistant"))).drives,
+            h.send(.remoteCommand(.accepted(.mode(.normal), source: .homeAssistant))).drives,
             [.drive(output: "strike", .locked)])
         for n in 1...3 { h.send(MachineHarness.tag("0400000000000\(n)", forged)) }
         XCTAssertTrue(h.machine.lockoutStatus(at: h.clock.monotonic).isActive)
         XCTAssertEqual(
-            h.send(.remoteCommand(.accepted(.clearLockout, source: "homeassistant"))).events,
+            h.send(.remoteCommand(.accepted(.clearLockout, source: .homeAssistant))).events,
             [DoorEvent(.lockoutCleared, source: "homeassistant")])
         XCTAssertFalse(h.machine.lockoutStatus(at: h.clock.monotonic).isActive)
         h.send(.admin(.setMode(.lockdown)))
-        let undo = h.send(.remoteCommand(.accepted(.mode(.normal), source: "homeassistant")))
+        let undo = h.send(.remoteCommand(.accepted(.mode(.normal), source: .homeAssistant)))
         XCTAssertEqual(undo, [.emit(DoorEvent(.remoteRejected, reason: "lockdown", source: "homeassistant"))])
         XCTAssertEqual(h.machine.mode, .lockdown)
         XCTAssertEqual(h.send(.admin(.setMode(.normal))).events.map(\.source), ["admin"])
@@ -367,9 +368,9 @@ final class MachineTests: XCTestCase {
 
     func testStatusFollowsRunsAndProvisioning() {
         var h = harness()
-        h.send(.remoteCommand(.accepted(.action(0), source: "mqtt")))
+        h.send(.remoteCommand(.accepted(.action(0), source: .native)))
         XCTAssertEqual(h.machine.state, .running)
-        XCTAssertEqual(h.machine.running, [DoorMachine.RunningAction(action: 0, source: "mqtt")])
+        XCTAssertEqual(h.machine.running, [DoorMachine.RunningAction(action: 0, source: "native")])
         h.send(.admin(.armProvisioning(ProvisioningJob(action: 0))))
         XCTAssertEqual(h.machine.state, .provisioningArmed)
         h.send(MachineHarness.tag(a, grant, content: .ours))
@@ -409,13 +410,13 @@ final class MachineTests: XCTestCase {
 
         // A pulse under way is locked at once.
         h.send(.admin(.setMode(.normal)))
-        h.send(.remoteCommand(.accepted(.action(0), source: "mqtt")))
+        h.send(.remoteCommand(.accepted(.action(0), source: .native)))
         XCTAssertEqual(
             h.send(.admin(.setMode(.lockdown))),
             [
                 .drive(output: "strike", .locked),
                 .cancelTimer(.step(run: 3, step: 0)),
-                .emit(DoorEvent(.actionCancelled, reason: "lockdown", action: 0, source: "mqtt")),
+                .emit(DoorEvent(.actionCancelled, reason: "lockdown", action: 0, source: "native")),
                 .emit(DoorEvent(.modeChanged, reason: "lockdown", source: "admin")),
             ])
         XCTAssertEqual(h.send(.timerFired(.step(run: 3, step: 0))), [], "a firing of the cancelled step is stale")
@@ -521,7 +522,7 @@ final class MachineTests: XCTestCase {
                 case 2: input = MachineHarness.tag(uid, .deny(reason: "bad_signature", countsTowardLockout: true))
                 case 3: input = .tagDeparted(TagUID(hex: uid)!)
                 case 4: input = .button(pressed: Bool.random(using: &rng))
-                case 5: input = .remoteCommand(.accepted(.action(Int.random(in: 0...1, using: &rng)), source: "mqtt"))
+                case 5: input = .remoteCommand(.accepted(.action(Int.random(in: 0...1, using: &rng)), source: .native))
                 case 6: input = .admin(.setMode([.normal, .lockdown, .passage][Int.random(in: 0...2, using: &rng)]))
                 case 7: input = .admin(.open(Int.random(in: 0...1, using: &rng)))
                 case 8: input = .admin(.armProvisioning(ProvisioningJob(action: 0)))

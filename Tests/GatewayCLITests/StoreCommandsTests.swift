@@ -48,7 +48,7 @@ final class StoreCommandsTests: XCTestCase {
         XCTAssertEqual(submitted.list.last.flatMap(code), "no_key", "no timestamp key yet")
         try store.setKey(.compatTimestamp, compatKey, now: 0)
         try handler(store, submitted).received(message)
-        XCTAssertEqual(submitted.list.last, .accepted(.action(0), source: "compat"))
+        XCTAssertEqual(submitted.list.last, .accepted(.action(0), source: .compat))
         XCTAssertEqual(try store.replayGuard().entries.count, 1, "saved before the door acts")
         // A new handler (a restarted daemon) reads the record back.
         let again = try handler(GatewayStore(stateDirectory: dir), submitted)

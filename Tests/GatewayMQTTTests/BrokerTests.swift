@@ -122,7 +122,7 @@ final class BrokerTests: XCTestCase {
         let now = Int64(time(nil))
         let fresh = try otp(now)
         XCTAssertEqual(try broker.publish("phone/front-door", fresh).status, 0)
-        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: "compat"))
+        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: .compat))
         _ = try broker.publish("phone/front-door", fresh)
         XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
         _ = try broker.publish("phone/front-door", try otp(now + 60))
@@ -164,7 +164,7 @@ final class BrokerTests: XCTestCase {
             "doorgateway/front-door/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
         XCTAssertEqual(outcomes.wait(count: 1).last.flatMap(code), "bad_mac")
         _ = try broker.publish("doorgateway/front-door/command", good)
-        XCTAssertEqual(outcomes.wait(count: 2).last, .accepted(.action(1), source: "native"))
+        XCTAssertEqual(outcomes.wait(count: 2).last, .accepted(.action(1), source: .native))
         _ = try broker.publish("doorgateway/front-door/command", good)
         XCTAssertEqual(outcomes.wait(count: 3).last.flatMap(code), "replay")
         l.stop()
@@ -219,7 +219,7 @@ final class BrokerTests: XCTestCase {
             lines.contains { $0.hasPrefix("doorgateway/front-door/telemetry|") && $0.contains(#""uptime_s":1"#) })
         let fresh = try otp(Int64(time(nil)))
         XCTAssertEqual(try broker.publish("phone/front-door", fresh).status, 0)
-        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: "compat"))
+        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: .compat))
         _ = try broker.publish("phone/front-door", fresh)
         XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
         let now = Int64(time(nil))
@@ -232,7 +232,7 @@ final class BrokerTests: XCTestCase {
         _ = try broker.publish(
             "doorgateway/front-door/command",
             #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front-door","mac":"\#(mac)"}"#)
-        XCTAssertEqual(outcomes.wait(count: 3).last, .accepted(.action(0), source: "native"))
+        XCTAssertEqual(outcomes.wait(count: 3).last, .accepted(.action(0), source: .native))
         XCTAssertNotEqual(
             try broker.publish("doorgateway/front-door/command", "{}", as: "intruder").status, 0,
             "mutual TLS on NATS too")
@@ -261,7 +261,7 @@ final class BrokerTests: XCTestCase {
         _ = try broker.publish("doorgateway/front-door/lock/set", "UNLOCK", as: "homeassistant")
         _ = try broker.publish("doorgateway/front-door/lock/set", "LOCK", as: "homeassistant")
         let got = enabled.wait(count: 2)
-        XCTAssertEqual(got.first, .accepted(.action(0), source: "homeassistant"))
+        XCTAssertEqual(got.first, .accepted(.action(0), source: .homeAssistant))
         XCTAssertEqual(got.last.flatMap(code), "lock_is_automatic")
         on.stop()
     }
@@ -291,8 +291,8 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(
             got.prefix(3),
             [
-                .accepted(.mode(.passage), source: "homeassistant"), .accepted(.clearLockout, source: "homeassistant"),
-                .accepted(.action(2), source: "homeassistant"),
+                .accepted(.mode(.passage), source: .homeAssistant), .accepted(.clearLockout, source: .homeAssistant),
+                .accepted(.action(2), source: .homeAssistant),
             ])
         XCTAssertEqual(got.suffix(2).map { code($0) }, ["malformed", "unknown_action"])
         enabled.stop()

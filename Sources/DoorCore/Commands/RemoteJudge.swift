@@ -104,24 +104,25 @@ public struct RemoteJudgement: Equatable, Sendable {
     /// The outcome when the new replay record could not be saved: refused,
     /// since an accepted message whose record is lost could be replayed.
     public func replayNotSaved(_ reason: String) -> RemoteOutcome {
-        let source = outcome.map(\.sourceName) ?? CommandSource.native.rawValue
+        let source = outcome.map(\.source) ?? .native
         return .rejected(code: "store", detail: "replay record not saved: \(reason)", source: source)
     }
 }
 
 extension RemoteOutcome {
-    var sourceName: String {
+    /// Which kind of command it was (the event's `source`).
+    public var source: CommandSource {
         switch self {
         case .accepted(_, let s), .rejected(_, _, let s): return s
         }
     }
 
     static func accepted(_ target: CommandTarget, _ source: CommandSource) -> RemoteOutcome {
-        .accepted(target, source: source.rawValue)
+        .accepted(target, source: source)
     }
 
     static func rejected(_ code: String, _ detail: String, _ source: CommandSource) -> RemoteOutcome {
-        .rejected(code: code, detail: detail, source: source.rawValue)
+        .rejected(code: code, detail: detail, source: source)
     }
 }
 

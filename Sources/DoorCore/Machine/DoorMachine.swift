@@ -420,30 +420,30 @@ public struct DoorMachine: Sendable {
 
     private mutating func remote(_ outcome: RemoteOutcome, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         switch outcome {
-        case .accepted(.report, let source):
+        case .accepted(.report, let from):
             fx.append(.publishReport)
-            fx.append(.emit(DoorEvent(.remoteAccepted, reason: "report", source: source)))
-        case .accepted(.action(let a), let source):
+            fx.append(.emit(DoorEvent(.remoteAccepted, reason: "report", source: from.rawValue)))
+        case .accepted(.action(let a), let from):
             if mode == .lockdown {
-                fx.append(.emit(DoorEvent(.remoteRejected, reason: "lockdown", action: a, source: source)))
-            } else if runAction(a, source: source, now, &fx) {
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "lockdown", action: a, source: from.rawValue)))
+            } else if runAction(a, source: from.rawValue, now, &fx) {
                 fx.append(.feedback(.granted))
-                fx.append(.emit(DoorEvent(.remoteAccepted, action: a, source: source)))
+                fx.append(.emit(DoorEvent(.remoteAccepted, action: a, source: from.rawValue)))
             } else {
-                fx.append(.emit(DoorEvent(.remoteRejected, reason: "unknown_action", action: a, source: source)))
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "unknown_action", action: a, source: from.rawValue)))
             }
-        case .accepted(.mode(let new), let source):
+        case .accepted(.mode(let new), let from):
             // A remote mode change could undo a lockdown: only the exit
             // button and admins act in lockdown.
             if mode == .lockdown && new != .lockdown {
-                fx.append(.emit(DoorEvent(.remoteRejected, reason: "lockdown", source: source)))
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "lockdown", source: from.rawValue)))
             } else {
-                setMode(new, source: source, now, &fx)
+                setMode(new, source: from.rawValue, now, &fx)
             }
-        case .accepted(.clearLockout, let source):
-            clearLockout(source: source, &fx)
-        case .rejected(let code, _, let source):
-            fx.append(.emit(DoorEvent(.remoteRejected, reason: code, source: source)))
+        case .accepted(.clearLockout, let from):
+            clearLockout(source: from.rawValue, &fx)
+        case .rejected(let code, _, let from):
+            fx.append(.emit(DoorEvent(.remoteRejected, reason: code, source: from.rawValue)))
         }
     }
 

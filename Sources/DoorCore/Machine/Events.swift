@@ -36,8 +36,8 @@ public enum AccessVerdict: Equatable, Sendable {
 }
 
 public enum RemoteOutcome: Equatable, Sendable {
-    case accepted(CommandTarget, source: String)
-    case rejected(code: String, detail: String, source: String)
+    case accepted(CommandTarget, source: CommandSource)
+    case rejected(code: String, detail: String, source: CommandSource)
 }
 
 public enum AdminRequest: Equatable, Sendable {
