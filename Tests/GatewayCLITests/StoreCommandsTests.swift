@@ -37,6 +37,44 @@ final class StoreCommandsTests: XCTestCase {
             clockSynchronised: { true }, submit: { submitted.add($0) }, log: Logger(label: "test"))
     }
 
+    /// What the transport's thread does, then waits for the commands queue.
+    func receive(_ h: StoreCommands, _ message: RemoteMessage) {
+        h.received(message)
+        h.queue.sync {}
+    }
+
+    /// The transport's thread hands the message over and goes on; the
+    /// outcomes come in the order the messages did.
+    func testMessagesAreJudgedOffTheTransportThreadInOrder() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        try store.setKey(.compatTimestamp, compatKey, now: 0)
+        let submitted = Submitted()
+        let h = try handler(store, submitted)
+        var messages: [RemoteMessage] = []
+        for i in 0..<20 {
+            let block = try OTPBlock.make(
+                timestamp: UInt32(time(nil)), random: try Crypto.randomBytes(11), key: compatKey)
+            // Commands 1 and 2 (actions 0 and 1) alternating; every tenth a replay of the one before.
+            let payload =
+                i % 10 == 9
+                ? messages[i - 1].payload : Array(#"{"command": \#(1 + i % 2), "otp-auth": "\#(block)"}"#.utf8)
+            messages.append(RemoteMessage(channel: .compat, payload: payload, retained: false))
+        }
+        h.queue.suspend()
+        for m in messages { h.received(m) }
+        XCTAssertTrue(submitted.list.isEmpty, "nothing judged on the calling thread")
+        h.queue.resume()
+        h.queue.sync {}
+        XCTAssertEqual(submitted.list.count, 20)
+        for (i, outcome) in submitted.list.enumerated() {
+            if i % 10 == 9 {
+                XCTAssertEqual(code(outcome), "replay", "message \(i)")
+            } else {
+                XCTAssertEqual(outcome, .accepted(.action(i % 2), source: .compat), "message \(i)")
+            }
+        }
+    }
+
     func testTheReplayRecordIsSavedAndSurvivesARestart() throws {
         let store = try GatewayStore(stateDirectory: dir)
         let submitted = Submitted()
@@ -44,19 +82,18 @@ final class StoreCommandsTests: XCTestCase {
             timestamp: UInt32(time(nil)), random: try Crypto.randomBytes(11), key: compatKey)
         let message = RemoteMessage(
             channel: .compat, payload: Array(#"{"command": 1, "otp-auth": "\#(block)"}"#.utf8), retained: false)
-        try handler(store, submitted).received(message)
+        receive(try handler(store, submitted), message)
         XCTAssertEqual(submitted.list.last.flatMap(code), "no_key", "no timestamp key yet")
         try store.setKey(.compatTimestamp, compatKey, now: 0)
-        try handler(store, submitted).received(message)
+        receive(try handler(store, submitted), message)
         XCTAssertEqual(submitted.list.last, .accepted(.action(0), source: .compat))
         XCTAssertEqual(try store.replayGuard().entries.count, 1, "saved before the door acts")
         // A new handler (a restarted daemon) reads the record back.
         let again = try handler(GatewayStore(stateDirectory: dir), submitted)
-        again.received(message)
+        receive(again, message)
         XCTAssertEqual(submitted.list.last.flatMap(code), "replay")
         // A device report on the shared topic reaches nobody.
-        again.received(
-            RemoteMessage(channel: .compat, payload: Array(#"{"TT_ID":"x"}"#.utf8), retained: false))
+        receive(again, RemoteMessage(channel: .compat, payload: Array(#"{"TT_ID":"x"}"#.utf8), retained: false))
         XCTAssertEqual(submitted.list.count, 3)
     }
 

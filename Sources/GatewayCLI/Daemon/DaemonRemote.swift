@@ -262,6 +262,9 @@ public final class StoreOutbox: Outbox, @unchecked Sendable {
 /// Remote commands as the daemon takes them: the key and the replay record
 /// from the store, `RemoteJudge`'s decision, the new record saved before an
 /// accepted command reaches the door, the outcome into the door's queue.
+/// Judged on the daemon's own serial queue, in the order they came: the
+/// transport's network thread only hands the bytes over, and never waits on
+/// the store (a slow or full disk must not stall keepalives and acks).
 final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let store: GatewayStore
     let policy: RemotePolicy
@@ -270,6 +273,8 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let log: Logger
     /// The replay record as last saved; one message judged at a time.
     private let replay: Mutex<ReplayGuard>
+    /// Where messages are judged, one after the other.
+    let queue = DispatchQueue(label: "gatewayd.commands")
 
     init(
         store: GatewayStore, policy: RemotePolicy, clockSynchronised: @escaping @Sendable () -> Bool,
@@ -284,7 +289,9 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     }
 
     func received(_ message: RemoteMessage) {
-        if let outcome = judge(message) { submit(outcome) }
+        queue.async { [self] in
+            if let outcome = judge(message) { submit(outcome) }
+        }
     }
 
     /// The outcome of one message (nil: not a command), the record saved.
