@@ -304,20 +304,34 @@ public struct NATSCredentialFiles: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Run as root (`sudo gatewayctl creds import`), the files and the
+    /// directories made for them get the owner of the nearest existing
+    /// directory above them (the state directory, gatewayd's user): a
+    /// root-owned 0600 seed would be unreadable by the daemon.
     static func writeAtomically(_ path: String, _ text: String) throws(Failure) {
         let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        var owner: (uid: uid_t, gid: gid_t)?
         if !dir.isEmpty {
             // Missing directories on the way (the state directory itself
             // normally exists) are made 0700.
             var prefix = ""
             for part in dir.split(separator: "/") {
                 prefix += "/" + part
-                _ = mkdir(dir.hasPrefix("/") ? prefix : String(prefix.dropFirst()), 0o700)
+                let d = dir.hasPrefix("/") ? prefix : String(prefix.dropFirst())
+                if mkdir(d, 0o700) == 0 {
+                    if geteuid() == 0, let owner { _ = chown(d, owner.uid, owner.gid) }
+                } else {
+                    var st = stat()
+                    if stat(d, &st) == 0 { owner = (st.st_uid, st.st_gid) }
+                }
             }
         }
         let tmp = path + ".tmp.\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A leftover of a crashed run is replaced; never followed if a link.
+        unlink(tmp)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io("\(tmp): \(String(cString: strerror(errno)))") }
+        if geteuid() == 0, let owner { _ = fchown(fd, owner.uid, owner.gid) }
         let bytes = Array(text.utf8)
         let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
         let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0

@@ -346,6 +346,29 @@ final class NATSCredentialTests: XCTestCase {
         XCTAssertEqual(stat(other.seedPath, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
         XCTAssertEqual(NATSCredentialFiles(directory: server.path("none")).state(now: now).kind, .missing)
+
+        // Imported by root into a state directory owned by gatewayd's user
+        // (here nobody, 65534): the files and the nats/ directory made for
+        // them are that user's, or the daemon could not read its seed.
+        if geteuid() == 0 {
+            let state = server.path("state-of-nobody")
+            XCTAssertEqual(mkdir(state, 0o700), 0)
+            XCTAssertEqual(chown(state, 65534, 65534), 0)
+            let imported = NATSCredentialFiles(directory: state + "/nats")
+            try imported.install(credsText, now: now)
+            for path in [state + "/nats", imported.seedPath, imported.jwtPath] {
+                XCTAssertEqual(stat(path, &st), 0, path)
+                XCTAssertEqual([st.st_uid, st.st_gid], [65534, 65534], path)
+            }
+            // Again over a leftover temporary file (a crashed import): replaced, not followed.
+            let target = server.path("not-a-seed")
+            try "untouched".write(toFile: target, atomically: true, encoding: .utf8)
+            symlink(target, imported.seedPath + ".tmp.\(getpid())")
+            try imported.install(credsText, now: now)
+            XCTAssertEqual(lstat(imported.seedPath, &st), 0)
+            XCTAssertEqual(st.st_mode & S_IFMT, S_IFREG)
+            XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "untouched")
+        }
     }
 
     func testSubjectsAreScopedToTheDevice() {
