@@ -170,6 +170,11 @@ runtime_dir = "{run}"
               f"{flat} ({growth_kb / 1024:+.1f} MB from tap {warm} to {taps}, {per_1000:+.2f} MB per 1 000 taps); "
               f"goal ≤ {RSS_GOAL_MB} MB after 10 000 taps and flat: {goal}"
               + ("" if taps >= 10000 else f" at {taps} taps (BENCH_FULL=1 for 10 000)"))
+        # What gatewayd gave back a few seconds after READY (StartupPages): its own
+        # log line, RSS before and after, so both figures are on record.
+        for line in open(f"{work}/gatewayd.log", errors="replace"):
+            if "memory: gave back" in line:
+                print("gatewayd: " + line.split("memory: ", 1)[1].strip())
         if latencies:
             print(f"tap → output through gatewayd at 115200 baud + RF timing, {len(latencies)} taps: "
                   f"p50 {percentile(latencies, 50):.1f} ms, p99 {percentile(latencies, 99):.1f} ms")

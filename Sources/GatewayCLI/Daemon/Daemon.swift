@@ -106,6 +106,27 @@ final class Daemon: @unchecked Sendable {
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
     }
 
+    /// A few seconds after READY (the reader probed, the first connection
+    /// made): the start-up pages of the binary go
+    /// back (StartupPages). Logged with RSS before and after.
+    private func giveBackStartupMemory(after delay: DispatchTimeInterval) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [log] in
+            let before = Self.residentKiB()
+            let dropped = StartupPages.drop()
+            let after = Self.residentKiB()
+            let what = dropped.map { "\($0.regions) mappings, \($0.bytes >> 20) MiB mapped" } ?? "smaps unreadable"
+            let rss = "\(before.map { "\($0 / 1024)" } ?? "?") → \(after.map { "\($0 / 1024)" } ?? "?") MiB"
+            log.info("memory: gave back the binary's start-up pages (\(what)); RSS \(rss)")
+        }
+    }
+
+    /// VmRSS in KiB (nil: /proc unreadable).
+    static func residentKiB() -> Int? {
+        guard let bytes = Files.contents("/proc/self/status") else { return nil }
+        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return line.flatMap { $0.split(separator: " ").dropFirst().first.flatMap { Int($0) } }
+    }
+
     func run() -> Never {
         installSignals()
         // Before the door's first event ("started"), so it is announced too.
@@ -120,6 +141,7 @@ final class Daemon: @unchecked Sendable {
         startWatchdog()
         startAuditRetention()
         startAuditRetry()
+        giveBackStartupMemory(after: .seconds(3))
         // Not dispatchMain(): it ends the main thread with pthread_exit(), whose
         // forced unwind makes libgcc index every FDE of the static binary at
         // once (2.5 MB of .eh_frame read, the sorted index on the heap), for
