@@ -53,10 +53,12 @@ let package = Package(
             ]),
         // MARK: MQTT adapter: the only code that touches libmosquitto. A transport: the
         // daemon gives it settings, an outbox and a command handler; decisions are DoorCore's.
+        // The transports' own threads and the condition they hand work over with.
+        .target(name: "LinkThreads"),
         .target(
             name: "GatewayMQTT",
             dependencies: [
-                "DoorCore", "CMosquitto",
+                "DoorCore", "CMosquitto", "LinkThreads",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // MARK: NATS adapter: the only code that touches libnats; a transport like GatewayMQTT
@@ -64,7 +66,7 @@ let package = Package(
         .target(
             name: "GatewayNATS",
             dependencies: [
-                "DoorCore", "CNATS", "COpenSSL",
+                "DoorCore", "CNATS", "COpenSSL", "LinkThreads",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).

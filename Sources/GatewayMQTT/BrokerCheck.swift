@@ -1,5 +1,6 @@
 import CMosquitto
 import DoorCore
+import LinkThreads
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import CMosquitto
 import DoorCore
+import LinkThreads
 import Logging
 import Synchronization
 

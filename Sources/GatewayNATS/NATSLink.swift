@@ -1,5 +1,6 @@
 import CNATS
 import DoorCore
+import LinkThreads
 import Logging
 import Synchronization
 
@@ -149,13 +150,13 @@ public final class NATSLink: @unchecked Sendable {
             runManager()
             queue.update { $0.managerDone = true }
         }
-        try startThread(name: "gatewayd.natsout") { [self] in
+        try startThread(name: "gatewayd.natsc") { [self] in
             runCommitter()
             queue.update { $0.committerDone = true }
         }
         if let fleet {
             queue.update { $0.fleetDone = false }
-            try startThread(name: "gatewayd.natsfleet") { [self] in
+            try startThread(name: "gatewayd.fleet") { [self] in
                 runFleet(fleet)
                 queue.update { $0.fleetDone = true }
             }

@@ -4,15 +4,19 @@
     import Darwin
 #endif
 
+/// The threads of the transports (GatewayMQTT, GatewayNATS): each link runs
+/// its network and committer threads itself, outside Dispatch's pool, and
+/// hands work between them through a `Condition`.
+
 /// A value guarded by a pthread mutex with a condition variable on
-/// CLOCK_MONOTONIC: what the committer and the shutdown handshakes wait on
+/// CLOCK_MONOTONIC: what the committers and the shutdown handshakes wait on
 /// (Synchronization's `Mutex` has no condition variable).
-final class Condition<State>: @unchecked Sendable {
+public final class Condition<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var state: State
 
-    init(_ state: State) {
+    public init(_ state: State) {
         self.state = state
         pthread_mutex_init(mutex, nil)
         var attr = pthread_condattr_t()
@@ -32,7 +36,7 @@ final class Condition<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with the state locked, then wakes every waiter.
-    func update<T>(_ body: (inout State) throws -> T) rethrows -> T {
+    public func update<T>(_ body: (inout State) throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer {
             pthread_cond_broadcast(cond)
@@ -42,14 +46,14 @@ final class Condition<State>: @unchecked Sendable {
     }
 
     /// Reads the state without waking anyone.
-    func read<T>(_ body: (State) throws -> T) rethrows -> T {
+    public func read<T>(_ body: (State) throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(state)
     }
 
     /// Waits until `ready` holds, then runs `body` on the state (locked).
-    func wait<T>(until ready: (State) -> Bool, then body: (inout State) throws -> T) rethrows -> T {
+    public func wait<T>(until ready: (State) -> Bool, then body: (inout State) throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while !ready(state) { pthread_cond_wait(cond, mutex) }
@@ -57,7 +61,7 @@ final class Condition<State>: @unchecked Sendable {
     }
 
     /// Waits until `ready` holds or `timeout` has passed; whether it holds.
-    func wait(for timeout: Duration, until ready: (State) -> Bool) -> Bool {
+    public func wait(for timeout: Duration, until ready: (State) -> Bool) -> Bool {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let (seconds, attoseconds) = timeout.components
@@ -74,8 +78,15 @@ final class Condition<State>: @unchecked Sendable {
     }
 }
 
-/// Starts a detached thread named `name` (at most 15 bytes) running `body`.
-func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws {
+/// A thread that could not be started (pthread_create's error).
+public struct ThreadStartError: Error, CustomStringConvertible {
+    public let name: String
+    public let code: Int32
+    public var description: String { "thread \(name): \(String(cString: strerror(code)))" }
+}
+
+/// Starts a detached thread named `name` (the kernel keeps 15 bytes) running `body`.
+public func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
     final class Box {
         let name: String
         let body: @Sendable () -> Void
@@ -96,7 +107,7 @@ func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws {
         }, box)
     guard rc == 0 else {
         Unmanaged<Box>.fromOpaque(box).release()
-        throw MQTTError.setup("thread \(name): \(String(cString: strerror(rc)))")
+        throw ThreadStartError(name: name, code: rc)
     }
     pthread_detach(thread)
 }
