@@ -77,6 +77,15 @@ for product in "${PRODUCTS[@]}"; do
         nm "$OUT/$product" | grep -E 'Foundation(Essentials|Internationalization)|_FoundationICU' | head -3 >&2
         exit 1
     fi
+    # Nor Swift's regex engine: one String.contains(String) (it is _StringProcessing's)
+    # links it and _RegexParser, 0.76 MB of text; DoorCore's `includes` does the job.
+    regex=$(nm "$OUT/$product" 2>/dev/null | grep -cE '17_StringProcessing|12_RegexParser' || true)
+    if [[ "$regex" -gt 0 ]]; then
+        say "error: $OUT/$product links Swift's regex libraries ($regex symbols); see DEVELOPERS.md \"Keeping Foundation out\""
+        nm -u "$bin"/*.build/*.o 2>/dev/null |
+            grep -E '17_StringProcessing|12_RegexParser' | sort | uniq -c | head -5 >&2 || true
+        exit 1
+    fi
 done
 for product in "${PRODUCTS[@]}"; do
     size=$(stat -c %s "$OUT/$product")

@@ -73,7 +73,13 @@ private func entry(for d: Declared) -> [String] {
         if d.slot.kind == .option { names += " <\(d.valueName)>" }
     }
     var text = d.slot.help?.abstract ?? ""
-    if !d.slot.allValues.isEmpty, !text.contains(d.slot.allValues[0]) {
+    // Byte search: String.contains(String) would link _StringProcessing (and its regex parser).
+    let hay = Array(text.utf8)
+    let first = Array((d.slot.allValues.first ?? "").utf8)
+    let mentioned =
+        first.count <= hay.count
+        && (0...(hay.count - first.count)).contains { hay[$0..<$0 + first.count].elementsEqual(first) }
+    if !d.slot.allValues.isEmpty, !mentioned {
         text += " (values: \(d.slot.allValues.joined(separator: ", ")))"
     }
     if let shown = d.slot.defaultDescription, !shown.isEmpty, d.slot.kind != .flag || d.slot.inversion != nil {

@@ -4,6 +4,7 @@
     import Musl
 #endif
 import CDoorSafety
+import DoorCore
 
 /// Relay safety beyond the normal paths (DESIGN.md: every exit path drives
 /// outputs to their locked level).
@@ -34,7 +35,7 @@ public enum RelaySafety {
     ///   - parameters: each /sys/module/*/parameters/persist_gpio_outputs
     ///     file, by module name, with its contents (`Y`/`N`).
     public static func persistWarning(model: String?, parameters: [String: String]) -> String? {
-        guard let model, model.contains("Raspberry Pi") else { return nil }
+        guard let model, model.includes("Raspberry Pi") else { return nil }
         let persisting = parameters.filter { ["Y", "1"].contains($0.value.trimmingWhitespace) }.keys.sorted()
         guard !persisting.isEmpty else { return nil }
         return "this Raspberry Pi kernel keeps released GPIO outputs at their last level (persist_gpio_outputs=Y in "

@@ -355,7 +355,7 @@ public struct NATSCredentialFiles: Sendable {
         var inside = false
         for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
             let l = trimmed(String(line))
-            if l.hasPrefix("-----BEGIN") && l.contains(what) {
+            if l.hasPrefix("-----BEGIN") && l.includes(what) {
                 inside = true
                 continue
             }

@@ -526,7 +526,7 @@ public final class NATSLink: @unchecked Sendable {
     func installPushed(_ payload: [UInt8]) {
         guard let creds = settings.credentials else { return }
         let text = String(decoding: payload, as: UTF8.self)
-        guard !text.contains("SEED") else {
+        guard !text.includes("SEED") else {
             return noteError("creds.jwt: refused a payload carrying a seed (only a JWT is accepted there)")
         }
         do {
@@ -759,7 +759,7 @@ public final class NATSLink: @unchecked Sendable {
 }
 
 extension String {
-    fileprivate var localizedPermission: Bool { contains("Permissions Violation") || contains("Not Permitted") }
+    fileprivate var localizedPermission: Bool { includes("Permissions Violation") || includes("Not Permitted") }
 }
 
 public enum NATSError: Error, CustomStringConvertible {

@@ -95,3 +95,27 @@ final class ClockFloorTests: XCTestCase {
         XCTAssertGreaterThan(floor.expiryTime(setBack), until)
     }
 }
+
+/// `includes`: the byte search the shipped code uses instead of
+/// `_StringProcessing`'s `contains(_: String)`.
+final class TextTests: XCTestCase {
+    func testIncludesFindsAnyRunOfBytesAndNothingElse() {
+        XCTAssertTrue("Raspberry Pi 4 Model B".includes("Raspberry Pi"))
+        XCTAssertTrue("nats: Permissions Violation for Publish".includes("Permissions Violation"))
+        XCTAssertTrue("abc".includes(""))
+        XCTAssertTrue("abc".includes("abc"))
+        XCTAssertTrue("aab".includes("ab"), "a restart after a partial match")
+        XCTAssertTrue("smpshare://x".dropFirst(3).includes("share://"), "a Substring")
+        XCTAssertFalse("abc".includes("abcd"))
+        XCTAssertFalse("".includes("a"))
+        XCTAssertFalse("Raspberry pi".includes("Raspberry Pi"), "case matters")
+        XCTAssertTrue("température".includes("é"), "UTF-8 bytes")
+        // Against the standard library's answer on random ASCII texts.
+        var rng = SeededRandom(seed: 7)
+        for _ in 0..<2000 {
+            let hay = String((0..<Int.random(in: 0...12, using: &rng)).map { _ in "ab".randomElement(using: &rng)! })
+            let needle = String((0..<Int.random(in: 0...4, using: &rng)).map { _ in "ab".randomElement(using: &rng)! })
+            XCTAssertEqual(hay.includes(needle), needle.isEmpty || hay.contains(needle), "\(hay) / \(needle)")
+        }
+    }
+}

@@ -181,7 +181,7 @@ struct DecodedTag {
     var directURL: String?
 
     init(input: String) throws {
-        if input.contains("://") {
+        if input.includes("://") {
             source = "url"
             directURL = input
             return
