@@ -31,6 +31,8 @@ fi
 
 essentials=$(nm "$GATEWAY" 2>/dev/null | grep -c 'FoundationEssentials' || true)
 echo "FoundationEssentials in the binary: $essentials symbols (none since the own CLI parser; ~4 MB when linked)"
+regex=$(nm "$GATEWAY" 2>/dev/null | grep -cE '17_StringProcessing|12_RegexParser' || true)
+echo "Swift regex libraries (_StringProcessing, _RegexParser) in the binary: $regex symbols (none since DoorCore includes; 1.2 MB stripped when linked)"
 
 # Which modules still import Foundation proper: a file with `import Foundation`
 # and no `import FoundationEssentials` (the guarded `#if canImport(
