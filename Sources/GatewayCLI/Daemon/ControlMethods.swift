@@ -115,8 +115,11 @@ extension Daemon {
     private var readerConnstring: String { simulator?.connstring ?? configuration.reader.connstring }
 
     func status() -> JSONValue {
-        let (m, health, lastTag, events, lastUnlock) = runtime.sync {
-            (runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents, runtime.lastUnlock)
+        let (m, health, lastTag, events, lastUnlock, floor) = runtime.sync {
+            (
+                runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents, runtime.lastUnlock,
+                runtime.clockFloor.unix
+            )
         }
         let now = MonotonicClock.now()
         let lock = m.lockoutStatus(at: now)
@@ -135,6 +138,8 @@ extension Daemon {
             ("door_open", .bool(m.doorOpen)),
             ("reader", .string(health)),
             ("clock_synchronised", .bool(runtime.clockSynchronised())),
+            // Sticker expiry is judged no earlier than this (the latest synchronised time seen).
+            ("clock_floor", floor > 0 ? .string(UTCTime.iso8601(floor)) : .null),
             ("uptime_s", .int(Int(now.since(started).millisecondsClamped / 1000))),
             ("outputs", .object(outputs)),
             ("running", .array(running)),
