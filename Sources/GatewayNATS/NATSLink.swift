@@ -156,7 +156,7 @@ public final class NATSLink: @unchecked Sendable {
         }
         if let fleet {
             queue.update { $0.fleetDone = false }
-            try startThread(name: "gatewayd.fleet") { [self] in
+            try startThread(name: "gatewayd.natskv") { [self] in
                 runFleet(fleet)
                 queue.update { $0.fleetDone = true }
             }
