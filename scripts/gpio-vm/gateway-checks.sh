@@ -105,34 +105,48 @@ nth_time() { sed -n "${2}p" "$WORKDIR/$1" | awk '{ print $1 }'; }
 # requested length. The pull is set to the unlocked level so that anything but
 # an output request at the locked level would show.
 check_pulse() {
-    set_pull 0 pull-up
-    sample 0 3000 pulse.samples
-    ctl pulse --chip "$CHIP" --output RELAY --delay-ms 400 --ms 300 > "$WORKDIR/pulse.out" 2> "$WORKDIR/pulse.err"
-    rc=$?
-    wait "$SAMPLER"
-    seq=$(values pulse.samples)
+    requested=300
+    attempt=1
+    while :; do
+        set_pull 0 pull-up
+        sample 0 3000 pulse.samples
+        ctl pulse --chip "$CHIP" --output RELAY --delay-ms 400 --ms 300 > "$WORKDIR/pulse.out" 2> "$WORKDIR/pulse.err"
+        rc=$?
+        wait "$SAMPLER"
+        seq=$(values pulse.samples)
+        if [ $rc -ne 0 ]; then
+            fail no-glitch "gatewayctl gpio pulse exited $rc: $(cat "$WORKDIR/pulse.err")"
+            fail pulse-length "no pulse"
+            return
+        fi
+        reported=$(awk '/^pulse-end/ { print $4 }' "$WORKDIR/pulse.out")
+        up=$(nth_time pulse.samples 3)
+        down=$(nth_time pulse.samples 4)
+        seen=$(( (down - up) / 1000 ))
+        reported_ok=0
+        [ -n "$reported" ] && [ "$reported" -ge $requested ] && [ "$reported" -le $((requested + 250)) ] && reported_ok=1
+        sampled_ok=0
+        [ "$seq" = "1 0 1 0 1" ] && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ] \
+            && sampled_ok=1
+        # Once more only when the gateway's own timing was right and the
+        # sampler's view was not: a sampler descheduled for seconds under TCG
+        # on a busy host (a fresh-clone CI run saw "1 0 1", its window ending
+        # 2.5 s after the rising edge, with the pulse reported at 300 ms).
+        if [ $sampled_ok = 1 ] || [ $reported_ok = 0 ] || [ $attempt = 2 ]; then break; fi
+        echo "# pulse check: sampler saw levels $seq and ${seen} ms with the pulse reported at $reported ms; sampling again"
+        attempt=2
+    done
     # 1: pull before the request, 0: requested locked, 1/0: the pulse, 1: released to the pull.
-    if [ $rc -ne 0 ]; then
-        fail no-glitch "gatewayctl gpio pulse exited $rc: $(cat "$WORKDIR/pulse.err")"
-        fail pulse-length "no pulse"
-        return
-    fi
     if [ "$seq" = "1 0 1 0 1" ]; then
-        pass no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq)"
+        pass no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq; attempt $attempt)"
     else
         fail no-glitch "expected levels 1 0 1 0 1, sampled: $seq"
     fi
-    requested=300
-    reported=$(awk '/^pulse-end/ { print $4 }' "$WORKDIR/pulse.out")
-    up=$(nth_time pulse.samples 3)
-    down=$(nth_time pulse.samples 4)
-    seen=$(( (down - up) / 1000 ))
     # The gateway's own figure is strict (timed from the unlocking ioctl's
     # return to the locking one's). The sampler confirms it on the line; it
     # polls every ~0.2 ms but can be descheduled for a few ms under TCG, so
     # it may see the rising edge late: allow it 20 ms short.
-    if [ -n "$reported" ] && [ "$reported" -ge $requested ] && [ "$reported" -le $((requested + 250)) ] \
-        && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ]; then
+    if [ $reported_ok = 1 ] && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ]; then
         pass pulse-length "requested $requested ms, reported $reported ms, sampled on the line $seen ms"
     else
         fail pulse-length "requested $requested ms, reported ${reported:-none} ms, sampled ${seen} ms"
