@@ -87,11 +87,20 @@ extension GatewayStore {
     /// same transaction as the row (bounded by `outboxLimit` as `enqueue`
     /// is), so a power cut keeps both or neither: an audited event is never
     /// missing from the broker.
+    /// `activating`: a pending issued tag made active in the same
+    /// transaction (a provisioning write's `provisioning_written` row), so a
+    /// power cut never leaves an active sticker without the row that says it
+    /// was written and verified.
     public func appendAudit(
         time: Int64, kind: String, reason: String? = nil, action: Int? = nil, uid: String? = nil, source: String? = nil,
-        detail: String? = nil, outbox: [OutboxEntry] = [], outboxLimit: Int = .max
+        detail: String? = nil, outbox: [OutboxEntry] = [], outboxLimit: Int = .max, activating: String? = nil
     ) throws -> Int64 {
         try pool.write { db in
+            if let activating {
+                try db.execute(
+                    sql: "UPDATE issued_tag SET state = 'active' WHERE uid = ? AND state = 'pending'",
+                    arguments: [activating])
+            }
             let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
             let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
             let prev: [UInt8]

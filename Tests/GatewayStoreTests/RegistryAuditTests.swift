@@ -12,6 +12,24 @@ final class RegistryAuditTests: XCTestCase {
 
     let uid = TagUID(hex: "04A1B2C3D4E5F6")!
 
+    /// A verified provisioning write: the tag turns active in the transaction
+    /// of its `provisioning_written` row (a power cut between two commits left
+    /// an active sticker with no such row; the fault suite's powercut found it).
+    func testTheWrittenRowActivatesItsPendingTagInOneTransaction() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        try store.createPendingTag(uid: uid, action: 0, secretID: nil, label: "desk", now: 100)
+        _ = try store.appendAudit(time: 101, kind: "provisioning_armed")
+        XCTAssertEqual(try store.issuedTag(uid)?.state, .pending, "another row activates nothing")
+        _ = try store.appendAudit(time: 102, kind: "provisioning_written", uid: uid.hex, activating: uid.hex)
+        XCTAssertEqual(try store.issuedTag(uid)?.state, .active)
+        XCTAssertEqual(try store.auditTail(1).first?.kind, "provisioning_written")
+        // Only a pending tag: a revoked one stays revoked, and the row is still written.
+        try store.revoke(uid: uid, now: 200)
+        _ = try store.appendAudit(time: 201, kind: "provisioning_written", uid: uid.hex, activating: uid.hex)
+        XCTAssertEqual(try store.issuedTag(uid)?.state, .revoked)
+        XCTAssertEqual(try store.auditTail(1).first?.time, 201)
+    }
+
     func testTagStatesMoveOnlyAlongTheirArrows() throws {
         let store = try GatewayStore(stateDirectory: dir)
         XCTAssertThrowsError(try store.activateTag(uid: uid), "unknown tag")

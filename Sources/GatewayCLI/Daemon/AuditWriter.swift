@@ -69,7 +69,8 @@ final class AuditWriter: @unchecked Sendable {
                 try store.appendAudit(
                     time: next.time, kind: next.event.kind.rawValue, reason: next.event.reason,
                     action: next.event.action, uid: next.event.uid?.hex, source: next.event.source,
-                    detail: next.detail, outbox: message.map { [$0.entry] } ?? [], outboxLimit: message?.limit ?? .max)
+                    detail: next.detail, outbox: message.map { [$0.entry] } ?? [], outboxLimit: message?.limit ?? .max,
+                    activating: next.event.kind == .provisioningWritten ? next.event.uid?.hex : nil)
                 backlog.removeFirst()
                 written += 1
             } catch {

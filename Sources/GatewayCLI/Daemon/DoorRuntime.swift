@@ -297,7 +297,9 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func writeFinished(uid: TagUID, error: String?) {
         do {
-            if error == nil { try store.activateTag(uid: uid) } else { try store.failTag(uid: uid) }
+            // A verified write: the tag becomes active with its
+            // `provisioning_written` audit row, in one transaction (AuditWriter).
+            if error != nil { try store.failTag(uid: uid) }
         } catch {
             log.error("registry update for \(uid.hex): \(error)")
             do { try store.failTag(uid: uid) } catch {
