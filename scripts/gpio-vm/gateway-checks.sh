@@ -104,13 +104,17 @@ nth_time() { sed -n "${2}p" "$WORKDIR/$1" | awk '{ print $1 }'; }
 # The relay stays locked from request until the pulse, then pulses for the
 # requested length. The pull is set to the unlocked level so that anything but
 # an output request at the locked level would show.
+# --linger-ms keeps the lines requested at the locked level for 100 ms after
+# the pulse: without it the locked level lasts from the locking drive to the
+# release at exit, well under a millisecond, and two fresh-clone CI runs saw
+# the sampler miss it ("1 0 1": the pulse's 1 ran into the pull's 1).
 check_pulse() {
     requested=300
     attempt=1
     while :; do
         set_pull 0 pull-up
         sample 0 3000 pulse.samples
-        ctl pulse --chip "$CHIP" --output RELAY --delay-ms 400 --ms 300 > "$WORKDIR/pulse.out" 2> "$WORKDIR/pulse.err"
+        ctl pulse --chip "$CHIP" --output RELAY --delay-ms 400 --ms 300 --linger-ms 100 > "$WORKDIR/pulse.out" 2> "$WORKDIR/pulse.err"
         rc=$?
         wait "$SAMPLER"
         seq=$(values pulse.samples)
@@ -291,7 +295,7 @@ check_sigkill_restart() {
     # on a host also running two fuzzers and a benchmark, an 8 s window cut it
     # too (the same check passed on a quiet host).
     sample 0 15000 restart.samples
-    ctl pulse --chip "$CHIP" --output RELAY --delay-ms 500 --ms 100 > "$WORKDIR/restart.out" 2>&1 &
+    ctl pulse --chip "$CHIP" --output RELAY --delay-ms 500 --ms 100 --linger-ms 100 > "$WORKDIR/restart.out" 2>&1 &
     pid=$!
     wait_for "$WORKDIR/restart.out" '^ready' 50
     at_ready=$(value 0)

@@ -162,6 +162,10 @@ struct GPIOPulseCommand: ParsableCommand {
             driver.stop()
             emit("pattern-end")
         }
+        // The VM checks sample the line from sysfs: without a linger, the
+        // locked level lasts only from this drive to the release at exit
+        // (well under a millisecond) and a sampler can miss it.
+        if lingerMs > 0 { MonotonicClock.sleep(for: .milliseconds(lingerMs)) }
         withExtendedLifetime(signals) {}
     }
 
