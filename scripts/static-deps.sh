@@ -31,6 +31,7 @@
 set -euo pipefail
 
 CACHE_ROOT="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/static-deps"
+REPO_UPSTREAM="$(cd "$(dirname "$0")/.." && pwd)/upstream"
 MULTIARCH="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)"
 SYSLIB="/usr/lib/$MULTIARCH"
 # Build tools and the libraries whose Debian packages ship the static archives.
@@ -104,7 +105,7 @@ upstream_url() {
 }
 
 # upstream_tarball SRCPKG WORK: the .orig tarball the .dsc in WORK names, taken
-# from $CACHE_ROOT/upstream/ (put there by hand, e.g. for nats.c:
+# from $CACHE_ROOT/upstream/ or the repository's upstream/ (put there by hand, e.g. for nats.c:
 # `git archive --format=tar --prefix=nats.c-3.4.1/ v3.4.1 | gzip -n` of the
 # upstream repository, which is byte for byte Debian's) or downloaded from
 # upstream_url, and accepted only if its SHA-256 is the one the .dsc lists
@@ -117,6 +118,12 @@ upstream_tarball() {
         on && $3 ~ /\.orig\.tar\./ { print $1, $3; exit }' "$dsc")
     [ -n "${name:-}" ] || return 1
     file="$CACHE_ROOT/upstream/$name"
+    # The repository carries the tarballs the mirror lacks (upstream/), so a
+    # fresh machine that reaches only Debian's mirror still builds.
+    if [ ! -f "$file" ] && [ -f "$REPO_UPSTREAM/$name" ]; then
+        mkdir -p "$CACHE_ROOT/upstream"
+        cp "$REPO_UPSTREAM/$name" "$file"
+    fi
     if [ ! -f "$file" ] && url="$(upstream_url "$name")" && [ -n "$url" ]; then
         say "fetching $name from $url"
         mkdir -p "$CACHE_ROOT/upstream"
