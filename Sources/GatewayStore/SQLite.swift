@@ -162,13 +162,21 @@ final class Statement {
 
     init(_ connection: SQLiteConnection, sql: String) throws(SQLiteError) {
         var stmt: OpaquePointer?
-        var tail: UnsafePointer<CChar>?
-        let rc = sqlite3_prepare_v2(connection.handle, sql, -1, &stmt, &tail)
+        // `tail` points into the C string, so it is read inside `withCString`:
+        // the buffer Swift bridges for a plain `String` argument is freed when
+        // the call returns, and reading the tail after it read freed memory
+        // (seen as a spurious "more than one statement").
+        let (rc, trailing) = sql.withCString { cSQL -> (Int32, Bool) in
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v2(connection.handle, cSQL, -1, &stmt, &tail)
+            guard rc == SQLITE_OK, let tail else { return (rc, false) }
+            return (rc, !String(cString: tail).allSatisfy { $0.isWhitespace || $0 == ";" })
+        }
         guard rc == SQLITE_OK, let stmt else {
             throw connection.error(rc, sql: sql)
         }
         // One statement per call: trailing SQL would silently not run.
-        if let tail, tail.pointee != 0, !String(cString: tail).allSatisfy({ $0.isWhitespace || $0 == ";" }) {
+        if trailing {
             sqlite3_finalize(stmt)
             throw SQLiteError(code: SQLITE_MISUSE, message: "more than one statement in one call", sql: sql)
         }
