@@ -101,32 +101,44 @@ extension GatewayStore {
                     sql: "UPDATE issued_tag SET state = 'active' WHERE uid = ? AND state = 'pending'",
                     arguments: [activating])
             }
-            let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
-            let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
-            let prev: [UInt8]
-            let id: Int64
-            if let last {
-                prev = try last.get("hash")
-                id = try last.get("id", as: Int64.self) + 1
-            } else if let anchor {
-                prev = try anchor.get("hash")
-                id = try anchor.get("row_id", as: Int64.self) + 1
-            } else {
-                prev = Self.genesis
-                id = 1
-            }
-            let row = AuditRow(
-                id: id, time: time, kind: kind, reason: reason, action: action, uid: uid, source: source, detail: detail
-            )
-            let hash = Crypto.sha256(prev + row.canonical)
-            try db.execute(
-                sql: """
-                    INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [id, time, kind, reason, action, uid, source, detail, prev, hash])
+            let id = try Self.insertAudit(
+                db,
+                AuditRow(
+                    id: 0, time: time, kind: kind, reason: reason, action: action, uid: uid, source: source,
+                    detail: detail))
             if !outbox.isEmpty { _ = try Self.insertOutbox(db, outbox, limit: outboxLimit) }
             return id
         }
+    }
+
+    /// Links `row` (its `id` is assigned here) onto the chain inside a
+    /// transaction the caller holds, so a change and the row that records it
+    /// commit together. Returns the row's id.
+    static func insertAudit(_ db: SQLiteConnection, _ row: AuditRow) throws -> Int64 {
+        let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
+        let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
+        let prev: [UInt8]
+        var row = row
+        if let last {
+            prev = try last.get("hash")
+            row.id = try last.get("id", as: Int64.self) + 1
+        } else if let anchor {
+            prev = try anchor.get("hash")
+            row.id = try anchor.get("row_id", as: Int64.self) + 1
+        } else {
+            prev = genesis
+            row.id = 1
+        }
+        let hash = Crypto.sha256(prev + row.canonical)
+        try db.execute(
+            sql: """
+                INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                row.id, row.time, row.kind, row.reason, row.action, row.uid, row.source, row.detail, prev, hash,
+            ])
+        return row.id
     }
 
     /// The newest `limit` rows, oldest first.

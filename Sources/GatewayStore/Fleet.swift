@@ -136,9 +136,11 @@ extension GatewayStore {
                     ON CONFLICT(one) DO UPDATE SET site = excluded.site, version = excluded.version,
                       digest = excluded.digest, origin = excluded.origin, applied = excluded.applied
                     """, arguments: [doc.site, doc.version, accepted.digest, doc.origin, now])
-            try Self.insertAudit(
-                db, time: now, kind: FleetAudit.applied, reason: nil, source: doc.origin,
-                detail: "site \(doc.site) version \(doc.version): \(changes.summary)")
+            _ = try Self.insertAudit(
+                db,
+                AuditRow(
+                    id: 0, time: now, kind: FleetAudit.applied, reason: nil, action: nil, uid: nil,
+                    source: doc.origin, detail: "site \(doc.site) version \(doc.version): \(changes.summary)"))
             return changes
         }
     }
@@ -148,34 +150,5 @@ extension GatewayStore {
         try appendAudit(
             time: now, kind: FleetAudit.refused, reason: error.reason, source: source,
             detail: String(error.description.prefix(300)))
-    }
-
-    /// The chain's insertion as `appendAudit` does it, inside a transaction
-    /// the caller holds (the fleet's changes and their audit row commit together).
-    private static func insertAudit(
-        _ db: SQLiteConnection, time: Int64, kind: String, reason: String?, source: String?, detail: String?
-    ) throws {
-        let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
-        let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
-        let prev: [UInt8]
-        let id: Int64
-        if let last {
-            prev = try last.get("hash")
-            id = try last.get("id", as: Int64.self) + 1
-        } else if let anchor {
-            prev = try anchor.get("hash")
-            id = try anchor.get("row_id", as: Int64.self) + 1
-        } else {
-            prev = genesis
-            id = 1
-        }
-        let row = AuditRow(
-            id: id, time: time, kind: kind, reason: reason, action: nil, uid: nil, source: source, detail: detail)
-        let hash = Crypto.sha256(prev + row.canonical)
-        try db.execute(
-            sql: """
-                INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, time, kind, reason, nil as Int?, nil as String?, source, detail, prev, hash])
     }
 }

@@ -46,6 +46,26 @@ extension GatewayStore {
         }
     }
 
+    /// The audit kind of an administrator's floor reset.
+    public static let clockFloorResetKind = "clock_floor_reset"
+
+    /// An administrator's reset after a bad time source: the floor set to
+    /// `unix` (below where it was: `raiseClockFloor` cannot lower it) and the
+    /// audit row that says so, from what to what and by whom, in one transaction.
+    public func resetClockFloor(from previous: Int64, to unix: Int64, source: String, now: Int64) throws {
+        try pool.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO clock_floor (one, unix) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET unix = excluded.unix",
+                arguments: [unix])
+            _ = try Self.insertAudit(
+                db,
+                AuditRow(
+                    id: 0, time: now, kind: Self.clockFloorResetKind, reason: nil, action: nil, uid: nil,
+                    source: source, detail: "from \(UTCTime.iso8601(previous)) to \(UTCTime.iso8601(unix))"))
+        }
+    }
+
     /// A message to commit; its payload is built from its sequence number.
     public struct OutboxEntry {
         public var topic: String

@@ -94,6 +94,27 @@ final class ClockFloorTests: XCTestCase {
         floor.observe(setBack)
         XCTAssertGreaterThan(floor.expiryTime(setBack), until)
     }
+
+    /// A floor a far-future time raised comes down to a synchronised
+    /// reading only, and a reset never raises it.
+    func testAResetLowersTheFloorToASynchronisedReadingOnly() {
+        let future: Int64 = 2_000_000_000
+        let now: Int64 = 1_800_000_000
+        var floor = ClockFloor()
+        floor.observe(WallClock(unixSeconds: future, synchronised: true))
+
+        XCTAssertEqual(floor.reset(to: WallClock(unixSeconds: now, synchronised: false)), .clockUnsynchronised)
+        XCTAssertEqual(floor.unix, future, "refused: the floor stays")
+
+        XCTAssertEqual(
+            floor.reset(to: WallClock(unixSeconds: now, synchronised: true)), .lowered(from: future, to: now))
+        XCTAssertEqual(floor.unix, now)
+        XCTAssertEqual(floor.expiryTime(WallClock(unixSeconds: now + 5, synchronised: true)), now + 5)
+
+        XCTAssertEqual(floor.reset(to: WallClock(unixSeconds: now + 60, synchronised: true)), .notAhead(floor: now))
+        XCTAssertEqual(floor.unix, now, "a reset never raises the floor")
+        XCTAssertEqual(floor.reset(to: WallClock(unixSeconds: now, synchronised: true)), .notAhead(floor: now))
+    }
 }
 
 /// `includes`: the byte search the shipped code uses instead of

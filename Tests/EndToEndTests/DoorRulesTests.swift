@@ -72,6 +72,69 @@ final class DoorRulesTests: XCTestCase {
         try g.waitForEvent("access_denied", reason: "expired", after: n)
     }
 
+    /// A clock floor a bad time source left ten years ahead (written into
+    /// the stopped door's store, as the daemon itself would have saved it)
+    /// denies a sticker that expires tomorrow; `gatewayctl clock reset-floor`
+    /// lowers it to the (synchronised) clock, audited, and the sticker opens.
+    func testAFloorLeftAheadDeniesUntilItIsReset() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        let uid = "04F1F2F3F4F5F6"
+        try g.ctlJSON(["provision", "--action", "0"])
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        try g.waitForEvent("provisioning_written")
+        let now = Int64(time(nil))
+        try g.ctlJSON(["tags", "expire", uid, "--at", String(now + 86_400)])
+        let dump = g.dir.appendingPathComponent("floor.dump").path
+        try g.ctlJSON(["sim", "dump", dump])
+        XCTAssertEqual(g.stop(), 0)
+
+        let ahead = now + 10 * 365 * 86_400
+        let db = g.dir.appendingPathComponent("state/gateway.db").path
+        let set = try Run.process(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    + "c.execute('UPDATE clock_floor SET unix = ? WHERE one = 1', (int(sys.argv[2]),)); "
+                    + "assert c.total_changes == 1; c.commit()",
+                db, String(ahead),
+            ])
+        XCTAssertEqual(set.status, 0, set.stderr)
+
+        try g.start()
+        XCTAssertEqual(try g.status()["clock_floor"]?.stringValue, UTCTime.iso8601(ahead))
+        var n = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", "--dump", dump, "--uid", uid])
+        try g.waitForEvent("access_denied", reason: "expired", after: n)
+
+        let reset = try g.ctlJSON(["clock", "reset-floor"])
+        XCTAssertEqual(reset["reset"]?.boolValue, true, "\(reset)")
+        XCTAssertEqual(reset["from"]?.stringValue, UTCTime.iso8601(ahead))
+        let floor = try XCTUnwrap(reset["clock_floor"]?.stringValue)
+        XCTAssertTrue(floor >= UTCTime.iso8601(now) && floor <= UTCTime.iso8601(Int64(time(nil))), floor)
+        XCTAssertEqual(try g.status()["clock_floor"]?.stringValue, floor)
+        let row = try XCTUnwrap(try g.ctlJSON(["log", "--limit", "1"]).arrayValue?.last)
+        XCTAssertEqual(row["kind"]?.stringValue, "clock_floor_reset")
+        XCTAssertEqual(row["source"]?.stringValue, "control:uid=\(getuid())")
+        XCTAssertEqual(row["detail"]?.stringValue, "from \(UTCTime.iso8601(ahead)) to \(floor)")
+        let verify = try g.ctl(["log", "--verify"])
+        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        XCTAssertTrue(g.log.contains("clock floor lowered from \(UTCTime.iso8601(ahead))"), g.log)
+
+        try g.ctlJSON(["sim", "remove"])
+        usleep(1_100_000)
+        n = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        try g.waitForEvent("access_granted", after: n)
+
+        // Again: nothing to lower; the human answer says so.
+        let again = try g.ctl(["clock", "reset-floor"])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stdout.contains("is not ahead of the clock: nothing to reset"), again.stdout)
+        XCTAssertEqual(g.stop(), 0)
+    }
+
     /// The stall hook exists in debug builds only: this runs the debug
     /// gatewayd (the same watchdog code as the release build).
     func testTheWatchdogStopsBeingFedWhenTheEventLoopStalls() throws {

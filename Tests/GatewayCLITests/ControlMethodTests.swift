@@ -15,6 +15,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.forget", "log", "log.verify", "log.follow", "backup", "debug.stall",
         // The fleet (docs/fleet.md).
         "fleet.status", "fleet.snapshot", "fleet.publish", "fleet.pull",
+        // A clock floor raised by a bad time source.
+        "clock.reset_floor",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -44,6 +46,8 @@ final class ControlMethodTests: XCTestCase {
             // The fleet: the body to sign (it may carry the sealed secrets, as
             // secrets.export does), publishing it, re-reading the retained ones.
             "fleet.snapshot", "fleet.publish", "fleet.pull",
+            // Lowering the clock floor changes what expiry and replay checks accept.
+            "clock.reset_floor",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -21,4 +21,26 @@ final class ClockFloorStoreTests: XCTestCase {
         }
         XCTAssertEqual(try GatewayStore(stateDirectory: dir).clockFloor(), 1_800_000_600)
     }
+
+    /// The reset lowers the floor (what `raiseClockFloor` never does) and
+    /// links its audit row onto the chain, both kept across a reopen.
+    func testAResetLowersTheFloorAndIsAudited() throws {
+        do {
+            let store = try GatewayStore(stateDirectory: dir)
+            try store.appendAudit(time: 1_700_000_000, kind: "started")
+            try store.raiseClockFloor(to: 2_000_000_000)
+            try store.resetClockFloor(
+                from: 2_000_000_000, to: 1_700_000_100, source: "control:uid=0", now: 1_700_000_100)
+        }
+        let store = try GatewayStore(stateDirectory: dir)
+        XCTAssertEqual(try store.clockFloor(), 1_700_000_100)
+        let row = try XCTUnwrap(try store.auditTail(1).first)
+        XCTAssertEqual(row.kind, "clock_floor_reset")
+        XCTAssertEqual(row.source, "control:uid=0")
+        XCTAssertEqual(row.detail, "from 2033-05-18T03:33:20Z to 2023-11-14T22:15:00Z")
+        XCTAssertEqual(try store.verifyAudit(), .intact(rows: 2, from: 1))
+        // Raising works as before after a reset.
+        try store.raiseClockFloor(to: 1_700_000_700)
+        XCTAssertEqual(try store.clockFloor(), 1_700_000_700)
+    }
 }

@@ -52,6 +52,26 @@ public struct ClockFloor: Equatable, Sendable {
 
     /// The time to judge expiry at, for a reading of `wall`.
     public func expiryTime(_ wall: WallClock) -> Int64 { max(wall.unixSeconds, unix) }
+
+    /// What an administrator's reset does to a floor a bad time source
+    /// raised (a far-future NTP answer, a real-time clock set years ahead):
+    /// lowered to a synchronised reading, never to an unsynchronised one
+    /// (that would hand expiry back to the wrong clock the floor is there
+    /// for), and never raised.
+    public enum Reset: Equatable, Sendable {
+        case lowered(from: Int64, to: Int64)
+        /// The floor is not ahead of the clock: nothing to reset.
+        case notAhead(floor: Int64)
+        case clockUnsynchronised
+    }
+
+    /// The reset's outcome for a reading of `wall`; `lowered` is applied.
+    public mutating func reset(to wall: WallClock) -> Reset {
+        guard wall.synchronised else { return .clockUnsynchronised }
+        guard unix > wall.unixSeconds else { return .notAhead(floor: unix) }
+        defer { unix = wall.unixSeconds }
+        return .lowered(from: unix, to: wall.unixSeconds)
+    }
 }
 
 /// What `DoorMachine.handle(_:at:)` is told about "now" (STYLE.md §1).

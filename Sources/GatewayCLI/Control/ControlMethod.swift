@@ -37,6 +37,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     /// A stream: the last rows, then each new one, until the client leaves.
     case logFollow = "log.follow"
     case backup
+    /// Lowers a clock floor a bad time source raised (`gatewayctl clock reset-floor`).
+    case clockResetFloor = "clock.reset_floor"
     // The fleet (docs/fleet.md, DaemonFleet.swift).
     case fleetStatus = "fleet.status"
     case fleetSnapshot = "fleet.snapshot"
@@ -52,7 +54,7 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
         switch self {
         case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup, .fleetSnapshot, .fleetPublish, .fleetPull:
+            .backup, .clockResetFloor, .fleetSnapshot, .fleetPublish, .fleetPull:
             return true
         default:
             return false

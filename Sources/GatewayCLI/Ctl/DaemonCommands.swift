@@ -484,6 +484,33 @@ struct BackupCommand: ParsableCommand {
     }
 }
 
+struct ClockCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock", abstract: "The clock floor sticker expiry is judged at.", subcommands: [ResetFloor.self])
+    struct ResetFloor: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-floor",
+            abstract: "Lower a clock floor a bad time source raised to the synchronised clock (audited).",
+            discussion: """
+                Expiry is judged no earlier than the latest time the door read with its clock \
+                synchronised. A far-future answer from a time server leaves that floor ahead and \
+                every sticker with an expiry before it denied. Once the clock is right and \
+                synchronised again, this lowers the floor to it; with the clock unsynchronised \
+                it is refused.
+                """)
+        @OptionGroup var socket: SocketOptions
+        func run() throws {
+            try socket.call(.clockResetFloor) { answer in
+                let floor = answer["clock_floor"]?.stringValue ?? "-"
+                if answer["reset"]?.boolValue == true {
+                    return "clock floor lowered from \(answer["from"]?.stringValue ?? "?") to \(floor)"
+                }
+                return "clock floor \(floor) is not ahead of the clock: nothing to reset"
+            }
+        }
+    }
+}
+
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",

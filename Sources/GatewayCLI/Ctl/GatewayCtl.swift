@@ -10,7 +10,7 @@ public struct GatewayCtl: ParsableCommand {
         subcommands: [
             StatusCommand.self, OpenCommand.self, ModeCommand.self, ProvisionCommand.self, LockoutCommand.self,
             FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, TagsCommand.self, LogCommand.self,
-            BackupCommand.self, RestoreCommand.self, SimCommand.self, FleetCommand.self,
+            BackupCommand.self, RestoreCommand.self, ClockCommand.self, SimCommand.self, FleetCommand.self,
             ReaderCommand.self, TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self,
             CredsCommand.self,
             VersionCommand.self,

@@ -10,9 +10,10 @@ import GatewayStore
 /// state machine decides exactly as it would for the button; store changes
 /// go straight to the store. Secrets and keys leave only through `export`.
 extension Daemon {
-    func answer(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
+    func answer(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         switch method {
         case .status: return status()
+        case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
@@ -168,6 +169,25 @@ extension Daemon {
         if let lastUnlock { fields.append(("last_unlock_monotonic_ns", .int(Int(clamping: lastUnlock.nanoseconds)))) }
         fields.append(("last_events", .array(events)))
         return .object(fields)
+    }
+
+    private func resetClockFloor(by caller: String) throws -> JSONValue {
+        switch try runtime.resetClockFloor(by: caller) {
+        case .lowered(let from, let to):
+            return .object([
+                ("reset", .bool(true)), ("from", .string(UTCTime.iso8601(from))),
+                ("clock_floor", .string(UTCTime.iso8601(to))),
+            ])
+        case .notAhead(let floor):
+            return .object([
+                ("reset", .bool(false)), ("clock_floor", floor > 0 ? .string(UTCTime.iso8601(floor)) : .null),
+                ("why", .string("the floor is not ahead of the clock")),
+            ])
+        case .clockUnsynchronised:
+            throw DaemonError.request(
+                "the clock is not synchronised: the floor is only lowered to a synchronised time (check NTP, e.g. timedatectl)"
+            )
+        }
     }
 
     private func lockoutStatus() -> JSONValue {

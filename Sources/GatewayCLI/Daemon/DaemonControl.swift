@@ -11,7 +11,7 @@ extension Daemon {
                 throw DaemonError.request("unknown method \(request.method)")
             }
             if method == .logFollow { return .stream(try followAudit(after: request.params)) }
-            let result = try answer(method, request.params)
+            let result = try answer(method, request.params, peer: peer)
             if method.changesState {
                 log.notice("control: \(method.rawValue) by uid \(peer.uid) (pid \(peer.pid))")
             }

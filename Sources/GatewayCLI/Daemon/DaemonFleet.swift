@@ -144,7 +144,15 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     /// The next version to sign: past everything applied or seen.
     func nextVersion() throws -> Int64 {
         let applied = try store.fleetApplied().flatMap { $0.site == settings.siteID ? $0.version : nil } ?? 0
-        return max(applied, seen.withLock { $0.highest }) + 1
+        let top = max(applied, seen.withLock { $0.highest })
+        // Only a document signed with the site key reaches `top`; one at
+        // Int64.max would otherwise trap the daemon at the next push.
+        guard top < Int64.max else {
+            throw DaemonError.request(
+                "the site's fleet version is at its maximum (\(top)): no later version can be signed; start the site over with a new site_id"
+            )
+        }
+        return top + 1
     }
 
     /// This door's action secrets and remote keys, sealed to the site box.

@@ -345,7 +345,6 @@ final class DoorRuntime: @unchecked Sendable {
 
     var processedBeat: Int { beatLock.withLock { processedBeats } }
 
-    /// Lock everything and stop patterns (SIGTERM, errors).
     /// Saves the clock floor once it has moved 10 minutes past the saved one
     /// (the precision expiry needs; fewer writes on the SD card), and at
     /// shutdown whatever it is.
@@ -360,6 +359,28 @@ final class DoorRuntime: @unchecked Sendable {
         }
     }
 
+    /// `gatewayctl clock reset-floor`: lowers a floor a bad time source
+    /// raised to the synchronised wall clock. The store (the floor with its
+    /// audit row) is written off the door queue, so taps are not held up by
+    /// the disk; the door takes the new floor once it is saved. Nothing can
+    /// raise the floor meanwhile: the clock is below it.
+    func resetClockFloor(by caller: String) throws -> ClockFloor.Reset {
+        let wall = now().wall
+        var floor = queue.sync { clockFloor }
+        let outcome = floor.reset(to: wall)
+        guard case .lowered(let from, let to) = outcome else { return outcome }
+        try store.resetClockFloor(from: from, to: to, source: caller, now: wall.unixSeconds)
+        queue.sync {
+            clockFloor = floor
+            savedClockFloor = to
+        }
+        log.notice(
+            "clock floor lowered from \(UTCTime.iso8601(from)) to \(UTCTime.iso8601(to)) by \(caller): expiry is judged by the wall clock again"
+        )
+        return outcome
+    }
+
+    /// Lock everything and stop patterns (SIGTERM, errors).
     func shutdown() {
         queue.sync {
             for t in timers.values { t.cancel() }
