@@ -16,7 +16,7 @@ all: build
 
 ## deps: install the Debian packages the build and the tests use (once; needs root)
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -c >/dev/null '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \
@@ -57,8 +57,13 @@ static: deps
 test-gpio-vm: static
 	./scripts/gpio-vm/run.sh GATEWAY="$(STATIC_OUT)/gateway"
 
-## lint: formatting check with the toolchain's swift-format
+## lint: formatting check with the toolchain's swift-format; shellcheck on every shell script and
+## a refusal of `cmd | grep -q` (a SIGPIPE race under pipefail; scripts/lint-shell.sh)
 lint:
+	@dpkg-query -W -f='$${Status}\n' shellcheck 2>/dev/null | grep -c >/dev/null '^install ok installed' || \
+	  { [ "$$(id -u)" = 0 ] || { echo "need root to apt-get install shellcheck" >&2; exit 1; }; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck; }
+	./scripts/lint-shell.sh
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 
 ## bench: figures, not tests (scripts/bench.sh): the static binary's footprint (stripped
@@ -81,7 +86,7 @@ clean:
 DEB_TOOLS   = dpkg-dev lintian file xz-utils debootstrap systemd-container strace
 .PHONY: deb deb-tools deb-amd64 deb-arm64 test-deb test-deb-service
 deb-tools:
-	@missing=$$(for p in $(DEB_TOOLS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(DEB_TOOLS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -c >/dev/null '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \

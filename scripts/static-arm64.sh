@@ -48,7 +48,7 @@ case "$OUT" in /*) ;; *) OUT="$REPO/$OUT" ;; esac
 install_missing_packages() {
     local missing=() p
     for p in "${HOST_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' ||
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' ||
             missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return

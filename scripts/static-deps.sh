@@ -62,7 +62,7 @@ QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
 install_missing_packages() {
     local missing=() p
     for p in "${NEEDED_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' ||
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' ||
             missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return

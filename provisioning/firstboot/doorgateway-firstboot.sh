@@ -111,7 +111,7 @@ if [ -f "$DIR/gateway.toml" ]; then
 fi
 if [ -f "$DIR/device-id" ]; then
     id=$(firstline "$DIR/device-id")
-    if printf '%s' "$id" | grep -Eq '^[A-Za-z0-9_-]{1,64}$'; then
+    if printf '%s' "$id" | grep -cE >/dev/null '^[A-Za-z0-9_-]{1,64}$'; then
         toml_set device id "$(tomlstr "$id")"
         changed=1
         note "device id $id"
@@ -132,7 +132,7 @@ if [ -f "$DIR/mqtt-broker" ]; then
     *) host=$rest; port= ;;
     esac
     case "$scheme" in mqtts | ssl | tls) tls=true ;; mqtt | tcp) tls=false ;; *) tls= ;; esac
-    if [ -z "$tls" ] || [ -z "$host" ] || { [ -n "$port" ] && ! printf '%s' "$port" | grep -Eq '^[0-9]{1,5}$'; }; then
+    if [ -z "$tls" ] || [ -z "$host" ] || { [ -n "$port" ] && ! printf '%s' "$port" | grep -cE >/dev/null '^[0-9]{1,5}$'; }; then
         problem "mqtt-broker '$url': want mqtts://HOST[:PORT] or mqtt://HOST[:PORT]"
     else
         toml_set mqtt enabled true
@@ -226,7 +226,7 @@ fi
 # --- host name --------------------------------------------------------------------
 if [ -f "$DIR/hostname" ]; then
     h=$(firstline "$DIR/hostname")
-    if printf '%s' "$h" | grep -Eq '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$'; then
+    if printf '%s' "$h" | grep -cE >/dev/null '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$'; then
         old=$(cat /etc/hostname 2>/dev/null)
         echo "$h" > /etc/hostname
         sed -i "s/^127\.0\.1\.1[[:space:]].*/127.0.1.1\t$h/" /etc/hosts

@@ -54,12 +54,12 @@ PACKAGES=(swiftlang libc6-dev libstdc++-14-dev pkg-config git ca-certificates
 step_packages() {
     local stamp=/var/lib/doorgateway-packages.stamp want="${PACKAGES[*]}"
     stamp_ok "$stamp" "$want" && return
-    dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+    dpkg --print-foreign-architectures | grep -cx >/dev/null arm64 || dpkg --add-architecture arm64
     say "chroot: apt-get update + install swiftlang and the :arm64 -dev packages"
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
     # The cross-gcc headers break Swift's glibc module map (see the top).
-    ! dpkg-query -W -f='${Status}' libc6-dev-arm64-cross 2>/dev/null | grep -q 'ok installed' ||
+    ! dpkg-query -W -f='${Status}' libc6-dev-arm64-cross 2>/dev/null | grep -c >/dev/null 'ok installed' ||
         die "libc6-dev-arm64-cross is installed in the chroot; Swift's SwiftGlibc module would not build"
     echo "$want" >"$stamp"
 }
@@ -175,8 +175,8 @@ build_clib() {
         die "cmake build of $name failed, see $work.cmake.log"
     mkdir -p "$prefix/include" "$prefix/lib"
     "install_$name" "$work/build" "$src" "$prefix"
-    file -L "$prefix"/lib/*.a | grep -q . # archive present
-    $MULTIARCH-objdump -a "$prefix"/lib/*.a | grep -q 'file format elf64-littleaarch64' ||
+    file -L "$prefix"/lib/*.a | grep -c >/dev/null . # archive present
+    $MULTIARCH-objdump -a "$prefix"/lib/*.a | grep -c >/dev/null 'file format elf64-littleaarch64' ||
         die "$name archive is not aarch64"
     rm -rf "$work" "$work.log"
     echo "$stamp" >"$prefix/.stamp"
@@ -260,7 +260,7 @@ build_nats() {
     mkdir -p "$prefix/lib" "$prefix/include/nats"
     cp "$(find "$work/build" -name libnats_static.a | head -n1)" "$prefix/lib/libnats.a"
     cp "$src/src/nats.h" "$src/src/status.h" "$src/src/version.h" "$prefix/include/nats/"
-    $MULTIARCH-objdump -a "$prefix/lib/libnats.a" | grep -q 'file format elf64-littleaarch64' ||
+    $MULTIARCH-objdump -a "$prefix/lib/libnats.a" | grep -c >/dev/null 'file format elf64-littleaarch64' ||
         die "libnats archive is not aarch64"
     rm -rf "$work" "$work.cmake.log"
     echo "$stamp" >"$prefix/.stamp"
@@ -434,6 +434,7 @@ step_build() {
     export PKG_CONFIG_PATH=$PCDIR PKG_CONFIG_LIBDIR=$PCDIR
     # -resource-dir must be lib/swift_static (it holds the modules too): with
     # lib/swift the driver looks for static-executable-args.lnk there and dies.
+    # shellcheck disable=SC2206 # $TRIPLE is one word
     local build=(swift build -c release --scratch-path "$SCRATCH" -j "$JOBS"
         --triple $TRIPLE --sdk / --static-swift-stdlib
         -Xswiftc -static-executable -Xswiftc -resource-dir -Xswiftc "$SDK/usr/lib/swift_static"

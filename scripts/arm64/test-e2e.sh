@@ -24,7 +24,7 @@ say() { echo "test-e2e-arm64: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 [ -x "$BIN/gateway" ] || die "no $BIN/gateway (run make static-arm64)"
-file -b "$BIN/gateway" | grep -q 'ARM aarch64' || die "$BIN/gateway is not an aarch64 binary"
+file -b "$BIN/gateway" | grep -c >/dev/null 'ARM aarch64' || die "$BIN/gateway is not an aarch64 binary"
 [ "$(id -u)" = 0 ] || die "needs root (binfmt_misc)"
 command -v qemu-aarch64-static >/dev/null || die "qemu-aarch64-static missing (make static-arm64 installs it)"
 
@@ -61,7 +61,7 @@ trap 'exit 130' INT TERM
 # mounts it and registers its handlers (postinst), so that counts as ours too.
 was_mounted=0
 [ -e "$BINFMT/register" ] && was_mounted=1
-if ! dpkg-query -W -f='${Status}' binfmt-support 2>/dev/null | grep -q 'ok installed'; then
+if ! dpkg-query -W -f='${Status}' binfmt-support 2>/dev/null | grep -c >/dev/null 'ok installed'; then
     say "installing binfmt-support"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binfmt-support >/dev/null

@@ -486,7 +486,7 @@ check_tear_tap() {
         simctl tear-after $n > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused;"; }
         simctl reinsert > /dev/null
         m=$((100 * S))
-        while [ $m -gt 0 ] && ! simctl status | grep -q "tag=none"; do sleep 0.1; m=$((m - 1)); done
+        while [ $m -gt 0 ] && ! simctl status | grep -c >/dev/null "tag=none"; do sleep 0.1; m=$((m - 1)); done
         [ $m -gt 0 ] || { ok=no; detail="$detail N=$n: the tag never left;"; }
         relay_quiet 20 || { ok=no; detail="$detail N=$n: the relay unlocked;"; }
     done
@@ -525,9 +525,10 @@ check_daemon() {
     ok=yes detail=
     # Provisioning: arm, present a blank sticker; the daemon writes and verifies it.
     dctl provision --action 0 --label "vm $bus" > "$D/provision.out" 2>&1 || { ok=no; detail="provision: $(cat "$D/provision.out");"; }
+    # shellcheck disable=SC2046 # one word: the UID has no spaces
     simctl insert 04C0FFEE00$( [ "$bus" = i2c ] && echo 0001 || echo 0002 ) ntag213 > /dev/null
     n=$((600 * S))
-    while [ $n -gt 0 ] && ! dctl tags list 2>/dev/null | grep -q active; do sleep 0.1; n=$((n - 1)); done
+    while [ $n -gt 0 ] && ! dctl tags list 2>/dev/null | grep -c >/dev/null active; do sleep 0.1; n=$((n - 1)); done
     dctl tags list > "$D/tags.out" 2>&1
     grep -q active "$D/tags.out" || { ok=no; detail="$detail no active tag after provisioning: $(cat "$D/tags.out" | tr '\n' ' ');"; }
     simctl remove > /dev/null
@@ -543,7 +544,7 @@ check_daemon() {
     fi
     stats=$(simctl stats)
     n=$((100 * S))
-    while [ $n -gt 0 ] && ! dctl log --limit 5 2>/dev/null | grep -q granted; do sleep 0.1; n=$((n - 1)); done
+    while [ $n -gt 0 ] && ! dctl log --limit 5 2>/dev/null | grep -c >/dev/null granted; do sleep 0.1; n=$((n - 1)); done
     dctl log --limit 5 > "$D/log.out" 2>&1
     grep -q granted "$D/log.out" || { ok=no; detail="$detail no 'granted' in the audit log: $(tail -3 "$D/log.out" | tr '\n' ' ');"; }
     if [ $ok = yes ]; then
@@ -558,14 +559,14 @@ check_daemon() {
     fds_before=$(ls /proc/$DAEMONPID/fd | wc -l)
     simctl absent > /dev/null
     n=$((300 * S))
-    while [ $n -gt 0 ] && ! dctl reader info 2>/dev/null | grep -q "lost"; do sleep 0.1; n=$((n - 1)); done
+    while [ $n -gt 0 ] && ! dctl reader info 2>/dev/null | grep -c >/dev/null "lost"; do sleep 0.1; n=$((n - 1)); done
     lost=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     simctl present > /dev/null
     n=$((300 * S))
-    while [ $n -gt 0 ] && dctl reader info 2>/dev/null | grep -q "lost"; do sleep 0.1; n=$((n - 1)); done
+    while [ $n -gt 0 ] && dctl reader info 2>/dev/null | grep -c >/dev/null "lost"; do sleep 0.1; n=$((n - 1)); done
     back=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     fds_after=$(ls /proc/$DAEMONPID/fd | wc -l)
-    if echo "$lost" | grep -q lost && ! echo "$back" | grep -q lost && [ "$fds_after" -le "$fds_before" ]; then
+    if echo "$lost" | grep -c >/dev/null lost && ! echo "$back" | grep -c >/dev/null lost && [ "$fds_after" -le "$fds_before" ]; then
         pass "$bus-recovery" "chip off the bus: $lost; back on it: $back; daemon fds $fds_before → $fds_after"
     else
         fail "$bus-recovery" "off: ${lost:-?}; back: ${back:-?}; fds $fds_before → $fds_after; $(tail -4 "$D/daemon.log" | tr '\n' ' ')"

@@ -208,7 +208,7 @@ pass=$(tr -d '\r' < "$W/console.log" | grep -c '^PASS' || true)
 fail=$(tr -d '\r' < "$W/console.log" | grep -c '^FAIL' || true)
 # Every check must report, and the checks script must exit 0: a VM that hangs
 # or a script that stops early is a failure even with no FAIL line.
-if [ "$qrc" = 124 ] || ! grep -q '=== checks exit 0' "$W/console.log" || ! grep -q '=== reader checks exit 0' "$W/console.log" \
+if [ "$qrc" = 124 ] || ! grep -c >/dev/null '=== checks exit 0' "$W/console.log" || ! grep -c >/dev/null '=== reader checks exit 0' "$W/console.log" \
   || [ $((pass + fail)) -lt "$CHECKS" ]; then
   log "checks incomplete (qemu rc $qrc, $((pass + fail)) of $CHECKS results); console tail:"
   tr -d '\r' < "$W/console.log" | tail -25 >&2

@@ -21,7 +21,7 @@ STAMP="homeassistant==$HA_VERSION ${EXTRAS[*]} $($PYTHON --version 2>&1) $(sha25
 say() { echo "test-ha: $*" >&2; }
 
 for p in python3-venv mosquitto openssl; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' && continue
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' && continue
     [ "$(id -u)" = 0 ] || { say "need root to apt-get install $p"; exit 1; }
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
 done

@@ -181,7 +181,7 @@ cp "$DEB" "$R/tmp/doorgateway.deb"
 in_root "$R" dpkg -i /tmp/doorgateway.deb > "$WORK/dpkg.log" 2>&1 \
     || { cat "$WORK/dpkg.log" >&2; die "dpkg -i ${DEB##*/} failed in the arm64 root"; }
 rm -f "$R/tmp/doorgateway.deb"
-in_root "$R" dpkg-query -W -f='${Status}\n' doorgateway | grep -q 'install ok installed' || die "doorgateway not installed"
+in_root "$R" dpkg-query -W -f='${Status}\n' doorgateway | grep -c >/dev/null 'install ok installed' || die "doorgateway not installed"
 [ -L "$R/etc/systemd/system/multi-user.target.wants/gatewayd.service" ] || die "the package did not enable gatewayd.service"
 say "installed ${DEB##*/} ($((SECONDS - t)) s, emulated dpkg)"
 

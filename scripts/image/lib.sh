@@ -20,7 +20,7 @@ die() { say "error: $*"; exit 1; }
 ensure_host_packages() {
     local missing=() p
     for p in "$@"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     [ "$(id -u)" = 0 ] || die "need root to apt-get install ${missing[*]}"

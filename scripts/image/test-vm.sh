@@ -173,7 +173,7 @@ write $VM/vmtest.conf /etc/systemd/system/gatewayd.service.d/vmtest.conf
 set_inode_field /etc/systemd/system/gatewayd.service.d/vmtest.conf mode 0100644
 EOF
 debugfs -w -f "$VM/debugfs.cmds" "$ROOTFS" > "$VM/debugfs.log" 2>&1 || { cat "$VM/debugfs.log" >&2; die "debugfs failed"; }
-debugfs -R 'stat /usr/bin/pn532-sim' "$ROOTFS" 2>/dev/null | grep -q 'Mode:  0755' || { cat "$VM/debugfs.log" >&2; die "pn532-sim not written"; }
+debugfs -R 'stat /usr/bin/pn532-sim' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 'Mode:  0755' || { cat "$VM/debugfs.log" >&2; die "pn532-sim not written"; }
 dd if="$ROOTFS" of="$DISK" bs=512 seek="$ROOT_START" conv=notrunc,sparse status=none
 rm -f "$ROOTFS" "$VM/pn532-sim"
 say "copy prepared in $((SECONDS - T0)) s"
@@ -290,8 +290,8 @@ vm systemctl stop gatewayd.service || true
 stop_s=$((SECONDS - stop_t0))
 journal=$(vm journalctl -b -u gatewayd.service --no-pager -o cat | tail -15)
 echo "$journal" > "$VM/gatewayd-tail.log"
-if echo "$journal" | grep -q 'signal 15: stopping' && echo "$journal" | grep -q 'stopped; outputs locked' \
-    && echo "$journal" | sed -n '/signal 15: stopping/,$p' | grep -q 'strike → locked\|sim all outputs locked'; then
+if echo "$journal" | grep -c >/dev/null 'signal 15: stopping' && echo "$journal" | grep -c >/dev/null 'stopped; outputs locked' \
+    && echo "$journal" | sed -n '/signal 15: stopping/,$p' | grep -c >/dev/null 'strike → locked\|sim all outputs locked'; then
     pass "systemctl stop gatewayd (${stop_s} s) locked the relay: $(echo "$journal" | sed -n '/signal 15/,$p' | tr '\n' '|' | cut -c1-200)"
 else
     fail "stop did not log the relay locked" "$journal"
