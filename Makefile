@@ -10,7 +10,15 @@ DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libus
                 libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
                 libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography
 
-.PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run
+.PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run ci-deps
+
+# Every host package any target installs for itself (the scripts still install their own when
+# run alone). .ci/run installs them all once, before its lanes run side by side, so two lanes
+# never race for dpkg's lock.
+CI_PACKAGES = $(DEB_PACKAGES) $(DEB_TOOLS) shellcheck cmake gcc make autoconf automake libtool \
+              rsync qemu-user-static binfmt-support dosfstools mtools fdisk e2fsprogs bmap-tools \
+              qemu-system-arm qemu-system-x86 openssh-client python3-venv build-essential bc flex \
+              bison cpio binutils kmod coreutils libelf-dev gcc-aarch64-linux-gnu
 
 all: build
 
@@ -164,3 +172,12 @@ fuzz: deps
 ## clock jumps (in the gpio-vm guest), reader and broker pulled repeatedly, control-socket floods
 test-faults: deps static
 	python3 scripts/no-leftovers.py --label test-faults -- python3 scripts/faults/run.py "$(STATIC_OUT)"
+
+## ci-deps: every host package of every target, installed once (.ci/run's first step)
+ci-deps:
+	@missing=$$(for p in $(CI_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -c >/dev/null '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi

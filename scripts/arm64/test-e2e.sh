@@ -18,7 +18,9 @@ set -euo pipefail
 BIN="${1:?usage: scripts/arm64/test-e2e.sh BIN}"
 cd "$(dirname "$0")/../.."
 SWIFT="${SWIFT:-swift}"
-SCRATCH=.build-e2e-arm64
+# E2E_SCRATCH: the scratch path of the x86_64 test build. .ci/run points it at
+# .build once `make test` has built the tests there, so the tests are built once.
+SCRATCH="${E2E_SCRATCH:-.build-e2e-arm64}"
 BINFMT=/proc/sys/fs/binfmt_misc
 say() { echo "test-e2e-arm64: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -92,9 +94,11 @@ say "binfmt_misc: qemu-aarch64 $(grep '^flags' "$BINFMT/qemu-aarch64")"
 "$BIN/gateway" ctl version >/dev/null || die "$BIN/gateway does not run through binfmt_misc"
 
 say "swift build --build-tests --scratch-path $SCRATCH"
-nice -n 10 "$SWIFT" build --build-tests --scratch-path "$SCRATCH" -j "$(nproc)" 2>&1 |
-    grep -E 'error:|Compiling|Build complete' | grep -v '^\[' >&2 || true
-[ "${PIPESTATUS[0]}" = 0 ] || die "test build failed"
+mkdir -p out
+build_status=0
+nice -n 10 "$SWIFT" build --build-tests --scratch-path "$SCRATCH" -j "$(nproc)" >out/e2e-arm64-build.log 2>&1 || build_status=$?
+grep -E 'error:|Compiling|Build complete' out/e2e-arm64-build.log | grep -v '^\[' >&2 || true
+[ "$build_status" = 0 ] || die "test build failed (exit $build_status; log out/e2e-arm64-build.log)"
 
 say "swift test --filter ${E2E_FILTER:-EndToEndTests} against $BIN (aarch64, qemu-user, time scale ${DOORGATEWAY_E2E_TIME_SCALE:-3})"
 export DOORGATEWAY_E2E_BIN="$BIN" DOORGATEWAY_E2E_TIME_SCALE="${DOORGATEWAY_E2E_TIME_SCALE:-3}"
