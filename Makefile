@@ -181,3 +181,10 @@ ci-deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install:$$missing" >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+## fresh-check: the cold path a new machine takes — make static, static-arm64 and deb in a copy of
+## the tree with DOORGATEWAY_CACHE empty, then the times and both BUILDINFOs (scripts/fresh-check.sh;
+## run it before closing any change to build scripts)
+.PHONY: fresh-check
+fresh-check:
+	./scripts/fresh-check.sh

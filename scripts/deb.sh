@@ -145,6 +145,18 @@ f 0644 docs/mqtt.md "$DOC/docs/mqtt.md"
 for m in README.md wiring.md libnfc.md; do f 0644 "board/$m" "$DOC/board/$m"; done
 f 0644 provisioning/README.md "$DOC/provisioning/README.md"
 f 0644 board/debian/copyright "$DOC/copyright"
+# BUILDINFO (scripts/buildinfo.sh): what the binary was built from. The packaged
+# gateway is the stripped copy, so its own SHA-256 is added: `gatewayctl version
+# --verbose` finds the line that matches the running binary.
+[ -f "$STATIC/BUILDINFO" ] || die "no $STATIC/BUILDINFO: build with make static / make static-arm64"
+grep -c >/dev/null "^binary gateway  *sha256 $(sha256sum "$BIN" | cut -d' ' -f1)\$" "$STATIC/BUILDINFO" ||
+    die "$STATIC/BUILDINFO was not written for $BIN (rebuild: make static / make static-arm64)"
+{
+    cat "$STATIC/BUILDINFO"
+    echo "# /usr/bin/gateway in this package is that binary stripped (debug symbols: out/deb/debug/):"
+    printf 'binary %-10s sha256 %s\n' gateway "$(sha256sum "$STAGE/usr/bin/gateway" | cut -d' ' -f1)"
+} > "$STAGE/$DOC/BUILDINFO"
+chmod 0644 "$STAGE/$DOC/BUILDINFO"
 gzip -9n < "$CHANGELOG" > "$STAGE/$DOC/changelog.Debian.gz"
 chmod 0644 "$STAGE/$DOC/changelog.Debian.gz"
 

@@ -130,12 +130,17 @@ for product in "${PRODUCTS[@]}"; do
     esac
 done
 (cd "$OUT" && ln -sf gateway gatewayd && ln -sf gateway gatewayctl)
+# BUILDINFO (scripts/buildinfo.sh): the chroot's compiler and the aarch64 archives.
+scripts/buildinfo.sh "$OUT" aarch64-unknown-linux-gnu "$(cat "$C/out/compiler-version")" "$C/cdeps/buildinfo.libs"
 
 # Smoke test under qemu-user, called explicitly (works without binfmt_misc).
 version="$(qemu-aarch64-static "$OUT/gateway" ctl version)" ||
     die "'qemu-aarch64-static $OUT/gateway ctl version' failed"
 [ -n "$version" ] || die "'gateway ctl version' printed nothing under qemu-aarch64-static"
 say "smoke test: qemu-aarch64-static gateway ctl version -> $version"
+verbose="$(qemu-aarch64-static "$OUT/gateway" ctl version --verbose)" || die "gateway ctl version --verbose failed"
+grep -c >/dev/null 'its gateway line matches this binary' <<<"$verbose" ||
+    { echo "$verbose" >&2; die "gateway ctl version --verbose does not find its BUILDINFO"; }
 for product in "${PRODUCTS[@]}"; do
     size=$(stat -c %s "$OUT/$product")
     stripped=$(stat -c %s "$C/out/$product.stripped")

@@ -150,7 +150,7 @@ fetch_source() {
         # Sources index, so build from it (without Debian's patches).
         orig="$(find "$work" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | head -n1)"
         [ -n "$orig" ] || orig="$(upstream_tarball "$pkg" "$work")" ||
-            die "apt-get source $pkg=$version failed, see $work.log"
+            die "Debian's mirror does not have source package $pkg=$version (the installed -dev package's version; apt-get source failed, see $work.log). If a newer version replaced it: apt-get update && apt-get install --only-upgrade the -dev package, then build again"
         say "the mirror lacks part of $pkg $version; using the upstream tarball $(basename "$orig")"
         tar -xf "$orig" -C "$work"
     fi
@@ -293,6 +293,37 @@ write_pkgconfig() {
         "-L$CACHE_ROOT/qrencode/lib -lqrencode -lpthread"
 }
 
+# The libraries the static link takes, for BUILDINFO (scripts/buildinfo.sh):
+# one tab-separated row each — library, Debian source package, version, the
+# archive linked in, its SHA-256, where it came from. The versions of the
+# libraries built here are their stamps' (what was built), the others' the
+# installed -dev package's source version (what ships the archive).
+write_buildinfo_libs() {
+    local rows="$CACHE_ROOT/buildinfo.libs" tmp
+    tmp="$rows.tmp"
+    : >"$tmp"
+    row() { # NAME SRCPKG VERSION ARCHIVE FROM
+        [ -f "$4" ] || die "BUILDINFO: $4 is missing"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(sha256sum "$4" | cut -d' ' -f1)" "$5" >>"$tmp"
+    }
+    srcver() { dpkg-query -W -f='${source:Version}' "$1"; }
+    stampver() { awk '{ print $2 }' "$CACHE_ROOT/$1/.stamp"; }
+    row mosquitto mosquitto "$(stampver mosquitto)" "$CACHE_ROOT/mosquitto/lib/libmosquitto.a" \
+        "built from Debian's source package (scripts/static-deps.sh)"
+    row nats.c nats.c "$(stampver nats)" "$CACHE_ROOT/nats/lib/libnats.a" \
+        "built from Debian's source package (or its .dsc-checked upstream tarball)"
+    row libnfc libnfc "$(stampver libnfc)" "$CACHE_ROOT/libnfc/lib/libnfc-patched.a" \
+        "built from Debian's source package + patches/libnfc/*.patch"
+    row libgpiod libgpiod "$(srcver libgpiod-dev)" "$SYSLIB/libgpiod.a" "the installed libgpiod-dev"
+    row openssl-crypto openssl "$(srcver libssl-dev)" "$SYSLIB/libcrypto.a" "the installed libssl-dev"
+    row openssl-ssl openssl "$(srcver libssl-dev)" "$SYSLIB/libssl.a" "the installed libssl-dev"
+    row sqlite3 sqlite3 "$(srcver libsqlite3-dev)" "$SYSLIB/libsqlite3.a" "the installed libsqlite3-dev"
+    row qrencode qrencode "$(stampver qrencode)" "$CACHE_ROOT/qrencode/lib/libqrencode.a" \
+        "built from Debian's source package (scripts/static-deps.sh)"
+    row libusb libusb "$(srcver libusb-dev)" "$SYSLIB/libusb.a" "the installed libusb-dev"
+    mv "$tmp" "$rows"
+}
+
 install_missing_packages
 mkdir -p "$CACHE_ROOT"
 # Clones and worktrees share the cache: one run at a time.
@@ -303,5 +334,6 @@ build_lib qrencode qrencode libqrencode-dev "${QRENCODE_CMAKE[@]}"
 build_lib nats nats.c libnats-dev "${NATS_CMAKE[@]}"
 build_libnfc
 write_pkgconfig
+write_buildinfo_libs
 say "ready: PKG_CONFIG_PATH=$CACHE_ROOT/pkgconfig"
 echo "$CACHE_ROOT/pkgconfig"

@@ -64,6 +64,13 @@ for product in "${PRODUCTS[@]}"; do
     fi
 done
 (cd "$OUT" && ln -sf gateway gatewayd && ln -sf gateway gatewayctl)
+# BUILDINFO: the compiler, every C library linked in (version, archive SHA-256)
+# and the binaries' SHA-256 (scripts/buildinfo.sh).
+scripts/buildinfo.sh "$OUT" "$(uname -m)-unknown-linux-gnu" \
+    "$("$SWIFT" --version 2>&1 | awk '/Swift version/ && !n++')" "$(dirname "$PKG_CONFIG_PATH")/buildinfo.libs"
+verbose="$("$OUT/gateway" ctl version --verbose)" || { say "error: '$OUT/gateway ctl version --verbose' failed"; exit 1; }
+grep -c >/dev/null 'its gateway line matches this binary' <<<"$verbose" ||
+    { say "error: gateway ctl version --verbose does not find its BUILDINFO:"; echo "$verbose" >&2; exit 1; }
 
 version="$("$OUT/gateway" ctl version)" || { say "error: '$OUT/gateway ctl version' failed"; exit 1; }
 say "smoke test: gateway ctl version -> $version"

@@ -113,11 +113,19 @@ for spec in \
     "/usr/share/fish/vendor_completions.d/gatewayctl.fish 644 root:root" \
     "/usr/share/man/man8/gatewayd.8.gz 644 root:root" \
     "/usr/share/doc/doorgateway/copyright 644 root:root" \
-    "/usr/share/doc/doorgateway/changelog.Debian.gz 644 root:root"; do
+    "/usr/share/doc/doorgateway/changelog.Debian.gz 644 root:root" \
+    "/usr/share/doc/doorgateway/BUILDINFO 644 root:root"; do
     set -- $spec
     expect "mode $1" "$2 $3" stat -c '%a %U:%G' "$1"
 done
 expect "gatewayd -> gateway" gateway readlink /usr/bin/gatewayd
+check "gatewayctl version --verbose: the package's BUILDINFO, matching the installed binary" sh -c '
+    out=$(gatewayctl version --verbose) &&
+    printf "%s\n" "$out" | grep -c >/dev/null "^BUILDINFO: /usr/share/doc/doorgateway/BUILDINFO (its gateway line matches this binary)" &&
+    printf "%s\n" "$out" | grep -c >/dev/null "^compiler: Swift version" &&
+    for lib in mosquitto nats.c libnfc libgpiod openssl-crypto sqlite3 qrencode libusb; do
+        printf "%s\n" "$out" | grep -cE >/dev/null "^$lib +[^ ]+ +[^ ]+ +[^ ]+\.a +[0-9a-f]{64}\$" || exit 1
+    done'
 expect "gatewayctl -> gateway" gateway readlink /usr/bin/gatewayctl
 expect "conffile registered" "/etc/doorgateway/gateway.toml" \
     sh -c 'dpkg-query -W -f="\${Conffiles}\n" doorgateway | awk "NF { print \$1 }"'

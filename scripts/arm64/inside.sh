@@ -165,7 +165,7 @@ build_clib() {
     local work=$C/src-c/$name
     rm -rf "$work" "$prefix" && mkdir -p "$work"
     (cd "$work" && apt-get source -qq --only-source "$srcpkg=$version" >"$work.log" 2>&1) ||
-        die "apt-get source $srcpkg=$version failed, see $work.log"
+        die "Debian's mirror does not have source package $srcpkg=$version (trixie's $devpkg:arm64 names it; apt-get source failed, see $work.log). trixie has moved on since this chroot was made: delete root.stamp in the arm64 cache to rebuild the chroot from today's trixie"
     local src
     src="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n1)"
     # shellcheck disable=SC2046 # cross_cmake prints separate -D words
@@ -360,6 +360,37 @@ step_cdeps() {
         "-L$CDEPS/qrencode/lib -lqrencode -lpthread"
     write_pc libnats "$NATS_VERSION" "-I$CDEPS/nats/include" \
         "-L$CDEPS/nats/lib -lnats -L$SYSLIB -lssl $crypto"
+    write_buildinfo_libs
+}
+
+# The libraries the static link takes, for BUILDINFO (scripts/buildinfo.sh;
+# the same rows as scripts/static-deps.sh writes for x86_64): library, Debian
+# source package, version, archive, SHA-256, where it came from.
+write_buildinfo_libs() {
+    local rows="$CDEPS/buildinfo.libs" tmp="$CDEPS/buildinfo.libs.tmp"
+    : >"$tmp"
+    row() { # NAME SRCPKG VERSION ARCHIVE FROM
+        [ -f "$4" ] || die "BUILDINFO: $4 is missing"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(sha256sum "$4" | cut -d' ' -f1)" "$5" >>"$tmp"
+    }
+    srcver() { dpkg-query -W -f='${source:Version}' "$1:arm64"; }
+    stampver() { awk '{ print $2 }' "$CDEPS/$1/.stamp"; }
+    row mosquitto mosquitto "$(stampver mosquitto)" "$CDEPS/mosquitto/lib/libmosquitto.a" \
+        "built from Debian trixie's source package (scripts/arm64/inside.sh)"
+    row nats.c nats.c "$(stampver nats)" "$CDEPS/nats/lib/libnats.a" \
+        "built from the upstream tarball bookworm's .dsc names"
+    row libnfc libnfc "$(stampver libnfc)" "$CDEPS/libnfc/lib/libnfc-patched.a" \
+        "built from Debian trixie's source package + patches/libnfc/*.patch"
+    row libgpiod libgpiod "$(stampver gpiod)" "$CDEPS/gpiod/lib/libgpiod.a" "bookworm's libgpiod-dev:arm64 (v1 API)"
+    row openssl-crypto openssl "$(srcver libssl-dev)" "$SYSLIB/libcrypto.a" "trixie's libssl-dev:arm64"
+    row openssl-ssl openssl "$(srcver libssl-dev)" "$SYSLIB/libssl.a" "trixie's libssl-dev:arm64"
+    row sqlite3 sqlite3 "$(srcver libsqlite3-dev)" "$SYSLIB/libsqlite3.a" "trixie's libsqlite3-dev:arm64"
+    row qrencode qrencode "$(stampver qrencode)" "$CDEPS/qrencode/lib/libqrencode.a" \
+        "built from Debian trixie's source package (scripts/arm64/inside.sh)"
+    row libusb libusb "$(srcver libusb-dev)" "$SYSLIB/libusb.a" "trixie's libusb-dev:arm64"
+    row zlib zlib "$(srcver zlib1g-dev)" "$SYSLIB/libz.a" "trixie's zlib1g-dev:arm64 (trixie's libcrypto needs it)"
+    row zstd libzstd "$(srcver libzstd-dev)" "$SYSLIB/libzstd.a" "trixie's libzstd-dev:arm64 (trixie's libcrypto needs it)"
+    mv "$tmp" "$rows"
 }
 
 # --- swiftdeps --------------------------------------------------------------
@@ -460,6 +491,9 @@ step_build() {
     local bin
     bin="$("${build[@]}" --show-bin-path)"
     mkdir -p $C/out
+    # For BUILDINFO: the compiler, as it names itself, and Debian's package version.
+    printf '%s (Debian trixie swiftlang %s)\n' "$(swift --version 2>&1 | awk '/Swift version/ && !n++')" \
+        "$(pkgver swiftlang)" >$C/out/compiler-version
     for product in gateway pn532-sim; do
         cp "$bin/$product" "$C/out/$product.tmp"
         mv "$C/out/$product.tmp" "$C/out/$product"

@@ -38,6 +38,35 @@ public enum Crypto {
         return out
     }
 
+    /// SHA-256 over input given in pieces (a file read in chunks) through
+    /// `EVP_DigestInit_ex`/`Update`/`Final_ex`; `finish()` once.
+    public final class SHA256Stream {
+        private let context: OpaquePointer
+
+        public init() {
+            guard let ctx = EVP_MD_CTX_new(), EVP_DigestInit_ex(ctx, EVP_sha256(), nil) == 1 else {
+                preconditionFailure("SHA-256 context: out of memory")
+            }
+            context = ctx
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+
+        public func update(_ bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            // Update on an initialised SHA-256 context cannot fail.
+            _ = EVP_DigestUpdate(context, base, bytes.count)
+        }
+
+        public func finish() -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: 32)
+            var len: UInt32 = 0
+            let ok = EVP_DigestFinal_ex(context, &out, &len) == 1
+            precondition(ok && len == 32, "SHA-256 failed")
+            return out
+        }
+    }
+
     public enum Direction { case encrypt, decrypt }
 
     /// One AES-128-ECB block, no padding (COMPAT §3 `otp-auth`): `EVP_aes_128_ecb`
