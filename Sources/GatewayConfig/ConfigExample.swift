@@ -230,11 +230,22 @@ public enum ConfigExample {
             outbox_limit = 10000
             # Seconds between telemetry messages.
             telemetry_s = 60
+            # A broker login (Home Assistant OS's Mosquitto add-on: a Home Assistant
+            # user made for the door; a shared mosquitto's password_file). The
+            # password is never written here: password_file names a file holding
+            # it (one line; mode 0640, root:doorgateway) or, as a bare name, a
+            # systemd credential (LoadCredential=mqtt.password:/etc/doorgateway/mqtt.password).
+            # username = "front-door"
+            # password_file = "/etc/doorgateway/mqtt.password"
 
             [mqtt.tls]
             # With TLS on (the default) and MQTT enabled, ca_file or ca_dir is
-            # required. cert_file and key_file (together) give a client certificate
-            # for mutual TLS; the key stays a file, e.g. a systemd credential.
+            # required: the broker's certificate is checked against it and its host
+            # name. cert_file and key_file (together) give a client certificate
+            # for mutual TLS; without them the broker knows the door by its login
+            # (TLS with a server certificate only). enabled = false is plain TCP:
+            # the login and every event cross the network readable; config check
+            # and the log warn about it.
             enabled = true
             # ca_file = "/etc/doorgateway/ca.pem"
             # ca_dir = "/etc/ssl/certs"

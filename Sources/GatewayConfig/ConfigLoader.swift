@@ -630,7 +630,12 @@ extension GatewayConfiguration {
             telemetrySeconds: m?.int("telemetry_s", 60, 10...86_400) ?? 60,
             homeAssistantName: m?.optionalString("home_assistant_name", Check.text(max: 64)),
             homeAssistantArea: m?.optionalString("home_assistant_area", Check.text(max: 64)),
-            labelInEvents: m?.bool("label_in_events", false) ?? false)
+            labelInEvents: m?.bool("label_in_events", false) ?? false,
+            username: m?.optionalString("username", Check.text(max: 256)),
+            passwordFile: m?.optionalString("password_file", Check.secretFile))
+        if let m, m.has("password_file"), !m.has("username") {
+            m.fail("username", "is required with password_file: the broker matches the password to a user")
+        }
         m?.finish()
         return mqtt
     }
@@ -686,6 +691,18 @@ enum Check {
     static func absolutePath(_ s: String) -> String? {
         if let why = text(max: 4096)(s) { return why }
         return s.hasPrefix("/") ? nil : "\"\(s)\" must be an absolute path"
+    }
+
+    /// A file holding a secret: an absolute path, or the bare name of a
+    /// systemd credential (`LoadCredential=NAME:…`, read from `$CREDENTIALS_DIRECTORY/NAME`).
+    static func secretFile(_ s: String) -> String? {
+        if s.hasPrefix("/") { return absolutePath(s) }
+        guard !s.isEmpty, s.utf8.count <= 64, s.first != ".",
+            s.utf8.allSatisfy({ isBare($0) || $0 == UInt8(ascii: ".") })
+        else {
+            return "\"\(s)\": an absolute path, or the name of a systemd credential (letters, digits, '.', '-', '_')"
+        }
+        return nil
     }
 
     /// `sun_path` holds 108 bytes with the terminating NUL.

@@ -109,6 +109,12 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// Put the sticker's label (given at provisioning) on access events;
         /// off by default: labels are often people's names.
         public var labelInEvents: Bool = false
+        /// The broker login (Home Assistant OS's Mosquitto add-on, a shared
+        /// mosquitto): `username`, and the password in a file — an absolute
+        /// path, or a bare name for a systemd credential
+        /// (`$CREDENTIALS_DIRECTORY/NAME`) — never in gateway.toml.
+        public var username: String? = nil
+        public var passwordFile: String? = nil
     }
 
     public struct Control: Equatable, Sendable {

@@ -75,6 +75,23 @@ extension GatewayConfiguration {
         return lines
     }
 
+    /// Settings that are allowed but weaker than they look: `config check`
+    /// prints them as warnings, the daemon logs them once at start.
+    public var warnings: [String] {
+        var w: [String] = []
+        if mqtt.enabled && remote.transport == .mqtt && !mqtt.tls.enabled {
+            w.append(
+                "mqtt.tls.enabled = false: plain TCP to \(mqtt.host):\(mqtt.port) — "
+                    + (mqtt.username == nil ? "" : "the login, ")
+                    + "events and commands cross the network readable and forgeable; use TLS outside a trusted LAN")
+        }
+        if mqtt.enabled && remote.transport == .mqtt && mqtt.tls.enabled && mqtt.tls.insecure {
+            w.append(
+                "mqtt.tls.insecure = true: the broker's certificate is not verified; anyone on the path can pose as it")
+        }
+        return w
+    }
+
     private var mqttSummary: String {
         let m = mqtt
         var parts = ["\(m.host):\(m.port) MQTT \(m.protocolVersion.rawValue) as \(m.clientID)"]
@@ -86,6 +103,9 @@ extension GatewayConfiguration {
             parts.append(tls)
         } else {
             parts.append("plain TCP")
+        }
+        if let user = m.username {
+            parts.append("login \(user)" + (m.passwordFile.map { " password from \($0)" } ?? " without a password"))
         }
         parts.append("prefix \(m.topicPrefix)")
         let mapping = m.commandMapping.sorted { $0.key < $1.key }.map { "\($0.key)→\($0.value)" }.joined(separator: " ")

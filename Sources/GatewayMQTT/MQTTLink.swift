@@ -631,6 +631,9 @@ public final class MQTTLink: @unchecked Sendable {
     static func configure(_ m: OpaquePointer, _ c: MQTTSettings) throws {
         let version = c.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try check(mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+        if let login = c.login {
+            try check(mosquitto_username_pw_set(m, login.username, login.password), "username and password")
+        }
         guard c.tls.enabled else { return }
         try check(
             mosquitto_tls_set(m, c.tls.caFile, c.tls.caDirectory, c.tls.certFile, c.tls.keyFile, nil), "TLS files")

@@ -24,9 +24,20 @@ public struct MQTTSettings: Equatable, Sendable {
             self.insecure = insecure
         }
     }
+    /// A broker login. The password never appears in a description or a log.
+    public struct Login: Equatable, Sendable, CustomStringConvertible {
+        public var username: String
+        public var password: String?
+        public init(username: String, password: String?) {
+            self.username = username
+            self.password = password
+        }
+        public var description: String { "\(username)" + (password == nil ? " (no password)" : " (password set)") }
+    }
     public var host: String
     public var port: Int
     public var clientID: String
+    public var login: Login? = nil
     public var protocolVersion: ProtocolVersion
     public var tls: TLS
     public var keepaliveSeconds: Int

@@ -31,6 +31,29 @@ final class BrokerACLTests: XCTestCase {
             try String(contentsOf: MosquittoBroker.shippedConfiguration, encoding: .utf8).contains("acl_file"))
     }
 
+    /// Dropped into a broker that already serves others: the shipped file's
+    /// security lines bind to the doors' listener only (per_listener_settings),
+    /// so a client of another listener keeps working (its topics are in no ACL
+    /// of ours), while the doors' listener still wants a certificate.
+    func testAnotherListenersClientKeepsWorking() throws {
+        let neighbourSub = try MosquittoBroker.Subscription(
+            arguments: broker.neighbourArguments + ["-q", "1", "-t", "zigbee2mqtt/#", "-F", "%t|%r|%p"])
+        let pub = try Run.process(
+            URL(fileURLWithPath: "/usr/bin/mosquitto_pub"),
+            broker.neighbourArguments + ["-q", "1", "-t", "zigbee2mqtt/bridge/state", "-m", "online"], timeout: 20)
+        XCTAssertEqual(pub.status, 0, pub.stderr)
+        let seen = neighbourSub.wait { !$0.isEmpty }
+        XCTAssertEqual(seen, ["zigbee2mqtt/bridge/state|0|online"], broker.log)
+        XCTAssertFalse(broker.log.contains("Denied PUBLISH from"), broker.log)
+
+        // The doors' listener is unchanged: no certificate, no connection.
+        let anonymous = try Run.process(
+            URL(fileURLWithPath: "/usr/bin/mosquitto_pub"),
+            ["-h", "localhost", "-p", "\(broker.port)", "--cafile", broker.path("ca.crt"), "-t", "x", "-m", "y"],
+            timeout: 20)
+        XCTAssertNotEqual(anonymous.status, 0, "a client without a certificate reached the doors' listener")
+    }
+
     /// A second door's certificate can neither read nor write the first door's topics.
     func testAnotherDoorCannotReadOrWriteThisDoorsTopics() throws {
         let spy = try broker.subscribe("doorgateway/front-door/#", as: "back-door")

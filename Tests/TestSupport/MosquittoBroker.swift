@@ -15,6 +15,10 @@ import Foundation
 public final class MosquittoBroker {
     public let dir: URL
     public let port: Int
+    /// A second listener beside the door's, as on a broker that already
+    /// serves zigbee2mqtt or Home Assistant: plain TCP on loopback, anonymous,
+    /// with no ACL of ours. Its clients must keep working.
+    public let neighbourPort: Int
     public private(set) var process: Process?
     /// The device id of the door whose certificate `configurationSection` names.
     public static let doorID = "front-door"
@@ -26,6 +30,7 @@ public final class MosquittoBroker {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         port = try Self.freePort()
+        neighbourPort = try Self.freePort()
         try makeCA("ca")
         try makeCA("otherca")
         try makeCert("broker", ca: "ca", cn: "localhost")
@@ -44,6 +49,8 @@ public final class MosquittoBroker {
             user root
             log_dest file \(path("mosquitto.log"))
             log_type all
+            listener \(neighbourPort) 127.0.0.1
+            allow_anonymous true
             """
         try (conf + additions + "\n").write(
             to: dir.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
@@ -162,6 +169,9 @@ public final class MosquittoBroker {
         }
         process = nil
     }
+
+    /// An anonymous client of the neighbour listener (mosquitto_pub/sub arguments).
+    public var neighbourArguments: [String] { ["-h", "127.0.0.1", "-p", "\(neighbourPort)"] }
 
     /// mosquitto_pub/sub arguments for a client certificate of this broker's CA (or the intruder's).
     public func clientArguments(_ name: String = "phone-alice") -> [String] {

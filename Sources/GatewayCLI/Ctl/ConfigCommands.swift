@@ -41,6 +41,7 @@ struct ConfigCheck: ParsableCommand {
             config = try GatewayConfiguration.load(file: path)
             print("ok: \(path)")
             config.summary.forEach { print("  \($0)") }
+            for warning in config.warnings + Self.fileWarnings(config) { printError("warning: \(warning)\n") }
         } catch {
             let text = error.issues.map { $0.formatted(file: path) + "\n" }.joined()
             printError(text)
@@ -52,11 +53,33 @@ struct ConfigCheck: ParsableCommand {
             throw ExitCode(1)
         }
         do {
-            for line in try BrokerCheck.run(configuration: config.mqtt) { print(line) }
+            for line in try BrokerCheck.run(
+                configuration: config.mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
+            {
+                print(line)
+            }
         } catch {
             printError("broker: \(error)\n")
             throw ExitCode(1)
         }
+    }
+}
+
+extension ConfigCheck {
+    /// The password file readable by more than its owner and group (wider
+    /// than 0640), or writable by its group: said, not refused.
+    static func fileWarnings(_ config: GatewayConfiguration) -> [String] {
+        guard config.mqtt.enabled, let file = config.mqtt.passwordFile, file.hasPrefix("/") else { return [] }
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            return ["mqtt.password_file \(file): \(String(cString: strerror(errno)))"]
+        }
+        let mode = info.st_mode & 0o7777
+        guard mode & ~0o640 != 0 else { return [] }
+        return [
+            "mqtt.password_file \(file) has mode \(String(mode, radix: 8)), wider than 0640: "
+                + "chmod 0640 \(file) (owner root, group doorgateway)"
+        ]
     }
 }
 

@@ -25,6 +25,14 @@ extension Daemon {
             mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
             mqtt.tls.caFile = resolve(mqtt.tls.caFile)
         }
+        var settings = MQTTSettings(mqtt)
+        do {
+            settings.login = try MQTTSettings.Login.load(mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
+        } catch {
+            log.error("mqtt: \(error); not connecting, events stay in the audit log")
+            return
+        }
+        for warning in configuration.warnings { log.warning("configuration: \(warning)") }
         let outbox = StoreOutbox(store: store, limit: mqtt.outboxLimit)
         let commands: StoreCommands
         do {
@@ -38,8 +46,7 @@ extension Daemon {
             log.error("mqtt: \(error); events stay in the audit log")
             return
         }
-        let link = MQTTLink(
-            settings: MQTTSettings(mqtt), deviceID: configuration.deviceID, outbox: outbox, log: log)
+        let link = MQTTLink(settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log)
         let deviceKey: [UInt8]
         do { deviceKey = try store.key(.device) ?? [] } catch {
             log.error("mqtt: the device key is unreadable (\(error)); UIDs in events are keyed with an empty key")
@@ -209,6 +216,56 @@ extension MQTTSettings {
     }
 }
 
+extension MQTTSettings.Login {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// `[mqtt] username`, and the password from `password_file`: an absolute
+    /// path, or a bare name read from `credentials` (`$CREDENTIALS_DIRECTORY`).
+    /// One line, at most 4 KiB; a final newline is not part of it. Errors name
+    /// the file, never its content.
+    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
+        guard let username = c.username else { return nil }
+        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
+        let path: String
+        if file.hasPrefix("/") {
+            path = file
+        } else if let credentials, !credentials.isEmpty {
+            path = credentials + "/" + file
+        } else {
+            throw Failure(
+                description: "mqtt.password_file \"\(file)\" names a systemd credential, but there is no "
+                    + "$CREDENTIALS_DIRECTORY (give gatewayd LoadCredential=\(file):/etc/doorgateway/\(file), "
+                    + "or use an absolute path)")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            throw Failure(description: "mqtt.password_file \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4097)
+        while bytes.count <= 4096 {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else {
+                throw Failure(description: "mqtt.password_file \(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        guard bytes.count <= 4096 else { throw Failure(description: "mqtt.password_file \(path): larger than 4 KiB") }
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        guard !bytes.isEmpty else { throw Failure(description: "mqtt.password_file \(path) is empty") }
+        guard !bytes.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else {
+            throw Failure(description: "mqtt.password_file \(path) must hold one line: the password")
+        }
+        return MQTTSettings.Login(username: username, password: String(decoding: bytes, as: UTF8.self))
+    }
+}
+
 extension RemotePolicy {
     /// `[mqtt]`'s rules for remote commands.
     init(_ c: GatewayConfiguration.MQTT, deviceID: String, actionCount: Int) {
@@ -222,8 +279,12 @@ extension RemotePolicy {
 
 extension BrokerCheck {
     /// `gatewayctl config check --broker` with the door's `[mqtt]`.
-    static func run(configuration c: GatewayConfiguration.MQTT, timeout: Duration = .seconds(5)) throws -> [String] {
-        try run(settings: MQTTSettings(c), timeout: timeout)
+    static func run(
+        configuration c: GatewayConfiguration.MQTT, credentials: String? = nil, timeout: Duration = .seconds(5)
+    ) throws -> [String] {
+        var settings = MQTTSettings(c)
+        settings.login = try MQTTSettings.Login.load(c, credentials: credentials)
+        return try run(settings: settings, timeout: timeout)
     }
 }
 
