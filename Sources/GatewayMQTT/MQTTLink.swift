@@ -490,7 +490,13 @@ public final class MQTTLink: @unchecked Sendable {
 
     private func disconnected(_ rc: Int32) {
         shared.withLock { $0.connected = false }
-        if rc != 0 { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
+        // A refused CONNACK is followed by this callback with MOSQ_ERR_CONN_REFUSED:
+        // the broker's own reason ("not authorised": a wrong login) is kept, not
+        // replaced by the generic "The connection was refused".
+        let refusalKnown =
+            rc == MOSQ_ERR_CONN_REFUSED.rawValue
+            && shared.withLock { $0.lastError?.hasPrefix("broker refused the connection") == true }
+        if rc != 0 && !refusalKnown { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
     }
 
     private func acknowledged(_ mid: Int32, reason: Int32) {

@@ -34,6 +34,63 @@ final class MQTTStoryTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains(#""reason":"replay""#) })
     }
 
+    /// The broker a Home Assistant OS user already has (users and passwords,
+    /// TLS with a server certificate only): gatewayd logs in with the password
+    /// from a systemd credential and its events arrive; a wrong password keeps
+    /// it out, with the broker's reason in status and the password nowhere in
+    /// the log; plain TCP is warned about once.
+    func testTheDoorLogsInToABrokerWithAUserAndPassword() throws {
+        let broker = try LoginBroker()
+        try broker.start()
+        for (password, tls) in [(LoginBroker.password, true), ("wrong password", true), (LoginBroker.password, false)] {
+            let credentials = try XCTUnwrap(
+                FileManager.default.temporaryDirectory.appendingPathComponent("creds-\(UUID().uuidString.prefix(8))"))
+            try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: credentials) }
+            try (password + "\n").write(
+                to: credentials.appendingPathComponent("mqtt.password"), atomically: true, encoding: .utf8)
+            let g = try GatewayUnderTest(
+                extra: """
+                    [mqtt]
+                    enabled = true
+                    host = "localhost"
+                    port = \(tls ? broker.tlsPort : broker.plainPort)
+                    username = "\(LoginBroker.user)"
+                    password_file = "mqtt.password"
+                    [mqtt.tls]
+                    \(tls ? "ca_file = \"\(broker.path("ca.crt"))\"" : "enabled = false")
+                    """,
+                deviceID: "front-door")
+            try g.start(environment: ["CREDENTIALS_DIRECTORY": credentials.path])
+            if password == LoginBroker.password {
+                try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+                let events = try MosquittoBroker.Subscription(
+                    arguments: [
+                        "-h", "localhost", "-p", "\(broker.plainPort)", "-u", LoginBroker.user, "-P",
+                        LoginBroker.password, "-q", "1", "-t", "doorgateway/front-door/event", "-F", "%t|%r|%p",
+                    ])
+                try g.ctlJSON(["open", "--action", "0"])
+                let lines = events.wait { $0.contains { $0.contains("admin_open") } }
+                XCTAssertTrue(lines.contains { $0.contains(#""kind":"admin_open""#) }, "\(lines)\n\(g.log)")
+            } else {
+                var broker: JSONValue?
+                for _ in 0..<200 {
+                    broker = try g.status()["broker"]
+                    if broker?["last_error"]?.stringValue?.lowercased().contains("not authori") == true { break }
+                    usleep(50_000)
+                }
+                XCTAssertTrue(
+                    broker?["last_error"]?.stringValue?.lowercased().contains("not authori") == true,
+                    "\(broker.map { "\($0)" } ?? "nil")\n\(g.log)")
+                XCTAssertNotEqual(broker?["connected"], .bool(true))
+            }
+            XCTAssertEqual(g.stop(), 0, g.log)
+            XCTAssertFalse(g.log.contains(password), "the password is in the log:\n\(g.log)")
+            let warnings = g.log.components(separatedBy: "plain TCP to localhost").count - 1
+            XCTAssertEqual(warnings, tls ? 0 : 1, g.log)
+        }
+    }
+
     /// Home Assistant's "last access" counts every kind of open with its
     /// source, and a restart does not forget it (it is read back from the
     /// audit log). The door's state is retained, so HA's account reads it.
