@@ -251,7 +251,8 @@ public enum ConfigExample {
             # ca_dir = "/etc/ssl/certs"
             # cert_file = "/etc/doorgateway/\(deviceID).crt"
             # key_file = "/etc/doorgateway/\(deviceID).key"
-            # Skip verifying the broker's certificate: for tests only.
+            # Skip checking the broker's host name against its certificate (the
+            # chain is still checked against ca_file/ca_dir): for tests only.
             insecure = false
 
             [mqtt.commands]

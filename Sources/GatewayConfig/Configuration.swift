@@ -77,7 +77,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
             public var caDirectory: String?
             public var certFile: String?
             public var keyFile: String?
-            /// Skip verifying the broker's certificate and host name (tests only).
+            /// Skip checking the broker's host name (the chain is still verified; tests only).
             public var insecure: Bool
         }
         public var enabled: Bool

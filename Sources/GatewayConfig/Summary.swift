@@ -87,7 +87,8 @@ extension GatewayConfiguration {
         }
         if mqtt.enabled && remote.transport == .mqtt && mqtt.tls.enabled && mqtt.tls.insecure {
             w.append(
-                "mqtt.tls.insecure = true: the broker's certificate is not verified; anyone on the path can pose as it")
+                "mqtt.tls.insecure = true: the broker's host name is not checked against its certificate; "
+                    + "a server certificate from the same CA on another host passes")
         }
         return w
     }

@@ -284,7 +284,7 @@ public final class MosquittoBroker {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    static func canConnect(_ port: Int) -> Bool {
+    public static func canConnect(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()

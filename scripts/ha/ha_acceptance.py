@@ -120,7 +120,7 @@ class Run:
     def pki(self):
         out = subprocess.run(
             [os.path.join(self.repo, "provisioning/make-certs.sh"), os.path.join(self.work, "pki"),
-             "localhost", DEVICE, "homeassistant"],
+             "--server", "localhost", DEVICE, "homeassistant"],
             check=True, capture_output=True, text=True)
         check(out.stdout.count(".crt") == 3, "provisioning/make-certs.sh made the CA and 3 certificates")
 
