@@ -120,13 +120,9 @@ final class SecretOriginTests: XCTestCase {
 
     /// A signed document of the site, accepted as a door's judge would.
     func fleetDocument(version: Int64) throws -> FleetRules.Accepted {
-        let seed = Array(repeating: UInt8(9), count: 32)
-        let doc = FleetDocument(site: "acme-hq", version: version, origin: "door-a/alice", issued: 100)
-        let verdict = FleetRules.judge(
-            try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: doc.site,
-            applied: nil)
-        guard case .apply(let accepted) = verdict else { throw XCTSkip("not accepted: \(verdict)") }
-        return accepted
+        try acceptedFleetDocument(
+            FleetDocument(site: "acme-hq", version: version, origin: "door-a/alice", issued: 100),
+            seed: Array(repeating: UInt8(9), count: 32))
     }
 
     /// A door that holds the key as imported (a share link imported before
