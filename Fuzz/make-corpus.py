@@ -57,6 +57,9 @@ for i, t in enumerate(V["tags_v1"] + V["tags_v2"]):
     add("sticker", f"url-{i}", t["url"])
 for i, c in enumerate(V["sticker_cases"]):
     add("sticker", f"case-{i}-{c['why'][:40]}", c["url"])
+# Review H1: each v2 sticker with its u= cut off (a v1 copy of a generated key's sticker).
+for i, t in enumerate(V["tags_v2"]):
+    add("sticker", f"v2-u-cut-{i}", t["url"].split("&u=")[0])
 for i, c in enumerate(V["bad_tags"]):
     add("sticker", f"bad-{i}-{c['why'][:40]}", c["url"])
 for i, s in enumerate(V["share"]):

@@ -57,8 +57,12 @@ extension GatewayStore {
             guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
             local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
         }
-        for row in try db.fetchAll(sql: "SELECT key FROM secret") {
-            if let key: [UInt8] = try row.get("key") { local.secretKeys.insert(key) }
+        for row in try db.fetchAll(sql: "SELECT key, origin FROM secret") {
+            guard let key: [UInt8] = try row.get("key") else { continue }
+            local.secretKeys.insert(key)
+            if try row.get("origin", as: String.self) == SecretOrigin.imported.rawValue {
+                local.importedKeys.insert(key)
+            }
         }
         local.compatTimestampKey = try db.scalar(
             [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.compatTimestamp.rawValue])
@@ -94,6 +98,11 @@ extension GatewayStore {
                     sql: """
                         INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
                         """, arguments: [secret.action, secret.label, secret.key, now, secret.origin.rawValue])
+            }
+            for key in changes.restrictSecrets {
+                try db.execute(
+                    sql: "UPDATE secret SET origin = 'generated' WHERE key = ? AND origin = 'imported'",
+                    arguments: [key])
             }
             for (name, value) in [
                 (KeyName.compatTimestamp, changes.setCompatTimestampKey), (.nativeCommand, changes.setNativeCommandKey),

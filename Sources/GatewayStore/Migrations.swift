@@ -58,6 +58,26 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "clock_floor" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "unix" INTEGER NOT NULL)"#
             ]),
+        // A sticker key is held once per action (security review H1,
+        // docs/security.md): the same key imported back beside the generated
+        // row let v2 stickers with their `u` cut off pass as v1. Rows of one
+        // action and key that a database already holds become one — the
+        // lowest id, so issued tags keep pointing at it — without losing a
+        // key: generated if any copy was (v2-only, the stricter origin;
+        // v2 stickers verify as before), active if any copy was (every
+        // sticker that verified still does), its label or the first
+        // non-empty one. The same key under two actions stays (each row is
+        // the only one of its action); `addSecret` refuses new ones.
+        Migration(
+            name: "v6-secret-key-once",
+            statements: [
+                #"UPDATE "secret" SET "origin" = 'generated' WHERE "origin" = 'imported' AND EXISTS (SELECT 1 FROM "secret" AS "o" WHERE "o"."action" = "secret"."action" AND "o"."key" = "secret"."key" AND "o"."origin" = 'generated')"#,
+                #"UPDATE "secret" SET "active" = 1 WHERE NOT "active" AND EXISTS (SELECT 1 FROM "secret" AS "o" WHERE "o"."action" = "secret"."action" AND "o"."key" = "secret"."key" AND "o"."active")"#,
+                #"UPDATE "secret" SET "label" = (SELECT "o"."label" FROM "secret" AS "o" WHERE "o"."action" = "secret"."action" AND "o"."key" = "secret"."key" AND "o"."label" <> '' ORDER BY "o"."id" LIMIT 1) WHERE "label" = '' AND EXISTS (SELECT 1 FROM "secret" AS "o" WHERE "o"."action" = "secret"."action" AND "o"."key" = "secret"."key" AND "o"."label" <> '')"#,
+                #"UPDATE "issued_tag" SET "secret_id" = (SELECT MIN("o"."id") FROM "secret" AS "s" JOIN "secret" AS "o" ON "o"."action" = "s"."action" AND "o"."key" = "s"."key" WHERE "s"."id" = "issued_tag"."secret_id") WHERE "secret_id" IN (SELECT "s"."id" FROM "secret" AS "s" WHERE EXISTS (SELECT 1 FROM "secret" AS "o" WHERE "o"."action" = "s"."action" AND "o"."key" = "s"."key" AND "o"."id" < "s"."id"))"#,
+                #"DELETE FROM "secret" WHERE EXISTS (SELECT 1 FROM "secret" AS "o" WHERE "o"."action" = "secret"."action" AND "o"."key" = "secret"."key" AND "o"."id" < "secret"."id")"#,
+                #"CREATE UNIQUE INDEX "secret_on_action_key" ON "secret"("action", "key")"#,
+            ]),
     ]
 
     /// The migration names, in order.

@@ -38,7 +38,11 @@ extension GatewayStore {
         }
     }
 
-    /// Stores a new secret (32 bytes) for an action that exists.
+    /// Stores a new secret (32 bytes) for an action that exists. A key
+    /// already held (under any action, with either origin) is refused
+    /// (`StoreError.alreadyHeld`): a second row could only change its origin,
+    /// and a gateway-generated key turned imported would let the v2 stickers
+    /// it signed pass as v1 with their `u` cut off (COMPAT §4).
     @discardableResult
     public func addSecret(
         action: ActionIndex, key: [UInt8], label: String, origin: SecretOrigin,
@@ -48,6 +52,10 @@ extension GatewayStore {
         return try pool.write { db in
             guard try db.scalar(Bool.self, sql: "SELECT 1 FROM action WHERE idx = ?", arguments: [action]) != nil else {
                 throw StoreError.notFound("action \(action)")
+            }
+            let row = try db.fetchOne(sql: "SELECT * FROM secret WHERE key = ? ORDER BY id LIMIT 1", arguments: [key])
+            if let held = try row.map(StickerSecret.init(row:)) {
+                throw StoreError.alreadyHeld(id: held.id, action: held.action, origin: held.origin)
             }
             try db.execute(
                 sql: """

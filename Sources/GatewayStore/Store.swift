@@ -90,6 +90,8 @@ public enum StoreError: Error, CustomStringConvertible, Equatable {
     case sqlite(path: String, String)
     case invalidValue(String)
     case notFound(String)
+    /// The sticker secret's key is already held, as this secret.
+    case alreadyHeld(id: Int64, action: ActionIndex, origin: SecretOrigin)
 
     static func sqlite(path: String, _ error: Error) -> StoreError {
         .sqlite(path: path, String(describing: error))
@@ -102,6 +104,8 @@ public enum StoreError: Error, CustomStringConvertible, Equatable {
         case .sqlite(let p, let why): return "store \(p): \(why)"
         case .invalidValue(let why): return "invalid value: \(why)"
         case .notFound(let what): return "not found: \(what)"
+        case .alreadyHeld(let id, let action, let origin):
+            return "this key is already held as secret \(id) (action \(action), \(origin.rawValue)); nothing was stored"
         }
     }
 }

@@ -21,6 +21,12 @@ enum StickerTarget {
             }
             _ = verdict.description
         }
+        // Review H1: a generated key also held as imported never passes a v1 sticker.
+        let generated = Vectors.generatedSecret
+        var doubled = Vectors.secrets
+        doubled.append(StickerSecret(id: 99, action: generated.action, key: generated.key, origin: .imported))
+        let copy = StickerJudge.judge(text, uid: nil, secrets: doubled, actionCount: 4)
+        expect(!(copy.reason == .validV1 && copy.secretID == 99), "v1 passed with a gateway-generated key")
         // As the gateway writes it (a URI record on an NTAG213), it reads back unchanged.
         let record = NDEFRecord.uri(text)
         expect((try? record.uri()) == text, "URI record of \(text.debugDescription) reads back different")

@@ -262,4 +262,40 @@ final class FleetTests: XCTestCase {
         let held = FleetRules.Local(secretKeys: [secretKey], compatTimestampKey: otp)
         XCTAssertTrue(FleetRules.changes(accepted.document, to: held, actions: [0], secrets: opened).addSecrets.isEmpty)
     }
+
+    /// Review H1: a key a gateway generated is v2-only at every door the
+    /// fleet reaches. A door holding it as imported (a share link imported
+    /// before the fix) makes it generated; a document never makes a
+    /// generated key imported; a key listed twice in one document is
+    /// generated if either entry says so.
+    func testAGeneratedKeyIsNeverImportedThroughTheFleet() {
+        let k = [UInt8](repeating: 0x5A, count: 32), phone = [UInt8](repeating: 0x77, count: 32)
+        let doc = document(version: 4)
+        let generated = FleetSecrets(secrets: [.init(action: 0, key: k, origin: .generated)])
+        let importedHere = FleetRules.Local(secretKeys: [k, phone], importedKeys: [k, phone])
+        let c = FleetRules.changes(doc, to: importedHere, actions: [0], secrets: generated)
+        XCTAssertEqual(c.addSecrets, [])
+        XCTAssertEqual(c.restrictSecrets, [k])
+        XCTAssertTrue(c.summary.hasSuffix(", 1 secrets made v2-only"), c.summary)
+        XCTAssertFalse(c.summary.contains("5a5a"))
+        // Not for an action this door does not define; not when it is already generated here.
+        XCTAssertEqual(FleetRules.changes(doc, to: importedHere, actions: [1], secrets: generated).restrictSecrets, [])
+        func secretChanges(_ c: FleetRules.Changes) -> Int { c.addSecrets.count + c.restrictSecrets.count }
+        let generatedHere = FleetRules.Local(secretKeys: [k])
+        XCTAssertEqual(secretChanges(FleetRules.changes(doc, to: generatedHere, actions: [0], secrets: generated)), 0)
+        // A document calling it imported changes nothing where it is generated.
+        let imported = FleetSecrets(secrets: [.init(action: 0, key: k, origin: .imported)])
+        XCTAssertEqual(secretChanges(FleetRules.changes(doc, to: generatedHere, actions: [0], secrets: imported)), 0)
+        // Listed twice (imported first): added once, generated.
+        let twice = FleetSecrets(
+            secrets: [
+                .init(action: 0, key: k, label: "copy", origin: .imported),
+                .init(action: 0, key: k, origin: .generated),
+            ])
+        XCTAssertEqual(
+            FleetRules.changes(doc, to: FleetRules.Local(), actions: [0], secrets: twice).addSecrets,
+            [.init(action: 0, key: k, label: "copy", origin: .generated)])
+        XCTAssertEqual(
+            FleetRules.changes(doc, to: importedHere, actions: [0], secrets: twice).restrictSecrets, [k])
+    }
 }

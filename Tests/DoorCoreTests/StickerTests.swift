@@ -124,11 +124,37 @@ final class StickerTests: XCTestCase {
                 v.url, uid: nil, secrets: [secret(v.secret, action: v.idx, origin: .imported)],
                 actionCount: v.idx
             ).reason, .unknownAction)
-        // Several secrets: the one that verifies is named; an imported one wins for v1.
+        // Several secrets: the one that verifies is named.
         let other = secret(String(repeating: "11", count: 32), action: v.idx, origin: .imported, id: 7)
-        let gen = secret(v.secret, action: v.idx, origin: .generated, id: 8)
         let imp = secret(v.secret, action: v.idx, origin: .imported, id: 9)
-        XCTAssertEqual(StickerJudge.judge(v.url, uid: nil, secrets: [other, gen, imp], actionCount: 4).secretID, 9)
+        XCTAssertEqual(StickerJudge.judge(v.url, uid: nil, secrets: [other, imp], actionCount: 4).secretID, 9)
+    }
+
+    /// Finding H1: a v2 sticker with `&u=…` cut off is a v1 sticker signed
+    /// with a gateway-generated key. When the same key is also held as
+    /// imported (a share link of it imported back, or two origins of one key
+    /// in any order), the generated one decides: denied, and the verdict names it.
+    func testAV2StickerWithUCutOffIsDeniedWhenAnyVerifyingSecretIsGenerated() throws {
+        for v in vectors.tags_v2 {
+            let url = try StickerURL.parse(v.url)
+            var copy = url
+            copy.uidBinding = nil
+            XCTAssertFalse(copy.text.contains("&u="))
+            let gen = secret(v.secret, action: v.idx, origin: .generated, id: 8)
+            let imp = secret(v.secret, action: v.idx, origin: .imported, id: 9)
+            for secrets in [[gen, imp], [imp, gen], [gen]] {
+                let verdict = StickerJudge.judge(copy.text, uid: nil, secrets: secrets, actionCount: 4)
+                XCTAssertEqual(verdict.reason, .v1NotAllowed, "\(secrets.map(\.origin))")
+                XCTAssertEqual(verdict.secretID, 8, "the generated secret is named")
+                XCTAssertFalse(verdict.isValid)
+                XCTAssertTrue(verdict.countsTowardLockout)
+                // The sticker itself, with its UID, stays valid.
+                let uid = TagUID(hex: v.uid)!
+                XCTAssertEqual(StickerJudge.judge(v.url, uid: uid, secrets: secrets, actionCount: 4).reason, .validV2)
+            }
+            // Only an imported key: the phone's v1 stickers, as COMPAT §1 says.
+            XCTAssertEqual(StickerJudge.judge(copy.text, uid: nil, secrets: [imp], actionCount: 4).reason, .validV1)
+        }
     }
 
     func testNotOursDoesNotCountTowardLockout() {

@@ -15,11 +15,7 @@ final class FleetStoreTests: XCTestCase {
     let lost = TagUID(hex: "04112233445566")!
 
     func accept(_ doc: FleetDocument, applied: FleetRules.Applied? = nil) throws -> FleetRules.Accepted {
-        let verdict = FleetRules.judge(
-            try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: doc.site,
-            applied: applied)
-        guard case .apply(let a) = verdict else { throw XCTSkip("not accepted: \(verdict)") }
-        return a
+        try acceptedFleetDocument(doc, seed: seed, applied: applied)
     }
 
     func testADocumentIsAppliedOnceAuditedAndSurvivesAReopen() throws {
@@ -74,4 +70,15 @@ final class FleetStoreTests: XCTestCase {
         XCTAssertEqual(snap.revokedUIDs, [issued])
         XCTAssertEqual(snap.tags, [])
     }
+}
+
+/// `doc` signed with the site key `seed` and accepted as a door's judge would.
+func acceptedFleetDocument(_ doc: FleetDocument, seed: [UInt8], applied: FleetRules.Applied? = nil) throws
+    -> FleetRules.Accepted
+{
+    let verdict = FleetRules.judge(
+        try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: doc.site,
+        applied: applied)
+    guard case .apply(let a) = verdict else { throw XCTSkip("not accepted: \(verdict)") }
+    return a
 }

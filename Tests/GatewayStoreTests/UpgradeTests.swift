@@ -35,9 +35,10 @@ final class UpgradeTests: XCTestCase {
     func testAGRDBDatabaseOpensFullyMigratedWithEveryRow() throws {
         let store = try GatewayStore(stateDirectory: dir)
         XCTAssertEqual(
-            try store.appliedMigrations(), ["v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor"])
+            try store.appliedMigrations(),
+            ["v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once"])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 5,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 6,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 
@@ -112,7 +113,7 @@ final class UpgradeTests: XCTestCase {
         let upgraded = try GatewayStore(stateDirectory: dir)
         let fresh = try GatewayStore(stateDirectory: dir + "/fresh")
         XCTAssertEqual(try schema(fresh), try schema(upgraded))
-        XCTAssertEqual(try schema(fresh).count, 19)
+        XCTAssertEqual(try schema(fresh).count, 20)
     }
 
     /// A database that lacks the newest migration gets exactly that one.

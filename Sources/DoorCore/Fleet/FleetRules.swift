@@ -68,23 +68,28 @@ public enum FleetRules {
         public var tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)]
         /// The key bytes of every sticker secret held (any action, active or not).
         public var secretKeys: Set<[UInt8]> = []
+        /// Those of them held as imported (any action, active or not).
+        public var importedKeys: Set<[UInt8]> = []
         public var compatTimestampKey: [UInt8]?
         public var nativeCommandKey: [UInt8]?
         public init(
             revokedUIDs: Set<TagUID> = [], revokedSignatures: Set<[UInt8]> = [],
             tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)] = [:],
-            secretKeys: Set<[UInt8]> = [], compatTimestampKey: [UInt8]? = nil, nativeCommandKey: [UInt8]? = nil
+            secretKeys: Set<[UInt8]> = [], importedKeys: Set<[UInt8]> = [], compatTimestampKey: [UInt8]? = nil,
+            nativeCommandKey: [UInt8]? = nil
         ) {
             self.revokedUIDs = revokedUIDs
             self.revokedSignatures = revokedSignatures
             self.tags = tags
             self.secretKeys = secretKeys
+            self.importedKeys = importedKeys
             self.compatTimestampKey = compatTimestampKey
             self.nativeCommandKey = nativeCommandKey
         }
         public static func == (a: Local, b: Local) -> Bool {
             a.revokedUIDs == b.revokedUIDs && a.revokedSignatures == b.revokedSignatures
-                && a.secretKeys == b.secretKeys && a.compatTimestampKey == b.compatTimestampKey
+                && a.secretKeys == b.secretKeys && a.importedKeys == b.importedKeys
+                && a.compatTimestampKey == b.compatTimestampKey
                 && a.nativeCommandKey == b.nativeCommandKey && a.tags.count == b.tags.count
                 && a.tags.allSatisfy { uid, t in
                     guard let o = b.tags[uid] else { return false }
@@ -103,8 +108,14 @@ public enum FleetRules {
         public var upsertTags: [FleetDocument.Tag] = []
         /// Tags of the document this door leaves alone, with why (e.g. an action it does not define).
         public var skipped: [(uid: TagUID, why: String)] = []
-        /// Sticker secrets this door lacks (stored as imported: they validate, they do not sign here).
+        /// Sticker secrets this door lacks, stored with their origin (a key
+        /// the document says a gateway generated is stored generated).
         public var addSecrets: [FleetSecrets.Secret] = []
+        /// Keys this door holds as imported that the document says a gateway
+        /// generated: they become generated here (v2 stickers only), so a v2
+        /// sticker with its `u` cut off is not a v1 sticker here (review H1).
+        /// Never the reverse: a document cannot make a generated key imported.
+        public var restrictSecrets: [[UInt8]] = []
         /// Remote keys that differ from this door's (a rotation).
         public var setCompatTimestampKey: [UInt8]?
         public var setNativeCommandKey: [UInt8]?
@@ -113,12 +124,13 @@ public enum FleetRules {
         public init() {}
         public var isEmpty: Bool {
             revokeUIDs.isEmpty && revokeSignatures.isEmpty && upsertTags.isEmpty && addSecrets.isEmpty
-                && setCompatTimestampKey == nil && setNativeCommandKey == nil
+                && restrictSecrets.isEmpty && setCompatTimestampKey == nil && setNativeCommandKey == nil
         }
         public static func == (a: Changes, b: Changes) -> Bool {
             a.revokeUIDs == b.revokeUIDs && a.revokeSignatures == b.revokeSignatures && a.upsertTags == b.upsertTags
                 && a.skipped.map(\.uid) == b.skipped.map(\.uid) && a.skipped.map(\.why) == b.skipped.map(\.why)
-                && a.addSecrets == b.addSecrets && a.setCompatTimestampKey == b.setCompatTimestampKey
+                && a.addSecrets == b.addSecrets && a.restrictSecrets == b.restrictSecrets
+                && a.setCompatTimestampKey == b.setCompatTimestampKey
                 && a.setNativeCommandKey == b.setNativeCommandKey && a.secretsNote == b.secretsNote
         }
         /// One line for the audit log.
@@ -128,6 +140,7 @@ public enum FleetRules {
             if !skipped.isEmpty { s += ", \(skipped.count) skipped" }
             // Counts and names only: never key material.
             if !addSecrets.isEmpty { s += ", +\(addSecrets.count) secrets" }
+            if !restrictSecrets.isEmpty { s += ", \(restrictSecrets.count) secrets made v2-only" }
             if setCompatTimestampKey != nil { s += ", otp key rotated" }
             if setNativeCommandKey != nil { s += ", command key rotated" }
             if let secretsNote { s += " (secrets not applied: \(secretsNote))" }
@@ -141,9 +154,19 @@ public enum FleetRules {
     ) -> Changes {
         var c = Changes()
         if let secrets {
+            // Generated wins: a key any entry calls generated is generated.
+            let generated = Set(secrets.secrets.lazy.filter { $0.origin == .generated }.map(\.key))
             var seenKeys = local.secretKeys
-            for secret in secrets.secrets where actions.contains(secret.action) {
-                if seenKeys.insert(secret.key).inserted { c.addSecrets.append(secret) }
+            var restricted = Set<[UInt8]>()
+            for var secret in secrets.secrets where actions.contains(secret.action) {
+                if generated.contains(secret.key) { secret.origin = .generated }
+                if seenKeys.insert(secret.key).inserted {
+                    c.addSecrets.append(secret)
+                } else if secret.origin == .generated, local.importedKeys.contains(secret.key),
+                    restricted.insert(secret.key).inserted
+                {
+                    c.restrictSecrets.append(secret.key)
+                }
             }
             if let k = secrets.compatTimestampKey, k != local.compatTimestampKey { c.setCompatTimestampKey = k }
             if let k = secrets.nativeCommandKey, k != local.nativeCommandKey { c.setNativeCommandKey = k }

@@ -47,7 +47,8 @@ public struct StickerVerdict: Equatable, Sendable, Hashable, CustomStringConvert
         case .badSignature: base = "bad signature"
         case .uidMismatch: base = "UID mismatch: the sticker is bound to another tag"
         case .uidUnknown: base = "v2 sticker but the tag's UID is not known"
-        case .v1NotAllowed: base = "v1 not allowed for this secret (gateway-generated; a v2 sticker with u removed?)"
+        case .v1NotAllowed:
+            base = "v1 not allowed: a verifying secret is gateway-generated (a v2 sticker with u removed?)"
         }
         return detail.map { "\(base): \($0)" } ?? base
     }
@@ -102,9 +103,12 @@ public enum StickerJudge {
             return StickerVerdict(reason: .validV2, url: url, secretID: secret.id)
         }
         guard !verifying.isEmpty else { return StickerVerdict(reason: .badSignature, url: url) }
-        if let imported = verifying.first(where: { $0.origin == .imported }) {
-            return StickerVerdict(reason: .validV1, url: url, secretID: imported.id)
+        // v1 needs every verifying secret imported: one the gateway generated
+        // signed v2 stickers, and this may be one with its `u` cut off. The
+        // same key held twice (a share link of it imported back) stays v2-only.
+        if let generated = verifying.first(where: { $0.origin == .generated }) {
+            return StickerVerdict(reason: .v1NotAllowed, url: url, secretID: generated.id)
         }
-        return StickerVerdict(reason: .v1NotAllowed, url: url, secretID: verifying[0].id)
+        return StickerVerdict(reason: .validV1, url: url, secretID: verifying[0].id)
     }
 }

@@ -235,15 +235,23 @@ struct SecretsCommand: ParsableCommand {
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "export",
-            abstract: "Print a secret's smpshare:// link for the phone app (optionally as a QR code).")
+            abstract: "Print a secret's smpshare:// link for the phone app (optionally as a QR code).",
+            discussion: """
+                An imported secret exports as is. A secret this gateway generated exports only with \
+                --allow-v1: the link cannot carry its origin, so whoever imports it accepts v1 stickers \
+                signed with it.
+                """)
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Secret id.") var id: Int
         @Flag(help: "Draw the link as a QR code in the terminal.") var qr = false
+        @Flag(help: "Export a gateway-generated secret anyway. \(ShareLinkWarning.generated)")
+        var allowV1 = false
         func run() throws {
-            try socket.call(.secretsExport, [("id", .int(id))]) { answer in
-                let link = answer["link"]?.stringValue ?? ""
-                return qr ? (terminalQR(link) ?? link) + "\n" + link : link
-            }
+            let answer = try socket.request(.secretsExport, [("id", .int(id)), ("allow_v1", .bool(allowV1))])
+            if let warning = answer["warning"]?.stringValue { printError("gatewayctl: warning: \(warning)\n") }
+            if socket.json { return print(answer.serialized) }
+            let link = answer["link"]?.stringValue ?? ""
+            print(qr ? (terminalQR(link) ?? link) + "\n" + link : link)
         }
     }
 }
