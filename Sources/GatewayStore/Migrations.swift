@@ -58,6 +58,15 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "clock_floor" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "unix" INTEGER NOT NULL)"#
             ]),
+        // Fleet push (docs/security.md "H2"): the signed document this door
+        // applied last, as heard, so `gatewayctl fleet push` checks it with
+        // the site key and shows the operator what the next one changes.
+        // NULL in a row written before it (the next applied document fills it).
+        Migration(
+            name: "v6-fleet-document",
+            statements: [
+                #"ALTER TABLE "fleet_state" ADD COLUMN "document" BLOB"#
+            ]),
     ]
 
     /// The migration names, in order.

@@ -38,7 +38,8 @@ final class FleetPushTests: XCTestCase {
     var socket: String { dir + "/run/control.sock" }
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-push-\(UUID().uuidString.prefix(8))")
+        dir =
+            FileManager.default.temporaryDirectory.appendingPathComponent("fleet-push-\(UUID().uuidString.prefix(8))")
             .path
         try FileManager.default.createDirectory(atPath: dir + "/etc", withIntermediateDirectories: true)
         siteSeed = try Crypto.Ed25519.generateSeed()
@@ -220,6 +221,153 @@ final class FleetPushTests: XCTestCase {
         let r = try push(["--yes"])
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
         XCTAssertTrue(r.stderr.contains("maximum"), r.stderr)
+        XCTAssertEqual(try published().count, 0)
+    }
+
+    // MARK: What the operator reads
+
+    let dave = TagUID(hex: "04D0000000DA7E")!
+    let phoneKey = [UInt8](repeating: 0x55, count: 32)
+
+    /// Version 4 applied with secrets (the front door's generated one, a
+    /// phone's imported one, both remote keys); since then, here: alice
+    /// revoked, dave's expiry brought forward, carol provisioned (with a
+    /// label that tries to move the terminal's cursor), the phone secret
+    /// deactivated and the otp key rotated.
+    func makeAStoreThatChangedSinceVersion4() throws {
+        let sealed = try FleetSecrets(
+            secrets: [
+                FleetSecrets.Secret(action: 0, key: frontKey, label: "front door", origin: .generated),
+                FleetSecrets.Secret(action: 0, key: phoneKey, label: "phone", origin: .imported),
+            ],
+            compatTimestampKey: [UInt8](repeating: 0x10, count: 16), nativeCommandKey: nativeKey
+        ).seal(to: try Crypto.SiteBox.publicKey(privateKey: boxPrivateKey), site: Self.site, version: 4)
+        let v4 = FleetDocument(
+            site: Self.site, version: 4, origin: "door-a/alice-admin", issued: 1_800_000_000, revokedUIDs: [bob],
+            tags: [
+                FleetDocument.Tag(uid: alice, action: 0, label: "alice"),
+                FleetDocument.Tag(uid: dave, action: 1, label: "dave", validUntil: 1_811_000_000),
+            ], sealedSecrets: sealed)
+        let verdict = FleetRules.judge(
+            try v4.signed(seed: siteSeed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: siteSeed),
+            siteID: Self.site, applied: nil)
+        guard case .apply(let accepted) = verdict else { return XCTFail("not accepted: \(verdict)") }
+        try store.applyFleet(
+            accepted, actions: [0, 1], secrets: try FleetSecrets.open(v4, boxPrivateKey: boxPrivateKey),
+            now: 1_800_000_050)
+
+        try store.revoke(uid: alice, reason: "left", now: 1_800_000_100)
+        try store.expire(uid: dave, at: 1_805_000_000)
+        try store.createPendingTag(
+            uid: carol, action: 1, secretID: nil, label: "carol\u{1B}[1A\u{1B}[2K", now: 1_800_000_200)
+        try store.activateTag(uid: carol)
+        let phone = try XCTUnwrap(try store.secrets().first { $0.key == phoneKey })
+        try store.setSecretActive(id: phone.id, false)
+        try store.setKey(.compatTimestamp, compatKey, now: 1_800_000_300)
+    }
+
+    /// The whole summary, against the applied version 4: what is added,
+    /// revoked, left out, changed, rotated; then, not on a terminal and
+    /// without --yes, a refusal that says how to go on, and nothing signed.
+    func testTheSummaryAgainstTheLastAppliedDocumentAndTheRefusalWithoutATerminal() throws {
+        try makeAStoreThatChangedSinceVersion4()
+        try startHostileDaemon()
+        let r = try push(["--secrets", "--by", "alice-admin"])
+        XCTAssertEqual(
+            r.stdout,
+            #"""
+            fleet push: site main-site, version 5, after version 4 (from door-a/alice-admin, applied here 2027-01-15T08:00:50Z; its signature checked with the site key)
+            origin: door-b/alice-admin
+            revoked UIDs: 2 (+1)
+              + 04A1B2C3D4E5F6 (issued until now: action 0 "alice")
+            revoked signatures: 0 (no change)
+            issued tags: 2 (+1 -1 ~1)
+              + 04CAFE00000001 action 1 "carol\u{1b}[1A\u{1b}[2K", valid until never
+              - 04A1B2C3D4E5F6 action 0 "alice", valid until never (revoked)
+              ~ 04D0000000DA7E: valid until 2027-05-22T15:33:20Z → 2027-03-14T04:53:20Z
+            secrets: 1 sealed to the site box (-1)
+              - action 0 imported "phone" key sha256:84126d0d (left out: doors that hold it keep it)
+            otp key (COMPAT §3): ROTATED sha256:9c744e43 → sha256:b8f12ea8 (every door rotates to it)
+            command key (COMPAT §5): unchanged (sha256:9f72ea0c)
+
+            """#)
+        XCTAssertEqual(
+            r.stderr,
+            "gatewayctl: not signed: nobody confirmed the summary above (standard input is not a terminal); "
+                + "run it on a terminal, or add --yes to sign without asking\n")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(try published().count, 0)
+        XCTAssertEqual(daemon.methods, [], "gatewayd is not even asked")
+    }
+
+    /// With --yes the same summary is printed, then the document is signed.
+    func testWithYesTheSummaryIsPrintedAndTheDocumentSigned() throws {
+        try makeAStoreThatChangedSinceVersion4()
+        try startHostileDaemon()
+        let r = try push(["--yes"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("fleet push: site main-site, version 5, after version 4"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("secrets: not carried (push --secrets carries them)"), r.stdout)
+        XCTAssertTrue(
+            r.stdout.hasSuffix("published: doorgateway/door-b/fleet/main-site\nsite: main-site\nversion: 5\n"), r.stdout
+        )
+        XCTAssertEqual(try published().map(\.version), [5])
+    }
+
+    // MARK: A store that does not add up
+
+    /// fleet_state's version raised behind the kept document's back (the
+    /// store is writable by gatewayd's user): nothing signed.
+    func testAnAppliedVersionThatItsDocumentDoesNotBearIsRefused() throws {
+        try makeTheStoresTruth()
+        try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET version = 9223372036854775806") }
+        try startHostileDaemon()
+        let r = try push(["--yes"])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains(
+                "fleet_state records version 9223372036854775806, but the applied document it keeps is version 4"),
+            r.stderr)
+        XCTAssertEqual(try published().count, 0)
+    }
+
+    /// The kept document replaced by one signed with another key: nothing signed.
+    func testAKeptDocumentThatDoesNotVerifyIsRefused() throws {
+        try makeTheStoresTruth()
+        let forged = try FleetDocument(site: Self.site, version: 4, origin: "door-b/mallory", issued: 0)
+            .signed(seed: try Crypto.Ed25519.generateSeed())
+        try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET document = ?", arguments: [forged]) }
+        try startHostileDaemon()
+        let r = try push(["--yes"])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(r.stderr.contains("the signature does not verify"), r.stderr)
+        XCTAssertEqual(try published().count, 0)
+    }
+
+    /// A row applied before the store kept documents: the version as
+    /// recorded + 1, with a warning that it could not be checked.
+    func testAnAppliedVersionWithoutItsDocumentIsUsedWithAWarning() throws {
+        try makeTheStoresTruth()
+        try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET document = NULL") }
+        try startHostileDaemon()
+        let r = try push(["--yes"])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(
+            r.stdout.contains(
+                "warning: the store records version 4 but not its document (applied before this gatewayd kept it)"),
+            r.stdout)
+        XCTAssertEqual(try published().map(\.version), [5])
+    }
+
+    /// A site key that is not the configuration's: refused before anything.
+    func testASiteKeyThatIsNotTheConfiguredOneIsRefused() throws {
+        try makeTheStoresTruth()
+        try writeConfig(sitePublicKey: try Crypto.Ed25519.publicKey(seed: try Crypto.Ed25519.generateSeed()))
+        try startHostileDaemon()
+        let r = try push(["--yes"])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(r.stderr.contains("is not the private key of [fleet] site_public_key"), r.stderr)
+        XCTAssertEqual(r.stdout, "")
         XCTAssertEqual(try published().count, 0)
     }
 }
