@@ -314,6 +314,42 @@ final class FleetPushTests: XCTestCase {
         XCTAssertEqual(try published().map(\.version), [5])
     }
 
+    /// On a terminal (util-linux `script` gives gatewayctl one): the
+    /// summary, the question, and only "y" signs.
+    func onATerminal(answer: String) throws -> ProcessResult {
+        let script = "/usr/bin/script"
+        guard FileManager.default.isExecutableFile(atPath: script) else { throw XCTSkip("no \(script)") }
+        var env = ProcessInfo.processInfo.environment
+        env["DOORGATEWAY_SOCKET"] = socket
+        env["CONFIGURATION_DIRECTORY"] = dir + "/etc"
+        for name in ["STATE_DIRECTORY", "RUNTIME_DIRECTORY"] { env[name] = nil }
+        let command = [Run.product("gateway").path, "ctl", "fleet", "push", "--site-key", siteKeyFile]
+            .map { "'\($0)'" }.joined(separator: " ")
+        return try Run.process(
+            URL(fileURLWithPath: script), ["-qec", command, "/dev/null"], stdin: answer + "\n", environment: env,
+            timeout: 30)
+    }
+
+    func testOnATerminalYSignsAfterTheQuestion() throws {
+        try makeTheStoresTruth()
+        try startHostileDaemon()
+        let r = try onATerminal(answer: "y")
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.contains("Sign version 5 with the site key and publish it? [y/N]"), r.stdout)
+        XCTAssertEqual(try published().map(\.version), [5])
+    }
+
+    func testOnATerminalAnythingButYSignsNothing() throws {
+        try makeTheStoresTruth()
+        try startHostileDaemon()
+        for answer in ["n", "", "sure"] {
+            let r = try onATerminal(answer: answer)
+            XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+            XCTAssertTrue(r.stdout.contains("gatewayctl: not signed"), r.stdout)
+        }
+        XCTAssertEqual(try published().count, 0)
+    }
+
     // MARK: A store that does not add up
 
     /// fleet_state's version raised behind the kept document's back (the
