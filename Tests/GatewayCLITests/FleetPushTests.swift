@@ -367,32 +367,75 @@ final class FleetPushTests: XCTestCase {
         XCTAssertEqual(try published().count, 0)
     }
 
-    /// The kept document replaced by one signed with another key: nothing signed.
-    func testAKeptDocumentThatDoesNotVerifyIsRefused() throws {
+    /// The kept document replaced by one signed with another key and the
+    /// recorded version raised (what a compromised daemon could do to the
+    /// store; a rotated site key also leaves a document that does not
+    /// verify): shown as unchecked, and nothing is signed — not with --yes,
+    /// not confirmed on a terminal — until the operator names the version.
+    func testAKeptDocumentThatDoesNotVerifyNeedsTheOperatorsVersion() throws {
         try makeTheStoresTruth()
-        let forged = try FleetDocument(site: Self.site, version: 4, origin: "door-b/mallory", issued: 0)
+        let forged = try FleetDocument(site: Self.site, version: .max - 1, origin: "door-b/mallory", issued: 0)
             .signed(seed: try Crypto.Ed25519.generateSeed())
-        try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET document = ?", arguments: [forged]) }
+        try store.pool.write {
+            try $0.execute(
+                sql: "UPDATE fleet_state SET document = ?, version = 9223372036854775806", arguments: [forged])
+        }
         try startHostileDaemon()
         let r = try push(["--yes"])
         XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(r.stderr.contains("the signature does not verify"), r.stderr)
+        XCTAssertTrue(
+            r.stdout.contains(
+                "warning: version 9223372036854775806 cannot be checked: the document the store keeps for it is "
+                    + "refused (the signature does not verify with the site public key) with this site key: signed "
+                    + "with a previous site key, or the store was altered"), r.stdout)
+        XCTAssertTrue(r.stderr.contains("give it with --after-version N"), r.stderr)
+        let confirmed = try onATerminal(answer: "y")
+        XCTAssertEqual(confirmed.status, 1, confirmed.stdout)
         XCTAssertEqual(try published().count, 0)
+
+        let vouched = try push(["--yes", "--after-version", "4"])
+        XCTAssertEqual(vouched.status, 0, vouched.stdout + vouched.stderr)
+        XCTAssertTrue(
+            vouched.stdout.hasPrefix(
+                "fleet push: site main-site, version 5, after version 4 (--after-version; the store records "
+                    + "version 9223372036854775806 from door-a/alice-admin"), vouched.stdout)
+        XCTAssertEqual(try published().map(\.version), [5])
     }
 
-    /// A row applied before the store kept documents: the version as
-    /// recorded + 1, with a warning that it could not be checked.
-    func testAnAppliedVersionWithoutItsDocumentIsUsedWithAWarning() throws {
+    /// A row applied before the store kept documents: the same, its version
+    /// named by the operator.
+    func testAnAppliedVersionWithoutItsDocumentNeedsTheOperatorsVersion() throws {
         try makeTheStoresTruth()
         try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET document = NULL") }
         try startHostileDaemon()
         let r = try push(["--yes"])
-        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
         XCTAssertTrue(
             r.stdout.contains(
-                "warning: the store records version 4 but not its document (applied before this gatewayd kept it)"),
-            r.stdout)
+                "warning: version 4 cannot be checked: the store keeps no document for it (applied before gatewayd "
+                    + "kept them)"), r.stdout)
+        XCTAssertEqual(try published().count, 0)
+        let vouched = try push(["--yes", "--after-version", "4"])
+        XCTAssertEqual(vouched.status, 0, vouched.stdout + vouched.stderr)
         XCTAssertEqual(try published().map(\.version), [5])
+    }
+
+    /// --after-version cannot move a checked version; it can place a new door's first push.
+    func testAfterVersionMustBeTheCheckedOneAndPlacesANewDoorsFirstPush() throws {
+        try makeTheStoresTruth()
+        try startHostileDaemon()
+        let r = try push(["--yes", "--after-version", "7"])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("--after-version 7: the applied document here, checked with the site key, is version 4"),
+            r.stderr)
+        XCTAssertEqual(try published().count, 0)
+        try store.pool.write { try $0.execute(sql: "DELETE FROM fleet_state") }
+        let first = try push(["--yes", "--after-version", "9"])
+        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+        XCTAssertTrue(
+            first.stdout.hasPrefix("fleet push: site main-site, version 10, after version 9 (--after-version;"))
+        XCTAssertEqual(try published().map(\.version), [10])
     }
 
     /// A site key that is not the configuration's: refused before anything.

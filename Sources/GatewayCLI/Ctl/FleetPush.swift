@@ -12,7 +12,10 @@ import Glibc
 /// - the version is the applied one + 1, the applied one being what the
 ///   store's `fleet_state` records *and* the document kept beside it says,
 ///   that document's signature checked with the site key (the two must
-///   agree, or nothing is signed);
+///   agree, or nothing is signed). When the document cannot be checked (none
+///   kept: applied before the store kept them; or signed with a previous site
+///   key), the recorded version is shown as unchecked and nothing is signed
+///   until the operator names the version to follow (`--after-version N`);
 /// - the body is `FleetRules.snapshot` of the store's revocations and
 ///   active issued tags, with (`--secrets`) its active secrets and remote
 ///   keys sealed to the site box;
@@ -25,15 +28,14 @@ struct FleetPushPlan {
         case none
         /// The applied document, its signature checked with the site key.
         case verified(FleetDocument, FleetAppliedRecord)
-        /// The store records a version but not its document (applied before
-        /// migration v6-fleet-document): the version is taken as recorded,
-        /// and nothing can be compared with it.
-        case unrecorded(FleetAppliedRecord)
+        /// The store records a version whose document cannot be checked,
+        /// with why: nothing is compared with it.
+        case unchecked(FleetAppliedRecord, why: String)
 
         var version: Int64 {
             switch self {
             case .none: return 0
-            case .verified(_, let r), .unrecorded(let r): return r.version
+            case .verified(_, let r), .unchecked(let r, _): return r.version
             }
         }
     }
@@ -43,25 +45,47 @@ struct FleetPushPlan {
     }
 
     var baseline: Baseline
+    /// The version given with `--after-version`, when given.
+    var afterVersion: Int64?
     var document: FleetDocument
     /// What `document` carries sealed (nil without `--secrets`).
     var secrets: FleetSecrets?
     var diff: FleetDiff
 
+    /// The version the new document would follow rests on the store alone,
+    /// unchecked: nothing is signed without `--after-version`.
+    var versionUnchecked: Bool {
+        if case .unchecked = baseline, afterVersion == nil { return true }
+        return false
+    }
+
     /// `boxPrivateKey`: the site box key ([fleet] box_key_file) when readable;
-    /// `boxKeyProblem` why it is not, when it is not.
+    /// `boxKeyProblem` why it is not, when it is not. `afterVersion`: the
+    /// operator's `--after-version`, which must be the checked applied
+    /// version when there is one.
     static func make(
         fleet: GatewayConfiguration.Fleet, deviceID: String, store: GatewayStore, by: String, withSecrets: Bool,
-        boxPrivateKey: [UInt8]?, boxKeyProblem: String? = nil, now: Int64
+        boxPrivateKey: [UInt8]?, boxKeyProblem: String? = nil, afterVersion: Int64? = nil, now: Int64
     ) throws -> FleetPushPlan {
         let baseline = try baseline(store.fleetApplied(), fleet: fleet)
-        guard baseline.version < Int64.max else {
+        var follows = baseline.version
+        if let afterVersion {
+            guard afterVersion >= 0 else { throw Refusal(description: "--after-version: 0 or more") }
+            if case .verified(let doc, _) = baseline, afterVersion != doc.version {
+                throw Refusal(
+                    description:
+                        "--after-version \(afterVersion): the applied document here, checked with the site key, is "
+                        + "version \(doc.version): nothing signed")
+            }
+            follows = afterVersion
+        }
+        guard follows < Int64.max else {
             throw Refusal(
                 description:
-                    "the site's fleet version is at its maximum (\(baseline.version)): no later version can be signed; "
+                    "the site's fleet version is at its maximum (\(follows)): no later version can be signed; "
                     + "start the site over with a new site_id")
         }
-        let version = baseline.version + 1
+        let version = follows + 1
         var secrets: FleetSecrets?
         var sealed: Crypto.SiteBox.Sealed?
         if withSecrets {
@@ -96,31 +120,36 @@ struct FleetPushPlan {
         }
         let diff = FleetDiff.between(
             old, oldSecrets: oldSecrets, oldSecretsUnreadable: unreadable, document, newSecrets: secrets)
-        return FleetPushPlan(baseline: baseline, document: document, secrets: secrets, diff: diff)
+        return FleetPushPlan(
+            baseline: baseline, afterVersion: afterVersion, document: document, secrets: secrets, diff: diff)
     }
 
-    /// The applied document as the store holds it, checked with the site
-    /// key: a store whose `fleet_state` and kept document disagree, or whose
-    /// document does not verify, signs nothing.
+    /// The applied document as the store holds it, checked with the site key.
+    /// A kept document that verifies but is not what `fleet_state` records
+    /// (another version or body) signs nothing: the store was altered.
     static func baseline(_ record: FleetAppliedRecord?, fleet: GatewayConfiguration.Fleet) throws -> Baseline {
         guard let record, record.site == fleet.siteID else { return .none }
-        guard let envelope = record.document else { return .unrecorded(record) }
+        guard let envelope = record.document else {
+            return .unchecked(
+                record, why: "the store keeps no document for it (applied before gatewayd kept them)")
+        }
         let verdict = FleetRules.judge(envelope, sitePublicKey: fleet.sitePublicKey, siteID: fleet.siteID, applied: nil)
         guard case .apply(let accepted) = verdict else {
             var why = "is refused"
             if case .refuse(let e) = verdict { why = "is refused (\(e))" }
-            throw Refusal(
-                description:
-                    "the applied document the store keeps \(why) with this site key; the store may have been altered "
-                    + "(gatewayd's user can write it): nothing signed")
+            return .unchecked(
+                record,
+                why: "the document the store keeps for it \(why) with this site key: signed with a previous "
+                    + "site key, or the store was altered")
         }
         guard accepted.document.version == record.version, Crypto.constantTimeEqual(accepted.digest, record.digest)
         else {
+            let body = accepted.document.version == record.version ? " with another body" : ""
             throw Refusal(
                 description:
                     "the store's fleet_state records version \(record.version), but the applied document it keeps "
-                    + "is version \(accepted.document.version)\(accepted.document.version == record.version ? " with another body" : ""); "
-                    + "the store may have been altered (gatewayd's user can write it): nothing signed")
+                    + "is version \(accepted.document.version)\(body); the store was altered (gatewayd's user can "
+                    + "write it): nothing signed")
         }
         return .verified(accepted.document, record)
     }
@@ -128,22 +157,29 @@ struct FleetPushPlan {
     /// The summary printed before anything is signed.
     var summary: [String] {
         let site = FleetDiff.printable(document.site)
+        let follows = document.version - 1
         var out: [String] = []
         switch baseline {
-        case .none:
+        case .none where afterVersion == nil:
             out.append("fleet push: site \(site), version \(document.version) (no document of this site applied here)")
+        case .none:
+            out.append(
+                "fleet push: site \(site), version \(document.version), after version \(follows) "
+                    + "(--after-version; no document of this site applied here)")
         case .verified(let doc, let record):
             out.append(
                 "fleet push: site \(site), version \(document.version), after version \(doc.version) "
                     + "(from \(FleetDiff.printable(doc.origin)), applied here \(UTCTime.iso8601(record.applied)); "
                     + "its signature checked with the site key)")
-        case .unrecorded(let record):
+        case .unchecked(let record, let why):
+            let said = afterVersion == nil ? "as the store records it" : "--after-version"
             out.append(
-                "fleet push: site \(site), version \(document.version), after version \(record.version) "
-                    + "(from \(FleetDiff.printable(record.origin)), applied here \(UTCTime.iso8601(record.applied)))")
+                "fleet push: site \(site), version \(document.version), after version \(follows) (\(said); "
+                    + "the store records version \(record.version) from \(FleetDiff.printable(record.origin)), "
+                    + "applied here \(UTCTime.iso8601(record.applied)))")
             out.append(
-                "warning: the store records version \(record.version) but not its document (applied before this "
-                    + "gatewayd kept it): the version is not checked and every entry is listed as added")
+                "warning: version \(record.version) cannot be checked: \(why); compare `gatewayctl fleet status` "
+                    + "at another door. Every entry below is listed as added")
         }
         out.append("origin: \(FleetDiff.printable(document.origin))")
         out += diff.lines()
@@ -165,7 +201,9 @@ extension FleetCommand {
                 the applied document's signature checked with the site key. What it changes against \
                 the last applied document is printed, and on a terminal you are asked to confirm \
                 before it is signed; --yes signs without asking (scripts). Without a terminal and \
-                without --yes nothing is signed. gatewayd only publishes the signed document.
+                without --yes nothing is signed. When the applied version cannot be checked (a \
+                previous site key, a store from before gatewayd kept documents), nothing is signed \
+                without --after-version N. gatewayd only publishes the signed document.
                 """)
         @OptionGroup var socket: SocketOptions
         @Option(help: "The site's private key file (64 hex digits, mode 0600; `fleet keygen`).")
@@ -181,6 +219,11 @@ extension FleetCommand {
                 "The configuration file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml)."
         )
         var config: String?
+        @Option(
+            help:
+                "The version this document follows, when the store's applied one cannot be checked with the site key (a previous site key, a store from before gatewayd kept documents) or none is applied here yet; it must be the applied version when that is checked."
+        )
+        var afterVersion: Int64?
 
         func fail(_ text: String) -> ExitCode {
             printError("gatewayctl: \(text)\n")
@@ -224,7 +267,8 @@ extension FleetCommand {
             do {
                 plan = try FleetPushPlan.make(
                     fleet: fleet, deviceID: configuration.deviceID, store: store, by: by, withSecrets: secrets,
-                    boxPrivateKey: boxPrivateKey, boxKeyProblem: boxKeyProblem, now: Int64(time(nil)))
+                    boxPrivateKey: boxPrivateKey, boxKeyProblem: boxKeyProblem, afterVersion: afterVersion,
+                    now: Int64(time(nil)))
             } catch {
                 throw fail("\(error)")
             }
@@ -233,6 +277,12 @@ extension FleetCommand {
             let summary = plan.summary.joined(separator: "\n") + "\n"
             if socket.json { printError(summary) } else { print(summary, terminator: "") }
             fflush(stdout)
+            if plan.versionUnchecked {
+                throw fail(
+                    "not signed: the version this document follows cannot be checked (see the warning above); "
+                        + "give it with --after-version N: the applied version `gatewayctl fleet status` shows "
+                        + "at the site's other doors")
+            }
             try confirm(version: plan.document.version)
 
             let document = try plan.document.signed(seed: seed)
