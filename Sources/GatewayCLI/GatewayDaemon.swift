@@ -16,7 +16,8 @@ public struct GatewayDaemon: ParsableCommand {
         discussion: """
             Reads /etc/doorgateway/gateway.toml ($CONFIGURATION_DIRECTORY/gateway.toml under \
             systemd) unless --config names a file. SIGTERM/SIGINT lock every output and exit; \
-            SIGHUP reloads the configuration.
+            SIGHUP reloads the configuration; one that changes [fleet] or [control] is refused \
+            (restart gatewayd to apply those).
             """,
         version: "gateway \(GatewayVersion.string)")
 

@@ -7,6 +7,8 @@ public struct FleetAppliedRecord: Equatable, Sendable {
     public var digest: [UInt8]
     public var origin: String
     public var applied: Int64
+    /// The signed envelope applied (nil in a row written before migration v7-fleet-document).
+    public var document: [UInt8]?
     public var rules: FleetRules.Applied { FleetRules.Applied(site: site, version: version, digest: digest) }
 }
 
@@ -35,7 +37,7 @@ extension GatewayStore {
         try db.fetchOne(sql: "SELECT * FROM fleet_state WHERE one = 1").map { row in
             FleetAppliedRecord(
                 site: try row.get("site"), version: try row.get("version"), digest: try row.get("digest"),
-                origin: try row.get("origin"), applied: try row.get("applied"))
+                origin: try row.get("origin"), applied: try row.get("applied"), document: try row.get("document"))
         }
     }
 
@@ -69,6 +71,16 @@ extension GatewayStore {
         local.nativeCommandKey = try db.scalar(
             [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.nativeCommand.rawValue])
         return local
+    }
+
+    /// This door's active sticker secrets and its remote keys: what a
+    /// document pushed with `--secrets` carries, sealed to the site box.
+    public func fleetSecrets() throws -> FleetSecrets {
+        FleetSecrets(
+            secrets: try secrets().filter(\.active).map {
+                FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label, origin: $0.origin)
+            },
+            compatTimestampKey: try key(.compatTimestamp), nativeCommandKey: try key(.nativeCommand))
     }
 
     /// Applies an accepted document in one transaction: the version is
@@ -141,10 +153,12 @@ extension GatewayStore {
             }
             try db.execute(
                 sql: """
-                    INSERT INTO fleet_state (one, site, version, digest, origin, applied) VALUES (1, ?, ?, ?, ?, ?)
+                    INSERT INTO fleet_state (one, site, version, digest, origin, applied, document)
+                    VALUES (1, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(one) DO UPDATE SET site = excluded.site, version = excluded.version,
-                      digest = excluded.digest, origin = excluded.origin, applied = excluded.applied
-                    """, arguments: [doc.site, doc.version, accepted.digest, doc.origin, now])
+                      digest = excluded.digest, origin = excluded.origin, applied = excluded.applied,
+                      document = excluded.document
+                    """, arguments: [doc.site, doc.version, accepted.digest, doc.origin, now, accepted.envelope])
             _ = try Self.insertAudit(
                 db,
                 AuditRow(

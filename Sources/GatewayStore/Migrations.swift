@@ -78,6 +78,15 @@ public enum StoreMigrations {
                 #"DELETE FROM "secret" WHERE EXISTS (SELECT 1 FROM "secret" AS "o" WHERE "o"."action" = "secret"."action" AND "o"."key" = "secret"."key" AND "o"."id" < "secret"."id")"#,
                 #"CREATE UNIQUE INDEX "secret_on_action_key" ON "secret"("action", "key")"#,
             ]),
+        // Fleet push (docs/security.md "H2"): the signed document this door
+        // applied last, as heard, so `gatewayctl fleet push` checks it with
+        // the site key and shows the operator what the next one changes.
+        // NULL in a row written before it (the next applied document fills it).
+        Migration(
+            name: "v7-fleet-document",
+            statements: [
+                #"ALTER TABLE "fleet_state" ADD COLUMN "document" BLOB"#
+            ]),
     ]
 
     /// The migration names, in order.

@@ -45,6 +45,18 @@ public final class GatewayStore: Sendable {
         }
     }
 
+    /// Opens the store a daemon already made in `stateDirectory`; never
+    /// creates one (`gatewayctl` reading it as root must not leave a fresh,
+    /// empty store where a wrong `state_dir` points).
+    public static func existing(stateDirectory: String) throws -> GatewayStore {
+        let file = join(stateDirectory, fileName)
+        var st = stat()
+        guard stat(file, &st) == 0 else {
+            throw StoreError.notFound("\(file): \(errnoText())")
+        }
+        return try GatewayStore(stateDirectory: stateDirectory)
+    }
+
     /// The names of the migrations applied to this database, in order.
     public func appliedMigrations() throws -> [String] {
         try pool.read { try StoreMigrations.applied($0) }

@@ -299,3 +299,68 @@ final class FleetTests: XCTestCase {
             FleetRules.changes(doc, to: importedHere, actions: [0], secrets: twice).restrictSecrets, [k])
     }
 }
+
+/// What `fleet push` shows before signing (FleetDiff, docs/security.md "H2").
+final class FleetDiffTests: XCTestCase {
+    func uid(_ i: Int) -> TagUID { TagUID([0x04, 0, 0, 0, 0, UInt8(i >> 8), UInt8(i & 0xFF)]) }
+
+    /// "Every UID revoked" cannot hide in a long list: the count comes
+    /// first, each revoked issued tag is named, the list is cut with how many more.
+    func testAMassRevocationIsCountedNamedAndCut() {
+        let tags = (0..<30).map { FleetDocument.Tag(uid: uid($0), action: 0, label: "t\($0)") }
+        let old = FleetDocument(site: "s", version: 4, origin: "a/x", issued: 0, tags: tags)
+        let new = FleetDocument(site: "s", version: 5, origin: "b/y", issued: 0, revokedUIDs: tags.map(\.uid))
+        let d = FleetDiff.between(old, new)
+        XCTAssertEqual(d.addedUIDs.count, 30)
+        XCTAssertEqual(d.droppedTags.count, 30)
+        let lines = d.lines(limit: 3)
+        XCTAssertEqual(
+            lines,
+            [
+                "revoked UIDs: 30 (+30)",
+                "  + 04000000000000 (issued until now: action 0 \"t0\")",
+                "  + 04000000000001 (issued until now: action 0 \"t1\")",
+                "  + 04000000000002 (issued until now: action 0 \"t2\")",
+                "  + … and 27 more",
+                "revoked signatures: 0 (no change)",
+                "issued tags: 0 (-30)",
+                "  - 04000000000000 action 0 \"t0\", valid until never (revoked)",
+                "  - 04000000000001 action 0 \"t1\", valid until never (revoked)",
+                "  - 04000000000002 action 0 \"t2\", valid until never (revoked)",
+                "  - … and 27 more",
+                "secrets: not carried (push --secrets carries them); doors keep the ones they hold",
+            ])
+        XCTAssertFalse(d.isEmpty)
+        XCTAssertTrue(FleetDiff.between(new, new).isEmpty)
+    }
+
+    /// Imported keys and a rotated remote key are named (by fingerprint, never their bytes).
+    func testSecretsAddedAndKeysRotatedAreNamedByFingerprint() {
+        let doc = FleetDocument(site: "s", version: 2, origin: "a/x", issued: 0)
+        let before = FleetSecrets(compatTimestampKey: [UInt8](repeating: 1, count: 16))
+        let key = [UInt8](repeating: 0x66, count: 32)
+        let after = FleetSecrets(
+            secrets: [FleetSecrets.Secret(action: 0, key: key, label: "phone", origin: .imported)],
+            compatTimestampKey: [UInt8](repeating: 2, count: 16), nativeCommandKey: [UInt8](repeating: 3, count: 32))
+        let lines = FleetDiff.between(doc, oldSecrets: before, doc, newSecrets: after).lines()
+        XCTAssertEqual(
+            Array(lines.suffix(4)),
+            [
+                "secrets: 1 sealed to the site box (+1)",
+                "  + action 0 imported \"phone\" key \(FleetDiff.fingerprint(key))",
+                "otp key (COMPAT §3): ROTATED \(FleetDiff.fingerprint(before.compatTimestampKey!)) → "
+                    + "\(FleetDiff.fingerprint(after.compatTimestampKey!)) (every door rotates to it)",
+                "command key (COMPAT §5): added \(FleetDiff.fingerprint(after.nativeCommandKey!)) "
+                    + "(doors that hold another one rotate to it)",
+            ])
+        XCTAssertFalse(lines.joined().contains("6666"), "no key bytes")
+    }
+
+    /// Control characters (ESC, CSI), DEL and bidirectional overrides are
+    /// shown escaped; other text as it is.
+    func testLabelsCannotDriveTheTerminal() {
+        XCTAssertEqual(
+            FleetDiff.printable("a\u{1B}[2Kb\u{9B}c\u{7F}\u{202E}d\"\\é"), #"a\u{1b}[2Kb\u{9b}c\u{7f}\u{202e}d\"\\é"#)
+        XCTAssertEqual(FleetDiff.printable("Zoë’s door"), "Zoë’s door")
+    }
+}

@@ -134,6 +134,59 @@ final class DoorStoryTests: XCTestCase {
         XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
     }
 
+    /// `[fleet]` on, over an MQTT broker that is not there (the fleet's
+    /// receiver is made all the same), with this site key and admin group.
+    static func fleetAndControl(siteKey: [UInt8], adminGroup: String = "doorgateway") -> String {
+        """
+        [mqtt]
+        enabled = true
+        host = "127.0.0.1"
+        port = 9
+        [mqtt.tls]
+        enabled = false
+        [fleet]
+        enabled = true
+        site_id = "main-site"
+        site_public_key = "\(Hex.encode(siteKey))"
+        [control]
+        admin_group = "\(adminGroup)"
+        """
+    }
+
+    /// Issue 24 M4: a reload that changes `[fleet]` (an operator rotating
+    /// `site_public_key` after a compromise) or `[control]` is refused naming
+    /// what changed, and nothing of the file is applied — never
+    /// "configuration reloaded" while the door still trusts the old key.
+    func testAReloadChangingFleetOrControlIsRefusedNamingWhat() throws {
+        let old = try Crypto.Ed25519.publicKey(seed: try Crypto.Ed25519.generateSeed())
+        let rotated = try Crypto.Ed25519.publicKey(seed: try Crypto.Ed25519.generateSeed())
+        let g = try GatewayUnderTest(extra: Self.fleetAndControl(siteKey: old))
+        try g.start()
+        XCTAssertEqual(try g.ctlJSON(["fleet", "status"])["site_public_key"]?.stringValue, Hex.encode(old))
+        let pid = try XCTUnwrap(g.process?.processIdentifier)
+
+        try g.writeConfig(extra: Self.fleetAndControl(siteKey: rotated), door: "mode = \"passage\"")
+        kill(pid, SIGHUP)
+        try waitUntil { g.log.contains("reload refused") }
+        XCTAssertTrue(g.log.contains("[fleet] site_public_key changed"), String(g.log.suffix(2000)))
+        XCTAssertTrue(g.log.contains("restart gatewayd"), String(g.log.suffix(2000)))
+        XCTAssertFalse(g.log.contains("configuration reloaded"), String(g.log.suffix(2000)))
+        XCTAssertFalse(try g.auditKinds().contains("configuration_reloaded"), "nothing of the refused file applied")
+        XCTAssertEqual(try g.ctlJSON(["fleet", "status"])["site_public_key"]?.stringValue, Hex.encode(old))
+
+        try g.writeConfig(extra: Self.fleetAndControl(siteKey: old, adminGroup: "other-admins"))
+        kill(pid, SIGHUP)
+        try waitUntil { g.log.contains("[control] admin_group changed") }
+        XCTAssertFalse(g.log.contains("configuration reloaded"), String(g.log.suffix(2000)))
+
+        // Back to what runs, plus a door setting: reloaded.
+        try g.writeConfig(extra: Self.fleetAndControl(siteKey: old), door: "mode = \"passage\"")
+        let n = try g.eventCount()
+        kill(pid, SIGHUP)
+        try g.waitForEvent("configuration_reloaded", after: n)
+        XCTAssertTrue(g.log.contains("configuration reloaded"))
+    }
+
     /// The audit chain verifies, and backup then restore on a fresh state
     /// directory gives the same verdicts.
     func testAuditChainAndBackupRestore() throws {

@@ -129,7 +129,12 @@ final class FleetTests: XCTestCase {
 
         // Pushed at A with its secrets (sealed to the site box): granted at B.
         let documentsOfA = try site.watchDoorA()
-        let pushA = try a.ctlJSON(["fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets"])
+        // gatewayctl makes the document from the door's store (its configuration names it) and,
+        // not on a terminal here, signs it with --yes once the summary is printed.
+        let pushA = try a.ctlJSON([
+            "fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets", "--yes", "--config",
+            a.configFile.path,
+        ])
         XCTAssertEqual(pushA["version"]?.intValue, 1, "\(pushA)")
         for g in doors {
             try waitUntil { try appliedVersion(g) == 1 }
@@ -153,7 +158,7 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(d.stop(), 0, d.log)
         try b.ctlJSON(["tags", "revoke", uid])
         let pushStart = Date()
-        let pushB = try b.ctlJSON(["fleet", "push", "--site-key", keyFile])
+        let pushB = try b.ctlJSON(["fleet", "push", "--site-key", keyFile, "--yes", "--config", b.configFile.path])
         XCTAssertEqual(pushB["version"]?.intValue, 2, "\(pushB)")
         let pushed = Date()
         var reached: [String: TimeInterval] = [:]
@@ -190,10 +195,17 @@ final class FleetTests: XCTestCase {
         let loose = work.appendingPathComponent("loose.key").path
         try FileManager.default.copyItem(atPath: keyFile, toPath: loose)
         chmod(loose, 0o644)
-        let refusedPush = try c.ctl(["fleet", "push", "--site-key", loose])
+        let refusedPush = try c.ctl(["fleet", "push", "--site-key", loose, "--yes", "--config", c.configFile.path])
         XCTAssertEqual(refusedPush.status, 1)
         XCTAssertTrue(refusedPush.stderr.contains("chmod 600"), refusedPush.stderr)
         XCTAssertFalse(refusedPush.stderr.contains(try String(contentsOfFile: keyFile, encoding: .utf8).prefix(16)))
+        // Not on a terminal and without --yes: the summary, and nothing signed (docs/security.md "H2").
+        let unconfirmed = try c.ctl(["fleet", "push", "--site-key", keyFile, "--config", c.configFile.path])
+        XCTAssertEqual(unconfirmed.status, 1, unconfirmed.stdout + unconfirmed.stderr)
+        XCTAssertTrue(
+            unconfirmed.stdout.hasPrefix("fleet push: site main-site, version 3, after version 2"), unconfirmed.stdout)
+        XCTAssertTrue(unconfirmed.stderr.contains("add --yes"), unconfirmed.stderr)
+        XCTAssertEqual(try appliedVersion(c), 2)
 
         // D restarts and catches up from the retained documents.
         try d.start()

@@ -38,6 +38,8 @@ final class FleetStoreTests: XCTestCase {
         XCTAssertEqual(record.version, 5)
         XCTAssertEqual(record.origin, "front-door/root")
         XCTAssertEqual(record.applied, 200)
+        // The signed envelope as applied is kept with it (what `fleet push` checks and compares with).
+        XCTAssertEqual(record.document, try doc.signed(seed: seed))
         // The same version again (a race past the judge) is refused by the store, and changes nothing.
         XCTAssertThrowsError(try reopened.applyFleet(try accept(doc), actions: [0, 1], now: 300)) {
             XCTAssertEqual($0 as? FleetStoreError, .superseded(version: 5, applied: 5))

@@ -20,6 +20,10 @@ public enum FleetRules {
     public struct Accepted: Equatable, Sendable {
         public var document: FleetDocument
         public var digest: [UInt8]
+        /// The signed envelope as heard: the store keeps the applied one, so
+        /// `gatewayctl fleet push` can check it with the site key and show
+        /// what the next document changes against it.
+        public var envelope: [UInt8]
     }
 
     public enum Verdict: Equatable, Sendable {
@@ -57,7 +61,7 @@ public enum FleetRules {
                 return .refuse(.stale(version: document.version, applied: applied.version))
             }
         }
-        return .apply(Accepted(document: document, digest: digest))
+        return .apply(Accepted(document: document, digest: digest, envelope: bytes))
     }
 
     /// What the door holds now, as the fleet sees it.

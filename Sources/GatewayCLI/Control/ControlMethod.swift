@@ -41,7 +41,6 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case clockResetFloor = "clock.reset_floor"
     // The fleet (docs/fleet.md, DaemonFleet.swift).
     case fleetStatus = "fleet.status"
-    case fleetSnapshot = "fleet.snapshot"
     case fleetPublish = "fleet.publish"
     case fleetPull = "fleet.pull"
     #if DEBUG
@@ -54,7 +53,7 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
         switch self {
         case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup, .clockResetFloor, .fleetSnapshot, .fleetPublish, .fleetPull:
+            .backup, .clockResetFloor, .fleetPublish, .fleetPull:
             return true
         default:
             return false

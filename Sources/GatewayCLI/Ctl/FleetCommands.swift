@@ -3,8 +3,9 @@ import DoorCore
 import Glibc
 
 /// `gatewayctl fleet …` (docs/fleet.md): the site's shared revocations and
-/// issued tags. The private site key stays in this process: `push` asks the
-/// daemon for the unsigned body, signs it here and hands back the document.
+/// issued tags. The private site key stays in this process: `push`
+/// (FleetPush.swift) makes the document here from the door's store, shows
+/// what it changes, signs it, and hands gatewayd only the signed document.
 struct FleetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleet", abstract: "Revocations and issued tags shared by the site's doors (docs/fleet.md).",
@@ -16,35 +17,6 @@ struct FleetCommand: ParsableCommand {
             abstract: "Site, applied version, origin, when, and the last refused document and why.")
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call(.fleetStatus) }
-    }
-
-    struct Push: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "push",
-            abstract: "Sign this door's revocations and issued tags with the site key and publish them.")
-        @OptionGroup var socket: SocketOptions
-        @Option(help: "The site's private key file (64 hex digits, mode 0600; `fleet keygen`).")
-        var siteKey: String
-        @Option(help: "Who pushes, recorded as the origin (default: the user running gatewayctl).")
-        var by: String?
-        @Flag(help: "Also carry this door's action secrets and remote keys, sealed to the site box key.")
-        var secrets = false
-        func run() throws {
-            let seed: [UInt8]
-            do { seed = try SiteKeyFile.read(siteKey) } catch {
-                fputs("gatewayctl: \(error)\n", stderr)
-                throw ExitCode(1)
-            }
-            let snapshot = try socket.request(
-                .fleetSnapshot, [("by", .string(by ?? SiteKeyFile.userName())), ("secrets", .bool(secrets))])
-            guard case .string(let b)? = snapshot["body"], let body = Base64URL.decode(b) else {
-                fputs("gatewayctl: the daemon's answer carries no body\n", stderr)
-                throw ExitCode(1)
-            }
-            let signature = try Crypto.Ed25519.sign(seed: seed, message: FleetDocument.signingContext + body)
-            let document = FleetDocument.envelope(body: body, signature: signature)
-            try socket.call(.fleetPublish, [("document", .string(Base64URL.encode(document)))])
-        }
     }
 
     struct Pull: ParsableCommand {

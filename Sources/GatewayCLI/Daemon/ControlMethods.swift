@@ -103,7 +103,7 @@ extension Daemon {
             return try registryMethod(method, p)
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
-        case .fleetStatus, .fleetSnapshot, .fleetPublish, .fleetPull: return try answerFleet(method, p)
+        case .fleetStatus, .fleetPublish, .fleetPull: return try answerFleet(method, p)
         }
     }
 

@@ -178,13 +178,23 @@ final class Daemon: @unchecked Sendable {
 
     /// SIGHUP: a valid new configuration replaces the door settings; lines,
     /// reader and broker changes need a restart (said in the log). An invalid
-    /// one is refused and the running configuration kept.
+    /// one is refused and the running configuration kept; so is one that
+    /// changes `[fleet]` or `[control]` (`restartRequired`), naming what.
     func reload() {
         let new: GatewayConfiguration
         do {
             new = try GatewayConfiguration.load(file: configPath).applying(environment: environment)
         } catch {
             log.error("reload refused, keeping the running configuration: \(error)")
+            return
+        }
+        let refused = Self.restartRequired(from: configuration, to: new)
+        guard refused.isEmpty else {
+            let what = refused.joined(separator: ", ")
+            log.error(
+                "reload refused, keeping the running configuration: \(what) changed; [fleet] and [control] are read at start only: restart gatewayd to apply them (systemctl restart gatewayd)"
+            )
+            notify.send("STATUS=reload refused: \(what) changed; restart gatewayd")
             return
         }
         if new.boardDescription != configuration.boardDescription || new.reader != configuration.reader
@@ -201,6 +211,30 @@ final class Daemon: @unchecked Sendable {
         }
         runtime.reload(new)
         log.notice("configuration reloaded from \(configPath)")
+        notify.send("STATUS=door ready")
+    }
+
+    /// What a reload cannot apply to the running door and must not pretend
+    /// to have applied (issue 24 M4; docs/security.md "M4"): the fleet's
+    /// trust — the site key checking every document, the site, the box key,
+    /// the topics — is fixed when the fleet receiver is made, and the control
+    /// socket's path and admin group when it is bound. An operator who rotates
+    /// `site_public_key` after a compromise and reloads must not be told
+    /// "configuration reloaded" while the old key is still trusted. Each
+    /// changed key, as `[section] key`; `[fleet]` off before and after is inert.
+    static func restartRequired(from old: GatewayConfiguration, to new: GatewayConfiguration) -> [String] {
+        var changed: [String] = []
+        let (a, b) = (old.fleet, new.fleet)
+        if a.enabled || b.enabled {
+            if a.enabled != b.enabled { changed.append("[fleet] enabled") }
+            if a.siteID != b.siteID { changed.append("[fleet] site_id") }
+            if a.sitePublicKey != b.sitePublicKey { changed.append("[fleet] site_public_key") }
+            if a.subscribe != b.subscribe { changed.append("[fleet] subscribe") }
+            if a.boxKeyFile != b.boxKeyFile { changed.append("[fleet] box_key_file") }
+        }
+        if old.control.socket != new.control.socket { changed.append("[control] socket") }
+        if old.control.adminGroup != new.control.adminGroup { changed.append("[control] admin_group") }
+        return changed
     }
 
     /// Events that waited for a full store are written once it takes writes again.

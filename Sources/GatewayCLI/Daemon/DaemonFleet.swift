@@ -30,8 +30,6 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     let boxPrivateKey: [UInt8]?
 
     private struct Seen {
-        /// The highest version seen with a valid signature for this site (applied or not).
-        var highest: Int64 = 0
         /// Digests of refused payloads already audited by this process: a
         /// stale retained document heard at every reconnect is audited once.
         var refused: Set<[UInt8]> = []
@@ -89,7 +87,6 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         switch verdict {
         case .apply(let accepted):
             let doc = accepted.document
-            seen.withLock { $0.highest = max($0.highest, doc.version) }
             var secrets: FleetSecrets?
             var note: String?
             if doc.sealedSecrets != nil {
@@ -121,7 +118,6 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         case .alreadyApplied:
             break
         case .refuse(let error):
-            if case .stale(let v, _) = error { seen.withLock { $0.highest = max($0.highest, v) } }
             refuse(error, payload: payload, source: source, now: now)
         }
         return verdict
@@ -139,34 +135,6 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         do { try store.recordFleetRefusal(error, source: source, now: now) } catch {
             log.error("fleet: cannot audit a refused document: \(error)")
         }
-    }
-
-    /// The next version to sign: past everything applied or seen.
-    func nextVersion() throws -> Int64 {
-        let applied = try store.fleetApplied().flatMap { $0.site == settings.siteID ? $0.version : nil } ?? 0
-        let top = max(applied, seen.withLock { $0.highest })
-        // Only a document signed with the site key reaches `top`; one at
-        // Int64.max would otherwise trap the daemon at the next push.
-        guard top < Int64.max else {
-            throw DaemonError.request(
-                "the site's fleet version is at its maximum (\(top)): no later version can be signed; start the site over with a new site_id"
-            )
-        }
-        return top + 1
-    }
-
-    /// This door's action secrets and remote keys, sealed to the site box.
-    func sealedSecrets(site: String, version: Int64) throws -> Crypto.SiteBox.Sealed {
-        guard let boxPrivateKey else {
-            throw DaemonError.request("--secrets needs the site box key ([fleet] box_key_file)")
-        }
-        let plain = FleetSecrets(
-            secrets: try store.secrets().filter(\.active).map {
-                FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label, origin: $0.origin)
-            },
-            compatTimestampKey: try store.key(.compatTimestamp), nativeCommandKey: try store.key(.nativeCommand))
-        return try plain.seal(
-            to: try Crypto.SiteBox.publicKey(privateKey: boxPrivateKey), site: site, version: version)
     }
 
     func status(connected: Bool) throws -> JSONValue {
@@ -242,9 +210,10 @@ extension Daemon {
         return receiver
     }
 
-    /// `gatewayctl fleet status|push|pull` (the private site key never
-    /// reaches the daemon: `push` asks for the body, signs it, and hands
-    /// back the signed document to publish).
+    /// `gatewayctl fleet status|push|pull`. The daemon is not asked what to
+    /// sign (docs/security.md "H2"): `push` makes the document in gatewayctl
+    /// from the store and hands the daemon only the signed document, which
+    /// it judges as any door would and publishes.
     func answerFleet(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
         guard let receiver = fleetReceiver, let channel = fleetChannel else {
             throw DaemonError.request(
@@ -254,24 +223,6 @@ extension Daemon {
                     : "the fleet is off ([fleet] enabled = false)")
         }
         switch method {
-        case .fleetSnapshot:
-            let by = try p.string("by", default: "operator")
-            guard by.utf8.count <= 64, !by.contains("\n") else { throw DaemonError.request("by: at most 64 bytes") }
-            let withSecrets = try p.bool("secrets")
-            let site = configuration.fleet.siteID
-            let doc = try receiver.queue.sync {
-                let version = try receiver.nextVersion()
-                return FleetRules.snapshot(
-                    try store.fleetLocal(), site: site, version: version, origin: "\(configuration.deviceID)/\(by)",
-                    now: Int64(time(nil)),
-                    sealedSecrets: withSecrets ? try receiver.sealedSecrets(site: site, version: version) : nil)
-            }
-            return .object([
-                ("site", .string(doc.site)), ("version", .int(doc.version)),
-                ("revocations", .int(doc.revokedUIDs.count + doc.revokedSignatures.count)),
-                ("tags", .int(doc.tags.count)), ("secrets", .bool(doc.sealedSecrets != nil)),
-                ("body", .string(Base64URL.encode(doc.bodyBytes))),
-            ])
         case .fleetPublish:
             guard let document = Base64URL.decode(try p.string("document")) else {
                 throw DaemonError.request("document: base64url expected")
