@@ -68,7 +68,10 @@ extension GatewayConfiguration {
             let creds = n.credentialPaths(stateDirectory: paths.stateDirectory)
             lines.append(
                 "remote nats \(n.servers.joined(separator: " ")), \(tls), prefix \(n.prefix).\(deviceID), "
-                    + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %" + (n.jetStream ? ", JetStream acks" : ""))
+                    + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %"
+                    + (n.accountKeys.isEmpty
+                        ? ", pushed JWTs refused" : ", pushed JWTs signed by \(n.accountKeys.count) account key(s)")
+                    + (n.jetStream ? ", JetStream acks" : ""))
         }
         lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
         lines.append("paths state \(paths.stateDirectory), runtime \(paths.runtimeDirectory)")
@@ -88,6 +91,11 @@ extension GatewayConfiguration {
         if mqtt.enabled && remote.transport == .mqtt && mqtt.tls.enabled && mqtt.tls.insecure {
             w.append(
                 "mqtt.tls.insecure = true: the broker's certificate is not verified; anyone on the path can pose as it")
+        }
+        if remote.transport == .nats && nats.accountKeys.isEmpty {
+            w.append(
+                "nats.account_keys is empty: a JWT pushed on creds.jwt cannot be verified and is refused, and no refresh "
+                    + "is asked for; renew the JWT with `gatewayctl creds import` before it expires")
         }
         return w
     }

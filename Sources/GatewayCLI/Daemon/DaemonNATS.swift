@@ -30,7 +30,8 @@ extension Daemon {
             tls: .init(
                 enabled: n.tls.enabled, caFile: resolve(n.tls.caFile), certFile: resolve(n.tls.certFile),
                 keyFile: resolve(n.tls.keyFile)),
-            credentials: NATSCredentialFiles(jwtPath: files.jwt, seedPath: files.seed), jetStream: n.jetStream,
+            credentials: NATSCredentialFiles(jwtPath: files.jwt, seedPath: files.seed), accountKeys: n.accountKeys,
+            jetStream: n.jetStream,
             reconnectWaitMilliseconds: n.reconnectWaitMilliseconds, refreshFraction: Double(n.refreshPercent) / 100,
             name: "doorgateway \(configuration.deviceID)")
         let commands: StoreCommands
