@@ -12,6 +12,8 @@ public enum ConfigExample {
     }
 
     public static let deviceID = "front-door"
+    /// A well-formed account public key (a random one) for the commented example.
+    public static let natsAccountKeyExample = "ABI7XHMZW2VYSDWXLQLWGAVYXJQ5FETZMFIC5ZYM3UXIAELP3M662Y7G"
 
     public static func text(board: Board) -> String {
         typealias D = GatewayConfiguration.Defaults
@@ -286,6 +288,13 @@ public enum ConfigExample {
             # Or two explicit files (both or neither).
             # jwt_file = "/etc/doorgateway/nats/user.jwt"
             # seed_file = "/etc/doorgateway/nats/user.nk"
+            # The account public keys (A..., as `nsc describe account` prints them:
+            # the account's own key and/or its signing keys) that must sign a JWT
+            # pushed on PREFIX.<device.id>.creds.jwt. Empty (the default): pushed
+            # JWTs are refused and none is asked for; renew by `gatewayctl creds
+            # import` instead. A pushed JWT is installed only once the server has
+            # accepted it on a trial connection.
+            # account_keys = ["\(natsAccountKeyExample)"]
             # Delete outbox rows on JetStream's acknowledgement (a stream must
             # cover the door's subjects); otherwise after a publish and a flush.
             jetstream = false

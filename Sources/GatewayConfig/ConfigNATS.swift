@@ -31,6 +31,10 @@ extension GatewayConfiguration {
         /// Explicit files instead of the directory's (both or neither).
         public var jwtFile: String?
         public var seedFile: String?
+        /// The account public keys (`A…`: the account's key, its signing
+        /// keys) a JWT pushed on `creds.jwt` must be signed by. Empty: pushed
+        /// JWTs are refused (and none is asked for).
+        public var accountKeys: [String] = []
         /// Delete outbox rows on JetStream's PubAck (a stream must take the subjects).
         public var jetStream = false
         public var reconnectWaitMilliseconds = 500
@@ -72,6 +76,7 @@ extension GatewayConfiguration {
                 t.has("jwt_file") ? "seed_file" : "jwt_file",
                 "is required with the other: the JWT and its seed go together")
         }
+        n.accountKeys = t?.stringList("account_keys", [], Check.natsAccountKey) ?? []
         n.jetStream = t?.bool("jetstream", false) ?? false
         n.reconnectWaitMilliseconds = t?.int("reconnect_wait_ms", 500, 100...60_000) ?? 500
         n.refreshPercent = t?.int("refresh_percent", 75, 10...95) ?? 75
@@ -104,6 +109,13 @@ extension Check {
             return "\"\(s)\": expected nats://HOST:PORT or tls://HOST:PORT"
         }
         return s.unicodeScalars.contains { $0.value <= 0x20 } ? "\"\(s)\" has a space" : nil
+    }
+
+    /// An account public key: an nkey `A…` (prefix and checksum).
+    static func natsAccountKey(_ s: String) -> String? {
+        NKey.accountKey(s) != nil
+            ? nil
+            : "\"\(s.prefix(64))\": expected an account public key (56 characters starting with A, as nsc prints it)"
     }
 
     /// A JetStream bucket name: letters, digits, '-' and '_', at most 64.

@@ -68,7 +68,10 @@ extension GatewayConfiguration {
             let creds = n.credentialPaths(stateDirectory: paths.stateDirectory)
             lines.append(
                 "remote nats \(n.servers.joined(separator: " ")), \(tls), prefix \(n.prefix).\(deviceID), "
-                    + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %" + (n.jetStream ? ", JetStream acks" : ""))
+                    + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %"
+                    + (n.accountKeys.isEmpty
+                        ? ", pushed JWTs refused" : ", pushed JWTs signed by \(n.accountKeys.count) account key(s)")
+                    + (n.jetStream ? ", JetStream acks" : ""))
         }
         lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
         lines.append("paths state \(paths.stateDirectory), runtime \(paths.runtimeDirectory)")
@@ -89,6 +92,11 @@ extension GatewayConfiguration {
             w.append(
                 "mqtt.tls.insecure = true: the broker's host name is not checked against its certificate; "
                     + "a server certificate from the same CA on another host passes")
+        }
+        if remote.transport == .nats && nats.accountKeys.isEmpty {
+            w.append(
+                "nats.account_keys is empty: a JWT pushed on creds.jwt cannot be verified and is refused, and no refresh "
+                    + "is asked for; renew the JWT with `gatewayctl creds import` before it expires")
         }
         return w
     }

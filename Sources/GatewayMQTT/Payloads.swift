@@ -20,11 +20,19 @@ public enum Payloads {
     }
 
     /// How a UID appears in events: in full, or as the first 8 bytes of
-    /// HMAC-SHA256(device key, "uid|" ‖ UID) in hex (stable per door, not reversible).
-    public static func uidText(_ uid: TagUID, hashed: Bool, deviceKey: [UInt8]) -> String {
+    /// HMAC-SHA256(device key, "uid|" ‖ UID) in hex (stable per door, not
+    /// reversible). Nil, the UID withheld, when hashing is asked for without
+    /// a device key (fewer than `minimumDeviceKeyLength` bytes): an HMAC
+    /// under an empty key is a public function of the UID, and a 7-byte UID
+    /// space is small enough to reverse it (issue 24 L3). Fail closed.
+    public static func uidText(_ uid: TagUID, hashed: Bool, deviceKey: [UInt8]) -> String? {
         guard hashed else { return uid.hex }
+        guard deviceKey.count >= minimumDeviceKeyLength else { return nil }
         return Hex.encode(Array(Crypto.hmacSHA256(key: deviceKey, message: Array("uid|".utf8) + uid.bytes).prefix(8)))
     }
+
+    /// The shortest device key UIDs are hashed with (the store's is 32 bytes).
+    public static let minimumDeviceKeyLength = 16
 
     /// Every entity the door can offer Home Assistant, as (component, object):
     /// on each connect the door clears (empty retained config) those its

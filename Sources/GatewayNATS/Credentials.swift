@@ -1,4 +1,3 @@
-import COpenSSL
 import DoorCore
 
 #if canImport(Glibc)
@@ -7,108 +6,52 @@ import DoorCore
     import Darwin
 #endif
 
-/// NATS nkeys: base32 (RFC 4648, no padding) of a prefix byte, the 32-byte
-/// ed25519 key and a CRC-16/XMODEM (little-endian). A seed has two prefix
-/// bytes (`S` and the key's type); a user's public key starts with `U`.
-public enum NKey {
-    static let prefixSeed: UInt8 = 18 << 3
-    static let prefixUser: UInt8 = 20 << 3
-
-    /// The user public key (`U…`) of a user seed (`SU…`); nil for anything else.
-    public static func userPublicKey(seed: String) -> String? {
-        guard let raw = decode(seed), raw.count == 34 else { return nil }
-        let b1 = raw[0] & 0xF8
-        let type = ((raw[0] & 0x07) << 5) | ((raw[1] & 0xF8) >> 3)
-        guard b1 == prefixSeed, type == prefixUser else { return nil }
-        guard let pub = ed25519PublicKey(Array(raw[2..<34])) else { return nil }
-        return encode([prefixUser] + pub)
-    }
-
-    /// Whether `text` is a well-formed user public key (prefix and checksum).
-    public static func isUserPublicKey(_ text: String) -> Bool {
-        guard let raw = decode(text), raw.count == 33 else { return false }
-        return raw[0] == prefixUser
-    }
-
-    static func ed25519PublicKey(_ seed: [UInt8]) -> [UInt8]? {
-        guard let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, seed, seed.count) else { return nil }
-        defer { EVP_PKEY_free(key) }
-        var pub = [UInt8](repeating: 0, count: 32)
-        var len = 32
-        guard EVP_PKEY_get_raw_public_key(key, &pub, &len) == 1, len == 32 else { return nil }
-        return pub
-    }
-
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
-
-    /// Payload plus checksum, in base32.
-    static func encode(_ payload: [UInt8]) -> String {
-        let crc = crc16(payload)
-        let bytes = payload + [UInt8(crc & 0xFF), UInt8(crc >> 8)]
-        var out: [UInt8] = []
-        var buffer = 0
-        var bits = 0
-        for b in bytes {
-            buffer = (buffer << 8) | Int(b)
-            bits += 8
-            while bits >= 5 {
-                out.append(alphabet[(buffer >> (bits - 5)) & 31])
-                bits -= 5
-            }
-        }
-        if bits > 0 { out.append(alphabet[(buffer << (5 - bits)) & 31]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The payload of a base32 nkey whose checksum holds; nil otherwise.
-    static func decode(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var buffer = 0
-        var bits = 0
-        for c in text.utf8 {
-            guard let v = alphabet.firstIndex(of: c) else { return nil }
-            buffer = ((buffer << 5) | v) & 0xFFFF
-            bits += 5
-            if bits >= 8 {
-                out.append(UInt8((buffer >> (bits - 8)) & 0xFF))
-                bits -= 8
-            }
-        }
-        guard out.count >= 3 else { return nil }
-        let payload = Array(out.dropLast(2))
-        let crc = UInt16(out[out.count - 2]) | UInt16(out[out.count - 1]) << 8
-        return crc16(payload) == crc ? payload : nil
-    }
-
-    static func crc16(_ bytes: [UInt8]) -> UInt16 {
-        var crc: UInt16 = 0
-        for b in bytes {
-            crc ^= UInt16(b) << 8
-            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1 }
-        }
-        return crc
-    }
-}
-
-/// The claims of a user JWT the door cares about. The signature is the
-/// server's to check (it knows the account key); the door checks only that the
-/// JWT is its own (`sub`) and still valid (`exp`).
+/// The claims of a user JWT the door cares about. `check` is what every JWT
+/// must pass: it is this door's (`sub`) and still valid (`exp`).
+/// `checkTrusted` is what a JWT pushed over NATS must pass as well (issue 24
+/// M2): its issuer (`iss`) is one of the configured account keys, its
+/// ed25519 signature over `header.claims` verifies with that key, and it is
+/// not issued ahead of the door's clock. A JWT imported by hand
+/// (`gatewayctl creds import`) is left to the server to verify.
 public struct UserJWT: Equatable, Sendable {
     public var text: String
     public var subject: String
+    /// `iss`: the key that signed it (an account's, or one of its signing keys).
+    public var issuer: String?
     public var issuedAt: Int64?
     public var expires: Int64?
     public var name: String?
+    /// What the signature covers: the first two parts, as sent.
+    var signedPart: [UInt8]
+    var signature: [UInt8]
+
+    /// How far ahead of the door's clock a pushed JWT's `iat` may be: a
+    /// credential service's clock a little ahead, not a JWT dated years on
+    /// that makes every real refresh look older.
+    public static let maximumIssueSkew: Int64 = 300
 
     public enum Problem: Error, Equatable, CustomStringConvertible {
         case malformed(String)
         case notForThisDoor(subject: String, expected: String)
         case expired(Int64)
+        case noAccountKeys
+        case untrustedIssuer(String)
+        case badSignature(issuer: String)
+        case issuedAhead(Int64)
         public var description: String {
             switch self {
             case .malformed(let why): return "not a NATS user JWT: \(why)"
             case .notForThisDoor(let s, let e): return "the JWT is for \(s), not this door's nkey \(e)"
             case .expired(let exp): return "the JWT expired at \(UTCTime.iso8601(exp))"
+            case .noAccountKeys:
+                return
+                    "no [nats] account_keys are configured, so a pushed JWT cannot be verified; set them, or install the JWT with `gatewayctl creds import`"
+            case .untrustedIssuer(let iss):
+                return "the JWT is signed by \(iss.isEmpty ? "no issuer" : iss), not one of [nats] account_keys"
+            case .badSignature(let iss): return "the JWT's signature does not verify with its issuer's key \(iss)"
+            case .issuedAhead(let iat):
+                return
+                    "the JWT is issued at \(UTCTime.iso8601(iat)), more than \(UserJWT.maximumIssueSkew) s ahead of this door's clock"
             }
         }
     }
@@ -140,6 +83,9 @@ public struct UserJWT: Equatable, Sendable {
         }
         self.text = text
         subject = sub
+        if case .string(let iss)? = claims["iss"] { issuer = iss }
+        signedPart = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
+        signature = sig
         issuedAt = try Self.time(claims["iat"], "iat")
         expires = try Self.time(claims["exp"], "exp")
         if let iat = issuedAt, let exp = expires, exp < iat { throw .malformed("`exp` is before `iat`") }
@@ -167,6 +113,28 @@ public struct UserJWT: Equatable, Sendable {
     public func check(publicKey: String, now: Int64) throws(Problem) {
         guard subject == publicKey else { throw .notForThisDoor(subject: subject, expected: publicKey) }
         if let exp = expires, exp <= now { throw .expired(exp) }
+    }
+
+    /// Signed by one of `accountKeys` (`A…`: an account's key or its signing
+    /// keys): `iss` is one of them and the ed25519 signature over
+    /// `header.claims` verifies with it; and `iat` at most
+    /// `maximumIssueSkew` after `now`. No keys: nothing can be trusted.
+    public func checkTrusted(accountKeys: [String], now: Int64) throws(Problem) {
+        guard !accountKeys.isEmpty else { throw .noAccountKeys }
+        guard let iss = issuer, accountKeys.contains(iss), let key = NKey.accountKey(iss) else {
+            throw .untrustedIssuer(issuer ?? "")
+        }
+        guard Crypto.Ed25519.verify(publicKey: key, signature: signature, message: signedPart) else {
+            throw .badSignature(issuer: iss)
+        }
+        if !issuedInTime(now: now), let iat = issuedAt { throw .issuedAhead(iat) }
+    }
+
+    /// Whether `iat` (if any) is at most `maximumIssueSkew` after `now`.
+    public func issuedInTime(now: Int64) -> Bool {
+        guard let iat = issuedAt else { return true }
+        let (latest, overflow) = now.addingReportingOverflow(Self.maximumIssueSkew)
+        return overflow || iat <= latest
     }
 }
 

@@ -43,8 +43,11 @@ public struct NATSStatus: Equatable, Sendable {
 /// the signature callback; neither is logged. NATS cannot re-authenticate an
 /// open connection: at the JWT's `exp` the server closes it and libnats
 /// reconnects with whatever JWT the file holds then. The link asks for a new
-/// JWT on `creds.request` after `refreshFraction` of its lifetime and installs
-/// one pushed on `creds.jwt` (validated, atomically). When libnats gives up
+/// JWT on `creds.request` after `refreshFraction` of its lifetime. A JWT
+/// pushed on `creds.jwt` must be signed by one of `accountKeys` (and pass
+/// `UserJWT.checkTrusted`); it replaces the file (atomically) only once the
+/// server has accepted it on a trial connection, so a JWT the server refuses
+/// never displaces the one that works. When libnats gives up
 /// (CLOSED, after two authorisation violations) the link builds a new
 /// connection with a backoff of 1 s doubling to 30 s.
 public final class NATSLink: @unchecked Sendable {
@@ -110,6 +113,8 @@ public final class NATSLink: @unchecked Sendable {
         var fleetDone = true
         /// A new fleet watcher is due (a connection built or rebuilt, `fleet pull`).
         var fleetRewatch = false
+        /// A pushed JWT that passed the checks, waiting for its trial connection.
+        var pushed: String?
     }
     let queue = Condition(Queue())
     private var started = false
@@ -146,6 +151,11 @@ public final class NATSLink: @unchecked Sendable {
                 "prefix \"\(settings.prefix)\" or device id \"\(deviceID)\" is not a NATS subject token")
         }
         guard !settings.servers.isEmpty else { throw NATSError.setup("no server URL") }
+        if settings.credentials != nil && settings.accountKeys.isEmpty {
+            log.warning(
+                "nats: [nats] account_keys is empty: a JWT pushed on \(subjects.credsJWT) cannot be verified and is refused, and none is asked for; renew the JWT with `gatewayctl creds import` before it expires"
+            )
+        }
         try startThread(name: "gatewayd.nats") { [self] in
             runManager()
             queue.update { $0.managerDone = true }
@@ -213,6 +223,12 @@ public final class NATSLink: @unchecked Sendable {
     private func runManager() {
         var backoff = 1.0
         while !queue.read({ $0.stopping }) {
+            if let pushed = queue.update({ q -> String? in
+                defer { q.pushed = nil }
+                return q.pushed
+            }) {
+                installAfterTrial(pushed)
+            }
             if connection.withLock({ $0.nc == nil }) {
                 if build() {
                     backoff = 1
@@ -222,7 +238,7 @@ public final class NATSLink: @unchecked Sendable {
                     continue
                 }
             }
-            _ = queue.wait(for: .milliseconds(250)) { $0.stopping || $0.closed }
+            _ = queue.wait(for: .milliseconds(250)) { $0.stopping || $0.closed || $0.pushed != nil }
             let closed = queue.update { q -> Bool in
                 defer { q.closed = false }
                 return q.closed && !q.stopping
@@ -260,54 +276,66 @@ public final class NATSLink: @unchecked Sendable {
         return [Int(st.st_ino), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec)]
     }
 
-    /// One connection: options, credentials, TLS, callbacks, connect, subscriptions.
-    private func build() -> Bool {
+    /// Options a connection and a trial connection share: servers, name,
+    /// connect timeout, TLS. Nil (the error noted) on failure; the caller
+    /// destroys them.
+    private func baseOptions(name: String) -> OpaquePointer? {
         var opts: OpaquePointer?
         guard natsOptions_Create(&opts) == NATS_OK, let opts else {
             noteError("natsOptions_Create failed")
-            return false
-        }
-        defer { natsOptions_Destroy(opts) }
-        func check(_ s: natsStatus, _ what: String) -> Bool {
-            if s == NATS_OK { return true }
-            noteError("\(what): \(Self.lastError(s))")
-            return false
+            return nil
         }
         var servers = settings.servers.map { strdup($0) }
         defer { servers.forEach { free($0) } }
         let serversOK = servers.withUnsafeMutableBufferPointer { buffer -> Bool in
             buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
-                check(natsOptions_SetServers(opts, $0, Int32(buffer.count)), "servers")
+                ok(natsOptions_SetServers(opts, $0, Int32(buffer.count)), "servers")
             }
         }
-        guard serversOK, check(natsOptions_SetName(opts, settings.name), "name"),
-            check(natsOptions_SetMaxReconnect(opts, -1), "max reconnect"),
-            check(natsOptions_SetReconnectWait(opts, Int64(settings.reconnectWaitMilliseconds)), "reconnect wait"),
-            // libnats' default jitter with TLS is up to 1 s on top of the wait.
-            check(natsOptions_SetReconnectJitter(opts, 100, 100), "reconnect jitter"),
-            check(natsOptions_SetTimeout(opts, 5000), "timeout"),
-            check(natsOptions_SetReconnectBufSize(opts, 1 << 20), "reconnect buffer"),
-            // Replies (JetStream acks) come to the door's own subjects, so its
-            // user needs no `_INBOX.>` (which would let it read others' replies).
-            check(natsOptions_SetCustomInboxPrefix(opts, subjects.inbox), "inbox prefix")
-        else { return false }
-        if settings.tls.enabled {
-            guard check(natsOptions_SetSecure(opts, true), "TLS") else { return false }
+        var fine =
+            serversOK && ok(natsOptions_SetName(opts, name), "name")
+            && ok(natsOptions_SetTimeout(opts, 5000), "timeout")
+        if fine && settings.tls.enabled {
+            fine = ok(natsOptions_SetSecure(opts, true), "TLS")
             // Verify the server's name in both builds: Debian's shared libnats
             // checks it only when asked (the static one, built with upstream's
             // NATS_BUILD_TLS_FORCE_HOST_VERIFY, always does; measured).
-            if let host = settings.verifiedHost {
-                guard check(natsOptions_SetExpectedHostname(opts, host), "TLS host name") else { return false }
+            if fine, let host = settings.verifiedHost {
+                fine = ok(natsOptions_SetExpectedHostname(opts, host), "TLS host name")
             }
-            if let ca = settings.tls.caFile {
-                guard check(natsOptions_LoadCATrustedCertificates(opts, ca), "TLS CA \(ca)") else { return false }
+            if fine, let ca = settings.tls.caFile {
+                fine = ok(natsOptions_LoadCATrustedCertificates(opts, ca), "TLS CA \(ca)")
             }
-            if let cert = settings.tls.certFile {
-                guard
-                    check(natsOptions_LoadCertificatesChain(opts, cert, settings.tls.keyFile), "TLS client certificate")
-                else { return false }
+            if fine, let cert = settings.tls.certFile {
+                fine = ok(natsOptions_LoadCertificatesChain(opts, cert, settings.tls.keyFile), "TLS client certificate")
             }
         }
+        guard fine else {
+            natsOptions_Destroy(opts)
+            return nil
+        }
+        return opts
+    }
+
+    private func ok(_ s: natsStatus, _ what: String) -> Bool {
+        if s == NATS_OK { return true }
+        noteError("\(what): \(Self.lastError(s))")
+        return false
+    }
+
+    /// One connection: options, credentials, TLS, callbacks, connect, subscriptions.
+    private func build() -> Bool {
+        guard let opts = baseOptions(name: settings.name) else { return false }
+        defer { natsOptions_Destroy(opts) }
+        guard ok(natsOptions_SetMaxReconnect(opts, -1), "max reconnect"),
+            ok(natsOptions_SetReconnectWait(opts, Int64(settings.reconnectWaitMilliseconds)), "reconnect wait"),
+            // libnats' default jitter with TLS is up to 1 s on top of the wait.
+            ok(natsOptions_SetReconnectJitter(opts, 100, 100), "reconnect jitter"),
+            ok(natsOptions_SetReconnectBufSize(opts, 1 << 20), "reconnect buffer"),
+            // Replies (JetStream acks) come to the door's own subjects, so its
+            // user needs no `_INBOX.>` (which would let it read others' replies).
+            ok(natsOptions_SetCustomInboxPrefix(opts, subjects.inbox), "inbox prefix")
+        else { return false }
         if let creds = settings.credentials {
             do {
                 let s = try creds.readSeed()
@@ -327,7 +355,7 @@ public final class NATSLink: @unchecked Sendable {
                 guard let link = NATSLink.from(closure) else { return NATS_ERR }
                 return link.sign(errText, sig, sigLen, nonce)
             }
-            guard check(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, box, sigCB, box), "credentials")
+            guard ok(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, box, sigCB, box), "credentials")
             else { return false }
         }
         _ = natsOptions_SetErrorHandler(
@@ -521,8 +549,12 @@ public final class NATSLink: @unchecked Sendable {
         commands?.received(RemoteMessage(channel: channel, payload: payload, retained: false))
     }
 
-    /// A JWT pushed on `creds.jwt`: installed if it parses, is this door's and
-    /// unexpired. Never logged; a seed never travels (a payload with one is refused).
+    /// A JWT pushed on `creds.jwt`, checked here: this door's, unexpired,
+    /// signed by one of `accountKeys`, not issued ahead of the clock, not
+    /// older than the one in place. The manager thread then tries it on a
+    /// trial connection and installs it only if the server accepts it; until
+    /// then `user.jwt` keeps the JWT that works. Never logged; a seed never
+    /// travels (a payload with one is refused).
     func installPushed(_ payload: [UInt8]) {
         guard let creds = settings.credentials else { return }
         let text = String(decoding: payload, as: UTF8.self)
@@ -530,30 +562,104 @@ public final class NATSLink: @unchecked Sendable {
             return noteError("creds.jwt: refused a payload carrying a seed (only a JWT is accepted there)")
         }
         do {
-            // Not an older one than the JWT in place (a replayed push): only
-            // `gatewayctl creds import`, run by hand, may go back.
-            let pushed = try UserJWT(String(text.split(whereSeparator: \.isWhitespace).first ?? ""))
-            if let installed = try? UserJWT(creds.readJWT()), let held = installed.issuedAt,
-                (pushed.issuedAt ?? 0) < held
-            {
-                return noteError("creds.jwt: refused: issued before the JWT in place (a replayed push?)")
-            }
-            let jwt = try creds.install(text, now: Int64(time(nil)))
-            shared.withLock {
-                $0.refreshes += 1
-                $0.nextRequest = 0
-            }
-            let exp = jwt.expires.map { UTCTime.iso8601($0) } ?? "never"
-            log.info("nats: installed a new JWT for \(jwt.subject), expires \(exp)")
+            let pushed = try checkPushed(String(text.split(whereSeparator: \.isWhitespace).first ?? ""), creds)
+            log.info("nats: a new JWT for \(pushed.subject) passed the checks; trying it on a trial connection")
+            queue.update { $0.pushed = pushed.text }
         } catch {
             noteError("creds.jwt: refused: \(error)")
         }
     }
 
+    /// The checks a pushed JWT must pass, on arrival and again just before it is installed.
+    private func checkPushed(_ text: String, _ creds: NATSCredentialFiles) throws -> UserJWT {
+        let now = Int64(time(nil))
+        let pushed = try UserJWT(text)
+        try pushed.check(publicKey: try creds.publicKey(), now: now)
+        try pushed.checkTrusted(accountKeys: settings.accountKeys, now: now)
+        // Not older than the JWT in place (a replayed push): only `gatewayctl
+        // creds import`, run by hand, may go back. An `iat` in place that is
+        // itself ahead of the clock (a junk JWT installed before these checks
+        // existed) does not hold real refreshes off.
+        if let installed = try? UserJWT(creds.readJWT()), installed.issuedInTime(now: now),
+            let held = installed.issuedAt, (pushed.issuedAt ?? 0) < held
+        {
+            throw NATSError.refused("issued before the JWT in place (a replayed push?)")
+        }
+        return pushed
+    }
+
+    /// The trial, then the install: the old JWT stays until the new one has connected.
+    private func installAfterTrial(_ text: String) {
+        guard let creds = settings.credentials else { return }
+        if let why = trialConnect(text) {
+            return noteError(
+                "creds.jwt: refused: the server did not accept the new JWT: \(why); the JWT in place is kept")
+        }
+        do {
+            // Again: `user.jwt` may have changed while the trial ran.
+            let pushed = try checkPushed(text, creds)
+            let jwt = try creds.install(pushed.text, now: Int64(time(nil)))
+            shared.withLock {
+                $0.refreshes += 1
+                $0.nextRequest = 0
+            }
+            let exp = jwt.expires.map { UTCTime.iso8601($0) } ?? "never"
+            log.info("nats: installed a new JWT for \(jwt.subject), expires \(exp) (the server accepted it)")
+        } catch {
+            noteError("creds.jwt: refused: \(error)")
+        }
+    }
+
+    /// What a trial connection's JWT callback hands libnats; the seed is the link's.
+    final class TrialBox: @unchecked Sendable {
+        // Both set once, before libnats can call back.
+        let jwt: String
+        weak var link: NATSLink?
+        init(jwt: String, link: NATSLink) {
+            self.jwt = jwt
+            self.link = link
+        }
+    }
+
+    /// Connects once with `jwt` (no reconnects, no subscriptions, no other
+    /// callbacks) and closes again: nil when the server accepted it, else why not.
+    private func trialConnect(_ jwt: String) -> String? {
+        guard let opts = baseOptions(name: settings.name + " (new JWT trial)") else {
+            return "options: " + (shared.withLock { $0.lastError } ?? "failed")
+        }
+        defer { natsOptions_Destroy(opts) }
+        let trial = Unmanaged.passRetained(TrialBox(jwt: jwt, link: self)).toOpaque()
+        // Released after the connection is destroyed, below (defers run last first).
+        defer { Unmanaged<TrialBox>.fromOpaque(trial).release() }
+        let jwtCB: natsUserJWTHandler = { out, _, closure in
+            guard let closure else { return NATS_ERR }
+            out?.pointee = strdup(Unmanaged<TrialBox>.fromOpaque(closure).takeUnretainedValue().jwt)
+            return NATS_OK
+        }
+        let sigCB: natsSignatureHandler = { errText, sig, sigLen, nonce, closure in
+            guard let closure, let link = Unmanaged<TrialBox>.fromOpaque(closure).takeUnretainedValue().link else {
+                return NATS_ERR
+            }
+            return link.sign(errText, sig, sigLen, nonce)
+        }
+        guard ok(natsOptions_SetAllowReconnect(opts, false), "trial: no reconnects"),
+            ok(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, trial, sigCB, trial), "trial: credentials")
+        else { return "the trial connection could not be set up" }
+        var nc: OpaquePointer?
+        let s = natsConnection_Connect(&nc, opts)
+        let why = s == NATS_OK ? nil : Self.lastError(s)
+        if let nc {
+            natsConnection_Close(nc)
+            natsConnection_Destroy(nc)
+        }
+        return why
+    }
+
     /// Asks for a new JWT once `refreshFraction` of the current one's
     /// lifetime has passed; again every quarter of what is left (at least 1 s).
+    /// Not without `accountKeys`: every pushed JWT would be refused.
     private func requestRefreshIfDue() {
-        guard let creds = settings.credentials, isConnected else { return }
+        guard let creds = settings.credentials, !settings.accountKeys.isEmpty, isConnected else { return }
         let now = Int64(time(nil))
         guard let jwt = try? UserJWT(creds.readJWT()), let exp = jwt.expires else { return }
         let iat = jwt.issuedAt ?? exp
@@ -764,9 +870,12 @@ extension String {
 
 public enum NATSError: Error, CustomStringConvertible {
     case setup(String)
+    /// A pushed JWT refused for a reason of the link's own (not the JWT's content).
+    case refused(String)
     public var description: String {
         switch self {
         case .setup(let m): return "NATS setup: \(m)"
+        case .refused(let m): return m
         }
     }
 }

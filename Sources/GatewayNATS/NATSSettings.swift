@@ -22,6 +22,9 @@ public struct NATSSettings: Sendable {
     public var tls: TLS
     /// The user JWT and nkey seed (decentralised auth); nil: no credentials.
     public var credentials: NATSCredentialFiles?
+    /// The account public keys (`A…`) a JWT pushed on `creds.jwt` must be
+    /// signed by; empty: every pushed JWT is refused.
+    public var accountKeys: [String]
     /// Publish outbox rows through JetStream and delete them on its PubAck;
     /// without a stream on the subject (no responders) or with this off,
     /// rows are deleted after a plain publish and a successful flush (PING/PONG).
@@ -37,13 +40,15 @@ public struct NATSSettings: Sendable {
 
     public init(
         servers: [String], prefix: String = "doorgateway", tls: TLS = TLS(enabled: false),
-        credentials: NATSCredentialFiles? = nil, jetStream: Bool = false, reconnectWaitMilliseconds: Int = 500,
-        refreshFraction: Double = 0.75, ackTimeoutMilliseconds: Int = 2000, name: String = "doorgateway"
+        credentials: NATSCredentialFiles? = nil, accountKeys: [String] = [], jetStream: Bool = false,
+        reconnectWaitMilliseconds: Int = 500, refreshFraction: Double = 0.75, ackTimeoutMilliseconds: Int = 2000,
+        name: String = "doorgateway"
     ) {
         self.servers = servers
         self.prefix = prefix
         self.tls = tls
         self.credentials = credentials
+        self.accountKeys = accountKeys
         self.jetStream = jetStream
         self.reconnectWaitMilliseconds = reconnectWaitMilliseconds
         self.refreshFraction = refreshFraction

@@ -97,16 +97,60 @@ final class CommandTests: XCTestCase {
             .olderThanHighest)
     }
 
-    func testPruningIsByTimeAndKeepsEntriesWhenTheClockMovesBack() {
+    func testPruningFollowsTheKeysHighestTimestampNotTheClock() {
         var replay = ReplayGuard()
         XCTAssertNil(replay.admit(keyID: "native", fingerprint: "n1", timestamp: 1000, now: 1000, tolerance: 5))
-        replay.prune(now: 1010, tolerance: 5)
-        XCTAssertEqual(replay.entries.count, 1, "exactly two windows old: kept")
-        replay.prune(now: 900, tolerance: 5)
-        XCTAssertEqual(replay.entries.count, 1, "a clock moved back prunes nothing")
-        replay.prune(now: 1011, tolerance: 5)
-        XCTAssertTrue(replay.entries.isEmpty)
-        XCTAssertEqual(replay.highest["native"], 1000, "the highest timestamp outlives the entries")
+        replay.prune(tolerance: 5)
+        XCTAssertEqual(replay.entries.count, 1, "nothing newer accepted: kept, however late it is")
+        XCTAssertNil(replay.admit(keyID: "native", fingerprint: "n2", timestamp: 1010, now: 900, tolerance: 5))
+        XCTAssertEqual(replay.entries.count, 2, "exactly two windows older than the highest: kept")
+        XCTAssertNil(replay.admit(keyID: "native", fingerprint: "n3", timestamp: 1011, now: 5000, tolerance: 5))
+        XCTAssertEqual(replay.entries.map(\.fingerprint), ["n2", "n3"])
+        XCTAssertEqual(
+            replay.admit(keyID: "native", fingerprint: "n1", timestamp: 1000, now: 1000, tolerance: 5)?.code,
+            .olderThanHighest, "what is forgotten, the highest rule refuses")
+        XCTAssertEqual(replay.highest["native"], 1011, "the highest timestamp outlives the entries")
+    }
+
+    /// Issue 24 L1: the wall clock steps forward by more than two windows (a
+    /// bad NTP answer), a command on the other key is accepted then, and the
+    /// clock steps back. A compat block captured before the step must still
+    /// be refused: the record forgets an entry only once its own key's
+    /// highest accepted timestamp has moved two windows past it, never
+    /// because of the wall clock.
+    func testAClockStepForwardThenBackDoesNotForgetACapturedCommand() throws {
+        let compatKey = Array(repeating: UInt8(7), count: 16)
+        let nativeKey = Array(repeating: UInt8(5), count: 32)
+        var clock = ManualClock(unixSeconds: 1_760_000_000)
+        let t0 = clock.unixSeconds
+        var replay = ReplayGuard()
+        let captured =
+            #"{"command":1,"otp-auth":"\#(try OTPBlock.make(timestamp: UInt32(t0), random: Array(repeating: 1, count: 11), key: compatKey))"}"#
+        XCTAssertTrue(
+            compat(captured, key: Hex.encode(compatKey), now: Int(clock.unixSeconds), replay: &replay).accepted)
+
+        clock.setWall(unixSeconds: t0 + 100)
+        let native = nativeMessage(
+            action: 0, ts: clock.unixSeconds, nonce: String(repeating: "ab", count: 16), device: "front-door",
+            key: nativeKey)
+        XCTAssertTrue(
+            judge.judgeNative(
+                payload: Array(native.utf8), retained: false, key: nativeKey, now: clock.now.wall, replay: &replay
+            ).accepted)
+
+        clock.setWall(unixSeconds: t0)
+        clock.advance(.seconds(2))
+        let again = compat(captured, key: Hex.encode(compatKey), now: Int(clock.unixSeconds), replay: &replay)
+        XCTAssertEqual(again.rejection?.code, .replay, "the captured block is still remembered")
+
+        // The same on one key: an entry goes only when that key's highest
+        // timestamp is two windows past it, and then the highest rule refuses it.
+        var one = ReplayGuard()
+        XCTAssertNil(one.admit(keyID: "compat", fingerprint: "c", timestamp: t0, now: t0, tolerance: 5))
+        XCTAssertNil(one.admit(keyID: "native", fingerprint: "n", timestamp: t0 + 100, now: t0 + 100, tolerance: 5))
+        XCTAssertEqual(one.entries.count, 2, "another key's commands prune nothing of this key")
+        XCTAssertEqual(
+            one.admit(keyID: "compat", fingerprint: "c", timestamp: t0, now: t0 + 1, tolerance: 5)?.code, .replay)
     }
 
     func testExtremeValuesNeverTrap() {
@@ -115,7 +159,7 @@ final class CommandTests: XCTestCase {
             (Int64.min, Int64.max, Int64.max), (Int64.max, Int64.min, Int64.min), (Int64.max, Int64.max, 30),
         ] {
             _ = replay.admit(keyID: "k", fingerprint: "\(ts)", timestamp: ts, now: now, tolerance: tol)
-            replay.prune(now: now, tolerance: tol)
+            replay.prune(tolerance: tol)
         }
     }
 

@@ -50,6 +50,17 @@ final class SupportTests: XCTestCase {
         XCTAssertEqual(UTCTime.iso8601(1_758_686_540), "2025-09-24T04:02:20Z")
     }
 
+    /// Issue 24 L6: every Int64 is a time (a signed fleet `valid_until`, a
+    /// control-socket `tags.expire`); the extremes print, never trap.
+    func testUTCTimeIsTotalAtTheInt64Extremes() {
+        XCTAssertEqual(UTCTime.iso8601(Int64.min), "-292277022657-01-27T08:29:52Z")
+        XCTAssertEqual(UTCTime.iso8601(Int64.min + 1), "-292277022657-01-27T08:29:53Z")
+        XCTAssertEqual(UTCTime.iso8601(Int64.max), "292277026596-12-04T15:30:07Z")
+        XCTAssertEqual(UTCTime.iso8601(-1), "1969-12-31T23:59:59Z")
+        XCTAssertEqual(UTCTime.iso8601(253_402_300_799), "9999-12-31T23:59:59Z")
+        XCTAssertEqual(UTCTime.iso8601(-62_135_596_801), "0000-12-31T23:59:59Z")
+    }
+
     func testMonotonicArithmeticSaturates() {
         let t = MonotonicInstant(nanoseconds: 1_000_000_000)
         XCTAssertEqual((t + .milliseconds(500)).nanoseconds, 1_500_000_000)

@@ -72,6 +72,38 @@ final class DoorRulesTests: XCTestCase {
         try g.waitForEvent("access_denied", reason: "expired", after: n)
     }
 
+    /// Issue 24 L6: an expiry at either end of Int64 — Int64.min straight
+    /// through the control socket (gatewayctl's own `--at` refuses negative
+    /// seconds), Int64.max through `gatewayctl tags expire` — is stored,
+    /// answered and listed; gatewayd does not trap on it.
+    func testExpiryTimesAtTheInt64ExtremesAreListedNotCrashed() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        let low = "04E1E1E1E1E1E1", high = "04E2E2E2E2E2E2"
+        for uid in [low, high] {
+            let n = try g.eventCount()
+            try g.ctlJSON(["provision", "--action", "0"])
+            try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+            try g.waitForEvent("provisioning_written", after: n)
+            try g.ctlJSON(["sim", "remove"])
+            usleep(1_100_000)
+        }
+        let c = try ControlConnection(path: g.socket)
+        c.send(
+            #"{"id":1,"method":"tags.expire","params":{"uid":"\#(low)","at":-9223372036854775808}}"#)
+        let answer = try JSONValue.parse(Array(try c.readLine().utf8))
+        XCTAssertEqual(answer["result"]?["valid_until"]?.stringValue, "-292277022657-01-27T08:29:52Z", "\(answer)")
+        try g.ctlJSON(["tags", "expire", high, "--at", "9223372036854775807"])
+        let tags = try XCTUnwrap(try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue)
+        func until(_ uid: String) -> String? {
+            tags.first { $0["uid"]?.stringValue == uid }?["valid_until"]?.stringValue
+        }
+        XCTAssertEqual(until(low), "-292277022657-01-27T08:29:52Z")
+        XCTAssertEqual(until(high), "292277026596-12-04T15:30:07Z")
+        XCTAssertEqual(try g.ctl(["tags", "list"]).status, 0, "the table prints too")
+        XCTAssertTrue(g.process?.isRunning == true, g.log)
+    }
+
     /// A clock floor a bad time source left ten years ahead (written into
     /// the stopped door's store, as the daemon itself would have saved it)
     /// denies a sticker that expires tomorrow; `gatewayctl clock reset-floor`

@@ -378,6 +378,26 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(with["label"]?.stringValue, "Alice")
     }
 
+    /// Issue 24 L3: with `uid_in_events = "hmac"` and no device key, an HMAC
+    /// under the empty key is no secret (anyone can recompute it for every
+    /// UID), so the UID is withheld rather than "hashed" that way.
+    func testAHashedUIDWithoutADeviceKeyIsWithheld() throws {
+        let uid = try XCTUnwrap(TagUID(hex: "04A1B2C3D4E5F6"))
+        let key = [UInt8](repeating: 9, count: 32)
+        let hashed: String? = Payloads.uidText(uid, hashed: true, deviceKey: key)
+        XCTAssertEqual(hashed?.count, 16)
+        XCTAssertNotEqual(hashed, uid.hex)
+        XCTAssertEqual(Payloads.uidText(uid, hashed: false, deviceKey: []), uid.hex, "full UIDs need no key")
+        XCTAssertNil(Payloads.uidText(uid, hashed: true, deviceKey: []), "no key: no UID at all")
+        XCTAssertNil(Payloads.uidText(uid, hashed: true, deviceKey: [1, 2, 3]), "nor with a key too short to be one")
+        let event = DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: uid)
+        let withheld = try JSONValue.parse(
+            Payloads.event(
+                event, seq: 1, time: 0, device: "d", uidText: Payloads.uidText(uid, hashed: true, deviceKey: [])))
+        XCTAssertNil(withheld["uid"], "the event goes out without a uid")
+        XCTAssertEqual(withheld["kind"]?.stringValue, "access_granted")
+    }
+
     func testLastAccessIsATimestampSensorWithItsSource() throws {
         let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
         let entries = Payloads.discovery(

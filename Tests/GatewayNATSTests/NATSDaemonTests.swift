@@ -62,6 +62,35 @@ final class NATSConfigTests: XCTestCase {
     }
 }
 
+extension NATSConfigTests {
+    /// `[nats] account_keys`: account nkeys only, each bad one named with its line.
+    func testAccountKeysAreAccountNKeys() throws {
+        let head = Self.base + "[remote]\ntransport = \"nats\"\n[nats]\nservers = [\"nats://127.0.0.1:4222\"]\n"
+        let key = ConfigExample.natsAccountKeyExample
+        let good = try GatewayConfiguration.load(
+            toml: head + "account_keys = [\"\(key)\"]\n[nats.tls]\nenabled = false\n")
+        XCTAssertEqual(good.nats.accountKeys, [key])
+        XCTAssertFalse(good.warnings.contains { $0.contains("account_keys") })
+        XCTAssertTrue(good.summary.joined().contains("pushed JWTs signed by 1 account key(s)"), "\(good.summary)")
+        let none = try GatewayConfiguration.load(toml: head + "[nats.tls]\nenabled = false\n")
+        XCTAssertEqual(none.nats.accountKeys, [])
+        XCTAssertTrue(none.warnings.contains { $0.contains("nats.account_keys is empty") }, "\(none.warnings)")
+        // A user key, a bad checksum, an operator key: each refused by index and line.
+        let user = "UAEE2COLRSORH2VJY36ZHX5GLNO2BRAE7LUBB33PJ4IXLXSRCZCZKCHV"
+        let badSum = String(key.dropLast()) + (key.last == "A" ? "B" : "A")
+        XCTAssertThrowsError(
+            try GatewayConfiguration.load(
+                toml: head + "account_keys = [\"\(key)\", \"\(user)\",\n  \"\(badSum)\"]\n[nats.tls]\nenabled = false\n"
+            )
+        ) {
+            let text = ($0 as? ConfigError)?.issues.map { $0.formatted(file: "g.toml") }.joined(separator: "\n") ?? ""
+            XCTAssertTrue(text.contains("nats.account_keys[1]") && text.contains("account public key"), text)
+            XCTAssertTrue(text.contains("nats.account_keys[2]"), text)
+            XCTAssertFalse(text.contains("nats.account_keys[0]"), text)
+        }
+    }
+}
+
 /// gatewayd with `transport = "nats"` against the JWT-mode server: credentials
 /// installed with `gatewayctl creds import`, an admin open reaches the peer as
 /// an event on the door's subject, and status shows the transport and the
@@ -101,6 +130,7 @@ final class NATSDaemonTests: XCTestCase {
         [nats]
         servers = ["tls://localhost:\(server.port)"]
         prefix = "\(NATSServer.prefix)"
+        account_keys = ["\(try server.accountPublicKey())"]
         [nats.tls]
         ca_file = "\(server.path("ca.crt"))"
         cert_file = "\(server.path("door.crt"))"
@@ -165,6 +195,14 @@ final class NATSDaemonTests: XCTestCase {
         peer.wait(timeout: 15) { _ in !peer.messages("\(NATSServer.base).telemetry").isEmpty }
         let telemetry = try XCTUnwrap(peer.messages("\(NATSServer.base).telemetry").first, log)
         XCTAssertTrue(telemetry.contains("\"nats_credentials\":{\"state\":\"ok\""), telemetry)
+
+        // A JWT the credential service pushes, signed by the account named
+        // in [nats] account_keys: tried, then installed.
+        peer.send("PUB \(NATSServer.base).creds.jwt \(try server.reissueDoorJWT(seconds: 1200))")
+        let refreshed = Date() + 10
+        while Date() < refreshed && status()?["broker"]?["refreshes"] != .int(1) { usleep(100_000) }
+        XCTAssertEqual(status()?["broker"]?["refreshes"], .int(1), log)
+        XCTAssertTrue(log.contains("installed a new JWT"), log)
 
         kill(daemon.processIdentifier, SIGTERM)
         daemon.waitUntilExit()

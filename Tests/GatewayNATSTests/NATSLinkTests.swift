@@ -255,6 +255,112 @@ final class NATSLinkTests: XCTestCase {
         assertNoSecretsLogged(server, log)
     }
 
+    /// `jwt` with its claims edited and its signature kept (or zeroed).
+    private func tamper(_ jwt: String, zeroSignature: Bool = false, _ edit: (inout [String: Any]) -> Void) throws
+        -> String
+    {
+        let parts = jwt.split(separator: ".").map(String.init)
+        var claims =
+            try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(Base64URL.decode(parts[1])))) as? [String: Any]
+            ?? [:]
+        edit(&claims)
+        let body = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims)))
+        let signature = zeroSignature ? Base64URL.encode([UInt8](repeating: 0, count: 64)) : parts[2]
+        return "\(parts[0]).\(body).\(signature)"
+    }
+
+    /// Issue 24 M2: a JWT pushed on `creds.jwt` replaces the one in place
+    /// only when it is signed by one of `[nats] account_keys`, not issued
+    /// ahead of the door's clock, and accepted by the server on a trial
+    /// connection. The attack: a junk JWT with `iat = exp = 9999-12-31`,
+    /// after which every real refresh was refused as older.
+    func testAPushedJWTMustBeSignedByATrustedAccountAndAcceptedByTheServer() throws {
+        let server = try NATSServer(doorJWTSeconds: 600)
+        try server.start()
+        let peer = try server.peer()
+        let log = LogCapture()
+        // The door trusts the spare account key too; the server does not know it.
+        let settings = server.settings(accountKeys: [
+            try server.accountPublicKey(), try server.accountPublicKey("spare"),
+        ])
+        let link = NATSLink(
+            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger,
+            eventPayload: Self.eventPayload)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        let original = try server.credentials.readJWT()
+        let end: Int64 = 253_402_300_799  // 9999-12-31T23:59:59Z
+        let good = try server.reissueDoorJWT(seconds: 1200)
+        let pushes: [(name: String, jwt: String, why: String)] = [
+            ("junk", "not.a.jwt", "not a NATS user JWT"),
+            (
+                "tampered",
+                try tamper(good) {
+                    $0["iat"] = end; $0["exp"] = end
+                },
+                "signature does not verify"
+            ),
+            ("unsigned", try tamper(good, zeroSignature: true) { _ in }, "signature does not verify"),
+            ("foreign", try server.reissueDoorJWT(seconds: 1200, issuer: "foreign"), "not one of [nats] account_keys"),
+            (
+                "far-future iat", try server.reissueDoorJWT(seconds: 0, issuedAt: end, expiresAt: end),
+                "ahead of this door's clock"
+            ),
+            (
+                "unknown to the server", try server.reissueDoorJWT(seconds: 1200, issuer: "spare"),
+                "the server did not accept"
+            ),
+        ]
+        for push in pushes {
+            let before = log.all.count
+            peer.send("PUB \(NATSServer.base).creds.jwt \(push.jwt)")
+            XCTAssertTrue(
+                waitUntil { log.all.dropFirst(before).contains { $0.contains("creds.jwt: refused") } },
+                "\(push.name): \(log.all.dropFirst(before))")
+            XCTAssertTrue(
+                log.all.dropFirst(before).contains { $0.contains(push.why) },
+                "\(push.name): \(log.all.dropFirst(before))")
+            XCTAssertEqual(try server.credentials.readJWT(), original, "\(push.name): the JWT in place is kept")
+        }
+        XCTAssertEqual(link.status.refreshes, 0)
+        XCTAssertTrue(link.isConnected)
+
+        // The real refresh after all that: installed.
+        peer.send("PUB \(NATSServer.base).creds.jwt \(good)")
+        XCTAssertTrue(waitUntil { (try? server.credentials.readJWT()) == good }, "\(log.all)")
+        XCTAssertEqual(link.status.refreshes, 1)
+        XCTAssertTrue(log.all.contains { $0.contains("installed a new JWT") })
+        for line in log.all {
+            for push in pushes where push.jwt.count > 20 {
+                XCTAssertFalse(line.contains(push.jwt), "a pushed JWT is never logged: \(line)")
+            }
+        }
+        assertNoSecretsLogged(server, log)
+    }
+
+    /// Without `[nats] account_keys` nothing pushed can be checked: even a
+    /// JWT the server would take is refused, and the log says what to do.
+    func testWithoutAccountKeysAPushedJWTIsRefused() throws {
+        let server = try NATSServer(doorJWTSeconds: 600)
+        try server.start()
+        let peer = try server.peer()
+        let log = LogCapture()
+        let link = NATSLink(
+            settings: server.settings(accountKeys: []), deviceID: NATSServer.device, outbox: MemoryOutbox(),
+            log: log.logger, eventPayload: Self.eventPayload)
+        try link.start()
+        defer { link.stop() }
+        XCTAssertTrue(waitUntil { link.isConnected })
+        let original = try server.credentials.readJWT()
+        peer.send("PUB \(NATSServer.base).creds.jwt \(try server.reissueDoorJWT(seconds: 1200))")
+        XCTAssertTrue(waitUntil { log.all.contains { $0.contains("creds.jwt: refused") } }, "\(log.all)")
+        XCTAssertTrue(
+            log.all.contains { $0.contains("account_keys") && $0.contains("gatewayctl creds import") }, "\(log.all)")
+        XCTAssertEqual(try server.credentials.readJWT(), original)
+        XCTAssertEqual(link.status.refreshes, 0)
+    }
+
     /// No refresh: the JWT expires, libnats closes after two authorisation
     /// violations, the link reports `expired` and keeps rebuilding; once a
     /// fresh JWT is installed (as `gatewayctl creds import` does) it connects
@@ -369,6 +475,48 @@ final class NATSCredentialTests: XCTestCase {
             XCTAssertEqual(st.st_mode & S_IFMT, S_IFREG)
             XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "untouched")
         }
+    }
+
+    /// Issue 24 M2 without a server: what `checkTrusted` accepts, with JWTs
+    /// mkjwt signs (the doors' account, a spare account, a fresh key).
+    func testAPushedJWTsIssuerSignatureAndIssueTimeAreChecked() throws {
+        let server = try NATSServer(doorJWTSeconds: 600)
+        let doors = try server.accountPublicKey()
+        let spare = try server.accountPublicKey("spare")
+        XCTAssertNotNil(NKey.accountKey(doors))
+        XCTAssertNil(NKey.accountKey(try server.credentials.publicKey()), "a user key is no account key")
+        let now = Int64(time(nil))
+        let good = try UserJWT(try server.reissueDoorJWT(seconds: 600))
+        XCTAssertEqual(good.issuer, doors)
+        XCTAssertNoThrow(try good.checkTrusted(accountKeys: [doors], now: now))
+        XCTAssertNoThrow(try good.checkTrusted(accountKeys: [spare, doors], now: now))
+        func problem(_ jwt: UserJWT, _ keys: [String], at t: Int64 = Int64(time(nil))) -> UserJWT.Problem? {
+            do { try jwt.checkTrusted(accountKeys: keys, now: t) } catch { return error }
+            return nil
+        }
+        XCTAssertEqual(problem(good, []), .noAccountKeys)
+        XCTAssertEqual(problem(good, [spare]), .untrustedIssuer(doors))
+        XCTAssertEqual(
+            problem(try UserJWT(try server.reissueDoorJWT(seconds: 600, issuer: "spare")), [spare]), nil,
+            "a signing key listed is as good as the account's own")
+        let foreign = try UserJWT(try server.reissueDoorJWT(seconds: 600, issuer: "foreign"))
+        XCTAssertEqual(problem(foreign, [doors]), .untrustedIssuer(foreign.issuer ?? ""))
+        // Claims edited, signature kept: the issuer is trusted, the signature is not.
+        let parts = good.text.split(separator: ".").map(String.init)
+        let claims = String(decoding: try XCTUnwrap(Base64URL.decode(parts[1])), as: UTF8.self)
+        let edited =
+            claims
+            .replacingOccurrences(of: "\"iat\": \(try XCTUnwrap(good.issuedAt))", with: "\"iat\": 253402300799")
+            .replacingOccurrences(of: "\"exp\": \(try XCTUnwrap(good.expires))", with: "\"exp\": 253402300799")
+        XCTAssertNotEqual(edited, claims)
+        let tampered = try UserJWT("\(parts[0]).\(Base64URL.encode(Array(edited.utf8))).\(parts[2])")
+        XCTAssertEqual(problem(tampered, [doors]), .badSignature(issuer: doors))
+        // iat: now + 300 s is fine, one second more is not.
+        let iat = try XCTUnwrap(good.issuedAt)
+        XCTAssertNil(problem(good, [doors], at: iat - UserJWT.maximumIssueSkew))
+        XCTAssertEqual(problem(good, [doors], at: iat - UserJWT.maximumIssueSkew - 1), .issuedAhead(iat))
+        XCTAssertTrue(good.issuedInTime(now: iat - 300))
+        XCTAssertFalse(good.issuedInTime(now: iat - 301))
     }
 
     func testSubjectsAreScopedToTheDevice() {

@@ -8,11 +8,15 @@ import TestSupport
 extension NATSServer {
     var credentials: NATSCredentialFiles { NATSCredentialFiles(directory: path("state/nats")) }
 
-    func settings(refreshFraction: Double = 0.75, jetStream: Bool = false) -> NATSSettings {
+    /// `accountKeys`: the keys a pushed JWT must be signed by (default: the doors' account).
+    func settings(refreshFraction: Double = 0.75, jetStream: Bool = false, accountKeys: [String]? = nil) -> NATSSettings
+    {
         NATSSettings(
             servers: ["tls://localhost:\(port)"], prefix: Self.prefix,
             tls: .init(enabled: true, caFile: path("ca.crt"), certFile: path("door.crt"), keyFile: path("door.key")),
-            credentials: credentials, jetStream: jetStream, reconnectWaitMilliseconds: 500,
+            credentials: credentials,
+            accountKeys: accountKeys ?? [(try? UserJWT(credentials.readJWT()))?.issuer].compactMap { $0 },
+            jetStream: jetStream, reconnectWaitMilliseconds: 500,
             refreshFraction: refreshFraction,
             name: "door-under-test")
     }

@@ -96,10 +96,27 @@ public final class NATSServer {
     public var log: String { (try? String(contentsOfFile: path("server.log"), encoding: .utf8)) ?? "" }
 
     /// A new JWT for the door's key (same permissions), valid `seconds`.
-    public func reissueDoorJWT(seconds: Int) throws -> String {
+    /// `issuer`: "doors" (the account the server knows), "spare" (an
+    /// account key the server was never told of) or "foreign" (a fresh key);
+    /// `issuedAt`/`expiresAt` override the times (Unix seconds).
+    public func reissueDoorJWT(
+        seconds: Int, issuer: String = "doors", issuedAt: Int64? = nil, expiresAt: Int64? = nil
+    ) throws -> String {
+        var args = [Self.script.path, "reissue", path("k"), "door", "--exp", "\(seconds)", "--issuer", issuer]
+        if let issuedAt { args += ["--iat", "\(issuedAt)"] }
+        if let expiresAt { args += ["--exp-at", "\(expiresAt)"] }
+        let r = try Run.process(URL(fileURLWithPath: "/usr/bin/python3"), args, timeout: 30)
+        guard r.status == 0 else {
+            throw NSError(domain: "mkjwt", code: 1, userInfo: [NSLocalizedDescriptionKey: r.stderr])
+        }
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The public key (`A…`) of the doors' account ("doors") or of the spare
+    /// account key the server does not know ("spare").
+    public func accountPublicKey(_ name: String = "doors") throws -> String {
         let r = try Run.process(
-            URL(fileURLWithPath: "/usr/bin/python3"),
-            [Self.script.path, "reissue", path("k"), "door", "--exp", "\(seconds)"], timeout: 30)
+            URL(fileURLWithPath: "/usr/bin/python3"), [Self.script.path, "account-key", path("k"), name], timeout: 30)
         guard r.status == 0 else {
             throw NSError(domain: "mkjwt", code: 1, userInfo: [NSLocalizedDescriptionKey: r.stderr])
         }

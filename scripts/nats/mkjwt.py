@@ -7,8 +7,13 @@ python3-cryptography (ed25519) only.
       operator, system account and account DOORS; DIR/server.conf, DIR/keys.json
   mkjwt.py user DIR NAME --pub SUBJ[,SUBJ] --sub SUBJ[,SUBJ] [--exp SECONDS]
       a user of DOORS: DIR/NAME.creds, DIR/NAME.jwt, DIR/NAME.nk; prints the public key
-  mkjwt.py reissue DIR NAME [--exp SECONDS] [--iat-offset SECONDS]
-      a new JWT for the same user key and permissions, printed (nothing written)
+  mkjwt.py reissue DIR NAME [--exp SECONDS] [--iat-offset SECONDS] [--iat UNIX] [--exp-at UNIX]
+                   [--issuer doors|spare|foreign]
+      a new JWT for the same user key and permissions, printed (nothing written);
+      --issuer spare signs with an account key the server does not know,
+      foreign with a fresh key nobody knows (tests of what a door accepts)
+  mkjwt.py account-key DIR NAME
+      the public key (A...) of account NAME (doors, spare)
 
 nkeys: base32 (no padding) of prefix byte(s) + 32-byte key + CRC-16/XMODEM
 (little-endian). JWT: b64url(header).b64url(claims).b64url(ed25519 signature
@@ -131,7 +136,8 @@ def cmd_init(a):
     sys_jwt = jwt(op, sys_acct.public, "SYS", account_claims())
     doors_jwt = jwt(op, doors.public, "DOORS", account_claims(jetstream=a.jetstream))
     write(os.path.join(a.dir, "operator.jwt"), op_jwt)
-    keys = {"operator": op.seed, "sys": sys_acct.seed, "doors": doors.seed}
+    # "spare": an account key the server never hears of (not preloaded).
+    keys = {"operator": op.seed, "sys": sys_acct.seed, "doors": doors.seed, "spare": Key("account").seed}
     write(os.path.join(a.dir, "keys.json"), json.dumps(keys))
     conf = [f"listen: 127.0.0.1:{a.port}", f'operator: "{os.path.join(a.dir, "operator.jwt")}"',
             f"system_account: {sys_acct.public}", "resolver: MEMORY",
@@ -177,9 +183,14 @@ def cmd_reissue(a):
         user = Key.from_seed(f.read())
     with open(base + ".perms.json") as f:
         perms = json.load(f)
-    iat = int(time.time()) + a.iat_offset
-    print(jwt(keys["doors"], user.public, a.name, user_claims(perms["pub"], perms["sub"]),
-              exp=(iat + a.exp) if a.exp else None, iat=iat))
+    iat = a.iat if a.iat is not None else int(time.time()) + a.iat_offset
+    exp = a.exp_at if a.exp_at is not None else (iat + a.exp) if a.exp else None
+    issuer = Key("account") if a.issuer == "foreign" else keys[a.issuer]
+    print(jwt(issuer, user.public, a.name, user_claims(perms["pub"], perms["sub"]), exp=exp, iat=iat))
+
+
+def cmd_account_key(a):
+    print(load_keys(a.dir)[a.name].public)
 
 
 def main():
@@ -201,8 +212,14 @@ def main():
     r.add_argument("name")
     r.add_argument("--exp", type=int, default=0)
     r.add_argument("--iat-offset", type=int, default=0)
+    r.add_argument("--iat", type=int, help="issued at, Unix seconds (instead of now + offset)")
+    r.add_argument("--exp-at", type=int, help="expires at, Unix seconds (instead of iat + exp)")
+    r.add_argument("--issuer", choices=["doors", "spare", "foreign"], default="doors")
+    k = sub.add_parser("account-key")
+    k.add_argument("dir")
+    k.add_argument("name", choices=["doors", "spare"])
     a = p.parse_args()
-    {"init": cmd_init, "user": cmd_user, "reissue": cmd_reissue}[a.cmd](a)
+    {"init": cmd_init, "user": cmd_user, "reissue": cmd_reissue, "account-key": cmd_account_key}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
 /// Replay protection for remote commands (COMPAT §3, §5), stricter than the
-/// ESP32 firmware: every accepted block or nonce is remembered for two
-/// freshness windows, the highest accepted timestamp per key is kept, and a
-/// full record rejects rather than evicts. Pure: the MQTT part persists
-/// `entries` and `highest`.
+/// ESP32 firmware: the highest accepted timestamp per key is kept, and a
+/// message more than one window older than it is refused; every accepted
+/// block or nonce is remembered until its own key's highest timestamp is two
+/// windows past it, when that rule refuses it anyway. Forgetting follows the
+/// authenticated timestamps only, never the wall clock: a clock stepped
+/// forward and back again forgets nothing (issue 24 L1). A full record
+/// rejects rather than evicts. Pure: the MQTT part persists `entries` and
+/// `highest`.
 public struct ReplayGuard: Equatable, Sendable, Codable {
     public struct Entry: Equatable, Hashable, Sendable, Codable {
         public var keyID: String
@@ -29,21 +33,28 @@ public struct ReplayGuard: Equatable, Sendable, Codable {
         self.capacity = capacity
     }
 
-    /// Drops entries older than two windows (by acceptance time or timestamp;
-    /// whichever keeps them longer, so a clock moved backwards keeps them).
-    public mutating func prune(now: Int64, tolerance: Int64) {
+    /// Drops the entries whose key's highest accepted timestamp is more than
+    /// two windows past their own: the highest rule (older than the highest
+    /// minus one window) refuses those already, so forgetting them opens
+    /// nothing. The wall clock plays no part: pruning by it let a clock
+    /// stepped forward, then back, forget a captured command (the other
+    /// key's command accepted meanwhile had not raised this key's highest).
+    public mutating func prune(tolerance: Int64) {
         let window = Self.clamp(tolerance)
-        let (horizon, overflow) = now.subtractingReportingOverflow(2 * window)
-        guard !overflow else { return }
-        entries.removeAll { max($0.acceptedAt, $0.timestamp) < horizon && $0.acceptedAt <= now }
+        entries.removeAll { entry in
+            guard let top = highest[entry.keyID] else { return false }
+            let (horizon, overflow) = top.subtractingReportingOverflow(2 * window)
+            return !overflow && entry.timestamp < horizon
+        }
     }
 
     /// Checks a fresh-enough message; on success records it. Returns the rejection, if any.
+    /// `now` is only recorded (`acceptedAt`); what is refused and what is
+    /// forgotten follow the timestamps.
     public mutating func admit(
         keyID: String, fingerprint: String, timestamp: Int64, now: Int64,
         tolerance: Int64
     ) -> CommandRejection? {
-        prune(now: now, tolerance: tolerance)
         let window = Self.clamp(tolerance)
         if let top = highest[keyID], case let (limit, false) = top.subtractingReportingOverflow(window),
             timestamp < limit
@@ -55,12 +66,15 @@ public struct ReplayGuard: Equatable, Sendable, Codable {
         if entries.contains(where: { $0.keyID == keyID && $0.fingerprint == fingerprint }) {
             return CommandRejection(.replay, "this message was already accepted")
         }
+        // Raised before the capacity check, so the entries it lets go are
+        // refused by the highest rule even when this message is not recorded.
+        highest[keyID] = max(highest[keyID] ?? timestamp, timestamp)
+        prune(tolerance: tolerance)
         guard entries.count < capacity else {
             return CommandRejection(
                 .replayRecordFull, "the replay record is full (\(capacity)); refusing rather than forgetting")
         }
         entries.append(Entry(keyID: keyID, fingerprint: fingerprint, timestamp: timestamp, acceptedAt: now))
-        highest[keyID] = max(highest[keyID] ?? timestamp, timestamp)
         return nil
     }
 

@@ -101,10 +101,20 @@ public indirect enum JSONValue: Equatable, Sendable {
 /// UTC timestamps without Foundation's locale machinery (which would pull ICU
 /// into the static binary).
 public enum UTCTime {
-    /// `2025-09-24T04:02:20Z` for a Unix time in seconds.
+    /// `2025-09-24T04:02:20Z` for a Unix time in seconds. Total over Int64:
+    /// years past 9999 print in full and years before 0 with a minus sign
+    /// (proleptic Gregorian), so Int64.min is `-292277022657-01-27T08:29:52Z`
+    /// and Int64.max `292277026596-12-04T15:30:07Z`, never a trap (a signed
+    /// fleet `valid_until` or a control-socket `tags.expire` can be either).
     public static func iso8601(_ unix: Int64) -> String {
-        let days = unix >= 0 ? unix / 86_400 : (unix - 86_399) / 86_400
-        let secs = unix - days * 86_400
+        // Floor division by quotient and remainder: `unix - 86_399` overflowed
+        // for Int64.min. |days| < 2^47, so nothing below overflows.
+        var days = unix / 86_400
+        var secs = unix % 86_400
+        if secs < 0 {
+            days -= 1
+            secs += 86_400
+        }
         let (y, m, d) = civil(fromDays: days)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let year = y >= 0 && y < 10_000 ? String(repeating: "0", count: 4 - String(y).count) + String(y) : String(y)

@@ -30,7 +30,8 @@ extension Daemon {
             tls: .init(
                 enabled: n.tls.enabled, caFile: resolve(n.tls.caFile), certFile: resolve(n.tls.certFile),
                 keyFile: resolve(n.tls.keyFile)),
-            credentials: NATSCredentialFiles(jwtPath: files.jwt, seedPath: files.seed), jetStream: n.jetStream,
+            credentials: NATSCredentialFiles(jwtPath: files.jwt, seedPath: files.seed), accountKeys: n.accountKeys,
+            jetStream: n.jetStream,
             reconnectWaitMilliseconds: n.reconnectWaitMilliseconds, refreshFraction: Double(n.refreshPercent) / 100,
             name: "doorgateway \(configuration.deviceID)")
         let commands: StoreCommands
@@ -54,24 +55,18 @@ extension Daemon {
             })
         link.commands = commands
         attachFleet(link)
-        let deviceKey: [UInt8]
-        do { deviceKey = try store.key(.device) ?? [] } catch {
-            log.error("nats: the device key is unreadable (\(error)); UIDs in events are keyed with an empty key")
-            deviceKey = []
-        }
-        let hashed = mqtt.uidInEvents == .hmac
-        let uidText = { (uid: TagUID) in Payloads.uidText(uid, hashed: hashed, deviceKey: deviceKey) }
+        let uidText = eventUIDText(mqtt.uidInEvents, transport: "nats")
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
             if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
             }
             return GatewayStore.OutboxEntry(
-                link.eventEntry(event, at: time, uidText: event.uid.map(uidText), label: label))
+                link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: label))
         }
         runtime.publish = { event, _ in
-            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
-                link.publishTagScan(uidText: uidText(uid))
+            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid) {
+                link.publishTagScan(uidText: text)
             }
         }
         runtime.publishState = { link.publishState($0) }

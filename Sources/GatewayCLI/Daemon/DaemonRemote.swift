@@ -47,11 +47,6 @@ extension Daemon {
             return
         }
         let link = MQTTLink(settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log)
-        let deviceKey: [UInt8]
-        do { deviceKey = try store.key(.device) ?? [] } catch {
-            log.error("mqtt: the device key is unreadable (\(error)); UIDs in events are keyed with an empty key")
-            deviceKey = []
-        }
         link.commands = commands
         attachFleet(link)
         link.discovery = Payloads.discovery(
@@ -59,26 +54,51 @@ extension Daemon {
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
             canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) },
             area: mqtt.homeAssistantArea)
-        let hashed = mqtt.uidInEvents == .hmac
-        let uidText = { (uid: TagUID) in Payloads.uidText(uid, hashed: hashed, deviceKey: deviceKey) }
+        let uidText = eventUIDText(mqtt.uidInEvents, transport: "mqtt")
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
             if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
             }
             return GatewayStore.OutboxEntry(
-                link.eventEntry(event, at: time, uidText: event.uid.map(uidText), label: label))
+                link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: label))
         }
         // The event itself went out with its audit row; every sticker
-        // presented is also a tag scan, for HA's tag_scanned automations.
+        // presented is also a tag scan, for HA's tag_scanned automations
+        // (none while the UID is withheld: a scan without one says nothing).
         runtime.publish = { event, _ in
-            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
-                link.publishTagScan(uidText: uidText(uid))
+            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid) {
+                link.publishTagScan(uidText: text)
             }
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
         preparedRemote = link
+    }
+
+    /// How events and tag scans name a UID (`uid_in_events`, either
+    /// transport): in full, or hashed with the device key, read once here.
+    /// Without a device key hashed UIDs fail closed (issue 24 L3): events go
+    /// out without `uid` and no tag scan is sent, rather than an HMAC under
+    /// the empty key that anyone can reverse; logged once, here.
+    func eventUIDText(_ mode: UIDInEvents, transport: String) -> @Sendable (TagUID) -> String? {
+        Self.eventUIDText(mode, transport: transport, log: log) { [store] in try store.key(.device) }
+    }
+
+    static func eventUIDText(
+        _ mode: UIDInEvents, transport: String, log: Logger, deviceKey: () throws -> [UInt8]?
+    ) -> @Sendable (TagUID) -> String? {
+        guard mode == .hmac else { return { Payloads.uidText($0, hashed: false, deviceKey: []) } }
+        var key: [UInt8] = []
+        var problem = "missing"
+        do { key = try deviceKey() ?? [] } catch { problem = "unreadable (\(error))" }
+        if key.count < Payloads.minimumDeviceKeyLength {
+            log.error(
+                "\(transport): the device key is \(problem); with uid_in_events = \"hmac\" events carry no UID and no tag scans are sent (restart gatewayd once the store is readable)"
+            )
+        }
+        let frozen = key
+        return { Payloads.uidText($0, hashed: true, deviceKey: frozen) }
     }
 
     /// MQTT: events through the durable outbox, retained state, telemetry,
