@@ -109,11 +109,13 @@ EOF
     kver=$(cd "$tmp/lib/modules" && ls | sort -V | tail -1)
     [ -n "$kver" ] || die "no kernel modules in the base"
     t=$SECONDS
-    say "base: update-initramfs -c -k $kver (once; emulated)"
+    say "base: update-initramfs -c -k $kver (once; the file tools native, the contents arm64)"
     # (A failed earlier attempt leaves its work directories in /var/tmp.)
     rm -rf "$tmp/boot/initrd.img-$kver" "$tmp/boot/initrd.img-$kver.new" "$tmp"/var/tmp/mkinitramfs*
-    emulated in_root "$tmp" update-initramfs -c -k "$kver" >> "$log" 2>&1 \
+    emulated in_root_native_tools "$tmp" update-initramfs -c -k "$kver" >> "$log" 2>&1 \
         || { tail -20 "$log" >&2; die "update-initramfs failed"; }
+    # Nothing of the host's may be inside: every ELF file in it is arm64.
+    check_initramfs_arch "$tmp/boot/initrd.img-$kver"
     say "base: initramfs in $((SECONDS - t)) s"
     in_root "$tmp" apt-get clean >> "$log" 2>&1
     rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/*.bin "$tmp"/var/log/*.log \
