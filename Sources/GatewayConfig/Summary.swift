@@ -70,7 +70,8 @@ extension GatewayConfiguration {
                 "remote nats \(n.servers.joined(separator: " ")), \(tls), prefix \(n.prefix).\(deviceID), "
                     + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %"
                     + (n.accountKeys.isEmpty
-                        ? ", pushed JWTs refused" : ", pushed JWTs signed by \(n.accountKeys.count) account key(s)")
+                        ? ", pushed JWTs signed by the issuer of the JWT in place"
+                        : ", pushed JWTs signed by \(n.accountKeys.count) account key(s)")
                     + (n.jetStream ? ", JetStream acks" : ""))
         }
         lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
@@ -95,8 +96,8 @@ extension GatewayConfiguration {
         }
         if remote.transport == .nats && nats.accountKeys.isEmpty {
             w.append(
-                "nats.account_keys is empty: a JWT pushed on creds.jwt cannot be verified and is refused, and no refresh "
-                    + "is asked for; renew the JWT with `gatewayctl creds import` before it expires")
+                "nats.account_keys is empty: a JWT pushed on creds.jwt is trusted only when signed by the issuer of "
+                    + "the JWT in place; list the account's keys to allow a rotated signing key")
         }
         return w
     }

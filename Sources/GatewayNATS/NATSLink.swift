@@ -153,7 +153,7 @@ public final class NATSLink: @unchecked Sendable {
         guard !settings.servers.isEmpty else { throw NATSError.setup("no server URL") }
         if settings.credentials != nil && settings.accountKeys.isEmpty {
             log.warning(
-                "nats: [nats] account_keys is empty: a JWT pushed on \(subjects.credsJWT) cannot be verified and is refused, and none is asked for; renew the JWT with `gatewayctl creds import` before it expires"
+                "nats: [nats] account_keys is empty: a JWT pushed on \(subjects.credsJWT) must be signed by the issuer of the JWT in place; a new issuer needs account_keys or `gatewayctl creds import`"
             )
         }
         try startThread(name: "gatewayd.nats") { [self] in
@@ -575,7 +575,7 @@ public final class NATSLink: @unchecked Sendable {
         let now = Int64(time(nil))
         let pushed = try UserJWT(text)
         try pushed.check(publicKey: try creds.publicKey(), now: now)
-        try pushed.checkTrusted(accountKeys: settings.accountKeys, now: now)
+        try pushed.checkTrusted(accountKeys: trustedIssuers(creds, now: now), now: now)
         // Not older than the JWT in place (a replayed push): only `gatewayctl
         // creds import`, run by hand, may go back. An `iat` in place that is
         // itself ahead of the clock (a junk JWT installed before these checks
@@ -586,6 +586,20 @@ public final class NATSLink: @unchecked Sendable {
             throw NATSError.refused("issued before the JWT in place (a replayed push?)")
         }
         return pushed
+    }
+
+    /// The keys a pushed JWT may be signed by: `accountKeys`; without them,
+    /// the issuer of the JWT in place, when that JWT's own signature holds and
+    /// its `iat` is not ahead of the clock — the key the server accepted this
+    /// door's JWT from (pushes arrive over the connection it opened). A new
+    /// issuer (a rotated signing key) then needs `account_keys` or
+    /// `gatewayctl creds import`.
+    private func trustedIssuers(_ creds: NATSCredentialFiles, now: Int64) -> [String] {
+        if !settings.accountKeys.isEmpty { return settings.accountKeys }
+        guard let installed = try? UserJWT(creds.readJWT()), let iss = installed.issuer,
+            (try? installed.checkTrusted(accountKeys: [iss], now: now)) != nil
+        else { return [] }
+        return [iss]
     }
 
     /// The trial, then the install: the old JWT stays until the new one has connected.
@@ -657,10 +671,12 @@ public final class NATSLink: @unchecked Sendable {
 
     /// Asks for a new JWT once `refreshFraction` of the current one's
     /// lifetime has passed; again every quarter of what is left (at least 1 s).
-    /// Not without `accountKeys`: every pushed JWT would be refused.
+    /// Not when no key could vouch for the answer (no `accountKeys` and no
+    /// trustworthy issuer in place): every pushed JWT would be refused.
     private func requestRefreshIfDue() {
-        guard let creds = settings.credentials, !settings.accountKeys.isEmpty, isConnected else { return }
+        guard let creds = settings.credentials, isConnected else { return }
         let now = Int64(time(nil))
+        guard !trustedIssuers(creds, now: now).isEmpty else { return }
         guard let jwt = try? UserJWT(creds.readJWT()), let exp = jwt.expires else { return }
         let iat = jwt.issuedAt ?? exp
         let due = iat + Int64(Double(exp - iat) * settings.refreshFraction)
