@@ -23,7 +23,7 @@ commit="$(git -C "$(dirname "$0")/.." rev-parse --short=12 HEAD 2>/dev/null || e
 if [ -n "$(git -C "$(dirname "$0")/.." status --porcelain --untracked-files=no 2>/dev/null)" ]; then
     commit="$commit+changes"
 fi
-tmp="$OUT/BUILDINFO.tmp"
+tmp="$OUT/BUILDINFO.tmp.$$"
 {
     echo "doorgateway $version (source $commit)"
     echo "target: $TARGET, fully static"
@@ -40,5 +40,10 @@ tmp="$OUT/BUILDINFO.tmp"
         printf 'binary %-10s sha256 %s\n' "$b" "$(sha256sum "$OUT/$b" | cut -d' ' -f1)"
     done
 } >"$tmp"
-mv "$tmp" "$OUT/BUILDINFO"
-echo "buildinfo: wrote $OUT/BUILDINFO ($(wc -l <"$LIBS") libraries)" >&2
+if cmp -s "$tmp" "$OUT/BUILDINFO"; then
+    rm -f "$tmp"
+    echo "buildinfo: $OUT/BUILDINFO unchanged ($(wc -l <"$LIBS") libraries)" >&2
+else
+    mv "$tmp" "$OUT/BUILDINFO"
+    echo "buildinfo: wrote $OUT/BUILDINFO ($(wc -l <"$LIBS") libraries)" >&2
+fi

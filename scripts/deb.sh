@@ -33,6 +33,13 @@ HOST_GATEWAY=${HOST_GATEWAY:-out/static/gateway}
 say() { echo "deb[$ARCH]: $*"; }
 die() { echo "deb[$ARCH]: $*" >&2; exit 1; }
 
+# Two makes may build the same package at once (.ci/run's lanes: the image's
+# `make deb` and test-deb's `make deb-amd64`): one at a time per architecture,
+# and the package is replaced by a rename, so a reader never sees half of one.
+mkdir -p "$OUT"
+exec 9>"$OUT/.deb-$ARCH.lock"
+flock 9
+
 BIN="$STATIC/gateway"
 [ -x "$BIN" ] || die "no $BIN (make static / make static-arm64 first)"
 [ -x "$HOST_GATEWAY" ] || die "no $HOST_GATEWAY to generate the configuration and completions (make static)"
@@ -179,7 +186,8 @@ chmod 0644 "$STAGE/DEBIAN/control"
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 DEB="$OUT/doorgateway_${VERSION}_$ARCH.deb"
-dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB" >/dev/null
+dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB.new" >/dev/null
+if cmp -s "$DEB.new" "$DEB"; then rm -f "$DEB.new"; else mv -f "$DEB.new" "$DEB"; fi
 say "built $DEB ($(du -h "$DEB" | cut -f1))"
 
 # --- checks --------------------------------------------------------------------

@@ -16,6 +16,12 @@ PRODUCTS=(gateway pn532-sim)
 
 say() { echo "static: $*" >&2; }
 
+# Two makes may run this at once (.ci/run's lanes both depend on `static`):
+# one at a time, so neither copies a binary or BUILDINFO the other is writing.
+mkdir -p "$SCRATCH"
+exec 9>"$SCRATCH/static.lock"
+flock 9
+
 PKG_CONFIG_PATH="$(scripts/static-deps.sh)"
 export PKG_CONFIG_PATH
 
@@ -53,8 +59,11 @@ mkdir -p "$OUT"
 for product in "${PRODUCTS[@]}"; do
     # Copy, then rename over: a running binary (a test's pn532-sim) cannot
     # be written in place (ETXTBSY), but it can be replaced.
-    cp "$bin/$product" "$OUT/$product.new"
-    mv -f "$OUT/$product.new" "$OUT/$product"
+    # Unchanged: left alone (a test may be running it).
+    if ! cmp -s "$bin/$product" "$OUT/$product"; then
+        cp "$bin/$product" "$OUT/$product.new"
+        mv -f "$OUT/$product.new" "$OUT/$product"
+    fi
     # ldd exits non-zero on a static binary; its message is the check.
     deps="$(ldd "$OUT/$product" 2>&1 || true)"
     if ! grep -q 'not a dynamic executable' <<<"$deps"; then
