@@ -97,6 +97,24 @@ final class ConfigCLITests: XCTestCase {
                         """))
     }
 
+    /// gatewayd reads the file before it requests any line: the shipped file
+    /// stops it with the two keys named (exit 78, EX_CONFIG), never with a GPIO
+    /// error (which would mean it had gone on to open the chip).
+    func testGatewaydRefusesTheShippedPiFileBeforeTouchingGPIO() throws {
+        let file = try write("pi.toml", ConfigExample.text(board: .pi))
+        let r = try Run.process(Run.product("gateway"), ["daemon", "--config", file])
+        XCTAssertEqual(r.status, 78, r.stderr)
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, r.stderr)
+        XCTAssertTrue(lines[0].hasPrefix("gatewayd: \(file):"), r.stderr)
+        XCTAssertTrue(lines[0].contains(": outputs[0].active_low: output \"strike\": is required on a real board"))
+        XCTAssertTrue(lines[1].contains(": outputs[0].locked_level: output \"strike\": is required on a real board"))
+        XCTAssertEqual(
+            lines[2],
+            "gatewayd: not started, no GPIO line touched: fix \(file) (`gatewayctl config check`), then restart")
+        XCTAssertFalse(r.stderr.contains("GPIO chip"), r.stderr)
+    }
+
     func testTheExampleForTheSimulatedBoardChecksOK() throws {
         let example = try Run.gatewayctl(["config", "example", "--board", "sim"])
         XCTAssertEqual(example.status, 0, example.stderr)
