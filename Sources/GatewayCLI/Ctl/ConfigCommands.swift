@@ -6,7 +6,8 @@ import GatewayMQTT
 /// `gatewayctl config …`: offline, no daemon needed.
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config", abstract: "Check the configuration file or print an example.",
+        commandName: "config",
+        abstract: "Check the configuration file, print an example, or the firmware's relay hold (config.txt).",
         subcommands: [ConfigCheck.self, ConfigExampleCommand.self, ConfigFirmwareCommand.self])
 }
 
