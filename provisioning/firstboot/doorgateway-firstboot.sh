@@ -160,6 +160,7 @@ fi
 # --- the configuration ----------------------------------------------------------
 cp -p "$CONF" "$CONF.new" 2>/dev/null || : > "$CONF.new"
 changed=0
+installed=0
 if [ -f "$DIR/gateway.toml" ]; then
     tr -d '\r' < "$DIR/gateway.toml" > "$CONF.new"
     changed=1
@@ -241,6 +242,7 @@ if [ "$changed" = 1 ]; then
         [ -f "$CONF" ] && cp -p "$CONF" "$CONF.before-firstboot"
         chmod 0644 "$CONF.new"
         mv "$CONF.new" "$CONF"
+        installed=1
         note "configuration checked and installed ($CONF; previous in $CONF.before-firstboot)"
         # The firmware holds each relay at its locked level from power-on:
         # config.txt's gpio= line follows the installed configuration.
@@ -256,9 +258,9 @@ if [ "$changed" = 1 ]; then
 else
     rm -f "$CONF.new"
 fi
-# Whatever was applied: a configuration gatewayd refuses is said here too
-# (the stock one until the relay is chosen).
-if [ -f "$CONF" ] && ! out=$("$GATEWAYCTL" config check "$CONF" 2>&1 >/dev/null); then
+# A configuration gatewayd would refuse is said here too (the stock one,
+# until the relay is chosen); one installed on this boot was just checked.
+if [ "$installed" = 0 ] && [ -f "$CONF" ] && ! out=$("$GATEWAYCTL" config check "$CONF" 2>&1 >/dev/null); then
     problem "gatewayd will not start with $CONF: $(printf '%s' "$out" | tr '\n' ' ')(put relay and lock files here: README.txt)"
 fi
 
