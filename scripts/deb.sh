@@ -114,11 +114,25 @@ d lib/udev/rules.d
 f 0644 board/99-doorgateway.rules lib/udev/rules.d/99-doorgateway.rules
 
 # The configuration: the Raspberry Pi example, checked before it is shipped.
+# The relay's polarity is the door's, never a default (issue 23): the shipped
+# file leaves active_low and locked_level commented out with both choices
+# shown, so `config check` (and gatewayd, which then touches no GPIO line)
+# refuses it naming exactly those two keys; with one line of each chosen it
+# must pass. The postinst and the image's first boot say how to choose.
 d etc/doorgateway
-"$HOST_GATEWAY" ctl config example --board pi > "$STAGE/etc/doorgateway/gateway.toml"
-chmod 0644 "$STAGE/etc/doorgateway/gateway.toml"
-"$HOST_GATEWAY" ctl config check "$STAGE/etc/doorgateway/gateway.toml" >/dev/null \
-    || die "the generated Pi configuration does not pass config check"
+CONF="$STAGE/etc/doorgateway/gateway.toml"
+"$HOST_GATEWAY" ctl config example --board pi > "$CONF"
+chmod 0644 "$CONF"
+if "$HOST_GATEWAY" ctl config check "$CONF" >/dev/null 2>"$WORK/check.err"; then
+    die "the generated Pi configuration passes config check: it must leave the relay's active_low and locked_level to the user"
+fi
+refused=$(sed -n 's/^[^ ]*: \(outputs\[0\]\.[a-z_]*\): .*/\1/p' "$WORK/check.err" | tr '\n' ' ')
+[ "$refused" = "outputs[0].active_low outputs[0].locked_level " ] && [ "$(wc -l < "$WORK/check.err")" = 2 ] \
+    || die "the generated Pi configuration fails config check for more than the relay's two choices: $(cat "$WORK/check.err")"
+sed -e '0,/^# active_low = /s/^# \(active_low = \)/\1/' -e '0,/^# locked_level = /s/^# \(locked_level = \)/\1/' \
+    "$CONF" > "$WORK/chosen.toml"
+"$HOST_GATEWAY" ctl config check "$WORK/chosen.toml" >/dev/null \
+    || die "the generated Pi configuration with the relay chosen does not pass config check"
 
 d usr/share/bash-completion/completions
 d usr/share/zsh/vendor-completions

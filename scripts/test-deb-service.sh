@@ -80,9 +80,18 @@ expect() {
     if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
 }
 
-check "dpkg -i (starts the unit; the stock real-board config fails without GPIO)" dpkg -i /root/doorgateway.deb
-check "stock config: a clear message, no crash" sh -c \
-    'sleep 2; journalctl -u gatewayd -o cat --no-pager | grep -c >/dev/null "cannot start: GPIO chip .gpiochip0. not found"'
+check "dpkg -i (starts the unit; the stock config is refused: the relay is not chosen)" dpkg -i /root/doorgateway.deb
+check "stock config: refused naming the relay's two keys, no GPIO line touched" sh -c \
+    'sleep 2; j=$(journalctl -u gatewayd -o cat --no-pager);
+    printf "%s\n" "$j" | grep -c >/dev/null "outputs\[0\]\.active_low: output \"strike\": is required on a real board" &&
+    printf "%s\n" "$j" | grep -c >/dev/null "outputs\[0\]\.locked_level: output \"strike\": is required on a real board" &&
+    printf "%s\n" "$j" | grep -c >/dev/null "not started, no GPIO line touched" &&
+    ! printf "%s\n" "$j" | grep -c >/dev/null "GPIO chip"'
+check "relay chosen (active-low strike): a clear message without GPIO, no crash" sh -c \
+    'sed -e "0,/^# active_low = /s/^# \(active_low = \)/\1/" -e "0,/^# locked_level = /s/^# \(locked_level = \)/\1/" \
+        /etc/doorgateway/gateway.toml > /root/chosen.toml && cp /root/chosen.toml /etc/doorgateway/gateway.toml &&
+    gatewayctl config check >/dev/null && systemctl reset-failed gatewayd; systemctl restart gatewayd; sleep 2;
+    journalctl -u gatewayd -o cat --no-pager | grep -c >/dev/null "cannot start: GPIO chip .gpiochip0. not found"'
 check "simulated board config" sh -c \
     'gatewayctl config example --board sim > /etc/doorgateway/gateway.toml && gatewayctl config check >/dev/null'
 check "systemctl restart (Type=notify: returns once READY=1)" sh -c \

@@ -83,7 +83,16 @@ cp "$DEB" "$ROOT/tmp/doorgateway.deb"
 VERSION=$(dpkg-deb -f "$DEB" Version)
 
 echo "== install $(basename "$DEB")"
-check "dpkg -i" dpkg -i /tmp/doorgateway.deb
+if out=$(in_root dpkg -i /tmp/doorgateway.deb 2>&1); then pass "dpkg -i"; else fail "dpkg -i" "$(printf '%s' "$out" | tail -3)"; fi
+# The stock configuration leaves the relay's polarity to the user: the
+# postinst says that gatewayd waits for it, and what to choose.
+if printf '%s\n' "$out" | grep -c >/dev/null 'gatewayd will not start until /etc/doorgateway/gateway.toml is complete' \
+    && printf '%s\n' "$out" | grep -c >/dev/null 'outputs\[0\]\.active_low: output "strike": is required on a real board' \
+    && printf '%s\n' "$out" | grep -c >/dev/null 'opto-isolated relay'; then
+    pass "postinst: gatewayd waits for the relay's active_low and locked_level, both choices named"
+else
+    fail "postinst message" "$out"
+fi
 expect "package installed" "install ok installed $VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 
 echo "== user and groups"
@@ -155,6 +164,20 @@ for who in root doorgateway; do
         fail "config check as $who" "exit $rc: $(printf '%s' "$out" | tail -2)"
     fi
 done
+
+# The stock file is refused for the relay's two choices and nothing else;
+# with one of each chosen it passes, and the firmware hold follows from it.
+expect "stock config refused: the relay's active_low and locked_level, no default" \
+    "1 outputs[0].active_low outputs[0].locked_level 2" \
+    sh -c 'gatewayctl config check 2>/tmp/err >/dev/null; rc=$?;
+        echo $rc $(sed -n "s/^[^ ]*: \(outputs\[0\]\.[a-z_]*\): .*/\1/p" /tmp/err) $(wc -l < /tmp/err)'
+cp "$(dirname "$0")/../provisioning/firstboot/config.txt.custom" "$ROOT/tmp/config.txt"
+expect "relay chosen (active-low strike): config check ok, firmware hold gpio=17=op,dh written" "ok gpio=17=op,dh" \
+    sh -c 'sed -e "0,/^# active_low = /s/^# \(active_low = \)/\1/" -e "0,/^# locked_level = /s/^# \(locked_level = \)/\1/" \
+            /etc/doorgateway/gateway.toml > /tmp/chosen.toml &&
+        gatewayctl config check /tmp/chosen.toml >/dev/null &&
+        gatewayctl config firmware --write --config-txt /tmp/config.txt --custom /nonexistent /tmp/chosen.toml >/dev/null 2>&1 &&
+        echo ok $(grep "^gpio=17=" /tmp/config.txt)'
 
 # ... and it must not even try: no libnss_* is opened (strace from the host).
 if command -v strace >/dev/null; then

@@ -42,7 +42,12 @@ public struct GatewayDaemon: ParsableCommand {
         do {
             configuration = try GatewayConfiguration.load(file: path).applying(environment: env)
         } catch {
-            fputs("gatewayd: \(path): \(error)\n", stderr)
+            // Before the board: no line is requested, so every relay stays as
+            // the firmware (config.txt's gpio= hold) or its pull left it.
+            for issue in error.issues { fputs("gatewayd: \(issue.formatted(file: path))\n", stderr) }
+            fputs(
+                "gatewayd: not started, no GPIO line touched: fix \(path) (`gatewayctl config check`), then restart\n",
+                stderr)
             throw ExitCode(78)  // EX_CONFIG
         }
         let daemon: Daemon

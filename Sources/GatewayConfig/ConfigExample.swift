@@ -2,7 +2,11 @@ import DoorCore
 
 /// The commented example file `gatewayctl config example` prints: every key
 /// with its default (keys without one, or whose default is derived, are
-/// commented out). It loads without errors and equals the defaults.
+/// commented out). The simulated board's loads without errors and equals the
+/// defaults. The Pi's leaves the relay's `active_low` and `locked_level`
+/// commented out, both choices shown: a real board has no default for them,
+/// so the file is refused, naming exactly those two keys, until the user (or
+/// the image's first boot) picks.
 public enum ConfigExample {
     public enum Board: String, CaseIterable, Sendable {
         /// The simulated board and a pn532-sim emulator: runs on any Linux machine.
@@ -58,8 +62,9 @@ public enum ConfigExample {
             # DoorGateway configuration (/etc/doorgateway/gateway.toml), written by
             # `gatewayctl config example --board \(board.rawValue)`; check it with `gatewayctl config check FILE`.
             #
-            # Every key below shows its default; only device.id and board.kind are
-            # required, so a minimal file is those two. Unknown keys are errors.
+            # Every key below shows its default; device.id and board.kind are
+            # required, and on a real board each [[outputs]] relay's active_low and
+            # locked_level too (they have no default). Unknown keys are errors.
             # Secrets never go here: keys live in the store, and the MQTT client key
             # is named by its file. Durations are in the unit their key ends with
             # (_ms, _s). systemd's STATE_DIRECTORY and RUNTIME_DIRECTORY, when set,
@@ -87,18 +92,13 @@ public enum ConfigExample {
             # is the control socket of a pn532-sim already running.
             simulator = "spawn"
 
-            # Relay outputs, one [[outputs]] table each (default: this one).
+            # Relay outputs, one [[outputs]] table each\(board == .pi ? "" : " (default: this one)").
             # line: an offset on the chip (17) or a line name ("GPIO17"). Names are
             # unique; actions name them.
             [[outputs]]
             name = "\(output.name)"
             line = \(toml(output.line))
-            # true: the coil is energised while the line is low (many relay modules).
-            active_low = \(output.activeLow)
-            # "deenergised": locked without power (fail-secure strike);
-            # "energised": locked while powered (maglock). Every exit path drives
-            # each output to this level.
-            locked_level = "\(output.lockedLevel.rawValue)"
+            \(board == .pi ? piLevels : simLevels(output))
 
             # LED and buzzer lines, [indicators.NAME] each (default: these three).
             # The stock feedback patterns use "green", "red" and "buzzer"; lines a
@@ -342,6 +342,40 @@ public enum ConfigExample {
             # box_key_file = "/etc/doorgateway/site-box.key"
 
             """
+    }
+
+    /// A real board's relay: both keys required, both choices shown, none
+    /// taken (`config check` names these two keys until one line of each is
+    /// uncommented; the image's first boot does it from the boot partition's
+    /// `relay` and `lock` files).
+    static let piLevels = """
+        # REQUIRED, no default: gatewayd will not start until both are chosen for
+        # the relay at hand. Uncomment one line of each (check first, before a lock
+        # is wired: board/wiring.md, `gatewayctl gpio pulse`).
+        # active_low: how the relay's input switches its coil on.
+        # active_low = true    # opto-isolated relay module (common 1/2/4-channel boards): on while the input is low
+        # active_low = false   # transistor/MOSFET stage or relay HAT: on while the line is high
+        # locked_level: the coil level that locks the door; every exit path
+        # drives each output to it.
+        # locked_level = "deenergised"   # fail-secure strike: locked without power
+        # locked_level = "energised"     # maglock: locked while powered
+        # The firmware hold for config.txt (power-on until gatewayd starts) follows
+        # from these two: `gatewayctl config firmware`.
+        """
+
+    /// The simulated board keeps the old defaults (active-high, strike).
+    static func simLevels(_ output: GatewayConfiguration.Output) -> String {
+        """
+        # true: the coil is energised while the line is low (opto-isolated relay
+        # modules); false: while it is high (transistor/MOSFET stage, relay HAT).
+        # Required on a real board; the simulated board defaults to false.
+        active_low = \(output.activeLow)
+        # "deenergised": locked without power (fail-secure strike);
+        # "energised": locked while powered (maglock). Every exit path drives
+        # each output to this level. Required on a real board; the simulated
+        # board defaults to "deenergised".
+        locked_level = "\(output.lockedLevel.rawValue)"
+        """
     }
 
     /// The stock patterns as commented-out `[feedback.NAME]` tables.

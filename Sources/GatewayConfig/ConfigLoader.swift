@@ -14,6 +14,9 @@ extension GatewayConfiguration {
     public enum Defaults {
         public static let chip = "gpiochip0"
         public static let connstring = "pn532_i2c:/dev/i2c-1"
+        /// The simulated board's relay when the file names none. A real
+        /// board has no default relay: its polarity and locked level are
+        /// always stated (`readOutputs`).
         public static let outputs = [
             Output(name: "strike", line: .name("GPIO17"), activeLow: false, lockedLevel: .deenergised)
         ]
@@ -164,7 +167,7 @@ extension GatewayConfiguration {
         readerTable?.finish()
 
         var lines = LineRegistry(sink: root.sink)
-        let outputs = readOutputs(root, &lines)
+        let outputs = readOutputs(root, &lines, real: kind == .real)
         let indicators = readIndicators(root, &lines)
         let inputs = root.table("inputs")
         let button =
@@ -253,9 +256,29 @@ extension GatewayConfiguration {
             sitePublicKey: key.flatMap(Hex.decode) ?? [], subscribe: subscribe, boxKeyFile: boxKeyFile)
     }
 
-    /// `[[outputs]]`: one or more relays; names unique.
-    static func readOutputs(_ root: TableReader, _ lines: inout LineRegistry) -> [Output] {
+    /// What a real board's relay needs said, never assumed: how its input
+    /// switches it and what locks the door (issue 23). The common opto relay
+    /// modules switch on while their input is low; assuming active-high there
+    /// energises a strike's relay whenever the door is idle.
+    static let activeLowChoices =
+        "true for an opto-isolated relay module (the common 1/2/4-channel boards: on while the input is low), "
+        + "false for a transistor/MOSFET stage or a relay HAT (on while the line is high); "
+        + "check which before a lock is wired (board/wiring.md)"
+    static let lockedLevelChoices =
+        "\"deenergised\" for a fail-secure strike (locked without power), \"energised\" for a maglock (locked while powered)"
+
+    /// `[[outputs]]`: one or more relays; names unique. On a real board each
+    /// must state `active_low` and `locked_level` (no default, the file is
+    /// refused without them); the simulated board defaults to active-high and
+    /// de-energised.
+    static func readOutputs(_ root: TableReader, _ lines: inout LineRegistry, real: Bool) -> [Output] {
         guard let tables = root.tables("outputs") else {
+            if real {
+                root.fail(
+                    "outputs",
+                    "is required on a real board: each relay as [[outputs]] with name, line, active_low and "
+                        + "locked_level, none of them assumed (`gatewayctl config example --board pi`)")
+            }
             Defaults.outputs.forEach { lines.claim($0.line, by: "outputs") }
             return Defaults.outputs
         }
@@ -268,6 +291,18 @@ extension GatewayConfiguration {
             let output = Output(
                 name: name ?? "", line: line ?? .offset(0), activeLow: t.bool("active_low", false),
                 lockedLevel: t.choice("locked_level", CoilLevel.deenergised))
+            if real {
+                let which = name.map { "output \"\($0)\": " } ?? ""
+                if !t.has("active_low") {
+                    t.fail(
+                        "active_low", which + "is required on a real board, there is no default: " + activeLowChoices)
+                }
+                if !t.has("locked_level") {
+                    t.fail(
+                        "locked_level",
+                        which + "is required on a real board, there is no default: " + lockedLevelChoices)
+                }
+            }
             t.finish()
             // An output with a bad line stays, so that actions naming it are not also reported.
             guard let name else { continue }

@@ -24,6 +24,16 @@ extension GatewayConfiguration {
                 + outputs.map {
                     "\($0.name)@\($0.line)\($0.activeLow ? " active-low" : "") locked \($0.lockedLevel.rawValue)"
                 }.joined(separator: ", "))
+        if board == .real {
+            // What config.txt must hold so the relays are locked from power-on.
+            do throws(FirmwareHoldError) {
+                lines.append(
+                    "firmware hold " + (try firmwareHolds()).map(\.line).joined(separator: " ")
+                        + " (config.txt: gatewayctl config firmware)")
+            } catch {
+                lines.append("firmware hold none: \(error)")
+            }
+        }
         lines.append(
             "indicators "
                 + (indicators.isEmpty

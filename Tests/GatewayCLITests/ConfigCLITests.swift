@@ -39,23 +39,80 @@ final class ConfigCLITests: XCTestCase {
 
         """
 
-    func testTheExampleForAPiChecksOK() throws {
+    /// The file scripts/deb.sh ships as /etc/doorgateway/gateway.toml: refused,
+    /// naming the relay's two keys and nothing else, until one line of each
+    /// choice is uncommented; then it checks OK with its firmware hold.
+    func testTheExampleForAPiIsRefusedUntilTheRelayIsChosen() throws {
         let example = try Run.gatewayctl(["config", "example", "--board", "pi"])
         XCTAssertEqual(example.status, 0, example.stderr)
         XCTAssertEqual(example.stdout, ConfigExample.text(board: .pi))
         XCTAssertEqual(try Run.gatewayctl(["config", "example"]).stdout, example.stdout, "pi is the default board")
         let file = try write("pi.toml", example.stdout)
         let check = try Run.gatewayctl(["config", "check", file])
-        XCTAssertEqual(check.status, 0, check.stderr)
-        XCTAssertEqual(check.stderr, "")
+        XCTAssertEqual(check.status, 1)
+        XCTAssertEqual(check.stdout, "")
+        let header =
+            try XCTUnwrap(
+                example.stdout.split(separator: "\n", omittingEmptySubsequences: false).firstIndex {
+                    $0 == "[[outputs]]"
+                }) + 1
         XCTAssertEqual(
-            check.stdout,
+            check.stderr,
             """
-            ok: \(file)
+            \(file):\(header): outputs[0].active_low: output "strike": is required on a real board, there is no default: \
+            true for an opto-isolated relay module (the common 1/2/4-channel boards: on while the input is low), \
+            false for a transistor/MOSFET stage or a relay HAT (on while the line is high); check which before a lock \
+            is wired (board/wiring.md)
+            \(file):\(header): outputs[0].locked_level: output "strike": is required on a real board, there is no \
+            default: "deenergised" for a fail-secure strike (locked without power), "energised" for a maglock (locked \
+            while powered)
+
+            """)
+
+        // An opto module on a strike, chosen by uncommenting one line of each.
+        let chosen = try write(
+            "chosen.toml",
+            example.stdout.replacingOccurrences(of: "\n# active_low = true ", with: "\nactive_low = true ")
+                .replacingOccurrences(
+                    of: "\n# locked_level = \"deenergised\" ", with: "\nlocked_level = \"deenergised\" "))
+        let ok = try Run.gatewayctl([
+            "config", "check", "--config-txt", dir.appendingPathComponent("none").path, chosen,
+        ])
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        XCTAssertEqual(ok.stderr, "")
+        XCTAssertEqual(
+            ok.stdout,
+            """
+            ok: \(chosen)
               device front-door, board real, chip gpiochip0
               reader pn532_i2c:/dev/i2c-1
 
-            """ + Self.defaultSections)
+            """
+                + Self.defaultSections.replacingOccurrences(
+                    of: "  outputs strike@GPIO17 locked deenergised\n",
+                    with: """
+                          outputs strike@GPIO17 active-low locked deenergised
+                          firmware hold gpio=17=op,dh (config.txt: gatewayctl config firmware)
+
+                        """))
+    }
+
+    /// gatewayd reads the file before it requests any line: the shipped file
+    /// stops it with the two keys named (exit 78, EX_CONFIG), never with a GPIO
+    /// error (which would mean it had gone on to open the chip).
+    func testGatewaydRefusesTheShippedPiFileBeforeTouchingGPIO() throws {
+        let file = try write("pi.toml", ConfigExample.text(board: .pi))
+        let r = try Run.process(Run.product("gateway"), ["daemon", "--config", file])
+        XCTAssertEqual(r.status, 78, r.stderr)
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, r.stderr)
+        XCTAssertTrue(lines[0].hasPrefix("gatewayd: \(file):"), r.stderr)
+        XCTAssertTrue(lines[0].contains(": outputs[0].active_low: output \"strike\": is required on a real board"))
+        XCTAssertTrue(lines[1].contains(": outputs[0].locked_level: output \"strike\": is required on a real board"))
+        XCTAssertEqual(
+            lines[2],
+            "gatewayd: not started, no GPIO line touched: fix \(file) (`gatewayctl config check`), then restart")
+        XCTAssertFalse(r.stderr.contains("GPIO chip"), r.stderr)
     }
 
     func testTheExampleForTheSimulatedBoardChecksOK() throws {
@@ -102,6 +159,10 @@ final class ConfigCLITests: XCTestCase {
             r.stderr,
             """
             \(file):2: device.id: "front door" may hold only letters, digits, '-' and '_'
+            \(file):5: outputs[0].active_low: output "strike": is required on a real board, there is no default: \
+            true for an opto-isolated relay module (the common 1/2/4-channel boards: on while the input is low), \
+            false for a transistor/MOSFET stage or a relay HAT (on while the line is high); check which before a lock \
+            is wired (board/wiring.md)
             \(file):8: outputs[0].locked_level: "open" is not one of "deenergised", "energised"
             \(file):11: actions[0].steps[2].pulse: there is no output named "gate" (outputs: strike)
             \(file):13: mqtt.commands.tolerance_s: 60 is out of range 1…30

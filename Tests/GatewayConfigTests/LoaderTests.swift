@@ -5,8 +5,23 @@ import XCTest
 /// The strict loader: defaults of each section, every kind of error naming its
 /// key and line, the example files.
 final class LoaderTests: XCTestCase {
-    /// Lines 1–4; snippets appended start at line 5.
-    static let base = "[device]\nid = \"d1\"\n[board]\nkind = \"real\"\n"
+    /// Lines 1–4; snippets appended start at line 5. The simulated board,
+    /// whose relay has defaults; a real board states its relay (`realBase`,
+    /// PolarityTests).
+    static let base = "[device]\nid = \"d1\"\n[board]\nkind = \"sim\"\n"
+    /// A real board with its relay stated: an active-low module on a strike.
+    static let realBase = """
+        [device]
+        id = "d1"
+        [board]
+        kind = "real"
+        [[outputs]]
+        name = "strike"
+        line = "GPIO17"
+        active_low = true
+        locked_level = "deenergised"
+
+        """
 
     func load(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> GatewayConfiguration? {
         do {
@@ -58,7 +73,7 @@ final class LoaderTests: XCTestCase {
     func testAMinimalFileIsTheDeviceAndTheBoardAndEveryOtherValueHasItsDefault() throws {
         let c = try XCTUnwrap(load(Self.base))
         XCTAssertEqual(c.deviceID, "d1")
-        XCTAssertEqual(c.board, .real)
+        XCTAssertEqual(c.board, .sim)
         XCTAssertEqual(c.chip, "gpiochip0")
         XCTAssertEqual(c.reader, .init(connstring: "pn532_i2c:/dev/i2c-1", simulator: "spawn"))
         XCTAssertEqual(
@@ -72,6 +87,13 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(c.control, .init(socket: nil, adminGroup: "doorgateway"))
         XCTAssertEqual(c.controlSocket, "/run/doorgateway/control.sock")
         XCTAssertEqual(c.paths, .init(stateDirectory: "/var/lib/doorgateway", runtimeDirectory: "/run/doorgateway"))
+        // A real board differs only in its relay, which it states.
+        var real = try XCTUnwrap(load(Self.realBase))
+        XCTAssertEqual(
+            real.outputs, [.init(name: "strike", line: .name("GPIO17"), activeLow: true, lockedLevel: .deenergised)])
+        real.board = .sim
+        real.outputs = c.outputs
+        XCTAssertEqual(real, c)
     }
 
     func testDoorDefaultsAreDoorCoresDefaults() throws {
@@ -522,24 +544,26 @@ final class LoaderTests: XCTestCase {
 
     // MARK: Example
 
-    func testTheExampleLoadsForBothBoardsAndHoldsOnlyDefaults() throws {
-        for board in ConfigExample.Board.allCases {
-            let kind = board == .pi ? "real" : "sim"
-            let example = try XCTUnwrap(load(ConfigExample.text(board: board)))
-            let minimal = try XCTUnwrap(
-                load("[device]\nid = \"\(ConfigExample.deviceID)\"\n[board]\nkind = \"\(kind)\"\n"))
-            XCTAssertEqual(example, minimal, "\(board)")
-        }
+    func testTheSimulatedBoardsExampleLoadsAndHoldsOnlyDefaults() throws {
+        let example = try XCTUnwrap(load(ConfigExample.text(board: .sim)))
+        let minimal = try XCTUnwrap(load("[device]\nid = \"\(ConfigExample.deviceID)\"\n[board]\nkind = \"sim\"\n"))
+        XCTAssertEqual(example, minimal)
     }
 
-    /// The commented-out keys of the example, uncommented: every optional table and key.
+    /// The commented-out keys of the example, uncommented: every optional
+    /// table and key. Of a key shown commented out more than once in a table
+    /// (the relay's choices), the first is taken.
     static func uncommented(_ text: String) -> String {
         var inBlock = false
+        var taken: Set<String> = []
         return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            if line.hasPrefix("[") || line.hasPrefix("# [") { taken = [] }
             if line.hasPrefix("# [") { inBlock = true; return String(line.dropFirst(2)) }
             if line.isEmpty { inBlock = false }
             if inBlock && line.hasPrefix("# ") { return String(line.dropFirst(2)) }
             if line.range(of: #"^# [a-z_]+ = "#, options: .regularExpression) != nil {
+                let key = String(line.dropFirst(2).prefix { $0 != " " })
+                guard taken.insert(key).inserted else { return String(line) }
                 return String(line.dropFirst(2))
             }
             return String(line)
@@ -600,7 +624,7 @@ final class LoaderTests: XCTestCase {
     func testTheSummaryIsOneLinePerSectionAndNamesKeyFilesOnly() throws {
         let c = try XCTUnwrap(
             load(
-                Self.base + """
+                Self.realBase + """
                     [mqtt]
                     enabled = true
                     host = "broker.lan"
@@ -611,8 +635,16 @@ final class LoaderTests: XCTestCase {
 
                     """))
         let summary = c.summary
-        XCTAssertEqual(summary.count, 16)
+        XCTAssertEqual(summary.count, 17)
         XCTAssertEqual(summary.first, "device d1, board real, chip gpiochip0")
+        XCTAssertEqual(
+            summary[2...3],
+            [
+                "outputs strike@GPIO17 active-low locked deenergised",
+                "firmware hold gpio=17=op,dh (config.txt: gatewayctl config firmware)",
+            ])
+        let sim = try XCTUnwrap(load(Self.base))
+        XCTAssertFalse(sim.summary.contains { $0.hasPrefix("firmware") }, "the simulated board has no firmware hold")
         XCTAssertEqual(
             summary.first { $0.hasPrefix("mqtt ") },
             """

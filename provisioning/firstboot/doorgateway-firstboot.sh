@@ -6,11 +6,21 @@
 # docs/pi-image.md lists the files. Every boot with the folder present runs it;
 # a folder holding only README.txt and STATUS.txt is left alone.
 #
+#   relay            one line: active-low (opto-isolated relay module: the common
+#                    1/2/4-channel boards) or active-high (transistor/MOSFET stage,
+#                    relay HAT): active_low in every [[outputs]] table
+#   lock             one line: strike (locked without power) or maglock (locked
+#                    while powered): locked_level in every [[outputs]] table.
+#                    A real board's configuration has no default for either:
+#                    gatewayd does not start until both are set (board/wiring.md).
+#                    Once the configuration is installed, config.txt's relay hold
+#                    (gpio=PIN=op,dh|dl: the locked state's level from power-on)
+#                    is rewritten from it: gatewayctl config firmware --write.
 #   device-id        one line: [device] id (the certificate's CN; letters, digits, - _)
 #   mqtt-broker      one line: mqtts://HOST[:PORT] (TLS, default 8883) or
 #                    mqtt://HOST[:PORT] (plain, 1883): enables [mqtt]
 #   gateway.toml     a whole configuration, replacing /etc/doorgateway/gateway.toml
-#                    (applied first; device-id and mqtt-broker then edit it)
+#                    (applied first; relay, lock, device-id and mqtt-broker then edit it)
 #   ca.crt           the broker's CA           -> /etc/doorgateway/ca.crt   0644
 #   door.crt         the door's certificate    -> /etc/doorgateway/door.crt 0644
 #   door.key         the door's private key    -> /etc/doorgateway/door.key 0600 root,
@@ -33,6 +43,10 @@ ETC=${DOORGATEWAY_ETC:-/etc/doorgateway}
 CONF=$ETC/gateway.toml
 STATUS=$DIR/STATUS.txt
 GATEWAYCTL=${GATEWAYCTL:-/usr/bin/gatewayctl}
+# The firmware's settings: config.txt on the boot partition, and Debian's
+# raspi-firmware file that is appended to it at every kernel upgrade.
+CONFIG_TXT=${DOORGATEWAY_CONFIG_TXT:-/boot/firmware/config.txt}
+FIRMWARE_CUSTOM=${DOORGATEWAY_FIRMWARE_CUSTOM:-/etc/default/raspi-firmware-custom}
 applied=""
 errors=0
 
@@ -77,6 +91,49 @@ toml_set() {
             if (!seen) { print ""; print sec; print key " = " val }
         }' "$CONF.new" > "$CONF.tmp" && mv "$CONF.tmp" "$CONF.new"
 }
+# outputs_set KEY VALUE: set KEY = VALUE in every [[outputs]] table of
+# $CONF.new. Of the table's KEY lines the first one set is replaced, else the
+# commented-out one with this value ("# KEY = VALUE  # why", the example's
+# choices: the other choice stays shown), else the first commented-out one;
+# later set KEY lines of the table go; a table without any gets it at its end.
+# Two passes over the file: the first finds, per table, which line to take.
+outputs_set() {
+    awk -v key="$1" -v val="$2" '
+        function header(line,   h) {
+            h = line; sub(/[[:space:]]*(#.*)?$/, "", h); sub(/^[[:space:]]*/, "", h)
+            return h
+        }
+        function close_table() { if (inout) pick[t] = set ? set : (same ? same : any) }
+        FNR == 1 { if (NR != 1) close_table(); inout = 0; t = 0; done = 0 }
+        /^[[:space:]]*\[/ {
+            if (FNR == NR) close_table()
+            else if (inout && !done) print key " = " val
+            inout = (header($0) == "[[outputs]]"); done = 0
+            if (inout) { t++; set = 0; same = 0; any = 0 }
+            if (FNR != NR) print
+            next
+        }
+        inout && $0 ~ ("^[[:space:]]*#?[[:space:]]*" key "[[:space:]]*=") {
+            commented = ($0 ~ /^[[:space:]]*#/)
+            if (FNR == NR) {
+                v = $0; sub("^[[:space:]]*#?[[:space:]]*" key "[[:space:]]*=[[:space:]]*", "", v)
+                sub(/[[:space:]]*(#.*)?$/, "", v)
+                if (!commented && !set) set = FNR
+                if (commented && !any) any = FNR
+                if (commented && v == val && !same) same = FNR
+                next
+            }
+            if (FNR == pick[t]) { print key " = " val; done = 1; next }
+            if (!commented) next
+        }
+        FNR != NR { print }
+        END { if (inout && !done) print key " = " val }' "$CONF.new" "$CONF.new" > "$CONF.tmp" && mv "$CONF.tmp" "$CONF.new"
+}
+# choice FILE KEY: the file's first line, lower-case, without quotes and
+# without a leading "KEY =" (relay = "active-low" is taken as active-low).
+choice() {
+    firstline "$1" | tr '[:upper:]' '[:lower:]' | sed "s/^$2[[:space:]]*=[[:space:]]*//; s/[\"']//g; s/[[:space:]]*\$//"
+}
 tomlstr() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 
 # --- files into /etc/doorgateway ----------------------------------------------
@@ -103,12 +160,38 @@ fi
 # --- the configuration ----------------------------------------------------------
 cp -p "$CONF" "$CONF.new" 2>/dev/null || : > "$CONF.new"
 changed=0
+installed=0
 if [ -f "$DIR/gateway.toml" ]; then
     tr -d '\r' < "$DIR/gateway.toml" > "$CONF.new"
     changed=1
     note "gateway.toml from the boot partition"
     consume "$DIR/gateway.toml"
 fi
+# The relay: how its input switches it and what locks the door. Never
+# assumed (issue 23): an opto module taken for active-high is energised, and a
+# strike unlocked, whenever the door is idle.
+for f in relay lock; do
+    [ -f "$DIR/$f" ] || continue
+    v=$(choice "$DIR/$f" "$f")
+    case "$f=$v" in
+    relay=active-low) key=active_low val=true ;;
+    relay=active-high) key=active_low val=false ;;
+    lock=strike) key=locked_level val='"deenergised"' ;;
+    lock=maglock) key=locked_level val='"energised"' ;;
+    relay=*) key= ; problem "relay '$v': want active-low (opto-isolated relay module) or active-high (transistor/MOSFET stage, relay HAT)" ;;
+    *) key= ; problem "lock '$v': want strike (locked without power) or maglock (locked while powered)" ;;
+    esac
+    if [ -n "$key" ]; then
+        if [ "$(grep -c '^[[:space:]]*\[\[outputs\]\]' "$CONF.new")" -gt 0 ]; then
+            outputs_set "$key" "$val"
+            changed=1
+            note "$f $v: $key = $val in every [[outputs]]"
+        else
+            problem "$f $v: the configuration has no [[outputs]] table to set $key in (put a whole gateway.toml here)"
+        fi
+    fi
+    consume "$DIR/$f"
+done
 if [ -f "$DIR/device-id" ]; then
     id=$(firstline "$DIR/device-id")
     if printf '%s' "$id" | grep -cE >/dev/null '^[A-Za-z0-9_-]{1,64}$'; then
@@ -159,13 +242,26 @@ if [ "$changed" = 1 ]; then
         [ -f "$CONF" ] && cp -p "$CONF" "$CONF.before-firstboot"
         chmod 0644 "$CONF.new"
         mv "$CONF.new" "$CONF"
+        installed=1
         note "configuration checked and installed ($CONF; previous in $CONF.before-firstboot)"
+        # The firmware holds each relay at its locked level from power-on:
+        # config.txt's gpio= line follows the installed configuration.
+        if out=$("$GATEWAYCTL" config firmware --write --config-txt "$CONFIG_TXT" --custom "$FIRMWARE_CUSTOM" "$CONF" 2>&1); then
+            note "relay hold from power-on: $(printf '%s\n' "$out" | grep '^gpio=' | tr '\n' ' ')in $CONFIG_TXT and $FIRMWARE_CUSTOM (the firmware reads it from the next boot; gatewayd holds the relay locked until then)"
+        else
+            problem "relay hold in $CONFIG_TXT not written: $(printf '%s\n' "$out" | grep -v '^#\|^gpio=\|^\[all\]' | tr '\n' ' ')"
+        fi
     else
         mv "$CONF.new" "$CONF.rejected"
         problem "configuration rejected by gatewayctl config check, kept in $CONF.rejected: $(printf '%s' "$out" | tr '\n' ' ')"
     fi
 else
     rm -f "$CONF.new"
+fi
+# A configuration gatewayd would refuse is said here too (the stock one,
+# until the relay is chosen); one installed on this boot was just checked.
+if [ "$installed" = 0 ] && [ -f "$CONF" ] && ! out=$("$GATEWAYCTL" config check "$CONF" 2>&1 >/dev/null); then
+    problem "gatewayd will not start with $CONF: $(printf '%s' "$out" | tr '\n' ' ')(put relay and lock files here: README.txt)"
 fi
 
 # --- ssh --------------------------------------------------------------------------

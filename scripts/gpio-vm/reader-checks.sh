@@ -417,6 +417,8 @@ connstring = "$2"
 [[outputs]]
 name = "strike"
 line = "RELAY"
+active_low = false
+locked_level = "deenergised"
 [indicators.buzzer]
 line = "BUZZER"
 [indicators.green]

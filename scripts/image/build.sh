@@ -281,7 +281,12 @@ for f in bootcode.bin start4.elf fixup4.dat start.elf fixup.dat config.txt cmdli
     [ -s "$FW/$f" ] || die "raspi-firmware's hooks left no $f in /boot/firmware (log $WORK/hooks.log)"
 done
 grep -q '^arm_64bit=1' "$FW/config.txt" || die "config.txt lacks arm_64bit=1"
-grep -q 'gpio=17=op,dl' "$FW/config.txt" || die "config.txt lacks the relay line's firmware setting"
+# The relay's hold: not chosen in the image (its polarity is the door's, set at
+# first boot from the card's relay and lock files), so GPIO17 is left as the
+# SoC resets it; never driven to a level that energises one kind of module.
+grep -c >/dev/null '^# >>> doorgateway relay hold' "$FW/config.txt" && grep -c >/dev/null '^gpio=17=ip,pd$' "$FW/config.txt" \
+    || die "config.txt lacks the relay's undecided hold block (gpio=17=ip,pd): $(grep '^gpio=' "$FW/config.txt" | tr '\n' ' ')"
+if grep -c >/dev/null '^gpio=17=op' "$FW/config.txt"; then die "config.txt drives the relay line before its polarity is chosen"; fi
 grep -q 'root=LABEL=RASPIROOT' "$FW/cmdline.txt" || die "cmdline.txt does not name the root partition: $(cat "$FW/cmdline.txt")"
 install -d -m 0755 "$FW/doorgateway"
 install -m 0644 "$F/README.txt" "$FW/doorgateway/README.txt"

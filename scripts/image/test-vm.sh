@@ -8,7 +8,8 @@
 #   on its FAT partition, doorgateway/ with test first-boot files: device-id,
 #     mqtt-broker (a mosquitto started here, mutual TLS, reached at 10.0.2.2),
 #     ca.crt, door.crt, door.key, a gateway.toml for the simulated board,
-#     authorized_keys (a key made for this run), wifi.conf, hostname;
+#     relay (active-low) and lock (strike), authorized_keys (a key made for
+#     this run), wifi.conf, hostname;
 #   in its root file system (debugfs, no mount): /usr/bin/pn532-sim (the
 #     simulated board's reader; not in the package, doors have a real PN532)
 #     and a gatewayd.service drop-in allowing /dev/ptmx and /dev/pts/* (the
@@ -18,7 +19,8 @@
 # Checks: gatewayd active (READY) under systemd, gatewayctl status over ssh
 # (device id, reader, relay locked, broker connected with the first-boot
 # certificates), the first-boot files consumed (gone from FAT, in /etc with
-# the key 0600), the relay opened and then locked by `systemctl stop
+# the key 0600), the relay's polarity from the card in gateway.toml and its
+# firmware hold in config.txt (active-low strike: gpio=17=op,dh), the relay opened and then locked by `systemctl stop
 # gatewayd`, host keys made, root grown. Printed: image size, boot to READY.
 #
 # Environment: PN532_SIM (default out/static-arm64/pn532-sim), VM_TIMEOUT
@@ -147,6 +149,12 @@ qemu-aarch64-static "$VM/bin/gateway" ctl config example --board sim > "$VM/fb/g
     || die "cannot run the image's /usr/bin/gateway (qemu-aarch64-static) for the sim configuration"
 rm -f "$VM/bin/gateway"
 printf '\n' >> "$VM/fb/gateway.toml"
+# The relay as a door installer gives it: an opto module (active-low) on a
+# fail-secure strike. First boot sets the outputs and the firmware hold, whose
+# locked level is then high: gpio=17=op,dh.
+printf 'active-low\r\n' > "$VM/fb/relay"
+echo strike > "$VM/fb/lock"
+grep -c >/dev/null '^gpio=17=ip,pd$' "$VM/config.txt" || die "the image's config.txt lacks the undecided relay hold: $(grep '^gpio=' "$VM/config.txt")"
 cp "$VM/id_test.pub" "$VM/fb/authorized_keys"
 printf 'ssid=vm-test-net\r\npsk=not-a-real-passphrase\r\ncountry=DE\r\n' > "$VM/fb/wifi.conf"
 echo vm-door-host > "$VM/fb/hostname"
@@ -264,6 +272,19 @@ vm "grep -q 'key_file = \"/run/credentials/gatewayd.service/door.key\"' /etc/doo
     && pass "gateway.toml names the key as gatewayd's credential" || fail "gateway.toml key_file"
 vm "grep -q '^kind = \"sim\"' /etc/doorgateway/gateway.toml" && pass "gateway.toml from the FAT partition installed (board sim)" \
     || fail "gateway.toml not installed"
+# The relay from the card's relay and lock files: the outputs, and the
+# firmware's hold of the locked level (active-low + strike = high) in
+# config.txt and in raspi-firmware's custom file (kept across kernel upgrades).
+outs=$(vm "sed -n '/^\[\[outputs\]\]/,/^\[/p' /etc/doorgateway/gateway.toml | grep -E '^(active_low|locked_level) ='" | tr '\n' ' ')
+[ "$outs" = 'active_low = true locked_level = "deenergised" ' ] \
+    && pass "relay/lock files -> [[outputs]] active_low = true, locked_level = \"deenergised\"" || fail "outputs from relay/lock" "$outs"
+holds=$(vm "grep -h '^gpio=17=' /boot/firmware/config.txt /etc/default/raspi-firmware-custom" | tr '\n' ' ')
+[ "$holds" = "gpio=17=op,dh gpio=17=op,dh " ] \
+    && pass "firmware hold for an active-low strike: gpio=17=op,dh in config.txt and raspi-firmware-custom (only line for GPIO17)" \
+    || fail "firmware hold" "$holds"
+fw=$(vm 'gatewayctl config firmware 2>&1')
+printf '%s\n' "$fw" | grep -c >/dev/null 'holds these already' \
+    && pass "gatewayctl config firmware: config.txt holds what gateway.toml asks" || fail "config firmware" "$fw"
 wpa=$(vm 'stat -c "%a" /etc/wpa_supplicant/wpa_supplicant-wlan0.conf; grep -c not-a-real-passphrase /etc/wpa_supplicant/wpa_supplicant-wlan0.conf || true')
 [ "$(echo $wpa)" = "600 0" ] && pass "wifi.conf -> wpa_supplicant-wlan0.conf 0600, hashed key only" || fail "wifi" "$wpa"
 [ "$(vm hostname)" = vm-door-host ] && pass "host name from the FAT partition" || fail "hostname" "$(vm hostname)"

@@ -6,8 +6,9 @@ import GatewayMQTT
 /// `gatewayctl config …`: offline, no daemon needed.
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config", abstract: "Check the configuration file or print an example.",
-        subcommands: [ConfigCheck.self, ConfigExampleCommand.self])
+        commandName: "config",
+        abstract: "Check the configuration file, print an example, or the firmware's relay hold (config.txt).",
+        subcommands: [ConfigCheck.self, ConfigExampleCommand.self, ConfigFirmwareCommand.self])
 }
 
 extension ConfigExample.Board: ExpressibleByArgument {}
@@ -33,6 +34,9 @@ struct ConfigCheck: ParsableCommand {
     @Flag(help: "Also check the broker: connect, and publish and receive on the door's own check topic.")
     var broker = false
 
+    @Option(help: "config.txt whose relay hold is compared with the file's (real board; when readable).")
+    var configTxt: String = FirmwareFiles.configTxt
+
     func run() throws {
         let environment = Environment.current
         let path = file ?? GatewayConfiguration.defaultFile(environment: environment)
@@ -42,6 +46,7 @@ struct ConfigCheck: ParsableCommand {
             print("ok: \(path)")
             config.summary.forEach { print("  \($0)") }
             for warning in config.warnings + Self.fileWarnings(config) { printError("warning: \(warning)\n") }
+            if config.board == .real { FirmwareFiles.warnIfStale(config, configTxt: configTxt) }
         } catch {
             let text = error.issues.map { $0.formatted(file: path) + "\n" }.joined()
             printError(text)
@@ -91,4 +96,172 @@ struct ConfigExampleCommand: ParsableCommand {
     var board: ConfigExample.Board = .pi
 
     func run() throws { print(ConfigExample.text(board: board), terminator: "") }
+}
+
+/// `gatewayctl config firmware`: the config.txt lines that hold each relay at
+/// its locked level from power-on (FirmwareHold), printed, compared with what
+/// config.txt holds, and with --write put there. gatewayd runs as an
+/// unprivileged user and cannot write the boot partition (mounted root-only),
+/// so a change of `active_low` or `locked_level` is carried to the firmware by
+/// this command, run as root; the image's first boot runs it too.
+struct ConfigFirmwareCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "firmware",
+        abstract: "Print (or --write) the config.txt lines that hold the relays locked from power-on.",
+        discussion: """
+            The Raspberry Pi firmware sets a pin from config.txt before Linux boots: \
+            `gpio=17=op,dh` holds GPIO17 high. The level is the locked state's, from each \
+            output's active_low and locked_level (active-low module with a strike: high; \
+            active-high with a strike: low; a maglock the opposite). Prints the block to put in \
+            config.txt and says on standard error whether config.txt holds it. With --write \
+            (root) the block replaces any earlier one, and any gpio= line for those pins, in \
+            config.txt and in /etc/default/raspi-firmware-custom (which Debian's raspi-firmware \
+            copies into config.txt at every kernel upgrade). The firmware reads it at the next \
+            power-on: reboot to apply it.
+            """)
+
+    @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
+    var file: String?
+
+    @Flag(help: "Write the block into config.txt and the raspi-firmware-custom file (root).")
+    var write = false
+
+    @Option(help: "The firmware's config.txt.")
+    var configTxt: String = FirmwareFiles.configTxt
+
+    @Option(help: "Debian raspi-firmware's custom settings, appended to config.txt at kernel upgrades (if present).")
+    var custom: String = FirmwareFiles.custom
+
+    func run() throws {
+        let path = file ?? GatewayConfiguration.defaultFile(environment: Environment.current)
+        let config: GatewayConfiguration
+        do {
+            config = try GatewayConfiguration.load(file: path)
+        } catch {
+            printError(error.issues.map { $0.formatted(file: path) + "\n" }.joined())
+            printError("config firmware: no relay hold without a valid configuration\n")
+            throw ExitCode(1)
+        }
+        let holds: [FirmwareHold]
+        do {
+            holds = try config.firmwareHolds()
+        } catch {
+            printError("config firmware: \(path): \(error)\n")
+            throw ExitCode(1)
+        }
+        print(FirmwareHold.block(holds).joined(separator: "\n"))
+        if config.board == .sim {
+            printError("config firmware: board.kind = \"sim\": nothing reads these pins on the simulated board\n")
+        }
+        guard write else {
+            FirmwareFiles.report(holds, configTxt: configTxt)
+            return
+        }
+        var failed = false
+        for (target, required) in [(configTxt, true), (custom, false)] {
+            if !required && !Files.exists(target) {
+                printError("config firmware: no \(target) (not Debian's raspi-firmware): skipped\n")
+                continue
+            }
+            do {
+                printError("config firmware: \(try FirmwareFiles.write(holds, to: target))\n")
+            } catch {
+                printError("config firmware: \(error)\n")
+                failed = true
+            }
+        }
+        if failed { throw ExitCode(1) }
+    }
+}
+
+/// Reading and rewriting the firmware's files for `config firmware` and `config check`.
+enum FirmwareFiles {
+    static let configTxt = "/boot/firmware/config.txt"
+    static let custom = "/etc/default/raspi-firmware-custom"
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// For each relay whose hold `text` lacks: what it holds instead.
+    static func stale(_ holds: [FirmwareHold], in text: String) -> [String] {
+        holds.compactMap { h in
+            let now = FirmwareHold.current(in: text, pin: h.pin)
+            return now == h.line ? nil : "GPIO\(h.pin) (\(h.output)) is \(now ?? "not held")"
+        }
+    }
+
+    /// Says on stderr whether `configTxt` holds the relays as they are configured.
+    static func report(_ holds: [FirmwareHold], configTxt: String) {
+        guard let bytes = Files.contents(configTxt) else {
+            printError(
+                "config firmware: cannot read \(configTxt) (\(String(cString: strerror(errno)))): "
+                    + "compare by hand, or run as root\n")
+            return
+        }
+        let stale = stale(holds, in: String(decoding: bytes, as: UTF8.self))
+        if stale.isEmpty {
+            printError("config firmware: \(configTxt) holds these already\n")
+        } else {
+            printError(
+                "config firmware: \(configTxt): \(stale.joined(separator: ", ")): the relay is not held locked "
+                    + "from power-on; run `gatewayctl config firmware --write` as root, then reboot\n")
+        }
+    }
+
+    /// `config check` on a real board: a warning (not an error: the file is
+    /// valid) when a readable config.txt holds a relay otherwise.
+    static func warnIfStale(_ config: GatewayConfiguration, configTxt: String) {
+        guard let holds = try? config.firmwareHolds(), let bytes = Files.contents(configTxt) else { return }
+        let stale = stale(holds, in: String(decoding: bytes, as: UTF8.self))
+        guard !stale.isEmpty else { return }
+        printError(
+            "warning: \(configTxt): \(stale.joined(separator: ", ")), not "
+                + holds.map(\.line).joined(separator: " ")
+                + ": from power-on until gatewayd starts the relay is not held locked; "
+                + "run `gatewayctl config firmware --write` as root, then reboot\n")
+    }
+
+    /// Rewrites `path` with the hold block: a new file beside it, flushed, then
+    /// renamed over it (also on the FAT boot partition), so a power cut leaves
+    /// the old file or the new one. Returns what it did.
+    static func write(_ holds: [FirmwareHold], to path: String) throws -> String {
+        guard let bytes = Files.contents(path) else {
+            throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        let old = String(decoding: bytes, as: UTF8.self)
+        let new: String
+        do {
+            new = try FirmwareHold.rewrite(old, holds: holds)
+        } catch {
+            throw Failure(description: "\(path): \(error)")
+        }
+        let was = stale(holds, in: old)
+        guard new != old else { return "\(path) unchanged (holds these already)" }
+        var info = stat()
+        let mode = stat(path, &info) == 0 ? info.st_mode & 0o7777 : 0o644
+        let temporary = path + ".doorgateway-new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Files.Failure(operation: "open", path: temporary, errno: errno) }
+        let written = FD.write(fd, Array(new.utf8)) && fsync(fd) == 0
+        let writeErrno = errno
+        close(fd)
+        guard written else {
+            unlink(temporary)
+            throw Files.Failure(operation: "write", path: temporary, errno: writeErrno)
+        }
+        guard rename(temporary, path) == 0 else {
+            let e = errno
+            unlink(temporary)
+            throw Files.Failure(operation: "rename", path: path, errno: e)
+        }
+        let directory = open(path.deletingLastPathComponent.isEmpty ? "." : path.deletingLastPathComponent, O_RDONLY)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+        return "wrote \(path)"
+            + (was.isEmpty ? "" : " (was: \(was.joined(separator: ", ")))")
+            + ": the firmware applies it at the next power-on (reboot)"
+    }
 }

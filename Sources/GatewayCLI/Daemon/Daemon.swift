@@ -203,6 +203,14 @@ final class Daemon: @unchecked Sendable {
         {
             log.warning("reload: board, reader, MQTT, NATS or path changes take effect at the next restart")
         }
+        if new.board == .real, let holds = try? new.firmwareHolds(),
+            holds != (try? configuration.firmwareHolds())
+        {
+            // gatewayd cannot write the boot partition (root-only); root carries it there.
+            log.warning(
+                "reload: the relays' locked levels changed: restart gatewayd, and as root run `gatewayctl config firmware --write` so config.txt holds \(holds.map(\.line).joined(separator: " ")) from power-on (it applies at the next reboot)"
+            )
+        }
         do {
             try store.syncActions(new.door.actions)
         } catch {

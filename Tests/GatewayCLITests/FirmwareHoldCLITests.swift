@@ -1,0 +1,227 @@
+import DoorCore
+import Foundation
+import GatewayConfig
+import TestSupport
+import XCTest
+
+/// Issue 23, the relay from power-on: `gatewayctl config firmware` and the
+/// image's first boot (provisioning/firstboot/doorgateway-firstboot.sh, run
+/// here with its directories pointed at a temporary tree), which take the
+/// relay's polarity and lock kind from the boot partition and write both the
+/// configuration's outputs and config.txt's `gpio=` hold.
+final class FirmwareHoldCLITests: XCTestCase {
+    var dir: URL!
+    static let repo = Fixtures.root
+    /// The image's firmware settings as shipped (the undecided hold block).
+    static let stockCustom = repo.appendingPathComponent("provisioning/firstboot/config.txt.custom")
+    static let firstboot = repo.appendingPathComponent("provisioning/firstboot/doorgateway-firstboot.sh")
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "firmware-hold-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String {
+        try Data(text.utf8).write(to: dir.appendingPathComponent(name))
+        return path(name)
+    }
+
+    func read(_ name: String) throws -> String { try String(contentsOfFile: path(name), encoding: .utf8) }
+
+    /// config.txt as raspi-firmware writes it: its own lines, then the custom file.
+    func stockConfigTxt() throws -> String {
+        "# Do not modify this file!\n[all]\narm_64bit=1\nenable_uart=1\n"
+            + (try String(contentsOf: Self.stockCustom, encoding: .utf8))
+    }
+
+    static func chosen(activeLow: Bool, lock: CoilLevel) -> String {
+        ConfigExample.text(board: .pi)
+            .replacingOccurrences(of: "\n# active_low = \(activeLow) ", with: "\nactive_low = \(activeLow) ")
+            .replacingOccurrences(
+                of: "\n# locked_level = \"\(lock.rawValue)\" ", with: "\nlocked_level = \"\(lock.rawValue)\" ")
+    }
+
+    static let block = """
+        # >>> doorgateway relay hold (written by `gatewayctl config firmware --write` from gateway.toml; board/wiring.md)
+        # Each relay line at its locked level from power-on, before Linux and gatewayd.
+        # strike (GPIO17): active-low relay, locked de-energised (strike): line high while locked
+        gpio=17=op,dh
+        # <<< doorgateway relay hold
+
+        """
+
+    // MARK: gatewayctl config firmware
+
+    func testTheImageShipsTheRelayUndecidedNotDrivenToEitherLevel() throws {
+        let stock = try String(contentsOf: Self.stockCustom, encoding: .utf8)
+        XCTAssertEqual(FirmwareHold.current(in: stock, pin: 17), "gpio=17=ip,pd")
+        XCTAssertEqual(stock.components(separatedBy: "\ngpio=").count, 2, "one gpio= line, the undecided hold")
+    }
+
+    func testItPrintsTheBlockAndSaysThatConfigTxtDoesNotHoldItYet() throws {
+        let conf = try write("gateway.toml", Self.chosen(activeLow: true, lock: .deenergised))
+        let txt = try write("config.txt", try stockConfigTxt())
+        let r = try Run.gatewayctl(["config", "firmware", "--config-txt", txt, conf])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, Self.block)
+        XCTAssertEqual(
+            r.stderr,
+            "config firmware: \(txt): GPIO17 (strike) is gpio=17=ip,pd: the relay is not held locked from power-on; "
+                + "run `gatewayctl config firmware --write` as root, then reboot\n")
+        XCTAssertEqual(try read("config.txt"), try stockConfigTxt(), "nothing written without --write")
+    }
+
+    func testWriteReplacesTheHoldInConfigTxtAndTheCustomFileThenCheckAgrees() throws {
+        let conf = try write("gateway.toml", Self.chosen(activeLow: true, lock: .deenergised))
+        let txt = try write("config.txt", try stockConfigTxt())
+        let custom = try write("raspi-firmware-custom", try String(contentsOf: Self.stockCustom, encoding: .utf8))
+        let r = try Run.gatewayctl(["config", "firmware", "--write", "--config-txt", txt, "--custom", custom, conf])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, Self.block)
+        XCTAssertEqual(
+            r.stderr,
+            """
+            config firmware: wrote \(txt) (was: GPIO17 (strike) is gpio=17=ip,pd): the firmware applies it at the next power-on (reboot)
+            config firmware: wrote \(custom) (was: GPIO17 (strike) is gpio=17=ip,pd): the firmware applies it at the next power-on (reboot)
+
+            """)
+        for name in ["config.txt", "raspi-firmware-custom"] {
+            let text = try read(name)
+            XCTAssertEqual(text.components(separatedBy: "\ngpio=17=").count, 2, "one line for GPIO17 in \(name)")
+            XCTAssertEqual(FirmwareHold.current(in: text, pin: 17), "gpio=17=op,dh", name)
+            XCTAssertTrue(text.contains("\ndtparam=strict_gpiod\n"), "the rest is kept")
+        }
+        XCTAssertTrue(try read("config.txt").hasPrefix("# Do not modify this file!\n[all]\narm_64bit=1\n"))
+
+        let again = try Run.gatewayctl(["config", "firmware", "--write", "--config-txt", txt, "--custom", custom, conf])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stderr.contains("config firmware: \(txt) unchanged (holds these already)"), again.stderr)
+
+        let check = try Run.gatewayctl(["config", "check", "--config-txt", txt, conf])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(check.stderr, "", "config.txt holds the configured relay")
+
+        // The relay changes to a maglock later: the file is valid, config.txt is stale.
+        let maglock = try write("maglock.toml", Self.chosen(activeLow: true, lock: .energised))
+        let stale = try Run.gatewayctl(["config", "check", "--config-txt", txt, maglock])
+        XCTAssertEqual(stale.status, 0, stale.stderr)
+        XCTAssertTrue(stale.stdout.contains("  firmware hold gpio=17=op,dl (config.txt"), stale.stdout)
+        XCTAssertEqual(
+            stale.stderr,
+            "warning: \(txt): GPIO17 (strike) is gpio=17=op,dh, not gpio=17=op,dl: from power-on until gatewayd "
+                + "starts the relay is not held locked; run `gatewayctl config firmware --write` as root, then reboot\n"
+        )
+    }
+
+    func testNoHoldIsWrittenFromAFileThatLeavesTheRelayUnchosen() throws {
+        let conf = try write("gateway.toml", ConfigExample.text(board: .pi))
+        let txt = try write("config.txt", try stockConfigTxt())
+        let r = try Run.gatewayctl([
+            "config", "firmware", "--write", "--config-txt", txt, "--custom", path("none"), conf,
+        ])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertTrue(r.stderr.contains(": outputs[0].active_low: output \"strike\": is required"), r.stderr)
+        XCTAssertTrue(r.stderr.hasSuffix("config firmware: no relay hold without a valid configuration\n"), r.stderr)
+        XCTAssertEqual(try read("config.txt"), try stockConfigTxt())
+    }
+
+    // MARK: First boot (the image): relay and lock files on the boot partition
+
+    struct FirstBoot {
+        var status: ProcessResult
+        var statusFile: String
+    }
+
+    /// Runs the first-boot script with `files` in its boot-partition folder,
+    /// the stock (unchosen) configuration installed and the image's firmware files.
+    func firstBoot(_ files: [String: String]) throws -> FirstBoot {
+        let fb = dir.appendingPathComponent("fb"), etc = dir.appendingPathComponent("etc")
+        let bin = dir.appendingPathComponent("bin")
+        for d in [fb, etc, bin] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
+        try FileManager.default.createSymbolicLink(
+            at: bin.appendingPathComponent("gatewayctl"), withDestinationURL: Run.product("gateway"))
+        try Data(ConfigExample.text(board: .pi).utf8).write(to: etc.appendingPathComponent("gateway.toml"))
+        try write("config.txt", try stockConfigTxt())
+        try write("raspi-firmware-custom", try String(contentsOf: Self.stockCustom, encoding: .utf8))
+        for (name, text) in files { try Data(text.utf8).write(to: fb.appendingPathComponent(name)) }
+        var env = ProcessInfo.processInfo.environment
+        env["DOORGATEWAY_FIRSTBOOT_DIR"] = fb.path
+        env["DOORGATEWAY_ETC"] = etc.path
+        env["GATEWAYCTL"] = bin.appendingPathComponent("gatewayctl").path
+        env["DOORGATEWAY_CONFIG_TXT"] = path("config.txt")
+        env["DOORGATEWAY_FIRMWARE_CUSTOM"] = path("raspi-firmware-custom")
+        let r = try Run.process(URL(fileURLWithPath: "/bin/sh"), [Self.firstboot.path], environment: env)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        for name in files.keys {
+            XCTAssertFalse(
+                FileManager.default.fileExists(atPath: fb.appendingPathComponent(name).path), "\(name) consumed")
+        }
+        return FirstBoot(
+            status: r, statusFile: try String(contentsOf: fb.appendingPathComponent("STATUS.txt"), encoding: .utf8))
+    }
+
+    func testFirstBootWritesTheOutputsAndTheFirmwareHoldForAllFourCombinations() throws {
+        let cases: [(String, String, Bool, CoilLevel, String)] = [
+            ("active-low", "strike", true, .deenergised, "gpio=17=op,dh"),
+            ("active-high", "strike", false, .deenergised, "gpio=17=op,dl"),
+            ("active-low", "maglock", true, .energised, "gpio=17=op,dl"),
+            ("active-high", "maglock", false, .energised, "gpio=17=op,dh"),
+        ]
+        for (relay, lock, activeLow, level, line) in cases {
+            try tearDownWithError()
+            try setUpWithError()
+            // As people type them: a CRLF from a Windows editor, or the key repeated.
+            let run = try firstBoot(["relay": relay + "\r\n", "lock": "lock = \"\(lock)\"\n"])
+            XCTAssertFalse(run.statusFile.contains("ERROR"), run.statusFile)
+            XCTAssertTrue(run.statusFile.contains("relay hold from power-on: \(line) in "), run.statusFile)
+            let config = try GatewayConfiguration.load(file: path("etc/gateway.toml"))
+            XCTAssertEqual(config.outputs.map(\.name), ["strike"])
+            XCTAssertEqual(config.outputs.map(\.line), [.name("GPIO17")])
+            XCTAssertEqual(config.outputs.map(\.activeLow), [activeLow], "\(relay) \(lock)")
+            XCTAssertEqual(config.outputs.map(\.lockedLevel), [level], "\(relay) \(lock)")
+            for name in ["config.txt", "raspi-firmware-custom"] {
+                let text = try read(name)
+                XCTAssertEqual(FirmwareHold.current(in: text, pin: 17), line, "\(relay) \(lock): \(name)")
+                XCTAssertFalse(text.contains("gpio=17=ip,pd"), name)
+            }
+            // The other choice stays shown, commented out.
+            let installed = try read("etc/gateway.toml")
+            XCTAssertTrue(installed.contains("\n# active_low = \(!activeLow) "), installed)
+        }
+    }
+
+    func testFirstBootWithoutTheLockKindRejectsTheFileAndLeavesTheFirmwareUndecided() throws {
+        let run = try firstBoot(["relay": "active-low\n"])
+        XCTAssertTrue(
+            run.statusFile.contains("ERROR: configuration rejected by gatewayctl config check"), run.statusFile)
+        XCTAssertTrue(
+            run.statusFile.contains("outputs[0].locked_level: output \"strike\": is required"), run.statusFile)
+        XCTAssertTrue(run.statusFile.contains("ERROR: gatewayd will not start with "), run.statusFile)
+        XCTAssertEqual(FirmwareHold.current(in: try read("config.txt"), pin: 17), "gpio=17=ip,pd")
+        XCTAssertEqual(try read("etc/gateway.toml"), ConfigExample.text(board: .pi), "the stock file stays")
+    }
+
+    func testFirstBootRefusesAnUnknownRelayAndSaysTheDoorWaits() throws {
+        let run = try firstBoot(["relay": "low\n", "lock": "strike\n"])
+        XCTAssertTrue(
+            run.statusFile.contains(
+                "ERROR: relay 'low': want active-low (opto-isolated relay module) or active-high (transistor/MOSFET stage, relay HAT)"
+            ), run.statusFile)
+        XCTAssertEqual(FirmwareHold.current(in: try read("config.txt"), pin: 17), "gpio=17=ip,pd")
+
+        try tearDownWithError()
+        try setUpWithError()
+        let idOnly = try firstBoot(["device-id": "door-7\n"])
+        XCTAssertTrue(
+            idOnly.statusFile.contains("ERROR: gatewayd will not start with \(path("etc/gateway.toml")): "),
+            idOnly.statusFile)
+        XCTAssertTrue(idOnly.statusFile.contains("(put relay and lock files here: README.txt)"), idOnly.statusFile)
+    }
+}
