@@ -233,7 +233,7 @@ final class FleetPushTests: XCTestCase {
     /// phone's imported one, both remote keys); since then, here: alice
     /// revoked, dave's expiry brought forward, carol provisioned (with a
     /// label that tries to move the terminal's cursor), the phone secret
-    /// deactivated and the otp key rotated.
+    /// removed (issue 24 M1: a tombstone) and the otp key rotated.
     func makeAStoreThatChangedSinceVersion4() throws {
         let sealed = try FleetSecrets(
             secrets: [
@@ -262,7 +262,7 @@ final class FleetPushTests: XCTestCase {
             uid: carol, action: 1, secretID: nil, label: "carol\u{1B}[1A\u{1B}[2K", now: 1_800_000_200)
         try store.activateTag(uid: carol)
         let phone = try XCTUnwrap(try store.secrets().first { $0.key == phoneKey })
-        try store.setSecretActive(id: phone.id, false)
+        try store.removeSecret(id: phone.id, now: 1_800_000_250)
         try store.setKey(.compatTimestamp, compatKey, now: 1_800_000_300)
     }
 
@@ -285,10 +285,11 @@ final class FleetPushTests: XCTestCase {
               + 04CAFE00000001 action 1 "carol\u{1b}[1A\u{1b}[2K", valid until never
               - 04A1B2C3D4E5F6 action 0 "alice", valid until never (revoked)
               ~ 04D0000000DA7E: valid until 2027-05-22T15:33:20Z → 2027-03-14T04:53:20Z
-            secrets: 1 sealed to the site box (-1)
-              - action 0 imported "phone" key sha256:84126d0d (left out: doors that hold it keep it)
-            otp key (COMPAT §3): ROTATED sha256:9c744e43 → sha256:b8f12ea8 (every door rotates to it)
-            command key (COMPAT §5): unchanged (sha256:9f72ea0c)
+            removed secrets (tombstones): 1 (+1)
+              + action 0 imported "phone" key sha256:84126d0d: every door deactivates it; no push brings it back
+            secrets: 1 sealed to the site box (1 removed: tombstones above)
+            otp key (COMPAT §3): ROTATED sha256:9c744e43 without a generation → sha256:b8f12ea8 generation 1 (every door holding an older generation rotates to it)
+            command key (COMPAT §5): unchanged (sha256:9f72ea0c generation 0)
 
             """#)
         XCTAssertEqual(

@@ -216,7 +216,12 @@ struct SecretsCommand: ParsableCommand {
     }
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "remove", abstract: "Remove a secret: its stickers stop opening.")
+            commandName: "remove", abstract: "Remove a secret: its stickers stop opening.",
+            discussion: """
+                The secret stays listed, inactive, as history; its key's tombstone (a SHA-256) is \
+                kept, so it cannot be imported again, and the next fleet push carries the removal: \
+                every door deactivates it, and no door's push brings it back.
+                """)
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Secret id.") var id: Int
         func run() throws { try socket.call(.secretsRemove, [("id", .int(id))]) }
