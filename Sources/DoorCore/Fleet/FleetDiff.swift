@@ -66,6 +66,9 @@ public struct FleetDiff: Equatable, Sendable {
     public var removedSecrets = 0
     public var compatTimestampKey: KeyChange = .absent
     public var nativeCommandKey: KeyChange = .absent
+    /// The push leaves the otp key out on purpose (issue 24 M3: per door
+    /// unless `--share-otp-key`); the summary says so instead of "not carried".
+    public var otpKeyPerDoor = false
     /// The tags of the old document, by UID (to name what a revocation hits).
     var oldTags: [TagUID: FleetDocument.Tag] = [:]
     /// The UIDs the new document revokes.
@@ -248,10 +251,20 @@ public struct FleetDiff: Equatable, Sendable {
         }
         entries(addedSecrets, "+") { Self.describe($0) }
         entries(droppedSecrets, "-") { "\(Self.describe($0)) (left out: doors that hold it keep it)" }
-        out.append("otp key (COMPAT §3): \(compatTimestampKey.text)")
+        if otpKeyPerDoor, case .absent = compatTimestampKey {
+            out.append("otp key (COMPAT §3): \(Self.perDoorOTP)")
+        } else if otpKeyPerDoor, case .dropped(let was) = compatTimestampKey {
+            out.append("otp key (COMPAT §3): \(Self.perDoorOTP) (the last document carried \(was.name))")
+        } else {
+            out.append("otp key (COMPAT §3): \(compatTimestampKey.text)")
+        }
         out.append("command key (COMPAT §5): \(nativeCommandKey.text)")
         return out
     }
+
+    static let perDoorOTP =
+        "not carried: each door keeps its own (a block names no door: with one key, a block seen at one door "
+        + "opens the others; --share-otp-key carries it)"
 
     /// A key named without its bytes: the first 8 hex digits of its SHA-256.
     public static func fingerprint(_ key: [UInt8]) -> String {

@@ -268,7 +268,17 @@ extension Daemon {
                 throw DaemonError.request(
                     "no \(try p.string("name")) key yet; make one with keys \(try p.string("name")) new")
             }
-            return .object([("name", .string(try p.string("name"))), ("key", .string(Hex.encode(key)))])
+            guard name == .nativeCommand else {
+                return .object([("name", .string(try p.string("name"))), ("key", .string(Hex.encode(key)))])
+            }
+            // Never the site command key: the key of one door (this one, or
+            // --device), which opens that door only (docs/security.md "M3").
+            let device = try p.string("device", default: configuration.deviceID)
+            guard !device.isEmpty, device.utf8.count <= 64 else { throw DaemonError.request("device: 1…64 bytes") }
+            return .object([
+                ("name", .string(try p.string("name"))), ("device", .string(device)),
+                ("key", .string(Hex.encode(CommandJudge.doorCommandKey(siteKey: key, device: device)))),
+            ])
         }
     }
 
