@@ -249,6 +249,30 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         }
         XCTAssertEqual(try tap(a, dump)["reason"]?.stringValue, "revoked")
+
+        // M1: A removes its secret (say it leaked). B, still holding it,
+        // pushes its secrets first: it does not come back at A. A's push then
+        // carries the removal (a tombstone, shown in the summary): every door
+        // keeps the secret as an inactive, removed row.
+        let secretID = try XCTUnwrap(try a.ctlJSON(["secrets", "list"]).arrayValue?.first?["id"]?.intValue)
+        try a.ctlJSON(["secrets", "remove", String(secretID)])
+        let pushB3 = try b.ctlJSON([
+            "fleet", "push", "--site-key", keyFile, "--secrets", "--yes", "--config", b.configFile.path,
+        ])
+        XCTAssertEqual(pushB3["version"]?.intValue, 3, "\(pushB3)")
+        for g in doors { try waitUntil { try appliedVersion(g) == 3 } }
+        XCTAssertEqual(
+            try a.ctlJSON(["secrets", "list"]).arrayValue?.map { $0["active"] }, [.bool(false)],
+            "B's push brought the removed secret back at A")
+        let pushA4 = try a.ctl(["fleet", "push", "--site-key", keyFile, "--yes", "--config", a.configFile.path])
+        XCTAssertEqual(pushA4.status, 0, pushA4.stdout + pushA4.stderr)
+        XCTAssertTrue(pushA4.stdout.contains("removed secrets (tombstones): 1 (+1)"), pushA4.stdout)
+        for g in doors {
+            try waitUntil { try appliedVersion(g) == 4 }
+            let secrets = try XCTUnwrap(try g.ctlJSON(["secrets", "list"]).arrayValue)
+            XCTAssertEqual(secrets.map { $0["removed"] }, [.bool(true)], "\(g.dir.path)")
+            XCTAssertEqual(secrets.map { $0["active"] }, [.bool(false)], "\(g.dir.path)")
+        }
     }
 }
 
