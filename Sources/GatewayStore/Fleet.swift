@@ -59,28 +59,43 @@ extension GatewayStore {
             guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
             local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
         }
-        for row in try db.fetchAll(sql: "SELECT key, origin FROM secret") {
+        for row in try db.fetchAll(sql: "SELECT key, origin, active FROM secret") {
             guard let key: [UInt8] = try row.get("key") else { continue }
             local.secretKeys.insert(key)
             if try row.get("origin", as: String.self) == SecretOrigin.imported.rawValue {
                 local.importedKeys.insert(key)
             }
+            if try row.get("active", as: Bool.self) { local.activeKeys.insert(key) }
         }
-        local.compatTimestampKey = try db.scalar(
-            [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.compatTimestamp.rawValue])
-        local.nativeCommandKey = try db.scalar(
-            [UInt8].self, sql: "SELECT value FROM key WHERE name = ?", arguments: [KeyName.nativeCommand.rawValue])
+        local.secretTombstones = try secretTombstones(db)
+        for row in try db.fetchAll(sql: "SELECT name, value, generation FROM key") {
+            switch KeyName(rawValue: try row.get("name")) {
+            case .compatTimestamp?:
+                local.compatTimestampKey = try row.get("value")
+                local.compatTimestampGeneration = try row.get("generation")
+            case .nativeCommand?:
+                local.nativeCommandKey = try row.get("value")
+                local.nativeCommandGeneration = try row.get("generation")
+            default: continue
+            }
+        }
         return local
     }
 
-    /// This door's active sticker secrets and its remote keys: what a
-    /// document pushed with `--secrets` carries, sealed to the site box.
+    /// This door's active sticker secrets (never a removed one) and its
+    /// remote keys with their generations: what a document pushed with
+    /// `--secrets` carries, sealed to the site box.
     public func fleetSecrets() throws -> FleetSecrets {
-        FleetSecrets(
-            secrets: try secrets().filter(\.active).map {
+        let local = try fleetLocal()
+        return FleetSecrets(
+            secrets: try secrets().filter {
+                $0.active && !local.secretTombstones.contains(FleetDocument.tombstone(of: $0.key))
+            }.map {
                 FleetSecrets.Secret(action: $0.action, key: $0.key, label: $0.label, origin: $0.origin)
             },
-            compatTimestampKey: try key(.compatTimestamp), nativeCommandKey: try key(.nativeCommand))
+            compatTimestampKey: local.compatTimestampKey, nativeCommandKey: local.nativeCommandKey,
+            compatTimestampGeneration: local.compatTimestampKey == nil ? nil : local.compatTimestampGeneration,
+            nativeCommandGeneration: local.nativeCommandKey == nil ? nil : local.nativeCommandGeneration)
     }
 
     /// Applies an accepted document in one transaction: the version is
@@ -116,15 +131,25 @@ extension GatewayStore {
                     sql: "UPDATE secret SET origin = 'generated' WHERE key = ? AND origin = 'imported'",
                     arguments: [key])
             }
+            for hash in changes.addTombstones {
+                try db.execute(
+                    sql:
+                        "INSERT INTO secret_tombstone (hash, created, reason) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+                    arguments: [hash, now, "fleet v\(doc.version)"])
+            }
+            for key in changes.deactivateSecrets {
+                try db.execute(sql: "UPDATE secret SET active = 0 WHERE key = ?", arguments: [key])
+            }
             for (name, value) in [
-                (KeyName.compatTimestamp, changes.setCompatTimestampKey), (.nativeCommand, changes.setNativeCommandKey),
+                (KeyName.compatTimestamp, changes.setCompatTimestamp), (.nativeCommand, changes.setNativeCommand),
             ] {
-                guard let value, value.count == name.length else { continue }
+                guard let value, value.key.count == name.length else { continue }
                 try db.execute(
                     sql: """
-                        INSERT INTO key (name, value, created) VALUES (?, ?, ?)
-                        ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
-                        """, arguments: [name.rawValue, value, now])
+                        INSERT INTO key (name, value, created, generation) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created,
+                          generation = excluded.generation
+                        """, arguments: [name.rawValue, value.key, now, value.generation])
             }
             for uid in changes.revokeUIDs {
                 try db.execute(

@@ -19,17 +19,35 @@ extension GatewayStore {
         }
     }
 
-    /// Sets (or replaces) a key. The length must match `name.length`.
-    public func setKey(_ name: KeyName, _ value: [UInt8], now: Int64) throws {
+    /// The key's generation (issue 24 M1): 0 for none, or one stored
+    /// before generations were kept.
+    public func keyGeneration(_ name: KeyName) throws -> Int64 {
+        try pool.read { db in
+            try db.scalar(Int64.self, sql: "SELECT generation FROM key WHERE name = ?", arguments: [name.rawValue])
+                ?? 0
+        }
+    }
+
+    /// Sets (or replaces) a key, one generation above the one it replaces
+    /// (the first is 1): a fleet document carrying the replaced key, of an
+    /// older generation, cannot bring it back (docs/security.md "M1").
+    /// The length must match `name.length`. Returns the new generation.
+    @discardableResult
+    public func setKey(_ name: KeyName, _ value: [UInt8], now: Int64) throws -> Int64 {
         guard value.count == name.length else {
             throw StoreError.invalidValue("\(name.rawValue) key must be \(name.length) bytes, got \(value.count)")
         }
-        try pool.write { db in
+        return try pool.write { db in
+            let generation =
+                (try db.scalar(Int64.self, sql: "SELECT generation FROM key WHERE name = ?", arguments: [name.rawValue])
+                    ?? 0) + 1
             try db.execute(
                 sql: """
-                    INSERT INTO key (name, value, created) VALUES (?, ?, ?)
-                    ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created
-                    """, arguments: [name.rawValue, value, now])
+                    INSERT INTO key (name, value, created, generation) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created,
+                      generation = excluded.generation
+                    """, arguments: [name.rawValue, value, now, generation])
+            return generation
         }
     }
 

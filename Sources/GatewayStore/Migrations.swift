@@ -87,6 +87,19 @@ public enum StoreMigrations {
             statements: [
                 #"ALTER TABLE "fleet_state" ADD COLUMN "document" BLOB"#
             ]),
+        // Removals travel (issue 24 M1, docs/security.md "M1"): the
+        // tombstones of removed sticker secrets (SHA-256 of the key; this
+        // door's own removals and every fleet document's), which a later
+        // document can never bring back, and a generation per remote key,
+        // one more at each local rotation, so a push of the key a rotation
+        // replaced does not roll it back. Keys stored before it are
+        // generation 0 (a document's generation 1 or more replaces them).
+        Migration(
+            name: "v8-fleet-removals",
+            statements: [
+                #"CREATE TABLE "secret_tombstone" ("hash" BLOB PRIMARY KEY NOT NULL, "created" INTEGER NOT NULL, "reason" TEXT NOT NULL DEFAULT '')"#,
+                #"ALTER TABLE "key" ADD COLUMN "generation" INTEGER NOT NULL DEFAULT 0"#,
+            ]),
     ]
 
     /// The migration names, in order.

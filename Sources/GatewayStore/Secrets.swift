@@ -57,6 +57,8 @@ extension GatewayStore {
             if let held = try row.map(StickerSecret.init(row:)) {
                 throw StoreError.alreadyHeld(id: held.id, action: held.action, origin: held.origin)
             }
+            // Removed here or anywhere in the fleet (M1): a leaked key stays out.
+            if try Self.isTombstoned(db, key) { throw StoreError.removedKey }
             try db.execute(
                 sql: """
                     INSERT INTO secret (action, label, key, created, origin, active) VALUES (?, ?, ?, ?, ?, 1)
@@ -97,12 +99,42 @@ extension GatewayStore {
         }
     }
 
-    /// Removes a secret: exactly the stickers signed with it stop validating (COMPAT §1).
-    public func removeSecret(id: Int64) throws {
+    /// Removes a secret: exactly the stickers signed with it stop validating
+    /// (COMPAT §1). The row is deactivated, not deleted (its label, origin,
+    /// dates and the issued tags pointing at it stay as history), and the
+    /// key's tombstone is recorded in the same transaction: the next fleet
+    /// push carries it, every door deactivates the key, and no document nor
+    /// import brings it back (issue 24 M1). Removing it again is refused.
+    public func removeSecret(id: Int64, now: Int64 = 0) throws {
         try pool.write { db in
-            try db.execute(sql: "DELETE FROM secret WHERE id = ?", arguments: [id])
-            if db.changesCount == 0 { throw StoreError.notFound("secret \(id)") }
+            guard let row = try db.fetchOne(sql: "SELECT * FROM secret WHERE id = ?", arguments: [id]) else {
+                throw StoreError.notFound("secret \(id)")
+            }
+            let secret = try StickerSecret(row: row)
+            if try Self.isTombstoned(db, secret.key) { throw StoreError.alreadyRemoved(id: id) }
+            // Every row of the key: before v6 one key could stand under two actions.
+            try db.execute(sql: "UPDATE secret SET active = 0 WHERE key = ?", arguments: [secret.key])
+            try db.execute(
+                sql:
+                    "INSERT INTO secret_tombstone (hash, created, reason) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+                arguments: [FleetDocument.tombstone(of: secret.key), now, "removed here (secret \(id))"])
         }
+    }
+
+    /// The tombstones of removed secrets (SHA-256 of each key), this door's and the fleet's.
+    public func secretTombstones() throws -> Set<[UInt8]> {
+        try pool.read { try Self.secretTombstones($0) }
+    }
+
+    static func secretTombstones(_ db: SQLiteConnection) throws -> Set<[UInt8]> {
+        Set(try db.fetchAll(sql: "SELECT hash FROM secret_tombstone").map { try $0.get(0, as: [UInt8].self) })
+    }
+
+    static func isTombstoned(_ db: SQLiteConnection, _ key: [UInt8]) throws -> Bool {
+        try db.scalar(
+            Bool.self, sql: "SELECT 1 FROM secret_tombstone WHERE hash = ?",
+            arguments: [FleetDocument.tombstone(of: key)])
+            != nil
     }
 }
 

@@ -104,6 +104,10 @@ public enum StoreError: Error, CustomStringConvertible, Equatable {
     case notFound(String)
     /// The sticker secret's key is already held, as this secret.
     case alreadyHeld(id: Int64, action: ActionIndex, origin: SecretOrigin)
+    /// The sticker secret's key was removed (its tombstone is held, issue 24 M1).
+    case removedKey
+    /// The secret was removed already (its row stays, inactive, as history).
+    case alreadyRemoved(id: Int64)
 
     static func sqlite(path: String, _ error: Error) -> StoreError {
         .sqlite(path: path, String(describing: error))
@@ -118,6 +122,10 @@ public enum StoreError: Error, CustomStringConvertible, Equatable {
         case .notFound(let what): return "not found: \(what)"
         case .alreadyHeld(let id, let action, let origin):
             return "this key is already held as secret \(id) (action \(action), \(origin.rawValue)); nothing was stored"
+        case .removedKey:
+            return "this key was removed (here or at another door of the fleet: its tombstone is held); "
+                + "a removed key never comes back; nothing was stored"
+        case .alreadyRemoved(let id): return "secret \(id) was already removed"
         }
     }
 }

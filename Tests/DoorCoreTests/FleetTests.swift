@@ -337,21 +337,23 @@ final class FleetDiffTests: XCTestCase {
     /// Imported keys and a rotated remote key are named (by fingerprint, never their bytes).
     func testSecretsAddedAndKeysRotatedAreNamedByFingerprint() {
         let doc = FleetDocument(site: "s", version: 2, origin: "a/x", issued: 0)
-        let before = FleetSecrets(compatTimestampKey: [UInt8](repeating: 1, count: 16))
+        let before = FleetSecrets(compatTimestampKey: [UInt8](repeating: 1, count: 16), compatTimestampGeneration: 1)
         let key = [UInt8](repeating: 0x66, count: 32)
         let after = FleetSecrets(
             secrets: [FleetSecrets.Secret(action: 0, key: key, label: "phone", origin: .imported)],
-            compatTimestampKey: [UInt8](repeating: 2, count: 16), nativeCommandKey: [UInt8](repeating: 3, count: 32))
+            compatTimestampKey: [UInt8](repeating: 2, count: 16), nativeCommandKey: [UInt8](repeating: 3, count: 32),
+            compatTimestampGeneration: 2, nativeCommandGeneration: 1)
         let lines = FleetDiff.between(doc, oldSecrets: before, doc, newSecrets: after).lines()
         XCTAssertEqual(
             Array(lines.suffix(4)),
             [
                 "secrets: 1 sealed to the site box (+1)",
                 "  + action 0 imported \"phone\" key \(FleetDiff.fingerprint(key))",
-                "otp key (COMPAT §3): ROTATED \(FleetDiff.fingerprint(before.compatTimestampKey!)) → "
-                    + "\(FleetDiff.fingerprint(after.compatTimestampKey!)) (every door rotates to it)",
-                "command key (COMPAT §5): added \(FleetDiff.fingerprint(after.nativeCommandKey!)) "
-                    + "(doors that hold another one rotate to it)",
+                "otp key (COMPAT §3): ROTATED \(FleetDiff.fingerprint(before.compatTimestampKey!)) generation 1 → "
+                    + "\(FleetDiff.fingerprint(after.compatTimestampKey!)) generation 2 "
+                    + "(every door holding an older generation rotates to it)",
+                "command key (COMPAT §5): added \(FleetDiff.fingerprint(after.nativeCommandKey!)) generation 1 "
+                    + "(doors that hold none or an older generation take it; the others keep theirs)",
             ])
         XCTAssertFalse(lines.joined().contains("6666"), "no key bytes")
     }
@@ -362,5 +364,138 @@ final class FleetDiffTests: XCTestCase {
         XCTAssertEqual(
             FleetDiff.printable("a\u{1B}[2Kb\u{9B}c\u{7F}\u{202E}d\"\\é"), #"a\u{1b}[2Kb\u{9b}c\u{7f}\u{202e}d\"\\é"#)
         XCTAssertEqual(FleetDiff.printable("Zoë’s door"), "Zoë’s door")
+    }
+}
+
+/// Issue 24 M1 (docs/security.md "M1"): tombstones and key generations in
+/// the document, the rules and the summary.
+final class FleetRemovalRulesTests: XCTestCase {
+    let seed = Array(repeating: UInt8(7), count: 32)
+    let leaked = [UInt8](repeating: 0x5A, count: 32)
+    let other = [UInt8](repeating: 0x6B, count: 32)
+
+    /// Tombstones round-trip signed; a body without them is what builds
+    /// before M1 signed (no new field), and parses as carrying none; a
+    /// tombstone that is not a SHA-256 makes the body malformed.
+    func testTombstonesTravelSignedAndABodyWithoutThemIsUnchanged() throws {
+        let plain = FleetDocument(site: "s", version: 2, origin: "a/x", issued: 1)
+        XCTAssertFalse(String(decoding: plain.bodyBytes, as: UTF8.self).contains("tombstone"))
+        XCTAssertEqual(try FleetDocument.parseBody(plain.bodyBytes).secretTombstones, [])
+        var doc = plain
+        doc.secretTombstones = [FleetDocument.tombstone(of: leaked)]
+        XCTAssertEqual(FleetDocument.tombstone(of: leaked), Crypto.sha256(leaked))
+        XCTAssertFalse(String(decoding: doc.bodyBytes, as: UTF8.self).contains(Hex.encode(leaked)), "never the key")
+        guard
+            case .apply(let accepted) = FleetRules.judge(
+                try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: "s",
+                applied: nil)
+        else { return XCTFail() }
+        XCTAssertEqual(accepted.document, doc)
+        for bad in [#"["ab"]"#, #"[1]"#, #""x""#] {
+            let body =
+                #"{"site":"s","version":2,"origin":"a","issued":1,"revocations":{"uids":[],"signatures":[]},"#
+                + #""tags":[],"secret_tombstones":\#(bad)}"#
+            XCTAssertThrowsError(try FleetDocument.parseBody(Array(body.utf8)), bad)
+        }
+    }
+
+    /// A tombstone deactivates the key (and only it), refuses the sealed
+    /// copy, and is recorded; applied twice it changes nothing.
+    func testATombstoneDeactivatesAndRefusesTheKey() {
+        var doc = FleetDocument(site: "s", version: 3, origin: "a/x", issued: 1)
+        doc.secretTombstones = [FleetDocument.tombstone(of: leaked)]
+        let sealed = FleetSecrets(
+            secrets: [
+                .init(action: 0, key: leaked, origin: .generated), .init(action: 0, key: other, origin: .generated),
+            ])
+        let holding = FleetRules.Local(secretKeys: [leaked, other])
+        let c = FleetRules.changes(doc, to: holding, actions: [0], secrets: sealed)
+        XCTAssertEqual(c.addTombstones, [FleetDocument.tombstone(of: leaked)])
+        XCTAssertEqual(c.deactivateSecrets, [leaked])
+        XCTAssertEqual(c.addSecrets, [])
+        XCTAssertEqual(c.refusedRemovedSecrets, 0, "held (inactive) here: nothing to refuse")
+        XCTAssertFalse(c.summary.contains("5a5a"), c.summary)
+        // After it: nothing changes again.
+        let after = FleetRules.Local(
+            secretKeys: [leaked, other], activeKeys: [other], secretTombstones: [FleetDocument.tombstone(of: leaked)])
+        XCTAssertTrue(FleetRules.changes(doc, to: after, actions: [0], secrets: sealed).isEmpty)
+        // A door that never held it: the copy is refused (and counted), the other key added.
+        let c2 = FleetRules.changes(doc, to: FleetRules.Local(), actions: [0], secrets: sealed)
+        XCTAssertEqual(c2.addSecrets.map(\.key), [other])
+        XCTAssertEqual(c2.refusedRemovedSecrets, 1)
+        XCTAssertTrue(c2.summary.contains(", 1 removed secrets not restored"), c2.summary)
+        // The door's own tombstone holds against a document without one (an older build's).
+        let mine = FleetRules.Local(secretTombstones: [FleetDocument.tombstone(of: leaked)])
+        let c3 = FleetRules.changes(
+            FleetDocument(site: "s", version: 4, origin: "old/x", issued: 1), to: mine, actions: [0], secrets: sealed)
+        XCTAssertEqual(c3.addSecrets.map(\.key), [other])
+        XCTAssertEqual(c3.addTombstones, [])
+        // The snapshot carries every tombstone the door holds.
+        XCTAssertEqual(
+            FleetRules.snapshot(mine, site: "s", version: 5, origin: "o", now: 1).secretTombstones,
+            [FleetDocument.tombstone(of: leaked)])
+    }
+
+    /// Only a strictly newer generation replaces a remote key; none held: any key.
+    func testOnlyANewerGenerationReplacesARemoteKey() {
+        let doc = FleetDocument(site: "s", version: 3, origin: "a/x", issued: 1)
+        let k1 = [UInt8](repeating: 1, count: 32), k2 = [UInt8](repeating: 2, count: 32)
+        func change(_ key: [UInt8], _ generation: Int64?, mine: [UInt8]?, _ myGeneration: Int64) -> FleetRules.Changes {
+            FleetRules.changes(
+                doc, to: FleetRules.Local(nativeCommandKey: mine, nativeCommandGeneration: myGeneration), actions: [0],
+                secrets: FleetSecrets(nativeCommandKey: key, nativeCommandGeneration: generation))
+        }
+        XCTAssertEqual(change(k2, 3, mine: k1, 2).setNativeCommand, .init(key: k2, generation: 3))
+        XCTAssertNil(change(k2, 2, mine: k1, 3).setNativeCommand, "a rollback")
+        XCTAssertEqual(
+            change(k2, 2, mine: k1, 3).keptRemoteKeys,
+            ["command key of generation 2 not taken (older than generation 3 here)"])
+        XCTAssertNil(change(k2, 3, mine: k1, 3).setNativeCommand, "a rotation at two doors at once")
+        XCTAssertNil(change(k2, nil, mine: k1, 0).setNativeCommand, "an older build's document")
+        XCTAssertEqual(change(k2, nil, mine: nil, 0).setNativeCommand, .init(key: k2, generation: 0))
+        XCTAssertEqual(change(k2, 5, mine: nil, 0).setNativeCommand, .init(key: k2, generation: 5))
+        XCTAssertTrue(change(k1, 1, mine: k1, 4).isEmpty, "the same key: nothing")
+    }
+
+    /// The summary names each tombstone (with what it removes, when the last
+    /// document carried that secret) and says when a remote key is not a rotation.
+    func testTheSummaryShowsTombstonesAndGenerations() {
+        let old = FleetDocument(site: "s", version: 4, origin: "a/x", issued: 0)
+        var new = FleetDocument(site: "s", version: 5, origin: "b/y", issued: 0)
+        let unknown = [UInt8](repeating: 0x7C, count: 32)
+        new.secretTombstones = [FleetDocument.tombstone(of: leaked), FleetDocument.tombstone(of: unknown)]
+        let before = FleetSecrets(
+            secrets: [.init(action: 0, key: leaked, label: "leaked", origin: .generated)],
+            compatTimestampKey: [UInt8](repeating: 1, count: 16), nativeCommandKey: other,
+            compatTimestampGeneration: 3, nativeCommandGeneration: 2)
+        let after = FleetSecrets(
+            compatTimestampKey: [UInt8](repeating: 2, count: 16), nativeCommandKey: leaked,
+            compatTimestampGeneration: 2, nativeCommandGeneration: 2)
+        let lines = FleetDiff.between(old, oldSecrets: before, new, newSecrets: after).lines()
+        let otp = (
+            FleetDiff.fingerprint([UInt8](repeating: 1, count: 16)), FleetDiff.fingerprint(after.compatTimestampKey!)
+        )
+        XCTAssertEqual(
+            Array(lines.suffix(6)),
+            [
+                "removed secrets (tombstones): 2 (+2)",
+                "  + action 0 generated \"leaked\" key \(FleetDiff.fingerprint(leaked)): every door deactivates it; "
+                    + "no push brings it back",
+                "  + key \(FleetDiff.fingerprint(unknown)): every door deactivates it; no push brings it back",
+                "secrets: 0 sealed to the site box (1 removed: tombstones above)",
+                "otp key (COMPAT §3): NOT A ROTATION: \(otp.1) generation 2 is OLDER than the last document's "
+                    + "\(otp.0) generation 3: doors that hold that one keep it (`gatewayctl keys … new` here makes "
+                    + "a newer generation)",
+                "command key (COMPAT §5): NOT A ROTATION: \(FleetDiff.fingerprint(leaked)) generation 2 is of the "
+                    + "same generation as the last document's \(FleetDiff.fingerprint(other)) generation 2: doors "
+                    + "that hold that one keep it (`gatewayctl keys … new` here makes a newer generation)",
+            ])
+        // Without --secrets the tombstones are still shown (they travel in every document).
+        let plain = FleetDiff.between(old, new).lines()
+        XCTAssertTrue(plain.contains("removed secrets (tombstones): 2 (+2)"), "\(plain)")
+        XCTAssertTrue(
+            plain.contains(
+                "  + key \(FleetDiff.fingerprint(leaked)): every door deactivates it; no push brings it back"))
+        XCTAssertEqual(FleetDiff.between(new, old).droppedTombstones.count, 2)
     }
 }

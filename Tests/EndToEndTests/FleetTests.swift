@@ -127,6 +127,10 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.count, 0)
         XCTAssertEqual(try tap(b, dump)["kind"]?.stringValue, "access_denied", "B before the push")
 
+        // A's remote keys (issue 24 M3): the site command key travels, the OTP key does not.
+        try a.ctlJSON(["keys", "otp", "new"])
+        try a.ctlJSON(["keys", "command", "new"])
+
         // Pushed at A with its secrets (sealed to the site box): granted at B.
         let documentsOfA = try site.watchDoorA()
         // gatewayctl makes the document from the door's store (its configuration names it) and,
@@ -140,6 +144,17 @@ final class FleetTests: XCTestCase {
             try waitUntil { try appliedVersion(g) == 1 }
             if try appliedVersion(g) != 1 { print("version 1 not applied at \(g.dir.path):\n\(g.log.suffix(3000))") }
         }
+        // M3: B did not take A's OTP key (a phone block names no door), and B's
+        // native key is its own, derived from the shared site key: what B
+        // exports is what A derives for door-b, and not A's.
+        let otpAtB = try b.ctl(["keys", "otp", "export"])
+        XCTAssertNotEqual(otpAtB.status, 0, "B holds A's OTP key: \(otpAtB.stdout)")
+        XCTAssertTrue(otpAtB.stderr.contains("no otp key yet"), otpAtB.stderr)
+        let commandB = try b.ctlJSON(["keys", "command", "export"])
+        XCTAssertEqual(commandB["device"]?.stringValue, "door-b")
+        XCTAssertEqual(commandB["key"]?.stringValue?.count, 64)
+        XCTAssertEqual(try a.ctlJSON(["keys", "command", "export", "--device", "door-b"])["key"], commandB["key"])
+        XCTAssertNotEqual(try a.ctlJSON(["keys", "command", "export"])["key"], commandB["key"])
         // Generated at A, so generated at B too: v2 stickers only (a v1 copy of
         // a v2 sticker, its u= cut off, must not pass with it; COMPAT §4).
         XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "generated")
@@ -234,6 +249,30 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         }
         XCTAssertEqual(try tap(a, dump)["reason"]?.stringValue, "revoked")
+
+        // M1: A removes its secret (say it leaked). B, still holding it,
+        // pushes its secrets first: it does not come back at A. A's push then
+        // carries the removal (a tombstone, shown in the summary): every door
+        // keeps the secret as an inactive, removed row.
+        let secretID = try XCTUnwrap(try a.ctlJSON(["secrets", "list"]).arrayValue?.first?["id"]?.intValue)
+        try a.ctlJSON(["secrets", "remove", String(secretID)])
+        let pushB3 = try b.ctlJSON([
+            "fleet", "push", "--site-key", keyFile, "--secrets", "--yes", "--config", b.configFile.path,
+        ])
+        XCTAssertEqual(pushB3["version"]?.intValue, 3, "\(pushB3)")
+        for g in doors { try waitUntil { try appliedVersion(g) == 3 } }
+        XCTAssertEqual(
+            try a.ctlJSON(["secrets", "list"]).arrayValue?.map { $0["active"] }, [.bool(false)],
+            "B's push brought the removed secret back at A")
+        let pushA4 = try a.ctl(["fleet", "push", "--site-key", keyFile, "--yes", "--config", a.configFile.path])
+        XCTAssertEqual(pushA4.status, 0, pushA4.stdout + pushA4.stderr)
+        XCTAssertTrue(pushA4.stdout.contains("removed secrets (tombstones): 1 (+1)"), pushA4.stdout)
+        for g in doors {
+            try waitUntil { try appliedVersion(g) == 4 }
+            let secrets = try XCTUnwrap(try g.ctlJSON(["secrets", "list"]).arrayValue)
+            XCTAssertEqual(secrets.map { $0["removed"] }, [.bool(true)], "\(g.dir.path)")
+            XCTAssertEqual(secrets.map { $0["active"] }, [.bool(false)], "\(g.dir.path)")
+        }
     }
 }
 

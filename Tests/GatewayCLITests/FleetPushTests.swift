@@ -200,8 +200,140 @@ final class FleetPushTests: XCTestCase {
         let secrets = try XCTUnwrap(try FleetSecrets.open(doc, boxPrivateKey: boxPrivateKey))
         XCTAssertEqual(secrets.secrets.map(\.key), [frontKey])
         XCTAssertEqual(secrets.secrets.map(\.origin), [.generated])
-        XCTAssertEqual(secrets.compatTimestampKey, compatKey)
+        XCTAssertNil(secrets.compatTimestampKey, "the otp key stays per door (M3)")
         XCTAssertEqual(secrets.nativeCommandKey, nativeKey)
+        XCTAssertEqual(secrets.nativeCommandGeneration, 1)
+    }
+
+    // MARK: Issue 24 M3: one phone key opened every door
+
+    /// Door A, as gatewayd applies door B's push: its own store, the
+    /// document checked with the site key, the secrets opened with the box key.
+    func doorA(otpKey: [UInt8]?) throws -> GatewayStore {
+        let a = try GatewayStore(stateDirectory: dir + "/door-a")
+        try a.syncActions([
+            ActionDefinition(index: 0, name: "front", steps: []), ActionDefinition(index: 1, name: "back", steps: []),
+        ])
+        if let otpKey { try a.setKey(.compatTimestamp, otpKey, now: 1_800_000_000) }
+        for bytes in daemon.published {
+            let verdict = FleetRules.judge(
+                bytes, sitePublicKey: try Crypto.Ed25519.publicKey(seed: siteSeed), siteID: Self.site,
+                applied: try a.fleetApplied().map(\.rules))
+            guard case .apply(let accepted) = verdict else { throw E2E("door A refuses the push: \(verdict)") }
+            try a.applyFleet(
+                accepted, actions: [0, 1],
+                secrets: try FleetSecrets.open(accepted.document, boxPrivateKey: boxPrivateKey),
+                now: 1_800_000_500)
+        }
+        return a
+    }
+
+    /// The phone app's block (COMPAT §3) names no door: one seen on door
+    /// B's topic, replayed at door A within the window, opened A whenever A
+    /// held B's OTP key — which `fleet push --secrets` at B gave every door.
+    /// Now the push leaves the OTP key out (`--share-otp-key` carries it):
+    /// A keeps its own key, or none, and refuses B's block.
+    func testAPhonesOTPBlockSeenAtOneDoorDoesNotOpenAnotherAfterAPush() throws {
+        try makeTheStoresTruth()
+        // B's key of a newer generation than A's own (B rotated it once more).
+        try store.setKey(.compatTimestamp, compatKey, now: 1_800_000_110)
+        try startHostileDaemon()
+        let r = try push(["--secrets", "--yes"])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        let ownKey = [UInt8](repeating: 0x5C, count: 16)
+        let withKey = try doorA(otpKey: ownKey)
+        try FileManager.default.removeItem(atPath: dir + "/door-a")
+        let withoutKey = try doorA(otpKey: nil)
+
+        let now: Int64 = 1_800_000_600
+        let block = try OTPBlock.make(timestamp: UInt32(now), random: try Crypto.randomBytes(11), key: compatKey)
+        let payload = Array(#"{"command": 1, "otp-auth": "\#(block)"}"#.utf8)
+        let clock = WallClock(unixSeconds: now, synchronised: true)
+        func judge(_ key: [UInt8]?, device: String) -> CommandVerdict {
+            var replay = ReplayGuard()
+            return CommandJudge(deviceID: device).judgeCompat(
+                payload: payload, retained: false, key: key, now: clock, replay: &replay)
+        }
+        XCTAssertTrue(judge(try store.key(.compatTimestamp), device: "door-b").accepted, "B takes its phone's block")
+        let atA = judge(try withKey.key(.compatTimestamp), device: "door-a")
+        XCTAssertFalse(atA.accepted, "B's block opened door A: the push gave A door B's OTP key")
+        XCTAssertEqual(try withKey.key(.compatTimestamp), ownKey)
+        let atBare = judge(try withoutKey.key(.compatTimestamp), device: "door-a")
+        XCTAssertFalse(atBare.accepted, "B's block opened door A, which had no OTP key before the push")
+    }
+
+    /// Sharing the OTP key is the operator's explicit choice, and the
+    /// summary says what it costs.
+    func testShareOTPKeyCarriesItAndSaysSo() throws {
+        try makeTheStoresTruth()
+        try startHostileDaemon()
+        let withoutSecrets = try push(["--share-otp-key", "--yes"])
+        XCTAssertEqual(withoutSecrets.status, 1)
+        XCTAssertTrue(withoutSecrets.stderr.contains("--share-otp-key goes with --secrets"), withoutSecrets.stderr)
+        let plain = try push(["--secrets", "--yes"])
+        XCTAssertTrue(
+            plain.stdout.contains(
+                "otp key (COMPAT §3): not carried: each door keeps its own (a block names no door: with one key, "
+                    + "a block seen at one door opens the others; --share-otp-key carries it)"), plain.stdout)
+        daemon.stop()
+        try? FileManager.default.removeItem(atPath: socket)
+        try startHostileDaemon()
+        let shared = try push(["--secrets", "--share-otp-key", "--yes"])
+        XCTAssertEqual(shared.status, 0, shared.stdout + shared.stderr)
+        XCTAssertTrue(
+            shared.stdout.contains("otp key (COMPAT §3): added \(FleetDiff.fingerprint(compatKey))"), shared.stdout)
+        let doc = try XCTUnwrap(try published().first)
+        XCTAssertEqual(try FleetSecrets.open(doc, boxPrivateKey: boxPrivateKey)?.compatTimestampKey, compatKey)
+        XCTAssertEqual(try doorA(otpKey: nil).key(.compatTimestamp), compatKey)
+    }
+
+    /// Native commands (COMPAT §5): the push shares the site command key,
+    /// but each door checks commands with its own key derived from it and
+    /// its device id, and that is the key a client is given (`keys command
+    /// export`). A client holding door B's key cannot make a command door A
+    /// takes; B's command replayed at A is addressed to B; a command MAC'd
+    /// with the site key itself opens no door.
+    func testANativeCommandKeyOpensOnlyItsDoor() throws {
+        try makeTheStoresTruth()
+        try startHostileDaemon()
+        XCTAssertEqual(try push(["--secrets", "--yes"]).status, 0)
+        let a = try doorA(otpKey: nil)
+        XCTAssertEqual(try a.key(.nativeCommand), nativeKey, "the site command key is shared")
+        let keyB = CommandJudge.doorCommandKey(siteKey: nativeKey, device: "door-b")
+        XCTAssertNotEqual(keyB, CommandJudge.doorCommandKey(siteKey: nativeKey, device: "door-a"))
+        XCTAssertEqual(
+            keyB,
+            try Crypto.SiteBox.hkdfSHA256(
+                ikm: nativeKey, salt: Array("doorgateway-command-v1".utf8), info: Array("door-b".utf8), length: 32))
+
+        let now: Int64 = 1_800_000_600
+        func command(for device: String, key: [UInt8]) throws -> [UInt8] {
+            let nonce = Hex.encode(try Crypto.randomBytes(16))
+            let mac = Crypto.hmacSHA256(
+                key: key, message: CommandJudge.nativeMACMessage(device: device, action: 0, ts: now, nonce: nonce))
+            return Array(
+                #"{"action": 0, "ts": \#(now), "nonce": "\#(nonce)", "device": "\#(device)", "mac": "\#(Hex.encode(mac))"}"#
+                    .utf8)
+        }
+        /// As gatewayd judges it: the store's site key, derived for the door.
+        func judge(_ payload: [UInt8], at door: GatewayStore, _ device: String) throws -> CommandVerdict {
+            guard case .key(let key) = RemoteKey(try door.key(.nativeCommand)).doorCommandKey(device: device) else {
+                throw E2E("no command key at \(device)")
+            }
+            var replay = ReplayGuard()
+            return CommandJudge(deviceID: device).judgeNative(
+                payload: payload, retained: false, key: key, now: WallClock(unixSeconds: now, synchronised: true),
+                replay: &replay)
+        }
+        XCTAssertTrue(try judge(try command(for: "door-b", key: keyB), at: store, "door-b").accepted)
+        XCTAssertEqual(try judge(try command(for: "door-a", key: keyB), at: a, "door-a").rejection?.code, .badMAC)
+        XCTAssertEqual(try judge(try command(for: "door-b", key: keyB), at: a, "door-a").rejection?.code, .wrongDevice)
+        XCTAssertEqual(try judge(try command(for: "door-a", key: nativeKey), at: a, "door-a").rejection?.code, .badMAC)
+        XCTAssertTrue(
+            try judge(
+                try command(for: "door-a", key: CommandJudge.doorCommandKey(siteKey: nativeKey, device: "door-a")),
+                at: a, "door-a"
+            ).accepted)
     }
 
     /// Nothing applied yet: version 1, whatever the daemon says.
@@ -233,7 +365,7 @@ final class FleetPushTests: XCTestCase {
     /// phone's imported one, both remote keys); since then, here: alice
     /// revoked, dave's expiry brought forward, carol provisioned (with a
     /// label that tries to move the terminal's cursor), the phone secret
-    /// deactivated and the otp key rotated.
+    /// removed (issue 24 M1: a tombstone) and the otp key rotated.
     func makeAStoreThatChangedSinceVersion4() throws {
         let sealed = try FleetSecrets(
             secrets: [
@@ -262,7 +394,7 @@ final class FleetPushTests: XCTestCase {
             uid: carol, action: 1, secretID: nil, label: "carol\u{1B}[1A\u{1B}[2K", now: 1_800_000_200)
         try store.activateTag(uid: carol)
         let phone = try XCTUnwrap(try store.secrets().first { $0.key == phoneKey })
-        try store.setSecretActive(id: phone.id, false)
+        try store.removeSecret(id: phone.id, now: 1_800_000_250)
         try store.setKey(.compatTimestamp, compatKey, now: 1_800_000_300)
     }
 
@@ -285,10 +417,11 @@ final class FleetPushTests: XCTestCase {
               + 04CAFE00000001 action 1 "carol\u{1b}[1A\u{1b}[2K", valid until never
               - 04A1B2C3D4E5F6 action 0 "alice", valid until never (revoked)
               ~ 04D0000000DA7E: valid until 2027-05-22T15:33:20Z → 2027-03-14T04:53:20Z
-            secrets: 1 sealed to the site box (-1)
-              - action 0 imported "phone" key sha256:84126d0d (left out: doors that hold it keep it)
-            otp key (COMPAT §3): ROTATED sha256:9c744e43 → sha256:b8f12ea8 (every door rotates to it)
-            command key (COMPAT §5): unchanged (sha256:9f72ea0c)
+            removed secrets (tombstones): 1 (+1)
+              + action 0 imported "phone" key sha256:84126d0d: every door deactivates it; no push brings it back
+            secrets: 1 sealed to the site box (1 removed: tombstones above)
+            otp key (COMPAT §3): not carried: each door keeps its own (a block names no door: with one key, a block seen at one door opens the others; --share-otp-key carries it) (the last document carried sha256:9c744e43 without a generation)
+            command key (COMPAT §5): unchanged (sha256:9f72ea0c generation 0)
 
             """#)
         XCTAssertEqual(

@@ -96,8 +96,16 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.newestGeneratedSecret(action: 1)?.id, old.id)
         try store.removeSecret(id: old.id)
         XCTAssertNil(try store.newestGeneratedSecret(action: 1))
-        XCTAssertEqual(try store.secrets().map(\.label), ["phone", "new"])
-        XCTAssertThrowsError(try store.removeSecret(id: old.id))
+        // Removed: kept as an inactive row (history), its key tombstoned (issue 24 M1).
+        XCTAssertEqual(try store.secrets().map(\.label), ["phone", "old", "new"])
+        XCTAssertEqual(try store.secrets().map(\.active), [true, false, false])
+        XCTAssertEqual(try store.secretTombstones(), [FleetDocument.tombstone(of: old.key)])
+        XCTAssertThrowsError(try store.removeSecret(id: old.id)) {
+            XCTAssertEqual($0 as? StoreError, .alreadyRemoved(id: old.id))
+        }
+        XCTAssertThrowsError(try store.removeSecret(id: 999)) {
+            XCTAssertEqual($0 as? StoreError, .notFound("secret 999"))
+        }
         XCTAssertThrowsError(
             try store.addSecret(
                 action: 9, key: Array(repeating: 1, count: 32), label: "",

@@ -38,15 +38,19 @@ final class UpgradeTests: XCTestCase {
             try store.appliedMigrations(),
             [
                 "v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once",
-                "v7-fleet-document",
+                "v7-fleet-document", "v8-fleet-removals",
             ])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 7,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 8,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 
         XCTAssertEqual(try store.key(.compatTimestamp), Array(repeating: 0x11, count: 16))
         XCTAssertEqual(try store.key(.nativeCommand), Array(repeating: 0x22, count: 32))
+        // v8-fleet-removals: keys stored before it are generation 0, nothing is removed.
+        XCTAssertEqual(try store.keyGeneration(.compatTimestamp), 0)
+        XCTAssertEqual(try store.keyGeneration(.nativeCommand), 0)
+        XCTAssertEqual(try store.secretTombstones(), [])
         XCTAssertEqual(
             try store.ensureDeviceKey(now: 9) {
                 XCTFail("regenerated"); return []
@@ -116,7 +120,7 @@ final class UpgradeTests: XCTestCase {
         let upgraded = try GatewayStore(stateDirectory: dir)
         let fresh = try GatewayStore(stateDirectory: dir + "/fresh")
         XCTAssertEqual(try schema(fresh), try schema(upgraded))
-        XCTAssertEqual(try schema(fresh).count, 20)
+        XCTAssertEqual(try schema(fresh).count, 22)
     }
 
     /// A database that lacks the newest migration gets exactly that one.

@@ -124,6 +124,19 @@ public struct CommandJudge: Equatable, Sendable {
         return v
     }
 
+    /// The key a door checks native commands (COMPAT §5) with: derived from
+    /// the site command key (the store's `native_command` key, the one the
+    /// fleet shares) and the door's device id, HKDF-SHA256 (RFC 5869) with
+    /// salt `doorgateway-command-v1` and info = the device id, 32 bytes
+    /// (issue 24 M3, docs/security.md "M3"). A client given one door's key
+    /// (`gatewayctl keys command export`) can make commands for that door
+    /// only: the site key stays on the doors.
+    public static func doorCommandKey(siteKey: [UInt8], device: String) -> [UInt8] {
+        // HKDF with L = 32: PRK = HMAC(salt, IKM); OKM = HMAC(PRK, info ‖ 0x01).
+        let prk = Crypto.hmacSHA256(key: Array("doorgateway-command-v1".utf8), message: siteKey)
+        return Crypto.hmacSHA256(key: prk, message: Array(device.utf8) + [1])
+    }
+
     /// A native command (`{"action","ts","nonce","device","mac"}`, COMPAT §5).
     public func judgeNative(
         payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,

@@ -67,6 +67,12 @@ public enum RemoteKey: Equatable, Sendable {
     case unreadable(String)
 
     public init(_ bytes: [UInt8]?) { self = bytes.map { .key($0) } ?? .absent }
+
+    /// The site command key as the door key of `device` (`CommandJudge.doorCommandKey`).
+    public func doorCommandKey(device: String) -> RemoteKey {
+        guard case .key(let site) = self else { return self }
+        return .key(CommandJudge.doorCommandKey(siteKey: site, device: device))
+    }
 }
 
 /// What the door's configuration says about remote commands.

@@ -12,16 +12,30 @@ public struct FleetDiff: Equatable, Sendable {
         public var new: FleetDocument.Tag
     }
 
+    /// A remote key as a document carries it: its bytes and generation
+    /// (nil in an older build's document; issue 24 M1).
+    public struct Key: Equatable, Sendable {
+        public var key: [UInt8]
+        public var generation: Int64?
+        public init(_ key: [UInt8], generation: Int64? = nil) {
+            self.key = key
+            self.generation = generation
+        }
+    }
+
     /// One of the remote keys (COMPAT §3 otp key, COMPAT §5 command key).
     public enum KeyChange: Equatable, Sendable {
         /// In neither document.
         case absent
-        case unchanged([UInt8])
+        case unchanged(Key)
         /// In the new document, not in the old one.
-        case added([UInt8])
-        case rotated(from: [UInt8], to: [UInt8])
+        case added(Key)
+        /// Other bytes than the old document's: a rotation when its
+        /// generation is newer, otherwise refused by the doors holding the
+        /// old one (an older key, or a rotation made at two doors at once).
+        case rotated(from: Key, to: Key)
         /// In the old document, not in the new one (doors keep theirs).
-        case dropped([UInt8])
+        case dropped(Key)
     }
 
     /// The new document's secrets, as far as they can be compared.
@@ -42,22 +56,35 @@ public struct FleetDiff: Equatable, Sendable {
     public var addedTags: [FleetDocument.Tag] = []
     public var droppedTags: [FleetDocument.Tag] = []
     public var changedTags: [TagChange] = []
+    /// Tombstones of removed secrets (issue 24 M1), by SHA-256 of the key.
+    public var addedTombstones: [[UInt8]] = []
+    public var droppedTombstones: [[UInt8]] = []
     public var secrets: Secrets = .notCarried
     public var addedSecrets: [FleetSecrets.Secret] = []
     public var droppedSecrets: [FleetSecrets.Secret] = []
+    /// Secrets of the old document left out because the new one removes them (a tombstone).
+    public var removedSecrets = 0
     public var compatTimestampKey: KeyChange = .absent
     public var nativeCommandKey: KeyChange = .absent
+    /// The push leaves the otp key out on purpose (issue 24 M3: per door
+    /// unless `--share-otp-key`); the summary says so instead of "not carried".
+    public var otpKeyPerDoor = false
     /// The tags of the old document, by UID (to name what a revocation hits).
     var oldTags: [TagUID: FleetDocument.Tag] = [:]
     /// The UIDs the new document revokes.
     var newRevokedUIDs: Set<TagUID> = []
+    /// The old document's secrets by tombstone (to name what a tombstone removes).
+    var oldSecretsByTombstone: [[UInt8]: FleetSecrets.Secret] = [:]
     /// Totals in the new document.
     public var totals: (uids: Int, signatures: Int, tags: Int, secrets: Int) = (0, 0, 0, 0)
+    public var totalTombstones = 0
 
     public static func == (a: FleetDiff, b: FleetDiff) -> Bool {
         a.addedUIDs == b.addedUIDs && a.droppedUIDs == b.droppedUIDs && a.addedSignatures == b.addedSignatures
             && a.droppedSignatures == b.droppedSignatures && a.addedTags == b.addedTags
-            && a.droppedTags == b.droppedTags && a.changedTags == b.changedTags && a.secrets == b.secrets
+            && a.droppedTags == b.droppedTags && a.changedTags == b.changedTags
+            && a.addedTombstones == b.addedTombstones && a.droppedTombstones == b.droppedTombstones
+            && a.secrets == b.secrets
             && a.addedSecrets == b.addedSecrets && a.droppedSecrets == b.droppedSecrets
             && a.compatTimestampKey == b.compatTimestampKey && a.nativeCommandKey == b.nativeCommandKey
     }
@@ -65,7 +92,8 @@ public struct FleetDiff: Equatable, Sendable {
     /// Nothing differs from the old document (the issued time and origin aside).
     public var isEmpty: Bool {
         addedUIDs.isEmpty && droppedUIDs.isEmpty && addedSignatures.isEmpty && droppedSignatures.isEmpty
-            && addedTags.isEmpty && droppedTags.isEmpty && changedTags.isEmpty && addedSecrets.isEmpty
+            && addedTags.isEmpty && droppedTags.isEmpty && changedTags.isEmpty && addedTombstones.isEmpty
+            && droppedTombstones.isEmpty && addedSecrets.isEmpty
             && droppedSecrets.isEmpty && !compatTimestampKey.differs && !nativeCommandKey.differs
     }
 
@@ -101,6 +129,17 @@ public struct FleetDiff: Equatable, Sendable {
             d.droppedTags.append(tag)
         }
 
+        let oldTombstones = Set(old?.secretTombstones ?? []), newTombstones = Set(new.secretTombstones)
+        d.addedTombstones = new.secretTombstones.filter { !oldTombstones.contains($0) }.uniqued()
+        d.droppedTombstones = (old?.secretTombstones ?? []).filter { !newTombstones.contains($0) }.uniqued()
+        d.totalTombstones = newTombstones.count
+        if oldSecretsUnreadable == nil, let oldSecrets {
+            for secret in oldSecrets.secrets {
+                let hash = FleetDocument.tombstone(of: secret.key)
+                if d.oldSecretsByTombstone[hash] == nil { d.oldSecretsByTombstone[hash] = secret }
+            }
+        }
+
         d.totals = (Set(new.revokedUIDs).count, Set(new.revokedSignatures).count, newTags.count, 0)
         guard let newSecrets else { return d }
         d.secrets = oldSecretsUnreadable.map { .carriedBaselineUnreadable($0) } ?? .carried
@@ -108,12 +147,24 @@ public struct FleetDiff: Equatable, Sendable {
         let oldKeys = Set((before?.secrets ?? []).map(\.key)), newKeys = Set(newSecrets.secrets.map(\.key))
         var added = Set<[UInt8]>(), dropped = Set<[UInt8]>()
         d.addedSecrets = newSecrets.secrets.filter { !oldKeys.contains($0.key) && added.insert($0.key).inserted }
+        // A secret left out because it is removed is shown once, as a tombstone.
         d.droppedSecrets = (before?.secrets ?? []).filter {
-            !newKeys.contains($0.key) && dropped.insert($0.key).inserted
+            !newKeys.contains($0.key) && !newTombstones.contains(FleetDocument.tombstone(of: $0.key))
+                && dropped.insert($0.key).inserted
         }
+        d.removedSecrets =
+            Set(
+                (before?.secrets ?? []).lazy.map(\.key).filter {
+                    !newKeys.contains($0) && newTombstones.contains(FleetDocument.tombstone(of: $0))
+                }
+            ).count
         d.totals.secrets = newKeys.count
-        d.compatTimestampKey = .between(before?.compatTimestampKey, newSecrets.compatTimestampKey)
-        d.nativeCommandKey = .between(before?.nativeCommandKey, newSecrets.nativeCommandKey)
+        d.compatTimestampKey = .between(
+            before?.compatTimestampKey.map { Key($0, generation: before?.compatTimestampGeneration) },
+            newSecrets.compatTimestampKey.map { Key($0, generation: newSecrets.compatTimestampGeneration) })
+        d.nativeCommandKey = .between(
+            before?.nativeCommandKey.map { Key($0, generation: before?.nativeCommandGeneration) },
+            newSecrets.nativeCommandKey.map { Key($0, generation: newSecrets.nativeCommandGeneration) })
         return d
     }
 
@@ -170,14 +221,29 @@ public struct FleetDiff: Equatable, Sendable {
             return "\(change.new.uid.hex): " + what.joined(separator: ", ")
         }
 
+        if totalTombstones > 0 || !droppedTombstones.isEmpty {
+            out.append(
+                "removed secrets (tombstones): \(totalTombstones) (\(counts(addedTombstones.count, droppedTombstones.count)))"
+            )
+            entries(addedTombstones, "+") { hash in
+                let what = oldSecretsByTombstone[hash].map(Self.describe) ?? "key \(Self.fingerprint(tombstone: hash))"
+                return "\(what): every door deactivates it; no push brings it back"
+            }
+            entries(droppedTombstones, "-") {
+                "key \(Self.fingerprint(tombstone: $0)) (left out: doors that hold it keep it removed)"
+            }
+        }
+
         switch secrets {
         case .notCarried:
             out.append("secrets: not carried (push --secrets carries them); doors keep the ones they hold")
             return out
         case .carried:
-            out.append(
-                "secrets: \(totals.secrets) sealed to the site box (\(counts(addedSecrets.count, droppedSecrets.count)))"
-            )
+            var change = counts(addedSecrets.count, droppedSecrets.count)
+            if removedSecrets > 0 {
+                change = (change == "no change" ? "" : change + ", ") + "\(removedSecrets) removed: tombstones above"
+            }
+            out.append("secrets: \(totals.secrets) sealed to the site box (\(change))")
         case .carriedBaselineUnreadable(let why):
             out.append(
                 "secrets: \(totals.secrets) sealed to the site box; the last document's secrets "
@@ -185,14 +251,29 @@ public struct FleetDiff: Equatable, Sendable {
         }
         entries(addedSecrets, "+") { Self.describe($0) }
         entries(droppedSecrets, "-") { "\(Self.describe($0)) (left out: doors that hold it keep it)" }
-        out.append("otp key (COMPAT §3): \(compatTimestampKey.text)")
+        if otpKeyPerDoor, case .absent = compatTimestampKey {
+            out.append("otp key (COMPAT §3): \(Self.perDoorOTP)")
+        } else if otpKeyPerDoor, case .dropped(let was) = compatTimestampKey {
+            out.append("otp key (COMPAT §3): \(Self.perDoorOTP) (the last document carried \(was.name))")
+        } else {
+            out.append("otp key (COMPAT §3): \(compatTimestampKey.text)")
+        }
         out.append("command key (COMPAT §5): \(nativeCommandKey.text)")
         return out
     }
 
+    static let perDoorOTP =
+        "not carried: each door keeps its own (a block names no door: with one key, a block seen at one door "
+        + "opens the others; --share-otp-key carries it)"
+
     /// A key named without its bytes: the first 8 hex digits of its SHA-256.
     public static func fingerprint(_ key: [UInt8]) -> String {
-        "sha256:" + Hex.encode(Array(Crypto.sha256(key).prefix(4)))
+        fingerprint(tombstone: Crypto.sha256(key))
+    }
+
+    /// The same name from a tombstone (the key's SHA-256).
+    public static func fingerprint(tombstone hash: [UInt8]) -> String {
+        "sha256:" + Hex.encode(Array(hash.prefix(4)))
     }
 
     static func describe(_ tag: FleetDocument.Tag) -> String {
@@ -229,12 +310,12 @@ public struct FleetDiff: Equatable, Sendable {
 }
 
 extension FleetDiff.KeyChange {
-    static func between(_ old: [UInt8]?, _ new: [UInt8]?) -> Self {
+    static func between(_ old: FleetDiff.Key?, _ new: FleetDiff.Key?) -> Self {
         switch (old, new) {
         case (nil, nil): return .absent
         case (let o?, nil): return .dropped(o)
         case (nil, let n?): return .added(n)
-        case (let o?, let n?): return o == n ? .unchanged(n) : .rotated(from: o, to: n)
+        case (let o?, let n?): return o.key == n.key ? .unchanged(n) : .rotated(from: o, to: n)
         }
     }
 
@@ -248,12 +329,28 @@ extension FleetDiff.KeyChange {
     var text: String {
         switch self {
         case .absent: return "not carried"
-        case .unchanged(let k): return "unchanged (\(FleetDiff.fingerprint(k)))"
-        case .added(let k): return "added \(FleetDiff.fingerprint(k)) (doors that hold another one rotate to it)"
+        case .unchanged(let k): return "unchanged (\(k.name))"
+        case .added(let k):
+            return "added \(k.name) (doors that hold none or an older generation take it; the others keep theirs)"
         case .rotated(let o, let n):
-            return "ROTATED \(FleetDiff.fingerprint(o)) → \(FleetDiff.fingerprint(n)) (every door rotates to it)"
-        case .dropped(let o): return "not carried (was \(FleetDiff.fingerprint(o)); doors keep theirs)"
+            guard let to = n.generation else {
+                return "\(n.name) replaces no key a door holds (the last document's was \(o.name))"
+            }
+            if to > (o.generation ?? -1) {
+                return "ROTATED \(o.name) → \(n.name) (every door holding an older generation rotates to it)"
+            }
+            let what = to == o.generation ? "of the same generation as" : "OLDER than"
+            return "NOT A ROTATION: \(n.name) is \(what) the last document's \(o.name): doors that hold that "
+                + "one keep it (`gatewayctl keys … new` here makes a newer generation)"
+        case .dropped(let o): return "not carried (was \(o.name); doors keep theirs)"
         }
+    }
+}
+
+extension FleetDiff.Key {
+    /// Fingerprint and generation, never the bytes.
+    var name: String {
+        FleetDiff.fingerprint(key) + (generation.map { " generation \($0)" } ?? " without a generation")
     }
 }
 

@@ -34,12 +34,21 @@ public struct FleetDocument: Equatable, Sendable {
     /// Revoked v1 sticker signatures (lower-case hex).
     public var revokedSignatures: [[UInt8]]
     public var tags: [Tag]
+    /// Removed sticker secrets (issue 24 M1): the SHA-256 of each removed
+    /// key (`FleetDocument.tombstone(of:)`), never the key. Every door
+    /// deactivates a held secret whose key hashes to one, and never adds or
+    /// re-activates it. In the clear (a hash of 32 random bytes gives nothing
+    /// away), so a removal travels with every push, `--secrets` or not.
+    /// A body without the list (an older build's) carries none: it lifts no
+    /// tombstone a door holds.
+    public var secretTombstones: [[UInt8]]
     /// Action secrets and remote keys sealed to the site box (`FleetSecrets`), when pushed with them.
     public var sealedSecrets: Crypto.SiteBox.Sealed?
 
     public init(
         site: String, version: Int64, origin: String, issued: Int64, revokedUIDs: [TagUID] = [],
-        revokedSignatures: [[UInt8]] = [], tags: [Tag] = [], sealedSecrets: Crypto.SiteBox.Sealed? = nil
+        revokedSignatures: [[UInt8]] = [], tags: [Tag] = [], secretTombstones: [[UInt8]] = [],
+        sealedSecrets: Crypto.SiteBox.Sealed? = nil
     ) {
         self.site = site
         self.version = version
@@ -48,8 +57,13 @@ public struct FleetDocument: Equatable, Sendable {
         self.revokedUIDs = revokedUIDs
         self.revokedSignatures = revokedSignatures
         self.tags = tags
+        self.secretTombstones = secretTombstones
         self.sealedSecrets = sealedSecrets
     }
+
+    /// The tombstone of a removed sticker secret: the SHA-256 of its key
+    /// (the summary's fingerprint is its first 8 hex digits).
+    public static func tombstone(of key: [UInt8]) -> [UInt8] { Crypto.sha256(key) }
 
     /// The envelope format number.
     public static let format: Int64 = 1
@@ -88,6 +102,11 @@ public struct FleetDocument: Equatable, Sendable {
                     })
             ),
         ]
+        // Only when there are some: a body without removals is byte for byte
+        // what builds before M1 signed.
+        if !secretTombstones.isEmpty {
+            fields.append(("secret_tombstones", .array(secretTombstones.map { .string(Hex.encode($0)) })))
+        }
         if let box = sealedSecrets {
             fields.append(
                 (
@@ -171,6 +190,15 @@ public struct FleetDocument: Equatable, Sendable {
             }
             tags.append(Tag(uid: uid, action: ActionIndex(action), label: label, validUntil: until))
         }
+        var tombstones: [[UInt8]] = []
+        if let present = json["secret_tombstones"] {
+            for item in try list(present, "secret_tombstones") {
+                guard case .string(let hex) = item, let hash = Hex.decode(hex), hash.count == 32 else {
+                    throw .malformed("secret_tombstones: a SHA-256 in hex (64 digits) is expected")
+                }
+                tombstones.append(hash)
+            }
+        }
         var sealed: Crypto.SiteBox.Sealed?
         if let box = json["secrets"] {
             guard case .string(let e)? = box["epk"], let epk = Base64URL.decode(e),
@@ -183,7 +211,7 @@ public struct FleetDocument: Equatable, Sendable {
         }
         return FleetDocument(
             site: site, version: version, origin: origin, issued: issued, revokedUIDs: uids,
-            revokedSignatures: signatures, tags: tags, sealedSecrets: sealed)
+            revokedSignatures: signatures, tags: tags, secretTombstones: tombstones, sealedSecrets: sealed)
     }
 
     // MARK: Envelope

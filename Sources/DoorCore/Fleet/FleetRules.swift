@@ -74,32 +74,59 @@ public enum FleetRules {
         public var secretKeys: Set<[UInt8]> = []
         /// Those of them held as imported (any action, active or not).
         public var importedKeys: Set<[UInt8]> = []
+        /// Those of them active (what judges stickers).
+        public var activeKeys: Set<[UInt8]> = []
+        /// The tombstones of removed secrets this door holds (its own
+        /// removals and every document's): `FleetDocument.tombstone(of:)`.
+        public var secretTombstones: Set<[UInt8]> = []
         public var compatTimestampKey: [UInt8]?
         public var nativeCommandKey: [UInt8]?
+        /// The remote keys' generations (0: a key stored before M1, or none).
+        public var compatTimestampGeneration: Int64 = 0
+        public var nativeCommandGeneration: Int64 = 0
         public init(
             revokedUIDs: Set<TagUID> = [], revokedSignatures: Set<[UInt8]> = [],
             tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)] = [:],
-            secretKeys: Set<[UInt8]> = [], importedKeys: Set<[UInt8]> = [], compatTimestampKey: [UInt8]? = nil,
-            nativeCommandKey: [UInt8]? = nil
+            secretKeys: Set<[UInt8]> = [], importedKeys: Set<[UInt8]> = [], activeKeys: Set<[UInt8]>? = nil,
+            secretTombstones: Set<[UInt8]> = [], compatTimestampKey: [UInt8]? = nil,
+            nativeCommandKey: [UInt8]? = nil, compatTimestampGeneration: Int64 = 0, nativeCommandGeneration: Int64 = 0
         ) {
             self.revokedUIDs = revokedUIDs
             self.revokedSignatures = revokedSignatures
             self.tags = tags
             self.secretKeys = secretKeys
             self.importedKeys = importedKeys
+            // Unless told otherwise, every held secret is active.
+            self.activeKeys = activeKeys ?? secretKeys
+            self.secretTombstones = secretTombstones
             self.compatTimestampKey = compatTimestampKey
             self.nativeCommandKey = nativeCommandKey
+            self.compatTimestampGeneration = compatTimestampGeneration
+            self.nativeCommandGeneration = nativeCommandGeneration
         }
         public static func == (a: Local, b: Local) -> Bool {
             a.revokedUIDs == b.revokedUIDs && a.revokedSignatures == b.revokedSignatures
                 && a.secretKeys == b.secretKeys && a.importedKeys == b.importedKeys
+                && a.activeKeys == b.activeKeys && a.secretTombstones == b.secretTombstones
                 && a.compatTimestampKey == b.compatTimestampKey
-                && a.nativeCommandKey == b.nativeCommandKey && a.tags.count == b.tags.count
+                && a.nativeCommandKey == b.nativeCommandKey
+                && a.compatTimestampGeneration == b.compatTimestampGeneration
+                && a.nativeCommandGeneration == b.nativeCommandGeneration && a.tags.count == b.tags.count
                 && a.tags.allSatisfy { uid, t in
                     guard let o = b.tags[uid] else { return false }
                     return o.state == t.state && o.action == t.action && o.label == t.label
                         && o.validUntil == t.validUntil
                 }
+        }
+    }
+
+    /// A remote key a document installs, with the generation it is stored at.
+    public struct RemoteKey: Equatable, Sendable {
+        public var key: [UInt8]
+        public var generation: Int64
+        public init(key: [UInt8], generation: Int64) {
+            self.key = key
+            self.generation = generation
         }
     }
 
@@ -120,22 +147,40 @@ public enum FleetRules {
         /// sticker with its `u` cut off is not a v1 sticker here (review H1).
         /// Never the reverse: a document cannot make a generated key imported.
         public var restrictSecrets: [[UInt8]] = []
-        /// Remote keys that differ from this door's (a rotation).
-        public var setCompatTimestampKey: [UInt8]?
-        public var setNativeCommandKey: [UInt8]?
+        /// Tombstones this door did not hold: recorded, so no later
+        /// document (nor `secrets import`) brings the key back (issue 24 M1).
+        public var addTombstones: [[UInt8]] = []
+        /// Key bytes of active secrets here whose key is tombstoned: deactivated
+        /// (the row stays, with its history), never deleted.
+        public var deactivateSecrets: [[UInt8]] = []
+        /// How many of the document's sealed secrets were not stored because
+        /// their key is tombstoned (here or in the document).
+        public var refusedRemovedSecrets = 0
+        /// Remote keys of a newer generation than this door's (a rotation),
+        /// or any key where this door holds none.
+        public var setCompatTimestamp: RemoteKey?
+        public var setNativeCommand: RemoteKey?
+        /// Remote keys the document carries that this door keeps, with why
+        /// (an older or equal generation: a rollback, or a concurrent rotation).
+        public var keptRemoteKeys: [String] = []
+        public var setCompatTimestampKey: [UInt8]? { setCompatTimestamp?.key }
+        public var setNativeCommandKey: [UInt8]? { setNativeCommand?.key }
         /// Why the document's secrets were not read, when they were not.
         public var secretsNote: String?
         public init() {}
         public var isEmpty: Bool {
             revokeUIDs.isEmpty && revokeSignatures.isEmpty && upsertTags.isEmpty && addSecrets.isEmpty
-                && restrictSecrets.isEmpty && setCompatTimestampKey == nil && setNativeCommandKey == nil
+                && restrictSecrets.isEmpty && addTombstones.isEmpty && deactivateSecrets.isEmpty
+                && setCompatTimestamp == nil && setNativeCommand == nil
         }
         public static func == (a: Changes, b: Changes) -> Bool {
             a.revokeUIDs == b.revokeUIDs && a.revokeSignatures == b.revokeSignatures && a.upsertTags == b.upsertTags
                 && a.skipped.map(\.uid) == b.skipped.map(\.uid) && a.skipped.map(\.why) == b.skipped.map(\.why)
                 && a.addSecrets == b.addSecrets && a.restrictSecrets == b.restrictSecrets
-                && a.setCompatTimestampKey == b.setCompatTimestampKey
-                && a.setNativeCommandKey == b.setNativeCommandKey && a.secretsNote == b.secretsNote
+                && a.addTombstones == b.addTombstones && a.deactivateSecrets == b.deactivateSecrets
+                && a.refusedRemovedSecrets == b.refusedRemovedSecrets && a.setCompatTimestamp == b.setCompatTimestamp
+                && a.setNativeCommand == b.setNativeCommand && a.keptRemoteKeys == b.keptRemoteKeys
+                && a.secretsNote == b.secretsNote
         }
         /// One line for the audit log.
         public var summary: String {
@@ -145,8 +190,12 @@ public enum FleetRules {
             // Counts and names only: never key material.
             if !addSecrets.isEmpty { s += ", +\(addSecrets.count) secrets" }
             if !restrictSecrets.isEmpty { s += ", \(restrictSecrets.count) secrets made v2-only" }
-            if setCompatTimestampKey != nil { s += ", otp key rotated" }
-            if setNativeCommandKey != nil { s += ", command key rotated" }
+            if !addTombstones.isEmpty { s += ", +\(addTombstones.count) secret tombstones" }
+            if !deactivateSecrets.isEmpty { s += ", \(deactivateSecrets.count) removed secrets deactivated" }
+            if refusedRemovedSecrets > 0 { s += ", \(refusedRemovedSecrets) removed secrets not restored" }
+            if let k = setCompatTimestamp { s += ", otp key rotated (generation \(k.generation))" }
+            if let k = setNativeCommand { s += ", command key rotated (generation \(k.generation))" }
+            for note in keptRemoteKeys { s += ", \(note)" }
             if let secretsNote { s += " (secrets not applied: \(secretsNote))" }
             return s
         }
@@ -157,12 +206,29 @@ public enum FleetRules {
         _ document: FleetDocument, to local: Local, actions: Set<ActionIndex>, secrets: FleetSecrets? = nil
     ) -> Changes {
         var c = Changes()
+        // Removals (M1) first: a tombstone, the door's or the document's,
+        // wins over any sealed copy of the key, whoever pushed it.
+        var tombstones = local.secretTombstones
+        for hash in document.secretTombstones where tombstones.insert(hash).inserted {
+            c.addTombstones.append(hash)
+        }
+        if !tombstones.isEmpty {
+            c.deactivateSecrets = local.activeKeys.filter { tombstones.contains(FleetDocument.tombstone(of: $0)) }
+                .sorted { $0.lexicographicallyPrecedes($1) }
+        }
         if let secrets {
             // Generated wins: a key any entry calls generated is generated.
             let generated = Set(secrets.secrets.lazy.filter { $0.origin == .generated }.map(\.key))
             var seenKeys = local.secretKeys
             var restricted = Set<[UInt8]>()
+            var refused = Set<[UInt8]>()
             for var secret in secrets.secrets where actions.contains(secret.action) {
+                if !tombstones.isEmpty, tombstones.contains(FleetDocument.tombstone(of: secret.key)) {
+                    if !local.secretKeys.contains(secret.key), refused.insert(secret.key).inserted {
+                        c.refusedRemovedSecrets += 1
+                    }
+                    continue
+                }
                 if generated.contains(secret.key) { secret.origin = .generated }
                 if seenKeys.insert(secret.key).inserted {
                     c.addSecrets.append(secret)
@@ -172,8 +238,12 @@ public enum FleetRules {
                     c.restrictSecrets.append(secret.key)
                 }
             }
-            if let k = secrets.compatTimestampKey, k != local.compatTimestampKey { c.setCompatTimestampKey = k }
-            if let k = secrets.nativeCommandKey, k != local.nativeCommandKey { c.setNativeCommandKey = k }
+            (c.setCompatTimestamp, c.keptRemoteKeys) = remoteKey(
+                "otp key", secrets.compatTimestampKey, secrets.compatTimestampGeneration, local.compatTimestampKey,
+                local.compatTimestampGeneration, notes: c.keptRemoteKeys)
+            (c.setNativeCommand, c.keptRemoteKeys) = remoteKey(
+                "command key", secrets.nativeCommandKey, secrets.nativeCommandGeneration, local.nativeCommandKey,
+                local.nativeCommandGeneration, notes: c.keptRemoteKeys)
         }
         var seenUIDs = Set<TagUID>()
         for uid in document.revokedUIDs where !local.revokedUIDs.contains(uid) && seenUIDs.insert(uid).inserted {
@@ -220,6 +290,31 @@ public enum FleetRules {
         return c
     }
 
+    /// Whether a document's remote key replaces the door's (issue 24 M1):
+    /// only a strictly newer generation does, or any key where the door
+    /// holds none. An older generation is a rollback (the key a rotation
+    /// replaced); an equal one with other bytes, a rotation made at two doors
+    /// at once: either way the door keeps its key and the audit row says so.
+    /// A key without a generation (an older build's document) is taken only
+    /// where the door holds none, at generation 0.
+    static func remoteKey(
+        _ name: String, _ key: [UInt8]?, _ generation: Int64?, _ mine: [UInt8]?, _ myGeneration: Int64,
+        notes: [String]
+    ) -> (RemoteKey?, [String]) {
+        guard let key, key != mine else { return (nil, notes) }
+        guard mine != nil else { return (RemoteKey(key: key, generation: generation ?? 0), notes) }
+        guard let generation else {
+            return (nil, notes + ["\(name) without a generation not taken (generation \(myGeneration) here)"])
+        }
+        guard generation > myGeneration else {
+            let what = generation < myGeneration ? "older than" : "another key at"
+            return (
+                nil, notes + ["\(name) of generation \(generation) not taken (\(what) generation \(myGeneration) here)"]
+            )
+        }
+        return (RemoteKey(key: key, generation: generation), notes)
+    }
+
     /// The door's shareable state as a document to sign: every revocation and
     /// every active issued tag, at `version`.
     public static func snapshot(
@@ -236,6 +331,7 @@ public enum FleetRules {
             site: site, version: version, origin: origin, issued: now,
             revokedUIDs: local.revokedUIDs.sorted { $0.hex < $1.hex },
             revokedSignatures: local.revokedSignatures.sorted { Hex.encode($0) < Hex.encode($1) }, tags: tags,
+            secretTombstones: local.secretTombstones.sorted { $0.lexicographicallyPrecedes($1) },
             sealedSecrets: sealedSecrets)
     }
 }

@@ -26,11 +26,24 @@ public struct FleetSecrets: Equatable, Sendable {
     public var compatTimestampKey: [UInt8]?
     /// COMPAT §5: 32 bytes.
     public var nativeCommandKey: [UInt8]?
+    /// Each remote key's generation (issue 24 M1): one more at every local
+    /// `keys … new|import`; a door takes a document's key only when its
+    /// generation is greater than the one it holds, so a push of the key
+    /// that a rotation replaced never rolls the rotation back. Nil in the
+    /// secrets of an older build's document: such a key is taken only by a
+    /// door that holds none.
+    public var compatTimestampGeneration: Int64?
+    public var nativeCommandGeneration: Int64?
 
-    public init(secrets: [Secret] = [], compatTimestampKey: [UInt8]? = nil, nativeCommandKey: [UInt8]? = nil) {
+    public init(
+        secrets: [Secret] = [], compatTimestampKey: [UInt8]? = nil, nativeCommandKey: [UInt8]? = nil,
+        compatTimestampGeneration: Int64? = nil, nativeCommandGeneration: Int64? = nil
+    ) {
         self.secrets = secrets
         self.compatTimestampKey = compatTimestampKey
         self.nativeCommandKey = nativeCommandKey
+        self.compatTimestampGeneration = compatTimestampGeneration
+        self.nativeCommandGeneration = nativeCommandGeneration
     }
 
     static func context(site: String, version: Int64) -> [UInt8] {
@@ -38,7 +51,7 @@ public struct FleetSecrets: Equatable, Sendable {
     }
 
     var json: JSONValue {
-        .object([
+        var fields: [(String, JSONValue)] = [
             (
                 "secrets",
                 .array(
@@ -51,7 +64,10 @@ public struct FleetSecrets: Equatable, Sendable {
             ),
             ("compat_timestamp", compatTimestampKey.map { .string(Hex.encode($0)) } ?? .null),
             ("native_command", nativeCommandKey.map { .string(Hex.encode($0)) } ?? .null),
-        ])
+        ]
+        if let g = compatTimestampGeneration { fields.append(("compat_timestamp_generation", .int(g))) }
+        if let g = nativeCommandGeneration { fields.append(("native_command_generation", .int(g))) }
+        return .object(fields)
     }
 
     public func seal(to boxPublicKey: [UInt8], site: String, version: Int64) throws -> Crypto.SiteBox.Sealed {
@@ -98,6 +114,15 @@ public struct FleetSecrets: Equatable, Sendable {
         }
         out.compatTimestampKey = try key("compat_timestamp", 16)
         out.nativeCommandKey = try key("native_command", 32)
+        func generation(_ name: String) throws(FleetError) -> Int64? {
+            switch json[name] {
+            case .null?, nil: return nil
+            case .int(let g)? where g >= 0: return g
+            default: throw .malformed("secrets.\(name): an integer, 0 or more, expected")
+            }
+        }
+        out.compatTimestampGeneration = try generation("compat_timestamp_generation")
+        out.nativeCommandGeneration = try generation("native_command_generation")
         return out
     }
 }

@@ -216,7 +216,12 @@ struct SecretsCommand: ParsableCommand {
     }
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "remove", abstract: "Remove a secret: its stickers stop opening.")
+            commandName: "remove", abstract: "Remove a secret: its stickers stop opening.",
+            discussion: """
+                The secret stays listed, inactive, as history; its key's tombstone (a SHA-256) is \
+                kept, so it cannot be imported again, and the next fleet push carries the removal: \
+                every door deactivates it, and no door's push brings it back.
+                """)
         @OptionGroup var socket: SocketOptions
         @Argument(help: "Secret id.") var id: Int
         func run() throws { try socket.call(.secretsRemove, [("id", .int(id))]) }
@@ -260,22 +265,33 @@ struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Remote-command keys: otp (COMPAT §3 timestamp key) and command (§5 native key).",
-        discussion:
-            "gatewayctl keys otp|command new|import|export [--qr]; import reads the key (hex) from standard input.")
+        discussion: """
+            gatewayctl keys otp|command new|import|export [--qr]; import reads the key (hex) from standard \
+            input. The command key held (and shared by the fleet) is the site's; `keys command export` \
+            prints the key of one door derived from it (this door, or --device ID), which makes native \
+            commands (COMPAT §5) for that door only. The otp key is this door's own (COMPAT §3 blocks \
+            name no door); `fleet push` shares it only with --share-otp-key.
+            """)
     @OptionGroup var socket: SocketOptions
     @Argument(help: "otp | command") var name: String
     @Argument(help: "new | import | export") var verb: String
     @Flag(help: "Draw an exported key as a QR code.") var qr = false
+    @Option(help: "With `command export`: the device id of the door whose key to print (default: this door).")
+    var device: String?
 
     func validate() throws {
         guard ["otp", "command"].contains(name) else { throw ValidationError("key name must be otp or command") }
         guard ["new", "import", "export"].contains(verb) else {
             throw ValidationError("verb must be new, import or export")
         }
+        if device != nil, name != "command" || verb != "export" {
+            throw ValidationError("--device goes with `keys command export` only")
+        }
     }
 
     func run() throws {
         var params: [(String, JSONValue)] = [("name", .string(name))]
+        if let device { params.append(("device", .string(device))) }
         if verb == "import" {
             guard let line = readLine(strippingNewline: true), !line.isEmpty else {
                 throw ValidationError("give the key as hex on standard input")

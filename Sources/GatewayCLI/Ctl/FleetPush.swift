@@ -65,7 +65,8 @@ struct FleetPushPlan {
     /// version when there is one.
     static func make(
         fleet: GatewayConfiguration.Fleet, deviceID: String, store: GatewayStore, by: String, withSecrets: Bool,
-        boxPrivateKey: [UInt8]?, boxKeyProblem: String? = nil, afterVersion: Int64? = nil, now: Int64
+        boxPrivateKey: [UInt8]?, boxKeyProblem: String? = nil, afterVersion: Int64? = nil, shareOTPKey: Bool = false,
+        now: Int64
     ) throws -> FleetPushPlan {
         let baseline = try baseline(store.fleetApplied(), fleet: fleet)
         var follows = baseline.version
@@ -94,7 +95,14 @@ struct FleetPushPlan {
                     description:
                         "--secrets needs the site box key ([fleet] box_key_file): \(boxKeyProblem ?? "not set")")
             }
-            let plain = try store.fleetSecrets()
+            var plain = try store.fleetSecrets()
+            // The phone's OTP key stays this door's unless asked (issue 24
+            // M3): a COMPAT §3 block names no door, so a block seen at one
+            // door would open every door holding the same key.
+            if !shareOTPKey {
+                plain.compatTimestampKey = nil
+                plain.compatTimestampGeneration = nil
+            }
             sealed = try plain.seal(
                 to: try Crypto.SiteBox.publicKey(privateKey: boxPrivateKey), site: fleet.siteID, version: version)
             secrets = plain
@@ -118,8 +126,9 @@ struct FleetPushPlan {
                 }
             }
         }
-        let diff = FleetDiff.between(
+        var diff = FleetDiff.between(
             old, oldSecrets: oldSecrets, oldSecretsUnreadable: unreadable, document, newSecrets: secrets)
+        diff.otpKeyPerDoor = withSecrets && !shareOTPKey
         return FleetPushPlan(
             baseline: baseline, afterVersion: afterVersion, document: document, secrets: secrets, diff: diff)
     }
@@ -210,8 +219,16 @@ extension FleetCommand {
         var siteKey: String
         @Option(help: "Who pushes, recorded as the origin (default: the user running gatewayctl).")
         var by: String?
-        @Flag(help: "Also carry this door's action secrets and remote keys, sealed to the site box key.")
+        @Flag(
+            help:
+                "Also carry this door's action secrets and its command key (the site's; each door derives its own from it), sealed to the site box key."
+        )
         var secrets = false
+        @Flag(
+            help:
+                "With --secrets, also carry this door's otp key (COMPAT §3), so every door takes it: a phone's OTP block seen at one door then opens the others within the freshness window (the block names no door). Off: each door keeps its own."
+        )
+        var shareOTPKey = false
         @Flag(help: "Sign without asking (after the summary is printed); needed when not on a terminal.")
         var yes = false
         @Option(
@@ -248,6 +265,7 @@ extension FleetCommand {
                 throw fail(
                     "site key \(siteKey) is not the private key of [fleet] site_public_key in \(path): nothing signed")
             }
+            guard !shareOTPKey || secrets else { throw fail("--share-otp-key goes with --secrets") }
             let by = self.by ?? SiteKeyFile.userName()
             guard !by.isEmpty, by.utf8.count <= 64, !by.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
                 throw fail("--by: 1…64 bytes, no control characters")
@@ -268,7 +286,7 @@ extension FleetCommand {
                 plan = try FleetPushPlan.make(
                     fleet: fleet, deviceID: configuration.deviceID, store: store, by: by, withSecrets: secrets,
                     boxPrivateKey: boxPrivateKey, boxKeyProblem: boxKeyProblem, afterVersion: afterVersion,
-                    now: Int64(time(nil)))
+                    shareOTPKey: shareOTPKey, now: Int64(time(nil)))
             } catch {
                 throw fail("\(error)")
             }

@@ -57,14 +57,19 @@ extension Daemon {
                 ("last_error", .optional(readerLoop.lastError)),
             ])
         case .secretsList:
-            return .array(try store.secrets().map(\.listing))
+            // A removed secret stays listed, inactive, as history (issue 24 M1).
+            let removed = try store.secretTombstones()
+            return .array(
+                try store.secrets().map {
+                    $0.listing(removed: removed.contains(FleetDocument.tombstone(of: $0.key)))
+                })
         case .secretsNew:
             let action = try p.int("action")
             let secret = try store.addSecret(
                 action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: ""),
                 origin: .generated,
                 now: Int64(time(nil)))
-            return secret.listing
+            return secret.listing()
         case .secretsRotate:
             // A new generated secret signs from now on; the old ones keep
             // validating the stickers already written until removed.
@@ -72,16 +77,24 @@ extension Daemon {
             let secret = try store.addSecret(
                 action: action, key: try Crypto.randomBytes(32), label: try p.string("label", default: "rotated"),
                 origin: .generated, now: Int64(time(nil)))
-            return secret.listing
+            return secret.listing()
         case .secretsRemove:
-            try store.removeSecret(id: Int64(try p.int("id")))
-            return .object([("removed", .int(try p.int("id")))])
+            try store.removeSecret(id: Int64(try p.int("id")), now: Int64(time(nil)))
+            return .object([
+                ("removed", .int(try p.int("id"))),
+                (
+                    "note",
+                    .string(
+                        "kept inactive as history; the next fleet push carries its removal, and no door takes it back"
+                    )
+                ),
+            ])
         case .secretsImport:
             let link = try ShareLink.parse(try p.string("link"))
             let secret = try store.addSecret(
                 action: link.action, key: link.key, label: link.label ?? "imported", origin: .imported,
                 now: Int64(time(nil)))
-            return secret.listing
+            return secret.listing()
         case .secretsExport:
             return try exportSecret(id: Int64(try p.int("id")), allowV1: try p.bool("allow_v1"), peer: peer)
         case .keysNew, .keysImport, .keysExport:
@@ -238,20 +251,34 @@ extension Daemon {
         let now = Int64(time(nil))
         switch method {
         case .keysNew:
-            try store.setKey(name, try Crypto.randomBytes(name.length), now: now)
-            return .object([("name", .string(try p.string("name"))), ("created", .int(now))])
+            let generation = try store.setKey(name, try Crypto.randomBytes(name.length), now: now)
+            return .object([
+                ("name", .string(try p.string("name"))), ("created", .int(now)), ("generation", .int(generation)),
+            ])
         case .keysImport:
             guard let key = Hex.decode(try p.string("key").filter { !$0.isWhitespace }), key.count == name.length else {
                 throw DaemonError.request("the \(try p.string("name")) key is \(name.length * 2) hex digits")
             }
-            try store.setKey(name, key, now: now)
-            return .object([("name", .string(try p.string("name"))), ("imported", .bool(true))])
+            let generation = try store.setKey(name, key, now: now)
+            return .object([
+                ("name", .string(try p.string("name"))), ("imported", .bool(true)), ("generation", .int(generation)),
+            ])
         default:
             guard let key = try store.key(name) else {
                 throw DaemonError.request(
                     "no \(try p.string("name")) key yet; make one with keys \(try p.string("name")) new")
             }
-            return .object([("name", .string(try p.string("name"))), ("key", .string(Hex.encode(key)))])
+            guard name == .nativeCommand else {
+                return .object([("name", .string(try p.string("name"))), ("key", .string(Hex.encode(key)))])
+            }
+            // Never the site command key: the key of one door (this one, or
+            // --device), which opens that door only (docs/security.md "M3").
+            let device = try p.string("device", default: configuration.deviceID)
+            guard !device.isEmpty, device.utf8.count <= 64 else { throw DaemonError.request("device: 1…64 bytes") }
+            return .object([
+                ("name", .string(try p.string("name"))), ("device", .string(device)),
+                ("key", .string(Hex.encode(CommandJudge.doorCommandKey(siteKey: key, device: device)))),
+            ])
         }
     }
 
@@ -328,11 +355,11 @@ extension Daemon {
 
 extension StickerSecret {
     /// Never the key itself.
-    var listing: JSONValue {
+    func listing(removed: Bool = false) -> JSONValue {
         .object([
             ("id", .int(id)), ("action", .int(action)), ("label", .string(label)),
             ("created", .string(UTCTime.iso8601(created))), ("origin", .string(origin.rawValue)),
-            ("active", .bool(active)),
+            ("active", .bool(active)), ("removed", .bool(removed)),
         ])
     }
 }

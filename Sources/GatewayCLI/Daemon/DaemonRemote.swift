@@ -381,7 +381,9 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
         return replay.withLock { record -> RemoteOutcome? in
             let key: RemoteKey
             switch message.channel.keyName {
-            case .native?: key = readKey(.nativeCommand)
+            // Each door its own native key, derived from the site's (M3):
+            // a client holding one door's key opens no other door.
+            case .native?: key = readKey(.nativeCommand).doorCommandKey(device: policy.commands.deviceID)
             case .compat?: key = readKey(.compatTimestamp)
             case nil: key = .absent
             }
