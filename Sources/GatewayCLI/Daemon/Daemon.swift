@@ -216,6 +216,18 @@ final class Daemon: @unchecked Sendable {
         exit(0)
     }
 
+    /// A start that cannot go on (a control socket it cannot own): the
+    /// same order as `stop`, exit status 1.
+    func stopAfterFailure() -> Never {
+        runtime.shutdown()
+        readerLoop.stop()
+        stopRemote()
+        simulator?.stop()
+        board.lockAll()
+        log.notice("stopped; outputs locked")
+        exit(1)
+    }
+
     /// SIGHUP: a valid new configuration replaces the door settings; lines,
     /// reader and broker changes need a restart (said in the log). An invalid
     /// one is refused and the running configuration kept; so is one that
