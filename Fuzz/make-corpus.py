@@ -245,15 +245,17 @@ def nkey(prefix, key):
 # site seed, a forged one, and broken envelopes.
 SITE_SEED = bytes([0x5E] * 32)
 BODIES = {
-    "minimal": {"site": "main-site", "version": 1, "origin": "door-a/alice", "issued": 1795000000},
+    "minimal": {"site": "main-site", "version": 1, "origin": "door-a/alice", "issued": 1795000000,
+                "revocations": {"uids": [], "signatures": []}, "tags": []},
     "full": {"site": "main-site", "version": 7, "origin": "door-b/alice", "issued": 1795000000,
              "revocations": {"uids": ["04A1B2C3D4E5F6"], "signatures": ["ab" * 32]},
              "tags": [{"uid": "04112233445566", "action": 0, "label": "bob", "valid_until": None},
                       {"uid": "04AABBCCDDEEFF", "action": 1, "label": "ünï\u202e", "valid_until": 1800000000}],
              "secrets": {"epk": b64u(bytes(32)), "nonce": b64u(bytes(12)), "ct": b64u(bytes(48))}},
-    "other-site": {"site": "elsewhere", "version": 2, "origin": "x/y", "issued": 0},
+    "other-site": {"site": "elsewhere", "version": 2, "origin": "x/y", "issued": 0,
+                   "revocations": {"uids": [], "signatures": []}, "tags": []},
     "int64-max": {"site": "main-site", "version": 9223372036854775807, "origin": "door-a/m", "issued": 0,
-                  "tags": [{"uid": "04A1B2C3D4E5F6", "action": 0, "valid_until": -9223372036854775808}]},
+                  "revocations": {"uids": [], "signatures": []}, "tags": [{"uid": "04A1B2C3D4E5F6", "action": 0, "valid_until": -9223372036854775808}]},
 }
 for name, body in BODIES.items():
     raw = json.dumps(body, separators=(",", ":")).encode()
