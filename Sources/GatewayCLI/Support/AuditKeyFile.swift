@@ -108,7 +108,10 @@ enum AuditReport {
     static func how(_ check: AuditCheck, keyFile: String?) -> String {
         var parts: [String] = []
         if let from = check.keyedFrom {
-            if from > 1 {
+            // Only when such rows are left (retention may have trimmed them all).
+            var firstRow: Int64 = 1
+            if case .intact(_, let first?) = check.verification { firstRow = first }
+            if from > firstRow {
                 parts.append("rows before \(from): unkeyed SHA-256 links (written before the audit key)")
             }
             if check.macsChecked {
