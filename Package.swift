@@ -124,8 +124,8 @@ let package = Package(
         .executableTarget(
             name: "fuzz-targets",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayCLI", "CFuzzLibnfc",
-                "CNFC",
+                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayNATS", "GatewayCLI",
+                "CFuzzLibnfc", "CNFC",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 

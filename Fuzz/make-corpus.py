@@ -203,6 +203,102 @@ for name, (flags, memory) in reader_tags.items():
 add("reader", "script-silent", b"\x01")
 add("reader", "script-no-tag", b"\x00\x01\x00")
 
+
+def ed25519_sign(seed, message):
+    """Ed25519 with OpenSSL (a raw 32-byte seed as PKCS#8 DER)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key, msg = os.path.join(tmp, "k.der"), os.path.join(tmp, "m")
+        open(key, "wb").write(h("302e020100300506032b657004220420") + seed)
+        open(msg, "wb").write(message)
+        return subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", key, "-keyform", "DER", "-rawin", "-in", msg],
+                              capture_output=True, check=True).stdout
+
+
+def ed25519_public(seed):
+    with tempfile.TemporaryDirectory() as tmp:
+        key = os.path.join(tmp, "k.der")
+        open(key, "wb").write(h("302e020100300506032b657004220420") + seed)
+        der = subprocess.run(["openssl", "pkey", "-inform", "DER", "-in", key, "-pubout", "-outform", "DER"],
+                             capture_output=True, check=True).stdout
+        return der[-32:]
+
+
+def b64u(data):
+    import base64
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def nkey(prefix, key):
+    import base64
+    payload = bytes([prefix]) + key
+    crc = 0
+    for b in payload:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return base64.b32encode(payload + bytes([crc & 0xFF, crc >> 8])).decode().rstrip("=")
+
+
+# fleet (Sources/fuzz-targets/FleetTarget.swift, site seed 0x5e * 32): bodies
+# (the target also signs its input as a body), envelopes signed with the
+# site seed, a forged one, and broken envelopes.
+SITE_SEED = bytes([0x5E] * 32)
+BODIES = {
+    "minimal": {"site": "main-site", "version": 1, "origin": "door-a/alice", "issued": 1795000000,
+                "revocations": {"uids": [], "signatures": []}, "tags": []},
+    "full": {"site": "main-site", "version": 7, "origin": "door-b/alice", "issued": 1795000000,
+             "revocations": {"uids": ["04A1B2C3D4E5F6"], "signatures": ["ab" * 32]},
+             "tags": [{"uid": "04112233445566", "action": 0, "label": "bob", "valid_until": None},
+                      {"uid": "04AABBCCDDEEFF", "action": 1, "label": "ünï\u202e", "valid_until": 1800000000}],
+             "secrets": {"epk": b64u(bytes(32)), "nonce": b64u(bytes(12)), "ct": b64u(bytes(48))}},
+    "other-site": {"site": "elsewhere", "version": 2, "origin": "x/y", "issued": 0,
+                   "revocations": {"uids": [], "signatures": []}, "tags": []},
+    "int64-max": {"site": "main-site", "version": 9223372036854775807, "origin": "door-a/m", "issued": 0,
+                  "revocations": {"uids": [], "signatures": []}, "tags": [{"uid": "04A1B2C3D4E5F6", "action": 0, "valid_until": -9223372036854775808}]},
+}
+for name, body in BODIES.items():
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    add("fleet", f"body-{name}", raw)
+    sig = ed25519_sign(SITE_SEED, b"doorgateway-fleet-v1\n" + raw)
+    add("fleet", f"signed-{name}", json.dumps({"fleet": 1, "body": b64u(raw), "sig": b64u(sig)},
+                                              separators=(",", ":")))
+raw = json.dumps(BODIES["minimal"], separators=(",", ":")).encode()
+add("fleet", "forged", json.dumps({"fleet": 1, "body": b64u(raw), "sig": b64u(bytes(64))}))
+add("fleet", "format-2", json.dumps({"fleet": 2, "body": b64u(raw), "sig": b64u(bytes(64))}))
+add("fleet", "short-sig", json.dumps({"fleet": 1, "body": b64u(raw), "sig": b64u(bytes(63))}))
+add("fleet", "empty-body", '{"fleet":1,"body":"","sig":"' + b64u(bytes(64)) + '"}')
+add("fleet", "nested", '{"fleet":1,"body":{"site":"main-site"},"sig":[1,2]}')
+add("fleet", "empty", b"")
+
+# natsjwt (Sources/fuzz-targets/NATSJWTTarget.swift, account seed 0xac * 32):
+# claims (the target also signs its input as claims), JWTs signed by that
+# account, one by another key, tampered and broken ones.
+ACCOUNT = nkey(0, ed25519_public(bytes([0xAC] * 32)))
+DOOR = nkey(20 << 3, ed25519_public(bytes([0xD0] * 32)))
+HEADER = b64u(b'{"typ":"JWT","alg":"ed25519-nkey"}')
+CLAIMS = {
+    "user": {"jti": "J", "iat": 1757216000, "exp": 1757300000, "iss": ACCOUNT, "name": "front-door", "sub": DOOR,
+             "nats": {"type": "user", "version": 2, "pub": {"allow": ["doorgateway.front-door.>"]}}},
+    "no-exp": {"iat": 1757216000, "iss": ACCOUNT, "sub": DOOR, "nats": {"type": "user"}},
+    "ahead": {"iat": 253402300799, "exp": 253402300799, "iss": ACCOUNT, "sub": DOOR},
+    "expired": {"iat": 1000, "exp": 2000, "iss": ACCOUNT, "sub": DOOR},
+    "float-time": {"iat": 1.5e9, "exp": 1e19, "iss": ACCOUNT, "sub": DOOR},
+    "account-sub": {"iat": 1, "iss": ACCOUNT, "sub": ACCOUNT},
+    "operator-type": {"iat": 1, "iss": ACCOUNT, "sub": DOOR, "nats": {"type": "operator"}},
+}
+for name, claims in CLAIMS.items():
+    raw = json.dumps(claims, separators=(",", ":")).encode()
+    add("natsjwt", f"claims-{name}", raw)
+    signed = HEADER + "." + b64u(raw)
+    add("natsjwt", f"jwt-{name}", signed + "." + b64u(ed25519_sign(bytes([0xAC] * 32), signed.encode())))
+signed = HEADER + "." + b64u(json.dumps(CLAIMS["user"], separators=(",", ":")).encode())
+add("natsjwt", "jwt-foreign", signed + "." + b64u(ed25519_sign(bytes([0x77] * 32), signed.encode())))
+add("natsjwt", "jwt-unsigned", signed + "." + b64u(bytes(64)))
+add("natsjwt", "jwt-two-parts", signed)
+add("natsjwt", "jwt-with-seed", "-----BEGIN USER NKEY SEED-----\nSUAAAA\n------END USER NKEY SEED------\n")
+add("natsjwt", "jwt-bad-header", b64u(b'{"alg":"HS256"}') + "." + b64u(b"{}") + "." + b64u(bytes(64)))
+
 for target, files in sorted(seeds.items()):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)

@@ -116,6 +116,7 @@ for spec in \
     "/lib/udev/rules.d/99-doorgateway.rules 644 root:root" \
     "/etc/doorgateway 755 root:root" \
     "/etc/doorgateway/gateway.toml 644 root:root" \
+    "/etc/doorgateway/audit.key 400 root:root" \
     "/var/lib/doorgateway 700 doorgateway:doorgateway" \
     "/usr/share/bash-completion/completions/gatewayctl 644 root:root" \
     "/usr/share/zsh/vendor-completions/_gatewayctl 644 root:root" \

@@ -101,7 +101,7 @@ extension GatewayStore {
                     sql: "UPDATE issued_tag SET state = 'active' WHERE uid = ? AND state = 'pending'",
                     arguments: [activating])
             }
-            let id = try Self.insertAudit(
+            let id = try insertAudit(
                 db,
                 AuditRow(
                     id: 0, time: time, kind: kind, reason: reason, action: action, uid: uid, source: source,
@@ -114,7 +114,7 @@ extension GatewayStore {
     /// Links `row` (its `id` is assigned here) onto the chain inside a
     /// transaction the caller holds, so a change and the row that records it
     /// commit together. Returns the row's id.
-    static func insertAudit(_ db: SQLiteConnection, _ row: AuditRow) throws -> Int64 {
+    func insertAudit(_ db: SQLiteConnection, _ row: AuditRow) throws -> Int64 {
         let last = try db.fetchOne(sql: "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1")
         let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
         let prev: [UInt8]
@@ -126,10 +126,10 @@ extension GatewayStore {
             prev = try anchor.get("hash")
             row.id = try anchor.get("row_id", as: Int64.self) + 1
         } else {
-            prev = genesis
+            prev = Self.genesis
             row.id = 1
         }
-        let hash = Crypto.sha256(prev + row.canonical)
+        let hash = try chainHash(db, row: row, prev: prev)
         try db.execute(
             sql: """
                 INSERT INTO audit (id, time, kind, reason, action, uid, source, detail, prev, hash)
@@ -174,7 +174,9 @@ extension GatewayStore {
         }
     }
 
-    public func verifyAudit() throws -> AuditVerification {
+    public func verifyAudit() throws -> AuditVerification { try checkAudit(key: nil).verification }
+
+    func uncheckedVerifyAudit() throws -> AuditVerification {
         try pool.read { db in
             let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
             var expected: [UInt8] = try anchor?.get("hash") ?? Self.genesis

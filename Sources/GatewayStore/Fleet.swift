@@ -184,7 +184,7 @@ extension GatewayStore {
                       digest = excluded.digest, origin = excluded.origin, applied = excluded.applied,
                       document = excluded.document
                     """, arguments: [doc.site, doc.version, accepted.digest, doc.origin, now, accepted.envelope])
-            _ = try Self.insertAudit(
+            _ = try insertAudit(
                 db,
                 AuditRow(
                     id: 0, time: now, kind: FleetAudit.applied, reason: nil, action: nil, uid: nil,

@@ -100,6 +100,16 @@ public enum StoreMigrations {
                 #"CREATE TABLE "secret_tombstone" ("hash" BLOB PRIMARY KEY NOT NULL, "created" INTEGER NOT NULL, "reason" TEXT NOT NULL DEFAULT '')"#,
                 #"ALTER TABLE "key" ADD COLUMN "generation" INTEGER NOT NULL DEFAULT 0"#,
             ]),
+        // Keyed audit chain (docs/security.md "L4"): from `first_row` on, rows
+        // are linked by HMAC under the audit key (root's file, given to
+        // gatewayd at start), not plain SHA-256; `fingerprint` names that key
+        // (never the key). Rows before `first_row` keep their unkeyed links.
+        // No row until gatewayd first runs with a key.
+        Migration(
+            name: "v9-audit-key",
+            statements: [
+                #"CREATE TABLE "audit_key" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "first_row" INTEGER NOT NULL, "fingerprint" TEXT NOT NULL, "created" INTEGER NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

@@ -58,7 +58,7 @@ extension GatewayStore {
                 sql:
                     "INSERT INTO clock_floor (one, unix) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET unix = excluded.unix",
                 arguments: [unix])
-            _ = try Self.insertAudit(
+            _ = try insertAudit(
                 db,
                 AuditRow(
                     id: 0, time: now, kind: Self.clockFloorResetKind, reason: nil, action: nil, uid: nil,

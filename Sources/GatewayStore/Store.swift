@@ -1,4 +1,5 @@
 import DoorCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -18,6 +19,9 @@ import DoorCore
 public final class GatewayStore: Sendable {
     public let path: String
     public let pool: DatabasePool
+    /// The key of the next keyed audit row, once `useAuditKey` was given the
+    /// audit key (AuditKey.swift); nil: rows are chained unkeyed.
+    let auditRatchet = Mutex<AuditRatchet?>(nil)
 
     public static let fileName = "gateway.db"
     /// `PRAGMA cache_size` of every connection: negative is KiB (256 KiB).

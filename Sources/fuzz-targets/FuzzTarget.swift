@@ -23,6 +23,10 @@ enum FuzzTarget: String, CaseIterable {
     case reader
     /// MQTT payloads on the topics the door subscribes to: MQTTLink.channel, then RemoteJudge.
     case mqtt
+    /// Fleet documents as heard: the envelope (before the signature), then FleetRules.
+    case fleet
+    /// A user JWT pushed over NATS on `creds.jwt`: UserJWT and the door's checks.
+    case natsjwt
 
     var summary: String {
         switch self {
@@ -34,6 +38,8 @@ enum FuzzTarget: String, CaseIterable {
         case .control: return "LineConnection.readLine, ControlServer.parse, request parameters"
         case .reader: return "NFCReader open/poll/isPresent/details/write on chip answers, TagJudgement"
         case .mqtt: return "MQTTLink.channel, RemoteJudge.judge (commands, Home Assistant topics)"
+        case .fleet: return "FleetDocument.openEnvelope, FleetRules.judge, FleetDocument.parseBody"
+        case .natsjwt: return "UserJWT(_:), check, checkTrusted, issuedInTime"
         }
     }
 
@@ -47,6 +53,8 @@ enum FuzzTarget: String, CaseIterable {
         case .control: ControlTarget.run(data)
         case .reader: ReaderTarget.run(data)
         case .mqtt: MQTTTarget.run(data)
+        case .fleet: FleetTarget.run(data)
+        case .natsjwt: NATSJWTTarget.run(data)
         }
     }
 }

@@ -8,7 +8,9 @@ import XCTest
 /// runs under libFuzzer): each input must run to the end, no trap, no broken
 /// invariant. A finding fixed stays fixed.
 final class FuzzCorpusTests: XCTestCase {
-    static let targets = ["ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt"]
+    static let targets = [
+        "ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt", "fleet", "natsjwt",
+    ]
     static let fuzz = Fixtures.root.appendingPathComponent("Fuzz")
 
     func testEveryTargetHasSeedsAndADictionary() throws {

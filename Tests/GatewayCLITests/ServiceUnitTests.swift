@@ -59,6 +59,17 @@ final class ServiceUnitTests: XCTestCase {
         XCTAssertEqual(runtimeMode & 0o005, 0o005, "RuntimeDirectoryMode= must let gatewayctl through")
     }
 
+    /// Security review L4: the audit key reaches gatewayd as standard input
+    /// opened by systemd as root (read once, then dropped), not as a
+    /// credential, which would stay readable by the service's user.
+    func testTheAuditKeyIsStandardInputOpenedAsRoot() throws {
+        let s = try serviceSettings()
+        XCTAssertEqual(s["StandardInput"], ["file:/etc/doorgateway/audit.key"])
+        XCTAssertEqual(s["StandardOutput"], ["journal"])
+        XCTAssertEqual(s["Environment"], ["DOORGATEWAY_AUDIT_KEY=stdin"])
+        XCTAssertFalse((s["LoadCredential"] ?? []).contains { $0.contains("audit") })
+    }
+
     /// The daemon reads the kernel's clock-synchronised flag with adjtimex
     /// (glibc: clock_adjtime). ProtectClock=yes refuses both outright, read-only
     /// calls included (systemd.exec(5)), so it stays off and the filter lets

@@ -195,6 +195,8 @@ final class NATSDaemonTests: XCTestCase {
         peer.wait(timeout: 15) { _ in !peer.messages("\(NATSServer.base).telemetry").isEmpty }
         let telemetry = try XCTUnwrap(peer.messages("\(NATSServer.base).telemetry").first, log)
         XCTAssertTrue(telemetry.contains("\"nats_credentials\":{\"state\":\"ok\""), telemetry)
+        // Security review L4: the audit log's head goes off the box.
+        XCTAssertTrue(telemetry.contains("\"audit_head\":{\"row\":"), telemetry)
 
         // A JWT the credential service pushes, signed by the account named
         // in [nats] account_keys: tried, then installed.

@@ -38,10 +38,10 @@ final class UpgradeTests: XCTestCase {
             try store.appliedMigrations(),
             [
                 "v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once",
-                "v7-fleet-document", "v8-fleet-removals",
+                "v7-fleet-document", "v8-fleet-removals", "v9-audit-key",
             ])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 8,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 9,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 
@@ -120,7 +120,30 @@ final class UpgradeTests: XCTestCase {
         let upgraded = try GatewayStore(stateDirectory: dir)
         let fresh = try GatewayStore(stateDirectory: dir + "/fresh")
         XCTAssertEqual(try schema(fresh), try schema(upgraded))
-        XCTAssertEqual(try schema(fresh).count, 22)
+        XCTAssertEqual(try schema(fresh).count, 23)
+    }
+
+    /// Security review L4: the old, unkeyed chain keeps verifying, and the
+    /// keyed chain begins after its last row; with the key, both parts are
+    /// checked, each in its own way.
+    func testTheUnkeyedChainVerifiesUpToWhereTheKeyedChainBegins() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let key = [UInt8](repeating: 0xA5, count: 32)
+        XCTAssertNil(try store.checkAudit(key: nil).keyedFrom)
+        XCTAssertEqual(try store.auditHead()?.keyed, false)
+        XCTAssertEqual(try store.useAuditKey(key, now: 1_700_000_500), .started(firstRow: 13))
+        try store.appendAudit(time: 1_700_000_501, kind: "started")
+        let check = try store.checkAudit(key: key)
+        XCTAssertEqual(check.verification, .intact(rows: 10, from: 5))
+        XCTAssertEqual(check.keyedFrom, 13)
+        XCTAssertTrue(check.macsChecked)
+        XCTAssertEqual(check.headID, 14)
+        // A rewritten unkeyed row still shows (re-chaining it would break the
+        // first keyed row's link, whose MAC covers the old head).
+        try store.pool.write { try $0.execute(sql: "UPDATE audit SET detail = 'x' WHERE id = 7") }
+        XCTAssertEqual(
+            try store.checkAudit(key: key).verification,
+            .broken(rowID: 7, why: "content does not match its hash"))
     }
 
     /// A database that lacks the newest migration gets exactly that one.

@@ -157,6 +157,20 @@ if [ -f "$DIR/door.key" ]; then
     consume "$DIR/door.key"
 fi
 
+# The audit key (docs/security.md "L4"): this door's own. The one the image's
+# package install made is the same on every door written from the image, so it
+# is replaced while no audit log has been keyed with it (no store yet).
+STATE=${DOORGATEWAY_STATE:-/var/lib/doorgateway}
+if [ ! -e "$STATE/gateway.db" ]; then
+    if (umask 077 && head -c 32 /dev/urandom > "$ETC/audit.key.new") && chmod 0400 "$ETC/audit.key.new" \
+        && chown root:root "$ETC/audit.key.new" && mv -f "$ETC/audit.key.new" "$ETC/audit.key"; then
+        note "made $ETC/audit.key (this door's audit key, root 0400)"
+    else
+        rm -f "$ETC/audit.key.new"
+        problem "could not make $ETC/audit.key"
+    fi
+fi
+
 # --- the configuration ----------------------------------------------------------
 cp -p "$CONF" "$CONF.new" 2>/dev/null || : > "$CONF.new"
 changed=0

@@ -26,6 +26,30 @@ struct Accounts: Equatable {
     var users: [User]
     var groups: [Group]
 
+    /// The groups the udev rules (board/99-doorgateway.rules, and Raspberry
+    /// Pi OS's own) give the relay's GPIO chip, the reader's bus and the
+    /// serial ports.
+    static let hardwareGroups = ["gpio", "i2c", "spi", "dialout"]
+
+    /// Users who can drive the relay or the reader directly, without being
+    /// admins (security review L7): members of `hardwareGroups` (named in
+    /// /etc/group or by their primary group) other than root, `daemonUser`
+    /// and members of `adminGroup`. Group name → user names, sorted.
+    func hardwareAccessOutsideAdmins(daemonUser: String, adminGroup: String) -> [(group: String, users: [String])] {
+        let admin = group(named: adminGroup)
+        func isAdmin(_ name: String) -> Bool {
+            guard let admin else { return false }
+            if admin.members.contains(name) { return true }
+            return users.first { $0.name == name }?.gid == admin.gid
+        }
+        return Self.hardwareGroups.compactMap { name in
+            guard let g = group(named: name) else { return nil }
+            let all = Set(g.members + users.filter { $0.gid == g.gid }.map(\.name))
+            let outside = all.filter { $0 != "root" && $0 != daemonUser && !isAdmin($0) }.sorted()
+            return outside.isEmpty ? nil : (name, outside)
+        }
+    }
+
     static let passwdPath = "/etc/passwd"
     static let groupPath = "/etc/group"
 

@@ -69,19 +69,41 @@ final class ControlServer: @unchecked Sendable {
         Accounts.load(passwd: passwdPath, group: groupPath).group(named: adminGroup)
     }
 
+    /// The socket's mode and owner could not be made what they must be
+    /// (docs/security.md "L7"): gatewayd refuses to start rather than run
+    /// with a socket admins cannot reach or others can.
+    struct OwnershipFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// Binds the socket. Returns a warning when the admin group is not in
     /// /etc/group: the door works and root (and gatewayd's own user) can still
     /// use gatewayctl, so this is not a reason to stop.
+    ///
+    /// Security review L7: the socket's file never exists with more access
+    /// than 0660 less the umask (`fchmod` on the socket before `bind`: Linux
+    /// gives the new node the socket inode's mode less the umask,
+    /// net/unix/af_unix.c `unix_bind`), its directory must be writable by
+    /// nobody else (or sticky), so nobody can swap the node between `bind`
+    /// and the ownership calls, the node is checked to be our socket, and
+    /// every `chown`/`chmod` result is checked: any failure throws
+    /// `OwnershipFailure`.
     @discardableResult
     func start() throws -> String? {
         let dir = path.deletingLastPathComponent
         try Files.createDirectories(dir, mode: 0o755)
+        try Self.checkPrivateDirectory(dir.isEmpty ? "." : dir)
         unlink(path)  // a stale socket from a crashed run
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DaemonError.startup("control socket: \(String(cString: strerror(errno)))") }
         guard var addr = UnixAddress(path) else {
             close(fd)
             throw DaemonError.startup("control socket path too long: \(path)")
+        }
+        guard fchmod(fd, 0o660) == 0 else {
+            let why = String(cString: strerror(errno))
+            close(fd)
+            throw OwnershipFailure(description: "control socket \(path): fchmod 0660 before bind: \(why)")
         }
         let bound = addr.withSockaddr { bind(fd, $0, $1) }
         guard bound == 0, listen(fd, 64) == 0 else {
@@ -91,8 +113,13 @@ final class ControlServer: @unchecked Sendable {
         }
         // Root and the admin group may connect; SO_PEERCRED decides per request.
         let group = adminGroupEntry()
-        if let group { chown(path, getuid(), group.gid) }
-        chmod(path, 0o660)
+        do {
+            try own(group: group)
+        } catch {
+            close(fd)
+            unlink(path)
+            throw error
+        }
         listener = fd
         do {
             try Threads.detach(name: "gatewayd.control") { [self] in acceptLoop(fd) }
@@ -106,6 +133,62 @@ final class ControlServer: @unchecked Sendable {
         return "control.admin_group: group \"\(adminGroup)\" is not in \(groupPath); "
             + "only root and gatewayd's own user (uid \(getuid())) may use gatewayctl "
             + "(create it with `addgroup --system \(adminGroup)`)"
+    }
+
+    /// A directory only this user (or root) may add to, rename in or delete
+    /// from: owned by us or root, not a symlink, and not group- or
+    /// world-writable unless sticky.
+    static func checkPrivateDirectory(_ dir: String) throws {
+        var st = stat()
+        guard lstat(dir, &st) == 0 else {
+            throw OwnershipFailure(description: "control socket directory \(dir): \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            throw OwnershipFailure(description: "control socket directory \(dir) is not a directory (a symlink?)")
+        }
+        guard st.st_uid == geteuid() || st.st_uid == 0 else {
+            throw OwnershipFailure(
+                description:
+                    "control socket directory \(dir) belongs to uid \(st.st_uid), not gatewayd (uid \(geteuid())) or root"
+            )
+        }
+        guard st.st_mode & 0o022 == 0 || st.st_mode & S_ISVTX != 0 else {
+            throw OwnershipFailure(
+                description:
+                    "control socket directory \(dir) is writable by others (mode 0\(String(st.st_mode & 0o7777, radix: 8))): "
+                    + "they could replace the socket; make it 0755 (RuntimeDirectoryMode=)")
+        }
+    }
+
+    /// The bound node, checked to be our socket, given the admin group and
+    /// 0660; each call's result checked, then the outcome read back.
+    private func own(group: Accounts.Group?) throws {
+        func failure(_ what: String) -> OwnershipFailure {
+            OwnershipFailure(description: "control socket \(path): \(what): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        guard lstat(path, &st) == 0 else { throw failure("lstat after bind") }
+        guard st.st_mode & S_IFMT == S_IFSOCK, st.st_uid == geteuid() else {
+            throw OwnershipFailure(description: "control socket \(path) is not the socket gatewayd just bound")
+        }
+        if let group {
+            guard fchownat(AT_FDCWD, path, uid_t.max, group.gid, AT_SYMLINK_NOFOLLOW) == 0 else {
+                throw OwnershipFailure(
+                    description:
+                        "control socket \(path): chown to group \(adminGroup) (gid \(group.gid)) failed: "
+                        + "\(String(cString: strerror(errno))) (gatewayd's user must be a member of [control] admin_group)"
+                )
+            }
+        }
+        // Not a symlink (checked above) in a directory nobody else may change.
+        guard chmod(path, 0o660) == 0 else { throw failure("chmod 0660") }
+        guard lstat(path, &st) == 0 else { throw failure("lstat after chmod") }
+        guard st.st_mode & 0o777 == 0o660, group.map({ st.st_gid == $0.gid }) ?? true else {
+            throw OwnershipFailure(
+                description:
+                    "control socket \(path) is mode 0\(String(st.st_mode & 0o777, radix: 8)) group \(st.st_gid) after chown/chmod, not 0660 group \(group.map { String($0.gid) } ?? "-")"
+            )
+        }
     }
 
     func stop() {

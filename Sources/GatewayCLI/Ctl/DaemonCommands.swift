@@ -1,5 +1,6 @@
 import Arguments
 import DoorCore
+import GatewayConfig
 import GatewayStore
 import TerminalQR
 import Glibc
@@ -456,10 +457,25 @@ struct LogCommand: ParsableCommand {
     @OptionGroup var socket: SocketOptions
     @Option(help: "How many of the newest rows.") var limit = 20
     @Flag(help: "Keep printing new rows.") var follow = false
-    @Flag(help: "Check the hash chain (exit 1 when broken).") var verify = false
+    @Flag(
+        help:
+            "Check the chain (exit 1 when broken). With the audit key readable (root), every row's MAC, reading the store directly; otherwise gatewayd checks the links only, and says so."
+    ) var verify = false
+    @Option(help: "The audit key for --verify (default: /etc/doorgateway/audit.key when readable).")
+    var key: String?
+    @Option(
+        help:
+            "The configuration naming the store, for --verify with the key (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml)."
+    )
+    var config: String?
 
     func run() throws {
         if verify {
+            let keyPath = key ?? AuditKeyFile.defaultPath
+            if key != nil || access(keyPath, R_OK) == 0 {
+                try verifyWithKey(keyPath)
+                return
+            }
             let client = try connect()
             let answer = try client.call(.logVerify)
             print(socket.json ? answer.serialized : answer.pretty)
@@ -477,6 +493,37 @@ struct LogCommand: ParsableCommand {
         try socket.call(.log, [("limit", .int(limit))]) { rows in
             (rows.arrayValue ?? []).map(Self.line).joined(separator: "\n")
         }
+    }
+
+    /// Every row, MACs included, from the store itself (as root: the store
+    /// and the key are not the caller's otherwise).
+    private func verifyWithKey(_ keyPath: String) throws {
+        func fail(_ text: String) -> ExitCode {
+            printError("gatewayctl: \(text)\n")
+            return ExitCode(1)
+        }
+        var auditKey: [UInt8]
+        do { auditKey = try AuditKeyFile.read(keyPath) } catch { throw fail("\(error)") }
+        defer { AuditKeyFile.wipe(&auditKey) }
+        let environment = Environment.current
+        let path = config ?? GatewayConfiguration.defaultFile(environment: environment)
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(file: path).applying(environment: environment)
+        } catch {
+            printError(error.issues.map { $0.formatted(file: path) + "\n" }.joined())
+            throw ExitCode(1)
+        }
+        let check: AuditCheck
+        do {
+            check = try GatewayStore.existing(stateDirectory: configuration.paths.stateDirectory).checkAudit(
+                key: auditKey)
+        } catch {
+            throw fail("log --verify with the audit key reads the door's store itself, so it runs as root: \(error)")
+        }
+        let answer = AuditReport.json(check, keyFile: keyPath)
+        print(socket.json ? answer.serialized : answer.pretty)
+        if answer["intact"]?.boolValue != true { throw ExitCode(1) }
     }
 
     private func connect() throws -> ControlClient {

@@ -44,6 +44,45 @@ final class Daemon: @unchecked Sendable {
     let notify = SDNotify.fromEnvironment()
     let started = MonotonicClock.now()
 
+    /// Gives the store the audit key (docs/security.md "L4"), once, and
+    /// drops it. A missing or wrong key leaves the door running with the
+    /// log chained unkeyed, and says so (a failed component is a status,
+    /// not a door that stays shut).
+    static func keyAuditLog(_ store: GatewayStore, environment: [String: String], log: Logger) {
+        do {
+            guard var key = try AuditKeyFile.forDaemon(environment: environment) else {
+                log.warning(
+                    "audit: no audit key (\(AuditKeyFile.variable) unset): the log is chained unkeyed, so whoever can write the database can rewrite it unseen"
+                )
+                return
+            }
+            defer { AuditKeyFile.wipe(&key) }
+            switch try store.useAuditKey(key, now: Int64(time(nil))) {
+            case .started(let first):
+                log.notice(
+                    "audit: keyed from row \(first) on (key fingerprint \(GatewayStore.auditKeyFingerprint(key)))")
+            case .continued(let first):
+                log.info(
+                    "audit: keyed since row \(first) (key fingerprint \(GatewayStore.auditKeyFingerprint(key)))")
+            }
+        } catch {
+            log.error("audit: \(error); new rows are chained unkeyed and fail gatewayctl log --verify as root")
+        }
+    }
+
+    /// Telemetry's `audit_head` (docs/security.md "L4"): the newest audit
+    /// row's id and chain hash, and whether it is keyed, so a log cut off or
+    /// rewritten on the box no longer matches what the broker heard.
+    static func auditHeadField(_ store: GatewayStore) -> (String, JSONValue) {
+        guard let head = try? store.auditHead() else { return ("audit_head", .null) }
+        return (
+            "audit_head",
+            .object([
+                ("row", .int(Int(head.id))), ("hash", .string(Hex.encode(head.hash))), ("keyed", .bool(head.keyed)),
+            ])
+        )
+    }
+
     init(configuration: GatewayConfiguration, configPath: String, environment: [String: String], log: Logger) throws {
         self.configuration = configuration
         self.configPath = configPath
@@ -70,6 +109,7 @@ final class Daemon: @unchecked Sendable {
         store = try GatewayStore(stateDirectory: configuration.paths.stateDirectory)
         try store.syncActions(configuration.door.actions)
         _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
+        Self.keyAuditLog(store, environment: environment, log: log)
 
         auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
         runtime = DoorRuntime(
@@ -174,6 +214,18 @@ final class Daemon: @unchecked Sendable {
         board.lockAll()
         log.notice("stopped; outputs locked")
         exit(0)
+    }
+
+    /// A start that cannot go on (a control socket it cannot own): the
+    /// same order as `stop`, exit status 1.
+    func stopAfterFailure() -> Never {
+        runtime.shutdown()
+        readerLoop.stop()
+        stopRemote()
+        simulator?.stop()
+        board.lockAll()
+        log.notice("stopped; outputs locked")
+        exit(1)
     }
 
     /// SIGHUP: a valid new configuration replaces the door settings; lines,

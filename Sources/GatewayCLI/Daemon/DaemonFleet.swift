@@ -36,6 +36,15 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
         var lastRefusal: (time: Int64, reason: String, detail: String, topic: String)?
     }
     private let seen = Mutex(Seen())
+    /// Writes this door's own topic (or key) with the given envelope (security
+    /// review L2, docs/security.md): set by `attachFleet` before the link
+    /// starts; false when not connected.
+    var republish: (([UInt8]) -> Bool)?
+    /// The newest applied envelope still has to reach this door's own topic
+    /// (at start: it may have been applied before doors carried it, and an
+    /// empty topic is never heard; later: applied while the publish failed).
+    /// On the fleet queue only.
+    private var republishPending = true
 
     init(
         settings: GatewayConfiguration.Fleet, publishTopic: String, subscription: String, store: GatewayStore,
@@ -73,6 +82,17 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     /// Judges and applies one document; on the fleet queue.
     @discardableResult
     func handle(_ payload: [UInt8], source: String, attempt: Int = 1) -> FleetRules.Verdict {
+        // Security review L2: this door's own topic holds the newest document it
+        // applied, whatever the publisher's topic now says (its account may
+        // put an older signed copy back there): put back when it holds
+        // anything else, and written when pending (heard after a reconnect).
+        defer {
+            if source == publishTopic {
+                keepOwnCopy(heard: payload)
+            } else if republishPending {
+                republishKept()
+            }
+        }
         // An empty retained message clears a topic: nothing to judge.
         guard !payload.isEmpty else { return .alreadyApplied }
         let now = Int64(time(nil))
@@ -103,6 +123,9 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
                     accepted, actions: actions, secrets: secrets, secretsNote: note, now: now)
                 log.notice(
                     "fleet: applied site \(doc.site) version \(doc.version) from \(doc.origin): \(changes.summary)")
+                // Another door's document: carried on this door's topic too, so an
+                // older copy put back on the publisher's cannot win anywhere.
+                if source != publishTopic && source != Self.controlSource { republishPending = true }
             } catch FleetStoreError.superseded(let v, let a) {
                 refuse(.stale(version: v, applied: a), payload: payload, source: source, now: now)
             } catch {
@@ -121,6 +144,43 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
             refuse(error, payload: payload, source: source, now: now)
         }
         return verdict
+    }
+
+    static let controlSource = "control socket"
+
+    /// The applied envelope, when it still verifies with the site key (one
+    /// kept from before a key rotation is not carried on).
+    private func keptEnvelope() -> [UInt8]? {
+        guard let kept = try? store.fleetApplied()?.document else { return nil }
+        guard
+            case .apply = FleetRules.judge(
+                kept, sitePublicKey: settings.sitePublicKey, siteID: settings.siteID, applied: nil)
+        else { return nil }
+        return kept
+    }
+
+    /// This door's topic (or key) was heard with `payload`: anything other
+    /// than the kept envelope is replaced with it.
+    private func keepOwnCopy(heard payload: [UInt8]) {
+        guard let kept = keptEnvelope(), kept != payload else {
+            republishPending = false
+            return
+        }
+        republishKept(kept)
+    }
+
+    /// Publishes the kept envelope on this door's topic; pending again when
+    /// not connected (the next document heard, at the latest the retained
+    /// ones after a reconnect, tries again).
+    private func republishKept(_ envelope: [UInt8]? = nil) {
+        guard let republish, let kept = envelope ?? keptEnvelope() else {
+            republishPending = false
+            return
+        }
+        republishPending = !republish(kept)
+        if !republishPending {
+            log.info("fleet: carried the applied document on \(publishTopic)")
+        }
     }
 
     private func refuse(_ error: FleetError, payload: [UInt8], source: String, now: Int64) {
@@ -187,6 +247,7 @@ extension Daemon {
         fleetChannel = FleetChannel(
             publish: { [topic = receiver.publishTopic] in link.publishRetained(topic: topic, payload: $0) },
             refresh: { link.refreshFleet() }, connected: { link.isConnected })
+        receiver.republish = fleetChannel?.publish
     }
 
     /// The same over NATS: documents in the JetStream key-value bucket, one key per door.
@@ -199,6 +260,7 @@ extension Daemon {
         link.fleet = NATSFleet(bucket: bucket, site: site, handler: receiver)
         fleetChannel = FleetChannel(
             publish: { link.publishFleet($0) }, refresh: { link.refreshFleet() }, connected: { link.isConnected })
+        receiver.republish = fleetChannel?.publish
     }
 
     private func makeFleetReceiver(publish: String, subscription: String) -> FleetReceiver {
@@ -240,7 +302,7 @@ extension Daemon {
                 throw DaemonError.request("not published: not connected to the broker (or it refused; see the log)")
             }
             // Applied here at once; its copy from the broker is then "already applied".
-            receiver.queue.sync { _ = receiver.handle(document, source: "control socket") }
+            receiver.queue.sync { _ = receiver.handle(document, source: FleetReceiver.controlSource) }
             return .object([
                 ("published", .string(receiver.publishTopic)), ("version", .int(accepted.document.version)),
                 ("site", .string(accepted.document.site)),

@@ -89,7 +89,7 @@ extension Daemon {
         }
         let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
         timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(configuration.mqtt.telemetrySeconds))
-        timer.setEventHandler { [runtime, started, auditWriter] in
+        timer.setEventHandler { [runtime, started, auditWriter, store] in
             let st = link.status
             // The link adds `nats_credentials` (state, subject, expires, expires_in).
             let fields: [(String, JSONValue)] = [
@@ -99,6 +99,7 @@ extension Daemon {
                 ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
                 ("store_writable", .bool(auditWriter.health.writable)),
                 ("unsaved_events", .int(auditWriter.health.unsaved)),
+                Daemon.auditHeadField(store),
             ]
             link.publishTelemetry(fields, at: Int64(time(nil)))
         }

@@ -153,7 +153,7 @@ extension Daemon {
         let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
         // The first soon after start, so HA's diagnostics do not wait a period.
         timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
-        timer.setEventHandler { [runtime, started, auditWriter] in
+        timer.setEventHandler { [runtime, started, auditWriter, store] in
             let st = link.status
             let fields: [(String, JSONValue)] = [
                 ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
@@ -162,6 +162,7 @@ extension Daemon {
                 ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
                 ("store_writable", .bool(auditWriter.health.writable)),
                 ("unsaved_events", .int(auditWriter.health.unsaved)),
+                Daemon.auditHeadField(store),
             ]
             link.publishTelemetry(fields, at: Int64(time(nil)))
         }
