@@ -76,14 +76,17 @@ make_chroot() {
 }
 
 # The project as the chroot builds it: the working tree (what `make static`
-# builds too) without build output or VCS data. rsync keeps mtimes, so
+# builds too) without build output or VCS data, copied by content, so
 # unchanged files stay unchanged for SwiftPM's incremental build. Package.swift
 # is rewritten to take the four dependencies as local path packages from
 # /cache/swift-deps (patched for Swift 6.0 there); it is replaced only when its
 # text changes, so a warm build does not re-resolve.
 sync_tree() {
     mkdir -p "$C/src"
-    rsync -a --delete --exclude='/.build*' --exclude=/out --exclude=/.git --exclude=/.swiftpm \
+    # By content, and without -t: a file whose bytes did not change keeps the
+    # copy's old mtime, so a fresh clone (every mtime new) rebuilds only what
+    # differs from the last build instead of the whole package.
+    rsync -rlpgoD --checksum --delete --exclude='/.build*' --exclude=/out --exclude=/.git --exclude=/.swiftpm \
         --exclude=/Package.resolved --exclude=/Package.swift ./ "$C/src/"
     local tmp="$C/src/.Package.swift.new"
     sed -E 's#\.package\(url: "https://github\.com/[^/"]+/([^/"]+)", from: "[^"]+"\)#.package(path: "/cache/swift-deps/\1")#' \

@@ -70,6 +70,13 @@ fi
 [ -f "$GATEWAY" ] || { log "no gateway binary at $GATEWAY (run make static)"; exit 1; }
 [ -f "$PN532SIM" ] || { log "no pn532-sim binary at $PN532SIM (run make static)"; exit 1; }
 
+# The cache (kernel packages, the built module) is shared by concurrent runs
+# (.ci/run's lanes boot this guest from make test and from the fault suite):
+# one run prepares it at a time; the guests themselves run side by side.
+mkdir -p "$CACHE"
+exec 7>"$CACHE/.lock"
+flock 7
+
 # arm64: a private apt configuration (own sources, lists, status) for Debian 12
 # with arm64 native and amd64 foreign: kernel, headers and busybox are arm64,
 # linux-kbuild-6.1 (the build tools, run here) is amd64. Lists refresh daily.
@@ -136,6 +143,10 @@ if [ ! -f "$MOD" ]; then
 fi
 
 # 4. Initramfs: busybox, configfs.ko, gpio-sim-ext.ko, stripped gateway, checks.
+# (The cache is only read from here on, and the initramfs is this run's own:
+# the lock goes, so another run can boot its guest beside this one.)
+flock -u 7
+exec 7>&-
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 R=$W/root; mkdir -p "$R"/{bin,proc,sys,dev,tmp,lib/modules}
 cp "$D/root/bin/busybox" "$R/bin/"
