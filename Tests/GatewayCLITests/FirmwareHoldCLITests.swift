@@ -141,15 +141,22 @@ final class FirmwareHoldCLITests: XCTestCase {
 
     /// Runs the first-boot script with `files` in its boot-partition folder,
     /// the stock (unchosen) configuration installed and the image's firmware files.
-    func firstBoot(_ files: [String: String]) throws -> FirstBoot {
-        let fb = dir.appendingPathComponent("fb"), etc = dir.appendingPathComponent("etc")
+    /// The first-boot script's paths inside this test's directory (nothing of
+    /// the machine's: its stamp, Wi-Fi file, systemd and ssh directories too).
+    /// `etcName` lets a test put the configuration directory under another name.
+    func firstBoot(_ files: [String: String], again: Bool = false, etcName: String = "etc") throws -> FirstBoot {
+        let fb = dir.appendingPathComponent("fb"), etc = dir.appendingPathComponent(etcName)
         let bin = dir.appendingPathComponent("bin")
-        for d in [fb, etc, bin] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
-        try FileManager.default.createSymbolicLink(
-            at: bin.appendingPathComponent("gatewayctl"), withDestinationURL: Run.product("gateway"))
-        try Data(ConfigExample.text(board: .pi).utf8).write(to: etc.appendingPathComponent("gateway.toml"))
-        try write("config.txt", try stockConfigTxt())
-        try write("raspi-firmware-custom", try String(contentsOf: Self.stockCustom, encoding: .utf8))
+        if !again {
+            for d in [fb, etc, bin] {
+                try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+            }
+            try FileManager.default.createSymbolicLink(
+                at: bin.appendingPathComponent("gatewayctl"), withDestinationURL: Run.product("gateway"))
+            try Data(ConfigExample.text(board: .pi).utf8).write(to: etc.appendingPathComponent("gateway.toml"))
+            try write("config.txt", try stockConfigTxt())
+            try write("raspi-firmware-custom", try String(contentsOf: Self.stockCustom, encoding: .utf8))
+        }
         for (name, text) in files { try Data(text.utf8).write(to: fb.appendingPathComponent(name)) }
         var env = ProcessInfo.processInfo.environment
         env["DOORGATEWAY_FIRSTBOOT_DIR"] = fb.path
@@ -157,8 +164,17 @@ final class FirmwareHoldCLITests: XCTestCase {
         env["GATEWAYCTL"] = bin.appendingPathComponent("gatewayctl").path
         env["DOORGATEWAY_CONFIG_TXT"] = path("config.txt")
         env["DOORGATEWAY_FIRMWARE_CUSTOM"] = path("raspi-firmware-custom")
+        env["DOORGATEWAY_FIRSTBOOT_STAMP"] = path("firstboot.done")
+        env["DOORGATEWAY_WPA"] = path("wpa/wpa_supplicant-wlan0.conf")
+        env["DOORGATEWAY_SYSTEMD_ETC"] = path("systemd")
+        env["DOORGATEWAY_ROOT_SSH"] = path("root-ssh")
         let r = try Run.process(URL(fileURLWithPath: "/bin/sh"), [Self.firstboot.path], environment: env)
         XCTAssertEqual(r.status, 0, r.stderr)
+        if FileManager.default.fileExists(atPath: path("firstboot.done")) && again {
+            return FirstBoot(
+                status: r,
+                statusFile: (try? String(contentsOf: fb.appendingPathComponent("STATUS.txt"), encoding: .utf8)) ?? "")
+        }
         for name in files.keys {
             XCTAssertFalse(
                 FileManager.default.fileExists(atPath: fb.appendingPathComponent(name).path), "\(name) consumed")
@@ -223,5 +239,66 @@ final class FirmwareHoldCLITests: XCTestCase {
             idOnly.statusFile.contains("ERROR: gatewayd will not start with \(path("etc/gateway.toml")): "),
             idOnly.statusFile)
         XCTAssertTrue(idOnly.statusFile.contains("(put relay and lock files here: README.txt)"), idOnly.statusFile)
+    }
+
+    // MARK: First boot's own safety (docs/security.md "L5")
+
+    /// One-shot: once a boot leaves the door complete, the folder is never
+    /// read again — an ssh key put on the FAT partition later (someone with
+    /// the card for a minute) is not installed. An incomplete first boot (the
+    /// relay not chosen yet) leaves no stamp, so the folder is read again.
+    func testFirstBootIsOneShotOnceTheDoorIsComplete() throws {
+        let incomplete = try firstBoot(["device-id": "door-7\n"])
+        XCTAssertTrue(incomplete.statusFile.contains("ERROR: gatewayd will not start"), incomplete.statusFile)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("firstboot.done")), "no stamp while incomplete")
+
+        let complete = try firstBoot(["relay": "active-low\n", "lock": "strike\n"], again: true)
+        XCTAssertFalse(complete.statusFile.contains("ERROR"), complete.statusFile)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path("firstboot.done")), complete.status.stdout)
+
+        let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyOfSomeoneWithTheCardForAMinute attacker"
+        let later = try firstBoot(["authorized_keys": key + "\n"], again: true)
+        XCTAssertTrue(later.status.stdout.contains("provisioned already"), later.status.stdout)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("root-ssh/authorized_keys")), "a key was installed")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("fb/authorized_keys").path),
+            "the file is left where it is, unread")
+    }
+
+    /// A TOML string's escapes survive: a path holding a backslash is written
+    /// as `\\` (awk -v used to turn it back into one `\`, an invalid escape).
+    func testATOMLValueKeepsItsEscapes() throws {
+        let ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+        let run = try firstBoot(
+            ["relay": "active-low\n", "lock": "strike\n", "ca.crt": ca, "mqtt-broker": "mqtts://broker.lan\n"],
+            etcName: #"etc\door"#)
+        XCTAssertFalse(run.statusFile.contains("ERROR"), run.statusFile)
+        let config = try GatewayConfiguration.load(file: path(#"etc\door/gateway.toml"#))
+        XCTAssertEqual(config.mqtt.tls.caFile, path(#"etc\door/ca.crt"#))
+        XCTAssertEqual(config.mqtt.host, "broker.lan")
+    }
+
+    /// wifi.conf's values are data: a country carrying `\n` and a second
+    /// network is refused (dash's echo used to write it as two lines), and a
+    /// quote in the SSID cannot end the string (the SSID is written as hex).
+    func testWiFiValuesCannotAddConfigurationLines() throws {
+        let injected = try firstBoot([
+            "relay": "active-low\n", "lock": "strike\n",
+            "wifi.conf": "ssid=home\npsk=correct horse\ncountry=DE\\nnetwork={ssid=\"evil\" key_mgmt=NONE}\n",
+        ])
+        XCTAssertTrue(
+            injected.statusFile.contains("ERROR: wifi.conf: country must be two letters"), injected.statusFile)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("wpa/wpa_supplicant-wlan0.conf")))
+
+        try tearDownWithError()
+        try setUpWithError()
+        let quoted = try firstBoot([
+            "relay": "active-low\n", "lock": "strike\n", "wifi.conf": "ssid=cafe\"\nkey_mgmt=NONE\ncountry=de\n",
+        ])
+        XCTAssertFalse(quoted.statusFile.contains("ERROR"), quoted.statusFile)
+        let wpa = try read("wpa/wpa_supplicant-wlan0.conf")
+        XCTAssertTrue(wpa.contains("\tssid=6361666522\n"), wpa)
+        XCTAssertTrue(wpa.contains("country=DE\n"), wpa)
+        XCTAssertEqual(wpa.components(separatedBy: "network={").count, 2, "one network: \(wpa)")
     }
 }

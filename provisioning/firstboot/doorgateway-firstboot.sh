@@ -3,8 +3,12 @@
 # partition's doorgateway/ folder (/boot/firmware/doorgateway/, the FAT
 # partition a laptop can edit after flashing), then removes it from there.
 # Run by doorgateway-firstboot.service before gatewayd.service and ssh.service;
-# docs/pi-image.md lists the files. Every boot with the folder present runs it;
-# a folder holding only README.txt and STATUS.txt is left alone.
+# docs/pi-image.md lists the files. It runs at every boot until one ends with
+# the door fully provisioned (no error, and a configuration gatewayd starts
+# with); then it writes its stamp, and from then on the folder is never read
+# again (docs/security.md "L5": someone with the SD card for a minute must not
+# add an ssh key or a broker). To apply the folder again, as root:
+# rm /var/lib/doorgateway-firstboot.done, and reboot.
 #
 #   relay            one line: active-low (opto-isolated relay module: the common
 #                    1/2/4-channel boards) or active-high (transistor/MOSFET stage,
@@ -47,6 +51,10 @@ GATEWAYCTL=${GATEWAYCTL:-/usr/bin/gatewayctl}
 # raspi-firmware file that is appended to it at every kernel upgrade.
 CONFIG_TXT=${DOORGATEWAY_CONFIG_TXT:-/boot/firmware/config.txt}
 FIRMWARE_CUSTOM=${DOORGATEWAY_FIRMWARE_CUSTOM:-/etc/default/raspi-firmware-custom}
+STAMP=${DOORGATEWAY_FIRSTBOOT_STAMP:-/var/lib/doorgateway-firstboot.done}
+WPA=${DOORGATEWAY_WPA:-/etc/wpa_supplicant/wpa_supplicant-wlan0.conf}
+SYSTEMD_ETC=${DOORGATEWAY_SYSTEMD_ETC:-/etc/systemd/system}
+SSH_DIR=${DOORGATEWAY_ROOT_SSH:-/root/.ssh}
 applied=""
 errors=0
 
@@ -62,6 +70,10 @@ consume() {
 }
 firstline() { sed -n '1{s/\r$//;s/^[[:space:]]*//;s/[[:space:]]*$//;p;q}' "$1"; }
 
+if [ -e "$STAMP" ]; then
+    log "provisioned already ($STAMP): $DIR is not read (rm $STAMP and reboot to apply it again)"
+    exit 0
+fi
 [ -d "$DIR" ] || { log "no $DIR: nothing to do"; exit 0; }
 pending=$(find "$DIR" -mindepth 1 -maxdepth 1 ! -name README.txt ! -name STATUS.txt | head -1)
 [ -n "$pending" ] || { log "nothing new in $DIR"; exit 0; }
@@ -73,7 +85,10 @@ install -d -m 0755 "$ETC"
 # the line goes right after the section header; without the header both are
 # appended. VALUE is TOML (strings quoted by the caller).
 toml_set() {
-    awk -v sec="[$1]" -v key="$2" -v val="$3" '
+    # The value through the environment: awk -v would turn the TOML escapes
+    # \\ and \" of a quoted string into \ and " (docs/security.md "L5").
+    TOML_VAL=$3 awk -v sec="[$1]" -v key="$2" '
+        BEGIN { val = ENVIRON["TOML_VAL"] }
         function flush() { if (insec && !done) { print key " = " val; done = 1 } }
         /^[[:space:]]*\[/ {
             h = $0; sub(/[[:space:]]*(#.*)?$/, "", h); sub(/^[[:space:]]*/, "", h)
@@ -98,7 +113,8 @@ toml_set() {
 # later set KEY lines of the table go; a table without any gets it at its end.
 # Two passes over the file: the first finds, per table, which line to take.
 outputs_set() {
-    awk -v key="$1" -v val="$2" '
+    TOML_VAL=$2 awk -v key="$1" '
+        BEGIN { val = ENVIRON["TOML_VAL"] }
         function header(line,   h) {
             h = line; sub(/[[:space:]]*(#.*)?$/, "", h); sub(/^[[:space:]]*/, "", h)
             return h
@@ -280,42 +296,51 @@ fi
 
 # --- ssh --------------------------------------------------------------------------
 if [ -f "$DIR/authorized_keys" ]; then
-    install -d -m 0700 /root/.ssh
+    install -d -m 0700 "$SSH_DIR"
     n=0
     tr -d '\r' < "$DIR/authorized_keys" | while IFS= read -r line; do
         case "$line" in "" | \#*) continue ;; esac
-        grep -qxF "$line" /root/.ssh/authorized_keys 2>/dev/null || printf '%s\n' "$line" >> /root/.ssh/authorized_keys
+        grep -qxF "$line" "$SSH_DIR/authorized_keys" 2>/dev/null || printf '%s\n' "$line" >> "$SSH_DIR/authorized_keys"
     done
-    chmod 0600 /root/.ssh/authorized_keys
-    n=$(grep -c . /root/.ssh/authorized_keys)
+    chmod 0600 "$SSH_DIR/authorized_keys"
+    n=$(grep -c . "$SSH_DIR/authorized_keys")
     note "ssh: root's authorized_keys now holds $n key(s)"
     consume "$DIR/authorized_keys"
 fi
 
 # --- Wi-Fi -------------------------------------------------------------------------
-WPA=/etc/wpa_supplicant/wpa_supplicant-wlan0.conf
 wifi=0
 if [ -f "$DIR/wpa_supplicant.conf" ]; then
-    install -d -m 0755 /etc/wpa_supplicant
+    install -d -m 0755 "$(dirname "$WPA")"
     tr -d '\r' < "$DIR/wpa_supplicant.conf" > "$WPA" && chmod 0600 "$WPA" && wifi=1
     consume "$DIR/wpa_supplicant.conf"
 elif [ -f "$DIR/wifi.conf" ]; then
     ssid=$(tr -d '\r' < "$DIR/wifi.conf" | sed -n 's/^[[:space:]]*ssid[[:space:]]*=[[:space:]]*//p' | head -1)
     psk=$(tr -d '\r' < "$DIR/wifi.conf" | sed -n 's/^[[:space:]]*psk[[:space:]]*=[[:space:]]*//p' | head -1)
     country=$(tr -d '\r' < "$DIR/wifi.conf" | sed -n 's/^[[:space:]]*country[[:space:]]*=[[:space:]]*//p' | head -1)
+    # Values are data, never configuration text: the SSID goes in as hex (so a
+    # quote or a backslash in it cannot end the string), the country must be
+    # two letters, and printf, not dash's echo (which expands \n), writes them.
+    ssidhex=$(printf '%s' "$ssid" | od -An -v -tx1 | tr -d ' \n')
     if [ -z "$ssid" ]; then
         problem "wifi.conf has no ssid= line"
+    elif [ ${#ssidhex} -gt 64 ]; then
+        problem "wifi.conf: the ssid is longer than 32 bytes"
+    elif [ -n "$country" ] && ! printf '%s' "$country" | grep -cxE >/dev/null '[A-Za-z]{2}'; then
+        problem "wifi.conf: country must be two letters (ISO 3166), e.g. country=DE"
+    elif [ -n "$psk" ] && ! printf '%s' "$psk" | grep -cxE >/dev/null '[ -~]{8,63}'; then
+        problem "wifi.conf: psk must be 8 to 63 printable ASCII characters"
     else
-        install -d -m 0755 /etc/wpa_supplicant
+        install -d -m 0755 "$(dirname "$WPA")"
         {
-            echo "ctrl_interface=DIR=/run/wpa_supplicant GROUP=netdev"
-            echo "update_config=0"
-            [ -n "$country" ] && echo "country=$country"
+            printf '%s\n' "ctrl_interface=DIR=/run/wpa_supplicant GROUP=netdev" "update_config=0"
+            [ -n "$country" ] && printf 'country=%s\n' "$(printf '%s' "$country" | tr '[:lower:]' '[:upper:]')"
             if [ -n "$psk" ]; then
-                # The hashed key only, not the passphrase.
-                wpa_passphrase "$ssid" "$psk" | grep -v '^[[:space:]]*#psk='
+                # The hashed key only, not the passphrase; the SSID as hex.
+                wpa_passphrase "$ssid" "$psk" | grep -v '^[[:space:]]*#psk=' |
+                    awk -v hex="$ssidhex" '/^[[:space:]]*ssid=/ { print "\tssid=" hex; next } { print }'
             else
-                printf 'network={\n\tssid="%s"\n\tkey_mgmt=NONE\n}\n' "$ssid"
+                printf 'network={\n\tssid=%s\n\tkey_mgmt=NONE\n}\n' "$ssidhex"
             fi
         } > "$WPA" && chmod 0600 "$WPA" && wifi=1
     fi
@@ -325,7 +350,7 @@ if [ "$wifi" = 1 ]; then
     # Started by the wlan0 device itself when it appears (brcmfmac loads its
     # firmware late), not by a boot target: a Pi without a radio, or one
     # whose radio is off, would otherwise hold a start job for 90 s per boot.
-    wants=/etc/systemd/system/sys-subsystem-net-devices-wlan0.device.wants
+    wants=$SYSTEMD_ETC/sys-subsystem-net-devices-wlan0.device.wants
     install -d -m 0755 "$wants"
     ln -sf /lib/systemd/system/wpa_supplicant@.service "$wants/wpa_supplicant@wlan0.service"
     systemctl daemon-reload >/dev/null 2>&1 || true
@@ -361,5 +386,12 @@ done
     printf '%s' "$applied" | sed 's/^/  /'
 } > "$STATUS.tmp" && mv "$STATUS.tmp" "$STATUS"
 sync -f "$DIR" 2>/dev/null || sync
+# One-shot once the door is provisioned: no error on this boot and a
+# configuration gatewayd starts with. Until then (a relay not chosen yet, a
+# bad file) the folder is read again at the next boot.
+if [ "$errors" = 0 ] && [ -f "$CONF" ] && "$GATEWAYCTL" config check "$CONF" >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$STAMP")" && date -u +%Y-%m-%dT%H:%M:%SZ > "$STAMP" \
+        && log "provisioned: $STAMP written; $DIR will not be read again"
+fi
 log "done ($errors error(s))"
 exit 0

@@ -264,6 +264,11 @@ grep -q "vm-door" "$VM/mosquitto.log" 2>/dev/null && pass "the broker saw the do
 fat_left=$(vm 'ls -A /boot/firmware/doorgateway/ | tr "\n" " "')
 [ "$fat_left" = "README.txt STATUS.txt " ] && pass "first-boot files consumed: FAT doorgateway/ holds only README.txt STATUS.txt" \
     || fail "FAT doorgateway/ still holds" "$fat_left"
+# One-shot (docs/security.md "L5"): a complete first boot leaves its stamp, so
+# files put on the FAT partition later are never read.
+stamp=$(vm 'test -s /var/lib/doorgateway-firstboot.done && echo present || echo missing')
+[ "$stamp" = present ] && pass "first boot complete: /var/lib/doorgateway-firstboot.done written (the folder is not read again)" \
+    || fail "no first-boot stamp after a complete first boot" "$(vm journalctl -b -u doorgateway-firstboot.service --no-pager -o cat | tail -5)"
 key_stat=$(vm "stat -c '%a %U:%G' /etc/doorgateway/door.key")
 [ "$key_stat" = "600 root:root" ] && pass "/etc/doorgateway/door.key 600 root:root" || fail "door.key mode" "$key_stat"
 [ "$(vm cat /etc/doorgateway/door.key | sha256sum)" = "$DOOR_KEY_SUM" ] \
