@@ -6,7 +6,8 @@ import Glibc
 /// origin only (the issued-tag registry is the daemon's).
 struct TagCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tag", abstract: "Inspect stickers.", subcommands: [TagInspect.self])
+        commandName: "tag", abstract: "Inspect stickers and NTAG 424 DNA SUN URLs.",
+        subcommands: [TagInspect.self, TagSUNVerify.self])
 }
 
 struct TagInspect: ParsableCommand {
