@@ -7,6 +7,9 @@ public enum ControlCommand: Equatable, Sendable {
     /// field — a dump file, or a blank tag of the type; the UID (7 bytes hex)
     /// overrides the image's, and is random when neither gives one.
     case insert(uid: TagUID?, image: String?, type: NTAGType?)
+    /// `insert ntag424 [UID]`: a factory-fresh NTAG 424 DNA (all keys zero, empty
+    /// NDEF file) enters the field; random UID unless given.
+    case insertNTAG424(uid: TagUID?)
     /// `remove`: the tag leaves the field.
     case remove
     /// `reinsert`: the tag that last left the field comes back, memory and counters intact.
@@ -48,6 +51,12 @@ public enum ControlCommand: Equatable, Sendable {
             return c
         }
         switch verb {
+        case "insert" where args.contains(where: { $0.lowercased() == "ntag424" }):
+            let rest = args.filter { $0.lowercased() != "ntag424" }
+            guard rest.count <= 1 else { throw .usage(verb) }
+            guard let text = rest.first else { return .insertNTAG424(uid: nil) }
+            guard let u = TagUID(hex: text), u.bytes.count == 7 else { throw .badUID(text) }
+            return .insertNTAG424(uid: u)
         case "insert":
             var uid: TagUID?, image: String?, type: NTAGType?
             for a in args {

@@ -82,6 +82,12 @@ public struct PN532Chip: Sendable {
     public private(set) var tag: NTAG21x?
     /// The last tag that left the field (removed or torn away), kept for `reinsert` and `dump`.
     public private(set) var departedTag: NTAG21x?
+    /// An NTAG 424 DNA in the antenna field (instead of `tag`).
+    public private(set) var dna: NTAG424DNA?
+    /// The NTAG 424 DNA that last left the field (when the last tag to leave was one).
+    public private(set) var departedDNA: NTAG424DNA?
+    /// Whether any tag is in the field.
+    public var hasTag: Bool { tag != nil || dna != nil }
     /// The chip stops answering altogether.
     public var muted = false
     /// The chip ACKs commands but never answers them.
@@ -113,6 +119,10 @@ public struct PN532Chip: Sendable {
     private var pending: Pending?
     /// Tg 1 is activated (true) or deselected (false); nil when no target.
     private var target: Bool?
+    /// Tg 1 was activated with RATS/ATS: InDataExchange speaks ISO/IEC 14443-4 to it.
+    private var isoDep = false
+    /// The PCD's ISO/IEC 14443-4 block number (§7.5.3.2: starts at 0 after activation).
+    private var pcdBlockNumber: UInt8 = 0
     private var lastResponse: [UInt8]?
     private var lastStatus: UInt8 = 0
     private var timerCounter = 0
@@ -177,8 +187,29 @@ public struct PN532Chip: Sendable {
     }
 
     public mutating func insert(_ newTag: NTAG21x) -> [ChipEffect] {
-        if let old = tag { departedTag = old }
+        if let old = tag { departedTag = old; departedDNA = nil }
+        if var old = dna {
+            old.powerOff()
+            departedDNA = old
+            departedTag = nil
+            dna = nil
+        }
         tag = newTag
+        tearAfter = tearNext
+        tearNext = nil
+        return tagArrived()
+    }
+
+    /// An NTAG 424 DNA enters the field (any other tag leaves it).
+    public mutating func insert(_ newTag: NTAG424DNA) -> [ChipEffect] {
+        if var old = tag {
+            old.powerOff()
+            departedTag = old
+            departedDNA = nil
+            tag = nil
+        }
+        if let old = dna { departedDNA = old; departedTag = nil }
+        dna = newTag
         tearAfter = tearNext
         tearNext = nil
         return tagArrived()
@@ -186,15 +217,28 @@ public struct PN532Chip: Sendable {
 
     /// Puts the last departed tag back, with its memory and counters.
     public mutating func reinsert() -> [ChipEffect]? {
+        if let d = departedDNA {
+            departedDNA = nil
+            return insert(d)
+        }
         guard let t = departedTag else { return nil }
         departedTag = nil
         return insert(t)
     }
 
     public mutating func remove() {
+        if var d = dna {
+            d.powerOff()
+            departedDNA = d
+            departedTag = nil
+            dna = nil
+            tearAfter = nil
+            return
+        }
         guard var t = tag else { return }
         t.powerOff()
         departedTag = t
+        departedDNA = nil
         tag = nil
         tearAfter = nil
     }
@@ -203,7 +247,7 @@ public struct PN532Chip: Sendable {
     /// now). With no tag in the field, the next tag to enter leaves after `n`
     /// exchanges (`tearNext`; 0 disarms it).
     public mutating func tear(after n: Int) {
-        guard tag != nil else {
+        guard hasTag else {
             tearNext = n > 0 ? n : nil
             return
         }
@@ -347,7 +391,9 @@ public struct PN532Chip: Sendable {
         case 0x04: return respond(0x01, [0x00])  // polling test: no failures
         case 0x05: return respond(0x01, [0x00])  // echo-back test started (its frames are not emulated)
         case 0x06:  // attention request / card presence
-            let present = target == true && (tag?.state == .active || tag?.state == .authenticated)
+            let present =
+                target == true
+                && (tag?.state == .active || tag?.state == .authenticated || dna?.isActive == true)
             return respond(0x01, [present ? 0x00 : 0x01])
         default: return syntaxError()
         }
@@ -406,6 +452,7 @@ public struct PN532Chip: Sendable {
     private mutating func setField(_ on: Bool) {
         if rfOn && !on {
             tag?.powerOff()
+            dna?.powerOff()
             if target != nil { target = false }
         }
         rfOn = on
@@ -413,10 +460,17 @@ public struct PN532Chip: Sendable {
 
     /// One frame to the tag and its answer, counting toward `tear-after`.
     private mutating func exchange(_ frame: AirFrame) -> AirFrame? {
-        guard rfOn, var t = tag else { return nil }
+        guard rfOn, hasTag else { return nil }
         stats.tagExchanges += 1
-        let answer = t.receive(frame)
-        tag = t
+        let answer: AirFrame?
+        if var d = dna {
+            answer = d.receive(frame)
+            dna = d
+        } else {
+            var t = tag!
+            answer = t.receive(frame)
+            tag = t
+        }
         // Air time at 106 kbit/s: 9 bits a byte (parity) at 9.44 µs a bit, plus
         // the frame delay time (~86 µs) and, after WRITE, the EEPROM's 4.1 ms.
         airMicroseconds += (frame.bitCount + (answer?.bitCount ?? 0)) * 85 / 8 + 86
@@ -441,13 +495,27 @@ public struct PN532Chip: Sendable {
         else { return nil }
         let uid = Array(cl1.bytes[1...3] + cl2.bytes[0...3])
         if let wanted, !wanted.isEmpty, wanted != uid { return nil }
-        return [atqa.bytes[1], atqa.bytes[0], sak2.bytes[0], UInt8(uid.count)] + uid
+        isoDep = false
+        var ats: [UInt8] = []
+        // fAutomaticRATS (SetParameters bit 4): an ISO/IEC 14443-4 target gets RATS
+        // (FSDI 8 = 256 bytes, CID 0) and its ATS joins the target data.
+        if sak2.bytes[0] & 0x20 != 0 && parameters & 0x10 != 0 {
+            guard let answer = exchange(.withCRC([0xE0, 0x80])), CRC.isValid(answer.bytes) else { return nil }
+            ats = Array(answer.bytes.dropLast(2))
+            guard let tl = ats.first, Int(tl) == ats.count else { return nil }
+            isoDep = true
+            pcdBlockNumber = 0
+        }
+        return [atqa.bytes[1], atqa.bytes[0], sak2.bytes[0], UInt8(uid.count)] + uid + ats
     }
 
     /// Drops the current target the way the firmware does before a new
     /// activation or on InDeselect/InRelease: HLTA to the selected tag.
     private mutating func haltTarget() {
-        if target == true { _ = exchange(.withCRC([0x50, 0x00])) }
+        guard target == true else { return }
+        // An ISO-DEP target is deselected with S(DESELECT) (ISO/IEC 14443-4 §8), others halted.
+        _ = exchange(.withCRC(isoDep ? [0xC2] : [0x50, 0x00]))
+        isoDep = false
     }
 
     private mutating func inListPassiveTarget(_ p: [UInt8]) -> [ChipEffect] {
@@ -495,7 +563,7 @@ public struct PN532Chip: Sendable {
 
     /// InAutoPoll answer for an NTAG: generic passive 106 kbit/s (00h) or MIFARE (10h).
     private mutating func autoPollFind(_ types: [UInt8]) -> [UInt8]? {
-        guard let type = types.first(where: { $0 == 0x00 || $0 == 0x10 }), tag != nil else { return nil }
+        guard let type = types.first(where: { $0 == 0x00 || $0 == 0x10 }), hasTag else { return nil }
         haltTarget()
         target = nil
         setField(true)
@@ -555,12 +623,44 @@ public struct PN532Chip: Sendable {
         guard p[0] & 0x3F == 0x01, target == true else { return status(0x41, 0x27) }
         let data = Array(p.dropFirst())
         guard !data.isEmpty else { return syntaxError() }
+        if isoDep { return isoDepExchange(data) }
         if data[0] == 0xA0 && data.count == 18 {
             let first = exchange(.withCRC(Array(data[0...1])))
             guard first == .ack else { return dataExchangeStatus(first) }
             return dataExchangeStatus(exchange(.withCRC(Array(data[2...]))))
         }
         return dataExchangeStatus(exchange(.withCRC(data)))
+    }
+
+    /// InDataExchange to an ISO/IEC 14443-4 target: the firmware wraps the APDU
+    /// in I-blocks (chained beyond the tag's FSC), collects a chained answer
+    /// with R(ACK)s and hands back the bare R-APDU (UM0701-02 §7.3.8).
+    private mutating func isoDepExchange(_ apdu: [UInt8]) -> [ChipEffect] {
+        let room = NTAG424DNA.fsc - 3
+        var rest = apdu[...]
+        var answer: AirFrame?
+        repeat {
+            let part = rest.prefix(room)
+            rest = rest.dropFirst(part.count)
+            let chained: UInt8 = rest.isEmpty ? 0 : 0x10
+            answer = exchange(.withCRC([0x02 | chained | pcdBlockNumber] + part))
+            guard let a = answer, a.lastBits == 0, CRC.isValid(a.bytes) else { return status(0x41, 0x01) }
+            pcdBlockNumber ^= 1
+            if !rest.isEmpty {
+                guard a.bytes[0] & 0xF6 == 0xA2 else { return status(0x41, 0x29) }  // R(ACK) expected
+            }
+        } while !rest.isEmpty
+        var response: [UInt8] = []
+        while let a = answer {
+            guard a.lastBits == 0, CRC.isValid(a.bytes), a.bytes[0] & 0xE2 == 0x02 else { return status(0x41, 0x29) }
+            response += a.bytes[1..<(a.bytes.count - 2)]
+            guard a.bytes[0] & 0x10 != 0 else { break }
+            answer = exchange(.withCRC([0xA2 | pcdBlockNumber]))
+            if answer == nil { return status(0x41, 0x01) }
+            pcdBlockNumber ^= 1
+        }
+        guard response.count <= 262 else { return status(0x41, 0x09) }
+        return status(0x41, 0x00, response)
     }
 
     private mutating func dataExchangeStatus(_ answer: AirFrame?) -> [ChipEffect] {

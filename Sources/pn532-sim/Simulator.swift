@@ -178,20 +178,28 @@ final class Simulator {
             }
             try apply(chip.insert(tag))
             return "ok inserted \(tag.type) \(tag.uid.hex)"
+        case .insertNTAG424(let uid):
+            var rng = SystemRandomNumberGenerator()
+            let tag = NTAG424DNA(uid: (uid ?? NTAG21x.randomUID(using: &rng)).bytes)
+            try apply(chip.insert(tag))
+            return "ok inserted NTAG424DNA \(tag.uid.hex)"
         case .remove:
-            guard chip.tag != nil else { return "error no tag in the field" }
+            guard chip.hasTag else { return "error no tag in the field" }
             chip.remove()
             return "ok removed"
         case .reinsert:
-            guard let back = chip.departedTag, let effects = chip.reinsert() else {
+            let back =
+                chip.departedDNA.map { "NTAG424DNA \($0.uid.hex)" }
+                ?? chip.departedTag.map { "\($0.type) \($0.uid.hex)" }
+            guard let back, let effects = chip.reinsert() else {
                 return "error no tag has left the field"
             }
             try apply(effects)
             // An armed tear-after may have taken it away again during the
             // activation a waiting InAutoPoll ran as it entered.
-            return "ok inserted \(back.type) \(back.uid.hex)\(chip.tag == nil ? " (and it left again)" : "")"
+            return "ok inserted \(back)\(chip.hasTag ? "" : " (and it left again)")"
         case .tearAfter(let n):
-            guard chip.tag != nil else {
+            guard chip.hasTag else {
                 // Armed for the next tag: it leaves mid-activation or mid-read
                 // however soon the host polls after `insert`/`reinsert`.
                 guard n > 0 else { return "error no tag in the field" }
@@ -216,7 +224,9 @@ final class Simulator {
             chip.unmute()
             return "ok unmuted"
         case .dump(let path):
-            guard let tag = chip.tag ?? chip.departedTag else { return "error no tag" }
+            guard let tag = chip.tag ?? chip.departedTag else {
+                return chip.hasTag ? "error an NTAG 424 DNA has no page image" : "error no tag"
+            }
             guard let path else { return "ok \(Hex.encode(tag.memory))" }
             do {
                 try Files.write(tag.memory, to: path)
@@ -254,6 +264,9 @@ final class Simulator {
         if chip.miEmptyArmed { s += " mi_empty=armed" }
         if let t = chip.tag {
             s += " tag=\(t.uid.hex) type=\(t.type) state=\(t.state) auth_failures=\(t.failedAuthentications)"
+            s += " tear_after=\(chip.tearAfter.map(String.init) ?? "-")"
+        } else if let d = chip.dna {
+            s += " tag=\(d.uid.hex) type=NTAG424DNA state=\(d.state)"
             s += " tear_after=\(chip.tearAfter.map(String.init) ?? "-")"
         } else {
             s += " tag=none"

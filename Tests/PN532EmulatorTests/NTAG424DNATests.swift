@@ -1,0 +1,280 @@
+import DoorCore
+import PN532Emulator
+import XCTest
+
+private func h(_ s: String) -> [UInt8] {
+    guard let b = Hex.decode(s.filter { !$0.isWhitespace }) else { fatalError("bad hex in test: \(s)") }
+    return b
+}
+
+private let zeroKey = [UInt8](repeating: 0, count: 16)
+
+/// The emulated NTAG 424 DNA, driven with APDUs. The reader's side is
+/// DoorCore's crypto core (`NTAG424.EV2`, `Session.sealCommand` /
+/// `openResponse`); where AN12196 prints an exchange, the tag must answer it
+/// byte for byte — that, not the agreement of two halves of the same core,
+/// is what pins the emulator.
+final class NTAG424DNATests: XCTestCase {
+    static let anUID = h("04958CAA5C5E80")
+    static let selectApp = h("00A4040C07D276000085010100")
+    static let rndA14 = h("13C5DB8A5930439FC3DEF9A4C675360F")
+    static let rndB14 = h("B9E2FC789B64BF237CCCAA20EC7E6E48")
+
+    /// A factory tag with the application selected.
+    func factoryTag(uid: [UInt8] = anUID) -> NTAG424Application {
+        var tag = NTAG424Application(uid: uid)
+        XCTAssertEqual(tag.process(Self.selectApp), h("9000"))
+        return tag
+    }
+
+    /// Native command APDU: 90 INS 00 00 [Lc data] 00.
+    func native(_ ins: UInt8, _ body: [UInt8]) -> [UInt8] {
+        [0x90, ins, 0, 0] + (body.isEmpty ? [] : [UInt8(body.count)] + body) + [0x00]
+    }
+
+    /// AuthenticateEV2First as the door runs it, with DoorCore's reader half.
+    func authenticate(
+        _ tag: inout NTAG424Application, key: [UInt8] = zeroKey, keyNumber: UInt8 = 0, rndA: [UInt8]? = nil
+    ) throws -> NTAG424.Session {
+        let a = try rndA ?? Crypto.randomBytes(16)
+        let r1 = tag.process(native(0x71, [keyNumber, 0x00]))
+        XCTAssertEqual(Array(r1.suffix(2)), h("91AF"))
+        let step = try NTAG424.EV2.readerResponse(key: key, encryptedRndB: Array(r1.dropLast(2)), rndA: a)
+        let r2 = tag.process(native(0xAF, step.message))
+        guard r2.suffix(2) == [0x91, 0x00] else { throw NTAG424.Failure.authenticationFailed }
+        return try NTAG424.EV2.readerFinishFirst(
+            key: key, keyNumber: keyNumber, rndA: a, rndB: step.rndB, answer: Array(r2.dropLast(2))
+        ).session
+    }
+
+    /// One secure-messaging exchange from the reader's side; returns the opened data.
+    func exchange(
+        _ tag: inout NTAG424Application, _ session: inout NTAG424.Session, ins: UInt8, header: [UInt8],
+        data: [UInt8] = [], mode: NTAG424.CommMode, responseMode: NTAG424.CommMode? = nil
+    ) throws -> [UInt8] {
+        let body = try session.sealCommand(ins: ins, header: header, data: data, mode: mode)
+        let r = tag.process(native(ins, body))
+        XCTAssertEqual(r.suffix(2).first, 0x91)
+        guard r.last == 0x00 else { throw NTAG424.Failure.crypto("status 91\(Hex.encode([r.last!]))") }
+        return try session.openResponse(Array(r.dropLast(2)), status: 0x00, mode: responseMode ?? mode)
+    }
+
+    // MARK: AN12196 exchanges, tag side
+
+    func testAN12196Table14AuthenticateEV2FirstByteForByte() {
+        var tag = factoryTag()
+        tag.scriptedRandom = [Self.rndB14, h("9D00C4DF")]
+        XCTAssertEqual(tag.process(h("9071000002000000")), h("A04C124213C186F22399D33AC2A3021591AF"))
+        XCTAssertEqual(
+            tag.process(h("90AF00002035C3E05A752E0144BAC0DE51C1F22C56B34408A23D8AEA266CAB947EA8E0118D00")),
+            h("3FA64DB5446D1F34CD6EA311167F5E4985B89690C04A05F17FA7AB2F081206639100"))
+        XCTAssertEqual(tag.session?.encKey, h("1309C877509E5A215007FF0ED19CA564"))
+        XCTAssertEqual(tag.session?.macKey, h("4C6626F5E72EA694202139295C7A7FC7"))
+        XCTAssertEqual(tag.session?.commandCounter, 0)
+    }
+
+    func testAN12196Table19ChangeFileSettingsByteForByteThenTheSUNMirror() throws {
+        var tag = factoryTag(uid: h("04DE5F1EACC040"))
+        // AN §6.7's template, written before authenticating (AN Table 17): NLEN, URI record,
+        // "https://" + "choose.url.com/ntag424?e=" + 32 placeholders + "&c=" + 16 placeholders.
+        let url =
+            "choose.url.com/ntag424?e=" + String(repeating: "0", count: 32) + "&c=" + String(repeating: "0", count: 16)
+        let record = [0xD1, 0x01, UInt8(url.utf8.count + 1), 0x55, 0x04] + Array(url.utf8)
+        let ndef = [0x00, UInt8(record.count)] + record
+        XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+        XCTAssertEqual(tag.process(h("00D60000") + [UInt8(ndef.count)] + ndef), h("9000"))
+        XCTAssertEqual(Array("choose.url.com/ntag424?e=".utf8), Array(ndef[7..<32]))
+        // AN Table 14's session, then one MACed command to bring CmdCtr to 1 (AN's was a WriteData).
+        tag.scriptedRandom = [Self.rndB14, h("9D00C4DF")]
+        var session = try authenticate(&tag, rndA: Self.rndA14)
+        XCTAssertEqual(session.ti, h("9D00C4DF"))
+        let settings = try exchange(&tag, &session, ins: 0xF5, header: [0x02], mode: .mac)
+        XCTAssertEqual(settings, h("00 00 E0EE 000100"))  // factory NDEF file (AN §6.4)
+        XCTAssertEqual(session.commandCounter, 1)
+        // AN Table 19, exactly: SDM on, PICCData at 0x20, MAC at 0x43 with an empty input.
+        XCTAssertEqual(
+            tag.process(h("905F0000190261B6D97903566E84C3AE5274467E89EAD799B7C1A0EF7A0400")),
+            h("57BFF87B1241E93D9100"))
+        // The tag at a door: a new activation, read without a key. Counter 61 and
+        // padding DA5CF60941 as in AN Tables 3 and 5.
+        tag.reset()
+        tag.sdmReadCounter = 60
+        tag.scriptedRandom = [h("DA5CF60941")]
+        XCTAssertEqual(tag.process(Self.selectApp), h("9000"))
+        XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+        let read = tag.process(h("00B0000000"))
+        XCTAssertEqual(Array(read.suffix(2)), h("9000"))
+        let text = String(decoding: read[7..<(7 + url.utf8.count)], as: UTF8.self)
+        XCTAssertEqual(text, "choose.url.com/ntag424?e=EF963FF7828658A599F3041510671E88&c=94EED9EE65337086")
+        // A chunked read in the same run sees the same counter and padding.
+        XCTAssertEqual(tag.process(h("00B0002010")), Array(read[32..<48]) + h("9000"))
+        XCTAssertEqual(tag.sdmReadCounter, 61)
+        // Another command in between: the next read is a new tap, counter 62, and the door verifies it.
+        XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+        let again = tag.process(h("00B0000000"))
+        let next = try SUNURL.parse("https://" + String(decoding: again[7..<(7 + url.utf8.count)], as: UTF8.self))
+        let verdict = try next.verify(metaReadKey: zeroKey, fileReadKey: zeroKey)
+        XCTAssertEqual(verdict.piccData.counter, 62)
+        XCTAssertEqual(verdict.piccData.uid, h("04DE5F1EACC040"))
+        XCTAssertTrue(verdict.macOK)
+    }
+
+    func testSDMCounterDoesNotMoveWhileAuthenticatedAndReadsRefuse6982() throws {
+        var tag = factoryTag()
+        var session = try authenticate(&tag)
+        let sdm = h("40 00E0 C1 F121 200000 430000 430000")
+        _ = try exchange(&tag, &session, ins: 0x5F, header: [0x02], data: sdm, mode: .full, responseMode: .mac)
+        XCTAssertEqual(tag.sdmReadCounter, 0, "enabling SDM resets the counter")
+        XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+        XCTAssertEqual(tag.process(h("00B0000010")), h("6982"), "ISOReadBinary answers 6982 while authenticated")
+        // An authenticated ReadData sees the file as stored, and the counter stays.
+        let raw = try exchange(&tag, &session, ins: 0xAD, header: h("02 000000 100000"), mode: .plain)
+        XCTAssertEqual(raw, [UInt8](repeating: 0, count: 16))
+        XCTAssertEqual(tag.sdmReadCounter, 0)
+        // GetFileCounters (Full, SDMCtrRet key 1): not with key 0's session.
+        XCTAssertThrowsError(try exchange(&tag, &session, ins: 0xF6, header: [0x02], mode: .mac, responseMode: .full))
+    }
+
+    // MARK: Keys
+
+    func testChangeKeyBothFormsAndTheNewKeyAuthenticates() throws {
+        var tag = factoryTag()
+        var session = try authenticate(&tag)
+        let k2 = h("F3847D627727ED3BC9C4CC050489B966"), k0 = h("5004BF991F408672B1EF00F08F9E8647")
+        // Another key: (new ⊕ old) ‖ version ‖ CRC32NK; the answer carries a MAC.
+        let d2 = try NTAG424.changeKeyData(newKey: k2, version: 1, oldKey: zeroKey)
+        XCTAssertEqual(try exchange(&tag, &session, ins: 0xC4, header: [0x02], data: d2, mode: .full), [])
+        XCTAssertEqual(tag.keys[2], k2)
+        // The session's own key: new ‖ version, a bare 9100, the session ends.
+        let d0 = try NTAG424.changeKeyData(newKey: k0, version: 1, oldKey: nil)
+        let body0 = try session.sealCommand(ins: 0xC4, header: [0x00], data: d0, mode: .full)
+        XCTAssertEqual(tag.process(native(0xC4, body0)), h("9100"))
+        XCTAssertNil(tag.session)
+        XCTAssertEqual(tag.keys[0], k0)
+        // The old key no longer authenticates; the new one does.
+        XCTAssertThrowsError(try authenticate(&tag))
+        var s2 = try authenticate(&tag, key: k0)
+        XCTAssertEqual(try exchange(&tag, &s2, ins: 0x51, header: [], mode: .full), Self.anUID)
+        // Key 2 with its new value, and its session may not change keys (AppMasterKey only).
+        var s3 = try authenticate(&tag, key: k2, keyNumber: 2)
+        XCTAssertThrowsError(
+            try exchange(
+                &tag, &s3, ins: 0xC4, header: [0x04],
+                data: try NTAG424.changeKeyData(newKey: k0, version: 1, oldKey: zeroKey), mode: .full))
+        XCTAssertEqual(tag.keys[4], zeroKey)
+    }
+
+    func testAWrongCRCInChangeKeyIsRefused() throws {
+        var tag = factoryTag()
+        var session = try authenticate(&tag)
+        var data = try NTAG424.changeKeyData(newKey: h("F3847D627727ED3BC9C4CC050489B966"), version: 1, oldKey: zeroKey)
+        data[20] ^= 0x01
+        let body = try session.sealCommand(ins: 0xC4, header: [0x02], data: data, mode: .full)
+        XCTAssertEqual(tag.process(native(0xC4, body)), h("911E"))
+        XCTAssertEqual(tag.keys[2], zeroKey)
+        XCTAssertNil(tag.session, "an integrity error ends the session")
+    }
+
+    // MARK: Secure messaging
+
+    func testTamperedOrReplayedCommandsAreIntegrityErrors() throws {
+        var tag = factoryTag()
+        var session = try authenticate(&tag)
+        var body = try session.sealCommand(ins: 0x51, header: [], data: [], mode: .full)
+        body[0] ^= 0x80
+        XCTAssertEqual(tag.process(native(0x51, body)), h("911E"))
+        XCTAssertNil(tag.session)
+        // A replay of a good command after it ran: CmdCtr has moved on.
+        session = try authenticate(&tag)
+        let good = try session.sealCommand(ins: 0x51, header: [], data: [], mode: .full)
+        XCTAssertEqual(tag.process(native(0x51, good)).suffix(2), h("9100"))
+        XCTAssertEqual(tag.process(native(0x51, good)), h("911E"))
+        // Without a session, GetCardUID is refused.
+        XCTAssertEqual(tag.process(native(0x51, [])), h("91AE"))
+    }
+
+    func testWriteAndReadDataInCommModeFullOnTheProprietaryFile() throws {
+        var tag = factoryTag()
+        // File 03: Full, RW key 3 (factory 3023).
+        var session = try authenticate(&tag, keyNumber: 3)
+        let payload = Array("door secret 0123456789".utf8)
+        XCTAssertEqual(
+            try exchange(
+                &tag, &session, ins: 0x8D, header: [0x03, 0x00, 0x00, 0x00, UInt8(payload.count), 0, 0], data: payload,
+                mode: .full, responseMode: .mac), [])
+        XCTAssertEqual(Array(tag.files[2].data.prefix(payload.count)), payload)
+        let back = try exchange(
+            &tag, &session, ins: 0xAD, header: [0x03, 0, 0, 0, UInt8(payload.count), 0, 0], mode: .mac,
+            responseMode: .full)
+        XCTAssertEqual(back, payload)
+        // Unauthenticated, file 03 is not readable at all.
+        tag.reset()
+        _ = tag.process(Self.selectApp)
+        XCTAssertEqual(tag.process(native(0xAD, [0x03, 0, 0, 0, 4, 0, 0])), h("919D"))
+    }
+
+    func testGetVersionInThreeFrames() {
+        var tag = factoryTag()
+        XCTAssertEqual(tag.process(h("9060000000")), h("0404023000110591AF"))
+        XCTAssertEqual(tag.process(h("90AF000000")), h("0404020102110591AF"))
+        let last = tag.process(h("90AF000000"))
+        XCTAssertEqual(Array(last.prefix(7)), Self.anUID)
+        XCTAssertEqual(Array(last.suffix(2)), h("9100"))
+        XCTAssertEqual(tag.process(h("90AF000000")), h("91CA"), "nothing left to continue")
+    }
+
+    func testChangeFileSettingsRefusesOffsetsOutsideTheFile() throws {
+        var tag = factoryTag()
+        var session = try authenticate(&tag)
+        // PICCData at 0xF0: 32 characters do not fit a 256-byte file.
+        let bad = h("40 00E0 C1 F121 F00000 430000 430000")
+        XCTAssertThrowsError(try exchange(&tag, &session, ins: 0x5F, header: [0x02], data: bad, mode: .full))
+        XCTAssertNil(tag.files[1].sdm)
+    }
+
+    // MARK: Air interface and the PN532
+
+    func testAirActivationRATSAndIBlocksThroughThePN532() throws {
+        var host = try PN532ChipTests.Host(tag: false)
+        host.open()
+        _ = host.answer([0x12, 0x14])  // SetParameters: fAutomaticRATS, as libnfc's pn53x_init
+        _ = host.chip.insert(NTAG424DNA(uid: Self.anUID))
+        let listed = host.answer([0x4A, 0x01, 0x00])
+        XCTAssertEqual(listed, [0x01, 0x01, 0x03, 0x44, 0x20, 0x07] + Self.anUID + NTAG424DNA.ats)
+        XCTAssertEqual(host.answer([0x40, 0x01] + Self.selectApp), h("00 9000"))
+        let version = host.answer([0x40, 0x01] + h("9060000000"))
+        XCTAssertEqual(version, h("00 0404023000110591AF"))
+        // A command longer than the tag's FSC goes out chained, and the answer comes back whole.
+        let ndef = [UInt8](repeating: 0x41, count: 200)
+        XCTAssertEqual(host.answer([0x40, 0x01] + h("00A4000C02E104")), h("00 9000"))
+        XCTAssertEqual(host.answer([0x40, 0x01] + h("00D60000") + [UInt8(ndef.count)] + ndef), h("00 9000"))
+        XCTAssertEqual(host.answer([0x40, 0x01] + h("00B00000C8")), [0x00] + ndef + h("9000"))
+        // Gone from the field: InDataExchange times out (status 01).
+        host.chip.remove()
+        XCTAssertEqual(host.answer([0x40, 0x01] + h("9060000000")), [0x01])
+    }
+
+    func testWithoutAutomaticRATSTheTagStaysAtLayer3() throws {
+        var host = try PN532ChipTests.Host(tag: false)
+        host.open()
+        _ = host.chip.insert(NTAG424DNA(uid: Self.anUID))
+        XCTAssertEqual(host.answer([0x4A, 0x01, 0x00]), [0x01, 0x01, 0x03, 0x44, 0x20, 0x07] + Self.anUID)
+    }
+
+    func testANewActivationDropsTheSession() throws {
+        var air = NTAG424DNA(uid: Self.anUID)
+        XCTAssertEqual(air.application.process(Self.selectApp), h("9000"))
+        _ = try authenticate(&air.application)
+        XCTAssertNotNil(air.application.session)
+        XCTAssertEqual(air.receive(AirFrame([0x52], lastBits: 7)), AirFrame(NTAG424DNA.atqa))
+        XCTAssertNil(air.application.session)
+    }
+
+    func testControlLineInsertsAnNTAG424() throws {
+        XCTAssertEqual(
+            try ControlCommand.parse("insert ntag424 04958CAA5C5E80"), .insertNTAG424(uid: TagUID(Self.anUID)))
+        XCTAssertEqual(try ControlCommand.parse("insert NTAG424"), .insertNTAG424(uid: nil))
+        XCTAssertThrowsError(try ControlCommand.parse("insert ntag424 0495"))
+        XCTAssertThrowsError(try ControlCommand.parse("insert ntag424 04958CAA5C5E80 extra"))
+    }
+}
