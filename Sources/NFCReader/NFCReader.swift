@@ -380,7 +380,7 @@ public final class NFCReader {
     }
 
     /// One PN532 command with a finite host timeout.
-    private func command(_ tx: [UInt8], timeoutMs: Int32, tagLevel: Bool = false) throws(ReaderError) -> [UInt8] {
+    func command(_ tx: [UInt8], timeoutMs: Int32, tagLevel: Bool = false) throws(ReaderError) -> [UInt8] {
         guard let device else { throw ReaderError.noReader("not open") }
         var rx = [UInt8](repeating: 0, count: 300)
         let n = tx.withUnsafeBufferPointer { t in
@@ -434,8 +434,17 @@ public final class NFCReader {
         return name
     }
 
+    /// fAutomaticRATS (libnfc `NP_AUTO_ISO14443_4`, SetParameters bit 4): whether
+    /// InListPassiveTarget and InAutoPoll send RATS to an ISO/IEC 14443-4 target.
+    func setAutomaticRATS(_ on: Bool) throws(ReaderError) {
+        guard let device else { throw ReaderError.noReader("not open") }
+        guard nfc_device_set_property_bool(device, NP_AUTO_ISO14443_4, on) >= 0 else {
+            throw fail(.io("SetParameters (automatic RATS): \(errorText())"))
+        }
+    }
+
     /// Records a reader-level failure in `health`.
-    private func fail(_ error: ReaderError) -> ReaderError {
+    func fail(_ error: ReaderError) -> ReaderError {
         if error.readerLost { health = device == nil ? .lost(error.description) : .degraded(error.description) }
         return error
     }

@@ -16,6 +16,10 @@ public enum ReaderError: Error, Equatable, CustomStringConvertible {
     /// The tag in the field is not the one the caller meant.
     case wrongTag(expected: TagUID, found: TagUID?)
     case notNTAG(String)
+    /// The tag in the field is not an NTAG 424 DNA (no ISO-DEP, another GetVersion, a refused select).
+    case notNTAG424(String)
+    /// An NTAG 424 DNA answered a command with an error status (91xx / 6xxx).
+    case status(String)
     /// Bad bytes from the chip or the tag, or a read-back that did not match.
     case io(String)
     case timeout(String)
@@ -31,6 +35,8 @@ public enum ReaderError: Error, Equatable, CustomStringConvertible {
         case .foreignContent(let m): return "the tag holds foreign content (\(m)); overwrite only when told to"
         case .wrongTag(let e, let f): return "expected tag \(e.hex), found \(f?.hex ?? "none")"
         case .notNTAG(let m): return "not an NTAG213/215/216: \(m)"
+        case .notNTAG424(let m): return "not an NTAG 424 DNA: \(m)"
+        case .status(let m): return "the tag answered \(m)"
         case .io(let m): return "reader I/O: \(m)"
         case .timeout(let m): return "reader timeout: \(m)"
         }

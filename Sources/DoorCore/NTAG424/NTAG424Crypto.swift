@@ -137,4 +137,14 @@ public enum NTAG424 {
         for i in 0..<16 { d[16 + i] ^= mask[i] }
         return Array(try cbc(.encrypt, key: masterKey, d).suffix(16))
     }
+
+    /// The door's per-tag keys: AN10922 diversification of the site master key
+    /// with `M = UID(7) ‖ KeyNo ‖ "DoorGateway"` (19 bytes). Each key number gets
+    /// its own key, so a tag's SDM file-read key does not open its key 0.
+    public static let diversificationSystemID = Array("DoorGateway".utf8)
+
+    public static func tagKey(masterKey: [UInt8], uid: [UInt8], keyNumber: UInt8) throws -> [UInt8] {
+        try check(uid, 7, "UID")
+        return try diversifyAN10922(masterKey: masterKey, input: uid + [keyNumber] + diversificationSystemID)
+    }
 }

@@ -1,0 +1,146 @@
+import DoorCore
+
+/// One tap of an NTAG 424 DNA as the reader saw it. Not wired into the
+/// door's decision yet (issue 26): `reader`-level facts only.
+public struct NTAG424Tap: Equatable, Sendable {
+    /// The UID from anticollision (a tag with Random ID on shows 08…).
+    public var uid: TagUID
+    /// The ATS without its length byte.
+    public var ats: [UInt8]
+    /// GetVersion's three parts (7 + 7 + 13 or 14 bytes: UID, batch, production week and year).
+    public var version: [UInt8]
+    /// The NDEF message (NLEN stripped), read before authenticating so the SUN mirror and counter are live.
+    public var ndef: [UInt8]
+    public var message: NDEFMessage?
+    public var decodeError: String?
+
+    public enum Proof: Equatable, Sendable {
+        /// AuthenticateEV2First with the given key succeeded; `cardUID` is
+        /// GetCardUID's answer in CommMode.Full (the real UID).
+        case authenticated(cardUID: [UInt8])
+        /// The tag refused the key (91AE) or could not prove it holds it.
+        case refused(String)
+        /// No key was given.
+        case notTried
+    }
+    public var proof: Proof
+}
+
+extension NFCReader {
+    /// ISOSelectFile by DF name D2760000850101 (the NDEF application).
+    static let selectNDEFApplication: [UInt8] = [
+        0x00, 0xA4, 0x04, 0x0C, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00,
+    ]
+
+    /// Activates an ISO-DEP target (InListPassiveTarget with automatic RATS),
+    /// checks it is an NTAG 424 DNA (SAK bit 5, ATS, ISOSelect of the NDEF
+    /// application, GetVersion), reads the NDEF file with ISOReadBinary — before
+    /// authenticating: ISOReadBinary answers 6982 once authenticated, and only an
+    /// unauthenticated read advances the SDM counter — then, when `key` gives
+    /// one for this UID, runs AuthenticateEV2First with it and reads the card
+    /// UID in CommMode.Full. Returns nil when no target answered.
+    public func tapNTAG424(keyNumber: UInt8 = 0, key: (TagUID) -> [UInt8]?) throws(ReaderError) -> NTAG424Tap? {
+        try setAutomaticRATS(true)
+        defer { _ = try? setAutomaticRATS(false) }
+        // InListPassiveTarget: MaxRetries is finite (open()), so the chip answers within its own bound.
+        let rx = try command([0x4A, 0x01, 0x00], timeoutMs: Self.exchangeTimeoutMs + Self.hostMarginMs)
+        guard let count = rx.first else { throw fail(.io("empty InListPassiveTarget answer")) }
+        guard count > 0 else { return nil }
+        // NbTg, Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1, ATS (TL counts itself).
+        guard rx.count >= 6, case let n = Int(rx[5]), rx.count >= 6 + n, [4, 7, 10].contains(n) else {
+            throw fail(.io("bad target data in InListPassiveTarget answer"))
+        }
+        let uid = TagUID(Array(rx[6..<(6 + n)]))
+        let ats = Array(rx[(6 + n)...])
+        guard rx[4] & 0x20 != 0, let tl = ats.first, Int(tl) == ats.count, tl >= 1 else {
+            throw .notNTAG424("SAK \(Hex.encode([rx[4]])) without ISO/IEC 14443-4 (no ATS)")
+        }
+        guard try apdu(Self.selectNDEFApplication).sw == 0x9000 else {
+            throw .notNTAG424("no NDEF application (ISOSelectFile D2760000850101 refused)")
+        }
+        let version = try getVersion()
+        guard version.count >= 27, version[0] == 0x04, version[1] == 0x04 else {
+            throw .notNTAG424("GetVersion answered \(Hex.encode(version))")
+        }
+        let ndef = try readNDEFFile()
+        var tap = NTAG424Tap(
+            uid: uid, ats: Array(ats.dropFirst()), version: version, ndef: ndef, message: nil, decodeError: nil,
+            proof: .notTried)
+        do { tap.message = try NDEFMessage.decode(ndef) } catch { tap.decodeError = "\(error)" }
+        if let k = key(uid) { tap.proof = try authenticate(keyNumber: keyNumber, key: k) }
+        return tap
+    }
+
+    /// One APDU; its data and status word.
+    func apdu(_ command: [UInt8]) throws(ReaderError) -> (data: [UInt8], sw: UInt16) {
+        let r = try exchange(command)
+        guard r.count >= 2 else { throw fail(.io("R-APDU of \(r.count) bytes")) }
+        return (Array(r.dropLast(2)), UInt16(r[r.count - 2]) << 8 | UInt16(r[r.count - 1]))
+    }
+
+    static func native(_ ins: UInt8, _ body: [UInt8]) -> [UInt8] {
+        [0x90, ins, 0, 0] + (body.isEmpty ? [] : [UInt8(body.count)] + body) + [0x00]
+    }
+
+    private func getVersion() throws(ReaderError) -> [UInt8] {
+        var out: [UInt8] = []
+        var r = try apdu(Self.native(0x60, []))
+        for _ in 0..<2 {
+            guard r.sw == 0x91AF else { throw .notNTAG424("GetVersion answered \(String(r.sw, radix: 16))") }
+            out += r.data
+            r = try apdu(Self.native(0xAF, []))
+        }
+        guard r.sw == 0x9100 else { throw .notNTAG424("GetVersion answered \(String(r.sw, radix: 16))") }
+        return out + r.data
+    }
+
+    /// NLEN, then the message in reads of at most 128 bytes (one PN532 frame each).
+    private func readNDEFFile() throws(ReaderError) -> [UInt8] {
+        guard try apdu([0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x04]).sw == 0x9000 else {
+            throw .notNTAG424("no NDEF file E104")
+        }
+        let head = try apdu([0x00, 0xB0, 0x00, 0x00, 0x02])
+        guard head.sw == 0x9000, head.data.count == 2 else {
+            throw .status("ISOReadBinary \(String(head.sw, radix: 16, uppercase: true))")
+        }
+        let length = Int(head.data[0]) << 8 | Int(head.data[1])
+        guard length <= 254 else { throw .io("NLEN \(length) exceeds the 256-byte NDEF file") }
+        var out: [UInt8] = []
+        while out.count < length {
+            let offset = 2 + out.count, chunk = min(128, length - out.count)
+            let r = try apdu([0x00, 0xB0, UInt8(offset >> 8), UInt8(offset & 0xFF), UInt8(chunk)])
+            guard r.sw == 0x9000, r.data.count == chunk else {
+                throw .status("ISOReadBinary \(String(r.sw, radix: 16, uppercase: true))")
+            }
+            out += r.data
+        }
+        return out
+    }
+
+    /// AuthenticateEV2First (DoorCore's reader half), then GetCardUID in CommMode.Full.
+    private func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> NTAG424Tap.Proof {
+        let r1 = try apdu(Self.native(0x71, [keyNumber, 0x00]))
+        guard r1.sw == 0x91AF else { return .refused("AuthenticateEV2First answered \(String(r1.sw, radix: 16))") }
+        do {
+            let rndA = try Crypto.randomBytes(16)
+            let step = try NTAG424.EV2.readerResponse(key: key, encryptedRndB: r1.data, rndA: rndA)
+            let r2 = try apdu(Self.native(0xAF, step.message))
+            guard r2.sw == 0x9100 else { return .refused("the tag refused the key (\(String(r2.sw, radix: 16)))") }
+            var session = try NTAG424.EV2.readerFinishFirst(
+                key: key, keyNumber: keyNumber, rndA: rndA, rndB: step.rndB, answer: r2.data
+            ).session
+            let body = try session.sealCommand(ins: 0x51, header: [], data: [], mode: .full)
+            let r3 = try apdu(Self.native(0x51, body))
+            guard r3.sw == 0x9100 else { return .refused("GetCardUID answered \(String(r3.sw, radix: 16))") }
+            let cardUID = try session.openResponse(r3.data, status: 0x00, mode: .full)
+            guard cardUID.count == 7 else { return .refused("GetCardUID gave \(cardUID.count) bytes") }
+            return .authenticated(cardUID: cardUID)
+        } catch let e as ReaderError {
+            throw e
+        } catch let e as NTAG424.Failure {
+            return .refused("\(e)")
+        } catch {
+            throw .io("\(error)")
+        }
+    }
+}
