@@ -36,6 +36,11 @@ final class NTAG424LibnfcTests: XCTestCase {
             return target
         }
 
+        /// libnfc's presence check (for an ISO/IEC 14443-4 target on a PN532: R(NAK) through InCommunicateThru).
+        func isPresent() -> Bool {
+            nfc_initiator_target_is_present(device, nil) == 0
+        }
+
         /// One APDU through InDataExchange; nil on a libnfc error.
         func transceive(_ apdu: [UInt8]) -> [UInt8]? {
             var rx = [UInt8](repeating: 0, count: 264)
@@ -96,5 +101,32 @@ final class NTAG424LibnfcTests: XCTestCase {
         // The tag leaves: the next exchange fails in libnfc, not with an answer.
         XCTAssertEqual(try sim.control("remove"), "ok removed")
         XCTAssertNil(dev.transceive(native(0x60, [])))
+    }
+
+    func testPresenceCheckAndATearMidAuthentication() throws {
+        let sim = try PN532SimProcess()
+        XCTAssertTrue(try sim.control("insert ntag424 \(Hex.encode(Self.uid))").hasPrefix("ok"))
+        let dev = try Device(tty: sim.tty)
+        XCTAssertNotNil(dev.select())
+        XCTAssertTrue(dev.isPresent())
+        XCTAssertEqual(dev.transceive(Hex.decode("00A4040C07D276000085010100")!), [0x90, 0x00])
+        // The presence check did not disturb the block numbering.
+        XCTAssertTrue(dev.isPresent())
+        let r1 = try XCTUnwrap(dev.transceive(native(0x71, [0x00, 0x00])))
+        XCTAssertEqual(Array(r1.suffix(2)), [0x91, 0xAF])
+        // The tag is torn away after the next exchange: the second half of the
+        // authentication reaches it, the answer does not come back.
+        XCTAssertEqual(try sim.control("tear-after 1"), "ok tag leaves after 1 exchanges")
+        let step = try NTAG424.EV2.readerResponse(
+            key: [UInt8](repeating: 0, count: 16), encryptedRndB: Array(r1.dropLast(2)),
+            rndA: try Crypto.randomBytes(16))
+        _ = dev.transceive(native(0xAF, step.message))
+        XCTAssertFalse(dev.isPresent())
+        XCTAssertNil(dev.transceive(Hex.decode("00A4040C07D276000085010100")!))
+        // Back in the field: a fresh activation, no session survives (GetCardUID needs one).
+        XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok inserted NTAG424DNA"), "reinsert")
+        XCTAssertNotNil(dev.select())
+        XCTAssertEqual(dev.transceive(Hex.decode("00A4040C07D276000085010100")!), [0x90, 0x00])
+        XCTAssertEqual(dev.transceive(native(0x51, [])), [0x91, 0xAE])
     }
 }

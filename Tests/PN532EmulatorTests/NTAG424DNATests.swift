@@ -277,4 +277,64 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertThrowsError(try ControlCommand.parse("insert ntag424 0495"))
         XCTAssertThrowsError(try ControlCommand.parse("insert ntag424 04958CAA5C5E80 extra"))
     }
+
+    func testAuthenticateEV2NonFirstKeepsTIAndCmdCtr() throws {
+        var tag = factoryTag()
+        var first = try authenticate(&tag)
+        _ = try exchange(&tag, &first, ins: 0x51, header: [], mode: .full)
+        XCTAssertEqual(first.commandCounter, 1)
+        let rndA = try Crypto.randomBytes(16)
+        let r1 = tag.process(native(0x77, [0x00]))
+        XCTAssertEqual(Array(r1.suffix(2)), h("91AF"))
+        let step = try NTAG424.EV2.readerResponse(key: zeroKey, encryptedRndB: Array(r1.dropLast(2)), rndA: rndA)
+        let r2 = tag.process(native(0xAF, step.message))
+        XCTAssertEqual(r2.count, 16 + 2, "NonFirst answers E(K, RndA') only")
+        var next = try NTAG424.EV2.readerFinishNonFirst(
+            key: zeroKey, rndA: rndA, rndB: step.rndB, answer: Array(r2.dropLast(2)), previous: first)
+        XCTAssertEqual(next.ti, first.ti)
+        XCTAssertEqual(tag.session?.commandCounter, 1)
+        XCTAssertNotEqual(next.macKey, first.macKey)
+        XCTAssertEqual(try exchange(&tag, &next, ins: 0x51, header: [], mode: .full), Self.anUID)
+        // Without a session NonFirst is refused.
+        var fresh = factoryTag()
+        XCTAssertEqual(fresh.process(native(0x77, [0x00])), h("91AE"))
+    }
+
+    func testAnAnswerLargerThanTheReadersFSDIsChained() throws {
+        var air = NTAG424DNA(uid: Self.anUID)
+        var ndef = [UInt8](repeating: 0, count: 100)
+        for i in ndef.indices { ndef[i] = UInt8(i) }
+        air.application.setFileData(2, ndef)
+        func send(_ bytes: [UInt8]) -> [UInt8]? {
+            guard let a = air.receive(.withCRC(bytes)) else { return nil }
+            XCTAssertTrue(CRC.isValid(a.bytes))
+            return Array(a.bytes.dropLast(2))
+        }
+        // Activation by hand: WUPA, both cascade levels, then RATS with FSDI 5 (64-byte frames).
+        XCTAssertEqual(air.receive(AirFrame([0x52], lastBits: 7)), AirFrame(NTAG424DNA.atqa))
+        let cl1 = try XCTUnwrap(air.receive(AirFrame([0x93, 0x20])))
+        XCTAssertEqual(send([0x93, 0x70] + cl1.bytes), [0x04])
+        let cl2 = try XCTUnwrap(air.receive(AirFrame([0x95, 0x20])))
+        XCTAssertEqual(send([0x95, 0x70] + cl2.bytes), [0x20])
+        XCTAssertEqual(send([0xE0, 0x50]), NTAG424DNA.ats)
+        XCTAssertEqual(send([0x02] + Self.selectApp), [0x02, 0x90, 0x00])
+        XCTAssertEqual(send([0x03] + h("00A4000C02E104")), [0x03, 0x90, 0x00])
+        // 100 bytes + SW do not fit 64-byte frames: I-blocks with the chaining bit, each fetched with R(ACK).
+        var got: [UInt8] = []
+        var block = try XCTUnwrap(send([0x02] + h("00B0000064")))
+        var bn: UInt8 = 0
+        while block[0] & 0x10 != 0 {
+            XCTAssertEqual(block[0] & 0x01, bn)
+            XCTAssertLessThanOrEqual(block.count + 2, 64)
+            got += block.dropFirst()
+            bn ^= 1
+            block = try XCTUnwrap(send([0xA2 | bn]))
+        }
+        got += block.dropFirst()
+        XCTAssertEqual(got, ndef + h("9000"))
+        // R(NAK) with the current block number: the last block again; S(DESELECT) ends the session.
+        XCTAssertEqual(send([0xB2 | bn]), block)
+        XCTAssertEqual(send([0xC2]), [0xC2])
+        XCTAssertEqual(air.state, .halt)
+    }
 }
