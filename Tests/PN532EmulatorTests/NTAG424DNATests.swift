@@ -337,4 +337,28 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertEqual(send([0xC2]), [0xC2])
         XCTAssertEqual(air.state, .halt)
     }
+
+    func testSDMReadCounterLimitRefusesFurtherReads() throws {
+        var tag = factoryTag()
+        var session = try authenticate(&tag)
+        // UID + counter + limit mirrored as plain ASCII (SDMMetaRead E): UID at 0x10, counter at 0x20, limit 2.
+        let sdm = h("40 00E0 E1 FFEF 100000 200000 020000")
+        _ = try exchange(&tag, &session, ins: 0x5F, header: [0x02], data: sdm, mode: .full)
+        XCTAssertEqual(tag.files[1].sdm?.counterLimit, 2)
+        for expected in ["000001", "000002"] {
+            tag.reset()
+            XCTAssertEqual(tag.process(Self.selectApp), h("9000"))
+            XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+            let r = tag.process(h("00B0000030"))
+            XCTAssertEqual(Array(r.suffix(2)), h("9000"))
+            XCTAssertEqual(String(decoding: r[0x10..<0x1E], as: UTF8.self), Hex.encode(Self.anUID, uppercase: true))
+            XCTAssertEqual(String(decoding: r[0x20..<0x26], as: UTF8.self), expected, "plain counter, MSB first")
+        }
+        tag.reset()
+        XCTAssertEqual(tag.process(Self.selectApp), h("9000"))
+        XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+        XCTAssertEqual(tag.process(h("00B0000030")), h("6982"))
+        XCTAssertEqual(tag.process(native(0xAD, h("02 000000 100000"))), h("919D"))
+        XCTAssertEqual(tag.sdmReadCounter, 2)
+    }
 }
