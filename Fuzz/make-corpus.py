@@ -299,6 +299,21 @@ add("natsjwt", "jwt-two-parts", signed)
 add("natsjwt", "jwt-with-seed", "-----BEGIN USER NKEY SEED-----\nSUAAAA\n------END USER NKEY SEED------\n")
 add("natsjwt", "jwt-bad-header", b64u(b'{"alg":"HS256"}') + "." + b64u(b"{}") + "." + b64u(bytes(64)))
 
+# ntag424 (Sources/fuzz-targets/NTAG424Target.swift): 00 + a SUN URL (AN12196 Tables 3/5/6,
+# keys zero), else tag answers: E(K, RndB) and E(K, TI ‖ RndA' ‖ caps) of AN12196 Table 14.
+for name, url in {
+    "e": "https://choose.url.com/ntag424?e=EF963FF7828658A599F3041510671E88&c=94EED9EE65337086",
+    "p": "lnurlw://card.example/ln?p=ef963ff7828658a599f3041510671e88&c=94eed9ee65337086",
+    "enc": "https://sdm.nfcdeveloper.com/tag?picc_data=FD91EC264309878BE6345CBE53BADF40"
+           "&enc=CEE9A53E3E463EF1F459635736738962&cmac=ECC1E7F6C6C73BF6",
+    "lrp": "https://a/?e=EF963FF7828658A599F3041510671E88EF963FF7828658A5&c=94EED9EE65337086",
+    "bad-mac": "https://a/?e=EF963FF7828658A599F3041510671E88&c=94EED9EE65337087",
+}.items():
+    add("ntag424", f"sun-{name}", b"\x00" + url.encode())
+add("ntag424", "ev2-table14", b"\x01" + h("A04C124213C186F22399D33AC2A30215")
+    + h("3FA64DB5446D1F34CD6EA311167F5E4985B89690C04A05F17FA7AB2F08120663"))
+add("ntag424", "response-table29", b"\x01" + bytes(16) + h("70756055688505B52A5E26E59E329CD6595F672298EA41B7"))
+
 for target, files in sorted(seeds.items()):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)

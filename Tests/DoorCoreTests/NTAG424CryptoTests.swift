@@ -1,4 +1,6 @@
 import DoorCore
+import Foundation
+import TestSupport
 import XCTest
 
 private func h(_ s: String) -> [UInt8] {
@@ -342,5 +344,21 @@ final class NTAG424CryptoTests: XCTestCase {
             try Crypto.aesCMAC(key: master, message: [0x01] + short))
         XCTAssertThrowsError(try NTAG424.diversifyAN10922(masterKey: master, input: []))
         XCTAssertThrowsError(try NTAG424.diversifyAN10922(masterKey: master, input: [UInt8](repeating: 1, count: 32)))
+    }
+
+    // MARK: The fuzz seeds (Fuzz/corpus/ntag424) reach past verification
+
+    func testTheNTAG424FuzzSeedsAreTheVectors() throws {
+        let dir = Fixtures.root.appendingPathComponent("Fuzz/corpus/ntag424")
+        func url(_ name: String) throws -> SUNURL {
+            let bytes = Array(try Data(contentsOf: dir.appendingPathComponent("seed-sun-\(name)")))
+            XCTAssertEqual(bytes.first, 0x00)
+            return try SUNURL.parse(String(decoding: bytes.dropFirst(), as: UTF8.self))
+        }
+        for name in ["e", "p", "enc"] {
+            XCTAssertTrue(try url(name).verify(metaReadKey: zeroKey, fileReadKey: zeroKey).macOK, name)
+        }
+        XCTAssertFalse(try url("bad-mac").verify(metaReadKey: zeroKey, fileReadKey: zeroKey).macOK)
+        XCTAssertThrowsError(try url("lrp"))
     }
 }
