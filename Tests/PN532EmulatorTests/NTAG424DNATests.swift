@@ -361,4 +361,52 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertEqual(tag.process(native(0xAD, h("02 000000 100000"))), h("919D"))
         XCTAssertEqual(tag.sdmReadCounter, 2)
     }
+
+    /// AN12196 §6.12–6.16 against the tag: Tables 20, 22, 24, 26 and 27, each
+    /// C-APDU as printed and each R-APDU compared byte for byte. Between Table 22
+    /// (CmdCtr 0 → 1) and Table 26 (CmdCtr 2) AN runs ISOSelectFile, NonFirst and a
+    /// plain WriteData; here only the plain WriteData advances CmdCtr, which
+    /// lands on AN's 2.
+    func testAN12196Tables20To27KeyChangesByteForByte() throws {
+        var tag = factoryTag()
+        let rndB20 = try NTAG424.cbc(.decrypt, key: zeroKey, h("B875CEB0E66A6C5CD00898DC371F92D1"))
+        tag.scriptedRandom = [rndB20, h("7614281A")]
+        XCTAssertEqual(tag.process(h("9071000002030000")), h("B875CEB0E66A6C5CD00898DC371F92D191AF"))
+        XCTAssertEqual(
+            tag.process(h("90AF000020FF0306E47DFBC50087C4D8A78E88E62DE1E8BE457AA477C707E2F0874916A8B100")),
+            h("0CC9A8094A8EEA683ECAAC5C7BF20584206D0608D477110FC6B3D5D3F65C3A6A9100"))
+        // Table 22: WriteData in CommMode.Full on file 03 (RW key 3).
+        XCTAssertEqual(
+            tag.process(h("908D00001F030000000A00006B5E6804909962FC4E3FF5522CF0F8436C0C53315B9C73AA00")),
+            h("C26D236E4A7C046D9100"))
+        XCTAssertEqual(tag.session?.commandCounter, 1)
+        // ISOSelectFile of the NDEF file, then Table 24: NonFirst with key 0.
+        XCTAssertEqual(tag.process(h("00A4000C02E104")), h("9000"))
+        let rndB24 = try NTAG424.cbc(.decrypt, key: zeroKey, h("A6A2B3C572D06C097BB8DB70463E22DC"))
+        tag.scriptedRandom = [rndB24]
+        XCTAssertEqual(tag.process(h("90770000010000")), h("A6A2B3C572D06C097BB8DB70463E22DC91AF"))
+        let step = try NTAG424.EV2.readerResponse(
+            key: zeroKey, encryptedRndB: h("A6A2B3C572D06C097BB8DB70463E22DC"),
+            rndA: h("60BE759EDA560250AC57CDDC11743CF6"))
+        XCTAssertEqual(Array(tag.process(native(0xAF, step.message)).suffix(2)), h("9100"))
+        XCTAssertEqual(tag.session?.encKey, h("4CF3CB41A22583A61E89B158D252FC53"))
+        XCTAssertEqual(tag.session?.ti, h("7614281A"))
+        // A plain WriteData to the NDEF file (free write access): CmdCtr 1 → 2.
+        XCTAssertEqual(tag.process(native(0x8D, h("02 000000 020000 0000"))), h("9100"))
+        XCTAssertEqual(tag.session?.commandCounter, 2)
+        // Table 26: ChangeKey 2 (the CRC form).
+        XCTAssertEqual(
+            tag.process(
+                h("90C4000029022CF362B7BF4311FF3BE1DAA295E8C68DE09050560D19B9E16C2393AE9CD1FAC75D0CE20BCD1D06E600")),
+            h("203BB55D1089D5879100"))
+        XCTAssertEqual(tag.keys[2], h("F3847D627727ED3BC9C4CC050489B966"))
+        XCTAssertEqual(tag.keyVersions[2], 1)
+        // Table 27: ChangeKey 0, the session's own key: a bare 9100.
+        XCTAssertEqual(
+            tag.process(
+                h("90C400002900C0EB4DEEFEDDF0B513A03A95A75491818580503190D4D05053FF75668A01D6FDA6610234BDED643200")),
+            h("9100"))
+        XCTAssertEqual(tag.keys[0], h("5004BF991F408672B1EF00F08F9E8647"))
+        XCTAssertNil(tag.session)
+    }
 }
