@@ -40,6 +40,20 @@ extension NFCReader {
     /// one for this UID, runs AuthenticateEV2First with it and reads the card
     /// UID in CommMode.Full. Returns nil when no target answered.
     public func tapNTAG424(keyNumber: UInt8 = 0, key: (TagUID) -> [UInt8]?) throws(ReaderError) -> NTAG424Tap? {
+        guard let (uid, ats, version) = try activateNTAG424() else { return nil }
+        let ndef = try readNDEFFile()
+        var tap = NTAG424Tap(
+            uid: uid, ats: Array(ats.dropFirst()), version: version, ndef: ndef, message: nil, decodeError: nil,
+            proof: .notTried)
+        do { tap.message = try NDEFMessage.decode(ndef) } catch { tap.decodeError = "\(error)" }
+        if let k = key(uid) { tap.proof = try authenticate(keyNumber: keyNumber, key: k) }
+        return tap
+    }
+
+    /// Activation with automatic RATS (turned off again before returning), then the
+    /// checks that make it an NTAG 424 DNA: SAK bit 5 and an ATS, the NDEF
+    /// application, GetVersion. nil when no target answered.
+    func activateNTAG424() throws(ReaderError) -> (uid: TagUID, ats: [UInt8], version: [UInt8])? {
         try setAutomaticRATS(true)
         defer { _ = try? setAutomaticRATS(false) }
         // InListPassiveTarget: MaxRetries is finite (open()), so the chip answers within its own bound.
@@ -62,13 +76,7 @@ extension NFCReader {
         guard version.count >= 27, version[0] == 0x04, version[1] == 0x04 else {
             throw .notNTAG424("GetVersion answered \(Hex.encode(version))")
         }
-        let ndef = try readNDEFFile()
-        var tap = NTAG424Tap(
-            uid: uid, ats: Array(ats.dropFirst()), version: version, ndef: ndef, message: nil, decodeError: nil,
-            proof: .notTried)
-        do { tap.message = try NDEFMessage.decode(ndef) } catch { tap.decodeError = "\(error)" }
-        if let k = key(uid) { tap.proof = try authenticate(keyNumber: keyNumber, key: k) }
-        return tap
+        return (uid, ats, version)
     }
 
     /// One APDU; its data and status word.
@@ -95,7 +103,7 @@ extension NFCReader {
     }
 
     /// NLEN, then the message in reads of at most 128 bytes (one PN532 frame each).
-    private func readNDEFFile() throws(ReaderError) -> [UInt8] {
+    func readNDEFFile() throws(ReaderError) -> [UInt8] {
         guard try apdu([0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x04]).sw == 0x9000 else {
             throw .notNTAG424("no NDEF file E104")
         }
@@ -117,18 +125,43 @@ extension NFCReader {
         return out
     }
 
-    /// AuthenticateEV2First (DoorCore's reader half), then GetCardUID in CommMode.Full.
-    private func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> NTAG424Tap.Proof {
+    /// AuthenticateEV2First (DoorCore's reader half): the session, or why the tag refused.
+    func openSession(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> Result<NTAG424.Session, Refusal> {
         let r1 = try apdu(Self.native(0x71, [keyNumber, 0x00]))
-        guard r1.sw == 0x91AF else { return .refused("AuthenticateEV2First answered \(String(r1.sw, radix: 16))") }
+        guard r1.sw == 0x91AF else {
+            return .failure(Refusal("AuthenticateEV2First answered \(String(r1.sw, radix: 16))"))
+        }
         do {
             let rndA = try Crypto.randomBytes(16)
             let step = try NTAG424.EV2.readerResponse(key: key, encryptedRndB: r1.data, rndA: rndA)
             let r2 = try apdu(Self.native(0xAF, step.message))
-            guard r2.sw == 0x9100 else { return .refused("the tag refused the key (\(String(r2.sw, radix: 16)))") }
-            var session = try NTAG424.EV2.readerFinishFirst(
-                key: key, keyNumber: keyNumber, rndA: rndA, rndB: step.rndB, answer: r2.data
-            ).session
+            guard r2.sw == 0x9100 else {
+                return .failure(Refusal("the tag refused the key (\(String(r2.sw, radix: 16)))"))
+            }
+            return .success(
+                try NTAG424.EV2.readerFinishFirst(
+                    key: key, keyNumber: keyNumber, rndA: rndA, rndB: step.rndB, answer: r2.data
+                ).session)
+        } catch let e as ReaderError {
+            throw e
+        } catch {
+            return .failure(Refusal("\(error)"))
+        }
+    }
+
+    struct Refusal: Error {
+        var reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// AuthenticateEV2First, then GetCardUID in CommMode.Full.
+    func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> NTAG424Tap.Proof {
+        var session: NTAG424.Session
+        switch try openSession(keyNumber: keyNumber, key: key) {
+        case .success(let s): session = s
+        case .failure(let r): return .refused(r.reason)
+        }
+        do {
             let body = try session.sealCommand(ins: 0x51, header: [], data: [], mode: .full)
             let r3 = try apdu(Self.native(0x51, body))
             guard r3.sw == 0x9100 else { return .refused("GetCardUID answered \(String(r3.sw, radix: 16))") }

@@ -177,6 +177,7 @@ public struct NTAG424Application: Sendable {
         case 0xC4: return changeKey(data)
         case 0x51: return getCardUID(data)
         case 0xF6: return getFileCounters(data)
+        case 0x64: return getKeyVersion(data)
         default: return fail(0x1C)
         }
     }
@@ -498,6 +499,15 @@ public struct NTAG424Application: Sendable {
             return native(0x00)
         }
         return seal([], mode: .full)
+    }
+
+    /// GetKeyVersion (DS §10.6.2): plain without a session, CommMode.MAC within one.
+    private mutating func getKeyVersion(_ body: [UInt8]) -> [UInt8] {
+        let m: NTAG424.CommMode = session == nil ? .plain : .mac
+        let (opened, error) = open(0x64, body, header: 1, mode: m)
+        guard let d = opened else { return error }
+        guard d.count == 1, d[0] < 5 else { return fail(0x40) }
+        return seal([keyVersions[Int(d[0])]], mode: m)
     }
 
     private mutating func getCardUID(_ body: [UInt8]) -> [UInt8] {

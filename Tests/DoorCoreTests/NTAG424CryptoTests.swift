@@ -361,4 +361,34 @@ final class NTAG424CryptoTests: XCTestCase {
         XCTAssertFalse(try url("bad-mac").verify(metaReadKey: zeroKey, fileReadKey: zeroKey).macOK)
         XCTAssertThrowsError(try url("lrp"))
     }
+
+    // MARK: What provisioning writes
+
+    func testSUNTemplateReproducesAN12196Section67AndTable19() throws {
+        let t = try NTAG424.SUNTemplate(base: "https://choose.url.com/ntag424")
+        XCTAssertEqual(t.piccDataOffset, 0x20)
+        XCTAssertEqual(t.macOffset, 0x43)
+        XCTAssertEqual(t.settings, h("40 00E0 C1 F121 200000 430000 430000"))
+        let url =
+            "choose.url.com/ntag424?e=" + String(repeating: "0", count: 32) + "&c=" + String(repeating: "0", count: 16)
+        XCTAssertEqual(
+            t.file,
+            [0x00, UInt8(url.utf8.count + 5), 0xD1, 0x01, UInt8(url.utf8.count + 1), 0x55, 0x04] + Array(url.utf8))
+        XCTAssertEqual(Array(t.file[t.piccDataOffset..<(t.piccDataOffset + 32)]), [UInt8](repeating: 0x30, count: 32))
+        XCTAssertEqual(Array(t.file[(t.macOffset - 3)..<t.macOffset]), Array("&c=".utf8))
+        // A base with a query gets &e=; one too long for the 256-byte file is refused.
+        XCTAssertTrue(
+            String(decoding: try NTAG424.SUNTemplate(base: "http://x/?d=1").file, as: UTF8.self).contains("x/?d=1&e=0"))
+        XCTAssertThrowsError(try NTAG424.SUNTemplate(base: "https://" + String(repeating: "a", count: 200)))
+    }
+
+    func testDoorKeysDiversifyAllButTheMetaReadKey() throws {
+        let master = h("00112233445566778899AABBCCDDEEFF")
+        let a = try NTAG424.DoorKeys(masterKey: master, uid: h("04DE5F1EACC040"))
+        let b = try NTAG424.DoorKeys(masterKey: master, uid: h("04DE5F1EACC041"))
+        XCTAssertEqual(a[2], b[2], "K_SDMMetaRead is the site's")
+        for n in [0, 1, 3, 4] { XCTAssertNotEqual(a[n], b[n], "key \(n)") }
+        XCTAssertEqual(Set(a.keys).count, 5)
+        XCTAssertEqual(a[2], try NTAG424.diversifyAN10922(masterKey: master, input: Array("DoorGateway SDM meta".utf8)))
+    }
 }

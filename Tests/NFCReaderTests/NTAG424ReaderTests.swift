@@ -116,4 +116,74 @@ final class NTAG424ReaderTests: XCTestCase {
         XCTAssertEqual(
             a, try Crypto.aesCMAC(key: Self.master, message: [0x01] + Self.uid + [0x00] + Array("DoorGateway".utf8)))
     }
+
+    // MARK: Provisioning (NFCReader.provisionNTAG424)
+
+    static let base = "https://door.example/t"
+
+    func doorKeys(_ uid: [UInt8] = uid) throws -> NTAG424.DoorKeys {
+        try NTAG424.DoorKeys(masterKey: Self.master, uid: uid)
+    }
+
+    func testProvisioningAFactoryTagThenTapping() throws {
+        let sim = try PN532SimProcess()
+        XCTAssertTrue(try sim.control("insert ntag424 \(Hex.encode(Self.uid))").hasPrefix("ok"))
+        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+        try reader.open()
+        let done = try XCTUnwrap(try reader.provisionNTAG424(masterKey: Self.master, base: Self.base))
+        XCTAssertEqual(done, NTAG424Provisioned(uid: TagUID(Self.uid), counter: 1))
+        // A tap: the diversified key 0 holds, the factory key no longer does.
+        let keys = try doorKeys()
+        let tap = try XCTUnwrap(try reader.tapNTAG424(key: { _ in keys[0] }))
+        XCTAssertEqual(tap.proof, .authenticated(cardUID: Self.uid))
+        let uri = try XCTUnwrap(try tap.message?.firstURI())
+        XCTAssertTrue(uri.hasPrefix("https://door.example/t?e="), uri)
+        let sun = try SUNURL.parse(uri).verify(metaReadKey: keys[2], fileReadKey: keys[1])
+        XCTAssertEqual(sun.piccData.counter, 2)
+        XCTAssertTrue(sun.macOK)
+        // The zero keys of the AN12196 example no longer decrypt or verify it.
+        XCTAssertThrowsError(try SUNURL.parse(uri).verify(metaReadKey: Self.zero, fileReadKey: Self.zero))
+        guard case .refused = try XCTUnwrap(try reader.tapNTAG424(key: { _ in Self.zero })).proof else {
+            return XCTFail("the factory key still authenticates")
+        }
+        // Provisioning again finds everything done and only checks it.
+        XCTAssertEqual(try reader.provisionNTAG424(masterKey: Self.master, base: Self.base)?.counter, 4)
+        // Another site's master key: the tag is foreign to it.
+        XCTAssertThrowsError(try reader.provisionNTAG424(masterKey: Array(repeating: 9, count: 16), base: Self.base)) {
+            guard case ReaderError.foreignContent = $0 else { return XCTFail("\($0)") }
+        }
+    }
+
+    /// The tag leaves the field after each exchange of a provisioning in turn;
+    /// put back, the next attempt finishes it, and the tag then holds the door's keys.
+    func testATearAtEveryExchangeOfProvisioningIsRecoverable() throws {
+        let sim = try PN532SimProcess()
+        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+        try reader.open()
+        XCTAssertTrue(try sim.control("insert ntag424 \(Hex.encode(Self.uid))").hasPrefix("ok"))
+        XCTAssertEqual(try sim.control("stats reset"), "ok reset")
+        XCTAssertNotNil(try reader.provisionNTAG424(masterKey: Self.master, base: Self.base))
+        let stats = try sim.control("stats")
+        let total = try XCTUnwrap(
+            stats.split(separator: " ").first { $0.hasPrefix("tag_exchanges=") }.flatMap { Int($0.dropFirst(14)) })
+        XCTAssertGreaterThan(total, 20, stats)
+        let keys = try doorKeys()
+        for n in 1..<total {
+            XCTAssertTrue(try sim.control("insert ntag424 \(Hex.encode(Self.uid))").hasPrefix("ok"))
+            XCTAssertEqual(try sim.control("tear-after \(n)"), "ok tag leaves after \(n) exchanges")
+            var first: NTAG424Provisioned?
+            do {
+                first = try reader.provisionNTAG424(masterKey: Self.master, base: Self.base)
+            } catch let e as ReaderError {
+                XCTAssertFalse(e.readerLost && !reader.isOpen, "tear after \(n): \(e)")
+            }
+            XCTAssertNil(first, "tear after \(n) of \(total): provisioning claimed success")
+            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok inserted NTAG424DNA"), "tear after \(n)")
+            let second = try reader.provisionNTAG424(masterKey: Self.master, base: Self.base)
+            XCTAssertEqual(second?.uid, TagUID(Self.uid), "tear after \(n): not finished on the second attempt")
+            XCTAssertEqual(
+                try reader.tapNTAG424(key: { _ in keys[0] })?.proof, .authenticated(cardUID: Self.uid),
+                "tear after \(n)")
+        }
+    }
 }
