@@ -95,6 +95,56 @@ extension NFCReader {
         return NTAG424Provisioned(uid: uid, counter: counter)
     }
 
+    /// Returns one of the door's tags to factory state (`provision --reset`): keys 1–4,
+    /// the NDEF file's settings (SDM off, free read and write), key 0 — all keys zero at
+    /// version 0 — then, in a new activation, an empty NDEF file. Resumable after a tear
+    /// like `provisionNTAG424`: GetKeyVersion and GetFileSettings say what is left.
+    /// Returns the UID, or nil when no target answered.
+    public func resetNTAG424(masterKey: [UInt8]) throws(ReaderError) -> TagUID? {
+        guard let (uid, _, _) = try activateNTAG424() else { return nil }
+        guard uid.bytes.count == 7 else { throw .notNTAG424("a \(uid.bytes.count)-byte UID (Random ID on?)") }
+        let keys = try crypto { try NTAG424.DoorKeys(masterKey: masterKey, uid: uid.bytes) }
+        let zero = [UInt8](repeating: 0, count: 16)
+        let version0 = try plain(0x64, [0x00], "GetKeyVersion")
+        guard version0.count == 1, version0[0] <= NTAG424.doorKeyVersion else {
+            throw .foreignContent("key 0 has version \(Hex.encode(version0))")
+        }
+        let ours0 = version0[0] == NTAG424.doorKeyVersion
+        var session: NTAG424.Session
+        switch try openSession(keyNumber: 0, key: ours0 ? keys[0] : zero) {
+        case .success(let s): session = s
+        case .failure(let r): throw .foreignContent("key 0 is neither the factory key nor ours (\(r.reason))")
+        }
+        for n in 1...4 {
+            let v = try secure(&session, 0x64, header: [UInt8(n)], mode: .mac)
+            guard v.count == 1, v[0] <= NTAG424.doorKeyVersion else {
+                throw .foreignContent("key \(n) has version \(Hex.encode(v))")
+            }
+            if v[0] == 0 { continue }
+            let data = try crypto { try NTAG424.changeKeyData(newKey: zero, version: 0, oldKey: keys[n]) }
+            _ = try secure(&session, 0xC4, header: [UInt8(n)], data: data, mode: .full)
+        }
+        let settings = try secure(&session, 0xF5, header: [0x02], mode: .mac)
+        guard settings.count >= 4 else { throw .io("GetFileSettings gave \(settings.count) bytes") }
+        if Array(settings[1...3]) != Self.factoryNDEFSettings {
+            _ = try secure(&session, 0x5F, header: [0x02], data: Self.factoryNDEFSettings, mode: .full)
+        }
+        if ours0 {
+            let data = try crypto { try NTAG424.changeKeyData(newKey: zero, version: 0, oldKey: nil) }
+            let body = try crypto { try session.sealCommand(ins: 0xC4, header: [0x00], data: data, mode: .full) }
+            let r = try apdu(Self.native(0xC4, body))
+            guard r.sw == 0x9100 else { throw .status("ChangeKey 0: \(String(r.sw, radix: 16, uppercase: true))") }
+        }
+        // A new activation (ISOUpdateBinary answers 6982 while authenticated): an empty NDEF file.
+        _ = try command([0x32, 0x01, 0x00], timeoutMs: Self.exchangeTimeoutMs)
+        guard let (again, _, _) = try activateNTAG424(), again == uid else { throw .tagLost }
+        try writeTemplate([UInt8](repeating: 0, count: 256))
+        return uid
+    }
+
+    /// The NDEF file's factory FileOption and access rights (DS §8.2.2): plain, `E0EE`.
+    static let factoryNDEFSettings: [UInt8] = [0x00, 0xE0, 0xEE]
+
     private func crypto<T>(_ body: () throws -> T) throws(ReaderError) -> T {
         do { return try body() } catch { throw .io("\(error)") }
     }
@@ -122,7 +172,7 @@ extension NFCReader {
         return opened
     }
 
-    /// ISOSelectFile E104 and ISOUpdateBinary in parts of at most 128 bytes.
+    /// ISOSelectFile E104 and ISOUpdateBinary of `file` from offset 0, in parts of at most 128 bytes.
     private func writeTemplate(_ file: [UInt8]) throws(ReaderError) {
         guard try apdu([0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x04]).sw == 0x9000 else {
             throw .notNTAG424("no NDEF file E104")

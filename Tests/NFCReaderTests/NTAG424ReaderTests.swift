@@ -186,4 +186,33 @@ final class NTAG424ReaderTests: XCTestCase {
                 "tear after \(n)")
         }
     }
+
+    func testResetReturnsATagToFactoryAndSurvivesATearAtEveryExchange() throws {
+        let sim = try PN532SimProcess()
+        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+        try reader.open()
+        XCTAssertTrue(try sim.control("insert ntag424 \(Hex.encode(Self.uid))").hasPrefix("ok"))
+        XCTAssertNotNil(try reader.provisionNTAG424(masterKey: Self.master, base: Self.base))
+        XCTAssertEqual(try sim.control("stats reset"), "ok reset")
+        XCTAssertEqual(try reader.resetNTAG424(masterKey: Self.master), TagUID(Self.uid))
+        let total = try XCTUnwrap(
+            try sim.control("stats").split(separator: " ").first { $0.hasPrefix("tag_exchanges=") }
+                .flatMap { Int($0.dropFirst(14)) })
+        // Factory again: key 0 is zero, the NDEF file is empty, and it provisions afresh (counter from 1).
+        let factory = try XCTUnwrap(try reader.tapNTAG424(key: { _ in Self.zero }))
+        XCTAssertEqual(factory.proof, .authenticated(cardUID: Self.uid))
+        XCTAssertEqual(factory.ndef, [])
+        XCTAssertEqual(try reader.provisionNTAG424(masterKey: Self.master, base: Self.base)?.counter, 1)
+        for n in 1..<total {
+            XCTAssertTrue(try sim.control("insert ntag424 \(Hex.encode(Self.uid))").hasPrefix("ok"))
+            XCTAssertNotNil(try reader.provisionNTAG424(masterKey: Self.master, base: Self.base))
+            XCTAssertEqual(try sim.control("tear-after \(n)"), "ok tag leaves after \(n) exchanges")
+            XCTAssertNil(try? reader.resetNTAG424(masterKey: Self.master), "tear after \(n): reset claimed success")
+            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok inserted NTAG424DNA"), "tear after \(n)")
+            XCTAssertEqual(try reader.resetNTAG424(masterKey: Self.master), TagUID(Self.uid), "tear after \(n)")
+            XCTAssertEqual(
+                try reader.tapNTAG424(key: { _ in Self.zero })?.proof, .authenticated(cardUID: Self.uid),
+                "tear after \(n)")
+        }
+    }
 }
