@@ -474,7 +474,8 @@ public struct PN532Chip: Sendable {
         // Air time at 106 kbit/s: 9 bits a byte (parity) at 9.44 µs a bit, plus
         // the frame delay time (~86 µs) and, after WRITE, the EEPROM's 4.1 ms.
         airMicroseconds += (frame.bitCount + (answer?.bitCount ?? 0)) * 85 / 8 + 86
-        if frame.bytes.first == 0xA2 || frame.bytes.first == 0xA0 { airMicroseconds += 4100 }
+        // (An NTAG 424's frames are ISO-DEP blocks: A2 there is an R(ACK), not WRITE.)
+        if dna == nil && (frame.bytes.first == 0xA2 || frame.bytes.first == 0xA0) { airMicroseconds += 4100 }
         if let n = tearAfter {
             if n <= 1 { remove() } else { tearAfter = n - 1 }
         }
