@@ -313,6 +313,24 @@ for name, url in {
 add("ntag424", "ev2-table14", b"\x01" + h("A04C124213C186F22399D33AC2A30215")
     + h("3FA64DB5446D1F34CD6EA311167F5E4985B89690C04A05F17FA7AB2F08120663"))
 add("ntag424", "response-table29", b"\x01" + bytes(16) + h("70756055688505B52A5E26E59E329CD6595F672298EA41B7"))
+# 02 / 03 + a ReaderTarget script: NFCReader.tapNTAG424 / provisionNTAG424 on scripted answers:
+# InListPassiveTarget with an ATS, ISOSelect, GetVersion (3 parts), the NDEF file (NLEN 5, a
+# record), AuthenticateEV2First's challenge, then 91AE.
+
+
+def answer(b):
+    return bytes([len(b)]) + b
+
+
+UID424 = h("04DE5F1EACC040")
+SCRIPT424 = b"".join(answer(a) for a in [
+    h("0101034420") + h("07") + UID424 + h("067777710280"), h("009000"),
+    h("0004040230001105") + h("91AF"), h("0004040201021105") + h("91AF"),
+    h("00") + UID424 + h("CF39411020272091" + "00"), h("009000"), h("0000059000"), h("00D1010155009000"),
+    h("000123456789ABCDEF0123456789ABCDEF91AF"), h("0091AE"),
+])
+add("ntag424", "reader-tap", b"\x02" + SCRIPT424)
+add("ntag424", "reader-provision", b"\x03" + SCRIPT424)
 
 for target, files in sorted(seeds.items()):
     d = os.path.join(CORPUS, target)

@@ -1,17 +1,49 @@
+import CFuzzLibnfc
 import DoorCore
+import NFCReader
 
 /// What an NTAG 424 DNA (or anything posing as one) hands the door: a SUN URL
 /// from its NDEF file (`SUNURL.parse`, then verification with the AN12196
 /// example's zero keys), and the reader's side of EV2 on the tag's answers
 /// (`EV2.readerResponse` / `readerFinishFirst`, `Session.openResponse` in every
-/// CommMode). First byte: 0 = SUN URL text, else tag answers.
+/// CommMode), and NFCReader's 424 path (`tapNTAG424`, `provisionNTAG424`) on
+/// scripted chip answers (ReaderTarget's script format). First byte: 0 = SUN URL
+/// text, 2 = a script for a tap, 3 = a script for a provisioning, else tag answers.
 enum NTAG424Target {
     static let zero = [UInt8](repeating: 0, count: 16)
 
     static func run(_ data: [UInt8]) {
         guard let mode = data.first else { return }
         let body = Array(data.dropFirst())
-        if mode == 0 { sun(body) } else { answers(body) }
+        switch mode {
+        case 0: sun(body)
+        case 2, 3: reader(body, provision: mode == 3)
+        default: answers(body)
+        }
+    }
+
+    static func reader(_ script: [UInt8], provision: Bool) {
+        ReaderTarget.chip = FuzzChip(script: script)
+        dg_fuzz_libnfc_set_answer(ReaderTarget.answer)
+        let reader = NFCReader(connstring: "pn532_uart:/dev/fuzz")
+        do { try reader.open() } catch {
+            expect(false, "open failed: \(error)")
+            return
+        }
+        if provision {
+            if let done = try? reader.provisionNTAG424(masterKey: zero, base: "https://door.example/t") {
+                // Success needs a SUN read that verifies under keys derived from the master key
+                // and the UID: scripted garbage must not get there.
+                expect(done.uid.bytes.count == 7, "provisioned a \(done.uid.bytes.count)-byte UID")
+            }
+        } else if let tap = try? reader.tapNTAG424(key: { _ in zero }) {
+            expect([4, 7, 10].contains(tap.uid.bytes.count), "a tap with a \(tap.uid.bytes.count)-byte UID")
+            expect(tap.ndef.count <= 254, "an NDEF message longer than the file")
+            if case .authenticated(let cardUID) = tap.proof {
+                expect(cardUID.count == 7, "a card UID of \(cardUID.count)")
+            }
+        }
+        expect(dg_fuzz_libnfc_commands() < 1_000, "\(dg_fuzz_libnfc_commands()) commands for one input")
     }
 
     static func sun(_ bytes: [UInt8]) {
