@@ -34,7 +34,9 @@ extension NTAG424 {
         let p = try cbc(.decrypt, key: metaReadKey, encrypted)
         let tag = p[0]
         let hasUID = tag & 0x80 != 0, hasCounter = tag & 0x40 != 0
-        guard tag & 0x30 == 0, !hasUID || tag & 0x0F == 7 else {
+        // Bits 5–4 are RFU (0); bits 3–0 are the UID length: 7 when mirrored, else 0. A wrong key
+        // still passes this by chance (3 in 256): the MAC, not this check, decides.
+        guard tag & 0x30 == 0, tag & 0x0F == (hasUID ? 7 : 0) else {
             throw Failure.piccData(
                 "PICCDataTag \(Hex.encode([tag], uppercase: true)) is not valid (wrong SDMMetaRead key?)")
         }
