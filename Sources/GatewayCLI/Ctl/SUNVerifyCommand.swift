@@ -16,7 +16,8 @@ struct TagSUNVerify: ParsableCommand {
             Prints the UID, the SDM read counter and whether the MAC holds; it does not know the \
             last counter seen, so a replayed URL still verifies here.
             Exit status: 0 the MAC holds, 1 it does not, 2 the URL cannot be checked (malformed, \
-            LRP, or PICCData that does not decrypt with the meta key), 64 usage or key-file errors.
+            LRP, or PICCData that does not decrypt with the meta key; a wrong meta key may instead, \
+            rarely, give 1 with a meaningless UID), 64 usage or key-file errors.
             """)
 
     @Argument(help: "The SUN URL as the tag presents it.")
