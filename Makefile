@@ -8,7 +8,8 @@ STATIC_OUT   ?= out/static
 # Build-time and test-time Debian packages. Keep in step with Package.swift providers.
 DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libusb-dev \
                 libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
-                libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3
+                libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3 \
+                device-tree-compiler
 
 .PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run ci-deps
 
@@ -50,6 +51,8 @@ test: deps static
 	@mkdir -p out
 	DOORGATEWAY_E2E_BIN="$(STATIC_OUT)" python3 scripts/no-leftovers.py --label XCTest --xunit out/xunit.xml -- \
 	  $(SWIFT) test --skip-build --parallel --xunit-output out/xunit.xml
+	./scripts/check-spi-overlay.sh Tests/Fixtures/dtb/*.dtb
+	./scripts/check-docs.sh
 	python3 scripts/no-leftovers.py --label test-gpio-vm -- $(MAKE) --no-print-directory test-gpio-vm
 
 ## run: the whole gateway on a simulated board with a local TLS broker, telling a short story

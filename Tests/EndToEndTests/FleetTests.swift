@@ -310,9 +310,9 @@ struct MQTTFleetSite: FleetSiteUnderTest {
             edits: [
                 ("\nid = \"front-door\"\n", "\nid = \"\(name)\"\n"),
                 ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(broker.port)\n"),
-                ("# ca_file = \"/etc/doorgateway/ca.pem\"", "ca_file = \"\(broker.path("ca.crt"))\""),
-                ("# cert_file = \"/etc/doorgateway/front-door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
-                ("# key_file = \"/etc/doorgateway/front-door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
+                ("# ca_file = \"/etc/doorgateway/ca.crt\"", "ca_file = \"\(broker.path("ca.crt"))\""),
+                ("# cert_file = \"/etc/doorgateway/door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
+                ("# key_file = \"/run/credentials/gatewayd.service/door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
             ] + FleetTests.fleetEdits(publicKey: publicKey, boxKey: boxKey))
     }
 
