@@ -42,7 +42,8 @@ links:
 	@echo "binaries in $(BIN_DIR): gateway gatewayd gatewayctl pn532-sim"
 
 ## test: the whole suite (unit, interop vectors, fuzz, CLI black-box, real libraries,
-## end-to-end on the static binary, real-kernel GPIO in a VM). Each part runs under
+## end-to-end on the static binary, the docs against the binary (scripts/check-docs.py), the SPI
+## overlay on Debian's device trees, real-kernel GPIO in a VM). Each part runs under
 ## scripts/no-leftovers.py: a process it leaves running fails the run; the XCTest part
 ## closes with "XCTest: N passed, N failed, N skipped".
 test: deps static
@@ -52,7 +53,7 @@ test: deps static
 	DOORGATEWAY_E2E_BIN="$(STATIC_OUT)" python3 scripts/no-leftovers.py --label XCTest --xunit out/xunit.xml -- \
 	  $(SWIFT) test --skip-build --parallel --xunit-output out/xunit.xml
 	./scripts/check-spi-overlay.sh Tests/Fixtures/dtb/*.dtb
-	./scripts/check-docs.sh
+	python3 scripts/check-docs.py --gatewayctl "$(STATIC_OUT)/gatewayctl"
 	python3 scripts/no-leftovers.py --label test-gpio-vm -- $(MAKE) --no-print-directory test-gpio-vm
 
 ## run: the whole gateway on a simulated board with a local TLS broker, telling a short story
