@@ -312,7 +312,10 @@ struct MQTTFleetSite: FleetSiteUnderTest {
                 ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(broker.port)\n"),
                 ("# ca_file = \"/etc/doorgateway/ca.crt\"", "ca_file = \"\(broker.path("ca.crt"))\""),
                 ("# cert_file = \"/etc/doorgateway/door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
-                ("# key_file = \"/run/credentials/gatewayd.service/door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
+                (
+                    "# key_file = \"/run/credentials/gatewayd.service/door.key\"",
+                    "key_file = \"\(broker.path("\(name).key"))\""
+                ),
             ] + FleetTests.fleetEdits(publicKey: publicKey, boxKey: boxKey))
     }
 
