@@ -155,7 +155,16 @@ def check_gatewayctl(exe, readme):
     for m in re.finditer(r"`([a-z][a-z0-9-]* [^`]*)`", sec):
         if m.group(1).split()[0] in top_level:
             check_command_text(help_, "README.md gatewayctl section", m.group(1), top_level)
-    # 3. Completeness: every subcommand (two levels) appears in the section.
+    # 3. The help itself refers to no document outside the repository (every page, three levels).
+    for top in top_level:
+        for sub in help_.subcommands([top]) or []:
+            for more in help_.subcommands([top, sub]) or []:
+                help_.text([top, sub, more])
+    for path, (_, out) in list(help_.cache.items()):
+        for bad in ("COMPAT §", "DESIGN.md"):
+            if bad in out:
+                fail(f"gatewayctl {' '.join(path)} --help", f"refers to {bad!r}, which is not in this repository")
+    # 4. Completeness: every subcommand (two levels) appears in the section.
     sec_words = set(re.findall(r"[a-z][a-z0-9-]*", sec))
     for top in top_level:
         if top == "help":
