@@ -229,7 +229,8 @@ struct SecretsCommand: ParsableCommand {
     }
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Import an smpshare:// link (the phone app's share link) read from standard input.")
+            commandName: "import",
+            abstract: "Import an smpshare:// link (the phone app's share link) read from standard input.")
         @OptionGroup var socket: SocketOptions
         func run() throws {
             guard let line = readLine(strippingNewline: true)?.filter({ !$0.isWhitespace }), !line.isEmpty else {

@@ -96,7 +96,8 @@ struct OTPInspect: ParsableCommand {
 /// `%T` (COMPAT §3), for testing a door from a shell with mosquitto_pub.
 struct OTPMake: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "make", abstract: "Print a fresh compat command message (as the phone app's %T makes it) with the timestamp key.")
+        commandName: "make",
+        abstract: "Print a fresh compat command message (as the phone app's %T makes it) with the timestamp key.")
 
     @Option(name: .customLong("key-file"), help: "A file holding the timestamp key as 32 hex digits.")
     var keyFile: String
