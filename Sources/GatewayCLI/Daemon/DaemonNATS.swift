@@ -40,6 +40,7 @@ extension Daemon {
                 store: store,
                 policy: RemotePolicy(
                     mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
