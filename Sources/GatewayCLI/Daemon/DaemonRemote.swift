@@ -114,8 +114,9 @@ extension Daemon {
             return
         }
         remote = link
-        runtime.publishLastAccess = { link.publishLastAccess($0) }
+        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
+            runtime.publishLastAccess = { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
