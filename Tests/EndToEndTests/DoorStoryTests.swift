@@ -30,7 +30,7 @@ final class DoorStoryTests: XCTestCase {
         let dumpFile = g.dir.appendingPathComponent("written.dump").path
         try g.ctlJSON(["sim", "dump", dumpFile])
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)  // longer than same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // longer than same_tag_quiet_ms
         var seen = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         let granted = try g.waitForEvent("access_granted", after: seen)
@@ -65,7 +65,7 @@ final class DoorStoryTests: XCTestCase {
         }
         let text = try message.firstURI()
         let stripped = text.components(separatedBy: "&").filter { !$0.hasPrefix("u=") }.joined(separator: "&")
-        usleep(1_200_000)  // the UID has been out of the field longer than same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // the UID has been out of the field longer than same_tag_quiet_ms
         seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", stripped, "--uid", uid])
         try g.waitForEvent("access_denied", reason: "v1_not_allowed", after: seen)
@@ -82,7 +82,7 @@ final class DoorStoryTests: XCTestCase {
         try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
         try g.waitForEvent("provisioning_written")
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)
+        E2ETiming.outlastQuietWindow()
         let before = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_granted", after: before)
@@ -92,7 +92,7 @@ final class DoorStoryTests: XCTestCase {
 
         try g.ctlJSON(["tags", "revoke", uid])
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)
+        E2ETiming.outlastQuietWindow()
         let n = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_denied", reason: "revoked", after: n)
