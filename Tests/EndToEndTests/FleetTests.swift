@@ -48,7 +48,7 @@ final class FleetTests: XCTestCase {
     /// Taps the sticker image and returns the access event.
     func tap(_ g: GatewayUnderTest, _ dump: String) throws -> JSONValue {
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_100_000)  // longer than the stock same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // longer than the stock same_tag_quiet_ms
         let seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", "--dump", dump])
         let deadline = Date() + E2ETiming.timeout(10)
