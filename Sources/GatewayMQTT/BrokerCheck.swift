@@ -42,7 +42,9 @@ public enum BrokerCheck {
             Probe.from(obj).event(.message(bytes))
         }
         let started = ContinuousClock.now
-        var rc = mosquitto_connect(m, c.host, Int32(c.port), Int32(c.keepaliveSeconds))
+        let address: String
+        do { address = try MQTTLink.address(of: c.host) } catch { throw Failure(description: "\(error)") }
+        var rc = mosquitto_connect(m, address, Int32(c.port), Int32(c.keepaliveSeconds))
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             throw Failure(description: "connect to \(c.host):\(c.port): \(MQTTLink.describe(rc))")
         }
