@@ -78,6 +78,8 @@ public final class NATSLink: @unchecked Sendable {
         var lastDenied: String?
         var connections = 0
         var reconnects = 0
+        /// The addresses `*.local` servers were last found at (logged when they change).
+        var resolvedServers: [String] = []
         var refreshes = 0
         var lastState: [UInt8]?
         var lastAccess: [UInt8]?
@@ -294,8 +296,11 @@ public final class NATSLink: @unchecked Sendable {
             natsOptions_Destroy(opts)
             return nil
         }
-        for (url, resolved) in zip(settings.servers, urls) where url != resolved {
-            log.info("nats: \(url) is \(resolved) (multicast DNS)")
+        if urls != settings.servers && urls != shared.withLock({ $0.resolvedServers }) {
+            for (url, resolved) in zip(settings.servers, urls) where url != resolved {
+                log.info("nats: \(url) is \(resolved) (multicast DNS)")
+            }
+            shared.withLock { $0.resolvedServers = urls }
         }
         var servers = urls.map { strdup($0) }
         defer { servers.forEach { free($0) } }

@@ -228,6 +228,83 @@ final class MulticastDNSStoryTests: XCTestCase {
         XCTAssertEqual(g.stop(), 0, g.log)
     }
 
+    /// The test NATS server (operator JWTs, TLS; TestSupport's NATSServer)
+    /// run in the broker's namespace on `address`:4222, its certificate for
+    /// `name`.
+    private func startNATS(on address: String, name: String) throws -> (NATSServer, () -> Void) {
+        let server = try NATSServer(serverNames: "DNS:\(name)")
+        cleanups.append { _ = server }
+        let stop = try spawn(
+            in: net.broker,
+            ["/usr/sbin/nats-server", "-c", server.path("k/server.conf"), "-a", address, "-p", "4222", "-l",
+             server.path("server.log")],
+            log: server.path("nats.out"))
+        try waitForText(server.path("server.log"), "Server is ready")
+        return (server, stop)
+    }
+
+    /// A door with `transport = "nats"`, `tls://broker.local:4222`, and the
+    /// server's door credentials in its state directory.
+    private func natsDoor(_ server: NATSServer) throws -> GatewayUnderTest {
+        let g = try GatewayUnderTest(
+            extra: """
+                [remote]
+                transport = "nats"
+                [nats]
+                servers = ["tls://broker.local:4222"]
+                prefix = "\(NATSServer.prefix)"
+                account_keys = ["\(try server.accountPublicKey())"]
+                [nats.tls]
+                ca_file = "\(server.path("ca.crt"))"
+                cert_file = "\(server.path("door.crt"))"
+                key_file = "\(server.path("door.key"))"
+                """,
+            deviceID: NATSServer.device)
+        let nats = g.dir.appendingPathComponent("state/nats")
+        try FileManager.default.createDirectory(at: nats, withIntermediateDirectories: true)
+        for file in ["user.jwt", "user.nk"] {
+            try FileManager.default.copyItem(
+                atPath: server.path("state/nats/\(file)"), toPath: nats.appendingPathComponent(file).path)
+        }
+        g.launcher = [Self.ip!, "netns", "exec", net.door]
+        cleanups.append { [g] in
+            g.stop()
+            g.killOrphanedSimulator()
+        }
+        return g
+    }
+
+    /// The same over NATS: `tls://broker.local:4222` is connected to by the
+    /// address the responder gives, libnats verifying the name
+    /// (natsOptions_SetExpectedHostname); a server whose certificate names
+    /// another host is refused.
+    func testNATSFindsItsServerByItsLocalNameAndChecksItsName() throws {
+        _ = try startResponder("broker.local", net.brokerAddress)
+        let (good, stopGood) = try startNATS(on: net.brokerAddress, name: "broker.local")
+        let g = try natsDoor(good)
+        try g.start()
+        try waitUntil(timeout: 20) { (try self.broker(g)?["connected"]) == .bool(true) }
+        XCTAssertEqual(try broker(g)?["connected"], .bool(true), g.log)
+        XCTAssertTrue(
+            g.log.contains("tls://broker.local:4222 is tls://\(net.brokerAddress):4222 (multicast DNS)"), g.log)
+        XCTAssertEqual(g.stop(), 0, g.log)
+        stopGood()
+
+        let (other, _) = try startNATS(on: net.brokerAddress, name: "other.local")
+        let refused = try natsDoor(other)
+        try refused.start()
+        var last: JSONValue?
+        try waitUntil(timeout: 20) {
+            last = try self.broker(refused)
+            return last?["last_error"]?.stringValue?.contains("hostname mismatch") == true
+        }
+        XCTAssertNotEqual(last?["connected"], .bool(true), "\(String(describing: last))\n\(refused.log)")
+        XCTAssertTrue(refused.log.contains("tls://broker.local:4222 is tls://\(net.brokerAddress):4222"), refused.log)
+        try decidesLocally(refused)
+        XCTAssertNotEqual(try broker(refused)?["connected"], .bool(true), refused.log)
+        XCTAssertEqual(refused.stop(), 0, refused.log)
+    }
+
     /// A tag is issued and then opens the door, with no broker.
     private func decidesLocally(_ g: GatewayUnderTest) throws {
         try g.ctlJSON(["provision", "--action", "0", "--label", "desk"])
