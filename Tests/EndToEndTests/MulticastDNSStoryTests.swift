@@ -160,6 +160,14 @@ final class MulticastDNSStoryTests: XCTestCase {
 
     private func broker(_ g: GatewayUnderTest) throws -> JSONValue? { try g.status()["broker"] }
 
+    /// `gatewayctl config check --broker` in the door's namespace.
+    private func checkBroker(_ g: GatewayUnderTest) throws -> ProcessResult {
+        try Run.process(
+            URL(fileURLWithPath: Self.ip!),
+            ["netns", "exec", net.door, GatewayUnderTest.gateway.path, "ctl", "config", "check", "--broker",
+             g.configFile.path], timeout: 30)
+    }
+
     /// The door connects to `broker.local` by the address the responder
     /// gives, with the certificate checked against `broker.local`; when the
     /// broker comes back at another address, the door asks again and follows.
@@ -171,6 +179,10 @@ final class MulticastDNSStoryTests: XCTestCase {
         try waitUntil(timeout: 20) { (try self.broker(g)?["connected"]) == .bool(true) }
         XCTAssertTrue(g.log.contains("broker.local is \(net.brokerAddress) (multicast DNS)"), g.log)
         try waitForText(path("broker1.log"), "from \(net.doorAddress)")
+        // `gatewayctl config check --broker` finds it the same way.
+        let check = try checkBroker(g)
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        XCTAssertTrue(check.stdout.contains("published and received back"), check.stdout)
         XCTAssertTrue(
             try String(contentsOfFile: path("broker1.log"), encoding: .utf8).contains(
                 "as \(MosquittoBroker.doorID)"))
@@ -207,6 +219,9 @@ final class MulticastDNSStoryTests: XCTestCase {
         XCTAssertNotEqual(try broker(g)?["connected"], .bool(true))
         let brokerLog = try String(contentsOfFile: path("impostor.log"), encoding: .utf8)
         XCTAssertFalse(brokerLog.contains("as \(MosquittoBroker.doorID)"), brokerLog)
+        let check = try checkBroker(g)
+        XCTAssertEqual(check.status, 1, check.stdout)
+        XCTAssertTrue(check.stderr.contains("certificate verify failed"), check.stderr)
         XCTAssertEqual(g.stop(), 0, g.log)
     }
 
