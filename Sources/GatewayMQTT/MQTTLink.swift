@@ -682,7 +682,9 @@ public final class MQTTLink: @unchecked Sendable {
                 c.tls.caFile, c.tls.caDirectory, c.tls.certFile, c.tls.keyFile, MulticastDNS.canonical(c.host),
                 &error, error.count)
         else {
-            throw MQTTError.setup("TLS for \(c.host): \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw MQTTError.setup(
+                "TLS for \(c.host): \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+            )
         }
         defer { door_broker_tls_free(context) }
         try check(mosquitto_int_option(m, MOSQ_OPT_SSL_CTX_WITH_DEFAULTS, 0), "TLS context defaults")

@@ -112,7 +112,8 @@ public enum MulticastDNS {
             let wanted = canonical(host).lowercased()
             var out: [String] = []
             for r in records
-            where r.name == wanted && r.type == RecordType.a.rawValue && r.klass == 1 && r.data.count == 4 && r.ttl > 0 {
+            where r.name == wanted && r.type == RecordType.a.rawValue && r.klass == 1 && r.data.count == 4 && r.ttl > 0
+            {
                 let text = r.data.map { String($0) }.joined(separator: ".")
                 if !out.contains(text) { out.append(text) }
             }

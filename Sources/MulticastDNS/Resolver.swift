@@ -16,7 +16,8 @@ extension MulticastDNS {
             case .badName(let why): return why
             case .socket(let why): return "multicast DNS: \(why)"
             case .noAnswer(let name, let attempts, let ms):
-                return "\(name): no multicast DNS answer (\(attempts) queries to \(MulticastDNS.group):\(MulticastDNS.port), "
+                return
+                    "\(name): no multicast DNS answer (\(attempts) queries to \(MulticastDNS.group):\(MulticastDNS.port), "
                     + "\(ms) ms); is the host up and on this network?"
             }
         }

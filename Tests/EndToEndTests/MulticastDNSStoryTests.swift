@@ -125,7 +125,8 @@ final class MulticastDNSStoryTests: XCTestCase {
         let log = path("\(name).log")
         try (conf + "persistence false\nuser root\nlog_dest file \(log)\nlog_type all\n").write(
             toFile: path("\(name).conf"), atomically: true, encoding: .utf8)
-        let stop = try spawn(in: net.broker, ["/usr/sbin/mosquitto", "-c", path("\(name).conf")], log: path("\(name).out"))
+        let stop = try spawn(
+            in: net.broker, ["/usr/sbin/mosquitto", "-c", path("\(name).conf")], log: path("\(name).out"))
         try waitForText(log, "Opening ipv4 listen socket on port 8883")
         return stop
     }
@@ -164,8 +165,10 @@ final class MulticastDNSStoryTests: XCTestCase {
     private func checkBroker(_ g: GatewayUnderTest) throws -> ProcessResult {
         try Run.process(
             URL(fileURLWithPath: Self.ip!),
-            ["netns", "exec", net.door, GatewayUnderTest.gateway.path, "ctl", "config", "check", "--broker",
-             g.configFile.path], timeout: 30)
+            [
+                "netns", "exec", net.door, GatewayUnderTest.gateway.path, "ctl", "config", "check", "--broker",
+                g.configFile.path,
+            ], timeout: 30)
     }
 
     /// The door connects to `broker.local` by the address the responder
@@ -251,8 +254,10 @@ final class MulticastDNSStoryTests: XCTestCase {
         cleanups.append { _ = server }
         let stop = try spawn(
             in: net.broker,
-            ["/usr/sbin/nats-server", "-c", server.path("k/server.conf"), "-a", address, "-p", "4222", "-l",
-             server.path("server.log")],
+            [
+                "/usr/sbin/nats-server", "-c", server.path("k/server.conf"), "-a", address, "-p", "4222", "-l",
+                server.path("server.log"),
+            ],
             log: server.path("nats.out"))
         try waitForText(server.path("server.log"), "Server is ready")
         return (server, stop)

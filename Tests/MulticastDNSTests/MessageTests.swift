@@ -9,7 +9,9 @@ final class MessageTests: XCTestCase {
         for name in ["broker.local", "Home-Assistant.LOCAL", "broker.local.", "a.b.local"] {
             XCTAssertTrue(MulticastDNS.isLocalName(name), name)
         }
-        for name in ["local", "broker.lan", "192.168.1.10", "broker.localdomain", "broker..local", "", ".local", "bröker.local"] {
+        for name in [
+            "local", "broker.lan", "192.168.1.10", "broker.localdomain", "broker..local", "", ".local", "bröker.local",
+        ] {
             XCTAssertFalse(MulticastDNS.isLocalName(name), name)
         }
         XCTAssertEqual(MulticastDNS.canonical("broker.local."), "broker.local")
@@ -32,7 +34,9 @@ final class MessageTests: XCTestCase {
         XCTAssertThrowsError(try MulticastDNS.query(for: "a b.local"))
         XCTAssertThrowsError(try MulticastDNS.query(for: "broker..local"))
         let long = Array(repeating: String(repeating: "a", count: 60), count: 5).joined(separator: ".") + ".local"
-        XCTAssertThrowsError(try MulticastDNS.query(for: long)) { XCTAssertEqual($0 as? MulticastDNS.MessageError, .nameTooLong) }
+        XCTAssertThrowsError(try MulticastDNS.query(for: long)) {
+            XCTAssertEqual($0 as? MulticastDNS.MessageError, .nameTooLong)
+        }
     }
 
     /// What avahi-daemon sends for `broker.local` (its layout: the question
@@ -57,7 +61,8 @@ final class MessageTests: XCTestCase {
         XCTAssertEqual(response.records[0].klass, 1, "the cache-flush bit is not part of the class")
         XCTAssertEqual(response.ipv4Addresses(of: "BROKER.local."), ["10.53.0.1"])
         XCTAssertEqual(response.ipv4Addresses(of: "other.local"), [])
-        let upper = try MulticastDNS.parse(Self.answer(name: [6] + Array("BROKER".utf8) + [5] + Array("LOCAL".utf8) + [0]))
+        let upper = try MulticastDNS.parse(
+            Self.answer(name: [6] + Array("BROKER".utf8) + [5] + Array("LOCAL".utf8) + [0]))
         XCTAssertEqual(upper.ipv4Addresses(of: "broker.local"), ["10.53.0.1"])
     }
 
