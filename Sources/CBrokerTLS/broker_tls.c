@@ -15,6 +15,17 @@ static void *fail(SSL_CTX *ctx, const char *what, char *error, size_t error_size
     return NULL;
 }
 
+/* libmosquitto sets the server name indication to the host it connects to,
+ * here an address; at the start of the handshake (before the ClientHello is
+ * written) the name being verified takes its place, so a broker behind a
+ * proxy that routes by SNI is reached too. */
+static void name_the_server(const SSL *ssl, int where, int ret) {
+    (void)ret;
+    if (!(where & SSL_CB_HANDSHAKE_START)) return;
+    const char *host = X509_VERIFY_PARAM_get0_host(SSL_get0_param((SSL *)ssl), 0);
+    if (host) SSL_set_tlsext_host_name((SSL *)ssl, host);
+}
+
 void *door_broker_tls_new(const char *ca_file, const char *ca_dir, const char *cert_file, const char *key_file,
                           const char *host, char *error, size_t error_size) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -40,6 +51,7 @@ void *door_broker_tls_new(const char *ca_file, const char *ca_dir, const char *c
     if (!host || X509_VERIFY_PARAM_set1_host(param, host, 0) != 1)
         return fail(ctx, "cannot set the host name to verify", error, error_size);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_info_callback(ctx, name_the_server);
     return ctx;
 }
 

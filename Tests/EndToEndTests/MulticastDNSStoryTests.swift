@@ -203,6 +203,42 @@ final class MulticastDNSStoryTests: XCTestCase {
         XCTAssertEqual(g.stop(), 0, g.log)
     }
 
+    /// The broker is told the name it is reached by (SNI), not the address:
+    /// `openssl s_server -servername broker.local -servername_fatal` ends a
+    /// handshake that names anything else (measured before the fix: it got
+    /// `10.253.7.1` and the door saw `tlsv1 unrecognized name`).
+    func testTheBrokerIsToldTheNameItIsReachedBy() throws {
+        _ = try startResponder("broker.local", net.brokerAddress)
+        let cert = path("broker.local.crt"), key = path("broker.local.key")
+        // s_server ends at the end of its standard input: a pipe kept open.
+        let input = Pipe()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.ip!)
+        p.arguments = [
+            "netns", "exec", net.broker, "openssl", "s_server", "-accept", "\(net.brokerAddress):8883", "-cert", cert,
+            "-key", key, "-cert2", cert, "-key2", key, "-servername", "broker.local", "-servername_fatal", "-naccept",
+            "1",
+        ]
+        let out = path("s_server.out")
+        FileManager.default.createFile(atPath: out, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        p.standardOutput = handle
+        p.standardError = handle
+        p.standardInput = input
+        try p.run()
+        cleanups.append {
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            p.waitUntilExit()
+            try? input.fileHandleForWriting.close()
+        }
+        try waitForText(out, "ACCEPT")
+        let g = try door(host: "broker.local")
+        _ = try checkBroker(g)  // no MQTT behind s_server: only the handshake counts
+        let seen = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data(), as: UTF8.self)
+        XCTAssertTrue(seen.contains("Hostname in TLS extension: \"broker.local\""), seen)
+        XCTAssertFalse(seen.contains("callback failed"), seen)
+    }
+
     /// Verification by name still holds: the responder sends the door to a
     /// broker whose certificate (same CA) names `other.local`, and the door
     /// refuses it, saying why; the door still opens for its own tags.
