@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_S="${FUZZ_S:-30}"
-ALL_TARGETS="ndef sticker compat native toml control reader mqtt fleet natsjwt"
+ALL_TARGETS="ndef sticker compat native toml control reader mqtt fleet natsjwt mdns"
 TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
 CHUNK="${FUZZ_CHUNK_S:-300}"
 CACHE="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/fuzz"

@@ -70,6 +70,19 @@ public struct NATSSettings: Sendable {
         return host.isEmpty ? nil : String(host)
     }
 
+    /// `url` with its host (as `host(of:)` finds it: after `scheme://` and
+    /// any `user@`) replaced by `address`.
+    public static func url(_ url: String, withHost host: String, replacedBy address: String) -> String {
+        var start = url.startIndex
+        if let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") {
+            start = url.index(colon, offsetBy: 3)
+        }
+        let hostEnd = url[start...].firstIndex(of: "/") ?? url.endIndex
+        if let at = url[start..<hostEnd].lastIndex(of: "@") { start = url.index(after: at) }
+        guard url[start...].hasPrefix(host) else { return url }
+        return String(url[..<start]) + address + String(url[url.index(start, offsetBy: host.count)...])
+    }
+
     /// The name TLS verifies: the servers' host when they share one. With
     /// several hosts each is verified only by a static build (see docs/nats.md).
     public var verifiedHost: String? {

@@ -27,6 +27,8 @@ enum FuzzTarget: String, CaseIterable {
     case fleet
     /// A user JWT pushed over NATS on `creds.jwt`: UserJWT and the door's checks.
     case natsjwt
+    /// A datagram heard while a `*.local` broker is looked up: MulticastDNS.parse.
+    case mdns
 
     var summary: String {
         switch self {
@@ -40,6 +42,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mqtt: return "MQTTLink.channel, RemoteJudge.judge (commands, Home Assistant topics)"
         case .fleet: return "FleetDocument.openEnvelope, FleetRules.judge, FleetDocument.parseBody"
         case .natsjwt: return "UserJWT(_:), check, checkTrusted, issuedInTime"
+        case .mdns: return "MulticastDNS.parse, Response.ipv4Addresses"
         }
     }
 
@@ -55,6 +58,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mqtt: MQTTTarget.run(data)
         case .fleet: FleetTarget.run(data)
         case .natsjwt: NATSJWTTarget.run(data)
+        case .mdns: MulticastDNSTarget.run(data)
         }
     }
 }

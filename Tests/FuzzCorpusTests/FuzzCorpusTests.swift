@@ -9,7 +9,7 @@ import XCTest
 /// invariant. A finding fixed stays fixed.
 final class FuzzCorpusTests: XCTestCase {
     static let targets = [
-        "ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt", "fleet", "natsjwt",
+        "ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt", "fleet", "natsjwt", "mdns",
     ]
     static let fuzz = Fixtures.root.appendingPathComponent("Fuzz")
 

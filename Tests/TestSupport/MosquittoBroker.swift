@@ -58,7 +58,7 @@ public final class MosquittoBroker {
 
     /// The shipped file with the value of each `key` in `replacing` swapped;
     /// every key must be there exactly once (a renamed key fails loudly).
-    static func testConfiguration(shipped: String, replacing: [String: String]) throws -> String {
+    public static func testConfiguration(shipped: String, replacing: [String: String]) throws -> String {
         var seen: [String: Int] = [:]
         let lines = shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             let key = line.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
