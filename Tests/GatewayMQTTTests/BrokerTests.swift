@@ -170,6 +170,35 @@ final class BrokerTests: XCTestCase {
         l.stop()
     }
 
+    /// Issue 24 M5(1): a certificate from the site's CA (Home Assistant's) asking
+    /// for the client id `front-door` does not take over the door's session.
+    /// The doors' listener sets `use_username_as_clientid`, so its id is its
+    /// CN (`homeassistant`); without that line the broker closed the door's
+    /// connection ("Client front-door already connected, closing old
+    /// connection") each time the impostor connected, and the two kept kicking
+    /// each other off. The door stays connected and takes its commands.
+    func testAnotherCertificateCannotTakeOverTheDoorsClientID() throws {
+        let outcomes = Outcomes()
+        let l = try link(outcomes)
+        defer { l.stop() }
+        // A persistent client (it reconnects when kicked off) with Home
+        // Assistant's certificate and the door's id; the phone sends the command.
+        let impostor = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("homeassistant") + [
+                "-i", MosquittoBroker.doorID, "-q", "1", "-t", "doorgateway/front-door/state", "-F", "%t|%r|%p",
+            ])
+        let connected = Date() + 10
+        while !broker.log.contains("u'homeassistant'") && Date() < connected { usleep(20_000) }
+        XCTAssertTrue(broker.log.contains("u'homeassistant'"), broker.log)
+        XCTAssertEqual(try broker.publish("phone/front-door", try otp(Int64(time(nil)))).status, 0)
+        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: .compat), broker.log)
+        XCTAssertTrue(l.isConnected)
+        XCTAssertFalse(broker.log.contains("already connected, closing old connection"), broker.log)
+        XCTAssertTrue(broker.log.contains("as homeassistant"), "the impostor's id is its CN: \(broker.log)")
+        XCTAssertTrue(broker.log.contains("as front-door"), "the door's own certificate is front-door: \(broker.log)")
+        XCTAssertTrue(impostor.isRunning)
+    }
+
     func testAClientFromAnotherCAIsRefused() throws {
         let r = try broker.publish("doorgateway/front-door/command", "{}", as: "intruder")
         XCTAssertNotEqual(r.status, 0, "the broker refuses a certificate from another CA")
