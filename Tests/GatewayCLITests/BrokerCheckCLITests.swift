@@ -60,7 +60,8 @@ final class BrokerCheckCLITests: XCTestCase {
 
         let r = try Run.gatewayctl(["config", "check", "--broker", "--socket", socketPath, config])
         XCTAssertEqual(r.status, 1, r.stdout)
-        XCTAssertTrue(r.stderr.contains("broker: gatewayd is running (its control socket \(socketPath) answers)"), r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("broker: gatewayd is running (its control socket \(socketPath) answers)"), r.stderr)
         XCTAssertTrue(r.stderr.contains("systemctl stop gatewayd"), r.stderr)
         XCTAssertFalse(r.stdout.contains("broker: connected"), r.stdout)
         XCTAssertTrue(door.isRunning)

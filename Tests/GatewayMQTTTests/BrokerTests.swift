@@ -199,6 +199,30 @@ final class BrokerTests: XCTestCase {
         XCTAssertTrue(impostor.isRunning)
     }
 
+    /// Issue 24 M5(3), accepted and limited: a door (back-door) may publish
+    /// a discovery entry on its own node id whose command_topic is another
+    /// door's lock/set, posing under that door's device (the ACL sees topics,
+    /// not payloads), and HA carries a press to that topic. The door it names
+    /// refuses it as from Home Assistant unless it has home_assistant_open on
+    /// (off by default), and says so (audited by the daemon).
+    func testAnotherDoorsDiscoveryEntryCannotOpenThisDoorThroughHomeAssistant() throws {
+        let outcomes = Outcomes()
+        let l = try link(outcomes)
+        defer { l.stop() }
+        let topic = "homeassistant/button/doorgateway_back-door/bell/config"
+        var ha: MosquittoBroker.Subscription? = try broker.subscribe(topic, as: "homeassistant")
+        let entry =
+            #"{"name":"Ring the bell","unique_id":"x","command_topic":"doorgateway/front-door/lock/set","#
+            + #""payload_press":"UNLOCK","device":{"identifiers":["doorgateway_front-door"]}}"#
+        XCTAssertEqual(try broker.publish(topic, entry, retain: true, as: "back-door").status, 0)
+        XCTAssertEqual(ha?.wait { !$0.isEmpty }, ["\(topic)|0|\(entry)"], "the ACL cannot read the payload")
+        ha = nil
+        // A user presses it: HA publishes the entry's payload on its command_topic.
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/lock/set", "UNLOCK", as: "homeassistant").status, 0)
+        XCTAssertEqual(outcomes.wait(count: 1).map { code($0) }, ["ha_open_disabled"])
+    }
+
     func testAClientFromAnotherCAIsRefused() throws {
         let r = try broker.publish("doorgateway/front-door/command", "{}", as: "intruder")
         XCTAssertNotEqual(r.status, 0, "the broker refuses a certificate from another CA")

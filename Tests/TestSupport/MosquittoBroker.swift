@@ -36,7 +36,9 @@ public final class MosquittoBroker {
         try makeCA("ca")
         try makeCA("otherca")
         try makeCert("broker", ca: "ca", cn: "localhost")
-        for cn in [Self.doorID, "back-door", "side-door", "homeassistant", "phone-alice"] { try makeCert(cn, ca: "ca", cn: cn) }
+        for cn in [Self.doorID, "back-door", "side-door", "homeassistant", "phone-alice"] {
+            try makeCert(cn, ca: "ca", cn: cn)
+        }
         try makeCert("intruder", ca: "otherca", cn: "intruder")
         let conf = try Self.testConfiguration(
             shipped: String(contentsOf: Self.shippedConfiguration, encoding: .utf8),
