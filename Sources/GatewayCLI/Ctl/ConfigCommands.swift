@@ -44,7 +44,8 @@ struct ConfigCheck: ParsableCommand {
     var whileRunning = false
 
     @Option(
-        help: "gatewayd's control socket, to see whether it runs (default: $RUNTIME_DIRECTORY/control.sock or /run/doorgateway/control.sock)."
+        help:
+            "gatewayd's control socket, to see whether it runs (default: $RUNTIME_DIRECTORY/control.sock or /run/doorgateway/control.sock)."
     )
     var socket: String?
 
