@@ -312,6 +312,11 @@ public final class NATSLink: @unchecked Sendable {
         var fine =
             serversOK && ok(natsOptions_SetName(opts, name), "name")
             && ok(natsOptions_SetTimeout(opts, 5000), "timeout")
+        switch settings.login {
+        case .user(let user, let password)?: fine = fine && ok(natsOptions_SetUserInfo(opts, user, password), "user")
+        case .token(let token)?: fine = fine && ok(natsOptions_SetToken(opts, token), "token")
+        case nil: break
+        }
         if fine && settings.tls.enabled {
             fine = ok(natsOptions_SetSecure(opts, true), "TLS")
             // Verify the server's name in both builds: Debian's shared libnats
@@ -405,7 +410,9 @@ public final class NATSLink: @unchecked Sendable {
         let s = natsConnection_Connect(&nc, opts)
         guard s == NATS_OK, let nc else {
             let creds = settings.credentials?.state(now: Int64(time(nil)))
-            let why = creds.flatMap { $0.kind == .ok ? nil : " (credentials: \($0.kind.rawValue))" } ?? ""
+            let why =
+                creds.flatMap { $0.kind == .ok ? nil : " (credentials: \($0.kind.rawValue))" }
+                ?? settings.login.map { " (\($0))" } ?? ""
             noteError("connect to \(settings.servers.joined(separator: ",")): \(Self.lastError(s))\(why)")
             return false
         }

@@ -22,6 +22,9 @@ public struct NATSSettings: Sendable {
     public var tls: TLS
     /// The user JWT and nkey seed (decentralised auth); nil: no credentials.
     public var credentials: NATSCredentialFiles?
+    /// A user and password, or a token (a server's own `authorization`),
+    /// instead of `credentials`.
+    public var login: NATSLogin?
     /// The account public keys (`A…`) a JWT pushed on `creds.jwt` must be
     /// signed by; empty: every pushed JWT is refused.
     public var accountKeys: [String]
@@ -104,6 +107,21 @@ public struct NATSSettings: Sendable {
         let tokens = prefix.split(separator: ".", omittingEmptySubsequences: false)
         return !tokens.isEmpty && tokens.allSatisfy { isSubjectToken(String($0)) }
     }
+}
+
+/// A server's own `authorization`: a user and its password, or a token. Its
+/// description never holds the secret (it may end up in a log line).
+public enum NATSLogin: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    case user(String, password: String)
+    case token(String)
+
+    public var description: String {
+        switch self {
+        case .user(let name, _): return "user \(name), password not shown"
+        case .token: return "a token, not shown"
+        }
+    }
+    public var debugDescription: String { description }
 }
 
 /// The subjects of one door: `<prefix>.<device-id>.<leaf>`.

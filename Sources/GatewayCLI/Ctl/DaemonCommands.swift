@@ -15,7 +15,10 @@ struct SocketOptions: ParsableArguments {
     @Flag(help: "Print the daemon's answer as JSON.")
     var json = false
 
-    var path: String {
+    var path: String { Self.path(socket) }
+
+    /// `--socket`, else the environment's, else the default.
+    static func path(_ socket: String?) -> String {
         if let socket { return socket }
         let env = Environment.current
         if let s = env["DOORGATEWAY_SOCKET"], !s.isEmpty { return s }

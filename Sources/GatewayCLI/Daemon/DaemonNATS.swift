@@ -25,7 +25,15 @@ extension Daemon {
             return creds + "/" + p
         }
         let files = n.credentialPaths(stateDirectory: configuration.paths.stateDirectory)
-        let settings = NATSSettings(
+        let login: NATSLogin?
+        do {
+            login = try NATSLogin.load(n, credentials: creds)
+        } catch {
+            log.error("nats: \(error); not connecting, events stay in the audit log")
+            return
+        }
+        for warning in configuration.warnings { log.warning("configuration: \(warning)") }
+        var settings = NATSSettings(
             servers: n.servers, prefix: n.prefix,
             tls: .init(
                 enabled: n.tls.enabled, caFile: resolve(n.tls.caFile), certFile: resolve(n.tls.certFile),
@@ -34,6 +42,10 @@ extension Daemon {
             jetStream: n.jetStream,
             reconnectWaitMilliseconds: n.reconnectWaitMilliseconds, refreshFraction: Double(n.refreshPercent) / 100,
             name: "doorgateway \(configuration.deviceID)")
+        if let login {
+            settings.login = login
+            settings.credentials = nil
+        }
         let commands: StoreCommands
         do {
             commands = try StoreCommands(
@@ -121,5 +133,16 @@ extension Daemon {
             ("connections", .int(s.connections)), ("reconnects", .int(s.reconnects)), ("refreshes", .int(s.refreshes)),
             ("credentials", s.credentials?.json ?? .null),
         ])
+    }
+}
+
+extension NATSLogin {
+    /// `[nats] user` + `password_file`, or `token_file`; nil for a JWT login.
+    static func load(_ n: GatewayConfiguration.NATS, credentials: String?) throws -> NATSLogin? {
+        if let file = n.tokenFile {
+            return .token(try SecretFile.contents(key: "nats.token_file", file, credentials: credentials))
+        }
+        guard let user = n.user, let file = n.passwordFile else { return nil }
+        return .user(user, password: try SecretFile.contents(key: "nats.password_file", file, credentials: credentials))
     }
 }
