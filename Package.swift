@@ -55,10 +55,14 @@ let package = Package(
         // daemon gives it settings, an outbox and a command handler; decisions are DoorCore's.
         // The transports' own threads and the condition they hand work over with.
         .target(name: "LinkThreads"),
+        // `*.local` broker names by a one-shot multicast DNS query (the static binary's NSS does
+        // not do mDNS), and a TLS context that checks the broker's name while connecting by address.
+        .target(name: "MulticastDNS"),
+        .target(name: "CBrokerTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(
             name: "GatewayMQTT",
             dependencies: [
-                "DoorCore", "CMosquitto", "LinkThreads",
+                "DoorCore", "CMosquitto", "LinkThreads", "MulticastDNS", "CBrokerTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // MARK: NATS adapter: the only code that touches libnats; a transport like GatewayMQTT
@@ -66,7 +70,7 @@ let package = Package(
         .target(
             name: "GatewayNATS",
             dependencies: [
-                "DoorCore", "CNATS", "COpenSSL", "LinkThreads",
+                "DoorCore", "CNATS", "COpenSSL", "LinkThreads", "MulticastDNS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
@@ -125,7 +129,7 @@ let package = Package(
             name: "fuzz-targets",
             dependencies: [
                 "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayNATS", "GatewayCLI",
-                "CFuzzLibnfc", "CNFC",
+                "CFuzzLibnfc", "CNFC", "MulticastDNS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -146,6 +150,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
         .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
+        .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v5]

@@ -299,6 +299,36 @@ add("natsjwt", "jwt-two-parts", signed)
 add("natsjwt", "jwt-with-seed", "-----BEGIN USER NKEY SEED-----\nSUAAAA\n------END USER NKEY SEED------\n")
 add("natsjwt", "jwt-bad-header", b64u(b'{"alg":"HS256"}') + "." + b64u(b"{}") + "." + b64u(bytes(64)))
 
+# mdns (Sources/fuzz-targets/MulticastDNSTarget.swift): answers to a one-shot
+# A query for broker.local, as python3-zeroconf and avahi send them, and broken ones.
+def mdns_name(*labels):
+    return b"".join(bytes([len(l)]) + l.encode() for l in labels) + b"\0"
+
+
+def mdns_rr(name, rtype, rclass, ttl, data):
+    return name + bytes([rtype >> 8, rtype & 255, rclass >> 8, rclass & 255]) + ttl.to_bytes(4, "big") + \
+        len(data).to_bytes(2, "big") + data
+
+
+broker = mdns_name("broker", "local")
+question = broker + b"\0\1\0\1"
+add("mdns", "legacy-unicast-zeroconf", b"\x12\x34\x84\0\0\1\0\1\0\0\0\1" + question +
+    mdns_rr(b"\xc0\x0c", 1, 1, 120, bytes([10, 253, 7, 1])) +
+    mdns_rr(b"\xc0\x0c", 47, 1, 4500, b"\xc0\x0c\0\4\0\0\0\x08"))
+add("mdns", "multicast-cache-flush", b"\0\0\x84\0\0\0\0\1\0\0\0\0" +
+    mdns_rr(broker, 1, 0x8001, 120, bytes([192, 168, 1, 10])))
+add("mdns", "aaaa-then-a-additional", b"\0\0\x84\0\0\0\0\1\0\0\0\1" +
+    mdns_rr(broker, 28, 0x8001, 120, bytes(range(16))) + mdns_rr(b"\xc0\x0c", 1, 0x8001, 120, bytes([10, 0, 0, 9])))
+add("mdns", "goodbye", b"\0\0\x84\0\0\0\0\1\0\0\0\0" + mdns_rr(broker, 1, 0x8001, 0, bytes([10, 0, 0, 1])))
+add("mdns", "service-answer", b"\0\0\x84\0\0\0\0\4\0\0\0\0" +
+    mdns_rr(mdns_name("_secure-mqtt", "_tcp", "local"), 12, 1, 4500, mdns_name("broker broker", "_secure-mqtt", "_tcp", "local")) +
+    mdns_rr(b"\xc0\x2f", 33, 0x8001, 120, b"\0\0\0\0\x22\xb3" + broker) +
+    mdns_rr(b"\xc0\x2f", 16, 0x8001, 4500, b"\0") +
+    mdns_rr(broker, 1, 0x8001, 120, bytes([10, 253, 7, 1])))
+add("mdns", "query", b"\0\0\0\0\0\1\0\0\0\0\0\0" + question)
+add("mdns", "pointer-loop", b"\0\0\x84\0\0\0\0\1\0\0\0\0\xc0\x0c\0\1\0\1\0\0\0\1\0\4\1\2\3\4")
+add("mdns", "truncated", b"\0\0\x84\0\0\0\0\1\0\0\0\0" + broker + b"\0\1\0")
+
 # ntag424 (Sources/fuzz-targets/NTAG424Target.swift): 00 + a SUN URL (AN12196 Tables 3/5/6,
 # keys zero), else tag answers: E(K, RndB) and E(K, TI ‖ RndA' ‖ caps) of AN12196 Table 14.
 for name, url in {

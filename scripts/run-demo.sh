@@ -49,8 +49,10 @@ mkdir -p "$WORK/pki" "$WORK/state" "$WORK/run"
 cd "$WORK/pki"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=demo-ca \
   -keyout ca.key -out ca.crt 2>/dev/null
-# CNs are what the shipped ACL knows: the door's device id and the phone's name.
-for name in broker front-door phone-alice; do
+# CNs are what the shipped ACL knows: the door's device id, the phone's name
+# and Home Assistant's (the demo's watcher: one connection per certificate, so
+# the phone's publishes below must not share its certificate).
+for name in broker front-door phone-alice homeassistant; do
   cn=$name; [ "$name" = broker ] && cn=localhost
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" -keyout $name.key -out $name.csr 2>/dev/null
   printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > $name.ext
@@ -116,8 +118,9 @@ say "gatewayd is up (log: $WORK/gatewayd.log)"
 ctl status | sed 's/^/   /' | head -12
 
 MQ=(--cafile "$WORK/pki/ca.crt" --cert "$WORK/pki/phone-alice.crt" --key "$WORK/pki/phone-alice.key" -h localhost -p "$PORT")
+HA=(--cafile "$WORK/pki/ca.crt" --cert "$WORK/pki/homeassistant.crt" --key "$WORK/pki/homeassistant.key" -h localhost -p "$PORT")
 # Process substitution: $! is mosquitto_sub itself, and sed ends at its EOF.
-"${CHILD[@]}" mosquitto_sub "${MQ[@]}" -v -t 'doorgateway/front-door/#' > >(sed -u 's/^/   [mqtt]  /') &
+"${CHILD[@]}" mosquitto_sub "${HA[@]}" -v -t 'doorgateway/front-door/#' > >(sed -u 's/^/   [mqtt]  /') &
 PIDS+=($!)
 DOORGATEWAY_SOCKET="$WORK/run/control.sock" "${CHILD[@]}" "$GATEWAY" ctl log --follow > >(sed -u 's/^/   [audit] /') &
 PIDS+=($!)

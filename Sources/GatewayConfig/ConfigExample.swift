@@ -249,10 +249,13 @@ public enum ConfigExample {
             # the login and every event cross the network readable; config check
             # and the log warn about it.
             enabled = true
-            # ca_file = "/etc/doorgateway/ca.pem"
+            # ca_file = "/etc/doorgateway/ca.crt"
             # ca_dir = "/etc/ssl/certs"
-            # cert_file = "/etc/doorgateway/\(deviceID).crt"
-            # key_file = "/etc/doorgateway/\(deviceID).key"
+            # cert_file = "/etc/doorgateway/door.crt"
+            # The key stays root-only (0600) in /etc/doorgateway/door.key: the unit
+            # hands it to gatewayd as the credential door.key (LoadCredential=),
+            # which gatewayd, running as doorgateway, reads here:
+            # key_file = "/run/credentials/gatewayd.service/door.key"
             # Skip checking the broker's host name against its certificate (the
             # chain is still checked against ca_file/ca_dir): for tests only.
             insecure = false
@@ -295,6 +298,13 @@ public enum ConfigExample {
             # import` instead. A pushed JWT is installed only once the server has
             # accepted it on a trial connection.
             # account_keys = ["\(natsAccountKeyExample)"]
+            # Or a server's own users instead of a JWT (then none of the four keys
+            # above): user and a password file, or a token file alone (an absolute
+            # path, 0640 root:doorgateway, or the systemd credential nats.password
+            # / nats.token). Never the secret itself here.
+            #   user = "\(deviceID)"
+            #   password_file = "/etc/doorgateway/nats.password"
+            #   token_file = "/etc/doorgateway/nats.token"
             # Delete outbox rows on JetStream's acknowledgement (a stream must
             # cover the door's subjects); otherwise after a publish and a flush.
             jetstream = false
@@ -309,7 +319,9 @@ public enum ConfigExample {
 
             [nats.tls]
             # With TLS on (the default) and transport = "nats", ca_file is required;
-            # cert_file and key_file (together) give a client certificate.
+            # cert_file and key_file (together) give a client certificate, or none
+            # (the server's certificate only, with user/token login). enabled =
+            # false is plain TCP: config check and the log warn about it.
             # ca_file = "/etc/doorgateway/nats-ca.pem"
             # cert_file = "/etc/doorgateway/\(deviceID)-nats.crt"
             # key_file = "/etc/doorgateway/\(deviceID)-nats.key"

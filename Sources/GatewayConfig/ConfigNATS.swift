@@ -42,7 +42,20 @@ extension GatewayConfiguration {
         public var refreshPercent = 75
         /// The JetStream key-value bucket of the fleet's documents (`[fleet]`).
         public var fleetBucket = "doorgateway-fleet"
+        /// A server's own users (`authorization { users = [...] }`): `user`,
+        /// and the password in a file — an absolute path, or the name of a
+        /// systemd credential (`nats.password`). Never the password itself.
+        public var user: String?
+        public var passwordFile: String?
+        /// A server's `authorization { token: … }`: the token in a file (or
+        /// the systemd credential `nats.token`).
+        public var tokenFile: String?
         public init() {}
+
+        /// How the door logs in: the decentralised JWT (the default), a
+        /// user and password, or a token.
+        public enum Login: Equatable, Sendable { case jwt, password, token }
+        public var login: Login { tokenFile != nil ? .token : user != nil ? .password : .jwt }
 
         /// The JWT and seed paths for a state directory.
         public func credentialPaths(stateDirectory: String) -> (jwt: String, seed: String) {
@@ -81,6 +94,7 @@ extension GatewayConfiguration {
         n.reconnectWaitMilliseconds = t?.int("reconnect_wait_ms", 500, 100...60_000) ?? 500
         n.refreshPercent = t?.int("refresh_percent", 75, 10...95) ?? 75
         n.fleetBucket = t?.string("fleet_bucket", "doorgateway-fleet", Check.natsBucket) ?? "doorgateway-fleet"
+        if let t { readNATSLogin(t, into: &n) }
         let tls = t?.table("tls")
         n.tls.enabled = tls?.bool("enabled", true) ?? true
         n.tls.caFile = tls?.optionalString("ca_file", Check.absolutePath)
@@ -101,6 +115,39 @@ extension GatewayConfiguration {
     }
 }
 
+extension GatewayConfiguration {
+    /// `user` + `password_file`, or `token_file` (issue 23 §2): one way to
+    /// log in, never a secret in the file itself.
+    static func readNATSLogin(_ t: TableReader, into n: inout NATS) {
+        n.user = t.optionalString("user", Check.text(max: 256))
+        n.passwordFile = t.optionalString("password_file", Check.secretFile)
+        n.tokenFile = t.optionalString("token_file", Check.secretFile)
+        for (inline, file) in [("password", "password_file"), ("token", "token_file")] where t.has(inline) {
+            _ = t.node(inline)
+            t.fail(
+                inline,
+                "is never written in gateway.toml: put it in a file (0640 root:doorgateway) and name that with "
+                    + "\(file), or a systemd credential")
+        }
+        if t.has("password_file") != t.has("user") {
+            t.fail(
+                t.has("user") ? "password_file" : "user",
+                "is required with the other: the server matches the password to a user")
+        }
+        if t.has("token_file") && (t.has("user") || t.has("password_file")) {
+            t.fail("token_file", "not with user/password_file: one way to log in")
+        }
+        if t.has("user") || t.has("token_file") {
+            for key in ["jwt_file", "seed_file", "creds_dir", "account_keys"] where t.has(key) {
+                t.fail(
+                    key,
+                    "is for a JWT login, and this file logs in with \(t.has("token_file") ? "token_file" : "user"): "
+                        + "one way to log in")
+            }
+        }
+    }
+}
+
 extension Check {
     /// `nats://host:port` or `tls://host:port`.
     static func natsURL(_ s: String) -> String? {
@@ -108,7 +155,11 @@ extension Check {
         guard s.hasPrefix("nats://") || s.hasPrefix("tls://") else {
             return "\"\(s)\": expected nats://HOST:PORT or tls://HOST:PORT"
         }
-        return s.unicodeScalars.contains { $0.value <= 0x20 } ? "\"\(s)\" has a space" : nil
+        if s.unicodeScalars.contains(where: { $0.value <= 0x20 }) { return "\"\(s)\" has a space" }
+        // `nats://user:secret@host`: a secret in gateway.toml (and in every log line naming the server).
+        let authority = s.split(separator: "/", omittingEmptySubsequences: false).dropFirst(2).first ?? ""
+        return authority.contains("@")
+            ? "a user or password in the URL: use [nats] user and password_file, or token_file" : nil
     }
 
     /// An account public key: an nkey `A…` (prefix and checksum).

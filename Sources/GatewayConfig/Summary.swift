@@ -76,13 +76,20 @@ extension GatewayConfiguration {
             let n = nats
             let tls = n.tls.enabled ? "TLS" + (n.tls.certFile.map { " cert \($0)" } ?? "") : "plain TCP"
             let creds = n.credentialPaths(stateDirectory: paths.stateDirectory)
-            lines.append(
-                "remote nats \(n.servers.joined(separator: " ")), \(tls), prefix \(n.prefix).\(deviceID), "
-                    + "jwt \(creds.jwt), refresh at \(n.refreshPercent) %"
+            let login: String
+            switch n.login {
+            case .jwt:
+                login =
+                    "jwt \(creds.jwt), refresh at \(n.refreshPercent) %"
                     + (n.accountKeys.isEmpty
                         ? ", pushed JWTs signed by the issuer of the JWT in place"
                         : ", pushed JWTs signed by \(n.accountKeys.count) account key(s)")
-                    + (n.jetStream ? ", JetStream acks" : ""))
+            case .password: login = "login \(n.user ?? "") password from \(n.passwordFile ?? "")"
+            case .token: login = "token from \(n.tokenFile ?? "")"
+            }
+            lines.append(
+                "remote nats \(n.servers.joined(separator: " ")), \(tls), prefix \(n.prefix).\(deviceID), "
+                    + login + (n.jetStream ? ", JetStream acks" : ""))
         }
         lines.append("control socket \(controlSocket), admin group \(control.adminGroup)")
         lines.append("paths state \(paths.stateDirectory), runtime \(paths.runtimeDirectory)")
@@ -104,7 +111,14 @@ extension GatewayConfiguration {
                 "mqtt.tls.insecure = true: the broker's host name is not checked against its certificate; "
                     + "a server certificate from the same CA on another host passes")
         }
-        if remote.transport == .nats && nats.accountKeys.isEmpty {
+        if remote.transport == .nats && !nats.tls.enabled {
+            let login = nats.login == .jwt ? "" : nats.login == .token ? "the token, " : "the password, "
+            w.append(
+                "nats.tls.enabled = false: plain TCP to \(nats.servers.joined(separator: " ")) — "
+                    + login + "events and commands cross the network readable and forgeable; "
+                    + "use TLS outside a trusted LAN")
+        }
+        if remote.transport == .nats && nats.login == .jwt && nats.accountKeys.isEmpty {
             w.append(
                 "nats.account_keys is empty: a JWT pushed on creds.jwt is trusted only when signed by the issuer of "
                     + "the JWT in place; list the account's keys to allow a rotated signing key")

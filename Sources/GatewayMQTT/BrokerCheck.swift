@@ -1,6 +1,7 @@
 import CMosquitto
 import DoorCore
 import LinkThreads
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -30,6 +31,13 @@ public enum BrokerCheck {
         defer { mosquitto_destroy(m) }
         do { try MQTTLink.configure(m, c) } catch { throw Failure(description: "\(error)") }
         mosquitto_connect_callback_set(m) { _, obj, rc in Probe.from(obj).event(.connected(rc)) }
+        mosquitto_log_callback_set(m) { _, obj, level, message in
+            guard level & Int32(MOSQ_LOG_ERR) != 0, let message else { return }
+            let text = String(cString: message)
+            guard text.hasPrefix("OpenSSL Error") else { return }
+            let reason = text.split(separator: ":").last.map { MQTTLink.trimmed($0) } ?? text
+            Probe.from(obj).tlsReason.withLock { if $0 == nil { $0 = reason } }
+        }
         mosquitto_subscribe_callback_set(m) { _, obj, _, count, granted in
             let first = count > 0 ? granted?.pointee ?? 0x80 : 0x80
             Probe.from(obj).event(.subscribed(first))
@@ -42,9 +50,12 @@ public enum BrokerCheck {
             Probe.from(obj).event(.message(bytes))
         }
         let started = ContinuousClock.now
-        var rc = mosquitto_connect(m, c.host, Int32(c.port), Int32(c.keepaliveSeconds))
+        let address: String
+        do { address = try MQTTLink.address(of: c.host) } catch { throw Failure(description: "\(error)") }
+        var rc = mosquitto_connect(m, address, Int32(c.port), Int32(c.keepaliveSeconds))
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            throw Failure(description: "connect to \(c.host):\(c.port): \(MQTTLink.describe(rc))")
+            let tls = probe.tlsReason.withLock { $0 }.map { " (TLS: \($0))" } ?? ""
+            throw Failure(description: "connect to \(c.host):\(c.port): \(MQTTLink.describe(rc))\(tls)")
         }
         guard mosquitto_loop_start(m) == MOSQ_ERR_SUCCESS.rawValue else {
             throw Failure(description: "libmosquitto network thread did not start")
@@ -57,6 +68,9 @@ public enum BrokerCheck {
         let security =
             c.tls.enabled ? (c.tls.certFile != nil ? "TLS with a client certificate" : "TLS") : "plain TCP"
         guard case .connected(let code)? = probe.wait(until: started + timeout, for: { $0.isConnect }) else {
+            if let reason = probe.tlsReason.withLock({ $0 }) {
+                throw Failure(description: "connect to \(c.host):\(c.port): TLS: \(reason) (\(security))")
+            }
             throw Failure(description: "no answer from \(c.host):\(c.port) within \(timeout) (\(security))")
         }
         guard code == 0 else {
@@ -105,6 +119,8 @@ public enum BrokerCheck {
             }
         }
         private let events = Condition([Event]())
+        /// OpenSSL's reason for a failed handshake (libmosquitto logs it).
+        let tlsReason = Mutex<String?>(nil)
 
         static func from(_ pointer: UnsafeMutableRawPointer?) -> Probe {
             Unmanaged<Probe>.fromOpaque(pointer!).takeUnretainedValue()

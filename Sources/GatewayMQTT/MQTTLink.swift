@@ -1,7 +1,9 @@
+import CBrokerTLS
 import CMosquitto
 import DoorCore
 import LinkThreads
 import Logging
+import MulticastDNS
 import Synchronization
 
 #if canImport(Glibc)
@@ -215,11 +217,33 @@ public final class MQTTLink: @unchecked Sendable {
     /// One blocking connect (TCP and the TLS handshake; the CONNACK arrives
     /// in the loop), as libmosquitto's own loop_forever reconnects: an
     /// asynchronous connect with TLS was seen to stall for good.
+    /// A `*.local` broker is asked for by multicast DNS before every attempt
+    /// (its address may have changed with DHCP); a name nobody answers is a
+    /// failed attempt like a broker that is down, retried after the backoff.
     private func connect(_ m: OpaquePointer) {
-        let rc = mosquitto_connect(m, settings.host, Int32(settings.port), Int32(settings.keepaliveSeconds))
+        let address: String
+        do { address = try Self.address(of: settings.host) } catch {
+            noteError("\(error); retrying")
+            return
+        }
+        if address != settings.host && address != resolvedAddress {
+            log.info("mqtt: \(settings.host) is \(address) (multicast DNS)")
+            resolvedAddress = address
+        }
+        let rc = mosquitto_connect(m, address, Int32(settings.port), Int32(settings.keepaliveSeconds))
         if rc != MOSQ_ERR_SUCCESS.rawValue {
             noteError("connect to \(settings.host):\(settings.port): \(Self.describe(rc))")
         }
+    }
+
+    /// The address last found for a `*.local` broker (network thread only).
+    private var resolvedAddress: String?
+
+    /// What to hand libmosquitto as the host: `host` itself, or for a
+    /// `*.local` name the first IPv4 address a multicast DNS answer gives.
+    static func address(of host: String) throws(MulticastDNS.ResolveError) -> String {
+        guard MulticastDNS.isLocalName(host) else { return host }
+        return try MulticastDNS.resolveIPv4(host)[0]
     }
 
     private var networkStopping: Bool { shared.withLock { $0.stoppingNetwork } }
@@ -644,6 +668,27 @@ public final class MQTTLink: @unchecked Sendable {
         try check(
             mosquitto_tls_set(m, c.tls.caFile, c.tls.caDirectory, c.tls.certFile, c.tls.keyFile, nil), "TLS files")
         if c.tls.insecure { try check(mosquitto_tls_insecure_set(m, true), "TLS insecure") }
+        guard MulticastDNS.isLocalName(c.host), !c.tls.insecure else { return }
+        // A `*.local` broker is connected to by address, and libmosquitto 2.0.11
+        // checks the certificate against the host it connects to. So the link
+        // brings its own TLS context, which checks the name (OpenSSL's
+        // X509_VERIFY_PARAM_set1_host) with the same CA and client certificate,
+        // and libmosquitto uses it as it is (MOSQ_OPT_SSL_CTX_WITH_DEFAULTS off:
+        // with its defaults it would install its own verify callback, which
+        // 2.0.11 cannot run for a context it did not make).
+        var error = [CChar](repeating: 0, count: 320)
+        guard
+            let context = door_broker_tls_new(
+                c.tls.caFile, c.tls.caDirectory, c.tls.certFile, c.tls.keyFile, MulticastDNS.canonical(c.host),
+                &error, error.count)
+        else {
+            throw MQTTError.setup(
+                "TLS for \(c.host): \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+            )
+        }
+        defer { door_broker_tls_free(context) }
+        try check(mosquitto_int_option(m, MOSQ_OPT_SSL_CTX_WITH_DEFAULTS, 0), "TLS context defaults")
+        try check(mosquitto_void_option(m, MOSQ_OPT_SSL_CTX, context), "TLS context")
     }
 
     static func describe(_ rc: Int32) -> String {

@@ -2,6 +2,7 @@ import CNATS
 import DoorCore
 import LinkThreads
 import Logging
+import MulticastDNS
 import Synchronization
 
 #if canImport(Glibc)
@@ -77,6 +78,8 @@ public final class NATSLink: @unchecked Sendable {
         var lastDenied: String?
         var connections = 0
         var reconnects = 0
+        /// The addresses `*.local` servers were last found at (logged when they change).
+        var resolvedServers: [String] = []
         var refreshes = 0
         var lastState: [UInt8]?
         var lastAccess: [UInt8]?
@@ -285,7 +288,21 @@ public final class NATSLink: @unchecked Sendable {
             noteError("natsOptions_Create failed")
             return nil
         }
-        var servers = settings.servers.map { strdup($0) }
+        // `*.local` servers are asked for by multicast DNS on every build; TLS
+        // still verifies the configured name (`verifiedHost`, below).
+        let urls: [String]
+        do { urls = try settings.servers.map(Self.resolved) } catch {
+            noteError("\(error); retrying")
+            natsOptions_Destroy(opts)
+            return nil
+        }
+        if urls != settings.servers && urls != shared.withLock({ $0.resolvedServers }) {
+            for (url, resolved) in zip(settings.servers, urls) where url != resolved {
+                log.info("nats: \(url) is \(resolved) (multicast DNS)")
+            }
+            shared.withLock { $0.resolvedServers = urls }
+        }
+        var servers = urls.map { strdup($0) }
         defer { servers.forEach { free($0) } }
         let serversOK = servers.withUnsafeMutableBufferPointer { buffer -> Bool in
             buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
@@ -295,6 +312,11 @@ public final class NATSLink: @unchecked Sendable {
         var fine =
             serversOK && ok(natsOptions_SetName(opts, name), "name")
             && ok(natsOptions_SetTimeout(opts, 5000), "timeout")
+        switch settings.login {
+        case .user(let user, let password)?: fine = fine && ok(natsOptions_SetUserInfo(opts, user, password), "user")
+        case .token(let token)?: fine = fine && ok(natsOptions_SetToken(opts, token), "token")
+        case nil: break
+        }
         if fine && settings.tls.enabled {
             fine = ok(natsOptions_SetSecure(opts, true), "TLS")
             // Verify the server's name in both builds: Debian's shared libnats
@@ -317,6 +339,14 @@ public final class NATSLink: @unchecked Sendable {
         return opts
     }
 
+    /// `url` with a `*.local` host replaced by the IPv4 address a multicast
+    /// DNS answer gives; any other URL as it is.
+    static func resolved(_ url: String) throws(MulticastDNS.ResolveError) -> String {
+        guard let host = NATSSettings.host(of: url), MulticastDNS.isLocalName(host) else { return url }
+        let address = try MulticastDNS.resolveIPv4(host)[0]
+        return NATSSettings.url(url, withHost: host, replacedBy: address)
+    }
+
     private func ok(_ s: natsStatus, _ what: String) -> Bool {
         if s == NATS_OK { return true }
         noteError("\(what): \(Self.lastError(s))")
@@ -327,7 +357,12 @@ public final class NATSLink: @unchecked Sendable {
     private func build() -> Bool {
         guard let opts = baseOptions(name: settings.name) else { return false }
         defer { natsOptions_Destroy(opts) }
-        guard ok(natsOptions_SetMaxReconnect(opts, -1), "max reconnect"),
+        // libnats reconnects to the addresses it was given: for a `*.local`
+        // server it gives up after a few tries, and the manager rebuilds the
+        // connection with a fresh answer (the address may have changed with
+        // DHCP). Rows leave the outbox only once acknowledged, so none is lost.
+        let localServer = settings.servers.contains { NATSSettings.host(of: $0).map(MulticastDNS.isLocalName) == true }
+        guard ok(natsOptions_SetMaxReconnect(opts, localServer ? 3 : -1), "max reconnect"),
             ok(natsOptions_SetReconnectWait(opts, Int64(settings.reconnectWaitMilliseconds)), "reconnect wait"),
             // libnats' default jitter with TLS is up to 1 s on top of the wait.
             ok(natsOptions_SetReconnectJitter(opts, 100, 100), "reconnect jitter"),
@@ -375,7 +410,9 @@ public final class NATSLink: @unchecked Sendable {
         let s = natsConnection_Connect(&nc, opts)
         guard s == NATS_OK, let nc else {
             let creds = settings.credentials?.state(now: Int64(time(nil)))
-            let why = creds.flatMap { $0.kind == .ok ? nil : " (credentials: \($0.kind.rawValue))" } ?? ""
+            let why =
+                creds.flatMap { $0.kind == .ok ? nil : " (credentials: \($0.kind.rawValue))" }
+                ?? settings.login.map { " (\($0))" } ?? ""
             noteError("connect to \(settings.servers.joined(separator: ",")): \(Self.lastError(s))\(why)")
             return false
         }

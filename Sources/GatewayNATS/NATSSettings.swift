@@ -22,6 +22,9 @@ public struct NATSSettings: Sendable {
     public var tls: TLS
     /// The user JWT and nkey seed (decentralised auth); nil: no credentials.
     public var credentials: NATSCredentialFiles?
+    /// A user and password, or a token (a server's own `authorization`),
+    /// instead of `credentials`.
+    public var login: NATSLogin?
     /// The account public keys (`A…`) a JWT pushed on `creds.jwt` must be
     /// signed by; empty: every pushed JWT is refused.
     public var accountKeys: [String]
@@ -70,6 +73,19 @@ public struct NATSSettings: Sendable {
         return host.isEmpty ? nil : String(host)
     }
 
+    /// `url` with its host (as `host(of:)` finds it: after `scheme://` and
+    /// any `user@`) replaced by `address`.
+    public static func url(_ url: String, withHost host: String, replacedBy address: String) -> String {
+        var start = url.startIndex
+        if let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") {
+            start = url.index(colon, offsetBy: 3)
+        }
+        let hostEnd = url[start...].firstIndex(of: "/") ?? url.endIndex
+        if let at = url[start..<hostEnd].lastIndex(of: "@") { start = url.index(after: at) }
+        guard url[start...].hasPrefix(host) else { return url }
+        return String(url[..<start]) + address + String(url[url.index(start, offsetBy: host.count)...])
+    }
+
     /// The name TLS verifies: the servers' host when they share one. With
     /// several hosts each is verified only by a static build (see docs/nats.md).
     public var verifiedHost: String? {
@@ -91,6 +107,21 @@ public struct NATSSettings: Sendable {
         let tokens = prefix.split(separator: ".", omittingEmptySubsequences: false)
         return !tokens.isEmpty && tokens.allSatisfy { isSubjectToken(String($0)) }
     }
+}
+
+/// A server's own `authorization`: a user and its password, or a token. Its
+/// description never holds the secret (it may end up in a log line).
+public enum NATSLogin: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    case user(String, password: String)
+    case token(String)
+
+    public var description: String {
+        switch self {
+        case .user(let name, _): return "user \(name), password not shown"
+        case .token: return "a token, not shown"
+        }
+    }
+    public var debugDescription: String { description }
 }
 
 /// The subjects of one door: `<prefix>.<device-id>.<leaf>`.

@@ -27,6 +27,8 @@ enum FuzzTarget: String, CaseIterable {
     case fleet
     /// A user JWT pushed over NATS on `creds.jwt`: UserJWT and the door's checks.
     case natsjwt
+    /// A datagram heard while a `*.local` broker is looked up: MulticastDNS.parse.
+    case mdns
     /// NTAG 424 DNA: SUN URLs (parse and verify) and the tag's answers to the reader's EV2 half.
     case ntag424
 
@@ -42,6 +44,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mqtt: return "MQTTLink.channel, RemoteJudge.judge (commands, Home Assistant topics)"
         case .fleet: return "FleetDocument.openEnvelope, FleetRules.judge, FleetDocument.parseBody"
         case .natsjwt: return "UserJWT(_:), check, checkTrusted, issuedInTime"
+        case .mdns: return "MulticastDNS.parse, Response.ipv4Addresses"
         case .ntag424: return "SUNURL.parse/verify, NTAG424.EV2 reader half, Session.openResponse"
         }
     }
@@ -58,6 +61,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mqtt: MQTTTarget.run(data)
         case .fleet: FleetTarget.run(data)
         case .natsjwt: NATSJWTTarget.run(data)
+        case .mdns: MulticastDNSTarget.run(data)
         case .ntag424: NTAG424Target.run(data)
         }
     }

@@ -9,7 +9,8 @@ import XCTest
 /// invariant. A finding fixed stays fixed.
 final class FuzzCorpusTests: XCTestCase {
     static let targets = [
-        "ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt", "fleet", "natsjwt", "ntag424",
+        "ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt", "fleet", "natsjwt", "mdns",
+        "ntag424",
     ]
     static let fuzz = Fixtures.root.appendingPathComponent("Fuzz")
 

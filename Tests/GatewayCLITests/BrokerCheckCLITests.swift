@@ -47,6 +47,52 @@ final class BrokerCheckCLITests: XCTestCase {
             r.stdout.contains("broker: doorgateway/front-door/check: published and received back in"), r.stdout)
     }
 
+    /// Issue 24 M5(1): the doors' listener lets one connection per
+    /// certificate (`use_username_as_clientid`), so the check, which is the
+    /// door, refuses to run beside a running gatewayd instead of taking over
+    /// its session; with --while-running it does take it over (the reason).
+    func testTheCheckDoesNotKnockARunningDoorOffTheBroker() throws {
+        let socketPath = broker.path("control.sock")
+        let listening = try Self.listen(at: socketPath)
+        defer { close(listening) }
+        let door = try broker.subscribe("doorgateway/front-door/#", as: MosquittoBroker.doorID)
+        let config = try configFile()
+
+        let r = try Run.gatewayctl(["config", "check", "--broker", "--socket", socketPath, config])
+        XCTAssertEqual(r.status, 1, r.stdout)
+        XCTAssertTrue(
+            r.stderr.contains("broker: gatewayd is running (its control socket \(socketPath) answers)"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("systemctl stop gatewayd"), r.stderr)
+        XCTAssertFalse(r.stdout.contains("broker: connected"), r.stdout)
+        XCTAssertTrue(door.isRunning)
+        XCTAssertFalse(broker.log.contains("already connected, closing old connection"), broker.log)
+
+        // Asked to anyway, it is the door, and the broker closes the door's connection for it.
+        _ = try Run.gatewayctl(["config", "check", "--broker", "--while-running", "--socket", socketPath, config])
+        XCTAssertTrue(
+            broker.log.contains("Client front-door already connected, closing old connection"), broker.log)
+    }
+
+    /// A listening Unix socket standing for gatewayd's control socket.
+    static func listen(at path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { buf in
+            for (i, c) in path.utf8.enumerated() { buf[i] = c }
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, 4) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        return fd
+    }
+
     func testAPrefixTheACLDeniesFailsEvenThoughMQTT311AcknowledgesIt() throws {
         let r = try Run.gatewayctl(
             ["config", "check", "--broker", try configFile(#"topic_prefix = "elsewhere/front-door""#)])

@@ -170,6 +170,59 @@ final class BrokerTests: XCTestCase {
         l.stop()
     }
 
+    /// Issue 24 M5(1): a certificate from the site's CA (Home Assistant's) asking
+    /// for the client id `front-door` does not take over the door's session.
+    /// The doors' listener sets `use_username_as_clientid`, so its id is its
+    /// CN (`homeassistant`); without that line the broker closed the door's
+    /// connection ("Client front-door already connected, closing old
+    /// connection") each time the impostor connected, and the two kept kicking
+    /// each other off. The door stays connected and takes its commands.
+    func testAnotherCertificateCannotTakeOverTheDoorsClientID() throws {
+        let outcomes = Outcomes()
+        let l = try link(outcomes)
+        defer { l.stop() }
+        // A persistent client (it reconnects when kicked off) with Home
+        // Assistant's certificate and the door's id; the phone sends the command.
+        let impostor = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("homeassistant") + [
+                "-i", MosquittoBroker.doorID, "-q", "1", "-t", "doorgateway/front-door/state", "-F", "%t|%r|%p",
+            ])
+        let connected = Date() + 10
+        while !broker.log.contains("u'homeassistant'") && Date() < connected { usleep(20_000) }
+        XCTAssertTrue(broker.log.contains("u'homeassistant'"), broker.log)
+        XCTAssertEqual(try broker.publish("phone/front-door", try otp(Int64(time(nil)))).status, 0)
+        XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: .compat), broker.log)
+        XCTAssertTrue(l.isConnected)
+        XCTAssertFalse(broker.log.contains("already connected, closing old connection"), broker.log)
+        XCTAssertTrue(broker.log.contains("as homeassistant"), "the impostor's id is its CN: \(broker.log)")
+        XCTAssertTrue(broker.log.contains("as front-door"), "the door's own certificate is front-door: \(broker.log)")
+        XCTAssertTrue(impostor.isRunning)
+    }
+
+    /// Issue 24 M5(3), accepted and limited: a door (back-door) may publish
+    /// a discovery entry on its own node id whose command_topic is another
+    /// door's lock/set, posing under that door's device (the ACL sees topics,
+    /// not payloads), and HA carries a press to that topic. The door it names
+    /// refuses it as from Home Assistant unless it has home_assistant_open on
+    /// (off by default), and says so (audited by the daemon).
+    func testAnotherDoorsDiscoveryEntryCannotOpenThisDoorThroughHomeAssistant() throws {
+        let outcomes = Outcomes()
+        let l = try link(outcomes)
+        defer { l.stop() }
+        let topic = "homeassistant/button/doorgateway_back-door/bell/config"
+        var ha: MosquittoBroker.Subscription? = try broker.subscribe(topic, as: "homeassistant")
+        let entry =
+            #"{"name":"Ring the bell","unique_id":"x","command_topic":"doorgateway/front-door/lock/set","#
+            + #""payload_press":"UNLOCK","device":{"identifiers":["doorgateway_front-door"]}}"#
+        XCTAssertEqual(try broker.publish(topic, entry, retain: true, as: "back-door").status, 0)
+        XCTAssertEqual(ha?.wait { !$0.isEmpty }, ["\(topic)|0|\(entry)"], "the ACL cannot read the payload")
+        ha = nil
+        // A user presses it: HA publishes the entry's payload on its command_topic.
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/lock/set", "UNLOCK", as: "homeassistant").status, 0)
+        XCTAssertEqual(outcomes.wait(count: 1).map { code($0) }, ["ha_open_disabled"])
+    }
+
     func testAClientFromAnotherCAIsRefused() throws {
         let r = try broker.publish("doorgateway/front-door/command", "{}", as: "intruder")
         XCTAssertNotEqual(r.status, 0, "the broker refuses a certificate from another CA")

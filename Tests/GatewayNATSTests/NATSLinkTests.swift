@@ -152,6 +152,25 @@ final class NATSLinkTests: XCTestCase {
         XCTAssertEqual(NATSSettings.host(of: "nats://nats.lan:4222"), "nats.lan")
     }
 
+    /// A `*.local` server's URL gets the address multicast DNS found, in
+    /// place of the host `host(of:)` names, and nothing else changes.
+    func testAURLTakesAnAddressInPlaceOfItsHost() {
+        for (url, expected) in [
+            ("tls://broker.local:4222", "tls://10.0.0.7:4222"),
+            ("nats://u:p@broker.local:4222", "nats://u:p@10.0.0.7:4222"),
+            ("broker.local:4222", "10.0.0.7:4222"),
+            ("tls://broker.local", "tls://10.0.0.7"),
+            ("tls://u@broker.local/path@x", "tls://u@10.0.0.7/path@x"),
+        ] {
+            let host = NATSSettings.host(of: url)
+            XCTAssertEqual(host, "broker.local", url)
+            XCTAssertEqual(NATSSettings.url(url, withHost: host!, replacedBy: "10.0.0.7"), expected, url)
+        }
+        XCTAssertEqual(
+            NATSSettings.url("tls://other.lan:4222", withHost: "broker.local", replacedBy: "10.0.0.7"),
+            "tls://other.lan:4222", "a host that is not there: the URL as it is")
+    }
+
     /// With `jetstream = true`, rows on a subject a stream takes leave the
     /// outbox on its PubAck; others (no responders) after a flush.
     func testJetStreamAcknowledgesRowsItsStreamTakesAndAFlushTheRest() throws {

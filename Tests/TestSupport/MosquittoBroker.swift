@@ -9,7 +9,9 @@ import Foundation
 /// the end (no persistence, a log file, `user root`).
 ///
 /// Certificates, named by CN as the shipped ACL knows them: `front-door` (the
-/// door the tests run; its device id), `back-door` (a second door),
+/// door the tests run; its device id), `back-door` and `side-door` (two more
+/// doors: the broker lets one connection per certificate, its CN being the
+/// client id, so a test that needs two doors at once besides the door names two),
 /// `homeassistant`, `phone-alice` (the default client of `publish`/`subscribe`),
 /// and `intruder` from a second CA that the broker must refuse.
 public final class MosquittoBroker {
@@ -34,7 +36,9 @@ public final class MosquittoBroker {
         try makeCA("ca")
         try makeCA("otherca")
         try makeCert("broker", ca: "ca", cn: "localhost")
-        for cn in [Self.doorID, "back-door", "homeassistant", "phone-alice"] { try makeCert(cn, ca: "ca", cn: cn) }
+        for cn in [Self.doorID, "back-door", "side-door", "homeassistant", "phone-alice"] {
+            try makeCert(cn, ca: "ca", cn: cn)
+        }
         try makeCert("intruder", ca: "otherca", cn: "intruder")
         let conf = try Self.testConfiguration(
             shipped: String(contentsOf: Self.shippedConfiguration, encoding: .utf8),
@@ -58,7 +62,7 @@ public final class MosquittoBroker {
 
     /// The shipped file with the value of each `key` in `replacing` swapped;
     /// every key must be there exactly once (a renamed key fails loudly).
-    static func testConfiguration(shipped: String, replacing: [String: String]) throws -> String {
+    public static func testConfiguration(shipped: String, replacing: [String: String]) throws -> String {
         var seen: [String: Int] = [:]
         let lines = shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             let key = line.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""

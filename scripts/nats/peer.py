@@ -3,6 +3,7 @@
 TLS with a client certificate, user JWT + nkey signature, core pub/sub.
 
   peer.py --url HOST:PORT --creds FILE [--ca CA --cert CERT --key KEY]
+  peer.py --url HOST:PORT (--user NAME --password SECRET | --token SECRET) [--ca CA]
 
 Reads commands on stdin, one a line:
   SUB <subject>            subscribe
@@ -60,12 +61,18 @@ class Conn:
             self.sock = ctx.wrap_socket(raw, server_hostname=host)
             self.f = self.sock.makefile("rb")
         self.sock.settimeout(None)
-        text = open(a.creds).read()
-        user_jwt, seed = block(text, "JWT"), block(text, "SEED")
-        sig = Key.from_seed(seed).sign(info["nonce"].encode())
-        connect = {"verbose": False, "pedantic": False, "jwt": user_jwt, "lang": "python",
-                   "sig": base64.urlsafe_b64encode(sig).decode().rstrip("="), "name": "test-peer",
+        connect = {"verbose": False, "pedantic": False, "lang": "python", "name": "test-peer",
                    "version": "0", "protocol": 1, "echo": False, "tls_required": bool(info.get("tls_required"))}
+        if a.creds:
+            text = open(a.creds).read()
+            user_jwt, seed = block(text, "JWT"), block(text, "SEED")
+            sig = Key.from_seed(seed).sign(info["nonce"].encode())
+            connect["jwt"] = user_jwt
+            connect["sig"] = base64.urlsafe_b64encode(sig).decode().rstrip("=")
+        elif a.token:
+            connect["auth_token"] = a.token
+        elif a.user:
+            connect["user"], connect["pass"] = a.user, a.password
         self.lock = threading.Lock()
         self.send(f"CONNECT {json.dumps(connect)}\r\nPING\r\n".encode())
         self.sid = 0
@@ -103,7 +110,10 @@ class Conn:
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
-    p.add_argument("--creds", required=True)
+    p.add_argument("--creds")
+    p.add_argument("--user")
+    p.add_argument("--password")
+    p.add_argument("--token")
     p.add_argument("--ca")
     p.add_argument("--cert")
     p.add_argument("--key")

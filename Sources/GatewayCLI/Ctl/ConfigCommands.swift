@@ -26,6 +26,12 @@ struct ConfigCheck: ParsableCommand {
             broker acknowledges a publish its ACL denies, so only the round trip shows that the \
             ACL lets the door use its prefix. Run it as root: the door's key is readable by root \
             only (with a systemd credential path, while gatewayd runs).
+
+            The check is the door: the shipped broker listener lets one connection per identity \
+            (use_username_as_clientid), so beside a running gatewayd it would take over the door's \
+            session. It refuses while gatewayd's control socket answers: stop gatewayd first, or \
+            give --while-running when the broker keeps the two apart (a password login on a \
+            broker that leaves client ids alone).
             """)
 
     @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
@@ -33,6 +39,15 @@ struct ConfigCheck: ParsableCommand {
 
     @Flag(help: "Also check the broker: connect, and publish and receive on the door's own check topic.")
     var broker = false
+
+    @Flag(help: "With --broker: check even though gatewayd runs (it may knock the door off the broker).")
+    var whileRunning = false
+
+    @Option(
+        help:
+            "gatewayd's control socket, to see whether it runs (default: $RUNTIME_DIRECTORY/control.sock or /run/doorgateway/control.sock)."
+    )
+    var socket: String?
 
     @Option(help: "config.txt whose relay hold is compared with the file's (real board; when readable).")
     var configTxt: String = FirmwareFiles.configTxt
@@ -57,6 +72,18 @@ struct ConfigCheck: ParsableCommand {
             printError("broker: [mqtt] enabled = false: no broker to check\n")
             throw ExitCode(1)
         }
+        if !whileRunning, let running = Self.runningDaemon(socket: socket) {
+            printError(
+                """
+                broker: gatewayd is running (its control socket \(running) answers): the check connects \
+                with the door's own identity, and the doors' broker listener allows one connection per \
+                identity, so it would take over the door's session. Stop it first: \
+                systemctl stop gatewayd && gatewayctl config check --broker; systemctl start gatewayd \
+                (or --while-running, on a broker that keeps the two apart)
+
+                """)
+            throw ExitCode(1)
+        }
         do {
             for line in try BrokerCheck.run(
                 configuration: config.mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
@@ -71,20 +98,37 @@ struct ConfigCheck: ParsableCommand {
 }
 
 extension ConfigCheck {
-    /// The password file readable by more than its owner and group (wider
-    /// than 0640), or writable by its group: said, not refused.
-    static func fileWarnings(_ config: GatewayConfiguration) -> [String] {
-        guard config.mqtt.enabled, let file = config.mqtt.passwordFile, file.hasPrefix("/") else { return [] }
-        var info = stat()
-        guard stat(file, &info) == 0 else {
-            return ["mqtt.password_file \(file): \(String(cString: strerror(errno)))"]
+    /// The control socket's path when a gatewayd answers there; nil when none
+    /// does (no socket, or nobody listening).
+    static func runningDaemon(socket: String?) -> String? {
+        let path = SocketOptions.path(socket)
+        do {
+            _ = try ControlClient(path: path)
+            return path
+        } catch ControlClientError.notRunning {
+            return nil
+        } catch {
+            return path  // there, but not ours to use (permission): a daemon runs
         }
-        let mode = info.st_mode & 0o7777
-        guard mode & ~0o640 != 0 else { return [] }
-        return [
-            "mqtt.password_file \(file) has mode \(String(mode, radix: 8)), wider than 0640: "
+    }
+
+    /// A password or token file readable by more than its owner and group
+    /// (wider than 0640), or writable by its group: said, not refused.
+    static func fileWarnings(_ config: GatewayConfiguration) -> [String] {
+        var files: [(key: String, path: String?)] = []
+        if config.mqtt.enabled { files.append(("mqtt.password_file", config.mqtt.passwordFile)) }
+        if config.remote.transport == .nats {
+            files += [("nats.password_file", config.nats.passwordFile), ("nats.token_file", config.nats.tokenFile)]
+        }
+        return files.compactMap { key, file -> String? in
+            guard let file, file.hasPrefix("/") else { return nil }
+            var info = stat()
+            guard stat(file, &info) == 0 else { return "\(key) \(file): \(String(cString: strerror(errno)))" }
+            let mode = info.st_mode & 0o7777
+            guard mode & ~0o640 != 0 else { return nil }
+            return "\(key) \(file) has mode \(String(mode, radix: 8)), wider than 0640: "
                 + "chmod 0640 \(file) (owner root, group doorgateway)"
-        ]
+        }
     }
 }
 

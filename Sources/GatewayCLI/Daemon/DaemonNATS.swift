@@ -25,7 +25,15 @@ extension Daemon {
             return creds + "/" + p
         }
         let files = n.credentialPaths(stateDirectory: configuration.paths.stateDirectory)
-        let settings = NATSSettings(
+        let login: NATSLogin?
+        do {
+            login = try NATSLogin.load(n, credentials: creds)
+        } catch {
+            log.error("nats: \(error); not connecting, events stay in the audit log")
+            return
+        }
+        for warning in configuration.warnings { log.warning("configuration: \(warning)") }
+        var settings = NATSSettings(
             servers: n.servers, prefix: n.prefix,
             tls: .init(
                 enabled: n.tls.enabled, caFile: resolve(n.tls.caFile), certFile: resolve(n.tls.certFile),
@@ -34,12 +42,17 @@ extension Daemon {
             jetStream: n.jetStream,
             reconnectWaitMilliseconds: n.reconnectWaitMilliseconds, refreshFraction: Double(n.refreshPercent) / 100,
             name: "doorgateway \(configuration.deviceID)")
+        if let login {
+            settings.login = login
+            settings.credentials = nil
+        }
         let commands: StoreCommands
         do {
             commands = try StoreCommands(
                 store: store,
                 policy: RemotePolicy(
                     mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
@@ -82,8 +95,9 @@ extension Daemon {
             natsRemote = nil
             return
         }
-        runtime.publishLastAccess = { link.publishLastAccess($0) }
+        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
+            runtime.publishLastAccess = { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
@@ -119,5 +133,16 @@ extension Daemon {
             ("connections", .int(s.connections)), ("reconnects", .int(s.reconnects)), ("refreshes", .int(s.refreshes)),
             ("credentials", s.credentials?.json ?? .null),
         ])
+    }
+}
+
+extension NATSLogin {
+    /// `[nats] user` + `password_file`, or `token_file`; nil for a JWT login.
+    static func load(_ n: GatewayConfiguration.NATS, credentials: String?) throws -> NATSLogin? {
+        if let file = n.tokenFile {
+            return .token(try SecretFile.contents(key: "nats.token_file", file, credentials: credentials))
+        }
+        guard let user = n.user, let file = n.passwordFile else { return nil }
+        return .user(user, password: try SecretFile.contents(key: "nats.password_file", file, credentials: credentials))
     }
 }

@@ -40,6 +40,7 @@ extension Daemon {
                 store: store,
                 policy: RemotePolicy(
                     mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
@@ -113,8 +114,9 @@ extension Daemon {
             return
         }
         remote = link
-        runtime.publishLastAccess = { link.publishLastAccess($0) }
+        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
+            runtime.publishLastAccess = { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
@@ -238,17 +240,25 @@ extension MQTTSettings {
 }
 
 extension MQTTSettings.Login {
+    /// `[mqtt] username`, and the password from `password_file` (`SecretFile`).
+    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
+        guard let username = c.username else { return nil }
+        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
+        let password = try SecretFile.contents(key: "mqtt.password_file", file, credentials: credentials)
+        return MQTTSettings.Login(username: username, password: password)
+    }
+}
+
+/// A password or token named in gateway.toml: an absolute path, or a bare
+/// name read from `credentials` (`$CREDENTIALS_DIRECTORY`). One line, at most
+/// 4 KiB; a final newline is not part of it. Errors name the key and the
+/// file, never the content.
+enum SecretFile {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// `[mqtt] username`, and the password from `password_file`: an absolute
-    /// path, or a bare name read from `credentials` (`$CREDENTIALS_DIRECTORY`).
-    /// One line, at most 4 KiB; a final newline is not part of it. Errors name
-    /// the file, never its content.
-    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
-        guard let username = c.username else { return nil }
-        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
+    static func contents(key: String, _ file: String, credentials: String?) throws -> String {
         let path: String
         if file.hasPrefix("/") {
             path = file
@@ -256,13 +266,13 @@ extension MQTTSettings.Login {
             path = credentials + "/" + file
         } else {
             throw Failure(
-                description: "mqtt.password_file \"\(file)\" names a systemd credential, but there is no "
+                description: "\(key) \"\(file)\" names a systemd credential, but there is no "
                     + "$CREDENTIALS_DIRECTORY (give gatewayd LoadCredential=\(file):/etc/doorgateway/\(file), "
                     + "or use an absolute path)")
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
-            throw Failure(description: "mqtt.password_file \(path): \(String(cString: strerror(errno)))")
+            throw Failure(description: "\(key) \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         var bytes: [UInt8] = []
@@ -271,19 +281,19 @@ extension MQTTSettings.Login {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else {
-                throw Failure(description: "mqtt.password_file \(path): \(String(cString: strerror(errno)))")
+                throw Failure(description: "\(key) \(path): \(String(cString: strerror(errno)))")
             }
             if n == 0 { break }
             bytes += chunk[0..<n]
         }
-        guard bytes.count <= 4096 else { throw Failure(description: "mqtt.password_file \(path): larger than 4 KiB") }
+        guard bytes.count <= 4096 else { throw Failure(description: "\(key) \(path): larger than 4 KiB") }
         if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
         if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-        guard !bytes.isEmpty else { throw Failure(description: "mqtt.password_file \(path) is empty") }
+        guard !bytes.isEmpty else { throw Failure(description: "\(key) \(path) is empty") }
         guard !bytes.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else {
-            throw Failure(description: "mqtt.password_file \(path) must hold one line: the password")
+            throw Failure(description: "\(key) \(path) must hold one line: the secret")
         }
-        return MQTTSettings.Login(username: username, password: String(decoding: bytes, as: UTF8.self))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
@@ -349,7 +359,15 @@ public final class StoreOutbox: Outbox, @unchecked Sendable {
 /// the store (a slow or full disk must not stall keepalives and acks).
 final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let store: GatewayStore
-    let policy: RemotePolicy
+    private let basePolicy: RemotePolicy
+    /// The number of actions in effect, read at each message (a reload may change it).
+    private let actionCount: @Sendable () -> Int
+    /// The policy a message is judged by: the one made at start, with today's actions.
+    var policy: RemotePolicy {
+        var p = basePolicy
+        p.commands.actionCount = actionCount()
+        return p
+    }
     let clockSynchronised: @Sendable () -> Bool
     let submit: @Sendable (RemoteOutcome) -> Void
     let log: Logger
@@ -359,11 +377,13 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let queue = DispatchQueue(label: "gatewayd.commands")
 
     init(
-        store: GatewayStore, policy: RemotePolicy, clockSynchronised: @escaping @Sendable () -> Bool,
+        store: GatewayStore, policy: RemotePolicy, actionCount: @escaping @Sendable () -> Int,
+        clockSynchronised: @escaping @Sendable () -> Bool,
         submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
     ) throws {
         self.store = store
-        self.policy = policy
+        self.basePolicy = policy
+        self.actionCount = actionCount
         self.clockSynchronised = clockSynchronised
         self.submit = submit
         self.log = log

@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension MulticastDNS {
+    public enum ResolveError: Error, Equatable, CustomStringConvertible {
+        case badName(String)
+        case socket(String)
+        /// Nobody answered within the attempts.
+        case noAnswer(name: String, attempts: Int, milliseconds: Int)
+
+        public var description: String {
+            switch self {
+            case .badName(let why): return why
+            case .socket(let why): return "multicast DNS: \(why)"
+            case .noAnswer(let name, let attempts, let ms):
+                return
+                    "\(name): no multicast DNS answer (\(attempts) queries to \(MulticastDNS.group):\(MulticastDNS.port), "
+                    + "\(ms) ms); is the host up and on this network?"
+            }
+        }
+    }
+
+    /// The IPv4 addresses of `host` (a `*.local` name): a one-shot query
+    /// (RFC 6762 §5.1) from an ephemeral port, sent on every IPv4 interface
+    /// that is up and does multicast (or by the routing table when there is
+    /// none), `attempts` times, each answer waited for up to `waitMilliseconds`.
+    /// The first response naming `host` wins. Blocking; call it off any
+    /// thread that must stay responsive.
+    public static func resolveIPv4(
+        _ host: String, attempts: Int = 3, waitMilliseconds: Int = 1000
+    ) throws(ResolveError) -> [String] {
+        let id = UInt16.random(in: 1...UInt16.max)
+        let question: [UInt8]
+        do { question = try query(for: host, type: .a, id: id) } catch { throw .badName("\(host): \(error)") }
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw .socket("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var ttl: UInt8 = 255
+        var loop: UInt8 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, socklen_t(1))
+        _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &loop, socklen_t(1))
+        var destination = sockaddr_in()
+        destination.sin_family = sa_family_t(AF_INET)
+        destination.sin_port = port.bigEndian
+        destination.sin_addr.s_addr = inet_addr(group)
+        let interfaces = multicastInterfaces()
+        for _ in 0..<attempts {
+            var sent = false
+            for interface in interfaces.isEmpty ? [nil] : interfaces.map(Optional.some) {
+                if var address = interface {
+                    _ = setsockopt(
+                        fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &address, socklen_t(MemoryLayout<in_addr>.size))
+                }
+                let n = question.withUnsafeBytes { q in
+                    withUnsafePointer(to: &destination) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            sendto(fd, q.baseAddress, q.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }
+                }
+                if n == question.count { sent = true }
+            }
+            if !sent { throw .socket("cannot send to \(group):\(port): \(String(cString: strerror(errno)))") }
+            if let found = awaitAnswer(fd, host: host, milliseconds: waitMilliseconds), !found.isEmpty { return found }
+        }
+        throw .noAnswer(name: canonical(host), attempts: attempts, milliseconds: attempts * waitMilliseconds)
+    }
+
+    /// Reads datagrams until one names `host` or `milliseconds` pass.
+    private static func awaitAnswer(_ fd: Int32, host: String, milliseconds: Int) -> [String]? {
+        let until = ContinuousClock.now + .milliseconds(milliseconds)
+        var buffer = [UInt8](repeating: 0, count: 9000)
+        while true {
+            let left = until - ContinuousClock.now
+            guard left > .zero else { return nil }
+            let ms = Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(ms))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { continue }
+            guard let response = try? parse(Array(buffer[0..<n])) else { continue }
+            let found = response.ipv4Addresses(of: host)
+            if !found.isEmpty { return found }
+        }
+    }
+
+    /// The IPv4 address of every interface that is up, does multicast and is
+    /// not loopback (getifaddrs: no NSS).
+    static func multicastInterfaces() -> [in_addr] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var out: [in_addr] = []
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ifa_next }
+            let flags = entry.pointee.ifa_flags
+            guard flags & UInt32(IFF_UP) != 0, flags & UInt32(IFF_MULTICAST) != 0,
+                flags & UInt32(IFF_LOOPBACK) == 0,
+                let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET)
+            else { continue }
+            let inet = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            if !out.contains(where: { $0.s_addr == inet.s_addr }) { out.append(inet) }
+        }
+        return out
+    }
+}
