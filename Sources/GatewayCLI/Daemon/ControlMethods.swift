@@ -14,6 +14,7 @@ extension Daemon {
         switch method {
         case .status: return status()
         case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
+        case .policyExplain: return try policyExplain(p)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
@@ -32,9 +33,10 @@ extension Daemon {
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
                 throw DaemonError.request("no action \(action)")
             }
-            let job = ProvisioningJob(
+            var job = ProvisioningJob(
                 action: action, label: try p.string("label", default: ""), protect: try p.bool("protect"),
                 overwrite: try p.bool("overwrite"))
+            try guestLimits(p, into: &job)
             runtime.submit(.admin(.armProvisioning(job)))
             return .object([("armed", .bool(true)), ("action", .int(action))])
         case .provisionCancel:
