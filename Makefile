@@ -8,7 +8,7 @@ STATIC_OUT   ?= out/static
 # Build-time and test-time Debian packages. Keep in step with Package.swift providers.
 DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libusb-dev \
                 libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
-                libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3
+                libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3 tzdata
 
 .PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run ci-deps
 
