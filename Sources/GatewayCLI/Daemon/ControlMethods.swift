@@ -125,10 +125,10 @@ extension Daemon {
     private var readerConnstring: String { simulator?.connstring ?? configuration.reader.connstring }
 
     func status() -> JSONValue {
-        let (m, health, lastTag, events, lastUnlock, floor) = runtime.sync {
+        let (m, health, lastTag, events, lastUnlock, floor, schedule) = runtime.sync {
             (
                 runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents, runtime.lastUnlock,
-                runtime.clockFloor.unix
+                runtime.clockFloor.unix, runtime.scheduleInfo
             )
         }
         let now = MonotonicClock.now()
@@ -156,6 +156,8 @@ extension Daemon {
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("broker", remoteStatus()),
             ("store", auditWriter.statusDocument),
+            // The schedule Home Assistant is shown (docs/policy.md), or null.
+            ("schedule", schedule ?? .null),
         ]
         if let snapshot = simulatedBoard?.snapshot() {
             let lines: [(String, JSONValue)] = snapshot.outputs.sorted { $0.key < $1.key }.map {
