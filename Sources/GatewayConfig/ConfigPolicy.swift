@@ -66,7 +66,9 @@ extension GatewayConfiguration {
             schedules.contains { $0.name == n }
                 ? nil
                 : "there is no schedule named \"\(n.prefix(64))\""
-                    + (schedules.isEmpty ? " (add a [[schedules]] table)" : " (schedules: \(schedules.map(\.name).joined(separator: ", ")))")
+                    + (schedules.isEmpty
+                        ? " (add a [[schedules]] table)"
+                        : " (schedules: \(schedules.map(\.name).joined(separator: ", ")))")
         }
     }
 

@@ -195,7 +195,10 @@ public enum Payloads {
                     "binary_sensor", "schedule",
                     common("schedule", "Schedule") + [
                         ("state_topic", .string(topics.state)),
-                        ("value_template", .string("{{ 'ON' if value_json.schedule and value_json.schedule.active else 'OFF' }}")),
+                        (
+                            "value_template",
+                            .string("{{ 'ON' if value_json.schedule and value_json.schedule.active else 'OFF' }}")
+                        ),
                         ("json_attributes_topic", .string(topics.state)),
                         ("json_attributes_template", .string("{{ (value_json.schedule or {}) | tojson }}")),
                     ]))

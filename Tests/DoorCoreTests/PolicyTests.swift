@@ -86,7 +86,8 @@ final class TimeZoneTests: XCTestCase {
                 // Only transitions inside the footer's era: same offsets as the footer's.
                 guard [footer.standardOffset, footer.dstOffset].contains(table.offset) else { continue }
                 XCTAssertEqual(rule.offset, table.offset, "\(name) at \(UTCTime.iso8601(t))")
-                XCTAssertEqual(footer.type(at: t - 1).offset, z.type(at: t - 1).offset, "\(name) before \(UTCTime.iso8601(t))")
+                XCTAssertEqual(
+                    footer.type(at: t - 1).offset, z.type(at: t - 1).offset, "\(name) before \(UTCTime.iso8601(t))")
                 checked += 1
             }
             if footer.start != nil { XCTAssertGreaterThan(checked, 0, name) }
@@ -96,7 +97,8 @@ final class TimeZoneTests: XCTestCase {
     func testLocalTimesThatDoNotExistOrHappenTwice() throws {
         let z = try zoneFile("Europe/Berlin")
         let spring = CivilDate("2026-03-29")!, autumn = CivilDate("2026-10-25")!
-        XCTAssertEqual(z.resolve(date: spring, secondOfDay: 2 * 3600 + 1800), .nonexistent(gapEnd: utc("2026-03-29T01:00:00Z")))
+        XCTAssertEqual(
+            z.resolve(date: spring, secondOfDay: 2 * 3600 + 1800), .nonexistent(gapEnd: utc("2026-03-29T01:00:00Z")))
         XCTAssertEqual(
             z.resolve(date: autumn, secondOfDay: 2 * 3600 + 1800),
             .ambiguous(utc("2026-10-25T00:30:00Z"), utc("2026-10-25T01:30:00Z")))
@@ -124,7 +126,9 @@ final class TimeZoneTests: XCTestCase {
         let v3 = try PosixTZ("<-03>3<-02>,M3.5.0/-2,M10.5.0/-1")
         XCTAssertEqual(v3.start?.time, -7200)
         XCTAssertEqual(try PosixTZ("EST5EDT,J60/2,300").end?.date, .julian0(300))
-        for bad in ["", "C-1", "CET", "CET-1CEST,M13.5.0,M10.5.0", "CET-1CEST,M3.5.0", "CET-1CEST,M3.6.0,M10.5.0", "CET-1x"] {
+        for bad in [
+            "", "C-1", "CET", "CET-1CEST,M13.5.0,M10.5.0", "CET-1CEST,M3.5.0", "CET-1CEST,M3.6.0,M10.5.0", "CET-1x",
+        ] {
             XCTAssertThrowsError(try PosixTZ(bad), bad)
         }
     }
@@ -233,7 +237,8 @@ final class AccessPolicyTests: XCTestCase {
         AccessPolicy(
             schedules: [
                 WeeklySchedule(name: "staff", windows: [ScheduleWindow(days: [1, 2, 3, 4, 5], from: 480, to: 1080)]),
-                WeeklySchedule(name: "cleaner", windows: [ScheduleWindow(days: [1, 2, 3, 4, 5], from: 1080, to: 1320)]),
+                WeeklySchedule(
+                    name: "cleaner", windows: [ScheduleWindow(days: [1, 2, 3, 4, 5], from: 1080, to: 1320)]),
             ], zone: try zoneFile("Europe/Berlin"))
     }
 
@@ -255,7 +260,8 @@ final class AccessPolicyTests: XCTestCase {
             p.denial(actionSchedule: nil, tag: IssuedTagView(state: .active, validFrom: 1), wall: off),
             .clockUnsynchronised, "a guest window needs the clock")
         XCTAssertEqual(
-            p.denial(actionSchedule: nil, tag: IssuedTagView(state: .active, validFrom: wall.unixSeconds + 1), wall: wall),
+            p.denial(
+                actionSchedule: nil, tag: IssuedTagView(state: .active, validFrom: wall.unixSeconds + 1), wall: wall),
             .notYetValid)
         XCTAssertEqual(
             p.denial(actionSchedule: nil, tag: IssuedTagView(state: .active, usesLeft: 0), wall: wall), .noUsesLeft)
@@ -308,7 +314,11 @@ final class AllZonesTests: XCTestCase {
                 let path = dir + "/" + name
                 var st = stat()
                 guard stat(path, &st) == 0 else { continue }
-                if st.st_mode & S_IFMT == S_IFDIR { walk(path) } else if st.st_mode & S_IFMT == S_IFREG { files.append(path) }
+                if st.st_mode & S_IFMT == S_IFDIR {
+                    walk(path)
+                } else if st.st_mode & S_IFMT == S_IFREG {
+                    files.append(path)
+                }
             }
         }
         walk("/usr/share/zoneinfo")

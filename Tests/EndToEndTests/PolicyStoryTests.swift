@@ -86,7 +86,8 @@ final class PolicyStoryTests: XCTestCase {
 
     /// `policy explain … --json`: (exit status, answer or nil, stderr).
     func explain(_ g: GatewayUnderTest, _ args: [String], offline: Bool) throws -> (Int32, JSONValue?, String) {
-        let r = try g.ctl(["policy", "explain"] + args + (offline ? ["--config", g.configFile.path] : []) + ["--json"])
+        let r = try g.ctl(
+            ["policy", "explain"] + args + (offline ? ["--config", g.configFile.path] : []) + ["--json"])
         let text = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let json = r.status == 0 ? try JSONValue.parse(Array(text.utf8), maxDepth: 16, maxBytes: 1 << 20) : nil
         return (r.status, json, r.stderr)
@@ -112,7 +113,8 @@ final class PolicyStoryTests: XCTestCase {
         try g.start()
         for offline in [true, false] {
             // Monday 2026-03-30, CEST (+02:00).
-            try assertExplain(g, action: 2, at: "2026-03-30T06:30:00Z", allowed: true, reason: "granted", offline: offline)
+            try assertExplain(
+                g, action: 2, at: "2026-03-30T06:30:00Z", allowed: true, reason: "granted", offline: offline)
             try assertExplain(
                 g, action: 2, at: "2026-03-30T05:59:59Z", allowed: false, reason: "outside_schedule", offline: offline)
             try assertExplain(g, action: 2, at: "2026-03-30T08:00", allowed: true, reason: "granted", offline: offline)
@@ -123,7 +125,8 @@ final class PolicyStoryTests: XCTestCase {
             try assertExplain(
                 g, action: 2, at: "2026-12-25T10:00:00+01:00", allowed: false, reason: "outside_schedule",
                 offline: offline)
-            try assertExplain(g, action: 0, at: "2026-12-25T10:00:00Z", allowed: true, reason: "granted", offline: offline)
+            try assertExplain(
+                g, action: 0, at: "2026-12-25T10:00:00Z", allowed: true, reason: "granted", offline: offline)
 
             // Spring forward, Sunday 2026-03-29: 02:00 CET → 03:00 CEST.
             let (gap, _, gapError) = try explain(g, ["--action", "3", "--at", "2026-03-29T02:30"], offline: offline)
@@ -142,12 +145,14 @@ final class PolicyStoryTests: XCTestCase {
             XCTAssertEqual(first?["allowed"]?.boolValue, true)
             XCTAssertEqual(first?["at"]?.stringValue, "2026-10-25T00:30:00Z", "the first 02:30")
             XCTAssertTrue(first?["note"]?.stringValue?.contains("happens twice") ?? false, "\(first?.serialized ?? "")")
-            try assertExplain(g, action: 4, at: "2026-10-25T01:30:00Z", allowed: true, reason: "granted", offline: offline)
+            try assertExplain(
+                g, action: 4, at: "2026-10-25T01:30:00Z", allowed: true, reason: "granted", offline: offline)
             let (_, open, _) = try explain(g, ["--action", "4", "--at", "2026-10-25T00:00:00Z"], offline: offline)
             XCTAssertEqual(open?["schedules"]?.arrayValue?.first?["next_change"]?.stringValue, "2026-10-25T02:00:00Z")
 
             // Errors say what is wrong.
-            let (unknown, _, unknownError) = try explain(g, ["--action", "9", "--at", "2026-03-30T06:30:00Z"], offline: offline)
+            let (unknown, _, unknownError) = try explain(
+                g, ["--action", "9", "--at", "2026-03-30T06:30:00Z"], offline: offline)
             XCTAssertEqual(unknown, 1)
             XCTAssertTrue(unknownError.contains("no action 9"), unknownError)
             let (bad, _, badError) = try explain(g, ["--action", "2", "--at", "tomorrow at 8"], offline: offline)
@@ -158,7 +163,9 @@ final class PolicyStoryTests: XCTestCase {
         let text = try g.ctl(["policy", "explain", "--action", "2", "--at", "2026-03-30T05:30:00Z"])
         XCTAssertEqual(text.status, 0, text.stderr)
         XCTAssertTrue(text.stdout.hasPrefix("stays shut: outside_schedule"), text.stdout)
-        XCTAssertTrue(text.stdout.contains("schedule staff: outside every window, changes at 2026-03-30T08:00:00+02:00"), text.stdout)
+        XCTAssertTrue(
+            text.stdout.contains("schedule staff: outside every window, changes at 2026-03-30T08:00:00+02:00"),
+            text.stdout)
         XCTAssertEqual(g.stop(), 0)
     }
 
@@ -179,7 +186,8 @@ final class PolicyStoryTests: XCTestCase {
         XCTAssertNotNil(twice?["note"]?.stringValue)
         // A zone that is not installed stops the explanation with the reason.
         try Self.config(g, zone: "Mars/Olympus_Mons").write(to: g.configFile, atomically: true, encoding: .utf8)
-        let (missing, _, missingError) = try explain(g, ["--action", "0", "--at", "2026-03-09T12:30:00Z"], offline: true)
+        let (missing, _, missingError) = try explain(
+            g, ["--action", "0", "--at", "2026-03-09T12:30:00Z"], offline: true)
         XCTAssertEqual(missing, 1)
         XCTAssertTrue(missingError.contains("Mars/Olympus_Mons"), missingError)
     }
@@ -237,7 +245,9 @@ final class PolicyStoryTests: XCTestCase {
         let listed = try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []
         XCTAssertEqual(listed.first { $0["uid"]?.stringValue == "04A10000000002" }?["schedule"]?.stringValue, "closed")
         // The daemon's explanation of that tag names it too.
-        let why = try g.ctlJSON(["policy", "explain", "--action", "0", "--tag", "04A10000000002", "--at", UTCTime.iso8601(Int64(time(nil)))])
+        let why = try g.ctlJSON([
+            "policy", "explain", "--action", "0", "--tag", "04A10000000002", "--at", UTCTime.iso8601(Int64(time(nil))),
+        ])
         XCTAssertEqual(why["reason"]?.stringValue, "outside_schedule")
 
         // Inside the schedule the door opens.
@@ -336,7 +346,10 @@ final class PolicyStoryTests: XCTestCase {
         try tap(g, later, expect: "access_denied", reason: "not_yet_valid")
         let over = try provision(
             g, "04B20000000002",
-            ["tags", "issue", "--action", "0", "--guest", "--from", "\(now - 2 * 86_400)", "--until", "\(now - 86_400)"])
+            [
+                "tags", "issue", "--action", "0", "--guest", "--from", "\(now - 2 * 86_400)", "--until",
+                "\(now - 86_400)",
+            ])
         try tap(g, over, expect: "access_denied", reason: "expired")
         XCTAssertEqual(try usesLeft(g, "04B20000000002"), 1, "a denied tap takes no use")
         XCTAssertEqual(g.stop(), 0)

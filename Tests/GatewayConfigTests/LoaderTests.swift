@@ -724,12 +724,16 @@ final class ScheduleConfigTests: XCTestCase {
             ["door.passage_schedule: there is no schedule named \"nope\" (schedules: s)"])
         XCTAssertEqual(
             issue("[clock]\ntime_zone = \"../../etc/passwd\""),
-            ["clock.time_zone: \"../../etc/passwd\" is not a zone name like \"Europe/Berlin\" (see /usr/share/zoneinfo)"])
+            [
+                "clock.time_zone: \"../../etc/passwd\" is not a zone name like \"Europe/Berlin\" (see /usr/share/zoneinfo)"
+            ])
         XCTAssertEqual(
             issue("[[schedules]]\nname = \"s\"\nwindows = []\n[[schedules]]\nname = \"s\"\nwindows = []"),
             ["schedules[1].name: \"s\" is another schedule's name too"])
         XCTAssertEqual(
-            issue("[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mon\"], from = \"08:00\", to = \"18:00\", x = 1 }]"),
+            issue(
+                "[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mon\"], from = \"08:00\", to = \"18:00\", x = 1 }]"
+            ),
             ["schedules[0].windows[0].x: unknown key"])
     }
 }

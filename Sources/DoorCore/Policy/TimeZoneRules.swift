@@ -274,7 +274,8 @@ public struct TimeZoneRules: Equatable, Sendable {
 
     /// UTC: no transitions, offset 0.
     public static let utc = TimeZoneRules(
-        name: "UTC", transitions: [], transitionTypes: [], types: [LocalType(offset: 0, isDST: false, abbreviation: "UTC")],
+        name: "UTC", transitions: [], transitionTypes: [],
+        types: [LocalType(offset: 0, isDST: false, abbreviation: "UTC")],
         footer: nil)
 
     public init(name: String, transitions: [Int64], transitionTypes: [Int], types: [LocalType], footer: PosixTZ?) {

@@ -411,11 +411,11 @@ struct TagsCommand: ParsableCommand {
                         t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"],
                         TagsCommand.uses(t), t["schedule"], t["last_seen"],
                     ]
-                        .map { v -> String in
-                            guard let v, v != .null else { return "-" }
-                            let text = v.stringValue ?? v.serialized
-                            return text.isEmpty ? "-" : text
-                        }
+                    .map { v -> String in
+                        guard let v, v != .null else { return "-" }
+                        let text = v.stringValue ?? v.serialized
+                        return text.isEmpty ? "-" : text
+                    }
                 }
                 let revoked = (answer["revocations"]?.arrayValue ?? []).map {
                     "revoked " + ($0["uid"]?.stringValue ?? "signature " + ($0["signature"]?.stringValue ?? "?"))

@@ -98,8 +98,10 @@ struct TagsIssue: ParsableCommand {
     }
 
     func run() throws {
-        try socket.call(.provision, Self.limits(action: action, guest: guest, uses: uses, from: from, until: until, schedule: schedule)
-            + [("label", .string(label)), ("protect", .bool(protect)), ("overwrite", .bool(overwrite))])
+        try socket.call(
+            .provision,
+            Self.limits(action: action, guest: guest, uses: uses, from: from, until: until, schedule: schedule)
+                + [("label", .string(label)), ("protect", .bool(protect)), ("overwrite", .bool(overwrite))])
     }
 
     static func limits(

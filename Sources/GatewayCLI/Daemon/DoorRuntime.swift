@@ -168,7 +168,6 @@ final class DoorRuntime: @unchecked Sendable {
         scheduleTimer = timer
     }
 
-
     func submit(_ input: DoorInput) {
         queue.async { self.handle(input) }
     }

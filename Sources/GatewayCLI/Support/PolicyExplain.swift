@@ -37,7 +37,8 @@ enum PolicyExplain {
         }
         if reason == "granted",
             let why = policy.denial(
-                actionSchedule: definition.schedule, tag: tag?.row, wall: WallClock(unixSeconds: at, synchronised: true))
+                actionSchedule: definition.schedule, tag: tag?.row, wall: WallClock(unixSeconds: at, synchronised: true)
+            )
         {
             reason = why.rawValue
         }
@@ -50,7 +51,10 @@ enum PolicyExplain {
             return .object([
                 ("name", .string(name)), ("active", .bool(s.isActive(at: at, zone: zone))),
                 ("next_change", .optional(s.nextChange(after: at, zone: zone).map(UTCTime.iso8601))),
-                ("next_change_local", .optional(s.nextChange(after: at, zone: zone).map { zone.local($0).description })),
+                (
+                    "next_change_local",
+                    .optional(s.nextChange(after: at, zone: zone).map { zone.local($0).description })
+                ),
                 ("passage", .bool(name == configuration.door.passageSchedule)),
             ])
         }

@@ -17,7 +17,8 @@ enum Zones {
             guard let bytes = Files.contents(path) else {
                 throw Failure(
                     description:
-                        "clock.time_zone \"\(name)\": \(path) cannot be read (is tzdata installed? apt-get install tzdata)")
+                        "clock.time_zone \"\(name)\": \(path) cannot be read (is tzdata installed? apt-get install tzdata)"
+                )
             }
             do { return try TimeZoneRules(tzif: bytes, name: name) } catch {
                 throw Failure(description: "clock.time_zone \"\(name)\": \(path): \(error)")
