@@ -148,6 +148,19 @@ final class TimeZoneTests: XCTestCase {
         var wrong = bytes
         wrong[0] = UInt8(ascii: "X")
         XCTAssertThrowsError(try TimeZoneRules(tzif: wrong, name: "x"))
+        // Mutated files: refused or read, never a trap, and a file that is
+        // read answers every instant with a sane offset (the footer too).
+        var random = SeededRandom(seed: 0x7A1F)
+        var read = 0
+        for _ in 0..<3000 {
+            guard let z = try? TimeZoneRules(tzif: random.mutate(bytes), name: "m") else { continue }
+            read += 1
+            for t in [Int64.min, -1, 0, 1_800_000_000, 4_200_000_000, Int64.max / 2] {
+                _ = z.local(t)
+                _ = z.resolve(date: CivilDate(year: 2026, month: 3, day: 29), secondOfDay: 9000)
+            }
+        }
+        XCTAssertGreaterThan(read, 0, "some mutations keep a valid file")
         var noFooter = bytes
         noFooter[noFooter.count - 5] = UInt8(ascii: "!")
         XCTAssertThrowsError(try TimeZoneRules(tzif: noFooter, name: "x"))

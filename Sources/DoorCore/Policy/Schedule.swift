@@ -59,9 +59,10 @@ public struct WeeklySchedule: Hashable, Sendable {
     /// time. Window edges fall on whole local minutes and every zone's
     /// offset today is whole minutes, so whole UTC minutes are enough.
     public func nextChange(after unix: Int64, zone: TimeZoneRules, horizon: Int64 = 15 * 86_400) -> Int64? {
-        let now = isActive(at: unix, zone: zone)
-        var t = (floorDiv(unix, 60) + 1) * 60
-        let end = unix + horizon
+        let start = clampInstant(unix)
+        let now = isActive(at: start, zone: zone)
+        var t = (floorDiv(start, 60) + 1) * 60
+        let end = start + min(max(horizon, 0), 1 << 30)
         while t <= end {
             if isActive(at: t, zone: zone) != now { return t }
             t += 60

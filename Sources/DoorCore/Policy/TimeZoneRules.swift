@@ -228,7 +228,8 @@ public struct PosixTZ: Equatable, Sendable {
     }
 
     /// (offset, isDST, abbreviation) at a Unix time.
-    public func type(at unix: Int64) -> (offset: Int, isDST: Bool, abbreviation: String) {
+    public func type(at instant: Int64) -> (offset: Int, isDST: Bool, abbreviation: String) {
+        let unix = clampInstant(instant)
         let standard = (standardOffset, false, standardName)
         guard let dstName, let start, let end else { return standard }
         let dst = (dstOffset, true, dstName)
@@ -249,6 +250,10 @@ public struct PosixTZ: Equatable, Sendable {
         return inDST ? dst : standard
     }
 }
+
+/// Instants are judged within ±2^40 s (±34 000 years) of 1970: beyond, the
+/// edge's answer, so no arithmetic below can overflow on any Int64.
+func clampInstant(_ unix: Int64) -> Int64 { min(max(unix, -(1 << 40)), 1 << 40) }
 
 func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
     let q = a / b
@@ -397,7 +402,8 @@ public struct TimeZoneRules: Equatable, Sendable {
     }
 
     /// The local reading of a Unix time.
-    public func local(_ unix: Int64) -> LocalTime {
+    public func local(_ instant: Int64) -> LocalTime {
+        let unix = clampInstant(instant)
         let t = type(at: unix)
         let l = unix + Int64(t.offset)
         let day = floorDiv(l, 86_400)
