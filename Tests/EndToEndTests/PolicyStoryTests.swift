@@ -335,7 +335,7 @@ final class PolicyStoryTests: XCTestCase {
     }
 
     /// A guest pass that starts tomorrow is denied `not_yet_valid`; one that
-    /// ended yesterday `expired`.
+    /// ended yesterday `expired`; a tap refused in lockdown takes no use.
     func testGuestWindow() throws {
         let g = try GatewayUnderTest()
         try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
@@ -352,6 +352,15 @@ final class PolicyStoryTests: XCTestCase {
             ])
         try tap(g, over, expect: "access_denied", reason: "expired")
         XCTAssertEqual(try usesLeft(g, "04B20000000002"), 1, "a denied tap takes no use")
+
+        // In lockdown the door refuses the tap: the pass keeps its use.
+        let kept = try provision(g, "04B20000000003", ["tags", "issue", "--action", "0", "--guest"])
+        try g.ctlJSON(["mode", "lockdown"])
+        try tap(g, kept, expect: "access_denied", reason: "lockdown")
+        XCTAssertEqual(try usesLeft(g, "04B20000000003"), 1, "a tap the door refuses takes no use")
+        try g.ctlJSON(["mode", "normal"])
+        try tap(g, kept, expect: "access_granted")
+        XCTAssertEqual(try usesLeft(g, "04B20000000003"), 0)
         XCTAssertEqual(g.stop(), 0)
     }
 }
