@@ -8,7 +8,8 @@ STATIC_OUT   ?= out/static
 # Build-time and test-time Debian packages. Keep in step with Package.swift providers.
 DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libusb-dev \
                 libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
-                libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3 tzdata
+                libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3 \
+                device-tree-compiler tzdata
 
 .PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run ci-deps
 
@@ -41,15 +42,18 @@ links:
 	@echo "binaries in $(BIN_DIR): gateway gatewayd gatewayctl pn532-sim"
 
 ## test: the whole suite (unit, interop vectors, fuzz, CLI black-box, real libraries,
-## end-to-end on the static binary, real-kernel GPIO in a VM). Each part runs under
+## end-to-end on the static binary, the docs against the binary (scripts/check-docs.py), the SPI
+## overlay on Debian's device trees, real-kernel GPIO in a VM). Each part runs under
 ## scripts/no-leftovers.py: a process it leaves running fails the run; the XCTest part
 ## closes with "XCTest: N passed, N failed, N skipped".
 test: deps static
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory links
 	@mkdir -p out
-	DOORGATEWAY_E2E_BIN="$(STATIC_OUT)" python3 scripts/no-leftovers.py --label XCTest --xunit out/xunit.xml -- \
+	DOORGATEWAY_E2E_BIN="$(STATIC_OUT)" python3 scripts/no-leftovers.py --label XCTest --xunit out/xunit.xml --allowed-skips Tests/allowed-skips.txt -- \
 	  $(SWIFT) test --skip-build --parallel --xunit-output out/xunit.xml
+	./scripts/check-spi-overlay.sh Tests/Fixtures/dtb/*.dtb
+	python3 scripts/check-docs.py --gatewayctl "$(STATIC_OUT)/gatewayctl"
 	python3 scripts/no-leftovers.py --label test-gpio-vm -- $(MAKE) --no-print-directory test-gpio-vm
 
 ## run: the whole gateway on a simulated board with a local TLS broker, telling a short story

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""no-leftovers.py [--xunit FILE[,FILE...]] [--label NAME] -- COMMAND...
+"""no-leftovers.py [--xunit FILE[,FILE...]] [--allowed-skips FILE] [--label NAME] -- COMMAND...
 
 Runs COMMAND as a child subreaper (PR_SET_CHILD_SUBREAPER): every process
 COMMAND starts, however deep, that outlives its parent is reparented here
@@ -11,10 +11,17 @@ the run fails even if COMMAND passed.
 `swift test --xunit-output` writes) and print one closing line,
 `N passed, N failed, N skipped`; a missing or empty file fails the run.
 
+--allowed-skips: a skipped test case fails the run unless its
+`Module.Class/testName` matches a line of FILE (fnmatch patterns; `#` starts
+a comment, and every line must say which missing tool the skip stands for). A
+skip is how a regression hides: a helper that skips instead of failing turns
+a broken feature into a green run.
+
 Exit status: COMMAND's, or 1 when it passed but left processes behind or
 its test counts could not be read.
 """
 import ctypes
+import fnmatch
 import os
 import signal
 import subprocess
@@ -79,25 +86,48 @@ def leftovers():
 
 
 def count_xunit(paths):
-    passed = failed = skipped = 0
+    """(passed, failed, names of the skipped cases as Module.Class/testName)"""
+    passed = failed = 0
+    skipped = []
     for path in paths:
         root = ET.parse(path).getroot()
         for case in root.iter("testcase"):
             if case.find("failure") is not None or case.find("error") is not None:
                 failed += 1
             elif case.find("skipped") is not None:
-                skipped += 1
+                skipped.append(f"{case.get('classname', '?')}/{case.get('name', '?')}")
             else:
                 passed += 1
     return passed, failed, skipped
 
 
+def read_allowed_skips(path):
+    """The patterns of an allow-list file; a line without a reason is refused."""
+    patterns = []
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            pattern, _, reason = line.partition("#")
+            if not reason.strip():
+                raise ValueError(f"{path}:{n}: an allowed skip needs a '# reason' naming the missing tool")
+            patterns.append(pattern.strip())
+    return patterns
+
+
+def unexpected_skips(skipped, patterns):
+    return [name for name in skipped if not any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+
+
 def main(argv):
-    xunit, label = [], "command"
+    xunit, label, allowed_skips = [], "command", None
     while argv and argv[0] != "--":
         opt = argv.pop(0)
         if opt == "--xunit" and argv:
             xunit = argv.pop(0).split(",")
+        elif opt == "--allowed-skips" and argv:
+            allowed_skips = argv.pop(0)
         elif opt == "--label" and argv:
             label = argv.pop(0)
         else:
@@ -154,12 +184,27 @@ def main(argv):
         except (OSError, ET.ParseError) as e:
             print(f"no-leftovers: cannot count the test cases: {e}", file=sys.stderr)
             return status or 1
-        if passed + failed + skipped == 0:
+        if passed + failed + len(skipped) == 0:
             print(f"no-leftovers: {label}: no test case in {', '.join(xunit)}", file=sys.stderr)
             return status or 1
-        print(f"{label}: {passed} passed, {failed} failed, {skipped} skipped")
+        print(f"{label}: {passed} passed, {failed} failed, {len(skipped)} skipped")
         if failed and not result:
             result = 1
+        if allowed_skips is not None:
+            try:
+                patterns = read_allowed_skips(allowed_skips)
+            except (OSError, ValueError) as e:
+                print(f"no-leftovers: {e}", file=sys.stderr)
+                return result or 1
+            for name in skipped:
+                print(f"  skipped: {name}")
+            bad = unexpected_skips(skipped, patterns)
+            if bad:
+                print(f"no-leftovers: {label}: {len(bad)} skip(s) not on {allowed_skips} "
+                      f"(a skip that hides a failure fails the run):", file=sys.stderr)
+                for name in bad:
+                    print(f"  {name}", file=sys.stderr)
+                result = result or 1
     return result
 
 

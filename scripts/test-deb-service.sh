@@ -101,6 +101,9 @@ HOSTPID=$(pgrep -f '^/usr/bin/gatewayd$' | head -1 || true)
 expect "runs as doorgateway:doorgateway with gpio i2c spi dialout" "doorgateway:doorgateway dialout doorgateway gpio i2c spi" \
     sh -c "printf '%s:%s ' \$(ps -o user:32= -o group:32= -p $PID);
         for g in \$(awk '/^Groups:/ { \$1 = \"\"; print }' /proc/$PID/status); do getent group \$g | cut -d: -f1; done | sort | tr '\n' ' ' | sed 's/ \$//'"
+# Without the host's view of the pid, the sandbox and clock checks below cannot run: that is a
+# failure of this harness, never a silent pass.
+[ -n "$HOSTPID" ] || fail "gatewayd's pid seen from the host" "pgrep found no /usr/bin/gatewayd outside the container"
 if [ -n "$HOSTPID" ]; then
     expect "sandbox: no capabilities, no_new_privs, seccomp filter" "CapEff:0000000000000000 CapBnd:0000000000000000 NoNewPrivs:1 Seccomp:2" \
         sh -c "awk '/^(CapEff|CapBnd|NoNewPrivs|Seccomp):/ { printf \"%s%s \", \$1, \$2 }' /proc/$PID/status | sed 's/ \$//'"

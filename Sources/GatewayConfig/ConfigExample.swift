@@ -265,10 +265,13 @@ public enum ConfigExample {
             # the login and every event cross the network readable; config check
             # and the log warn about it.
             enabled = true
-            # ca_file = "/etc/doorgateway/ca.pem"
+            # ca_file = "/etc/doorgateway/ca.crt"
             # ca_dir = "/etc/ssl/certs"
-            # cert_file = "/etc/doorgateway/\(deviceID).crt"
-            # key_file = "/etc/doorgateway/\(deviceID).key"
+            # cert_file = "/etc/doorgateway/door.crt"
+            # The key stays root-only (0600) in /etc/doorgateway/door.key: the unit
+            # hands it to gatewayd as the credential door.key (LoadCredential=),
+            # which gatewayd, running as doorgateway, reads here:
+            # key_file = "/run/credentials/gatewayd.service/door.key"
             # Skip checking the broker's host name against its certificate (the
             # chain is still checked against ca_file/ca_dir): for tests only.
             insecure = false

@@ -21,7 +21,7 @@ final class DoorRulesTests: XCTestCase {
             try g.ctlJSON(["sim", "tap", forged(i), "--uid", "04BAD0BAD0BAD0"])
             try g.waitForEvent("access_denied", after: n)
             try g.ctlJSON(["sim", "remove"])
-            usleep(1_100_000)
+            E2ETiming.outlastQuietWindow()
         }
         try g.waitForEvent("lockout")
         let status = try g.ctlJSON(["lockout", "status"])
@@ -50,10 +50,10 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertEqual(tag["state"]?.stringValue, "failed")
         // Whatever is on the tag now does not open.
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_100_000)
+        E2ETiming.outlastQuietWindow()
         let n = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
-        usleep(1_000_000)
+        usleep(UInt32(1_000_000 * E2ETiming.scale))
         XCTAssertFalse(try g.auditKinds().dropFirst(n).contains("access_granted"))
     }
 
@@ -66,7 +66,7 @@ final class DoorRulesTests: XCTestCase {
         try g.waitForEvent("provisioning_written")
         try g.ctlJSON(["tags", "expire", uid, "--at", "2020-01-01"])
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_100_000)
+        E2ETiming.outlastQuietWindow()
         let n = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_denied", reason: "expired", after: n)
@@ -86,7 +86,7 @@ final class DoorRulesTests: XCTestCase {
             try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
             try g.waitForEvent("provisioning_written", after: n)
             try g.ctlJSON(["sim", "remove"])
-            usleep(1_100_000)
+            E2ETiming.outlastQuietWindow()
         }
         let c = try ControlConnection(path: g.socket)
         c.send(
@@ -155,7 +155,7 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertTrue(g.log.contains("clock floor lowered from \(UTCTime.iso8601(ahead))"), g.log)
 
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_100_000)
+        E2ETiming.outlastQuietWindow()
         n = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_granted", after: n)

@@ -30,7 +30,7 @@ final class DoorStoryTests: XCTestCase {
         let dumpFile = g.dir.appendingPathComponent("written.dump").path
         try g.ctlJSON(["sim", "dump", dumpFile])
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)  // longer than same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // longer than same_tag_quiet_ms
         var seen = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         let granted = try g.waitForEvent("access_granted", after: seen)
@@ -65,7 +65,7 @@ final class DoorStoryTests: XCTestCase {
         }
         let text = try message.firstURI()
         let stripped = text.components(separatedBy: "&").filter { !$0.hasPrefix("u=") }.joined(separator: "&")
-        usleep(1_200_000)  // the UID has been out of the field longer than same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // the UID has been out of the field longer than same_tag_quiet_ms
         seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", stripped, "--uid", uid])
         try g.waitForEvent("access_denied", reason: "v1_not_allowed", after: seen)
@@ -82,7 +82,7 @@ final class DoorStoryTests: XCTestCase {
         try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
         try g.waitForEvent("provisioning_written")
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)
+        E2ETiming.outlastQuietWindow()
         let before = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_granted", after: before)
@@ -92,7 +92,7 @@ final class DoorStoryTests: XCTestCase {
 
         try g.ctlJSON(["tags", "revoke", uid])
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)
+        E2ETiming.outlastQuietWindow()
         let n = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_denied", reason: "revoked", after: n)
@@ -123,16 +123,46 @@ final class DoorStoryTests: XCTestCase {
 
         let g = try GatewayUnderTest()
         try g.start()
-        try g.writeConfig(door: "mode = \"passage\"")
         let pid = try XCTUnwrap(g.process?.processIdentifier)
-        let n = try g.eventCount()
+        // Issue 25 §3: a reload that adds an action; `open` and `provision` check the
+        // actions in effect (before, the daemon kept the list it started with).
+        XCTAssertNotEqual(try g.ctl(["open", "--action", "2"]).status, 0, "no action 2 yet")
+        try g.writeConfig(extra: Self.thirdAction)
+        var n = try g.eventCount()
         kill(pid, SIGHUP)
         try g.waitForEvent("configuration_reloaded", after: n)
+        n = try g.eventCount()
+        let open = try g.ctl(["open", "--action", "2"])
+        XCTAssertEqual(open.status, 0, "action 2 after the reload: \(open.stderr)")
+        try g.waitForEvent("admin_open", after: n)
+        let armed = try g.ctl(["provision", "--action", "2"])
+        XCTAssertEqual(armed.status, 0, "provisioning for the new action: \(armed.stderr)")
+        XCTAssertEqual(try g.ctl(["provision", "cancel"]).status, 0)
+
+        // ... and one that removes it: the old index is refused again.
+        try g.writeConfig()
+        n = try g.eventCount()
+        kill(pid, SIGHUP)
+        try g.waitForEvent("configuration_reloaded", after: n)
+        let gone = try g.ctl(["open", "--action", "2"])
+        XCTAssertNotEqual(gone.status, 0, "action 2 removed by the reload")
+        XCTAssertTrue(gone.stderr.contains("no action 2"), gone.stderr)
+        XCTAssertNotEqual(try g.ctl(["provision", "--action", "2"]).status, 0)
+
         try g.writeConfig(door: "pulse_max_ms = -1")
         kill(pid, SIGHUP)
         try waitUntil { g.log.contains("reload refused") }
         XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
+        XCTAssertEqual(try g.ctl(["open", "--action", "1"]).status, 0, "the running configuration kept")
     }
+
+    /// A third action, appended after `[paths]` (an array of tables may come anywhere).
+    static let thirdAction = """
+        [[actions]]
+        index = 2
+        name = "side"
+        steps = [{ pulse = "strike", ms = 300 }]
+        """
 
     /// `[fleet]` on, over an MQTT broker that is not there (the fleet's
     /// receiver is made all the same), with this site key and admin group.

@@ -48,7 +48,7 @@ final class FleetTests: XCTestCase {
     /// Taps the sticker image and returns the access event.
     func tap(_ g: GatewayUnderTest, _ dump: String) throws -> JSONValue {
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_100_000)  // longer than the stock same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // longer than the stock same_tag_quiet_ms
         let seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", "--dump", dump])
         let deadline = Date() + E2ETiming.timeout(10)
@@ -310,9 +310,12 @@ struct MQTTFleetSite: FleetSiteUnderTest {
             edits: [
                 ("\nid = \"front-door\"\n", "\nid = \"\(name)\"\n"),
                 ("[mqtt]\nenabled = false\n", "[mqtt]\nenabled = true\nport = \(broker.port)\n"),
-                ("# ca_file = \"/etc/doorgateway/ca.pem\"", "ca_file = \"\(broker.path("ca.crt"))\""),
-                ("# cert_file = \"/etc/doorgateway/front-door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
-                ("# key_file = \"/etc/doorgateway/front-door.key\"", "key_file = \"\(broker.path("\(name).key"))\""),
+                ("# ca_file = \"/etc/doorgateway/ca.crt\"", "ca_file = \"\(broker.path("ca.crt"))\""),
+                ("# cert_file = \"/etc/doorgateway/door.crt\"", "cert_file = \"\(broker.path("\(name).crt"))\""),
+                (
+                    "# key_file = \"/run/credentials/gatewayd.service/door.key\"",
+                    "key_file = \"\(broker.path("\(name).key"))\""
+                ),
             ] + FleetTests.fleetEdits(publicKey: publicKey, boxKey: boxKey))
     }
 

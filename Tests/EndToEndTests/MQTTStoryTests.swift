@@ -143,7 +143,7 @@ final class MQTTStoryTests: XCTestCase {
             try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F6"])
             try g.waitForEvent("provisioning_written")
             try g.ctlJSON(["sim", "remove"])
-            usleep(1_200_000)  // longer than same_tag_quiet_ms
+            E2ETiming.outlastQuietWindow()  // longer than same_tag_quiet_ms
             try g.ctlJSON(["sim", "reinsert"])
             try g.waitForEvent("access_granted")
             let granted = try XCTUnwrap(

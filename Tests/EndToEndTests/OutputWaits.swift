@@ -34,6 +34,12 @@ enum E2ETiming {
     /// `seconds` stretched by `scale`.
     static func timeout(_ seconds: TimeInterval) -> TimeInterval { seconds * scale }
 
+    /// Waits out the door's same-tag quiet window (the tests' `same_tag_quiet_ms = 1000`, the
+    /// stock value too) after a `sim remove`, so the next tap of that tag is judged again:
+    /// 1.2 s, stretched by `scale` (under emulation the daemon sees the removal later than
+    /// gatewayctl returns).
+    static func outlastQuietWindow() { usleep(UInt32(1_200_000 * scale)) }
+
     /// e_machine of an ELF file (bytes 18–19, little endian), nil if unreadable.
     static func elfMachine(_ path: String) -> UInt16? {
         guard let h = FileHandle(forReadingAtPath: path) else { return nil }

@@ -212,7 +212,7 @@ final class PolicyStoryTests: XCTestCase {
     /// audit row of its decision.
     @discardableResult
     func tap(_ g: GatewayUnderTest, _ dump: String, expect kind: String, reason: String? = nil) throws -> JSONValue {
-        usleep(1_200_000)  // longer than same_tag_quiet_ms: the machine's own rule, not a wait for an event
+        E2ETiming.outlastQuietWindow()
         let seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", "--dump", dump])
         let row = try g.waitForEvent(kind, reason: reason, after: seen)

@@ -73,7 +73,7 @@ final class StickerCopyTests: XCTestCase {
         XCTAssertEqual(after.map { $0["origin"]?.stringValue }, ["generated"])
 
         // The copy at A: denied for its own reason, audited, the strike stays locked.
-        usleep(1_200_000)  // longer than same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()  // longer than same_tag_quiet_ms
         seen = try a.eventCount()
         try a.ctlJSON(["sim", "tap", copy, "--uid", blankNTAG])
         let denied = try a.waitForEvent("access_denied", reason: "v1_not_allowed", after: seen)
@@ -82,7 +82,7 @@ final class StickerCopyTests: XCTestCase {
         XCTAssertFalse(try a.auditKinds().dropFirst(seen).contains("access_granted"))
         // The original sticker still opens A.
         try a.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)
+        E2ETiming.outlastQuietWindow()
         seen = try a.eventCount()
         try a.ctlJSON(["sim", "tap", "--dump", dumpFile])
         try a.waitForEvent("access_granted", reason: "valid_v2", after: seen)
@@ -91,7 +91,7 @@ final class StickerCopyTests: XCTestCase {
         // v1 stickers signed with the key, so the copy opens B.
         let atBWithLink = try b.ctl(["secrets", "import"], stdin: link + "\n")
         XCTAssertEqual(atBWithLink.status, 0, atBWithLink.stderr)
-        usleep(1_200_000)
+        E2ETiming.outlastQuietWindow()
         seen = try b.eventCount()
         try b.ctlJSON(["sim", "tap", copy, "--uid", blankNTAG])
         try b.waitForEvent("access_granted", reason: "valid_v1", after: seen)

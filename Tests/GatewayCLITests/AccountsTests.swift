@@ -54,14 +54,27 @@ final class AccountsTests: XCTestCase {
         XCTAssertNil(a.group(named: "doorgateway"))
     }
 
-    func testRandomBytesNeverTrap() {
+    func testRandomBytesNeverTrap() throws {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("abc:,#+-\n\r 0123456789x".utf8)
         for _ in 0..<2000 {
             let bytes = (0..<Int.random(in: 0..<200, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
             let text = String(decoding: bytes, as: UTF8.self)
-            let a = Accounts(passwd: text, group: text)
-            for g in a.groups { _ = a.isMember(uid: 1, gid: 2, of: g) }
+            // Garbage never swallows the well-formed lines after it ("staff" and "alice" cannot
+            // be spelt from the alphabet, so the garbage cannot define them first).
+            let a = Accounts(
+                passwd: text + "\nalice:x:4243:4243::/home/alice:/bin/sh\n",
+                group: text + "\nstaff:x:4242:bob,alice\n")
+            XCTAssertEqual(a.group(named: "staff")?.gid, 4242, "after \(Array(text.utf8))")
+            XCTAssertEqual(a.user(uid: 4243)?.name, "alice", "after \(Array(text.utf8))")
+            let staff = try XCTUnwrap(a.group(named: "staff"))
+            XCTAssertTrue(a.isMember(uid: 4243, gid: 1, of: staff), "alice is listed in staff")
+            XCTAssertEqual(Set(a.groups.map(\.name)).count, a.groups.count, "the first entry for a name wins")
+            for g in a.groups {
+                XCTAssertFalse(g.name.isEmpty || g.name.contains(":") || g.name.contains("\n"), g.name)
+                XCTAssertFalse(g.members.contains { $0.isEmpty || $0.contains(",") }, "\(g.members)")
+                _ = a.isMember(uid: 1, gid: 2, of: g)
+            }
         }
     }
 }

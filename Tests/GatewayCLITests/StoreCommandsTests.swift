@@ -28,13 +28,24 @@ final class StoreCommandsTests: XCTestCase {
         let lock = NSLock()
         var list: [RemoteOutcome] = []
         func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
+
+        /// A number read from the commands queue and set by the test.
+        final class Count: @unchecked Sendable {
+            private let lock = NSLock()
+            private var n: Int
+            init(_ n: Int) { self.n = n }
+            var value: Int {
+                get { lock.withLock { n } }
+                set { lock.withLock { n = newValue } }
+            }
+        }
     }
 
     func handler(_ store: GatewayStore, _ submitted: Submitted) throws -> StoreCommands {
         try StoreCommands(
             store: store,
             policy: RemotePolicy(commands: CommandJudge(deviceID: "front-door"), homeAssistantOpen: false),
-            clockSynchronised: { true }, submit: { submitted.add($0) }, log: Logger(label: "test"))
+            actionCount: { 4 }, clockSynchronised: { true }, submit: { submitted.add($0) }, log: Logger(label: "test"))
     }
 
     /// What the transport's thread does, then waits for the commands queue.
@@ -110,6 +121,32 @@ final class StoreCommandsTests: XCTestCase {
         try outbox.acknowledge([rows[0].seq])
         XCTAssertEqual(try outbox.depth(), 1)
         XCTAssertEqual(try outbox.waiting(after: rows[0].seq, limit: 10).map(\.seq), [rows[1].seq])
+    }
+
+    /// Issue 25 §3: remote commands judge the actions in effect, read at each
+    /// message, so a reload that adds or removes one applies without a restart
+    /// (before, the count was fixed when the link was made).
+    func testTheActionCountIsReadAtEachMessage() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let submitted = Submitted()
+        let count = Submitted.Count(2)
+        let h = try StoreCommands(
+            store: store,
+            policy: RemotePolicy(commands: CommandJudge(deviceID: "front-door"), homeAssistantOpen: true),
+            actionCount: { count.value }, clockSynchronised: { true },
+            submit: { submitted.add($0) }, log: Logger(label: "test"))
+        let third = RemoteMessage(channel: .homeAssistantAction, payload: Array("2".utf8), retained: false)
+        receive(h, third)
+        XCTAssertEqual(submitted.list.last.flatMap(code), "unknown_action", "two actions: index 2 is unknown")
+        count.value = 3
+        receive(h, third)
+        guard case .accepted(.action(2), _)? = submitted.list.last else {
+            return XCTFail(
+                "a third action configured: index 2 accepted, got \(String(describing: submitted.list.last))")
+        }
+        count.value = 1
+        receive(h, RemoteMessage(channel: .homeAssistantAction, payload: Array("1".utf8), retained: false))
+        XCTAssertEqual(submitted.list.last.flatMap(code), "unknown_action", "removed again: index 1 refused")
     }
 
     func code(_ o: RemoteOutcome) -> String? {

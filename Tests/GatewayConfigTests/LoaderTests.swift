@@ -581,7 +581,11 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(c.mqtt.port, 8883)
         XCTAssertEqual(c.mqtt.clientID, ConfigExample.deviceID)
         XCTAssertEqual(c.mqtt.topicPrefix, "doorgateway/\(ConfigExample.deviceID)")
-        XCTAssertEqual(c.mqtt.tls.keyFile, "/etc/doorgateway/\(ConfigExample.deviceID).key")
+        // The key as the unit's credential: /etc/doorgateway/door.key stays root-only
+        // (0600), which gatewayd's user could not read directly.
+        XCTAssertEqual(c.mqtt.tls.keyFile, "/run/credentials/gatewayd.service/door.key")
+        XCTAssertEqual(c.mqtt.tls.certFile, "/etc/doorgateway/door.crt")
+        XCTAssertEqual(c.mqtt.tls.caFile, "/etc/doorgateway/ca.crt")
         XCTAssertEqual(c.control.socket, c.controlSocket)
         XCTAssertEqual(c.controlSocket, "/run/doorgateway/control.sock")
     }

@@ -74,6 +74,11 @@ final class FleetStoreTests: XCTestCase {
     }
 }
 
+struct FleetDocumentRefused: Error, CustomStringConvertible {
+    let verdict: String
+    var description: String { "a document the test expects accepted was refused: \(verdict)" }
+}
+
 /// `doc` signed with the site key `seed` and accepted as a door's judge would.
 func acceptedFleetDocument(_ doc: FleetDocument, seed: [UInt8], applied: FleetRules.Applied? = nil) throws
     -> FleetRules.Accepted
@@ -81,6 +86,7 @@ func acceptedFleetDocument(_ doc: FleetDocument, seed: [UInt8], applied: FleetRu
     let verdict = FleetRules.judge(
         try doc.signed(seed: seed), sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), siteID: doc.site,
         applied: applied)
-    guard case .apply(let a) = verdict else { throw XCTSkip("not accepted: \(verdict)") }
+    // A refusal here is a FleetRules regression: fail, never skip (a skip would hide it).
+    guard case .apply(let a) = verdict else { throw FleetDocumentRefused(verdict: "\(verdict)") }
     return a
 }

@@ -278,14 +278,28 @@ def run_flood(bindir, report, clients=1000, taps=12):
 
         # The flood: silent clients (slowloris), 1 MB lines, binary.
         busy_answers = [0]
+        connect_errors = []
         lock = threading.Lock()
 
         def flood_client(kind):
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(30)
             try:
-                s.connect(g.socket)
-            except OSError:
+                # A full listen backlog answers a non-blocking connect with EAGAIN; a blocking
+                # client (gatewayctl) would wait there, so the flood waits too, up to 30 s.
+                deadline = time.monotonic() + 30
+                while True:
+                    try:
+                        s.connect(g.socket)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline or stop.is_set():
+                            raise
+                        time.sleep(0.01)
+            except OSError as e:
+                # A flood that never reached the daemon tests nothing: count it, fail below.
+                with lock:
+                    connect_errors.append(str(e))
                 s.close()
                 return
             with lock:
@@ -310,6 +324,15 @@ def run_flood(bindir, report, clients=1000, taps=12):
         for t in threads_:
             t.start()
         time.sleep(2)
+
+        def settled():
+            with lock:
+                return len(held) + len(connect_errors) >= clients
+        wait_until(settled, 30, "every flood client connected or failed")
+        with lock:
+            connected_n, errors = len(held), list(connect_errors)
+        check(not errors and connected_n == clients,
+              f"flood: {connected_n} of {clients} clients connected; connect errors: {sorted(set(errors))[:3]}")
         during_fds = proc_fds(pid)
         flooded = latencies(taps, "during the flood")
         # An admin still gets in once the silent ones time out (10 s idle).

@@ -189,9 +189,9 @@ class Gateway:
             toml = self._edit(toml, [
                 ("[mqtt]\nenabled = false", "[mqtt]\nenabled = true"),
                 ("# port = 8883", f"port = {broker.port}"),
-                ('# ca_file = "/etc/doorgateway/ca.pem"', f'ca_file = "{broker.path("ca.crt")}"'),
-                ('# cert_file = "/etc/doorgateway/front-door.crt"', f'cert_file = "{broker.path("front-door.crt")}"'),
-                ('# key_file = "/etc/doorgateway/front-door.key"', f'key_file = "{broker.path("front-door.key")}"'),
+                ('# ca_file = "/etc/doorgateway/ca.crt"', f'ca_file = "{broker.path("ca.crt")}"'),
+                ('# cert_file = "/etc/doorgateway/door.crt"', f'cert_file = "{broker.path("front-door.crt")}"'),
+                ('# key_file = "/run/credentials/gatewayd.service/door.key"', f'key_file = "{broker.path("front-door.key")}"'),
                 ("compat_topics = []", 'compat_topics = ["phone/front-door"]'),
             ])
         toml = self._edit(toml, list(edits))

@@ -196,11 +196,11 @@ check_reader() {
         fail "$bus-muted" "gatewayctl reader scan still running after 90 s on a muted chip"
     else
         wait $SCANPID; rc=$?
-        [ -s "$WORKDIR/muted.err" ] || true
-        if [ $rc != 0 ]; then
+        # A muted chip must end in a non-zero exit *and* a message saying why.
+        if [ $rc != 0 ] && [ -s "$WORKDIR/muted.err" ]; then
             pass "$bus-muted" "muted chip: gave up after $(( $(date +%s) - t0 )) s with exit $rc ($(errs muted))"
         else
-            fail "$bus-muted" "muted chip, yet exit 0: $(cat "$WORKDIR/muted.out")"
+            fail "$bus-muted" "muted chip: exit $rc, stderr $(wc -c < "$WORKDIR/muted.err") bytes: $(cat "$WORKDIR/muted.out")"
         fi
     fi
     simctl unmute > /dev/null

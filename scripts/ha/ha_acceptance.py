@@ -171,9 +171,9 @@ class Run:
             ('runtime_dir = "/run/doorgateway"', f'runtime_dir = "{self.work}/run"'),
             ("[mqtt]\nenabled = false\n", f"[mqtt]\nenabled = true\nport = {self.mqtt_port}\n"),
             ("home_assistant_open = false", f"home_assistant_open = {'true' if ha_open else 'false'}"),
-            ('# ca_file = "/etc/doorgateway/ca.pem"', f'ca_file = "{self.pki_path("ca.crt")}"'),
-            ('# cert_file = "/etc/doorgateway/front-door.crt"', f'cert_file = "{self.pki_path(DEVICE + ".crt")}"'),
-            ('# key_file = "/etc/doorgateway/front-door.key"', f'key_file = "{self.pki_path(DEVICE + ".key")}"'),
+            ('# ca_file = "/etc/doorgateway/ca.crt"', f'ca_file = "{self.pki_path("ca.crt")}"'),
+            ('# cert_file = "/etc/doorgateway/door.crt"', f'cert_file = "{self.pki_path(DEVICE + ".crt")}"'),
+            ('# key_file = "/run/credentials/gatewayd.service/door.key"', f'key_file = "{self.pki_path(DEVICE + ".key")}"'),
         ]
         if door_contact:
             edits.append(('# [inputs.door_contact]\n# line = "GPIO5"\n# open_level = "high"\n# bias = "pull-up"',

@@ -35,7 +35,7 @@ T0=$SECONDS
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, apt-get)"
 ensure_host_packages debootstrap qemu-user-static binfmt-support dosfstools mtools fdisk e2fsprogs \
-    bmap-tools
+    bmap-tools device-tree-compiler
 hold_binfmt_lock
 ensure_binfmt
 mkdir -p "$IMG_CACHE"
@@ -287,6 +287,13 @@ grep -q '^arm_64bit=1' "$FW/config.txt" || die "config.txt lacks arm_64bit=1"
 grep -c >/dev/null '^# >>> doorgateway relay hold' "$FW/config.txt" && grep -c >/dev/null '^gpio=17=ip,pd$' "$FW/config.txt" \
     || die "config.txt lacks the relay's undecided hold block (gpio=17=ip,pd): $(grep '^gpio=' "$FW/config.txt" | tr '\n' ' ')"
 if grep -c >/dev/null '^gpio=17=op' "$FW/config.txt"; then die "config.txt drives the relay line before its polarity is chosen"; fi
+# SPI0 for a PN532 on SPI: Debian's device trees leave it disabled and have no
+# __overrides__ for dtparam=spi=on, so the image ships its own overlay
+# (board/dt/doorgateway-spi0.dts), checked here on the very .dtb files the card gets.
+install -d -m 0755 "$FW/overlays"
+./scripts/check-spi-overlay.sh -o "$FW/overlays/doorgateway-spi0.dtbo" "$FW"/bcm*.dtb \
+    || die "the SPI overlay does not apply to the image's device trees"
+grep -c >/dev/null '^dtoverlay=doorgateway-spi0$' "$FW/config.txt" || die "config.txt lacks dtoverlay=doorgateway-spi0"
 grep -q 'root=LABEL=RASPIROOT' "$FW/cmdline.txt" || die "cmdline.txt does not name the root partition: $(cat "$FW/cmdline.txt")"
 install -d -m 0755 "$FW/doorgateway"
 install -m 0644 "$F/README.txt" "$FW/doorgateway/README.txt"

@@ -140,7 +140,7 @@ struct ProvisionCommand: ParsableCommand {
         @OptionGroup var socket: SocketOptions
         @Option(help: "Action index.") var action: Int
         @Option(help: "Label stored in the registry.") var label = ""
-        @Flag(help: "Password-protect writes (PWD/PACK from the device key, COMPAT §4).") var protect = false
+        @Flag(help: "Password-protect writes (NTAG PWD/PACK derived from the device key).") var protect = false
         @Flag(help: "Overwrite a foreign tag.") var overwrite = false
         @Flag(help: "A guest pass: limited uses (default 1; docs/policy.md).") var guest = false
         @Option(help: "How many opens (1…100000).") var uses: Int?
@@ -235,7 +235,8 @@ struct SecretsCommand: ParsableCommand {
     }
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Import an smpshare:// link read from standard input (COMPAT §2).")
+            commandName: "import",
+            abstract: "Import an smpshare:// link (the phone app's share link) read from standard input.")
         @OptionGroup var socket: SocketOptions
         func run() throws {
             guard let line = readLine(strippingNewline: true)?.filter({ !$0.isWhitespace }), !line.isEmpty else {
@@ -271,12 +272,12 @@ struct SecretsCommand: ParsableCommand {
 struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Remote-command keys: otp (COMPAT §3 timestamp key) and command (§5 native key).",
+        abstract: "Remote-command keys: otp (the phone app's timestamp key) and command (the native command key).",
         discussion: """
             gatewayctl keys otp|command new|import|export [--qr]; import reads the key (hex) from standard \
             input. The command key held (and shared by the fleet) is the site's; `keys command export` \
             prints the key of one door derived from it (this door, or --device ID), which makes native \
-            commands (COMPAT §5) for that door only. The otp key is this door's own (COMPAT §3 blocks \
+            commands for that door only. The otp key is this door's own (the phone's OTP blocks \
             name no door); `fleet push` shares it only with --share-otp-key.
             """)
     @OptionGroup var socket: SocketOptions
@@ -322,7 +323,7 @@ struct SimCommand: ParsableCommand {
             commandName: "tap", abstract: "Put an NTAG213 holding URL (or a dump file, or nothing) on the reader.")
         @OptionGroup var socket: SocketOptions
         @Argument(help: "The URL the tag holds.") var url: String?
-        @Option(help: "A tag dump file (COMPAT §6) instead of a URL.") var dump: String?
+        @Option(help: "A tag dump file (its pages from page 0, 4 bytes each) instead of a URL.") var dump: String?
         @Flag(help: "A blank tag (empty NDEF message).") var blank = false
         @Option(help: "The tag's UID (hex, 7 bytes); random when absent.") var uid: String?
         @Option(help: "The tag leaves after this many exchanges (a torn tap or write).") var tearAfter: Int?

@@ -226,7 +226,7 @@ extension FleetCommand {
         var secrets = false
         @Flag(
             help:
-                "With --secrets, also carry this door's otp key (COMPAT §3), so every door takes it: a phone's OTP block seen at one door then opens the others within the freshness window (the block names no door). Off: each door keeps its own."
+                "With --secrets, also carry this door's otp key (the phone app's timestamp key), so every door takes it: a phone's OTP block seen at one door then opens the others within the freshness window (the block names no door). Off: each door keeps its own."
         )
         var shareOTPKey = false
         @Flag(help: "Sign without asking (after the summary is printed); needed when not on a terminal.")

@@ -12,7 +12,7 @@ struct OTPCommand: ParsableCommand {
 struct OTPInspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Decrypt and judge a compat command message (COMPAT §3), offline.",
+        abstract: "Decrypt and judge a compat command message (the phone app's otp-auth block), offline.",
         discussion: """
             Exit status: 0 accepted (a command-5 report request counts as accepted), 1 rejected \
             (a {"TT_ID"… device report is not a command: 1).
@@ -96,7 +96,8 @@ struct OTPInspect: ParsableCommand {
 /// `%T` (COMPAT §3), for testing a door from a shell with mosquitto_pub.
 struct OTPMake: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "make", abstract: "Print a fresh compat command message (COMPAT §3) made with the timestamp key.")
+        commandName: "make",
+        abstract: "Print a fresh compat command message (as the phone app's %T makes it) with the timestamp key.")
 
     @Option(name: .customLong("key-file"), help: "A file holding the timestamp key as 32 hex digits.")
     var keyFile: String

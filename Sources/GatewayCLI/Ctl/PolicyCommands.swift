@@ -81,7 +81,7 @@ struct TagsIssue: ParsableCommand {
     @Option(help: "Valid from (UTC).") var from: String?
     @Option(help: "Valid until (UTC).") var until: String?
     @Option(help: "A [[schedules]] name the tag is held to.") var schedule: String?
-    @Flag(help: "Password-protect writes (PWD/PACK from the device key, COMPAT §4).") var protect = false
+    @Flag(help: "Password-protect writes (NTAG PWD/PACK derived from the device key).") var protect = false
     @Flag(help: "Overwrite a foreign tag.") var overwrite = false
 
     func validate() throws { try Self.validateLimits(uses: uses, from: from, until: until) }

@@ -98,8 +98,8 @@ struct ReaderWrite: ParsableCommand {
     @Option(help: "libnfc connstring.") var device: String
     @Option(help: "A URL to write as one URI record.") var url: String?
     @Option(help: "An NDEF message as hex.") var ndef: String?
-    @Option(help: "A tag dump file (COMPAT §6) whose message to write.") var dump: String?
-    @Flag(help: "Password-protect writes with PWD/PACK derived from the device key (COMPAT §4).") var protect = false
+    @Option(help: "A tag dump file (its pages from page 0, 4 bytes each) whose message to write.") var dump: String?
+    @Flag(help: "Password-protect writes with NTAG PWD/PACK derived from the device key.") var protect = false
     @Flag(help: "Write over foreign content.") var overwrite = false
     @Option(help: "The state directory holding the store (for --protect).") var stateDir: String?
     @Option(help: "AUTHLIM for --protect (0–7, 0 = unlimited).") var authLimit = 0

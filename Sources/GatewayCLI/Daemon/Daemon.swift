@@ -13,7 +13,9 @@ final class Daemon: @unchecked Sendable {
     let log: Logger
     let configPath: String
     let environment: [String: String]
-    let configuration: GatewayConfiguration
+    /// The configuration in effect (its one owner; a reload changes it on the door queue).
+    let live: LiveConfiguration
+    var configuration: GatewayConfiguration { live.current }
     let board: DoorBoard
     let simulatedBoard: SimulatedBoard?
     let store: GatewayStore
@@ -84,7 +86,7 @@ final class Daemon: @unchecked Sendable {
     }
 
     init(configuration: GatewayConfiguration, configPath: String, environment: [String: String], log: Logger) throws {
-        self.configuration = configuration
+        self.live = LiveConfiguration(configuration)
         self.configPath = configPath
         self.environment = environment
         self.log = log
@@ -118,7 +120,7 @@ final class Daemon: @unchecked Sendable {
         log.info("time zone \(zone.name)")
         auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
         runtime = DoorRuntime(
-            configuration: configuration, board: board, store: store, registry: StoreRegistry(store: store),
+            live: live, board: board, store: store, registry: StoreRegistry(store: store),
             audit: { [auditWriter] event, time, detail in auditWriter.write(event, at: time, detail: detail) },
             log: log, zone: zone)
 

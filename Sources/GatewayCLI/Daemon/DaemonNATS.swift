@@ -40,6 +40,7 @@ extension Daemon {
                 store: store,
                 policy: RemotePolicy(
                     mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
@@ -82,8 +83,9 @@ extension Daemon {
             natsRemote = nil
             return
         }
-        runtime.publishLastAccess = { link.publishLastAccess($0) }
+        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
+            runtime.publishLastAccess = { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }

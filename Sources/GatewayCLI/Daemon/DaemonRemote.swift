@@ -40,6 +40,7 @@ extension Daemon {
                 store: store,
                 policy: RemotePolicy(
                     mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
@@ -115,8 +116,9 @@ extension Daemon {
             return
         }
         remote = link
-        runtime.publishLastAccess = { link.publishLastAccess($0) }
+        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
+            runtime.publishLastAccess = { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
@@ -351,7 +353,15 @@ public final class StoreOutbox: Outbox, @unchecked Sendable {
 /// the store (a slow or full disk must not stall keepalives and acks).
 final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let store: GatewayStore
-    let policy: RemotePolicy
+    private let basePolicy: RemotePolicy
+    /// The number of actions in effect, read at each message (a reload may change it).
+    private let actionCount: @Sendable () -> Int
+    /// The policy a message is judged by: the one made at start, with today's actions.
+    var policy: RemotePolicy {
+        var p = basePolicy
+        p.commands.actionCount = actionCount()
+        return p
+    }
     let clockSynchronised: @Sendable () -> Bool
     let submit: @Sendable (RemoteOutcome) -> Void
     let log: Logger
@@ -361,11 +371,13 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let queue = DispatchQueue(label: "gatewayd.commands")
 
     init(
-        store: GatewayStore, policy: RemotePolicy, clockSynchronised: @escaping @Sendable () -> Bool,
+        store: GatewayStore, policy: RemotePolicy, actionCount: @escaping @Sendable () -> Int,
+        clockSynchronised: @escaping @Sendable () -> Bool,
         submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
     ) throws {
         self.store = store
-        self.policy = policy
+        self.basePolicy = policy
+        self.actionCount = actionCount
         self.clockSynchronised = clockSynchronised
         self.submit = submit
         self.log = log

@@ -15,7 +15,9 @@ final class DoorRuntime: @unchecked Sendable {
     /// Everything below is touched only on `queue`.
     let queue = DispatchQueue(label: "gatewayd.door")
     private(set) var machine: DoorMachine
-    private(set) var configuration: GatewayConfiguration
+    /// The configuration in effect; a reload changes it here, on `queue`.
+    let live: LiveConfiguration
+    var configuration: GatewayConfiguration { live.current }
     let board: DoorBoard
     let store: GatewayStore
     let log: Logger
@@ -66,11 +68,12 @@ final class DoorRuntime: @unchecked Sendable {
     private var processedBeats = 0
 
     init(
-        configuration: GatewayConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
+        live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
         audit: @escaping (DoorEvent, Int64, String?) -> Void, log: Logger, zone: TimeZoneRules = .utc
     ) {
+        self.live = live
         self.zone = zone
-        self.configuration = configuration
+        let configuration = live.current
         self.board = board
         self.store = store
         self.registry = registry
@@ -418,14 +421,11 @@ final class DoorRuntime: @unchecked Sendable {
     func reload(_ new: GatewayConfiguration, zone newZone: TimeZoneRules? = nil) {
         queue.async { [self] in
             if let newZone { zone = newZone }
-            configuration.timeZone = new.timeZone
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
-            var settings = new.door
+            var settings = live.applyReload(new).door
             settings.initialMode = machine.mode
-            configuration.door = new.door
-            configuration.declareClockSynchronised = new.declareClockSynchronised
             machine = DoorMachine(settings: settings)
             execute(machine.start(at: now()))
             record(DoorEvent(.configurationReloaded, reason: settings.initialMode.rawValue, source: "sighup"))
