@@ -169,6 +169,29 @@ final class PolicyStoryTests: XCTestCase {
         XCTAssertEqual(g.stop(), 0)
     }
 
+    /// A reload takes a new zone; one naming a zone that is not installed is
+    /// refused and the door keeps judging in the zone it had.
+    func testAReloadChangesTheZoneOrIsRefused() throws {
+        let g = try GatewayUnderTest()
+        try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try g.start()
+        let pid = try XCTUnwrap(g.process?.processIdentifier)
+        let at = ["policy", "explain", "--action", "2", "--at", "2026-03-30T06:30:00Z"]
+        XCTAssertEqual(try g.ctlJSON(at)["zone"]?.stringValue, "Europe/Berlin")
+        try Self.config(g, zone: "Mars/Olympus_Mons").write(to: g.configFile, atomically: true, encoding: .utf8)
+        kill(pid, SIGHUP)
+        try waitUntil { g.log.contains("reload refused") && g.log.contains("Mars/Olympus_Mons") }
+        XCTAssertEqual(try g.ctlJSON(at)["zone"]?.stringValue, "Europe/Berlin", "the running zone kept")
+        try Self.config(g, zone: "America/New_York").write(to: g.configFile, atomically: true, encoding: .utf8)
+        let n = try g.eventCount()
+        kill(pid, SIGHUP)
+        try g.waitForEvent("configuration_reloaded", after: n)
+        let ny = try g.ctlJSON(at)
+        XCTAssertEqual(ny["zone"]?.stringValue, "America/New_York")
+        XCTAssertEqual(ny["reason"]?.stringValue, "outside_schedule", "06:30 UTC is 02:30 in New York")
+        XCTAssertEqual(g.stop(), 0)
+    }
+
     /// America/New_York (offline only): 2026-03-08 02:30 does not exist, the
     /// repeated 01:xx on 2026-11-01, the staff window in EDT.
     func testExplainInNewYork() throws {
