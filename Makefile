@@ -9,7 +9,7 @@ STATIC_OUT   ?= out/static
 DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libusb-dev \
                 libgpiod-dev gpiod libmosquitto-dev mosquitto mosquitto-clients \
                 libqrencode-dev openssl python3 procps nats-server libnats-dev python3-cryptography sqlite3 \
-                device-tree-compiler iproute2 python3-zeroconf
+                device-tree-compiler iproute2 python3-zeroconf tzdata
 
 .PHONY: all build deps test unit-test static lint links clean bench test-gpio-vm run ci-deps
 

@@ -135,6 +135,19 @@ public enum ConfigExample {
             # Mode at start: "normal", "passage" (outputs held unlocked) or
             # "lockdown" (only the exit button and admin commands open).
             mode = "normal"
+            # Passage mode inside this [[schedules]] window, normal outside
+            # (docs/policy.md); a mode set by hand lasts until the next edge.
+            # passage_schedule = "shop"
+
+            # Weekly schedules (docs/policy.md), named by door.passage_schedule, an
+            # action's `schedule = "NAME"` (its stickers open only inside a window)
+            # or a tag's (gatewayctl tags issue --schedule NAME). A window includes
+            # `from` and excludes `to`, local time in clock.time_zone; "24:00" ends
+            # the day. No window applies on a holiday. Outside: denied outside_schedule.
+            # [[schedules]]
+            # name = "shop"
+            # windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], from = "09:00", to = "18:30" }, { days = ["sat"], from = "10:00", to = "14:00" }]
+            # holidays = ["2026-12-25", "2026-12-26"]
 
             # Actions, numbered 0…N-1 without gaps: a sticker's idx, the number in
             # gatewayctl's `--action N`, and the target of remote commands.
@@ -197,6 +210,9 @@ public enum ConfigExample {
             # (adjtimex). Only for simulations and tests: compat commands are refused
             # while the clock is not synchronised.
             declare_synchronised = false
+            # The zone schedules read local time in (a name under /usr/share/zoneinfo);
+            # default: the system's, /etc/localtime.
+            # time_zone = "Europe/Berlin"
 
             [mqtt]
             enabled = false

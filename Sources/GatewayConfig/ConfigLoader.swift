@@ -180,6 +180,7 @@ extension GatewayConfiguration {
 
         let clock = root.table("clock")
         let synchronised = clock?.bool("declare_synchronised", false) ?? false
+        let timeZone = clock?.optionalString("time_zone", timeZoneName)
         clock?.finish()
 
         let id = deviceID ?? "device"
@@ -215,6 +216,7 @@ extension GatewayConfiguration {
             declareClockSynchronised: synchronised, mqtt: mqtt, control: control, paths: paths,
             remote: remote, nats: nats)
         configuration.fleet = fleet
+        configuration.timeZone = timeZone
         return configuration
     }
 
@@ -396,7 +398,9 @@ extension GatewayConfiguration {
         -> DoorSettings
     {
         let absoluteMs = Int(PulseLimits.absoluteMaximum.millisecondsClamped)
+        let schedules = readSchedules(root)
         let d = root.table("door")
+        let passageSchedule = scheduleName(d, "passage_schedule", schedules: schedules)
         var pulseMin = d?.int("pulse_min_ms", 50, 1...absoluteMs) ?? 50
         var pulseMax = d?.int("pulse_max_ms", 10_000, 1...absoluteMs) ?? 10_000
         if pulseMin > pulseMax {
@@ -408,7 +412,7 @@ extension GatewayConfiguration {
         let mode = d?.choice("mode", DoorMode.normal) ?? .normal
         d?.finish()
 
-        let actions = readActions(root, outputs: outputs, limits: limits)
+        let actions = readActions(root, outputs: outputs, limits: limits, schedules: schedules)
         let patterns = readFeedback(root, indicators: indicators)
         let lockout = readLockout(root)
         let actionExists = { (i: Int) in actions.contains { $0.index == i } }
@@ -454,17 +458,22 @@ extension GatewayConfiguration {
             openGrace: .seconds(c?.int("open_grace_s", 10, 0...600) ?? 10))
         c?.finish()
 
-        return DoorSettings(
+        var settings = DoorSettings(
             outputs: outputs.map(\.definition), actions: actions, pulseLimits: limits, patterns: patterns,
             lockout: lockout,
             button: ButtonPolicy(
                 exitAction: exitAction, minimumPress: .milliseconds(minPress), provisioningHold: .milliseconds(hold)),
             provisioning: provisioning, doorContact: doorContact, sameTagQuiet: .milliseconds(quiet), initialMode: mode)
+        settings.schedules = schedules
+        settings.passageSchedule = passageSchedule
+        return settings
     }
 
     /// `[[actions]]`: indexes 0…N-1, each a list of steps
     /// `{ pulse = "strike", ms = 3000 }` or `{ wait_ms = 10000 }`.
-    static func readActions(_ root: TableReader, outputs: [Output], limits: PulseLimits) -> [ActionDefinition] {
+    static func readActions(
+        _ root: TableReader, outputs: [Output], limits: PulseLimits, schedules: [WeeklySchedule] = []
+    ) -> [ActionDefinition] {
         guard let tables = root.tables("actions") else {
             return DoorSettings.defaultActions(output: outputs[0].name).map { action in
                 var a = action
@@ -482,6 +491,7 @@ extension GatewayConfiguration {
             let index = t.optionalInt("index", 0...255)
             if !t.has("index") { t.fail("index", "is required (0…N-1)") }
             let name = t.string("name", "action \(index ?? 0)", Check.text(max: 64))
+            let schedule = scheduleName(t, "schedule", schedules: schedules)
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -522,7 +532,7 @@ extension GatewayConfiguration {
                 t.fail("index", "\(index) is also \(other.1.keyPath("index"))")
                 continue
             }
-            actions.append((ActionDefinition(index: index, name: name, steps: steps), t))
+            actions.append((ActionDefinition(index: index, name: name, steps: steps, schedule: schedule), t))
         }
         for (a, t) in actions where a.index >= actions.count {
             t.fail(

@@ -178,6 +178,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
         }
     }
     public var fleet: Fleet = .off
+    /// `clock.time_zone` (docs/policy.md); nil: the system's, /etc/localtime.
+    public var timeZone: String?
 
     /// The control socket path.
     public var controlSocket: String { control.socket ?? paths.runtimeDirectory + "/control.sock" }

@@ -43,6 +43,7 @@ public enum Payloads {
             ("lock", "lock"), ("event", "access"), ("binary_sensor", "reader"), ("sensor", "last_access"),
             ("binary_sensor", "door"), ("binary_sensor", "lockout"), ("sensor", "uptime"), ("sensor", "outbox"),
             ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
+            ("binary_sensor", "schedule"),
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") }
 
     /// Actions 1–3 (the phone app's other buttons) get an HA button when
@@ -56,7 +57,7 @@ public enum Payloads {
     /// Home Assistant MQTT discovery (retained config messages).
     public static func discovery(
         device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
-        actions: [(index: Int, name: String)] = [], area: String? = nil
+        actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -184,6 +185,22 @@ public enum Payloads {
                     common("door", "Door contact") + [
                         ("state_topic", .string(topics.state)), ("device_class", .string("door")),
                         ("value_template", .string("{{ 'ON' if value_json.door_open else 'OFF' }}")),
+                    ]))
+        }
+        if schedule {
+            // docs/policy.md: the state's `schedule` {name, active, next_change}:
+            // on inside a window, the name and the next change as attributes.
+            out.append(
+                entry(
+                    "binary_sensor", "schedule",
+                    common("schedule", "Schedule") + [
+                        ("state_topic", .string(topics.state)),
+                        (
+                            "value_template",
+                            .string("{{ 'ON' if value_json.schedule and value_json.schedule.active else 'OFF' }}")
+                        ),
+                        ("json_attributes_topic", .string(topics.state)),
+                        ("json_attributes_template", .string("{{ (value_json.schedule or {}) | tojson }}")),
                     ]))
         }
         return out

@@ -56,6 +56,10 @@ extension GatewayStore {
         }
         for row in try db.fetchAll(sql: "SELECT * FROM issued_tag") {
             let tag = try IssuedTag(row: row)
+            // A guest pass or a scheduled tag (docs/policy.md) stays at the
+            // door that issued it: the fleet's tags carry no uses, start or
+            // schedule, so at another door it would open without them.
+            if tag.uses != nil || tag.usesLeft != nil || tag.validFrom != nil || tag.schedule != nil { continue }
             guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
             local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
         }
@@ -173,7 +177,9 @@ extension GatewayStore {
                         VALUES (?, ?, NULL, ?, ?, ?, 'active')
                         ON CONFLICT(uid) DO UPDATE SET action = excluded.action, label = excluded.label,
                           valid_until = excluded.valid_until, state = 'active'
-                        WHERE issued_tag.state IN ('active', 'failed')
+                        WHERE issued_tag.state IN ('active', 'failed') AND issued_tag.uses IS NULL
+                          AND issued_tag.uses_left IS NULL AND issued_tag.valid_from IS NULL
+                          AND issued_tag.schedule IS NULL
                         """, arguments: [tag.uid.hex, tag.action, tag.label, now, tag.validUntil])
             }
             try db.execute(

@@ -110,6 +110,18 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "audit_key" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "first_row" INTEGER NOT NULL, "fingerprint" TEXT NOT NULL, "created" INTEGER NOT NULL)"#
             ]),
+        // Guest passes and scheduled tags (docs/policy.md): a tag may start
+        // later (`valid_from`), open at most `uses` times (`uses_left` counts
+        // down in the transaction that grants; NULL: unlimited) and be held
+        // to a `[[schedules]]` name.
+        Migration(
+            name: "v10-guest-uses",
+            statements: [
+                #"ALTER TABLE "issued_tag" ADD COLUMN "valid_from" INTEGER"#,
+                #"ALTER TABLE "issued_tag" ADD COLUMN "uses" INTEGER CHECK (uses IS NULL OR uses >= 0)"#,
+                #"ALTER TABLE "issued_tag" ADD COLUMN "uses_left" INTEGER CHECK (uses_left IS NULL OR uses_left >= 0)"#,
+                #"ALTER TABLE "issued_tag" ADD COLUMN "schedule" TEXT"#,
+            ]),
     ]
 
     /// The migration names, in order.

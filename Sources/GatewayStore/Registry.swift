@@ -11,6 +11,27 @@ public struct IssuedTag: Equatable, Sendable {
     public var validUntil: Int64?
     public var state: State
     public var lastSeen: Int64?
+    /// A guest pass (docs/policy.md): opens from this time on.
+    public var validFrom: Int64? = nil
+    /// Uses issued and left (nil: unlimited).
+    public var uses: Int? = nil
+    public var usesLeft: Int? = nil
+    /// A `[[schedules]]` name the tag is held to.
+    public var schedule: String? = nil
+}
+
+/// What provisioning gives a tag besides its action and label (docs/policy.md).
+public struct TagLimits: Equatable, Sendable {
+    public var validFrom: Int64?
+    public var validUntil: Int64?
+    public var uses: Int?
+    public var schedule: String?
+    public init(validFrom: Int64? = nil, validUntil: Int64? = nil, uses: Int? = nil, schedule: String? = nil) {
+        self.validFrom = validFrom
+        self.validUntil = validUntil
+        self.uses = uses
+        self.schedule = schedule
+    }
 }
 
 extension IssuedTag {
@@ -22,7 +43,8 @@ extension IssuedTag {
         self.init(
             uid: uid, action: try row.get("action"), secretID: try row.get("secret_id"), label: try row.get("label"),
             issued: try row.get("issued"), validUntil: try row.get("valid_until"), state: state,
-            lastSeen: try row.get("last_seen"))
+            lastSeen: try row.get("last_seen"), validFrom: try row.get("valid_from"), uses: try row.get("uses"),
+            usesLeft: try row.get("uses_left"), schedule: try row.get("schedule"))
     }
 }
 
@@ -60,18 +82,33 @@ extension GatewayStore {
     public func createPendingTag(
         uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, validUntil: Int64? = nil, now: Int64
     ) throws {
+        try createPendingTag(
+            uid: uid, action: action, secretID: secretID, label: label, limits: TagLimits(validUntil: validUntil),
+            now: now)
+    }
+
+    /// Records a tag about to be written, with a guest pass's or a schedule's limits.
+    public func createPendingTag(
+        uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, limits: TagLimits, now: Int64
+    ) throws {
         try pool.write { db in
             if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
                 throw RegistryError.revoked(uid.hex)
             }
             try db.execute(
                 sql: """
-                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state)
-                    VALUES (?, ?, ?, ?, ?, ?, 'pending')
+                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
+                      valid_from, uses, uses_left, schedule)
+                    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)
                     ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = excluded.secret_id,
                       label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
-                      state = 'pending', last_seen = NULL
-                    """, arguments: [uid.hex, action, secretID, label, now, validUntil])
+                      state = 'pending', last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
+                      uses_left = excluded.uses_left, schedule = excluded.schedule
+                    """,
+                arguments: [
+                    uid.hex, action, secretID, label, now, limits.validUntil, limits.validFrom, limits.uses,
+                    limits.uses, limits.schedule,
+                ])
         }
     }
 
@@ -104,6 +141,23 @@ extension GatewayStore {
     public func issuedTags() throws -> [IssuedTag] {
         try pool.read {
             try $0.fetchAll(sql: "SELECT * FROM issued_tag ORDER BY issued, uid").map(IssuedTag.init(row:))
+        }
+    }
+
+    /// A guest pass's use, taken in the one transaction that decides: the
+    /// count goes down only while it is above zero, and is on disk before
+    /// the caller moves the relay (a power cut never gives a use back).
+    /// Returns the uses left after this one, or nil when none was left (or
+    /// the tag is not an active guest pass any more). `last_seen` is set too.
+    public func consumeUse(uid: TagUID, at time: Int64) throws -> Int? {
+        try pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE issued_tag SET uses_left = uses_left - 1, last_seen = ?
+                    WHERE uid = ? AND state = 'active' AND uses_left > 0
+                    """, arguments: [time, uid.hex])
+            guard db.changesCount == 1 else { return nil }
+            return try db.scalar(Int.self, sql: "SELECT uses_left FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
         }
     }
 

@@ -10,7 +10,7 @@ import DoorCore
         /// Every UID issued and active, nothing revoked, no expiry: the
         /// registry never stands between a valid sticker and a grant.
         struct OpenRegistry: StickerRegistry {
-            func issuedTag(_ uid: TagUID) throws -> (state: String, validUntil: Int64?)? { ("active", nil) }
+            func issuedTag(_ uid: TagUID) throws -> RegistryRow? { RegistryRow(state: "active") }
             func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool { false }
         }
 

@@ -17,6 +17,8 @@ final class ControlMethodTests: XCTestCase {
         "fleet.status", "fleet.publish", "fleet.pull",
         // A clock floor raised by a bad time source.
         "clock.reset_floor",
+        // docs/policy.md.
+        "policy.explain",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {

@@ -658,3 +658,86 @@ final class LoaderTests: XCTestCase {
         XCTAssertTrue(summary.allSatisfy { !$0.contains("\n") })
     }
 }
+
+/// `[[schedules]]`, an action's `schedule`, `door.passage_schedule` and
+/// `clock.time_zone` (docs/policy.md).
+final class ScheduleConfigTests: XCTestCase {
+    static let schedules = """
+        [clock]
+        time_zone = "Europe/Berlin"
+        [door]
+        passage_schedule = "shop"
+        [[schedules]]
+        name = "staff"
+        windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], from = "08:00", to = "18:00" }]
+        holidays = ["2026-12-25"]
+        [[schedules]]
+        name = "shop"
+        windows = [
+          { days = ["mon", "tue", "wed", "thu", "fri"], from = "09:00", to = "18:30" },
+          { days = ["sat"], from = "10:00", to = "24:00" },
+        ]
+        [[actions]]
+        index = 0
+        steps = [{ pulse = "strike", ms = 3000 }]
+        schedule = "staff"
+        [[actions]]
+        index = 1
+        steps = [{ pulse = "strike", ms = 3000 }]
+
+        """
+
+    func testSchedulesLoad() throws {
+        let c = try GatewayConfiguration.load(toml: LoaderTests.base + Self.schedules)
+        XCTAssertEqual(c.timeZone, "Europe/Berlin")
+        XCTAssertEqual(c.door.passageSchedule, "shop")
+        XCTAssertEqual(c.door.actions.map(\.schedule), ["staff", nil])
+        XCTAssertEqual(c.door.schedules.map(\.name), ["staff", "shop"])
+        XCTAssertEqual(
+            c.door.schedules[0].windows, [ScheduleWindow(days: [1, 2, 3, 4, 5], from: 480, to: 1080)])
+        XCTAssertEqual(c.door.schedules[0].holidays, [CivilDate(year: 2026, month: 12, day: 25)])
+        XCTAssertEqual(c.door.schedules[1].windows[1], ScheduleWindow(days: [6], from: 600, to: 1440))
+    }
+
+    func testScheduleErrorsNameTheirKey() {
+        func issue(_ text: String) -> [String] {
+            do {
+                _ = try GatewayConfiguration.load(toml: LoaderTests.base + text)
+                return []
+            } catch { return error.issues.map { "\($0.key): \($0.message)" } }
+        }
+        XCTAssertEqual(
+            issue("[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mo\"], from = \"08:00\", to = \"18:00\" }]"),
+            ["schedules[0].windows[0].days[0]: \"mo\" is not a day: mon, tue, wed, thu, fri, sat, sun"])
+        XCTAssertEqual(
+            issue("[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mon\"], from = \"22:00\", to = \"06:00\" }]"),
+            [
+                "schedules[0].windows[0].to: must be after from (a window over midnight is two windows: from … to 24:00, and 00:00 … next day)"
+            ])
+        XCTAssertEqual(
+            issue("[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mon\"], from = \"8:00\", to = \"18:00\" }]"),
+            ["schedules[0].windows[0].from: \"8:00\" is not a time HH:MM (00:00…24:00)"])
+        XCTAssertEqual(
+            issue("[[schedules]]\nname = \"s\"\nwindows = []\nholidays = [\"2026-02-30\"]"),
+            ["schedules[0].holidays[0]: \"2026-02-30\" is not a date YYYY-MM-DD"])
+        XCTAssertEqual(
+            issue("[[actions]]\nindex = 0\nsteps = [{ pulse = \"strike\", ms = 3000 }]\nschedule = \"nope\""),
+            ["actions[0].schedule: there is no schedule named \"nope\" (add a [[schedules]] table)"])
+        XCTAssertEqual(
+            issue("[door]\npassage_schedule = \"nope\"\n[[schedules]]\nname = \"s\"\nwindows = []"),
+            ["door.passage_schedule: there is no schedule named \"nope\" (schedules: s)"])
+        XCTAssertEqual(
+            issue("[clock]\ntime_zone = \"../../etc/passwd\""),
+            [
+                "clock.time_zone: \"../../etc/passwd\" is not a zone name like \"Europe/Berlin\" (see /usr/share/zoneinfo)"
+            ])
+        XCTAssertEqual(
+            issue("[[schedules]]\nname = \"s\"\nwindows = []\n[[schedules]]\nname = \"s\"\nwindows = []"),
+            ["schedules[1].name: \"s\" is another schedule's name too"])
+        XCTAssertEqual(
+            issue(
+                "[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mon\"], from = \"08:00\", to = \"18:00\", x = 1 }]"
+            ),
+            ["schedules[0].windows[0].x: unknown key"])
+    }
+}

@@ -101,6 +101,11 @@ final class TOMLParserTests: XCTestCase {
             "{\"a\": [{\"b\": {\"c\": 1}}, {\"b\": {\"c\": 2}, \"x\": {\"d\": 3}}]}"
         ),
         ("[ a ]\n[[ c ]]\n[\"\"]\n['x']", "{\"a\": {}, \"c\": [{}], \"\": {}, \"x\": {}}"),
+        // docs/policy.md's schedules: inline tables in an array in an array of tables.
+        (
+            "[[schedules]]\nname = \"staff\"\nwindows = [{ days = [\"mon\", \"fri\"], from = \"08:00\", to = \"18:00\" }, { days = [\"sat\"], from = \"09:00\", to = \"12:00\" },]\nholidays = [\"2026-12-25\"]",
+            "{\"schedules\": [{\"name\": \"staff\", \"windows\": [{\"days\": [\"mon\", \"fri\"], \"from\": \"08:00\", \"to\": \"18:00\"}, {\"days\": [\"sat\"], \"from\": \"09:00\", \"to\": \"12:00\"}], \"holidays\": [\"2026-12-25\"]}]}"
+        ),
         (
             "a = " + String(repeating: "[", count: 128) + String(repeating: "]", count: 128),
             "{\"a\": " + String(repeating: "[", count: 128) + String(repeating: "]", count: 128) + "}"
@@ -109,6 +114,9 @@ final class TOMLParserTests: XCTestCase {
 
     /// Documents that are not TOML 1.0.
     static let refused: [String] = [
+        // An inline table is on one line, also inside an array (schedules' windows).
+        "w = [{ days = [\"mon\"],\n from = \"08:00\" }]",
+        "w = [{ days = [\"mon\"], }]",
         "a = 1\na = 2",
         "a = " + String(repeating: "[", count: 129) + String(repeating: "]", count: 129),
         "a = " + String(repeating: "{b = ", count: 129) + "1" + String(repeating: "}", count: 129),

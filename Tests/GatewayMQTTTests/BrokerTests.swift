@@ -467,6 +467,30 @@ final class BrokerTests: XCTestCase {
         XCTAssertTrue(Set(entries.map(\.topic)).isSubset(of: catalog), "every offered entity can be removed again")
     }
 
+    /// docs/policy.md: a door with a schedule offers a Schedule entity that
+    /// reads the state's `schedule` object; a door without one does not.
+    func testScheduleEntityOnlyWithASchedule() throws {
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
+        let without = Payloads.discovery(
+            device: "front-door", name: "Front", topics: topics, doorContact: false, eventTypes: [], canOpen: false)
+        XCTAssertFalse(without.contains { $0.topic.contains("/schedule/") })
+        let with = Payloads.discovery(
+            device: "front-door", name: "Front", topics: topics, doorContact: false, eventTypes: [], canOpen: false,
+            schedule: true)
+        let entity = try XCTUnwrap(with.first { $0.topic.contains("/schedule/") })
+        let j = try JSONValue.parse(entity.payload)
+        XCTAssertEqual(j["state_topic"]?.stringValue, topics.state)
+        XCTAssertEqual(j["json_attributes_topic"]?.stringValue, topics.state)
+        XCTAssertEqual(
+            j["value_template"]?.stringValue,
+            "{{ 'ON' if value_json.schedule and value_json.schedule.active else 'OFF' }}")
+        let catalog = Set(
+            Payloads.discoveryCatalog.map {
+                Payloads.discoveryTopic(device: "front-door", component: $0.component, object: $0.object)
+            })
+        XCTAssertTrue(catalog.contains(entity.topic), "removable again when the schedule goes")
+    }
+
     func code(_ o: RemoteOutcome) -> String? {
         if case .rejected(let c, _, _) = o { return c }
         return nil

@@ -72,6 +72,31 @@ final class FleetStoreTests: XCTestCase {
         XCTAssertEqual(snap.revokedUIDs, [issued])
         XCTAssertEqual(snap.tags, [])
     }
+
+    /// docs/policy.md: a guest pass (uses, start, schedule) is not pushed to
+    /// other doors — there it would open without its limits — and a fleet
+    /// document naming the same UID does not lift them here.
+    func testAGuestPassStaysAtItsDoorAndKeepsItsLimits() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        try store.createPendingTag(
+            uid: issued, action: 1, secretID: nil, label: "guest",
+            limits: TagLimits(validFrom: 1, validUntil: 100, uses: 1, schedule: "staff"), now: 1)
+        try store.activateTag(uid: issued)
+        try store.createPendingTag(uid: lost, action: 1, secretID: nil, label: "plain", now: 1)
+        try store.activateTag(uid: lost)
+        let snap = FleetRules.snapshot(try store.fleetLocal(), site: "acme-hq", version: 1, origin: "o", now: 2)
+        XCTAssertEqual(snap.tags.map(\.uid), [lost], "only the unlimited tag travels")
+
+        let doc = FleetDocument(
+            site: "acme-hq", version: 2, origin: "o", issued: 3,
+            tags: [FleetDocument.Tag(uid: issued, action: 1, label: "elsewhere", validUntil: nil)])
+        _ = try store.applyFleet(try accept(doc), actions: [1], now: 4)
+        let row = try XCTUnwrap(store.issuedTag(issued))
+        XCTAssertEqual(row.usesLeft, 1)
+        XCTAssertEqual(row.validUntil, 100, "the fleet does not lift the pass's end")
+        XCTAssertEqual(row.schedule, "staff")
+        XCTAssertEqual(row.label, "guest")
+    }
 }
 
 struct FleetDocumentRefused: Error, CustomStringConvertible {

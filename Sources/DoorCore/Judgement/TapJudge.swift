@@ -4,13 +4,37 @@ public enum RegistryState: String, Equatable, Hashable, Sendable, CaseIterable {
     case pending, active, revoked, failed
 }
 
-/// What the registry says about one UID: its state and expiry (Unix seconds).
+/// What the registry says about one UID: its state and expiry (Unix
+/// seconds), and for a guest pass or a scheduled tag (docs/policy.md) its
+/// start, uses left (nil: unlimited) and schedule name.
 public struct IssuedTagView: Equatable, Sendable {
     public var state: RegistryState
     public var validUntil: Int64?
-    public init(state: RegistryState, validUntil: Int64? = nil) {
+    public var validFrom: Int64?
+    public var usesLeft: Int?
+    public var schedule: String?
+    public init(
+        state: RegistryState, validUntil: Int64? = nil, validFrom: Int64? = nil, usesLeft: Int? = nil,
+        schedule: String? = nil
+    ) {
         self.state = state
         self.validUntil = validUntil
+        self.validFrom = validFrom
+        self.usesLeft = usesLeft
+        self.schedule = schedule
+    }
+}
+
+/// The schedule side of a tap (docs/policy.md): the configured schedules in
+/// the door's zone, each action's schedule, and the wall clock.
+public struct TapPolicy: Sendable {
+    public var policy: AccessPolicy
+    public var actions: [ActionDefinition]
+    public var wall: WallClock
+    public init(policy: AccessPolicy, actions: [ActionDefinition], wall: WallClock) {
+        self.policy = policy
+        self.actions = actions
+        self.wall = wall
     }
 }
 
@@ -40,7 +64,7 @@ public enum TapJudge {
 
     public static func judge(
         uid: TagUID, message: NDEFMessage?, secrets: [StickerSecret], actionCount: Int,
-        registry: some TagRegistryView, now: Int64
+        registry: some TagRegistryView, now: Int64, policy: TapPolicy? = nil
     ) -> Result {
         guard let message, !message.isEmpty else {
             return Result(
@@ -63,11 +87,13 @@ public enum TapJudge {
                 sticker: verdict)
         }
         guard verdict.isValid, let url = verdict.url else { return deny(verdict.reason.rawValue) }
+        var tagRow: IssuedTagView?
         do {
             if try registry.isRevoked(uid: uid, signature: url.version == .v1 ? url.signature : nil) {
                 return deny("revoked")
             }
             let row = try registry.issuedTag(uid)
+            tagRow = row
             if let until = row?.validUntil, now > until { return deny("expired") }
             if url.version == .v2 {
                 guard let row else { return deny("not_issued") }
@@ -76,6 +102,17 @@ public enum TapJudge {
         } catch {
             // The registry could not be read: fail closed.
             return deny("registry_unavailable")
+        }
+        // Schedules, a guest pass's start and uses: an authentic sticker at
+        // the wrong time is not an attack, so these do not count toward lockout.
+        if let policy {
+            let schedule = policy.actions.first { $0.index == url.action }?.schedule
+            if let why = policy.policy.denial(actionSchedule: schedule, tag: tagRow, wall: policy.wall) {
+                return Result(
+                    presentation: TagPresentation(
+                        uid: uid, content: .ours, verdict: .deny(reason: why.rawValue, countsTowardLockout: false)),
+                    sticker: verdict)
+            }
         }
         let grant = AccessVerdict.grant(action: ActionIndex(url.action), reason: verdict.reason.rawValue)
         return Result(presentation: TagPresentation(uid: uid, content: .ours, verdict: grant), sticker: verdict)

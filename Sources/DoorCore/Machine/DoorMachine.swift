@@ -489,6 +489,8 @@ public struct DoorMachine: Sendable {
             }
         case .setMode(let new):
             setMode(new, source: "admin", now, &fx)
+        case .scheduledMode(let new):
+            setMode(new, source: "schedule", now, &fx)
         case .armProvisioning(let job):
             arm(job, source: "admin", &fx)
         case .cancelProvisioning:

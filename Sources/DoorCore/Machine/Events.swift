@@ -43,6 +43,8 @@ public enum RemoteOutcome: Equatable, Sendable {
 public enum AdminRequest: Equatable, Sendable {
     case open(ActionIndex)
     case setMode(DoorMode)
+    /// `door.passage_schedule` reached an edge (docs/policy.md): audited with source `schedule`.
+    case scheduledMode(DoorMode)
     case armProvisioning(ProvisioningJob)
     case cancelProvisioning
     case clearLockout
@@ -58,6 +60,12 @@ public struct ProvisioningJob: Equatable, Sendable {
     public var overwrite: Bool
     /// Set when a tag is chosen.
     public var uid: TagUID?
+    /// A guest pass or a scheduled tag (docs/policy.md): when it starts and
+    /// ends (Unix seconds), how many opens it has, and its schedule.
+    public var validFrom: Int64? = nil
+    public var validUntil: Int64? = nil
+    public var uses: Int? = nil
+    public var schedule: String? = nil
     public init(
         action: ActionIndex, label: String = "", protect: Bool = false, overwrite: Bool = false, uid: TagUID? = nil
     ) {

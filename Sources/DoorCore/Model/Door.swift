@@ -45,10 +45,13 @@ public struct ActionDefinition: Equatable, Sendable, Hashable {
     public var index: ActionIndex
     public var name: String
     public var steps: [OutputStep]
-    public init(index: ActionIndex, name: String, steps: [OutputStep]) {
+    /// The `[[schedules]]` name this action is limited to (docs/policy.md), or nil.
+    public var schedule: String?
+    public init(index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil) {
         self.index = index
         self.name = name
         self.steps = steps
+        self.schedule = schedule
     }
 }
 

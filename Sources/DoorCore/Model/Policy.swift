@@ -97,6 +97,10 @@ public struct DoorSettings: Equatable, Sendable, Hashable {
     public var sameTagQuiet: Duration
     /// Mode at start.
     public var initialMode: DoorMode
+    /// `[[schedules]]` (docs/policy.md).
+    public var schedules: [WeeklySchedule] = []
+    /// `door.passage_schedule`: passage mode inside its windows, normal outside.
+    public var passageSchedule: String?
 
     public init(
         outputs: [OutputDefinition] = [OutputDefinition(name: "strike")],

@@ -43,6 +43,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case fleetStatus = "fleet.status"
     case fleetPublish = "fleet.publish"
     case fleetPull = "fleet.pull"
+    /// `gatewayctl policy explain` (docs/policy.md).
+    case policyExplain = "policy.explain"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"

@@ -145,13 +145,19 @@ struct ProvisionCommand: ParsableCommand {
         @Option(help: "Label stored in the registry.") var label = ""
         @Flag(help: "Password-protect writes (NTAG PWD/PACK derived from the device key).") var protect = false
         @Flag(help: "Overwrite a foreign tag.") var overwrite = false
+        @Flag(help: "A guest pass: limited uses (default 1; docs/policy.md).") var guest = false
+        @Option(help: "How many opens (1…100000).") var uses: Int?
+        @Option(help: "Valid from: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds.") var from: String?
+        @Option(help: "Valid until: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds.") var until: String?
+        @Option(help: "A [[schedules]] name the tag is held to.") var schedule: String?
+        func validate() throws {
+            try TagsIssue.validateLimits(uses: uses, from: from, until: until)
+        }
         func run() throws {
             try socket.call(
                 .provision,
-                [
-                    ("action", .int(action)), ("label", .string(label)), ("protect", .bool(protect)),
-                    ("overwrite", .bool(overwrite)),
-                ])
+                TagsIssue.limits(action: action, guest: guest, uses: uses, from: from, until: until, schedule: schedule)
+                    + [("label", .string(label)), ("protect", .bool(protect)), ("overwrite", .bool(overwrite))])
         }
     }
 
@@ -398,27 +404,37 @@ struct SimCommand: ParsableCommand {
 struct TagsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tags", abstract: "The issued-tag registry and revocations.",
-        subcommands: [List.self, Revoke.self, Expire.self, Forget.self])
+        subcommands: [List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self])
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Issued tags and revocations.")
         @OptionGroup var socket: SocketOptions
         func run() throws {
             try socket.call(.tagsList) { answer in
                 let tags = (answer["tags"]?.arrayValue ?? []).map { t in
-                    [t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"], t["last_seen"]]
-                        .map { v -> String in
-                            guard let v, v != .null else { return "-" }
-                            let text = v.stringValue ?? v.serialized
-                            return text.isEmpty ? "-" : text
-                        }
+                    [
+                        t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"],
+                        TagsCommand.uses(t), t["schedule"], t["last_seen"],
+                    ]
+                    .map { v -> String in
+                        guard let v, v != .null else { return "-" }
+                        let text = v.stringValue ?? v.serialized
+                        return text.isEmpty ? "-" : text
+                    }
                 }
                 let revoked = (answer["revocations"]?.arrayValue ?? []).map {
                     "revoked " + ($0["uid"]?.stringValue ?? "signature " + ($0["signature"]?.stringValue ?? "?"))
                 }
-                let header = ["UID", "STATE", "ACTION", "LABEL", "ISSUED", "VALID-UNTIL", "LAST-SEEN"]
+                let header = [
+                    "UID", "STATE", "ACTION", "LABEL", "ISSUED", "VALID-UNTIL", "USES-LEFT", "SCHEDULE", "LAST-SEEN",
+                ]
                 return (TextTable.render(header, tags) + revoked).joined(separator: "\n")
             }
         }
+    }
+    /// `2/5` for a guest pass (left of issued), nil otherwise.
+    static func uses(_ t: JSONValue) -> JSONValue? {
+        guard let left = t["uses_left"]?.intValue else { return nil }
+        return .string("\(left)/\(t["uses"]?.intValue ?? left)")
     }
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -14,6 +14,7 @@ extension Daemon {
         switch method {
         case .status: return status()
         case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
+        case .policyExplain: return try policyExplain(p)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
@@ -32,9 +33,10 @@ extension Daemon {
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
                 throw DaemonError.request("no action \(action)")
             }
-            let job = ProvisioningJob(
+            var job = ProvisioningJob(
                 action: action, label: try p.string("label", default: ""), protect: try p.bool("protect"),
                 overwrite: try p.bool("overwrite"))
+            try guestLimits(p, into: &job)
             runtime.submit(.admin(.armProvisioning(job)))
             return .object([("armed", .bool(true)), ("action", .int(action))])
         case .provisionCancel:
@@ -123,10 +125,10 @@ extension Daemon {
     private var readerConnstring: String { simulator?.connstring ?? configuration.reader.connstring }
 
     func status() -> JSONValue {
-        let (m, health, lastTag, events, lastUnlock, floor) = runtime.sync {
+        let (m, health, lastTag, events, lastUnlock, floor, schedule) = runtime.sync {
             (
                 runtime.machine, runtime.readerHealth, runtime.lastTag, runtime.recentEvents, runtime.lastUnlock,
-                runtime.clockFloor.unix
+                runtime.clockFloor.unix, runtime.scheduleInfo
             )
         }
         let now = MonotonicClock.now()
@@ -154,6 +156,8 @@ extension Daemon {
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("broker", remoteStatus()),
             ("store", auditWriter.statusDocument),
+            // The schedule Home Assistant is shown (docs/policy.md), or null.
+            ("schedule", schedule ?? .null),
         ]
         if let snapshot = simulatedBoard?.snapshot() {
             let lines: [(String, JSONValue)] = snapshot.outputs.sorted { $0.key < $1.key }.map {

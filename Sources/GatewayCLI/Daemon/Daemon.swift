@@ -113,11 +113,16 @@ final class Daemon: @unchecked Sendable {
         _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
         Self.keyAuditLog(store, environment: environment, log: log)
 
+        // The door's zone (docs/policy.md): a zone that cannot be read stops
+        // the start, as a bad configuration does, rather than judging
+        // schedules in the wrong time.
+        let zone = try Zones.load(configuration.timeZone)
+        log.info("time zone \(zone.name)")
         auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
         runtime = DoorRuntime(
             live: live, board: board, store: store, registry: StoreRegistry(store: store),
             audit: { [auditWriter] event, time, detail in auditWriter.write(event, at: time, detail: detail) },
-            log: log)
+            log: log, zone: zone)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.
         var connstring = configuration.reader.connstring
@@ -265,13 +270,15 @@ final class Daemon: @unchecked Sendable {
                 "reload: the relays' locked levels changed: restart gatewayd, and as root run `gatewayctl config firmware --write` so config.txt holds \(holds.map(\.line).joined(separator: " ")) from power-on (it applies at the next reboot)"
             )
         }
+        let zone: TimeZoneRules
         do {
+            zone = try Zones.load(new.timeZone)
             try store.syncActions(new.door.actions)
         } catch {
             log.error("reload refused: \(error)")
             return
         }
-        runtime.reload(new)
+        runtime.reload(new, zone: zone)
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
     }

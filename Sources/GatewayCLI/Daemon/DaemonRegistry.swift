@@ -5,8 +5,12 @@ import GatewayStore
 /// The store as the tag judgement's registry.
 struct StoreRegistry: StickerRegistry {
     let store: GatewayStore
-    func issuedTag(_ uid: TagUID) throws -> (state: String, validUntil: Int64?)? {
-        try store.issuedTag(uid).map { ($0.state.rawValue, $0.validUntil) }
+    func issuedTag(_ uid: TagUID) throws -> RegistryRow? {
+        try store.issuedTag(uid).map {
+            RegistryRow(
+                state: $0.state.rawValue, validUntil: $0.validUntil, validFrom: $0.validFrom, usesLeft: $0.usesLeft,
+                schedule: $0.schedule)
+        }
     }
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
         try store.isRevoked(uid: uid, signature: signature)
@@ -21,6 +25,9 @@ extension IssuedTag {
             ("issued", .string(UTCTime.iso8601(issued))), ("valid_until", .optional(validUntil.map(UTCTime.iso8601))),
             ("last_seen", .optional(lastSeen.map(UTCTime.iso8601))),
             ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
+            ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
+            ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
+            ("schedule", .optional(schedule)),
         ])
     }
 }

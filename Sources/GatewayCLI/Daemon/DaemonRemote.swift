@@ -54,7 +54,9 @@ extension Daemon {
             device: configuration.deviceID, name: mqtt.homeAssistantName ?? configuration.deviceID, topics: link.topics,
             doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
             canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) },
-            area: mqtt.homeAssistantArea)
+            area: mqtt.homeAssistantArea,
+            schedule: configuration.door.passageSchedule != nil
+                || configuration.door.actions.contains { $0.schedule != nil })
         let uidText = eventUIDText(mqtt.uidInEvents, transport: "mqtt")
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?

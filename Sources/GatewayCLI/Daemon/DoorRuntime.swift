@@ -53,6 +53,13 @@ final class DoorRuntime: @unchecked Sendable {
     private var savedClockFloor: Int64 = 0
     private var floorTimer: DispatchSourceTimer?
     let registry: StickerRegistry
+    /// The door's time zone (docs/policy.md): schedules read local wall-clock time in it.
+    private(set) var zone: TimeZoneRules
+    /// The passage schedule's state last applied (nil: apply at the next tick).
+    private var passageApplied: Bool?
+    private var scheduleTimer: DispatchSourceTimer?
+    /// `{name, active, next_change}` of the schedule Home Assistant is shown, from the last tick.
+    private(set) var scheduleInfo: JSONValue?
     /// Audit sink: the store's hash-chained log.
     let audit: (DoorEvent, Int64, String?) -> Void
     /// Heartbeat of the event loop, read by the watchdog thread.
@@ -62,9 +69,10 @@ final class DoorRuntime: @unchecked Sendable {
 
     init(
         live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
-        audit: @escaping (DoorEvent, Int64, String?) -> Void, log: Logger
+        audit: @escaping (DoorEvent, Int64, String?) -> Void, log: Logger, zone: TimeZoneRules = .utc
     ) {
         self.live = live
+        self.zone = zone
         let configuration = live.current
         self.board = board
         self.store = store
@@ -113,6 +121,54 @@ final class DoorRuntime: @unchecked Sendable {
         timer.setEventHandler { [weak self] in self?.saveClockFloor() }
         timer.activate()
         floorTimer = timer
+        queue.async { self.scheduleTick() }
+    }
+
+    // MARK: Schedules (docs/policy.md)
+
+    var accessPolicy: AccessPolicy { AccessPolicy(schedules: configuration.door.schedules, zone: zone) }
+
+    /// The schedule the state document shows: the passage schedule, else
+    /// the first action's that has one.
+    var shownSchedule: String? {
+        configuration.door.passageSchedule ?? configuration.door.actions.first { $0.schedule != nil }?.schedule
+    }
+
+    /// At each edge of the passage schedule, the mode follows it: passage
+    /// inside its windows, normal outside. A mode set by hand meanwhile
+    /// stays until the next edge; lockdown is never changed by a schedule;
+    /// with the clock unsynchronised the schedule reads as outside (normal
+    /// mode: fail closed). Re-runs at the next edge, and at least every minute.
+    private func scheduleTick() {
+        scheduleTimer?.cancel()
+        scheduleTimer = nil
+        guard let name = shownSchedule, let schedule = accessPolicy.schedule(named: name) else {
+            scheduleInfo = nil
+            stateChanged()
+            return
+        }
+        let wall = now().wall
+        let active = wall.synchronised && schedule.isActive(at: wall.unixSeconds, zone: zone)
+        let next = wall.synchronised ? schedule.nextChange(after: wall.unixSeconds, zone: zone) : nil
+        scheduleInfo = .object([
+            ("name", .string(name)), ("active", .bool(active)),
+            ("next_change", .optional(next.map(UTCTime.iso8601))),
+            ("clock_synchronised", .bool(wall.synchronised)),
+        ])
+        if name == configuration.door.passageSchedule, passageApplied != active {
+            passageApplied = active
+            let target: DoorMode = active ? .passage : .normal
+            if machine.mode != .lockdown, machine.mode != target {
+                execute(machine.handle(.admin(.scheduledMode(target)), at: now()))
+            }
+        }
+        stateChanged()
+        let wait = max(1, min(60, (next ?? .max) - wall.unixSeconds))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .seconds(Int(wait)), leeway: .milliseconds(50))
+        timer.setEventHandler { [weak self] in self?.scheduleTick() }
+        timer.activate()
+        scheduleTimer = timer
     }
 
     func submit(_ input: DoorInput) {
@@ -167,19 +223,58 @@ final class DoorRuntime: @unchecked Sendable {
         clockFloor.observe(wall)
         let result = TagJudgement.judge(
             uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
-            registry: registry, now: clockFloor.expiryTime(wall))
+            registry: registry, now: clockFloor.expiryTime(wall),
+            policy: TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall))
+        var presentation = result.presentation
+        if presentation.content == .ours, case .grant = presentation.verdict {
+            presentation = takeUse(presentation, wall: wall)
+        }
         let verdictText: String
-        switch result.presentation.verdict {
+        switch presentation.verdict {
         case .grant(_, let reason): verdictText = "granted (\(reason))"
         case .deny(let reason, _): verdictText = "denied (\(reason))"
         }
-        lastTag = (tag.uid, result.presentation.content.rawValue, verdictText)
-        if result.presentation.content == .ours, case .grant = result.presentation.verdict {
-            do { try store.touchLastSeen(uid: tag.uid, at: wall.unixSeconds) } catch {
-                log.warning("last_seen of \(tag.uid.hex) not saved: \(error)")
-            }
+        lastTag = (tag.uid, presentation.content.rawValue, verdictText)
+        handle(.tagArrived(presentation))
+    }
+
+    /// A granted tap of ours: a guest pass's use is taken (durably, in the
+    /// transaction that decides) when the machine would open for it now —
+    /// not when lockdown, a lockout or the same-tag quiet time would refuse
+    /// it anyway — before the relay moves. Other tags get `last_seen`.
+    private func takeUse(_ presentation: TagPresentation, wall: WallClock) -> TagPresentation {
+        let uid = presentation.uid
+        let usesLeft: Int?
+        do { usesLeft = try registry.issuedTag(uid)?.usesLeft } catch {
+            log.error("registry unreadable for \(uid.hex): \(error)")
+            return TagPresentation(
+                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
         }
-        handle(.tagArrived(result.presentation))
+        guard usesLeft != nil else {
+            do { try store.touchLastSeen(uid: uid, at: wall.unixSeconds) } catch {
+                log.warning("last_seen of \(uid.hex) not saved: \(error)")
+            }
+            return presentation
+        }
+        var probe = machine
+        let opens = probe.handle(.tagArrived(presentation), at: now()).contains {
+            if case .emit(let e) = $0 { return e.kind == .accessGranted }
+            return false
+        }
+        guard opens else { return presentation }
+        do {
+            guard let left = try store.consumeUse(uid: uid, at: wall.unixSeconds) else {
+                return TagPresentation(
+                    uid: uid, content: .ours,
+                    verdict: .deny(reason: AccessPolicy.Denial.noUsesLeft.rawValue, countsTowardLockout: false))
+            }
+            log.info("guest pass \(uid.hex): a use taken, \(left) left")
+            return presentation
+        } catch {
+            log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
+            return TagPresentation(
+                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+        }
     }
 
     // MARK: Effects
@@ -236,6 +331,7 @@ final class DoorRuntime: @unchecked Sendable {
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
+            ("schedule", scheduleInfo ?? .null),
         ])
     }
 
@@ -286,7 +382,11 @@ final class DoorRuntime: @unchecked Sendable {
         do {
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
             let url = StickerSigner.signV2(action: job.action, timestamp: wall, key: secret.key, uid: uid)
-            try store.createPendingTag(uid: uid, action: job.action, secretID: secret.id, label: job.label, now: wall)
+            try store.createPendingTag(
+                uid: uid, action: job.action, secretID: secret.id, label: job.label,
+                limits: TagLimits(
+                    validFrom: job.validFrom, validUntil: job.validUntil, uses: job.uses, schedule: job.schedule),
+                now: wall)
             guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
             reader?.requestWrite(
                 .init(
@@ -318,8 +418,9 @@ final class DoorRuntime: @unchecked Sendable {
     /// SIGHUP with a valid file: the machine restarts on the new door settings
     /// in the mode it was in. Runs in progress end (outputs locked first, by
     /// the new machine's start); provisioning is disarmed.
-    func reload(_ new: GatewayConfiguration) {
+    func reload(_ new: GatewayConfiguration, zone newZone: TimeZoneRules? = nil) {
         queue.async { [self] in
+            if let newZone { zone = newZone }
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
@@ -328,6 +429,9 @@ final class DoorRuntime: @unchecked Sendable {
             machine = DoorMachine(settings: settings)
             execute(machine.start(at: now()))
             record(DoorEvent(.configurationReloaded, reason: settings.initialMode.rawValue, source: "sighup"))
+            // The schedules may have changed: the passage schedule applies again now.
+            passageApplied = nil
+            scheduleTick()
         }
     }
 
@@ -386,6 +490,7 @@ final class DoorRuntime: @unchecked Sendable {
         queue.sync {
             for t in timers.values { t.cancel() }
             timers = [:]
+            scheduleTimer?.cancel()
             patterns.stop()
             board.lockAll()
             // Only once the outputs are locked: a store write may wait on the writer.

@@ -29,6 +29,7 @@ final class LiveConfiguration: Sendable {
         value.withLock { running in
             running.door = new.door
             running.declareClockSynchronised = new.declareClockSynchronised
+            running.timeZone = new.timeZone
             return running
         }
     }

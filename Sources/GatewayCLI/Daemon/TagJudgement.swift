@@ -7,9 +7,19 @@ import DoorCore
 protocol StickerRegistry {
     /// The registry row of this UID: its state (`pending`, `active`, `revoked`,
     /// `failed`) and expiry (Unix seconds), or nil when never issued here.
-    func issuedTag(_ uid: TagUID) throws -> (state: String, validUntil: Int64?)?
+    func issuedTag(_ uid: TagUID) throws -> RegistryRow?
     /// Revoked by UID, or (v1) by the sticker's signature.
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool
+}
+
+/// A registry row as the judgement reads it (docs/policy.md for the guest
+/// and schedule fields).
+struct RegistryRow {
+    var state: String
+    var validUntil: Int64?
+    var validFrom: Int64? = nil
+    var usesLeft: Int? = nil
+    var schedule: String? = nil
 }
 
 /// A registry row whose state the core does not know: read as a registry
@@ -25,7 +35,9 @@ struct RegistryView<Base: StickerRegistry>: TagRegistryView {
     func issuedTag(_ uid: TagUID) throws -> IssuedTagView? {
         guard let row = try base.issuedTag(uid) else { return nil }
         guard let state = RegistryState(rawValue: row.state) else { throw UnknownRegistryState(state: row.state) }
-        return IssuedTagView(state: state, validUntil: row.validUntil)
+        return IssuedTagView(
+            state: state, validUntil: row.validUntil, validFrom: row.validFrom, usesLeft: row.usesLeft,
+            schedule: row.schedule)
     }
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
         try base.isRevoked(uid: uid, signature: signature)
@@ -38,10 +50,10 @@ enum TagJudgement {
 
     static func judge(
         uid: TagUID, message: NDEFMessage?, secrets: [StickerSecret], actionCount: Int,
-        registry: some StickerRegistry, now: Int64
+        registry: some StickerRegistry, now: Int64, policy: TapPolicy? = nil
     ) -> Result {
         TapJudge.judge(
             uid: uid, message: message, secrets: secrets, actionCount: actionCount,
-            registry: RegistryView(base: registry), now: now)
+            registry: RegistryView(base: registry), now: now, policy: policy)
     }
 }
