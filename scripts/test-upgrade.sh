@@ -19,6 +19,8 @@
 # versions with the MACs, and the store holds every migration of this tree
 # (0.1.0's list a prefix of it: a shipped migration is never edited). Last, a
 # broken gateway.toml: exit 78 and no restart loop (RestartPreventExitStatus).
+# On the way, with 0.2.0 running: the broker's name not resolving yet is
+# retried, not fatal, and the door decides meanwhile.
 set -eu
 
 NEW_DEB=${1:?usage: scripts/test-upgrade.sh out/deb/doorgateway_VERSION_amd64.deb out/static/pn532-sim}
@@ -63,6 +65,8 @@ ROOT=$RUN/root
 NSPAWN=
 INIT=
 cleanup() {
+    [ -z "${BROKER_PID:-}" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
+    [ -z "${PKI:-}" ] || rm -rf "$PKI"
     if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
         [ -n "$INIT" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
         i=0
@@ -226,6 +230,70 @@ if [ "$(verify_field "$after" intact)" = true ] && [ "$(verify_field "$after" ma
 else
     fail "audit chain after the upgrade" "$after"
 fi
+# --- the broker's name does not resolve yet (power cut: DNS not up) ---------------------
+# A mosquitto on the host's loopback (nspawn shares the network), mutual TLS,
+# the shipped ACL, reached as broker.door.test, which the container's
+# /etc/hosts lacks at first: gatewayd must start, decide taps, and connect once
+# the name resolves, without a restart (the network thread's backoff retries).
+PKI=$(mktemp -d "$CACHE/upg-pki.XXXXXX")
+BROKER_PID=
+stop_broker() { [ -z "$BROKER_PID" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=; }; rm -rf "$PKI"; }
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=upgrade-test-ca \
+    -keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null
+for n in broker upgrade-door; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$PKI/$n.key" -out "$PKI/$n.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:broker.door.test\n' > "$PKI/$n.ext"
+    openssl x509 -req -in "$PKI/$n.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 2 \
+        -extfile "$PKI/$n.ext" -out "$PKI/$n.crt" 2>/dev/null
+done
+BROKER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$PKI/mosquitto.conf" <<EOF
+listener $BROKER_PORT 127.0.0.1
+cafile $PKI/ca.crt
+certfile $PKI/broker.crt
+keyfile $PKI/broker.key
+require_certificate true
+use_identity_as_username true
+allow_anonymous false
+acl_file $(pwd)/provisioning/doorgateway.acl
+persistence false
+user root
+log_dest file $PKI/mosquitto.log
+EOF
+mosquitto -c "$PKI/mosquitto.conf" > /dev/null 2>&1 &
+BROKER_PID=$!
+install -m 0644 "$PKI/ca.crt" "$ROOT/etc/doorgateway/ca.crt"
+install -m 0644 "$PKI/upgrade-door.crt" "$ROOT/etc/doorgateway/door.crt"
+install -m 0600 "$PKI/upgrade-door.key" "$ROOT/etc/doorgateway/door.key"
+# (Debian's minbase has no /etc/hosts: the name goes to DNS, where .test never resolves.)
+[ -f "$ROOT/etc/hosts" ] && grep -c >/dev/null broker.door.test "$ROOT/etc/hosts" && fail "the container's /etc/hosts already names broker.door.test"
+inside sh -c "sed -e '/^\[mqtt\]\$/,/^\[/ { s/^enabled = false/enabled = true/; s/^host = .*/host = \"broker.door.test\"\nport = $BROKER_PORT/ }' \
+    -e 's|^\[mqtt.tls\]\$|[mqtt.tls]\nca_file = \"/etc/doorgateway/ca.crt\"\ncert_file = \"/etc/doorgateway/door.crt\"\nkey_file = \"/run/credentials/gatewayd.service/door.key\"|' \
+    /etc/doorgateway/gateway.toml > /root/mqtt.toml && gatewayctl config check /root/mqtt.toml >/dev/null &&
+    cp /root/mqtt.toml /etc/doorgateway/gateway.toml" || fail "gateway.toml with the broker" "$(inside gatewayctl config check /root/mqtt.toml 2>&1 | tail -3)"
+broker_connected() { inside gatewayctl status --json 2>/dev/null | tr -d ' \n' | grep -o '"connected":[a-z]*' | head -1; }
+check "broker.door.test does not resolve: gatewayd still starts (READY)" sh -c \
+    'systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null'
+i=0
+until inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -c >/dev/null "connect to broker.door.test:"' || [ $i -ge 300 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+err=$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -m1 "connect to broker.door.test:"' || true)
+[ -n "$err" ] && [ "$(broker_connected)" = '"connected":false' ] && pass "the unresolvable name is an error logged, not fatal: $err" \
+    || fail "no connect error logged for broker.door.test" "$(broker_connected)"
+expect "the door decides while the broker is unreachable: alice opens" access_granted door tap /root/alice.dump
+echo "127.0.0.1 broker.door.test" >> "$ROOT/etc/hosts"
+# The backoff doubles from 1 s to 60 s: the next attempt is at most a minute away.
+i=0
+while [ "$(broker_connected)" != '"connected":true' ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
+if [ "$(broker_connected)" = '"connected":true' ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = 0 ]; then
+    pass "once the name resolves, gatewayd connects by itself (${i} s after /etc/hosts gained it; no restart)"
+else
+    fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
+fi
+stop_broker
+
 # The next upgrade whose stock file changed (a repack of NEW_DEB with a line
 # added to /usr/share/doorgateway/gateway.toml): still no question, the
 # admin's file still untouched. (0.1.0 shipped gateway.toml as a conffile;

@@ -25,9 +25,14 @@ online_us=$(systemctl show -P ActiveEnterTimestampMonotonic network-online.targe
 sync=$(timedatectl show -P NTPSynchronized 2>/dev/null)
 dropin=absent
 [ -f /etc/systemd/system/gatewayd.service.d/old-unit.conf ] && dropin=present
-echo "VMTEST-FIGURES boot=$boot gatewayd=$s userspace_us=$userspace exec_us=$exec_us ready_us=$ready strike=$strike old_unit=$dropin network_online=$online online_us=$online_us ntp_synchronised=$sync links=$net outputs=$outs" > /dev/console
-systemd-analyze critical-chain --no-pager gatewayd.service 2>/dev/null | tail -n +3 | head -8 | sed 's/^/VMTEST-CHAIN /' > /dev/console
-systemd-analyze --no-pager 2>/dev/null | head -1 | sed 's/^/VMTEST-ANALYZE /' > /dev/console
+readyin=$(journalctl -b -u gatewayd.service --no-pager -o cat | sed -n 's/.*ready in \([0-9]*\) ms.*/\1/p' | tail -1)
+echo "VMTEST-FIGURES boot=$boot gatewayd_ready_in_ms=$readyin gatewayd=$s userspace_us=$userspace exec_us=$exec_us ready_us=$ready strike=$strike old_unit=$dropin network_online=$online online_us=$online_us ntp_synchronised=$sync links=$net outputs=$outs" > /dev/console
+# systemd-analyze answers once the boot has finished (this unit is
+# Type=simple, so the boot does not wait for it).
+timeout 300 systemctl is-system-running --wait > /dev/null 2>&1
+systemd-analyze critical-chain --no-pager gatewayd.service 2>&1 | tail -n +3 | head -12 | sed 's/^/VMTEST-CHAIN /' > /dev/console
+systemd-analyze --no-pager 2>&1 | head -2 | sed 's/^/VMTEST-ANALYZE /' > /dev/console
+systemd-analyze blame --no-pager 2>&1 | head -8 | sed 's/^/VMTEST-ANALYZE blame /' > /dev/console
 case " $cmdline " in
 *" vmtest.next=old "*)
     mkdir -p /etc/systemd/system/gatewayd.service.d
