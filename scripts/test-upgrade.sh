@@ -293,6 +293,8 @@ else
     fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
 fi
 stop_broker
+# The admin's file now, broker settings included, for the next upgrade.
+CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)
 
 # The next upgrade whose stock file changed (a repack of NEW_DEB with a line
 # added to /usr/share/doorgateway/gateway.toml): still no question, the
