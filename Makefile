@@ -70,12 +70,14 @@ test-gpio-vm: static
 	./scripts/gpio-vm/run.sh GATEWAY="$(STATIC_OUT)/gateway"
 
 ## lint: formatting check with the toolchain's swift-format; shellcheck on every shell script and
-## a refusal of `cmd | grep -q` (a SIGPIPE race under pipefail; scripts/lint-shell.sh)
+## a refusal of `cmd | grep -q` (a SIGPIPE race under pipefail; scripts/lint-shell.sh); one version
+## everywhere (Version.swift, the package's changelog, the file names documents quote: check-version.sh)
 lint:
 	@dpkg-query -W -f='$${Status}\n' shellcheck 2>/dev/null | grep -c >/dev/null '^install ok installed' || \
 	  { [ "$$(id -u)" = 0 ] || { echo "need root to apt-get install shellcheck" >&2; exit 1; }; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck; }
 	./scripts/lint-shell.sh
+	./scripts/check-version.sh
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 
 ## bench: figures, not tests (scripts/bench.sh): the static binary's footprint (stripped
@@ -115,6 +117,16 @@ test-deb: deb-amd64
 	./scripts/test-deb.sh out/deb/doorgateway_*_amd64.deb
 test-deb-service: test-deb
 	./scripts/test-deb-service.sh out/deb/doorgateway_*_amd64.deb "$(STATIC_OUT)/pn532-sim"
+
+## test-upgrade: `apt install` of this amd64 package over a running 0.1.0 door (systemd-nspawn boot of
+## the test-deb chroot, simulated board; run make test-deb once first): no conffile prompt, the admin's
+## gateway.toml kept, the relay locked through the restart, 0.1.0's stickers, revocations and audit
+## chain kept, the store migrated, exit 78 not restarted. The 0.1.0 package is built once from its
+## commit (scripts/upgrade/old-deb.sh; cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/upgrade)
+.PHONY: test-upgrade
+test-upgrade: deb-amd64
+	./scripts/test-upgrade.sh "out/deb/doorgateway_$$(dpkg-parsechangelog -l board/debian/changelog -S Version)_amd64.deb" \
+	  "$(STATIC_OUT)/pn532-sim"
 
 ## static-arm64: fully static aarch64 (Raspberry Pi) binaries in $(STATIC_ARM64_OUT): gateway
 ## (+ gatewayd, gatewayctl links) and pn532-sim, cross-built with Debian trixie's swiftlang 6.0.3

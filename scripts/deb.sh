@@ -11,8 +11,10 @@
 # which the binary itself reports (`gateway ctl version`) and is checked against.
 #
 # Things generated at build time from the host's (amd64) binary, so that the
-# Swift sources stay their only source: /etc/doorgateway/gateway.toml
-# (`gateway ctl config example --board pi`) and the bash/zsh/fish completions.
+# Swift sources stay their only source: the stock configuration
+# /usr/share/doorgateway/gateway.toml (`gateway ctl config example --board pi`;
+# the postinst copies it to /etc/doorgateway/gateway.toml when that is absent)
+# and the bash/zsh/fish completions.
 # HOST_GATEWAY names that binary (default out/static/gateway).
 #
 # Needs: dpkg-deb, dpkg-parsechangelog (dpkg-dev), file, gzip, lintian,
@@ -119,8 +121,14 @@ f 0644 board/99-doorgateway.rules lib/udev/rules.d/99-doorgateway.rules
 # shown, so `config check` (and gatewayd, which then touches no GPIO line)
 # refuses it naming exactly those two keys; with one line of each chosen it
 # must pass. The postinst and the image's first boot say how to choose.
+# Not a conffile: every door edits it (the relay, at least; first boot on the
+# image), so any later change to the example would make dpkg ask every one of
+# them, and fail a non-interactive upgrade (docs/upgrade.md). The postinst
+# installs it where /etc/doorgateway/gateway.toml is absent and never touches
+# an existing one; postrm purge removes it (Debian policy 10.7.3).
 d etc/doorgateway
-CONF="$STAGE/etc/doorgateway/gateway.toml"
+d usr/share/doorgateway
+CONF="$STAGE/usr/share/doorgateway/gateway.toml"
 "$HOST_GATEWAY" ctl config example --board pi > "$CONF"
 chmod 0644 "$CONF"
 if "$HOST_GATEWAY" ctl config check "$CONF" >/dev/null 2>"$WORK/check.err"; then
@@ -186,8 +194,6 @@ f 0644 board/debian/lintian-overrides usr/share/lintian/overrides/doorgateway
 
 # --- control files -------------------------------------------------------------
 for s in postinst prerm postrm; do install -m 0755 "board/debian/$s" "$STAGE/DEBIAN/$s"; done
-echo /etc/doorgateway/gateway.toml > "$STAGE/DEBIAN/conffiles"
-chmod 0644 "$STAGE/DEBIAN/conffiles"
 (cd "$STAGE" && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | LC_ALL=C sort \
     | grep -v '^etc/' | xargs md5sum) > "$STAGE/DEBIAN/md5sums"
 chmod 0644 "$STAGE/DEBIAN/md5sums"

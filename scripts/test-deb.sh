@@ -116,6 +116,7 @@ for spec in \
     "/lib/udev/rules.d/99-doorgateway.rules 644 root:root" \
     "/etc/doorgateway 755 root:root" \
     "/etc/doorgateway/gateway.toml 644 root:root" \
+    "/usr/share/doorgateway/gateway.toml 644 root:root" \
     "/etc/doorgateway/audit.key 400 root:root" \
     "/var/lib/doorgateway 700 doorgateway:doorgateway" \
     "/usr/share/bash-completion/completions/gatewayctl 644 root:root" \
@@ -137,10 +138,13 @@ check "gatewayctl version --verbose: the package's BUILDINFO, matching the insta
         printf "%s\n" "$out" | grep -cE >/dev/null "^$lib +[^ ]+ +[^ ]+ +[^ ]+\.a +[0-9a-f]{64}\$" || exit 1
     done'
 expect "gatewayctl -> gateway" gateway readlink /usr/bin/gatewayctl
-expect "conffile registered" "/etc/doorgateway/gateway.toml" \
+# gateway.toml is the admin's file, installed by the postinst (not a conffile:
+# dpkg never asks about it on an upgrade; scripts/test-upgrade.sh).
+expect "no conffiles (gateway.toml is the postinst's)" "" \
     sh -c 'dpkg-query -W -f="\${Conffiles}\n" doorgateway | awk "NF { print \$1 }"'
-check "conffile = gatewayctl config example --board pi" \
-    sh -c 'gatewayctl config example --board pi | cmp -s - /etc/doorgateway/gateway.toml'
+check "/etc/doorgateway/gateway.toml = the shipped stock file = gatewayctl config example --board pi" \
+    sh -c 'gatewayctl config example --board pi | cmp -s - /etc/doorgateway/gateway.toml &&
+        cmp -s /usr/share/doorgateway/gateway.toml /etc/doorgateway/gateway.toml'
 check "unit enabled (multi-user.target.wants)" \
     test -L /etc/systemd/system/multi-user.target.wants/gatewayd.service
 check "bash completion parses" bash -n /usr/share/bash-completion/completions/gatewayctl
@@ -225,7 +229,7 @@ check "dpkg -r" dpkg -r doorgateway
 expect "status after remove" "deinstall ok config-files" dpkg-query -W -f='${Status}' doorgateway
 check "binary gone" sh -c '! test -e /usr/bin/gateway && ! test -e /usr/bin/gatewayctl'
 check "state kept" grep -qx state /var/lib/doorgateway/gateway.db
-check "conffile kept" test -f /etc/doorgateway/gateway.toml
+check "configuration kept" test -f /etc/doorgateway/gateway.toml
 check "user kept" getent passwd doorgateway
 
 echo "== purge removes state, configuration and user"
@@ -240,7 +244,9 @@ check "unit links gone" sh -c '! test -e /etc/systemd/system/multi-user.target.w
 
 echo "== install again, then reinstall over it (the upgrade path)"
 check "dpkg -i after purge" dpkg -i /tmp/doorgateway.deb
+check "an edited gateway.toml" sh -c 'echo "# edited" >> /etc/doorgateway/gateway.toml'
 check "dpkg -i over itself" dpkg -i /tmp/doorgateway.deb
+check "the edited gateway.toml kept by the reinstall" sh -c 'tail -1 /etc/doorgateway/gateway.toml | grep -c >/dev/null "^# edited$"'
 check "user back" getent passwd doorgateway
 check "dpkg -P again" dpkg -P doorgateway
 

@@ -226,8 +226,9 @@ MulticastDNS=yes
 EOF
 # <hostname>.local answers on the LAN (systemd-resolved's mDNS responder).
 printf '[Resolve]\nMulticastDNS=yes\n' > "$R/etc/systemd/resolved.conf.d/doorgateway-mdns.conf"
-# gatewayd wants network-online.target; a door without network must not wait
-# the default two minutes for it: any one link, at most 20 s.
+# gatewayd does not wait for the network (board/gatewayd.service); anything
+# else that wants network-online.target must not wait the default two minutes
+# for it on a door without network: any one link, at most 20 s.
 cat > "$R/etc/systemd/system/systemd-networkd-wait-online.service.d/doorgateway.conf" <<'EOF'
 [Service]
 ExecStart=

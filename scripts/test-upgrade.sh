@@ -1,0 +1,333 @@
+#!/bin/sh
+# scripts/test-upgrade.sh NEW_DEB PN532_SIM — `apt install` of this tree's
+# package over a running 0.1.0 door, under systemd 252 in the test-deb chroot
+# booted with systemd-nspawn (as scripts/test-deb-service.sh does). amd64: the
+# package's scripts, unit and conffile are the same for arm64, and the store
+# and the binary's upgrade path do not depend on the architecture.
+#
+# The 0.1.0 package is built once from that release's commit
+# (scripts/upgrade/old-deb.sh; OLD_DEB=FILE uses another, with migrations.txt
+# beside it). The door runs it on the simulated board with an admin-edited
+# gateway.toml; alice's and bob's stickers are issued under 0.1.0, alice's
+# opens, bob's is revoked. Then `apt-get install ./NEW_DEB` with no terminal
+# (a conffile prompt would fail it) and the checks: the package upgraded
+# without a prompt, gateway.toml byte for byte the admin's (and again after a
+# further upgrade whose stock gateway.toml changed), the old daemon
+# locked the relay on SIGTERM and the new one set nothing but locked up to
+# READY, the new unit (no network-online ordering), alice's 0.1.0 sticker
+# still opens and bob's stays refused, the audit chain verifies across both
+# versions with the MACs, and the store holds every migration of this tree
+# (0.1.0's list a prefix of it: a shipped migration is never edited). Last, a
+# broken gateway.toml: exit 78 and no restart loop (RestartPreventExitStatus).
+# On the way, with 0.2.0 running: the broker's name not resolving yet is
+# retried, not fatal, and the door decides meanwhile.
+set -eu
+
+NEW_DEB=${1:?usage: scripts/test-upgrade.sh out/deb/doorgateway_VERSION_amd64.deb out/static/pn532-sim}
+SIM=${2:?usage: scripts/test-upgrade.sh NEW_DEB PN532_SIM}
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "test-upgrade: needs root" >&2; exit 2; }
+command -v systemd-nspawn >/dev/null || { echo "test-upgrade: needs systemd-nspawn (systemd-container)" >&2; exit 2; }
+NEW_DEB=$(readlink -f "$NEW_DEB")
+SIM=$(readlink -f "$SIM")
+OLD_DEB=${OLD_DEB:-$(./scripts/upgrade/old-deb.sh)}
+OLD_DEB=$(readlink -f "$OLD_DEB")
+OLD_MIGRATIONS=$(dirname "$OLD_DEB")/migrations.txt
+[ -s "$OLD_MIGRATIONS" ] || { echo "test-upgrade: no $OLD_MIGRATIONS" >&2; exit 2; }
+OLD_VERSION=$(dpkg-deb -f "$OLD_DEB" Version)
+NEW_VERSION=$(dpkg-deb -f "$NEW_DEB" Version)
+CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test
+BASE=$CACHE/bookworm-amd64
+[ -f "$BASE/.doorgateway-stamp" ] || { echo "test-upgrade: no $BASE (run make test-deb once)" >&2; exit 2; }
+echo "test-upgrade: $OLD_VERSION ($OLD_DEB) -> $NEW_VERSION ($NEW_DEB)"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+
+# --- host: one version everywhere, the migration lists ------------------------------
+if out=$(./scripts/check-version.sh 2>&1); then pass "$out"; else fail "versions disagree" "$(printf '%s' "$out" | tr '\n' '|')"; fi
+[ "$NEW_VERSION" = "$(dpkg-parsechangelog -l board/debian/changelog -S Version)" ] \
+    && pass "the package is this tree's version ($NEW_VERSION)" || fail "package version" "$NEW_VERSION"
+NEW_MIGRATIONS_LIST=$(sed -n 's/^ *name: "\(v[0-9][^"]*\)",* *$/\1/p' Sources/GatewayStore/Migrations.swift)
+OLD_MIGRATIONS_LIST=$(cat "$OLD_MIGRATIONS")
+old_n=$(printf '%s\n' "$OLD_MIGRATIONS_LIST" | wc -l)
+if [ "$(printf '%s\n' "$NEW_MIGRATIONS_LIST" | head -n "$old_n")" = "$OLD_MIGRATIONS_LIST" ]; then
+    pass "0.1.0's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order"
+else
+    fail "shipped migrations changed" "0.1.0: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
+fi
+
+# --- the container ------------------------------------------------------------------
+RUN=$(mktemp -d "$CACHE/upg.XXXXXX")
+ROOT=$RUN/root
+NSPAWN=
+INIT=
+cleanup() {
+    [ -z "${BROKER_PID:-}" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
+    [ -z "${PKI:-}" ] || rm -rf "$PKI"
+    if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
+        [ -n "$INIT" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
+        i=0
+        while kill -0 "$NSPAWN" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+        kill "$NSPAWN" 2>/dev/null || true
+        sleep 1
+        kill -9 "$NSPAWN" 2>/dev/null || true
+    fi
+    [ -z "$NSPAWN" ] || wait "$NSPAWN" 2>/dev/null || true
+    for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+        umount -l "$m" 2>/dev/null || true
+    done
+    rm -rf "$RUN"
+    rmdir "/run/systemd/nspawn/propagate/$(basename "$RUN")" /run/systemd/nspawn/propagate \
+        /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+cp -a "$BASE" "$ROOT"
+cp "$OLD_DEB" "$ROOT/root/doorgateway_${OLD_VERSION}_amd64.deb"
+cp "$NEW_DEB" "$ROOT/root/doorgateway_${NEW_VERSION}_amd64.deb"
+install -m 0755 "$SIM" "$ROOT/usr/bin/pn532-sim"
+install -m 0755 scripts/upgrade/door.sh "$ROOT/usr/local/bin/door"
+
+SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -D "$ROOT" -M "dgu-$(basename "$RUN" | tr -c 'a-zA-Z0-9\n' -)" --register=no --keep-unit \
+    --system-call-filter='adjtimex clock_adjtime' -b --console=pipe > "$RUN/console.log" 2>&1 &
+NSPAWN=$!
+i=0
+while [ -z "$INIT" ] && [ $i -lt 60 ]; do
+    INIT=$(pgrep -P "$NSPAWN" | head -1 || true)
+    sleep 0.5
+    i=$((i + 1))
+done
+[ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "test-upgrade: the container did not start" >&2; exit 1; }
+inside() { nsenter -t "$INIT" -a /usr/bin/env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 "$@"; }
+state=$(timeout 90 nsenter -t "$INIT" -a systemctl is-system-running --wait 2>/dev/null || true)
+echo "test-upgrade: container booted ($state)"
+check() {
+    name=$1
+    shift
+    if out=$(inside "$@" 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -3)"; fi
+}
+expect() {
+    name=$1 want=$2
+    shift 2
+    got=$(inside "$@" 2>&1 || true)
+    if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
+}
+migrations() { # the store's applied migrations, in the order applied (read on the host)
+    python3 -c 'import sqlite3,sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+print("\n".join(r[0] for r in db.execute("SELECT identifier FROM grdb_migrations ORDER BY rowid")))' \
+        "$ROOT/var/lib/doorgateway/gateway.db"
+}
+verify_field() { printf '%s\n' "$1" | sed -n "s/^$2: //p"; }
+
+# --- a 0.1.0 door in service ---------------------------------------------------------
+echo "== $OLD_VERSION"
+if out=$(inside apt-get install -y -q "/root/doorgateway_${OLD_VERSION}_amd64.deb" < /dev/null 2>&1); then
+    pass "apt-get install ./doorgateway_${OLD_VERSION}_amd64.deb"
+else
+    fail "install $OLD_VERSION" "$(printf '%s' "$out" | tail -5)"
+fi
+expect "$OLD_VERSION installed" "install ok installed $OLD_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
+# The admin's edits: the simulated board (this test has no PN532), a device id
+# and a comment of their own.
+check "the admin edits /etc/doorgateway/gateway.toml (0.1.0's conffile)" sh -c \
+    '{ echo "# front door, edited by the site admin before the upgrade"; gatewayctl config example --board sim |
+        sed "s/^id = \"front-door\"/id = \"upgrade-door\"/"; } > /root/admin.toml &&
+    grep -c >/dev/null "^id = \"upgrade-door\"" /root/admin.toml && gatewayctl config check /root/admin.toml >/dev/null &&
+    cp /root/admin.toml /etc/doorgateway/gateway.toml'
+CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)
+check "gatewayd $OLD_VERSION running (READY) on the edited configuration" sh -c \
+    'systemctl reset-failed gatewayd; systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null &&
+    gatewayctl version | grep -c >/dev/null "^gateway 0.1.0$" && gatewayctl status | grep -c >/dev/null "^device: upgrade-door"'
+check "stickers issued under $OLD_VERSION: alice 04A11CE0000001, bob 04B0B000000002" sh -c \
+    'door issue 04A11CE0000001 alice /root/alice.dump && door issue 04B0B000000002 bob /root/bob.dump'
+# The door ignores a tag read again within same_tag_quiet_ms (1000 ms, stock)
+# of its last read, here the write: the one wait on time, past that window.
+sleep 1.2
+expect "alice's sticker opens under $OLD_VERSION" access_granted door tap /root/alice.dump
+check "bob's sticker revoked under $OLD_VERSION" gatewayctl tags revoke 04B0B000000002
+before=$(inside gatewayctl log --verify 2>&1 || true)
+ROWS_BEFORE=$(verify_field "$before" rows)
+HEAD_BEFORE=$(verify_field "$before" head_row)
+[ "$(verify_field "$before" intact)" = true ] && [ "$(verify_field "$before" macs_checked)" = true ] \
+    && pass "audit chain verifies under $OLD_VERSION with the key ($ROWS_BEFORE rows)" || fail "audit under $OLD_VERSION" "$before"
+MIG_BEFORE=$(migrations)
+[ "$MIG_BEFORE" = "$OLD_MIGRATIONS_LIST" ] && pass "the $OLD_VERSION store holds 0.1.0's migrations ($(echo $MIG_BEFORE | wc -w))" \
+    || fail "store migrations under $OLD_VERSION" "$(echo $MIG_BEFORE)"
+PID_BEFORE=$(inside systemctl show -P MainPID gatewayd)
+JOURNAL_FROM=$(inside sh -c 'journalctl -u gatewayd -o cat --no-pager | wc -l')
+
+# --- the upgrade -----------------------------------------------------------------------
+echo "== apt install ./doorgateway_${NEW_VERSION}_amd64.deb over the running door"
+# No terminal and nothing on standard input: a conffile question would end
+# dpkg with an error (and the test with it); nothing forces the old or new file.
+if out=$(inside apt-get install -y -q "/root/doorgateway_${NEW_VERSION}_amd64.deb" < /dev/null 2>&1); then
+    pass "apt-get install ./doorgateway_${NEW_VERSION}_amd64.deb: no prompt, exit 0"
+else
+    fail "upgrade" "$(printf '%s' "$out" | tail -8)"
+fi
+printf '%s\n' "$out" | sed 's/^/  apt: /'
+if printf '%s\n' "$out" | grep -c >/dev/null -i "configuration file\|conffile"; then
+    fail "dpkg spoke of the conffile" "$(printf '%s\n' "$out" | grep -i 'configuration file\|conffile')"
+else
+    pass "dpkg asked nothing about the configuration file"
+fi
+expect "$NEW_VERSION installed" "install ok installed $NEW_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
+expect "gateway.toml kept byte for byte (the admin's edits)" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
+expect "no .dpkg-new / .dpkg-dist / .dpkg-old left beside it" "" sh -c 'ls /etc/doorgateway | grep "\.dpkg-" || true'
+PID_AFTER=$(inside systemctl show -P MainPID gatewayd)
+NEW_UPSTREAM=${NEW_VERSION%-*}
+if [ "$(inside systemctl is-active gatewayd)" = active ] && [ "$PID_AFTER" != "$PID_BEFORE" ] && [ "$PID_AFTER" != 0 ] \
+    && [ "$(inside gatewayctl version)" = "gateway $NEW_UPSTREAM" ]; then
+    pass "gatewayd restarted by the package (pid $PID_BEFORE -> $PID_AFTER), active, gatewayctl version: gateway $NEW_UPSTREAM"
+else
+    fail "gatewayd after the upgrade" "$(inside systemctl status gatewayd --no-pager 2>&1 | tail -5)"
+fi
+# The restart, as the journal tells it: the old daemon locks every output on
+# SIGTERM; the new one sets each to locked first and nothing else up to READY.
+restart=$(inside sh -c "journalctl -u gatewayd -o cat --no-pager | tail -n +$((JOURNAL_FROM + 1))")
+printf '%s\n' "$restart" > "$RUN/restart.log"
+old_part=$(printf '%s\n' "$restart" | sed -n "/starting gatewayd $NEW_UPSTREAM/q;p")
+new_part=$(printf '%s\n' "$restart" | sed -n "/starting gatewayd $NEW_UPSTREAM/,/ready in /p")
+if printf '%s\n' "$old_part" | grep -c >/dev/null 'signal 15: stopping' \
+    && printf '%s\n' "$old_part" | grep -c >/dev/null 'stopped; outputs locked'; then
+    pass "the $OLD_VERSION daemon locked the outputs on SIGTERM: $(printf '%s\n' "$old_part" | grep 'signal 15\|outputs locked' | tr '\n' '|')"
+else
+    fail "old daemon's stop" "$old_part"
+fi
+if printf '%s\n' "$new_part" | grep -c >/dev/null 'sim output strike → locked' \
+    && printf '%s\n' "$new_part" | grep -c >/dev/null 'ready in ' \
+    && ! printf '%s\n' "$restart" | grep -c >/dev/null '→ unlocked'; then
+    pass "the $NEW_UPSTREAM daemon set the strike locked before READY; no output unlocked during the restart"
+else
+    fail "new daemon's start" "$new_part"
+fi
+# The figure: old daemon's SIGTERM -> new daemon's READY (journal timestamps).
+gap=$(inside sh -c "journalctl -u gatewayd -o short-unix --no-pager | tail -n +$((JOURNAL_FROM + 1))" |
+    awk -v v="$NEW_UPSTREAM" '/signal 15: stopping/ && !t0 { t0 = $1 } index($0, "starting gatewayd " v) { s = 1 }
+        s && /ready in / { printf "%d", ($1 - t0) * 1000; exit }')
+echo "test-upgrade: restart during the upgrade: SIGTERM to the $OLD_VERSION daemon -> READY of the $NEW_UPSTREAM one: ${gap:-?} ms"
+expect "strike locked after the upgrade" "\"strike\":\"locked\"" sh -c 'gatewayctl status --json | tr -d " \n" | grep -o "\"strike\":\"[a-z]*\"" | head -1'
+after_unit=$(inside systemctl show -P After gatewayd)
+case " $after_unit " in
+*network-online.target* | *time-sync.target*) fail "the new unit still waits for the network or the clock" "$after_unit" ;;
+*) pass "the new unit is loaded: gatewayd is not ordered after network-online.target or time-sync.target" ;;
+esac
+expect "RestartPreventExitStatus=78 in the new unit" "78" systemctl show -P RestartPreventExitStatus gatewayd
+
+# --- the state under the new version ----------------------------------------------------
+expect "alice's $OLD_VERSION sticker opens under $NEW_VERSION" access_granted door tap /root/alice.dump
+expect "bob's sticker, revoked under $OLD_VERSION, stays refused" access_denied door tap /root/bob.dump
+check "tags list: alice active, bob revoked (the registry kept)" sh -c \
+    'gatewayctl tags list | grep -c >/dev/null "^04A11CE0000001 *active .*alice" && gatewayctl tags list | grep -c >/dev/null "^04B0B000000002 *revoked .*bob"'
+after=$(inside gatewayctl log --verify 2>&1 || true)
+if [ "$(verify_field "$after" intact)" = true ] && [ "$(verify_field "$after" macs_checked)" = true ] \
+    && [ "$(verify_field "$after" first)" = 1 ] && [ "$(verify_field "$after" rows)" -gt "$ROWS_BEFORE" ]; then
+    pass "audit chain verifies with the key across both versions: rows 1..$(verify_field "$after" head_row) ($ROWS_BEFORE written by $OLD_VERSION, head was $HEAD_BEFORE)"
+else
+    fail "audit chain after the upgrade" "$after"
+fi
+# --- the broker's name does not resolve yet (power cut: DNS not up) ---------------------
+# A mosquitto on the host's loopback (nspawn shares the network), mutual TLS,
+# the shipped ACL, reached as broker.door.test, which the container's
+# /etc/hosts lacks at first: gatewayd must start, decide taps, and connect once
+# the name resolves, without a restart (the network thread's backoff retries).
+PKI=$(mktemp -d "$CACHE/upg-pki.XXXXXX")
+BROKER_PID=
+stop_broker() { [ -z "$BROKER_PID" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=; }; rm -rf "$PKI"; }
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=upgrade-test-ca \
+    -keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null
+for n in broker upgrade-door; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$PKI/$n.key" -out "$PKI/$n.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:broker.door.test\n' > "$PKI/$n.ext"
+    openssl x509 -req -in "$PKI/$n.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 2 \
+        -extfile "$PKI/$n.ext" -out "$PKI/$n.crt" 2>/dev/null
+done
+BROKER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$PKI/mosquitto.conf" <<EOF
+listener $BROKER_PORT 127.0.0.1
+cafile $PKI/ca.crt
+certfile $PKI/broker.crt
+keyfile $PKI/broker.key
+require_certificate true
+use_identity_as_username true
+allow_anonymous false
+acl_file $(pwd)/provisioning/doorgateway.acl
+persistence false
+user root
+log_dest file $PKI/mosquitto.log
+EOF
+mosquitto -c "$PKI/mosquitto.conf" > /dev/null 2>&1 &
+BROKER_PID=$!
+install -m 0644 "$PKI/ca.crt" "$ROOT/etc/doorgateway/ca.crt"
+install -m 0644 "$PKI/upgrade-door.crt" "$ROOT/etc/doorgateway/door.crt"
+install -m 0600 "$PKI/upgrade-door.key" "$ROOT/etc/doorgateway/door.key"
+# (Debian's minbase has no /etc/hosts: the name goes to DNS, where .test never resolves.)
+[ -f "$ROOT/etc/hosts" ] && grep -c >/dev/null broker.door.test "$ROOT/etc/hosts" && fail "the container's /etc/hosts already names broker.door.test"
+inside sh -c "sed -e '/^\[mqtt\]\$/,/^\[/ { s/^enabled = false/enabled = true/; s/^host = .*/host = \"broker.door.test\"\nport = $BROKER_PORT/ }' \
+    -e 's|^\[mqtt.tls\]\$|[mqtt.tls]\nca_file = \"/etc/doorgateway/ca.crt\"\ncert_file = \"/etc/doorgateway/door.crt\"\nkey_file = \"/run/credentials/gatewayd.service/door.key\"|' \
+    /etc/doorgateway/gateway.toml > /root/mqtt.toml && gatewayctl config check /root/mqtt.toml >/dev/null &&
+    cp /root/mqtt.toml /etc/doorgateway/gateway.toml" || fail "gateway.toml with the broker" "$(inside gatewayctl config check /root/mqtt.toml 2>&1 | tail -3)"
+broker_connected() { inside gatewayctl status --json 2>/dev/null | tr -d ' \n' | grep -o '"connected":[a-z]*' | head -1; }
+check "broker.door.test does not resolve: gatewayd still starts (READY)" sh -c \
+    'systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null'
+i=0
+until inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -c >/dev/null "connect to broker.door.test:"' || [ $i -ge 300 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+err=$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -m1 "connect to broker.door.test:"' || true)
+[ -n "$err" ] && [ "$(broker_connected)" = '"connected":false' ] && pass "the unresolvable name is an error logged, not fatal: $err" \
+    || fail "no connect error logged for broker.door.test" "$(broker_connected)"
+expect "the door decides while the broker is unreachable: alice opens" access_granted door tap /root/alice.dump
+echo "127.0.0.1 broker.door.test" >> "$ROOT/etc/hosts"
+# The backoff doubles from 1 s to 60 s: the next attempt is at most a minute away.
+i=0
+while [ "$(broker_connected)" != '"connected":true' ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
+if [ "$(broker_connected)" = '"connected":true' ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = 0 ]; then
+    pass "once the name resolves, gatewayd connects by itself (${i} s after /etc/hosts gained it; no restart)"
+else
+    fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
+fi
+stop_broker
+# The admin's file now, broker settings included, for the next upgrade.
+CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)
+
+# The next upgrade whose stock file changed (a repack of NEW_DEB with a line
+# added to /usr/share/doorgateway/gateway.toml): still no question, the
+# admin's file still untouched. (0.1.0 shipped gateway.toml as a conffile;
+# since 0.2.0 it is the admin's file, installed by the postinst only where absent.)
+NEXT_VERSION="${NEW_VERSION}+example1"
+dpkg-deb -R "$NEW_DEB" "$RUN/next"
+echo "# a changed default in $NEXT_VERSION" >> "$RUN/next/usr/share/doorgateway/gateway.toml"
+sed -i "s/^Version: .*/Version: $NEXT_VERSION/" "$RUN/next/DEBIAN/control"
+(cd "$RUN/next" && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums)
+dpkg-deb -b --root-owner-group "$RUN/next" "$ROOT/root/doorgateway_${NEXT_VERSION}_amd64.deb" > /dev/null
+if out=$(inside apt-get install -y -q "/root/doorgateway_${NEXT_VERSION}_amd64.deb" < /dev/null 2>&1) \
+    && ! printf '%s\n' "$out" | grep -c >/dev/null -i "configuration file\|conffile"; then
+    pass "a next upgrade with a changed stock gateway.toml ($NEXT_VERSION): no question, exit 0"
+else
+    fail "upgrade with a changed stock file" "$(printf '%s' "$out" | tail -8)"
+fi
+expect "gateway.toml still the admin's, byte for byte" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
+check "the new stock file is in /usr/share/doorgateway for comparison" \
+    sh -c "tail -1 /usr/share/doorgateway/gateway.toml | grep -c >/dev/null 'a changed default in $NEXT_VERSION'"
+check "stop: the outputs locked" sh -c 'systemctl stop gatewayd &&
+    journalctl -u gatewayd -o cat --no-pager | tail -5 | grep -c >/dev/null "stopped; outputs locked"'
+MIG_AFTER=$(migrations)
+[ "$MIG_AFTER" = "$NEW_MIGRATIONS_LIST" ] && pass "store migrated: $(echo "$MIG_AFTER" | wc -l) migrations, every one of this tree's, in order" \
+    || fail "store migrations after the upgrade" "$(echo $MIG_AFTER) / want $(echo $NEW_MIGRATIONS_LIST)"
+
+# --- a broken configuration is not restarted in a loop -------------------------------------
+check "a broken gateway.toml: exit 78 (EX_CONFIG), the unit failed, not restarted" sh -c \
+    'printf "[device\n" > /etc/doorgateway/gateway.toml; systemctl start gatewayd;
+    i=0; while [ "$(systemctl show -P ActiveState gatewayd)" != failed ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    sleep 3
+    [ "$(systemctl show -P ActiveState gatewayd)" = failed ] && [ "$(systemctl show -P ExecMainStatus gatewayd)" = 78 ] &&
+    [ "$(systemctl show -P NRestarts gatewayd)" = 0 ]'
+
+echo "test-upgrade: $passed passed, $failed failed"
+[ "$failed" = 0 ]
