@@ -54,7 +54,8 @@ public enum ConfigExample {
             switch target {
             case .action(let a): return "\(number) = \(a)"
             case .report: return "\(number) = \"report\""
-            case .mode, .clearLockout, .provision, .cancelProvisioning: return "# \(number): \(target) (not a compat command)"
+            case .mode, .clearLockout, .provision, .cancelProvisioning:
+                return "# \(number): \(target) (not a compat command)"
             }
         }.joined(separator: "\n")
 

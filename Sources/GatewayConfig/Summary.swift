@@ -134,6 +134,7 @@ extension GatewayConfiguration {
                 + " (\(mapping))")
         parts.append("tolerance \(m.toleranceSeconds) s, uid \(m.uidInEvents.rawValue), outbox \(m.outboxLimit)")
         if m.homeAssistantDiscovery { parts.append("Home Assistant discovery") }
+        if m.homeAssistantAdmin { parts.append("Home Assistant admin screen (provisioning, revoking)") }
         return parts.joined(separator: ", ")
     }
 }

@@ -162,7 +162,8 @@ final class HomeAssistantAdminTests: XCTestCase {
         XCTAssertNil(armed.events.first?.accessSource, "arming is not an access")
         let cancelled = h.send(.remoteCommand(.accepted(.cancelProvisioning, source: .homeAssistant)))
         XCTAssertEqual(
-            cancelled.events, [DoorEvent(.provisioningCancelled, reason: "cancelled", action: 0, source: "homeassistant")])
+            cancelled.events,
+            [DoorEvent(.provisioningCancelled, reason: "cancelled", action: 0, source: "homeassistant")])
         XCTAssertEqual(h.machine.state, .idle)
         XCTAssertEqual(
             h.send(.remoteCommand(.accepted(.cancelProvisioning, source: .homeAssistant))).events,
@@ -194,7 +195,8 @@ final class HomeAssistantAdminTests: XCTestCase {
         var h = harness()
         let job = ProvisioningJob(action: 0, label: "Alice")
         h.send(.remoteCommand(.accepted(.provision(job), source: .homeAssistant)))
-        let fx = h.send(MachineHarness.tag("04A1B2C3D4E5F6", .deny(reason: "blank", countsTowardLockout: false), content: .blank))
+        let fx = h.send(
+            MachineHarness.tag("04A1B2C3D4E5F6", .deny(reason: "blank", countsTowardLockout: false), content: .blank))
         var written = job
         written.uid = TagUID(hex: "04A1B2C3D4E5F6")
         XCTAssertTrue(fx.contains(.writeTag(written)), "\(fx)")

@@ -14,7 +14,9 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
     let alice = "04A1B2C3D4E5F6", bob = "04B0B0B0B0B0B0"
 
     /// The newest retained (or live) payload on `topic`, as HA reads it.
-    func latest(_ sub: MosquittoBroker.Subscription, timeout: TimeInterval = 10, _ ok: (JSONValue) -> Bool = { _ in true })
+    func latest(
+        _ sub: MosquittoBroker.Subscription, timeout: TimeInterval = 10, _ ok: (JSONValue) -> Bool = { _ in true }
+    )
         throws -> JSONValue
     {
         var found: JSONValue?
@@ -73,7 +75,8 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         let aliceDump = g.dir.appendingPathComponent("alice.dump").path
         try g.ctlJSON(["sim", "dump", aliceDump])
         try g.ctlJSON(["sim", "remove"])
-        XCTAssertEqual(try latest(state) { $0["provision_label"]?.stringValue == "" }["provision_action"], .string("long"))
+        XCTAssertEqual(
+            try latest(state) { $0["provision_label"]?.stringValue == "" }["provision_action"], .string("long"))
 
         // A second tag from the admin's socket; HA's list and selector follow.
         try g.ctlJSON(["provision", "--action", "0", "--label", "Bob"])
@@ -99,7 +102,8 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         try g.waitForEvent("access_granted", after: seen)
         try g.ctlJSON(["sim", "remove"])
         _ = try latest(tags) { doc in
-            doc["tags"]?.arrayValue?.contains { $0["label"]?.stringValue == "Alice" && $0["last_seen"] != .null } == true
+            doc["tags"]?.arrayValue?.contains { $0["label"]?.stringValue == "Alice" && $0["last_seen"] != .null }
+                == true
         }
 
         try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "locked" }  // action 1's 3 s pulse
@@ -118,7 +122,8 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         _ = try latest(state) { $0["revoke_tag"]?.stringValue == "(none)" }
         _ = try latest(tags) { $0["active"] == .int(1) }
         revokeConfig.wait { $0.contains { $0.contains(#""options":["(none)","Bob"]"#) } }
-        XCTAssertTrue(revokeConfig.lines.last?.contains(#""options":["(none)","Bob"]"#) ?? false, "\(revokeConfig.lines)")
+        XCTAssertTrue(
+            revokeConfig.lines.last?.contains(#""options":["(none)","Bob"]"#) ?? false, "\(revokeConfig.lines)")
 
         usleep(1_200_000)  // longer than same_tag_quiet_ms since Alice's sticker left
         seen = try g.eventCount()
@@ -163,9 +168,10 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         let offered = configs.wait(timeout: 3) { $0.contains { $0.contains("/lock/config|1|{") } }
             .filter { $0.contains("|1|") }.map { String($0.split(separator: "/")[3]) }
         XCTAssertTrue(offered.contains("lock"), "\(offered)")
-        for object in ["provision_action", "provision_label", "provision_arm", "provision_cancel", "provisioning",
-            "tags", "revoke_tag", "revoke", "last_denied"]
-        {
+        for object in [
+            "provision_action", "provision_label", "provision_arm", "provision_cancel", "provisioning",
+            "tags", "revoke_tag", "revoke", "last_denied",
+        ] {
             XCTAssertFalse(offered.contains(object), "\(object) still offered: \(offered)")
         }
         for topic in ["tags", "denied", "admin/state"] {

@@ -70,8 +70,12 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
 
         func entity(_ component: String, _ object: String) throws -> JSONValue {
             try JSONValue.parse(
-                try XCTUnwrap(on.first { $0.topic == Payloads.discoveryTopic(device: "front-door", component: component, object: object) })
-                    .payload)
+                try XCTUnwrap(
+                    on.first {
+                        $0.topic == Payloads.discoveryTopic(device: "front-door", component: component, object: object)
+                    }
+                )
+                .payload)
         }
         for (component, object) in Payloads.homeAssistantAdminEntities {
             let j = try entity(component, object)
@@ -102,10 +106,14 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
     func testTheDocumentsHomeAssistantReads() throws {
         let tags = try JSONValue.parse(
             Payloads.tags([
-                (hashed: "aaaaaaaaaaaaaaaa", label: "Alice", state: "active", action: 0, issued: 1_700_000_000,
-                 lastSeen: 1_700_000_100),
-                (hashed: "bbbbbbbbbbbbbbbb", label: "Bob", state: "revoked", action: 1, issued: 1_700_000_050,
-                 lastSeen: nil),
+                (
+                    hashed: "aaaaaaaaaaaaaaaa", label: "Alice", state: "active", action: 0, issued: 1_700_000_000,
+                    lastSeen: 1_700_000_100
+                ),
+                (
+                    hashed: "bbbbbbbbbbbbbbbb", label: "Bob", state: "revoked", action: 1, issued: 1_700_000_050,
+                    lastSeen: nil
+                ),
             ]))
         XCTAssertEqual(tags["active"], .int(1))
         XCTAssertEqual(tags["total"], .int(2))
@@ -230,7 +238,8 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
             (hashed: "aaaaaaaaaaaaaaaa", label: "Alice", state: "active", action: 0, issued: 1, lastSeen: nil)
         ])
         l.publishKept(topic: topics.tags, payload: doc)
-        l.publishKept(topic: topics.denied, payload: Payloads.denied(hashed: "cc", reason: "revoked", time: 1, label: nil))
+        l.publishKept(
+            topic: topics.denied, payload: Payloads.denied(hashed: "cc", reason: "revoked", time: 1, label: nil))
         XCTAssertEqual(
             try broker.publish(topics.tags, #"{"active":99}"#, retain: true, as: "homeassistant").status, 0)
         func retained(_ topic: String) throws -> String? {
@@ -255,8 +264,9 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
         l.updateDiscovery(discovery(admin: fewer).filter { $0.topic == revokeTopic })
         let lines = configs.wait { $0.contains { $0.contains(#"["(none)","Bob"]"#) } }
         XCTAssertTrue(lines.contains { $0.contains(#""options":["(none)","Bob"]"#) }, "\(lines)")
-        XCTAssertEqual(l.discovery.first { $0.topic == revokeTopic }.map { String(decoding: $0.payload, as: UTF8.self) }?
-            .contains(#"["(none)","Bob"]"#), true, "kept for the next connect")
+        XCTAssertEqual(
+            l.discovery.first { $0.topic == revokeTopic }.map { String(decoding: $0.payload, as: UTF8.self) }?
+                .contains(#"["(none)","Bob"]"#), true, "kept for the next connect")
     }
 
     /// The option turned off after being on: every admin entity leaves HA

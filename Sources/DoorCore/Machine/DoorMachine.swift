@@ -448,7 +448,8 @@ public struct DoorMachine: Sendable {
             // As the button: no arming in lockdown (an admin at the socket may).
             if mode == .lockdown {
                 fx.append(
-                    .emit(DoorEvent(.provisioningRefused, reason: "lockdown", action: job.action, source: from.rawValue)))
+                    .emit(
+                        DoorEvent(.provisioningRefused, reason: "lockdown", action: job.action, source: from.rawValue)))
             } else {
                 arm(job, source: from.rawValue, &fx)
             }

@@ -148,7 +148,8 @@ final class HomeAssistantAdmin: @unchecked Sendable {
             }
             chosenTag = nil
             runtime.note(
-                DoorEvent(.tagRevoked, uid: uid, source: Self.source.rawValue), detail: "revoked from Home Assistant: \(option)")
+                DoorEvent(.tagRevoked, uid: uid, source: Self.source.rawValue),
+                detail: "revoked from Home Assistant: \(option)")
             refreshTags()
             publishState()
         }
