@@ -104,6 +104,11 @@ extension GatewayConfiguration {
                 "mqtt.tls.insecure = true: the broker's host name is not checked against its certificate; "
                     + "a server certificate from the same CA on another host passes")
         }
+        if mqtt.homeAssistantAdmin && (remote.transport != .mqtt || !mqtt.enabled) {
+            w.append(
+                "mqtt.home_assistant_admin = true does nothing without MQTT (mqtt.enabled = true and "
+                    + "remote.transport = \"mqtt\"): Home Assistant's admin screen travels over MQTT only")
+        }
         if remote.transport == .nats && nats.accountKeys.isEmpty {
             w.append(
                 "nats.account_keys is empty: a JWT pushed on creds.jwt is trusted only when signed by the issuer of "
