@@ -97,6 +97,9 @@ public final class MQTTLink: @unchecked Sendable {
         get { shared.withLock { $0.discovery } }
         set { shared.withLock { $0.discovery = newValue } }
     }
+    /// Called on the network thread after each connect's announcements
+    /// (set before `start`).
+    public var afterConnect: (@Sendable () -> Void)?
     /// The fleet's topic filter and where its documents go (set before `start`; docs/fleet.md).
     public var fleet: (subscription: String, handler: any FleetDocumentHandler)?
 
@@ -428,6 +431,15 @@ public final class MQTTLink: @unchecked Sendable {
         }
     }
 
+    /// Removes the retained message on `topic` from the broker (an empty
+    /// retained publish) when connected; false when not.
+    @discardableResult
+    public func clearRetained(topic: String) -> Bool {
+        guard isConnected else { return false }
+        publishDirect(topic, [], retain: true)
+        return true
+    }
+
     /// Replaces the discovery entries with the same topics (adding new
     /// ones) and, when connected with discovery on, publishes them: HA
     /// updates the entity (a selector's options).
@@ -557,6 +569,7 @@ public final class MQTTLink: @unchecked Sendable {
             for (topic, payload) in shared.withLock({ $0.kept }) { publishDirect(topic, payload, retain: true) }
         }
         flush()
+        afterConnect?()
     }
 
     private func disconnected(_ rc: Int32) {

@@ -162,6 +162,7 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         // The stock configuration (the option off): every admin entity leaves
         // HA, the retained documents are cleared, the commands are refused.
         try g.writeConfig(extra: section)
+        let cleared = try broker.subscribe("\(prefix)/#", as: "homeassistant")  // the retained documents first
         try g.start()
         try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
         let configs = try broker.subscribe("homeassistant/+/doorgateway_front-door/+/config", as: "homeassistant")
@@ -174,9 +175,17 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         ] {
             XCTAssertFalse(offered.contains(object), "\(object) still offered: \(offered)")
         }
+        // The retained documents are cleared a few seconds after the connect
+        // (once HA has dropped the entities reading them): a subscriber then
+        // gets none of them.
+        let clears = cleared.wait(timeout: 15) { lines in
+            ["tags", "denied", "admin/state"].allSatisfy { t in lines.contains { $0 == "\(prefix)/\(t)|0|" } }
+        }
+        XCTAssertTrue(clears.contains { $0.hasPrefix("\(prefix)/tags|1|") }, "retained before the clear: \(clears)")
         for topic in ["tags", "denied", "admin/state"] {
+            XCTAssertTrue(clears.contains("\(prefix)/\(topic)|0|"), "\(topic) not cleared: \(clears)")
             let sub = try broker.subscribe("\(prefix)/\(topic)", as: "homeassistant")
-            XCTAssertEqual(sub.wait(timeout: 1) { !$0.isEmpty }, [], "\(topic) still retained")
+            XCTAssertEqual(sub.wait(timeout: 0.5) { !$0.isEmpty }, [], "\(topic) still retained")
         }
         seen = try g.eventCount()
         try ha("admin/provision/set", "ARM")

@@ -532,8 +532,12 @@ def admin_scenario(r, first_dump):
 
     # The option off again: the admin entities leave HA, the commands are refused.
     check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
+    cleared = "'doorgateway/front-door/tags', ... (0 bytes))"
+    clears = r.log("mosquitto-broker").count(cleared)
     r.start_door(ha_open=True, door_contact=False)
     wait_for("with home_assistant_admin off the admin entities leave HA", lambda: not ADMIN & set(r.states()), 60)
+    wait_for("the door clears the retained tag list from the broker",
+             lambda: r.log("mosquitto-broker").count(cleared) > clears, 30)
     seen = len(r.audit())
     r.api("POST", "/api/services/mqtt/publish", {"topic": "doorgateway/front-door/admin/provision/set",
                                                  "payload": "ARM"})
@@ -541,6 +545,10 @@ def admin_scenario(r, first_dump):
     check(r.ctl("status")["state"] == "idle", "not armed")
     check("remote_rejected reason=ha_admin_disabled source=homeassistant" in r.log("gatewayd"),
           "the refusal is in gatewayd's log")
+    noise = [line for line in r.log("hass").splitlines()
+             if ("front_door" in line or "value_json" in line or "Erroneous JSON" in line)
+             and (" ERROR " in line or " WARNING " in line)]
+    check(not noise, "HA logged no error for the admin entities (on, updated, removed)", "\n".join(noise[:5]))
 
 
 def main():

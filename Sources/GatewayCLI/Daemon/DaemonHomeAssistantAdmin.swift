@@ -69,14 +69,23 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         return entries
     }
 
+    /// With the option off, how long after a connect the retained documents
+    /// an earlier run left are cleared: after Home Assistant has removed the
+    /// entities reading them (their discovery configs are emptied at the
+    /// connect), which would otherwise each log an error for the empty payload.
+    static let clearAfter = DispatchTimeInterval.seconds(5)
+
     /// Before the link starts: the documents HA's entities read (kept by the
-    /// link and re-sent at each connect), or with the option off, empty
-    /// retained messages that clear what an earlier run left.
+    /// link and re-sent at each connect), or with the option off, the
+    /// clearing of what an earlier run left (labels are often names).
     func prepare() {
         queue.sync {
             guard enabled else {
-                for topic in [link.topics.tags, link.topics.denied, link.topics.adminState] {
-                    link.publishKept(topic: topic, payload: [])
+                let topics = [link.topics.tags, link.topics.denied, link.topics.adminState]
+                link.afterConnect = { [queue, link] in
+                    queue.asyncAfter(deadline: .now() + Self.clearAfter) {
+                        for topic in topics { link.clearRetained(topic: topic) }
+                    }
                 }
                 return
             }
