@@ -54,7 +54,8 @@ public enum ConfigExample {
             switch target {
             case .action(let a): return "\(number) = \(a)"
             case .report: return "\(number) = \"report\""
-            case .mode, .clearLockout: return "# \(number): \(target) (not a compat command)"
+            case .mode, .clearLockout, .provision, .cancelProvisioning:
+                return "# \(number): \(target) (not a compat command)"
             }
         }.joined(separator: "\n")
 
@@ -241,6 +242,12 @@ public enum ConfigExample {
             # "clear lockout" and the action buttons. They carry no MAC: anyone
             # allowed to publish on those topics can open the door.
             home_assistant_open = false
+            # Home Assistant as the admin screen: arm and cancel provisioning (an
+            # action selector, a label, two buttons), the issued tags and the last
+            # denied one (hashed UIDs), revoke a tag chosen by label; every change
+            # audited. Arming is as strong as opening: a blank sticker held to the
+            # door while armed becomes a key. docs/home-assistant.md
+            home_assistant_admin = false
             # Put a sticker's label (given at provisioning) on its access events.
             # Off by default: labels are often people's names.
             label_in_events = false

@@ -658,7 +658,7 @@ extension GatewayConfiguration {
         }
         c?.finish()
 
-        let mqtt = MQTT(
+        var mqtt = MQTT(
             enabled: enabled,
             host: m?.string("host", "localhost", Check.hostName) ?? "localhost",
             port: m?.int("port", tls.enabled ? 8883 : 1883, 1...65_535) ?? (tls.enabled ? 8883 : 1883),
@@ -678,6 +678,7 @@ extension GatewayConfiguration {
             labelInEvents: m?.bool("label_in_events", false) ?? false,
             username: m?.optionalString("username", Check.text(max: 256)),
             passwordFile: m?.optionalString("password_file", Check.secretFile))
+        mqtt.homeAssistantAdmin = MQTT.readHomeAssistantAdmin(m)
         if let m, m.has("password_file"), !m.has("username") {
             m.fail("username", "is required with password_file: the broker matches the password to a user")
         }

@@ -99,6 +99,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// Honour Home Assistant's lock commands (`OPEN` / `UNLOCK` on
         /// `PREFIX/lock/set`), which carry no MAC: anyone who may publish there opens.
         public var homeAssistantOpen: Bool
+        /// Home Assistant as the admin screen (provisioning, tags, revoking; ConfigHomeAssistant.swift).
+        public var homeAssistantAdmin: Bool = false
         /// Events kept while the broker is away; the oldest go beyond this.
         public var outboxLimit: Int
         public var telemetrySeconds: Int

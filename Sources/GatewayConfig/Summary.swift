@@ -118,6 +118,11 @@ extension GatewayConfiguration {
                     + login + "events and commands cross the network readable and forgeable; "
                     + "use TLS outside a trusted LAN")
         }
+        if mqtt.homeAssistantAdmin && (remote.transport != .mqtt || !mqtt.enabled) {
+            w.append(
+                "mqtt.home_assistant_admin = true does nothing without MQTT (mqtt.enabled = true and "
+                    + "remote.transport = \"mqtt\"): Home Assistant's admin screen travels over MQTT only")
+        }
         if remote.transport == .nats && nats.login == .jwt && nats.accountKeys.isEmpty {
             w.append(
                 "nats.account_keys is empty: a JWT pushed on creds.jwt is trusted only when signed by the issuer of "
@@ -148,6 +153,7 @@ extension GatewayConfiguration {
                 + " (\(mapping))")
         parts.append("tolerance \(m.toleranceSeconds) s, uid \(m.uidInEvents.rawValue), outbox \(m.outboxLimit)")
         if m.homeAssistantDiscovery { parts.append("Home Assistant discovery") }
+        if m.homeAssistantAdmin { parts.append("Home Assistant admin screen (provisioning, revoking)") }
         return parts.joined(separator: ", ")
     }
 }

@@ -63,11 +63,19 @@ public final class MQTTLink: @unchecked Sendable {
         var earlyDenials: [Int32: Int32] = [:]
         var lastState: [UInt8]?
         var lastAccess: [UInt8]?
+        /// Retained documents re-sent after every connect, by topic, in the
+        /// order first published (an empty one clears the topic).
+        var kept: [(topic: String, payload: [UInt8])] = []
+        /// Home Assistant discovery (the daemon's; entries replaced by topic).
+        var discovery: [(topic: String, payload: [UInt8])] = []
         var stoppingNetwork = false
     }
     private let shared = Mutex(Shared())
     /// Keeps flushes in order (libmosquitto is called without `shared` held).
     private let flushLock = Mutex(())
+    /// Keeps a discovery entry or a kept document published at connect from
+    /// overtaking a newer one published meanwhile.
+    private let announceLock = Mutex(())
 
     /// What the committer thread works on.
     private struct Queue {
@@ -87,7 +95,13 @@ public final class MQTTLink: @unchecked Sendable {
     /// Where each message on a command topic goes (set before `start`).
     public var commands: (any RemoteCommandHandler)?
     /// Home Assistant discovery, rebuilt by the daemon (it knows the door).
-    public var discovery: [(topic: String, payload: [UInt8])] = []
+    public var discovery: [(topic: String, payload: [UInt8])] {
+        get { shared.withLock { $0.discovery } }
+        set { shared.withLock { $0.discovery = newValue } }
+    }
+    /// Called on the network thread after each connect's announcements
+    /// (set before `start`).
+    public var afterConnect: (@Sendable () -> Void)?
     /// The fleet's topic filter and where its documents go (set before `start`; docs/fleet.md).
     public var fleet: (subscription: String, handler: any FleetDocumentHandler)?
 
@@ -108,6 +122,18 @@ public final class MQTTLink: @unchecked Sendable {
         public var modeSet: String { prefix + "/mode/set" }
         public var lockoutClear: String { prefix + "/lockout/clear" }
         public var actionSet: String { prefix + "/action/set" }
+        /// Home Assistant as the admin screen (`home_assistant_admin`,
+        /// docs/home-assistant.md): the selections (retained, door →), the
+        /// issued tags and the last denied tag (retained, door →), and what
+        /// HA's selectors, text and buttons send (→ door).
+        public var adminState: String { prefix + "/admin/state" }
+        public var tags: String { prefix + "/tags" }
+        public var denied: String { prefix + "/denied" }
+        public var provisionActionSet: String { prefix + "/admin/provision_action/set" }
+        public var provisionLabelSet: String { prefix + "/admin/provision_label/set" }
+        public var provisionSet: String { prefix + "/admin/provision/set" }
+        public var revokeTagSet: String { prefix + "/admin/revoke_tag/set" }
+        public var revokeSet: String { prefix + "/admin/revoke/set" }
         public static let homeAssistantStatus = "homeassistant/status"
     }
 
@@ -131,6 +157,11 @@ public final class MQTTLink: @unchecked Sendable {
         case topics.modeSet: return .homeAssistantMode
         case topics.lockoutClear: return .homeAssistantLockoutClear
         case topics.actionSet: return .homeAssistantAction
+        case topics.provisionActionSet: return .homeAssistantProvisionAction
+        case topics.provisionLabelSet: return .homeAssistantProvisionLabel
+        case topics.provisionSet: return .homeAssistantProvision
+        case topics.revokeTagSet: return .homeAssistantRevokeChoice
+        case topics.revokeSet: return .homeAssistantRevoke
         default: return settings.compatCommandTopics.contains(topic) ? .compat : nil
         }
     }
@@ -408,6 +439,50 @@ public final class MQTTLink: @unchecked Sendable {
         if isConnected { publishDirect(topics.lastAccess, bytes, retain: true) }
     }
 
+    /// A retained document on `topic`, kept and re-sent after every connect
+    /// (an empty payload clears the topic on the broker, also after a
+    /// reconnect). Not through the outbox: only the newest matters.
+    public func publishKept(topic: String, payload: [UInt8]) {
+        announceLock.withLock { _ in
+            shared.withLock { s in
+                if let i = s.kept.firstIndex(where: { $0.topic == topic }) {
+                    s.kept[i].payload = payload
+                } else {
+                    s.kept.append((topic, payload))
+                }
+            }
+            if isConnected { publishDirect(topic, payload, retain: true) }
+        }
+    }
+
+    /// Removes the retained message on `topic` from the broker (an empty
+    /// retained publish) when connected; false when not.
+    @discardableResult
+    public func clearRetained(topic: String) -> Bool {
+        guard isConnected else { return false }
+        publishDirect(topic, [], retain: true)
+        return true
+    }
+
+    /// Replaces the discovery entries with the same topics (adding new
+    /// ones) and, when connected with discovery on, publishes them: HA
+    /// updates the entity (a selector's options).
+    public func updateDiscovery(_ entries: [(topic: String, payload: [UInt8])]) {
+        announceLock.withLock { _ in
+            shared.withLock { s in
+                for e in entries {
+                    if let i = s.discovery.firstIndex(where: { $0.topic == e.topic }) {
+                        s.discovery[i] = e
+                    } else {
+                        s.discovery.append(e)
+                    }
+                }
+            }
+            guard settings.homeAssistantDiscovery, isConnected else { return }
+            for e in entries { publishDirect(e.topic, e.payload, retain: true) }
+        }
+    }
+
     /// A sticker was presented: `{"uid": …}` on `…/tag` (not retained, not
     /// through the outbox: a tag scan replayed later would fire automations late).
     public func publishTagScan(uidText: String) {
@@ -501,15 +576,24 @@ public final class MQTTLink: @unchecked Sendable {
         publishDirect(topics.availability, Array("online".utf8), retain: true)
         var commandTopics = [topics.command] + settings.compatCommandTopics
         // lock/set always: with home_assistant_open off, HA's Unlock/Open are
-        // refused and audited rather than unheard.
+        // refused and audited rather than unheard; the same for the admin
+        // topics with home_assistant_admin off.
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
+        commandTopics += [
+            topics.provisionActionSet, topics.provisionLabelSet, topics.provisionSet, topics.revokeTagSet,
+            topics.revokeSet,
+        ]
         if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
         if let fleet { mosquitto_subscribe(m, nil, fleet.subscription, 1) }
         announce()
         if let state = shared.withLock({ $0.lastState }) { publishDirect(topics.state, state, retain: true) }
         if let access = shared.withLock({ $0.lastAccess }) { publishDirect(topics.lastAccess, access, retain: true) }
+        announceLock.withLock { _ in
+            for (topic, payload) in shared.withLock({ $0.kept }) { publishDirect(topic, payload, retain: true) }
+        }
         flush()
+        afterConnect?()
     }
 
     private func disconnected(_ rc: Int32) {
@@ -555,6 +639,10 @@ public final class MQTTLink: @unchecked Sendable {
     /// Entities the configuration does not offer (all of them with
     /// discovery off) get an empty retained config, which removes them from HA.
     func announce() {
+        announceLock.withLock { _ in announceLocked() }
+    }
+
+    private func announceLocked() {
         let offered = settings.homeAssistantDiscovery ? discovery : []
         for d in offered { publishDirect(d.topic, d.payload, retain: true) }
         let live = Set(offered.map(\.topic))

@@ -44,7 +44,14 @@ public enum Payloads {
             ("binary_sensor", "door"), ("binary_sensor", "lockout"), ("sensor", "uptime"), ("sensor", "outbox"),
             ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
             ("binary_sensor", "schedule"),
-        ] + homeAssistantActionButtons.map { ("button", "action_\($0)") }
+        ] + homeAssistantActionButtons.map { ("button", "action_\($0)") } + homeAssistantAdminEntities
+
+    /// The admin screen's entities (`home_assistant_admin`), as (component, object).
+    public static let homeAssistantAdminEntities: [(component: String, object: String)] = [
+        ("select", "provision_action"), ("text", "provision_label"), ("button", "provision_arm"),
+        ("button", "provision_cancel"), ("binary_sensor", "provisioning"), ("sensor", "tags"),
+        ("select", "revoke_tag"), ("button", "revoke"), ("sensor", "last_denied"),
+    ]
 
     /// Actions 1–3 (the phone app's other buttons) get an HA button when
     /// configured; action 0 is the lock entity's Open.
@@ -57,7 +64,8 @@ public enum Payloads {
     /// Home Assistant MQTT discovery (retained config messages).
     public static func discovery(
         device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
-        actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false
+        actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false,
+        admin: HomeAssistantAdminMenu? = nil
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -178,6 +186,9 @@ public enum Payloads {
                         ]))
             }
         }
+        if let admin {
+            out += adminEntries(admin, topics: topics, entry: entry, common: common)
+        }
         if doorContact {
             out.append(
                 entry(
@@ -204,5 +215,122 @@ public enum Payloads {
                     ]))
         }
         return out
+    }
+
+    /// The admin screen (`home_assistant_admin`): provisioning (an action
+    /// selector, the label, arm and cancel), the issued tags, revoking a tag
+    /// chosen by label, and the last denied tag. Controls are in HA's
+    /// configuration category (off the default dashboard).
+    static func adminEntries(
+        _ menu: HomeAssistantAdminMenu, topics: MQTTLink.Topics,
+        entry: (String, String, [(String, JSONValue)]) -> (topic: String, payload: [UInt8]),
+        common: (String, String) -> [(String, JSONValue)]
+    ) -> [(topic: String, payload: [UInt8])] {
+        let config: (String, JSONValue) = ("entity_category", .string("config"))
+        func button(_ object: String, _ title: String, _ topic: String, _ payload: String, _ icon: String) -> (
+            topic: String, payload: [UInt8]
+        ) {
+            entry(
+                "button", object,
+                common(object, title) + [
+                    ("command_topic", .string(topic)), ("payload_press", .string(payload)), ("icon", .string(icon)),
+                    config,
+                ])
+        }
+        func select(_ object: String, _ title: String, _ topic: String, _ options: [String], _ icon: String) -> (
+            topic: String, payload: [UInt8]
+        ) {
+            entry(
+                "select", object,
+                common(object, title) + [
+                    ("command_topic", .string(topic)), ("state_topic", .string(topics.adminState)),
+                    ("value_template", .string("{{ value_json.\(object) }}")),
+                    ("options", .array(options.map(JSONValue.string))), ("icon", .string(icon)), config,
+                ])
+        }
+        return [
+            select(
+                "provision_action", "Provision: action", topics.provisionActionSet, menu.actionOptions,
+                "mdi:tag-plus"),
+            entry(
+                "text", "provision_label",
+                common("provision_label", "Provision: label") + [
+                    ("command_topic", .string(topics.provisionLabelSet)), ("state_topic", .string(topics.adminState)),
+                    ("value_template", .string("{{ value_json.provision_label }}")), ("min", .int(0)),
+                    ("max", .int(HomeAssistantAdminRequest.maximumLabel)), ("mode", .string("text")),
+                    ("icon", .string("mdi:label-outline")), config,
+                ]),
+            button("provision_arm", "Provision: arm", topics.provisionSet, "ARM", "mdi:nfc"),
+            button("provision_cancel", "Provision: cancel", topics.provisionSet, "CANCEL", "mdi:nfc-off"),
+            entry(
+                "binary_sensor", "provisioning",
+                common("provisioning", "Provisioning armed") + [
+                    ("state_topic", .string(topics.state)),
+                    (
+                        "value_template",
+                        .string("{{ 'ON' if value_json.state in ['provisioning_armed', 'writing'] else 'OFF' }}")
+                    ),
+                    ("icon", .string("mdi:nfc-variant")),
+                ]),
+            // The count of active tags; every issued tag (label, state, last
+            // seen, hashed UID, action) in the attributes.
+            entry(
+                "sensor", "tags",
+                common("tags", "Active tags") + [
+                    ("state_topic", .string(topics.tags)), ("value_template", .string("{{ value_json.active }}")),
+                    ("json_attributes_topic", .string(topics.tags)), ("icon", .string("mdi:tag-multiple")),
+                ]),
+            select("revoke_tag", "Revoke: tag", topics.revokeTagSet, menu.tagOptions, "mdi:tag-remove"),
+            button("revoke", "Revoke: revoke tag", topics.revokeSet, "REVOKE", "mdi:tag-off"),
+            // The hashed UID of the last tag refused, with reason, time and label.
+            entry(
+                "sensor", "last_denied",
+                common("last_denied", "Last denied tag") + [
+                    ("state_topic", .string(topics.denied)),
+                    ("value_template", .string("{{ value_json.uid or 'withheld' }}")),
+                    ("json_attributes_topic", .string(topics.denied)), ("icon", .string("mdi:tag-hidden")),
+                ]),
+        ]
+    }
+
+    /// `…/tags`: the count of active tags and every issued tag (newest
+    /// first, at most `maximumListedTags`), UIDs hashed (`hashed` nil: withheld).
+    public static func tags(
+        _ tags: [(hashed: String?, label: String, state: String, action: Int, issued: Int64, lastSeen: Int64?)]
+    ) -> [UInt8] {
+        let newest = tags.sorted { ($0.issued, $0.hashed ?? "") > ($1.issued, $1.hashed ?? "") }
+        let listed: [JSONValue] = newest.prefix(maximumListedTags).map { t in
+            .object([
+                ("label", .string(t.label)), ("state", .string(t.state)),
+                ("last_seen", .optional(t.lastSeen.map(UTCTime.iso8601))), ("uid", .optional(t.hashed)),
+                ("action", .int(t.action)), ("issued", .string(UTCTime.iso8601(t.issued))),
+            ])
+        }
+        return Array(
+            JSONValue.object([
+                ("active", .int(tags.filter { $0.state == "active" }.count)), ("total", .int(tags.count)),
+                ("tags", .array(listed)),
+            ]).serialized.utf8)
+    }
+
+    /// HA's recorder keeps attributes up to 16 KiB: about this many tags.
+    public static let maximumListedTags = 100
+
+    /// `…/denied`: the last tag refused (hashed UID, reason, time, label when issued here).
+    public static func denied(hashed: String?, reason: String, time: Int64, label: String?) -> [UInt8] {
+        Array(
+            JSONValue.object([
+                ("uid", .optional(hashed)), ("reason", .string(reason)), ("time", .string(UTCTime.iso8601(time))),
+                ("label", .optional(label)),
+            ]).serialized.utf8)
+    }
+
+    /// `…/admin/state`: what HA's selectors and text show.
+    public static func adminState(provisionAction: String, provisionLabel: String, revokeTag: String) -> [UInt8] {
+        Array(
+            JSONValue.object([
+                ("provision_action", .string(provisionAction)), ("provision_label", .string(provisionLabel)),
+                ("revoke_tag", .string(revokeTag)),
+            ]).serialized.utf8)
     }
 }

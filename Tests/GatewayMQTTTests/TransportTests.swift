@@ -17,6 +17,13 @@ final class TransportTests: XCTestCase {
             ("doorgateway/front-door/mode/set", .homeAssistantMode),
             ("doorgateway/front-door/lockout/clear", .homeAssistantLockoutClear),
             ("doorgateway/front-door/action/set", .homeAssistantAction),
+            ("doorgateway/front-door/admin/provision_action/set", .homeAssistantProvisionAction),
+            ("doorgateway/front-door/admin/provision_label/set", .homeAssistantProvisionLabel),
+            ("doorgateway/front-door/admin/provision/set", .homeAssistantProvision),
+            ("doorgateway/front-door/admin/revoke_tag/set", .homeAssistantRevokeChoice),
+            ("doorgateway/front-door/admin/revoke/set", .homeAssistantRevoke),
+            ("doorgateway/front-door/admin/state", nil), ("doorgateway/front-door/tags", nil),
+            ("doorgateway/front-door/denied", nil),
             ("homeassistant/status", nil), ("phone/other", nil), ("doorgateway/front-door/state", nil),
             ("doorgateway/back-door/command", nil), ("doorgateway/front-door/command/x", nil),
         ]

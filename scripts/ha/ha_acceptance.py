@@ -163,7 +163,7 @@ class Run:
 
     # MARK: door
 
-    def door_config(self, ha_open=False, door_contact=True):
+    def door_config(self, ha_open=False, door_contact=True, ha_admin=False):
         example = subprocess.run([self.gateway, "ctl", "config", "example", "--board", "sim"],
                                  check=True, capture_output=True, text=True).stdout
         edits = [
@@ -171,6 +171,7 @@ class Run:
             ('runtime_dir = "/run/doorgateway"', f'runtime_dir = "{self.work}/run"'),
             ("[mqtt]\nenabled = false\n", f"[mqtt]\nenabled = true\nport = {self.mqtt_port}\n"),
             ("home_assistant_open = false", f"home_assistant_open = {'true' if ha_open else 'false'}"),
+            ("home_assistant_admin = false", f"home_assistant_admin = {'true' if ha_admin else 'false'}"),
             ('# ca_file = "/etc/doorgateway/ca.crt"', f'ca_file = "{self.pki_path("ca.crt")}"'),
             ('# cert_file = "/etc/doorgateway/door.crt"', f'cert_file = "{self.pki_path(DEVICE + ".crt")}"'),
             ('# key_file = "/run/credentials/gatewayd.service/door.key"', f'key_file = "{self.pki_path(DEVICE + ".key")}"'),
@@ -293,6 +294,13 @@ LOCK, EVENT = "lock.front_door_lock", "event.front_door_access"
 READER, LAST, DOOR = "binary_sensor.front_door_reader", "sensor.front_door_last_access", "binary_sensor.front_door_door"
 LOCKOUT, UPTIME, OUTBOX = "binary_sensor.front_door_lockout", "sensor.front_door_uptime", "sensor.front_door_outbox"
 MODE, CLEAR, ACTION1 = "select.front_door_mode", "button.front_door_clear_lockout", "button.front_door_action_1"
+# Home Assistant as the admin screen (home_assistant_admin; docs/home-assistant.md).
+PROV_ACTION, PROV_LABEL = "select.front_door_provision_action", "text.front_door_provision_label"
+ARM, CANCEL, ARMED = "button.front_door_provision_arm", "button.front_door_provision_cancel", \
+    "binary_sensor.front_door_provisioning"
+TAGS, REVOKE_TAG, REVOKE = "sensor.front_door_tags", "select.front_door_revoke_tag", "button.front_door_revoke"
+DENIED = "sensor.front_door_last_denied"
+ADMIN = {PROV_ACTION, PROV_LABEL, ARM, CANCEL, ARMED, TAGS, REVOKE_TAG, REVOKE, DENIED}
 
 
 def scenario(r):
@@ -308,6 +316,8 @@ def scenario(r):
                                else None)(r.states()), 60)
     check(not {MODE, CLEAR, ACTION1} & set(states), "no mode selector or buttons while HA may not act",
           str(sorted(states)))
+    check(not ADMIN & set(states), "no admin entities with the stock configuration (home_assistant_admin off)",
+          str(sorted(ADMIN & set(states))))
     wait_for("the lock is available and locked", lambda: r.state(LOCK)["state"] == "locked", 30)
     states = r.states()
     check(states[READER]["attributes"].get("device_class") == "problem", "reader problem sensor",
@@ -402,6 +412,8 @@ def scenario(r):
     last = r.state(LAST)
     check(last["attributes"].get("source") == "homeassistant", "last access source is homeassistant", json.dumps(last))
 
+    admin_scenario(r, dump)
+
     # Broker restart: both sides reconnect.
     r.stop("mosquitto")
     wait_for("HA shows the lock unavailable while the broker is down",
@@ -427,6 +439,116 @@ def scenario(r):
     r.spawn("gatewayd", [r.gateway, "daemon", "--config", path])
     wait_for("with discovery off every door entity leaves HA", lambda: not r.states(), 60)
     check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
+
+
+def admin_scenario(r, first_dump):
+    """home_assistant_admin = true: HA arms and cancels provisioning, lists the
+    issued tags, revokes one by label, and shows the last denied tag; every
+    change is audited with source homeassistant. Then the option off again:
+    the admin entities leave HA and its commands are refused."""
+    check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
+    r.start_door(ha_open=True, door_contact=False, ha_admin=True)
+    states = wait_for("the admin entities appear", lambda: (lambda s: s if ADMIN <= set(s) else None)(r.states()), 60)
+    check(states[PROV_ACTION]["attributes"].get("options") == [f"action {n}" for n in range(4)],
+          "the provisioning selector offers the configured actions",
+          json.dumps(states[PROV_ACTION]))
+    check(states[PROV_ACTION]["state"] == "action 0", "the configured provisioning action is chosen",
+          states[PROV_ACTION]["state"])
+    first = wait_for("the tag list has the sticker written earlier",
+                     lambda: (lambda s: s if s["state"] == "1" else None)(r.state(TAGS)), 30)
+    listed = first["attributes"].get("tags") or []
+    check(len(listed) == 1 and listed[0]["state"] == "active" and listed[0]["last_seen"]
+          and len(listed[0]["uid"]) == 16 and listed[0]["uid"].upper() != "04A1B2C3D4E5F6",
+          "its label, state, last seen and hashed UID (no raw UID)", json.dumps(first))
+    earlier = r.state(DENIED)
+    check(earlier["attributes"].get("reason") == "uid_mismatch" and len(earlier["state"]) == 16
+          and earlier["state"].upper() != "04FFEEDDCCBBAA",
+          "the last denied tag is read back from the audit log (hashed UID, reason)", json.dumps(earlier))
+
+    # Arm with an action and a label chosen in HA; cancel; arm again and write.
+    seen = len(r.audit())
+    r.api("POST", "/api/services/text/set_value", {"entity_id": PROV_LABEL, "value": "Alice"})
+    r.api("POST", "/api/services/select/select_option", {"entity_id": PROV_ACTION, "option": "action 1"})
+    wait_for("HA shows the label and action chosen", lambda: r.state(PROV_LABEL)["state"] == "Alice"
+             and r.state(PROV_ACTION)["state"] == "action 1", 30)
+    r.api("POST", "/api/services/button/press", {"entity_id": ARM})
+    row = r.wait_event("provisioning_armed", seen, source="homeassistant")
+    check(row.get("action") == 1, "armed for the action chosen", json.dumps(row))
+    check(r.ctl("status")["state"] == "provisioning_armed", "the door is in provisioning mode")
+    wait_for("HA shows provisioning armed", lambda: r.state(ARMED)["state"] == "on", 30)
+    r.api("POST", "/api/services/button/press", {"entity_id": CANCEL})
+    r.wait_event("provisioning_cancelled", seen, source="homeassistant")
+    check(r.ctl("status")["state"] == "idle", "cancelled: the door is idle")
+    wait_for("HA shows provisioning off", lambda: r.state(ARMED)["state"] == "off", 30)
+    r.api("POST", "/api/services/button/press", {"entity_id": ARM})
+    wait_for("armed again", lambda: r.ctl("status")["state"] == "provisioning_armed", 30)
+    r.ctl("sim", "tap", "--blank", "--uid", "04A11CE0A11CE0")
+    r.wait_event("provisioning_written", seen)
+    alice_dump = os.path.join(r.work, "alice.dump")
+    r.ctl("sim", "dump", alice_dump)
+    r.ctl("sim", "remove")
+    tags = wait_for("the tag list has Alice's sticker",
+                    lambda: (lambda s: s if s["state"] == "2" else None)(r.state(TAGS)), 30)
+    alice = next((t for t in tags["attributes"]["tags"] if t["label"] == "Alice"), None)
+    check(alice and alice["state"] == "active" and alice["action"] == 1 and alice["uid"].upper() != "04A11CE0A11CE0",
+          "Alice: active, action 1, hashed UID", json.dumps(tags["attributes"]))
+    wait_for("the label is spent once written", lambda: r.state(PROV_LABEL)["state"] == "", 30)
+    options = wait_for("the revoke selector offers Alice",
+                       lambda: (lambda o: o if "Alice" in o else None)(r.state(REVOKE_TAG)["attributes"]["options"]),
+                       30)
+    check(options[0] == "(none)" and len(options) == 3 and r.state(REVOKE_TAG)["state"] == "(none)",
+          "the revoke selector: nothing chosen, then the tags by label", json.dumps(options))
+
+    # Revoke Alice's sticker by its label; its next tap is denied.
+    seen = len(r.audit())
+    r.api("POST", "/api/services/select/select_option", {"entity_id": REVOKE_TAG, "option": "Alice"})
+    r.wait_event("remote_accepted", seen, reason="revoke_tag", source="homeassistant")
+    r.api("POST", "/api/services/button/press", {"entity_id": REVOKE})
+    row = r.wait_event("tag_revoked", seen, source="homeassistant")
+    check(row.get("uid", "").upper() == "04A11CE0A11CE0", "the audit row names the tag", json.dumps(row))
+    registry = {t["uid"].upper(): t["state"] for t in r.ctl("tags", "list")["tags"]}
+    check(registry.get("04A11CE0A11CE0") == "revoked" and registry.get("04A1B2C3D4E5F6") == "active",
+          "only Alice's sticker is revoked", json.dumps(registry))
+    wait_for("HA's tag list shows Alice revoked", lambda: any(
+        t["label"] == "Alice" and t["state"] == "revoked" for t in r.state(TAGS)["attributes"]["tags"]), 30)
+    wait_for("Alice leaves the revoke selector", lambda: "Alice" not in r.state(REVOKE_TAG)["attributes"]["options"]
+             and r.state(REVOKE_TAG)["state"] == "(none)", 30)
+    time.sleep(1.2)  # longer than same_tag_quiet_ms since the sticker left
+    seen = len(r.audit())
+    r.ctl("sim", "tap", "--dump", alice_dump)
+    r.wait_event("access_denied", seen, reason="revoked")
+    check(r.ctl("status")["outputs"]["strike"] == "locked", "the strike stayed locked")
+    last = wait_for("HA's last denied tag is Alice's, with the reason",
+                    lambda: (lambda s: s if s["attributes"].get("reason") == "revoked" else None)(r.state(DENIED)), 30)
+    check(last["state"] == alice["uid"] and last["attributes"].get("label") == "Alice",
+          "the same hashed UID as in the tag list, and the label", json.dumps(last))
+    r.ctl("sim", "remove")
+
+    ha_rows = [(x["kind"], x.get("reason")) for x in r.audit() if x.get("source") == "homeassistant"]
+    for expected in [("remote_accepted", "provision_label"), ("remote_accepted", "provision_action"),
+                     ("provisioning_armed", None), ("provisioning_cancelled", "cancelled"),
+                     ("remote_accepted", "revoke_tag"), ("tag_revoked", None)]:
+        check(expected in ha_rows, f"audited with source homeassistant: {expected[0]} {expected[1] or ''}")
+
+    # The option off again: the admin entities leave HA, the commands are refused.
+    check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
+    cleared = "'doorgateway/front-door/tags', ... (0 bytes))"
+    clears = r.log("mosquitto-broker").count(cleared)
+    r.start_door(ha_open=True, door_contact=False)
+    wait_for("with home_assistant_admin off the admin entities leave HA", lambda: not ADMIN & set(r.states()), 60)
+    wait_for("the door clears the retained tag list from the broker",
+             lambda: r.log("mosquitto-broker").count(cleared) > clears, 30)
+    seen = len(r.audit())
+    r.api("POST", "/api/services/mqtt/publish", {"topic": "doorgateway/front-door/admin/provision/set",
+                                                 "payload": "ARM"})
+    r.wait_event("remote_rejected", seen, reason="ha_admin_disabled", source="homeassistant")
+    check(r.ctl("status")["state"] == "idle", "not armed")
+    check("remote_rejected reason=ha_admin_disabled source=homeassistant" in r.log("gatewayd"),
+          "the refusal is in gatewayd's log")
+    noise = [line for line in r.log("hass").splitlines()
+             if ("front_door" in line or "value_json" in line or "Erroneous JSON" in line)
+             and (" ERROR " in line or " WARNING " in line)]
+    check(not noise, "HA logged no error for the admin entities (on, updated, removed)", "\n".join(noise[:5]))
 
 
 def main():

@@ -7,12 +7,19 @@ public enum CommandTarget: Equatable, Hashable, Sendable, CustomStringConvertibl
     case mode(DoorMode)
     /// Home Assistant's "clear lockout" button.
     case clearLockout
+    /// Home Assistant's admin screen: arm provisioning with this job
+    /// (`home_assistant_admin`; refused in lockdown).
+    case provision(ProvisioningJob)
+    /// Home Assistant's admin screen: disarm provisioning.
+    case cancelProvisioning
     public var description: String {
         switch self {
         case .action(let a): return "action \(a)"
         case .report: return "report"
         case .mode(let m): return "mode \(m.rawValue)"
         case .clearLockout: return "clear lockout"
+        case .provision(let job): return "provision action \(job.action)"
+        case .cancelProvisioning: return "cancel provisioning"
         }
     }
 }

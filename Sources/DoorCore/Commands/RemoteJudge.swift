@@ -13,6 +13,24 @@ public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
     case homeAssistantLockoutClear
     /// Home Assistant's action buttons (`PREFIX/action/set`).
     case homeAssistantAction
+    /// Home Assistant as the admin screen (`home_assistant_admin`): the
+    /// provisioning action selector (`PREFIX/admin/provision_action/set`),
+    /// the label of the next sticker (`PREFIX/admin/provision_label/set`),
+    /// the arm and cancel buttons (`PREFIX/admin/provision/set`), the tag
+    /// selector (`PREFIX/admin/revoke_tag/set`) and the revoke button
+    /// (`PREFIX/admin/revoke/set`).
+    case homeAssistantProvisionAction, homeAssistantProvisionLabel, homeAssistantProvision
+    case homeAssistantRevokeChoice, homeAssistantRevoke
+
+    /// One of the admin channels (`home_assistant_admin`).
+    public var isHomeAssistantAdmin: Bool {
+        switch self {
+        case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
+            .homeAssistantRevokeChoice, .homeAssistantRevoke:
+            return true
+        default: return false
+        }
+    }
 
     public var source: CommandSource {
         switch self {
@@ -82,9 +100,13 @@ public struct RemotePolicy: Equatable, Sendable {
     /// Honour Home Assistant's lock, mode, lockout and action topics, which
     /// carry no MAC (`[mqtt] home_assistant_open`).
     public var homeAssistantOpen: Bool
-    public init(commands: CommandJudge, homeAssistantOpen: Bool) {
+    /// Honour Home Assistant's admin topics: arm and cancel provisioning,
+    /// revoke a tag (`[mqtt] home_assistant_admin`).
+    public var homeAssistantAdmin: Bool
+    public init(commands: CommandJudge, homeAssistantOpen: Bool, homeAssistantAdmin: Bool = false) {
         self.commands = commands
         self.homeAssistantOpen = homeAssistantOpen
+        self.homeAssistantAdmin = homeAssistantAdmin
     }
 }
 
@@ -100,11 +122,18 @@ public struct RemoteJudgement: Equatable, Sendable {
     /// The command verdict with what was learnt on the way (MAC-checked
     /// commands only).
     public var verdict: CommandVerdict?
+    /// An admin request from Home Assistant, allowed and parsed (the outcome
+    /// is then nil): the daemon resolves it against its menu and audits it.
+    public var admin: HomeAssistantAdminRequest?
 
-    public init(outcome: RemoteOutcome?, replay: ReplayGuard? = nil, verdict: CommandVerdict? = nil) {
+    public init(
+        outcome: RemoteOutcome?, replay: ReplayGuard? = nil, verdict: CommandVerdict? = nil,
+        admin: HomeAssistantAdminRequest? = nil
+    ) {
         self.outcome = outcome
         self.replay = replay
         self.verdict = verdict
+        self.admin = admin
     }
 
     /// The outcome when the new replay record could not be saved: refused,
@@ -176,6 +205,9 @@ public enum RemoteJudge {
             return RemoteJudgement(outcome: homeAssistantLock(message.payload, open: policy.homeAssistantOpen))
         case .homeAssistantMode, .homeAssistantLockoutClear, .homeAssistantAction:
             return RemoteJudgement(outcome: homeAssistantControl(message, policy: policy))
+        case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
+            .homeAssistantRevokeChoice, .homeAssistantRevoke:
+            return homeAssistantAdmin(message, policy: policy)
         }
     }
 

@@ -394,12 +394,14 @@ public struct DoorMachine: Sendable {
         fx.append(.startTimer(.provisioningTimeout(arming: arming), after: settings.provisioning.timeout))
     }
 
-    private mutating func disarm(reason: String, _ fx: inout [DoorEffect]) {
+    /// `by`: who cancelled, when not who armed (the event's source).
+    private mutating func disarm(reason: String, by canceller: String? = nil, _ fx: inout [DoorEffect]) {
         guard case .armed(let job, let source) = provisioning else { return }
         provisioning = .idle
         fx.append(.cancelTimer(.provisioningTimeout(arming: arming)))
         fx.append(.stopFeedback(.provisioningArmed))
-        fx.append(.emit(DoorEvent(.provisioningCancelled, reason: reason, action: job.action, source: source)))
+        fx.append(
+            .emit(DoorEvent(.provisioningCancelled, reason: reason, action: job.action, source: canceller ?? source)))
     }
 
     private mutating func writeResult(_ uid: TagUID, _ outcome: WriteOutcome, _ fx: inout [DoorEffect]) {
@@ -442,6 +444,21 @@ public struct DoorMachine: Sendable {
             }
         case .accepted(.clearLockout, let from):
             clearLockout(source: from.rawValue, &fx)
+        case .accepted(.provision(let job), let from):
+            // As the button: no arming in lockdown (an admin at the socket may).
+            if mode == .lockdown {
+                fx.append(
+                    .emit(
+                        DoorEvent(.provisioningRefused, reason: "lockdown", action: job.action, source: from.rawValue)))
+            } else {
+                arm(job, source: from.rawValue, &fx)
+            }
+        case .accepted(.cancelProvisioning, let from):
+            if case .armed = provisioning {
+                disarm(reason: "cancelled", by: from.rawValue, &fx)
+            } else {
+                fx.append(.emit(DoorEvent(.remoteRejected, reason: "not_armed", source: from.rawValue)))
+            }
         case .rejected(let code, _, let from):
             fx.append(.emit(DoorEvent(.remoteRejected, reason: code, source: from.rawValue)))
         }

@@ -52,7 +52,7 @@ public enum AdminRequest: Equatable, Sendable {
 }
 
 /// What provisioning writes on the next suitable tag.
-public struct ProvisioningJob: Equatable, Sendable {
+public struct ProvisioningJob: Equatable, Hashable, Sendable {
     public var action: ActionIndex
     public var label: String
     public var protect: Bool
@@ -123,6 +123,8 @@ public struct DoorEvent: Equatable, Sendable {
         case doorOpened = "door_opened", doorClosed = "door_closed"
         case doorForcedOpen = "door_forced_open", doorHeldOpen = "door_held_open"
         case configurationReloaded = "configuration_reloaded"
+        /// A tag revoked from Home Assistant's admin screen.
+        case tagRevoked = "tag_revoked"
     }
     public var kind: Kind
     public var reason: String?

@@ -36,6 +36,8 @@ final class Daemon: @unchecked Sendable {
     var fleetChannel: FleetChannel?
     /// The NATS link, with `[remote] transport = "nats"` (DaemonNATS.swift).
     var natsRemote: NATSLink?
+    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
+    var homeAssistantAdmin: HomeAssistantAdmin?
     /// Makes each event's outbox message once MQTT is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()

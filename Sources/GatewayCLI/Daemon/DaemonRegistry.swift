@@ -43,6 +43,9 @@ extension Daemon {
             return u
         }
         switch method {
+        case .tagsRevoke, .tagsExpire, .tagsForget:
+            defer { homeAssistantAdmin?.registryChanged() }
+            return try registryChange(method, p, now: now, uid: uid)
         case .tagsList:
             let revoked: [JSONValue] = try store.revocations().map {
                 .object([
@@ -51,6 +54,16 @@ extension Daemon {
                 ])
             }
             return .object([("tags", .array(try store.issuedTags().map(\.json))), ("revocations", .array(revoked))])
+        default:
+            return try registryRead(method, p)
+        }
+    }
+
+    /// `tags revoke|expire|forget`; Home Assistant's tag list follows.
+    private func registryChange(
+        _ method: ControlMethod, _ p: [String: JSONValue], now: Int64, uid: () throws -> TagUID
+    ) throws -> JSONValue {
+        switch method {
         case .tagsRevoke:
             if let sig = p["signature"]?.stringValue {
                 guard let bytes = Hex.decode(sig), bytes.count == 32 else {
@@ -71,6 +84,14 @@ extension Daemon {
             let u = try uid()
             try store.forget(uid: u)
             return .object([("forgotten", .string(u.hex))])
+        default:
+            throw DaemonError.request("unknown method \(method.rawValue)")
+        }
+    }
+
+    /// The audit log and backups.
+    private func registryRead(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
+        switch method {
         case .log:
             return .array(try store.auditTail(max(1, min(try p.int("limit", default: 20), 100_000))).map(\.json))
         case .logVerify:

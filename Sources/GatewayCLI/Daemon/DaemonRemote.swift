@@ -50,13 +50,29 @@ extension Daemon {
         let link = MQTTLink(settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log)
         link.commands = commands
         attachFleet(link)
-        link.discovery = Payloads.discovery(
-            device: configuration.deviceID, name: mqtt.homeAssistantName ?? configuration.deviceID, topics: link.topics,
-            doorContact: configuration.doorContact != nil, eventTypes: DoorEvent.Kind.allCases.map(\.rawValue),
-            canOpen: mqtt.homeAssistantOpen, actions: configuration.door.actions.map { ($0.index, $0.name) },
-            area: mqtt.homeAssistantArea,
-            schedule: configuration.door.passageSchedule != nil
-                || configuration.door.actions.contains { $0.schedule != nil })
+        let topics = link.topics
+        let actions = configuration.door.actions.map { (index: $0.index, name: $0.name) }
+        let eventTypes = DoorEvent.Kind.allCases.map(\.rawValue)
+        let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
+        let hasSchedule =
+            configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
+        let makeDiscovery: (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { admin in
+            Payloads.discovery(
+                device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
+                eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
+                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin)
+        }
+        // Home Assistant as the admin screen: its UIDs are always hashed.
+        var hashed: @Sendable (TagUID) -> String? = { _ in nil }
+        if mqtt.homeAssistantAdmin { hashed = eventUIDText(.hmac, transport: "mqtt (home_assistant_admin)") }
+        let admin = HomeAssistantAdmin(
+            enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
+            actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
+            discovery: makeDiscovery)
+        link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
+        commands.admin = { admin.received($0) }
+        admin.prepare()
+        homeAssistantAdmin = admin
         let uidText = eventUIDText(mqtt.uidInEvents, transport: "mqtt")
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
@@ -69,10 +85,11 @@ extension Daemon {
         // The event itself went out with its audit row; every sticker
         // presented is also a tag scan, for HA's tag_scanned automations
         // (none while the UID is withheld: a scan without one says nothing).
-        runtime.publish = { event, _ in
+        runtime.publish = { event, time in
             if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid) {
                 link.publishTagScan(uidText: text)
             }
+            admin.observe(event, at: time)
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
@@ -306,7 +323,7 @@ extension RemotePolicy {
             commands: CommandJudge(
                 mapping: c.commandMapping, tolerance: Int64(c.toleranceSeconds), deviceID: deviceID,
                 actionCount: actionCount),
-            homeAssistantOpen: c.homeAssistantOpen)
+            homeAssistantOpen: c.homeAssistantOpen, homeAssistantAdmin: c.homeAssistantAdmin)
     }
 }
 
@@ -373,6 +390,9 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let clockSynchronised: @Sendable () -> Bool
     let submit: @Sendable (RemoteOutcome) -> Void
     let log: Logger
+    /// Where Home Assistant's admin requests go once allowed and parsed
+    /// (set before the link starts).
+    var admin: (@Sendable (HomeAssistantAdminRequest) -> Void)?
     /// The replay record as last saved; one message judged at a time.
     private let replay: Mutex<ReplayGuard>
     /// Where messages are judged, one after the other.
@@ -411,6 +431,7 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
             case nil: key = .absent
             }
             let judgement = RemoteJudge.judge(message, policy: policy, key: key, replay: record, now: now)
+            if let request = judgement.admin { admin?(request) }
             guard let newRecord = judgement.replay else { return judgement.outcome }
             // Saved before the command acts: a crash after the door opened
             // must not revive the message.

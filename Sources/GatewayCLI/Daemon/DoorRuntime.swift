@@ -349,7 +349,14 @@ final class DoorRuntime: @unchecked Sendable {
         }
     }
 
-    private func record(_ event: DoorEvent) {
+    /// An event decided outside the door machine (Home Assistant's admin
+    /// screen: a selection, a revoked tag): audited and published as the
+    /// machine's are, in order with them.
+    func note(_ event: DoorEvent, detail: String? = nil) {
+        queue.async { self.record(event, detail: detail) }
+    }
+
+    private func record(_ event: DoorEvent, detail: String? = nil) {
         let wall = Int64(time(nil))
         if let source = event.accessSource {
             lastAccess = (wall, source)
@@ -368,7 +375,7 @@ final class DoorRuntime: @unchecked Sendable {
         log.info(
             "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
         )
-        audit(event, wall, nil)
+        audit(event, wall, detail)
         publish?(event, wall)
     }
 

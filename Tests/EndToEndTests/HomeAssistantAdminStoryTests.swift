@@ -1,0 +1,206 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// gatewayd with `home_assistant_admin = true` against mosquitto on the
+/// shipped configuration and ACL, driven as Home Assistant drives it (its
+/// certificate, its topics): provisioning armed and cancelled, the issued
+/// tags, a tag revoked by label and then denied, the last denied tag, every
+/// change audited with source `homeassistant`; then the stock configuration
+/// (the option off): the entities removed, the commands refused and audited.
+final class HomeAssistantAdminStoryTests: XCTestCase {
+    let prefix = "doorgateway/front-door"
+    let alice = "04A1B2C3D4E5F6", bob = "04B0B0B0B0B0B0"
+
+    /// The newest retained (or live) payload on `topic`, as HA reads it.
+    func latest(
+        _ sub: MosquittoBroker.Subscription, timeout: TimeInterval = 10, _ ok: (JSONValue) -> Bool = { _ in true }
+    )
+        throws -> JSONValue
+    {
+        var found: JSONValue?
+        sub.wait(timeout: timeout) { lines in
+            found = lines.last.flatMap { try? JSONValue.parse(Array($0.split(separator: "|", maxSplits: 2)[2].utf8)) }
+            return found.map(ok) ?? false
+        }
+        return try XCTUnwrap(found.flatMap { ok($0) ? $0 : nil }, "\(sub.lines)")
+    }
+
+    func testHomeAssistantProvisionsListsRevokesAndSeesTheDenial() throws {
+        let broker = try MosquittoBroker()
+        try broker.start()
+        let section = broker.configurationSection(compatTopic: "phone/front-door")
+        let g = try GatewayUnderTest(
+            extra: section.replacingOccurrences(of: "[mqtt]\n", with: "[mqtt]\nhome_assistant_admin = true\n"),
+            deviceID: MosquittoBroker.doorID)
+        try g.start()
+        defer { g.stop() }
+        try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+        let state = try broker.subscribe("\(prefix)/admin/state", as: "homeassistant")
+        let tags = try broker.subscribe("\(prefix)/tags", as: "homeassistant")
+        let denied = try broker.subscribe("\(prefix)/denied", as: "homeassistant")
+        let revokeConfig = try broker.subscribe(
+            "homeassistant/select/doorgateway_front-door/revoke_tag/config", as: "homeassistant")
+        func ha(_ topic: String, _ payload: String) throws {
+            XCTAssertEqual(try broker.publish("\(prefix)/\(topic)", payload, as: "homeassistant").status, 0)
+        }
+
+        var s = try latest(state)
+        XCTAssertEqual(s["provision_action"]?.stringValue, "front", "the configured provisioning action")
+        XCTAssertEqual(s["revoke_tag"]?.stringValue, "(none)")
+        XCTAssertEqual(try latest(tags)["total"], .int(0))
+
+        // Choose the action and the label, arm: the door is provisioning.
+        var seen = try g.eventCount()
+        try ha("admin/provision_label/set", "Alice")
+        try ha("admin/provision_action/set", "long")
+        s = try latest(state) { $0["provision_action"]?.stringValue == "long" }
+        XCTAssertEqual(s["provision_label"]?.stringValue, "Alice")
+        try ha("admin/provision/set", "ARM")
+        var row = try g.waitForEvent("provisioning_armed", after: seen)
+        XCTAssertEqual(row["source"]?.stringValue, "homeassistant")
+        XCTAssertEqual(row["action"]?.intValue, 1)
+        XCTAssertEqual(try g.status()["state"]?.stringValue, "provisioning_armed")
+        try ha("admin/provision/set", "CANCEL")
+        row = try g.waitForEvent("provisioning_cancelled", after: seen)
+        XCTAssertEqual(row["source"]?.stringValue, "homeassistant")
+        XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
+
+        // Armed again, a blank sticker tapped: written with HA's label and action.
+        try ha("admin/provision/set", "ARM")
+        try waitUntil { try g.status()["state"]?.stringValue == "provisioning_armed" }
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", alice])
+        try g.waitForEvent("provisioning_written", after: seen)
+        let aliceDump = g.dir.appendingPathComponent("alice.dump").path
+        try g.ctlJSON(["sim", "dump", aliceDump])
+        try g.ctlJSON(["sim", "remove"])
+        XCTAssertEqual(
+            try latest(state) { $0["provision_label"]?.stringValue == "" }["provision_action"], .string("long"))
+
+        // A second tag from the admin's socket; HA's list and selector follow.
+        try g.ctlJSON(["provision", "--action", "0", "--label", "Bob"])
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", bob])
+        try waitUntil { (try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue?.count) == 2 }
+        let listed = try latest(tags) { $0["active"] == .int(2) }
+        let entries = try XCTUnwrap(listed["tags"]?.arrayValue)
+        let aliceEntry = try XCTUnwrap(entries.first { $0["label"]?.stringValue == "Alice" })
+        XCTAssertEqual(aliceEntry["state"]?.stringValue, "active")
+        XCTAssertEqual(aliceEntry["action"]?.intValue, 1)
+        let aliceHash = try XCTUnwrap(aliceEntry["uid"]?.stringValue)
+        XCTAssertEqual(aliceHash.count, 16)
+        for line in tags.lines + state.lines + revokeConfig.lines {
+            XCTAssertFalse(line.contains(alice) || line.contains(bob), "a raw UID reached HA: \(line)")
+        }
+        let options = revokeConfig.wait { $0.contains { $0.contains(#"["(none)","Alice","Bob"]"#) } }
+        XCTAssertTrue(options.contains { $0.contains(#""options":["(none)","Alice","Bob"]"#) }, "\(options)")
+
+        // Alice's sticker opens; its last_seen reaches HA.
+        usleep(1_200_000)  // longer than same_tag_quiet_ms since Alice's sticker left
+        seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", "--dump", aliceDump])
+        try g.waitForEvent("access_granted", after: seen)
+        try g.ctlJSON(["sim", "remove"])
+        _ = try latest(tags) { doc in
+            doc["tags"]?.arrayValue?.contains { $0["label"]?.stringValue == "Alice" && $0["last_seen"] != .null }
+                == true
+        }
+
+        try waitUntil { try g.status()["outputs"]?["strike"]?.stringValue == "locked" }  // action 1's 3 s pulse
+
+        // Revoke by label: chosen, revoked, and the next tap is denied.
+        seen = try g.eventCount()
+        try ha("admin/revoke_tag/set", "Alice")
+        _ = try latest(state) { $0["revoke_tag"]?.stringValue == "Alice" }
+        try ha("admin/revoke/set", "REVOKE")
+        row = try g.waitForEvent("tag_revoked", after: seen)
+        XCTAssertEqual(row["source"]?.stringValue, "homeassistant")
+        XCTAssertEqual(row["uid"]?.stringValue, alice, "the local audit log names the UID")
+        let registry = try XCTUnwrap(try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue)
+        XCTAssertEqual(registry.first { $0["uid"]?.stringValue == alice }?["state"]?.stringValue, "revoked")
+        XCTAssertEqual(registry.first { $0["uid"]?.stringValue == bob }?["state"]?.stringValue, "active")
+        _ = try latest(state) { $0["revoke_tag"]?.stringValue == "(none)" }
+        _ = try latest(tags) { $0["active"] == .int(1) }
+        revokeConfig.wait { $0.contains { $0.contains(#""options":["(none)","Bob"]"#) } }
+        XCTAssertTrue(
+            revokeConfig.lines.last?.contains(#""options":["(none)","Bob"]"#) ?? false, "\(revokeConfig.lines)")
+
+        usleep(1_200_000)  // longer than same_tag_quiet_ms since Alice's sticker left
+        seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", "--dump", aliceDump])
+        try g.waitForEvent("access_denied", reason: "revoked", after: seen)
+        XCTAssertEqual(try g.status()["outputs"]?["strike"]?.stringValue, "locked")
+        let last = try latest(denied) { $0["reason"]?.stringValue == "revoked" }
+        XCTAssertEqual(last["uid"]?.stringValue, aliceHash, "the same hashed UID as in the tag list")
+        XCTAssertEqual(last["label"]?.stringValue, "Alice")
+        XCTAssertFalse(denied.lines.contains { $0.contains(alice) })
+
+        // What cannot be resolved is refused and audited.
+        seen = try g.eventCount()
+        try ha("admin/revoke/set", "REVOKE")
+        try g.waitForEvent("remote_rejected", reason: "no_tag_chosen", after: seen)
+        try ha("admin/revoke_tag/set", "Alice")  // revoked: no longer offered
+        try g.waitForEvent("remote_rejected", reason: "unknown_option", after: seen)
+        try ha("admin/provision/set", "CANCEL")
+        try g.waitForEvent("remote_rejected", reason: "not_armed", after: seen)
+
+        // Every change from HA is in the audit log with its source.
+        let rows = try XCTUnwrap(try g.ctlJSON(["log", "--limit", "500"]).arrayValue)
+        let fromHA = rows.filter { $0["source"]?.stringValue == "homeassistant" }.map {
+            "\($0["kind"]?.stringValue ?? "")/\($0["reason"]?.stringValue ?? "")"
+        }
+        for expected in [
+            "remote_accepted/provision_label", "remote_accepted/provision_action", "provisioning_armed/",
+            "provisioning_cancelled/cancelled", "remote_accepted/revoke_tag", "tag_revoked/",
+            "remote_rejected/no_tag_chosen", "remote_rejected/unknown_option",
+        ] {
+            XCTAssertTrue(fromHA.contains(expected), "\(expected) not audited: \(fromHA)")
+        }
+        XCTAssertEqual(try g.ctl(["log", "--verify"]).status, 0, "the chain holds")
+        XCTAssertEqual(g.stop(), 0, g.log)
+
+        // The stock configuration (the option off): every admin entity leaves
+        // HA, the retained documents are cleared, the commands are refused.
+        try g.writeConfig(extra: section)
+        let cleared = try broker.subscribe("\(prefix)/#", as: "homeassistant")  // the retained documents first
+        try g.start()
+        try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+        let configs = try broker.subscribe("homeassistant/+/doorgateway_front-door/+/config", as: "homeassistant")
+        let offered = configs.wait(timeout: 3) { $0.contains { $0.contains("/lock/config|1|{") } }
+            .filter { $0.contains("|1|") }.map { String($0.split(separator: "/")[3]) }
+        XCTAssertTrue(offered.contains("lock"), "\(offered)")
+        for object in [
+            "provision_action", "provision_label", "provision_arm", "provision_cancel", "provisioning",
+            "tags", "revoke_tag", "revoke", "last_denied",
+        ] {
+            XCTAssertFalse(offered.contains(object), "\(object) still offered: \(offered)")
+        }
+        // The retained documents are cleared a few seconds after the connect
+        // (once HA has dropped the entities reading them): a subscriber then
+        // gets none of them.
+        let clears = cleared.wait(timeout: 15) { lines in
+            ["tags", "denied", "admin/state"].allSatisfy { t in lines.contains { $0 == "\(prefix)/\(t)|0|" } }
+        }
+        XCTAssertTrue(clears.contains { $0.hasPrefix("\(prefix)/tags|1|") }, "retained before the clear: \(clears)")
+        for topic in ["tags", "denied", "admin/state"] {
+            XCTAssertTrue(clears.contains("\(prefix)/\(topic)|0|"), "\(topic) not cleared: \(clears)")
+            let sub = try broker.subscribe("\(prefix)/\(topic)", as: "homeassistant")
+            XCTAssertEqual(sub.wait(timeout: 0.5) { !$0.isEmpty }, [], "\(topic) still retained")
+        }
+        seen = try g.eventCount()
+        try ha("admin/provision/set", "ARM")
+        row = try g.waitForEvent("remote_rejected", reason: "ha_admin_disabled", after: seen)
+        XCTAssertEqual(row["source"]?.stringValue, "homeassistant")
+        try ha("admin/revoke_tag/set", "Bob")
+        try ha("admin/revoke/set", "REVOKE")
+        try waitUntil {
+            (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).filter {
+                $0["reason"]?.stringValue == "ha_admin_disabled" && $0["source"]?.stringValue == "homeassistant"
+            }.count == 3
+        }
+        XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
+        let stillActive = try XCTUnwrap(try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue)
+        XCTAssertEqual(stillActive.first { $0["uid"]?.stringValue == bob }?["state"]?.stringValue, "active")
+        XCTAssertTrue(g.log.contains("remote_rejected reason=ha_admin_disabled source=homeassistant"), g.log)
+    }
+}
