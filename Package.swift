@@ -134,7 +134,9 @@ let package = Package(
             ]),
 
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["DoorCore"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport", dependencies: ["DoorCore", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport"),
         .testTarget(name: "DoorCoreTests", dependencies: ["DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "TestSupport"]),
         .testTarget(

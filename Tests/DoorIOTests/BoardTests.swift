@@ -1,39 +1,17 @@
 import DoorCore
 import Logging
 import Synchronization
+import TestSupport
 import XCTest
 
 @testable import DoorIO
-
-/// Collects log messages in memory (STYLE.md §12: tests read logs through a handler).
-final class MemoryLog: @unchecked Sendable {
-    private let lines = Mutex<[String]>([])
-    var messages: [String] { lines.withLock { $0 } }
-    var logger: Logger {
-        var logger = Logger(label: "test", factory: { _ in Handler(log: self) })
-        logger.logLevel = .trace
-        return logger
-    }
-    struct Handler: LogHandler {
-        let log: MemoryLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            log.lines.withLock { $0.append("\(event.message)") }
-        }
-    }
-}
 
 final class SimulatedBoardTests: XCTestCase {
     private let strike = OutputDefinition(name: "door", lockedLevel: .deenergised)
     private let maglock = OutputDefinition(name: "gate", lockedLevel: .energised)
 
     func testDriveAndLockAllShowInTheSnapshotAndTheLog() throws {
-        let log = MemoryLog()
+        let log = LogCapture()
         let board = SimulatedBoard(outputs: [strike, maglock], logger: log.logger)
         XCTAssertEqual(board.snapshot().outputs["door"], .init(state: .locked, level: .deenergised))
         XCTAssertEqual(board.snapshot().outputs["gate"], .init(state: .locked, level: .energised))
@@ -55,7 +33,7 @@ final class SimulatedBoardTests: XCTestCase {
     }
 
     func testUnknownLinesAreTypedErrorsAndChangeNothing() {
-        let board = SimulatedBoard(outputs: [strike], logger: MemoryLog().logger)
+        let board = SimulatedBoard(outputs: [strike], logger: LogCapture().logger)
         XCTAssertThrowsError(try board.drive("garage", .unlocked)) {
             XCTAssertEqual($0 as? DoorBoardError, .unknownOutput("garage"))
         }
@@ -71,12 +49,12 @@ final class SimulatedBoardTests: XCTestCase {
                     chip: "x",
                     outputs: [
                         .init(name: "door", line: .offset(1)), .init(name: "door", line: .offset(2)),
-                    ]), logger: MemoryLog().logger)
+                    ]), logger: LogCapture().logger)
         ) { XCTAssertEqual($0 as? DoorBoardError, .duplicateName("door")) }
     }
 
     func testReleasingTheBoardLocksEveryOutput() throws {
-        let log = MemoryLog()
+        let log = LogCapture()
         var board: SimulatedBoard? = SimulatedBoard(outputs: [strike], logger: log.logger)
         try board?.drive("door", .unlocked)
         board = nil
@@ -84,7 +62,7 @@ final class SimulatedBoardTests: XCTestCase {
     }
 
     func testInjectedInputsReachTheHandlerAndTheSnapshot() {
-        let board = SimulatedBoard(outputs: [strike], inputs: [.button, .doorContact], logger: MemoryLog().logger)
+        let board = SimulatedBoard(outputs: [strike], inputs: [.button, .doorContact], logger: LogCapture().logger)
         let seen = Mutex<[InputEvent]>([])
         board.setInputHandler { event in seen.withLock { $0.append(event) } }
         let press = InputEvent(input: .button, active: true, at: MonotonicInstant(nanoseconds: 5))
@@ -96,8 +74,8 @@ final class SimulatedBoardTests: XCTestCase {
     }
 
     func testPatternDriverPlaysOnTheBoardAndNeverLeavesALineOn() throws {
-        let board = SimulatedBoard(outputs: [strike], indicators: ["green", "buzzer"], logger: MemoryLog().logger)
-        var driver: PatternDriver? = PatternDriver(board: board, logger: MemoryLog().logger)
+        let board = SimulatedBoard(outputs: [strike], indicators: ["green", "buzzer"], logger: LogCapture().logger)
+        var driver: PatternDriver? = PatternDriver(board: board, logger: LogCapture().logger)
         driver?.play(FeedbackPattern.defaultPatterns[.granted]!)
         // The pattern lasts 400 ms; "red" is not wired here and is skipped.
         let deadline = MonotonicClock.now() + .seconds(3)
@@ -149,7 +127,8 @@ final class GPIOErrorTests: XCTestCase {
     func testAMissingChipIsNamedWithWhatIsPresent() {
         // No test machine has a chip by this name; the message lists the chips that exist.
         for spec in ["gpiochip-doorio-missing", "/dev/gpiochip-doorio-missing"] {
-            XCTAssertThrowsError(try GPIOBoard(BoardDescription(chip: spec, outputs: []), logger: MemoryLog().logger)) {
+            XCTAssertThrowsError(try GPIOBoard(BoardDescription(chip: spec, outputs: []), logger: LogCapture().logger))
+            {
                 error in
                 guard case .chipNotFound(let s, _)? = error as? GPIOError else { return XCTFail("\(error)") }
                 XCTAssertEqual(s, spec)

@@ -3,6 +3,7 @@ import GatewayCLI
 import GatewayConfig
 import GatewayMQTT
 import Synchronization
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -12,39 +13,6 @@ import Synchronization
 /// store's numbering and bound, and a command handler that asks `RemoteJudge`
 /// with the tests' keys and a replay record that outlives a link (as the
 /// store's does a restart).
-final class MemoryOutbox: Outbox, @unchecked Sendable {
-    private struct Rows {
-        var next: Int64 = 1
-        var rows: [(seq: Int64, cls: MessageClass, row: OutboxRow)] = []
-    }
-    private let rows = Mutex(Rows())
-    let limit: Int
-    init(limit: Int = 10_000) { self.limit = limit }
-
-    func commit(_ messages: [OutgoingMessage]) throws {
-        rows.withLock { r in
-            for m in messages {
-                let seq = r.next
-                r.next += 1
-                r.rows.append(
-                    (seq, m.messageClass, OutboxRow(seq: seq, topic: m.topic, payload: m.make(seq), retain: m.retain)))
-            }
-            // The store's bound: telemetry first, then the oldest events; access never.
-            for cls in [MessageClass.telemetry, .event] {
-                while r.rows.count > limit, let i = r.rows.firstIndex(where: { $0.cls == cls }) { r.rows.remove(at: i) }
-            }
-        }
-    }
-    func waiting(after seq: Int64, limit: Int) throws -> [OutboxRow] {
-        rows.withLock { Array($0.rows.lazy.filter { $0.seq > seq }.prefix(limit).map(\.row)) }
-    }
-    func acknowledge(_ seqs: [Int64]) throws {
-        let done = Set(seqs)
-        rows.withLock { $0.rows.removeAll { done.contains($0.seq) } }
-    }
-    func depth() throws -> Int { rows.withLock { $0.rows.count } }
-}
-
 /// The replay record the handler saves, kept across links.
 final class SavedReplay: @unchecked Sendable {
     let record = Mutex(ReplayGuard())

@@ -1,6 +1,7 @@
 import DoorCore
 import GatewayMQTT
 import Logging
+import TestSupport
 import XCTest
 
 /// The transport names the channel of each topic it hears; deciding is the core's.
