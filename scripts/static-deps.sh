@@ -245,9 +245,13 @@ build_libnfc() {
     ) >>"$log" 2>&1 || die "libnfc build failed, see $log"
     mkdir -p "$prefix/lib"
     cp "$src/libnfc/.libs/libnfc.a" "$prefix/lib/libnfc-patched.a"
-    # The patched object must be in: its new error message is in the archive.
+    # The patched objects must be in: each one's new error message is in the archive.
     grep -aq "MI continuation without status byte" "$prefix/lib/libnfc-patched.a" ||
         die "the built libnfc-patched.a lacks the patched pn53x.o"
+    grep -aq "Frame sent again after NACK differs from its header" "$prefix/lib/libnfc-patched.a" ||
+        die "the built libnfc-patched.a lacks the patched pn532_i2c.o"
+    grep -aq "Unable to receive data: frame too long" "$prefix/lib/libnfc-patched.a" ||
+        die "the built libnfc-patched.a lacks the patched pn532_spi.o"
     rm -rf "$src" "$CACHE_ROOT/src/libnfc" "$CACHE_ROOT/src/libnfc.log" "$log"
     echo "$stamp" >"$prefix/.stamp"
     say "installed lib/libnfc-patched.a in $prefix"

@@ -236,6 +236,10 @@ build_libnfc() {
         die "libnfc archive is not aarch64"
     grep -aq "MI continuation without status byte" "$prefix/lib/libnfc-patched.a" ||
         die "the built libnfc-patched.a lacks the patched pn53x.o"
+    grep -aq "Frame sent again after NACK differs from its header" "$prefix/lib/libnfc-patched.a" ||
+        die "the built libnfc-patched.a lacks the patched pn532_i2c.o"
+    grep -aq "Unable to receive data: frame too long" "$prefix/lib/libnfc-patched.a" ||
+        die "the built libnfc-patched.a lacks the patched pn532_spi.o"
     rm -rf "$work" "$work.log"
     echo "$stamp" >"$prefix/.stamp"
 }
