@@ -283,8 +283,15 @@ struct MQTTFleetSite: FleetSiteUnderTest {
 
     init(_ broker: MosquittoBroker) throws {
         self.broker = broker
-        for name in FleetTests.doorNames { try Self.makeDoorCertificate(broker, name) }
+        for name in FleetTests.doorNames + [Self.observer, Self.reader] { try Self.makeDoorCertificate(broker, name) }
     }
+
+    /// A door account of the site whose daemon is not running, for the test's own reads: the
+    /// doors' listener ties a client id to its certificate (`use_username_as_clientid`), so
+    /// reading with a running door's certificate would knock that door off the broker.
+    static let observer = "door-f"
+    /// Another one, for a read while the observer watches.
+    static let reader = "door-g"
 
     /// A client certificate with CN `name` from the broker's CA.
     static func makeDoorCertificate(_ broker: MosquittoBroker, _ name: String) throws {
@@ -322,7 +329,7 @@ struct MQTTFleetSite: FleetSiteUnderTest {
     func prepare(_ g: GatewayUnderTest, _ name: String) throws {}
 
     func watchDoorA() throws -> () -> [String] {
-        let watch = try broker.subscribe("doorgateway/door-a/fleet/\(FleetTests.site)", as: "door-b")
+        let watch = try broker.subscribe("doorgateway/door-a/fleet/\(FleetTests.site)", as: Self.observer)
         // `topic|retained|payload`
         return { watch.lines.map { String($0.split(separator: "|", maxSplits: 2).last ?? "") } }
     }
@@ -335,7 +342,7 @@ struct MQTTFleetSite: FleetSiteUnderTest {
 
     func assertDoorECannotWriteDoorA() throws {
         _ = try broker.publish("doorgateway/door-a/fleet/\(FleetTests.site)", "garbage", retain: true, as: "door-e")
-        let retainedAtA = try broker.subscribe("doorgateway/door-a/fleet/\(FleetTests.site)", as: "door-c")
+        let retainedAtA = try broker.subscribe("doorgateway/door-a/fleet/\(FleetTests.site)", as: Self.reader)
         let line = try XCTUnwrap(retainedAtA.wait { !$0.isEmpty }.first)
         XCTAssertTrue(line.contains(#"{"fleet":"#), "door-a's document still there: \(line)")
     }

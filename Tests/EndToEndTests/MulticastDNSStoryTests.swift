@@ -368,7 +368,7 @@ final class MulticastDNSStoryTests: XCTestCase {
         try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04112233445566"])
         try g.waitForEvent("provisioning_written")
         try g.ctlJSON(["sim", "remove"])
-        usleep(1_200_000)  // past same_tag_quiet_ms
+        E2ETiming.outlastQuietWindow()
         let before = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_granted", after: before)

@@ -35,10 +35,12 @@ enum E2ETiming {
     static func timeout(_ seconds: TimeInterval) -> TimeInterval { seconds * scale }
 
     /// Waits out the door's same-tag quiet window (the tests' `same_tag_quiet_ms = 1000`, the
-    /// stock value too) after a `sim remove`, so the next tap of that tag is judged again:
-    /// 1.2 s, stretched by `scale` (under emulation the daemon sees the removal later than
-    /// gatewayctl returns).
-    static func outlastQuietWindow() { usleep(UInt32(1_200_000 * scale)) }
+    /// stock value too) after a `sim remove`, so the next tap of that tag is judged again. The
+    /// window runs from when the daemon's reader *notices* the removal, which on a loaded
+    /// machine (CI's lanes side by side) came up to ~1 s after gatewayctl returned: a 1.2 s
+    /// sleep then let a reinsert count as the same tap and nothing was judged. 2 s, stretched
+    /// by `scale` (under emulation the daemon sees the removal later still).
+    static func outlastQuietWindow() { usleep(UInt32(2_000_000 * scale)) }
 
     /// e_machine of an ELF file (bytes 18–19, little endian), nil if unreadable.
     static func elfMachine(_ path: String) -> UInt16? {
