@@ -54,6 +54,11 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
     func testHomeAssistantProvisionsListsRevokesAndSeesTheDenial() throws {
         let broker = try MosquittoBroker()
         self.broker = broker
+        // XCTest keeps the test case (and so `self.broker`) until the run ends: stop it here.
+        defer {
+            broker.stop()
+            self.broker = nil
+        }
         try broker.start()
         let section = broker.configurationSection(compatTopic: "phone/front-door")
         let g = try GatewayUnderTest(

@@ -165,10 +165,15 @@ public final class MosquittoBroker {
             domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server did not listen on \(port)"])
     }
 
+    /// SIGTERM, and SIGKILL if mosquitto has not gone 5 s later (a run once hung here: a
+    /// mosquitto still starting up did not act on SIGTERM).
     public func stop() {
         guard let p = process else { return }
         if p.isRunning {
             p.terminate()
+            let deadline = Date() + 5
+            while p.isRunning && Date() < deadline { usleep(20_000) }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
             p.waitUntilExit()
         }
         process = nil
