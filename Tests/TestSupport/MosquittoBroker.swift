@@ -278,19 +278,29 @@ public final class MosquittoBroker {
         ])
     }
 
+    /// A loopback TCP port free now, chosen at random *below* the kernel's ephemeral range
+    /// (32768–60999): a port the kernel hands out for bind(0) is one it also hands out as
+    /// the source port of any outgoing connection, and with the suite's tests side by side
+    /// one such connection took a broker's port between this pick and mosquitto's listen
+    /// ("Address already in use"). Below the range only another explicit pick can collide.
     public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<32_768)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { break }
+            defer { close(fd) }
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            addr.sin_port = UInt16(port).bigEndian
+            let bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            if bound == 0 { return port }
         }
-        return Int(UInt16(bigEndian: addr.sin_port))
+        throw NSError(domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "no free port in 20000–32767"])
     }
 
     public static func canConnect(_ port: Int) -> Bool {
