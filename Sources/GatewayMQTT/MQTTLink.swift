@@ -27,6 +27,19 @@ public struct MQTTStatus: Equatable, Sendable {
     public var lastDenied: String? = nil
 }
 
+/// The fleet's topics on MQTT (docs/fleet.md): the filter every door's
+/// retained document is read from, this door's own topic, and where they go.
+public struct MQTTFleet: Sendable {
+    public var subscription: String
+    public var publishTopic: String
+    public var handler: any FleetDocumentHandler
+    public init(subscription: String, publishTopic: String, handler: any FleetDocumentHandler) {
+        self.subscription = subscription
+        self.publishTopic = publishTopic
+        self.handler = handler
+    }
+}
+
 /// The MQTT adapter: the only code that touches libmosquitto, and a
 /// transport only — bytes in, payloads out. One client on its own network
 /// thread (`mosquitto_loop` in `runNetwork`), MQTT 3.1.1 by default, mutual
@@ -37,7 +50,9 @@ public struct MQTTStatus: Equatable, Sendable {
 /// deleted on PUBACK; after a reconnect or a restart the backlog goes out in
 /// order. Messages on command topics go, named by their channel, to the
 /// daemon's `RemoteCommandHandler`; deciding them is `RemoteJudge`'s.
-public final class MQTTLink: @unchecked Sendable {
+public final class MQTTLink: RemoteTransport, @unchecked Sendable {
+    public var transportName: String { "mqtt" }
+
     public let settings: MQTTSettings
     public let deviceID: String
     public let topics: Topics
@@ -103,7 +118,7 @@ public final class MQTTLink: @unchecked Sendable {
     /// (set before `start`).
     public var afterConnect: (@Sendable () -> Void)?
     /// The fleet's topic filter and where its documents go (set before `start`; docs/fleet.md).
-    public var fleet: (subscription: String, handler: any FleetDocumentHandler)?
+    public var fleet: MQTTFleet?
 
     public struct Topics: Sendable {
         public let prefix: String
@@ -317,6 +332,13 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }
+
+    public var transportStatus: TransportStatus {
+        let s = status
+        return TransportStatus(
+            connected: s.connected, lastError: s.lastError, outboxDepth: s.outboxDepth, published: s.published,
+            acknowledged: s.acknowledged, denied: s.denied, lastDenied: s.lastDenied)
+    }
 
     public var status: MQTTStatus {
         let depth = waitingRows() + queuedCount
@@ -671,8 +693,15 @@ public final class MQTTLink: @unchecked Sendable {
 
     // MARK: Fleet (docs/fleet.md)
 
-    /// Publishes a fleet document, retained, QoS 1, at once (not through the
-    /// outbox: a push is answered now or refused). False when not connected.
+    /// Publishes this door's fleet document on its topic, retained, QoS 1,
+    /// at once (not through the outbox: a push is answered now or refused).
+    /// False when not connected or there is no fleet.
+    public func publishFleet(_ document: [UInt8]) -> Bool {
+        guard let fleet else { return false }
+        return publishRetained(topic: fleet.publishTopic, payload: document)
+    }
+
+    /// Publishes `payload` retained, QoS 1, at once. False when not connected.
     public func publishRetained(topic: String, payload: [UInt8]) -> Bool {
         guard isConnected else { return false }
         publishDirect(topic, payload, retain: true)

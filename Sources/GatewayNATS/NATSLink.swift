@@ -51,7 +51,9 @@ public struct NATSStatus: Equatable, Sendable {
 /// never displaces the one that works. When libnats gives up
 /// (CLOSED, after two authorisation violations) the link builds a new
 /// connection with a backoff of 1 s doubling to 30 s.
-public final class NATSLink: @unchecked Sendable {
+public final class NATSLink: RemoteTransport, @unchecked Sendable {
+    public var transportName: String { "nats" }
+
     public let settings: NATSSettings
     public let deviceID: String
     public let subjects: NATSSubjects
@@ -209,6 +211,19 @@ public final class NATSLink: @unchecked Sendable {
                 lastDenied: $0.lastDenied,
                 connections: $0.connections, reconnects: $0.reconnects, refreshes: $0.refreshes, credentials: creds)
         }
+    }
+
+    /// The common counters; `transport`, connection counts and the credential state as details.
+    public var transportStatus: TransportStatus {
+        let s = status
+        return TransportStatus(
+            connected: s.connected, lastError: s.lastError, outboxDepth: s.outboxDepth, published: s.published,
+            acknowledged: s.acknowledged, denied: s.denied, lastDenied: s.lastDenied,
+            details: [
+                ("transport", .string("nats")), ("connections", .int(s.connections)),
+                ("reconnects", .int(s.reconnects)), ("refreshes", .int(s.refreshes)),
+                ("credentials", s.credentials?.json ?? .null),
+            ])
     }
 
     /// Messages queued or being committed.
