@@ -52,34 +52,25 @@ extension Daemon {
     /// reports from the door to `link`; the fleet's own document back out.
     private func wireRemote(_ link: any RemoteTransport) {
         let mqtt = configuration.mqtt
-        let uidText = eventUIDText(mqtt.uidInEvents, transport: link.transportName)
-        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [store, log] event, time in
-            var label: String?
-            if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
-                do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
+        let storedLabel: @Sendable (TagUID) -> String? = { [store, log] uid in
+            do { return try store.issuedTag(uid)?.label } catch {
+                log.error("label of \(uid.hex): \(error)")
+                return nil
             }
-            return GatewayStore.OutboxEntry(
-                link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: label))
         }
-        // The event itself went out with its audit row; every sticker
-        // presented is also a tag scan, for HA's tag_scanned automations
-        // (none while the UID is withheld: a scan without one says nothing).
+        let glue = RemoteGlue(
+            link: link, uidText: eventUIDText(mqtt.uidInEvents, transport: link.transportName),
+            label: mqtt.labelInEvents ? storedLabel : nil)
+        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
+            GatewayStore.OutboxEntry(glue.outboxMessage(for: event, at: time))
+        }
         runtime.publish = { [homeAssistantAdmin] event, time in
-            Self.publishTagScan(of: event, to: link, uidText: uidText)
+            glue.published(event)
             homeAssistantAdmin?.observe(event, at: time)
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
         fleetReceiver?.republish = { link.publishFleet($0) }
-    }
-
-    /// A sticker presented (granted or denied) as a tag scan, when its UID may be named.
-    static func publishTagScan(
-        of event: DoorEvent, to link: any RemoteTransport, uidText: (TagUID) -> String?
-    ) {
-        guard let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid)
-        else { return }
-        link.publishTagScan(uidText: text)
     }
 
     /// How events and tag scans name a UID (`uid_in_events`, either
@@ -219,6 +210,36 @@ extension Daemon {
             if ok && !text.hasPrefix("127.") { return text }
         }
         return nil
+    }
+}
+
+/// What the door hands the remote transport, whichever it is (made once by
+/// `wireRemote`; pure, so tests drive it with a fake transport): each
+/// event's outbox message, and each sticker presented as a tag scan.
+struct RemoteGlue: Sendable {
+    let link: any RemoteTransport
+    /// How events and tag scans name a UID (`Daemon.eventUIDText`); nil withholds it.
+    let uidText: @Sendable (TagUID) -> String?
+    /// The label of the tag an access event names (`[mqtt] label_in_events`); nil: none.
+    let label: (@Sendable (TagUID) -> String?)?
+
+    private static func isAccess(_ event: DoorEvent) -> Bool {
+        [.accessGranted, .accessDenied].contains(event.kind)
+    }
+
+    /// The outbox message announcing `event`, committed with its audit row.
+    func outboxMessage(for event: DoorEvent, at time: Int64) -> OutgoingMessage {
+        var tagLabel: String?
+        if let label, let uid = event.uid, Self.isAccess(event) { tagLabel = label(uid) }
+        return link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: tagLabel)
+    }
+
+    /// The event itself went out with its audit row; every sticker
+    /// presented is also a tag scan, for HA's tag_scanned automations
+    /// (none while the UID is withheld: a scan without one says nothing).
+    func published(_ event: DoorEvent) {
+        guard let uid = event.uid, Self.isAccess(event), let text = uidText(uid) else { return }
+        link.publishTagScan(uidText: text)
     }
 }
 
