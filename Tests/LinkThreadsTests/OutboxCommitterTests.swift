@@ -101,7 +101,9 @@ final class OutboxCommitterTests: XCTestCase {
     func testStopCommitsWhatIsQueuedAndWaitsUntilTheLinkIsDrained() throws {
         let outbox = MemoryOutbox()
         let committer = OutboxCommitter(outbox: outbox)
-        let linkWork = Mutex(1)
+        // Two rounds of the link's own work: the first round (the batch) does
+        // one, and the thread must run another for the second before it ends.
+        let linkWork = Mutex(2)
         committer.enqueue(message(1, .access))
         committer.enqueue(message(2))
         committer.requestStop()
