@@ -246,14 +246,3 @@ final class DoorStoryTests: XCTestCase {
         try fresh.waitForEvent("access_granted", after: n)
     }
 }
-
-func waitUntil(
-    timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool
-) throws {
-    let deadline = Date() + E2ETiming.timeout(timeout)
-    while Date() < deadline {
-        if try condition() { return }
-        usleep(50_000)
-    }
-    XCTFail("condition not met within \(timeout) s", file: file, line: line)
-}

@@ -19,14 +19,6 @@ final class NATSLoginTests: XCTestCase {
             eventPayload: NATSLinkTests.eventPayload)
     }
 
-    private func waitUntil(_ timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date() + timeout
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
 
     /// The door's events reach a peer of the same server.
     private func assertEventsArrive(_ server: LoginNATSServer, _ login: NATSLogin) throws {
@@ -36,7 +28,7 @@ final class NATSLoginTests: XCTestCase {
         let l = link(server, login, log)
         try l.start()
         defer { l.stop() }
-        XCTAssertTrue(waitUntil { l.isConnected }, "not connected: \(String(describing: l.status.lastError))")
+        XCTAssertTrue(try waitUntil { l.isConnected }, "not connected: \(String(describing: l.status.lastError))")
         l.record(DoorEvent(.accessGranted, source: "login-test"), at: 1_700_000_000, uidText: "04AABBCC")
         let event = "\(NATSServer.base).event"
         peer.wait { _ in !peer.messages(event).isEmpty }
@@ -51,7 +43,7 @@ final class NATSLoginTests: XCTestCase {
         let l = link(server, login, log)
         try l.start()
         defer { l.stop() }
-        XCTAssertTrue(waitUntil { l.status.lastError != nil }, "no error")
+        XCTAssertTrue(try waitUntil { l.status.lastError != nil }, "no error")
         let error = l.status.lastError ?? ""
         XCTAssertTrue(error.contains("Authorization Violation"), error)
         XCTAssertFalse(l.isConnected)

@@ -208,9 +208,13 @@ public final class MosquittoBroker {
         let process = Process()
         let lock = NSLock()
         var buffer = Data()
+        /// Returns once the broker has answered the subscription (SUBACK):
+        /// `-d` makes mosquitto_sub print its protocol steps, `lines` leaves them
+        /// out. It prints them with stdio, block-buffered into a pipe: `stdbuf
+        /// -oL` (which execs it, same pid) makes them arrive line by line.
         public init(arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-            process.arguments = arguments
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
+            process.arguments = ["-oL", "/usr/bin/mosquitto_sub", "-d"] + arguments
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
@@ -223,7 +227,27 @@ public final class MosquittoBroker {
                 self.lock.withLock { self.buffer += d }
             }
             try process.run()
-            usleep(300_000)  // subscribed
+            // Subscribed: a message published from now on is one it is sent (if
+            // its ACL lets it read it). A fixed pause here once let a "nothing
+            // arrived" check pass with no subscription in place yet.
+            let deadline = Date() + 10 * TestTiming.scale
+            while !subscribed && process.isRunning && Date() < deadline { usleep(10_000) }
+            guard subscribed else {
+                let out = lock.withLock { String(decoding: buffer, as: UTF8.self) }
+                throw NSError(
+                    domain: "mosquitto_sub", code: 1,
+                    userInfo: [NSLocalizedDescriptionKey: "no SUBACK (running: \(process.isRunning)): \(out)"])
+            }
+        }
+        /// The broker's SUBACK has come.
+        var subscribed: Bool { debugLines.contains { $0.hasPrefix("Subscribed (mid:") } }
+        /// mosquitto_sub's `-d` lines (protocol steps).
+        var debugLines: [String] { allLines.filter(Self.isDebug) }
+        private var allLines: [String] {
+            lock.withLock { String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init) }
+        }
+        private static func isDebug(_ line: String) -> Bool {
+            line.hasPrefix("Client ") || line.hasPrefix("Subscribed (mid:")
         }
         deinit {
             (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
@@ -233,9 +257,8 @@ public final class MosquittoBroker {
             }
         }
         public var isRunning: Bool { process.isRunning }
-        public var lines: [String] {
-            lock.withLock { String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init) }
-        }
+        /// The messages received (`-F` lines), without `-d`'s.
+        public var lines: [String] { allLines.filter { !Self.isDebug($0) } }
         /// Waits until `predicate` holds for the lines received so far.
         @discardableResult
         public func wait(timeout: TimeInterval = 10, _ predicate: ([String]) -> Bool) -> [String] {
