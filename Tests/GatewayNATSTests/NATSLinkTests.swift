@@ -251,8 +251,9 @@ final class NATSLinkTests: XCTestCase {
         XCTAssertTrue(try waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 })
         let seqs = Set(peer.messages("\(NATSServer.base).event").compactMap(sequenceNumber))
         XCTAssertEqual(seqs, Set(1...recorded), "every event arrived (duplicates allowed, none lost)")
-        // The one disconnect: the server expired the first JWT.
-        XCTAssertTrue(log.all.contains { $0.contains("EXPIRED_MARKER") }, "\(log.all)")
+        // The disconnect: the server expired the first JWT (it says so before it closes).
+        XCTAssertEqual(
+            log.all.filter { $0.contains("server error: User Authentication Expired") }.count, 1, "\(log.all)")
         // The first JWT pushed again (a replay, still unexpired by its own
         // clock or not) is refused: the newer one stays in place.
         let installed = try server.credentials.readJWT()
@@ -400,12 +401,13 @@ final class NATSLinkTests: XCTestCase {
         XCTAssertEqual(link.status.credentials?.kind, .expired)
         XCTAssertTrue(log.all.contains { $0.contains("credentials: expired") })
         link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil)
-        XCTAssertEqual(try outbox.depth(), 1, "kept while disconnected")
+        XCTAssertTrue(try waitUntil { (try? outbox.depth()) == 1 }, "committed to the outbox")
 
         // Two rebuilds refused after the close: the link now waits out a 4 s
         // backoff, which the new file must cut short (the link says so).
         XCTAssertTrue(
             try waitUntil(timeout: 20) { log.all.filter { $0.contains("nats: connect to") }.count >= 2 }, "\(log.all)")
+        XCTAssertEqual(try outbox.depth(), 1, "kept while disconnected")
         let fresh = try server.reissueDoorJWT(seconds: 120)
         try server.credentials.install(fresh, now: Int64(time(nil)))
         XCTAssertTrue(try waitUntil(timeout: 20) { link.isConnected }, "rebuilt: \(String(describing: link.status.lastError))")
