@@ -46,8 +46,7 @@ final class BrokerTests: XCTestCase {
         var list: [RemoteOutcome] = []
         func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
         func wait(count: Int, timeout: TimeInterval = 10) -> [RemoteOutcome] {
-            let deadline = Date() + timeout
-            while Date() < deadline && lock.withLock({ list.count }) < count { usleep(10_000) }
+            _ = try? waitUntil(timeout: timeout) { lock.withLock { list.count } >= count }
             return lock.withLock { list }
         }
     }
@@ -64,9 +63,7 @@ final class BrokerTests: XCTestCase {
             policy: RemotePolicy(c, deviceID: "front-door"), keys: [.compat: compatKey, .native: nativeKey],
             saved: saved, onOutcome: { outcomes?.add($0) })
         try link.start()
-        let deadline = Date() + 10
-        while !link.isConnected && Date() < deadline { usleep(20_000) }
-        XCTAssertTrue(link.isConnected, "connected with mutual TLS")
+        XCTAssertTrue(try waitUntil { link.isConnected }, "connected with mutual TLS")
         return link
     }
 
@@ -121,9 +118,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(events[1]["seq"]?.intValue, s0 + 1, "sequence numbers count up")
         XCTAssertEqual(events[1]["reason"]?.stringValue, "replay")
         // Acknowledged events leave the outbox.
-        let deadline = Date() + 5
-        while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
-        XCTAssertEqual(l.status.outboxDepth, 0)
+        XCTAssertTrue(try waitUntil { l.status.outboxDepth == 0 })
         l.stop()
         // Clean shutdown publishes the retained offline first.
         let after = try broker.subscribe("doorgateway/front-door/availability")
@@ -206,9 +201,7 @@ final class BrokerTests: XCTestCase {
             arguments: broker.clientArguments("homeassistant") + [
                 "-i", MosquittoBroker.doorID, "-q", "1", "-t", "doorgateway/front-door/state", "-F", "%t|%r|%p",
             ])
-        let connected = Date() + 10
-        while !broker.log.contains("u'homeassistant'") && Date() < connected { usleep(20_000) }
-        XCTAssertTrue(broker.log.contains("u'homeassistant'"), broker.log)
+        XCTAssertTrue(try waitUntil { broker.log.contains("u'homeassistant'") }, broker.log)
         XCTAssertEqual(try broker.publish("phone/front-door", try otp(Int64(time(nil)))).status, 0)
         XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: .compat), broker.log)
         XCTAssertTrue(l.isConnected)
@@ -308,9 +301,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertNotEqual(
             try broker.publish("doorgateway/front-door/command", "{}", as: "intruder").status, 0,
             "mutual TLS on NATS too")
-        let deadline = Date() + 5
-        while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
-        XCTAssertEqual(l.status.outboxDepth, 0, "NATS acknowledged every QoS 1 publish")
+        XCTAssertTrue(try waitUntil { l.status.outboxDepth == 0 }, "NATS acknowledged every QoS 1 publish")
         l.stop()
     }
 
@@ -415,9 +406,8 @@ final class BrokerTests: XCTestCase {
         for (protocolLine, visible) in [(#"protocol = "5""#, true), (#"protocol = "3.1.1""#, false)] {
             let l = try link(mqtt: protocolLine + "\n" + #"topic_prefix = "elsewhere/front-door""#)
             l.record(DoorEvent(.accessGranted, reason: "valid_v2", action: 0), at: 1_700_000_000, uidText: nil)
-            let deadline = Date() + 5
-            while l.status.outboxDepth > 0 && Date() < deadline { usleep(20_000) }
-            XCTAssertEqual(l.status.outboxDepth, 0, "a refused row leaves the outbox (the audit log keeps it)")
+            XCTAssertTrue(
+                try waitUntil { l.status.outboxDepth == 0 }, "a refused row leaves the outbox (the audit log keeps it)")
             let st = l.status
             if visible {
                 XCTAssertGreaterThanOrEqual(st.denied, 1, "\(st)")

@@ -184,9 +184,7 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
                     commands: CommandJudge(deviceID: "front-door"), homeAssistantOpen: false,
                     homeAssistantAdmin: admin))
         try link.start()
-        let deadline = Date() + 10
-        while !link.isConnected && Date() < deadline { usleep(20_000) }
-        XCTAssertTrue(link.isConnected)
+        XCTAssertTrue(try waitUntil { link.isConnected })
         return link
     }
 
@@ -261,8 +259,7 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
 
         broker.stop()
         try broker.start()
-        let deadline = Date() + 30
-        while !l.isConnected && Date() < deadline { usleep(50_000) }
+        XCTAssertTrue(try waitUntil(timeout: 30) { l.isConnected })
         XCTAssertEqual(try retained(topics.tags), "\(topics.tags)|1|\(String(decoding: doc, as: UTF8.self))")
         XCTAssertEqual(try retained(topics.denied)?.contains(#""reason":"revoked""#), true)
 
