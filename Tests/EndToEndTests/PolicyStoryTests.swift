@@ -39,8 +39,10 @@ final class PolicyStoryTests: XCTestCase {
             name = "autumn"
             windows = [{ days = ["sun"], from = "02:00", to = "03:00" }]
             """
-        let scheduled = [(0, "front", "always"), (1, "office", "closed"), (2, "staff", "staff"),
-            (3, "spring", "spring"), (4, "autumn", "autumn")].map { index, name, schedule in
+        let scheduled = [
+            (0, "front", "always"), (1, "office", "closed"), (2, "staff", "staff"),
+            (3, "spring", "spring"), (4, "autumn", "autumn"),
+        ].map { index, name, schedule in
             """
             [[actions]]
             index = \(index)

@@ -22,7 +22,6 @@ final class NATSFleetTests: XCTestCase {
         var all: [(source: String, payload: String)] { received.withLock { $0 } }
     }
 
-
     func testTheDoorWatchesTheOperatorsBucketAndWritesItsOwnKey() throws {
         let b = NATSServer.base
         // The door's subjects and the fleet's, but not STREAM.CREATE: the operator makes the bucket.

@@ -25,7 +25,6 @@ final class NATSLinkTests: XCTestCase {
             log: log.logger, eventPayload: Self.eventPayload)
     }
 
-
     /// No log line holds the seed or the JWT.
     private func assertNoSecretsLogged(
         _ server: NATSServer, _ log: LogCapture, file: StaticString = #filePath,
@@ -147,7 +146,8 @@ final class NATSLinkTests: XCTestCase {
             eventPayload: Self.eventPayload)
         try link.start()
         defer { link.stop() }
-        XCTAssertTrue(try waitUntil(timeout: 5) { link.status.lastError?.contains("mismatch") == true }, "\(link.status)")
+        XCTAssertTrue(
+            try waitUntil(timeout: 5) { link.status.lastError?.contains("mismatch") == true }, "\(link.status)")
         XCTAssertFalse(link.isConnected)
         XCTAssertEqual(NATSSettings.host(of: "tls://u:p@[::1]:4222"), "::1")
         XCTAssertEqual(NATSSettings.host(of: "nats://nats.lan:4222"), "nats.lan")
@@ -193,7 +193,8 @@ final class NATSLinkTests: XCTestCase {
         for _ in 0..<3 { link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil) }
         link.publishTelemetry([("uptime_s", .int(1))], at: Int64(time(nil)))
         XCTAssertTrue(
-            try waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 }, "\(link.status)\n\(log.all)")
+            try waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 }, "\(link.status)\n\(log.all)"
+        )
         let st = link.status
         XCTAssertEqual(st.acknowledged, 4)
         XCTAssertEqual(st.jetStreamAcknowledged, 3, "the events by PubAck, the telemetry by flush")
@@ -410,7 +411,9 @@ final class NATSLinkTests: XCTestCase {
         try link.start()
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
-        XCTAssertTrue(try waitUntil(timeout: 8) { log.all.contains { $0.contains("libnats closed the connection") } }, "\(log.all)")
+        XCTAssertTrue(
+            try waitUntil(timeout: 8) { log.all.contains { $0.contains("libnats closed the connection") } },
+            "\(log.all)")
         XCTAssertEqual(link.status.credentials?.kind, .expired)
         XCTAssertTrue(log.all.contains { $0.contains("credentials: expired") })
         link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil)
@@ -423,8 +426,10 @@ final class NATSLinkTests: XCTestCase {
         XCTAssertEqual(try outbox.depth(), 1, "kept while disconnected")
         let fresh = try server.reissueDoorJWT(seconds: 120)
         try server.credentials.install(fresh, now: Int64(time(nil)))
-        XCTAssertTrue(try waitUntil(timeout: 20) { link.isConnected }, "rebuilt: \(String(describing: link.status.lastError))")
-        XCTAssertTrue(log.all.contains { $0.contains("the JWT file changed") }, "the new JWT file ends the backoff: \(log.all)")
+        XCTAssertTrue(
+            try waitUntil(timeout: 20) { link.isConnected }, "rebuilt: \(String(describing: link.status.lastError))")
+        XCTAssertTrue(
+            log.all.contains { $0.contains("the JWT file changed") }, "the new JWT file ends the backoff: \(log.all)")
         XCTAssertGreaterThanOrEqual(link.status.connections, 2)
         XCTAssertEqual(link.status.credentials?.kind, .ok)
         XCTAssertTrue(try waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 })

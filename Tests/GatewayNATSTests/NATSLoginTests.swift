@@ -19,7 +19,6 @@ final class NATSLoginTests: XCTestCase {
             eventPayload: NATSLinkTests.eventPayload)
     }
 
-
     /// The door's events reach a peer of the same server.
     private func assertEventsArrive(_ server: LoginNATSServer, _ login: NATSLogin) throws {
         let peer = try server.peer()
