@@ -3,6 +3,7 @@ import Foundation
 import GatewayConfig
 import GatewayMQTT
 import Logging
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -41,13 +42,12 @@ final class BrokerTests: XCTestCase {
         return try GatewayConfiguration.load(toml: toml).mqtt
     }
 
-    final class Outcomes: @unchecked Sendable {
-        let lock = NSLock()
-        var list: [RemoteOutcome] = []
-        func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
+    final class Outcomes: Sendable {
+        private let list = Mutex<[RemoteOutcome]>([])
+        func add(_ o: RemoteOutcome) { list.withLock { $0.append(o) } }
         func wait(count: Int, timeout: TimeInterval = 10) -> [RemoteOutcome] {
-            _ = try? waitUntil(timeout: timeout) { lock.withLock { list.count } >= count }
-            return lock.withLock { list }
+            _ = try? waitUntil(timeout: timeout) { list.withLock { $0.count } >= count }
+            return list.withLock { $0 }
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import GatewayConfig
 import GatewayMQTT
 import Logging
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -138,19 +139,19 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
     }
 
     /// What the daemon's handler hears: refusals (audited) and admin requests.
-    final class Heard: RemoteCommandHandler, @unchecked Sendable {
+    final class Heard: RemoteCommandHandler, Sendable {
         let policy: RemotePolicy
-        let lock = NSLock()
-        var outcomes: [RemoteOutcome] = []
-        var requests: [HomeAssistantAdminRequest] = []
+        private let heard = Mutex<(outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest])>(([], []))
+        var outcomes: [RemoteOutcome] { heard.withLock { $0.outcomes } }
+        var requests: [HomeAssistantAdminRequest] { heard.withLock { $0.requests } }
         init(_ policy: RemotePolicy) { self.policy = policy }
         func received(_ message: RemoteMessage) {
             let j = RemoteJudge.judge(
                 message, policy: policy, key: .absent, replay: ReplayGuard(),
                 now: WallClock(unixSeconds: Int64(time(nil)), synchronised: true))
-            lock.withLock {
-                if let o = j.outcome { outcomes.append(o) }
-                if let r = j.admin { requests.append(r) }
+            heard.withLock {
+                if let o = j.outcome { $0.outcomes.append(o) }
+                if let r = j.admin { $0.requests.append(r) }
             }
         }
         func wait(_ count: Int) -> (outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest]) {
@@ -159,8 +160,8 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
         func wait(until done: ([RemoteOutcome], [HomeAssistantAdminRequest]) -> Bool) -> (
             outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest]
         ) {
-            _ = try? waitUntil { lock.withLock { done(outcomes, requests) } }
-            return lock.withLock { (outcomes, requests) }
+            _ = try? waitUntil { heard.withLock { done($0.outcomes, $0.requests) } }
+            return heard.withLock { ($0.outcomes, $0.requests) }
         }
     }
 

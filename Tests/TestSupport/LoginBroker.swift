@@ -24,7 +24,7 @@ public final class LoginBroker {
         plainPort = try MosquittoBroker.freePort()
         try pki.makeCA("ca", cn: "addon-ca")
         try pki.makeCert("broker", cn: "localhost")
-        FileManager.default.createFile(atPath: path("passwd"), contents: nil)
+        _ = FileManager.default.createFile(atPath: path("passwd"), contents: nil)
         let pw = try Run.process(
             URL(fileURLWithPath: "/usr/bin/mosquitto_passwd"), ["-b", path("passwd"), Self.user, Self.password],
             timeout: 20)

@@ -57,7 +57,7 @@ public final class ServerProcess {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         if let stderr {
-            FileManager.default.createFile(atPath: stderr, contents: nil)
+            _ = FileManager.default.createFile(atPath: stderr, contents: nil)
             process.standardError = FileHandle(forWritingAtPath: stderr)
         } else {
             process.standardError = FileHandle.nullDevice
