@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Debian's mosquitto on a free loopback port, configured by the project's
 /// shipped `provisioning/mosquitto-doorgateway.conf` and `doorgateway.acl`
@@ -181,10 +182,9 @@ public final class MosquittoBroker {
         try Subscription(arguments: clientArguments(name) + ["-q", "1", "-t", topic, "-F", "%t|%r|%p"])
     }
 
-    public final class Subscription {
+    public final class Subscription: Sendable {
         let process = Process()
-        let lock = NSLock()
-        var buffer = Data()
+        let buffer = Mutex(Data())
         /// Returns once the broker has answered the subscription (SUBACK):
         /// `-d` makes mosquitto_sub print its protocol steps, `lines` leaves them
         /// out. It prints them with stdio, block-buffered into a pipe: `stdbuf
@@ -201,7 +201,7 @@ public final class MosquittoBroker {
             out.fileHandleForReading.readabilityHandler = { [weak self] h in
                 let d = h.availableData
                 guard let self else { return }
-                self.lock.withLock { self.buffer += d }
+                self.buffer.withLock { $0 += d }
             }
             try process.run()
             // Subscribed: a message published from now on is one it is sent (if
@@ -210,7 +210,7 @@ public final class MosquittoBroker {
             let deadline = Date() + 10 * TestTiming.scale
             while !subscribed && process.isRunning && Date() < deadline { usleep(10_000) }
             guard subscribed else {
-                let out = lock.withLock { String(decoding: buffer, as: UTF8.self) }
+                let out = buffer.withLock { String(decoding: $0, as: UTF8.self) }
                 throw NSError(
                     domain: "mosquitto_sub", code: 1,
                     userInfo: [NSLocalizedDescriptionKey: "no SUBACK (running: \(process.isRunning)): \(out)"])
@@ -221,7 +221,7 @@ public final class MosquittoBroker {
         /// mosquitto_sub's `-d` lines (protocol steps).
         var debugLines: [String] { allLines.filter(Self.isDebug) }
         private var allLines: [String] {
-            lock.withLock { String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init) }
+            buffer.withLock { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) }
         }
         private static func isDebug(_ line: String) -> Bool {
             line.hasPrefix("Client ") || line.hasPrefix("Subscribed (mid:")
