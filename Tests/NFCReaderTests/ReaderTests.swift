@@ -172,7 +172,7 @@ final class ReaderTests: XCTestCase {
         taps.close()
         sim.process.terminate()
         sim.process.waitUntilExit()
-        let trace = String(decoding: sim.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let trace = sim.stderrText
         let auths = trace.components(separatedBy: "\n").filter { $0.contains("host>") && $0.contains("d4 40 01 1b") }
         XCTAssertEqual(auths.count, 3, "PWD_AUTH only in the writes (protect, wrong password, right password)")
     }
