@@ -137,7 +137,7 @@ public final class NFCReader {
     /// or nil when none came.
     public func poll(identify: Bool = false) throws(ReaderError) -> TagRead? {
         guard let found = try autoPoll() else { return nil }
-        return try read(uid: found, identify: identify)
+        return try read(uid: found.uid, identify: identify)
     }
 
     /// Polls until a tag comes or `timeout` passes.
@@ -163,7 +163,7 @@ public final class NFCReader {
     }
 
     /// InAutoPoll for one type A (MIFARE-compatible) target; its UID.
-    private func autoPoll() throws(ReaderError) -> TagUID? {
+    func autoPoll() throws(ReaderError) -> (uid: TagUID, sak: UInt8)? {
         let chipBoundMs = Int32(Self.pollPeriodUnits) * 150
         let rx = try command([0x60, 0x01, Self.pollPeriodUnits, 0x10], timeoutMs: chipBoundMs + Self.hostMarginMs)
         guard let count = rx.first else { throw fail(.io("empty InAutoPoll answer")) }
@@ -174,7 +174,7 @@ public final class NFCReader {
         guard rx.count >= 8 + uidLength, [4, 7, 10].contains(uidLength) else {
             throw fail(.io("bad target data in InAutoPoll answer"))
         }
-        return TagUID(Array(rx[8..<(8 + uidLength)]))
+        return (TagUID(Array(rx[8..<(8 + uidLength)])), rx[6])
     }
 
     /// Reads what the NDEF message needs: the CC and the TLVs up to the end
