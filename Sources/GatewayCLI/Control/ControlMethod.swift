@@ -32,6 +32,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case tagsRevoke = "tags.revoke"
     case tagsExpire = "tags.expire"
     case tagsForget = "tags.forget"
+    /// A plain key fob or card enrolled by its UID (docs/ntag424.md "uid fobs").
+    case tagsEnrollUID = "tags.enroll_uid"
     case log
     case logVerify = "log.verify"
     /// A stream: the last rows, then each new one, until the client leaves.
@@ -55,7 +57,7 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
         switch self {
         case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup, .clockResetFloor, .fleetPublish, .fleetPull:
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull:
             return true
         default:
             return false

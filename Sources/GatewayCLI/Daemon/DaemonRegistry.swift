@@ -43,7 +43,7 @@ extension Daemon {
             return u
         }
         switch method {
-        case .tagsRevoke, .tagsExpire, .tagsForget:
+        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
             defer { homeAssistantAdmin?.registryChanged() }
             return try registryChange(method, p, now: now, uid: uid)
         case .tagsList:
@@ -84,6 +84,8 @@ extension Daemon {
             let u = try uid()
             try store.forget(uid: u)
             return .object([("forgotten", .string(u.hex))])
+        case .tagsEnrollUID:
+            return try enrollUID(p, now: now, uid: uid)
         default:
             throw DaemonError.request("unknown method \(method.rawValue)")
         }
