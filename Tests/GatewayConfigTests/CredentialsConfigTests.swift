@@ -31,12 +31,15 @@ final class CredentialsConfigTests: XCTestCase {
         let stock = try GatewayConfiguration.load(toml: base)
         XCTAssertEqual(stock.door.actions.count, 4)
         for a in stock.door.actions { XCTAssertEqual(a.credentials, [.ntag424, .stickerV2, .stickerV1]) }
-        XCTAssertEqual(try GatewayConfiguration.load(toml: action("")).door.actions[0].credentials, [
-            .ntag424, .stickerV2, .stickerV1,
-        ])
+        XCTAssertEqual(
+            try GatewayConfiguration.load(toml: action("")).door.actions[0].credentials,
+            [
+                .ntag424, .stickerV2, .stickerV1,
+            ])
         let shed = try GatewayConfiguration.load(toml: action("credentials = [\"uid\", \"ntag424\"]\n"))
         XCTAssertEqual(shed.door.actions[0].credentials, [.uid, .ntag424])
-        XCTAssertEqual(try GatewayConfiguration.load(toml: action("credentials = []\n")).door.actions[0].credentials, [])
+        XCTAssertEqual(
+            try GatewayConfiguration.load(toml: action("credentials = []\n")).door.actions[0].credentials, [])
     }
 
     func testTheExampleSpellsOutTheDefault() throws {

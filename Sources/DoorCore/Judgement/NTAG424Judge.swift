@@ -151,6 +151,7 @@ public enum UIDFobJudge {
         if let why = policy.policy.denial(actionSchedule: definition.schedule, tag: row, wall: policy.wall) {
             return deny(why.rawValue, lockout: false)
         }
-        return TagPresentation(uid: uid, content: .ours, verdict: .grant(action: action, reason: TapDenial.weakCredential))
+        return TagPresentation(
+            uid: uid, content: .ours, verdict: .grant(action: action, reason: TapDenial.weakCredential))
     }
 }

@@ -53,11 +53,17 @@ extension Daemon {
         runtime.note(
             DoorEvent(.provisioningWritten, reason: "uid_enrolled", action: action, uid: u, source: "control"),
             detail: "kind uid (weak credential)")
-        var answer: [(String, JSONValue)] = [("enrolled", .string(u.hex)), ("action", .int(action)), ("kind", .string("uid"))]
+        var answer: [(String, JSONValue)] = [
+            ("enrolled", .string(u.hex)), ("action", .int(action)), ("kind", .string("uid")),
+        ]
         if !definition.credentials.contains(.uid) {
             answer.append(
-                ("warning",
-                 .string("action \(action) does not list \"uid\" in its credentials: this fob opens nothing until it does")))
+                (
+                    "warning",
+                    .string(
+                        "action \(action) does not list \"uid\" in its credentials: this fob opens nothing until it does"
+                    )
+                ))
         }
         return .object(answer)
     }
