@@ -11,7 +11,7 @@ struct TagsEnrollUID: ParsableCommand {
         discussion: """
             The fob opens the action only when its `credentials` list "uid" (gateway.toml); \
             each grant is audited as weak_credential. Nothing is written to the fob. \
-            `gatewayctl reader scan` shows a fob's UID; `gatewayctl tags revoke UID` undoes this.
+            A fob's first tap shows its UID in the audit log (gatewayctl log); `gatewayctl tags revoke UID` undoes this.
             """)
     @OptionGroup var socket: SocketOptions
     @Option(help: "Action index.") var action: Int
