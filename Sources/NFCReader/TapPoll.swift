@@ -33,6 +33,14 @@ extension NFCReader {
     /// read as a Type 2 tag, as `poll()` does. nil when no tag is in the field.
     public func pollTap(ntag424Key: (TagUID) -> [UInt8]?) throws(ReaderError) -> PolledTap? {
         guard let found = try autoPoll() else { return nil }
+        if found.sak & 0x20 == 0 && found.sak & 0x08 != 0 {
+            // MIFARE Classic (SAK 08/18/09…): no NDEF to read without its sector
+            // keys; a `uid` fob at most (docs/ntag424.md). Untested: the emulator has no Classic.
+            return .type2(
+                TagRead(
+                    uid: found.uid, type: nil, capabilityContainer: nil, ndef: nil, message: nil,
+                    decodeError: "MIFARE Classic (SAK \(Hex.encode([found.sak]))): not read", bytesRead: 0))
+        }
         guard found.sak & 0x20 != 0 else { return .type2(try read(uid: found.uid)) }
         do {
             guard let tap = try tapNTAG424(key: ntag424Key) else { return nil }
