@@ -393,7 +393,7 @@ final class DoorRuntime: @unchecked Sendable {
                 uid: uid, action: job.action, secretID: secret.id, label: job.label,
                 limits: TagLimits(
                     validFrom: job.validFrom, validUntil: job.validUntil, uses: job.uses, schedule: job.schedule),
-                now: wall)
+                kind: .stickerV2, now: wall)
             guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
             reader?.requestWrite(
                 .init(
