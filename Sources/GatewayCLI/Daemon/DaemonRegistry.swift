@@ -27,7 +27,7 @@ extension IssuedTag {
             ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
             ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
             ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
-            ("schedule", .optional(schedule)),
+            ("schedule", .optional(schedule)), ("kind", .optional(kind?.rawValue)),
         ])
     }
 }

@@ -19,10 +19,17 @@ final class LibnfcReaderPort: TagReaderPort {
 
     func waitForTag(timeout: Duration) throws -> ReadTag? {
         guard let tag = try reader.poll() else { return nil }
+        isoDep = tag.isoDep ? tag.uid : nil
+        if tag.isoDep { return ReadTag(uid: tag.uid, message: nil, typeName: ReadTag.ntag424) }
         return ReadTag(uid: tag.uid, message: tag.message, typeName: tag.type?.rawValue ?? "unknown")
     }
 
-    func isPresent(_ uid: TagUID) throws -> Bool { try reader.isPresent(uid) }
+    /// The ISO-DEP target last polled (its presence is checked by activation, not READ).
+    private var isoDep: TagUID?
+
+    func isPresent(_ uid: TagUID) throws -> Bool {
+        uid == isoDep ? try reader.isPresentISODep(uid) : try reader.isPresent(uid)
+    }
 
     func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws {
         // A tag protected earlier is authenticated with the device key's
