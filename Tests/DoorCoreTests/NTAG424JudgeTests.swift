@@ -74,6 +74,9 @@ final class NTAG424JudgeTests: XCTestCase {
             verdict(ok, uri: try sun(counter: 9), proof: .refused("91AE"), stored: &stored), "deny auth_failed")
         XCTAssertEqual(verdict(ok, uri: try sun(counter: 9), proof: .notTried, stored: &stored), "deny auth_failed")
         XCTAssertEqual(
+            verdict(Registry(row: nil), uri: nil, proof: .torn, stored: &stored), "deny tag_lost (not counted)",
+            "a tear is no attempt")
+        XCTAssertEqual(
             verdict(
                 ok, uri: try sun(counter: 9), proof: .authenticated(cardUID: [4, 0, 0, 0, 0, 0, 1]), stored: &stored),
             "deny uid_mismatch", "a faked anticollision UID")

@@ -6,7 +6,7 @@ import XCTest
 
 /// `NFCReader.pollTap` through the real libnfc against pn532-sim: an NTAG21x
 /// is read as a sticker, an NTAG 424 DNA is tapped (NDEF, then EV2 with the
-/// key given for its UID), and an ISO-DEP target's presence is an APDU.
+/// key given for its UID), and an ISO-DEP target's presence follows it.
 final class TapPollTests: XCTestCase {
     let ntag = TagUID(hex: "04A1B2C3D4E5F6")!
     let dna = TagUID(hex: "04DE5F1EACC040")!
@@ -52,9 +52,9 @@ final class TapPollTests: XCTestCase {
         }
         XCTAssertEqual(tap.proof, .authenticated(cardUID: dna.bytes))
         XCTAssertEqual(asked, [dna], "the key is asked for the anticollision UID")
-        XCTAssertTrue(try reader.isPresentISODEP())
+        XCTAssertTrue(try reader.isPresentISODep(dna))
         _ = try sim.control("remove")
-        XCTAssertFalse(try reader.isPresentISODEP())
+        XCTAssertFalse(try reader.isPresentISODep(dna))
         XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
         guard case .ntag424(let refused) = try XCTUnwrap(try reader.pollTap { _ in Array(repeating: 7, count: 16) })
         else {

@@ -125,6 +125,8 @@ public struct DoorEvent: Equatable, Sendable {
         case configurationReloaded = "configuration_reloaded"
         /// A tag revoked from Home Assistant's admin screen.
         case tagRevoked = "tag_revoked"
+        /// An NTAG 424 DNA returned to factory keys (`gatewayctl provision reset`).
+        case tagReset = "tag_reset"
     }
     public var kind: Kind
     public var reason: String?

@@ -8,6 +8,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case mode
     case provision
     case provisionCancel = "provision.cancel"
+    /// An NTAG 424 DNA of ours back to factory keys (docs/ntag424.md).
+    case provisionReset = "provision.reset"
     case lockoutStatus = "lockout.status"
     case lockoutClear = "lockout.clear"
     case feedbackPlay = "feedback.play"
@@ -55,7 +57,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     /// Whose use is logged with the caller (reads are not).
     var changesState: Bool {
         switch self {
-        case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
+        case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
+            .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
             .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull:
             return true

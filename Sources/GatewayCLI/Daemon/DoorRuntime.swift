@@ -34,6 +34,9 @@ final class DoorRuntime: @unchecked Sendable {
     private(set) var lastUnlock: MonotonicInstant?
     /// Set once at wiring, before `start()`.
     var reader: ReaderLoop?
+    /// The NTAG 424 DNA last seen arriving, and the provisioning job the reader runs for one (NTAG424Door.swift).
+    var lastNTAG424: TagUID?
+    var ntag424Job: ProvisioningJob?
     /// Every event, after the audit log has it (MQTT's outbox).
     var publish: ((DoorEvent, Int64) -> Void)?
     /// The device report of compat command 5.
@@ -197,6 +200,7 @@ final class DoorRuntime: @unchecked Sendable {
                 readerState = .ok
                 stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
+            case .ntag424Provisioned(let uid, let result): ntag424Provisioned(uid: uid, result)
             }
         }
     }
@@ -213,6 +217,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func tagArrived(_ tag: ReadTag) {
         if !readerState.isOK { readerState = .ok }
+        lastNTAG424 = tag.typeName == ReadTag.ntag424 ? tag.uid : nil
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -223,7 +228,7 @@ final class DoorRuntime: @unchecked Sendable {
         clockFloor.observe(wall)
         let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
         var presentation: TagPresentation
-        if let tap = tag.ntag424 {
+        if let tap = tag.ntag424Tap {
             presentation = judgeNTAG424(tap, wall: wall, policy: policy)
         } else {
             presentation =
@@ -416,6 +421,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// (created on first use); the registry row is pending before the write.
     private func beginWrite(_ job: ProvisioningJob) {
         guard let uid = job.uid else { return }
+        if uid == lastNTAG424 { return beginNTAG424(job, uid: uid) }
         let wall = Int64(time(nil))
         do {
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
