@@ -129,6 +129,8 @@ public struct DoorEvent: Equatable, Sendable {
         case tagExpirySet = "tag_expiry_set"
         /// A tag's registry row deleted (`gatewayctl tags forget`).
         case tagForgotten = "tag_forgotten"
+        /// An NTAG 424 DNA returned to factory keys (`gatewayctl provision reset`).
+        case tagReset = "tag_reset"
     }
     public var kind: Kind
     public var reason: String?

@@ -9,7 +9,7 @@ struct StoreRegistry: StickerRegistry {
         try store.issuedTag(uid).map {
             RegistryRow(
                 state: $0.state.rawValue, validUntil: $0.validUntil, validFrom: $0.validFrom, usesLeft: $0.usesLeft,
-                schedule: $0.schedule)
+                schedule: $0.schedule, kind: $0.kind?.rawValue, action: $0.action)
         }
     }
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
@@ -27,7 +27,7 @@ extension IssuedTag {
             ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
             ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
             ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
-            ("schedule", .optional(schedule)),
+            ("schedule", .optional(schedule)), ("kind", .optional(kind?.rawValue)),
         ])
     }
 }
@@ -43,7 +43,7 @@ extension Daemon {
             return u
         }
         switch method {
-        case .tagsRevoke, .tagsExpire, .tagsForget:
+        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
             defer { homeAssistantAdmin?.registryChanged() }
             return try registryChange(method, p, now: now, source: "control:uid=\(peer.uid)", uid: uid)
         case .tagsList:
@@ -94,6 +94,8 @@ extension Daemon {
             try store.forget(uid: u)
             runtime.note(DoorEvent(.tagForgotten, uid: u, source: source), detail: "registry row deleted")
             return .object([("forgotten", .string(u.hex))])
+        case .tagsEnrollUID:
+            return try enrollUID(p, now: now, source: source, uid: uid)
         default:
             throw DaemonError.request("unknown method \(method.rawValue)")
         }
