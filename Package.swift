@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "GatewayCLI", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "GatewayStore", "NFCReader", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
         .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
         .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),

@@ -414,7 +414,7 @@ struct SimCommand: ParsableCommand {
 struct TagsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tags", abstract: "The issued-tag registry and revocations.",
-        subcommands: [List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self])
+        subcommands: [List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self, TagsEnrollUID.self])
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Issued tags and revocations.")
         @OptionGroup var socket: SocketOptions

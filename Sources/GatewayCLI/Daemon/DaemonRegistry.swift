@@ -9,7 +9,7 @@ struct StoreRegistry: StickerRegistry {
         try store.issuedTag(uid).map {
             RegistryRow(
                 state: $0.state.rawValue, validUntil: $0.validUntil, validFrom: $0.validFrom, usesLeft: $0.usesLeft,
-                schedule: $0.schedule)
+                schedule: $0.schedule, kind: $0.kind?.rawValue, action: $0.action)
         }
     }
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
@@ -43,7 +43,7 @@ extension Daemon {
             return u
         }
         switch method {
-        case .tagsRevoke, .tagsExpire, .tagsForget:
+        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
             defer { homeAssistantAdmin?.registryChanged() }
             return try registryChange(method, p, now: now, uid: uid)
         case .tagsList:
@@ -84,6 +84,8 @@ extension Daemon {
             let u = try uid()
             try store.forget(uid: u)
             return .object([("forgotten", .string(u.hex))])
+        case .tagsEnrollUID:
+            return try enrollUID(p, now: now, uid: uid)
         default:
             throw DaemonError.request("unknown method \(method.rawValue)")
         }

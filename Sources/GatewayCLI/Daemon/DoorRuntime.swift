@@ -217,7 +217,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func tagArrived(_ tag: ReadTag) {
         if !readerState.isOK { readerState = .ok }
-        lastNTAG424 = tag.typeName == ReadTag.ntag424 ? tag.uid : nil
+        lastNTAG424 = tag.ntag424 != nil ? tag.uid : nil
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -226,11 +226,18 @@ final class DoorRuntime: @unchecked Sendable {
             secrets = []
         }
         clockFloor.observe(wall)
-        let result = TagJudgement.judge(
-            uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
-            registry: registry, now: clockFloor.expiryTime(wall),
-            policy: TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall))
-        var presentation = result.presentation
+        let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
+        var presentation: TagPresentation
+        if let tap = tag.ntag424 {
+            presentation = judgeNTAG424(tap, wall: wall, policy: policy)
+        } else {
+            presentation =
+                TagJudgement.judge(
+                    uid: tag.uid, message: tag.message, secrets: secrets,
+                    actionCount: configuration.door.actions.count,
+                    registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+                ).presentation
+        }
         if presentation.content == .ours, case .grant = presentation.verdict {
             presentation = takeUse(presentation, wall: wall)
         }
@@ -241,6 +248,30 @@ final class DoorRuntime: @unchecked Sendable {
         }
         lastTag = (tag.uid, presentation.content.rawValue, verdictText)
         handle(.tagArrived(presentation))
+    }
+
+    /// An NTAG 424 DNA's tap (docs/ntag424.md). Its SUN counter is checked
+    /// and stored here, in one store transaction that is on disk before the
+    /// machine sees the tap (and so before the relay moves): a decision-relevant
+    /// write, like a guest pass's use.
+    private func judgeNTAG424(_ tap: NTAG424TapFacts, wall: WallClock, policy: TapPolicy) -> TagPresentation {
+        let siteKey: [UInt8]?
+        do { siteKey = try store.ntag424SiteKey()?.key } catch {
+            log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+            return TagPresentation(
+                uid: tap.uid, content: .ours,
+                verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
+        }
+        return TagJudgement.judgeNTAG424(
+            tap, siteKey: siteKey, registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+        ) { [store, log] uid, counter in
+            switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall.unixSeconds) {
+            case .accepted: return true
+            case .replayed(let last):
+                log.warning("NTAG 424 \(uid.hex): SUN counter \(counter) not above \(last) (replayed or rolled back)")
+                return false
+            }
+        }
     }
 
     /// A granted tap of ours: a guest pass's use is taken (durably, in the

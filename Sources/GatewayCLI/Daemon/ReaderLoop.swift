@@ -8,8 +8,8 @@ struct ReadTag: Equatable {
     var uid: TagUID
     var message: NDEFMessage?
     var typeName: String
-    /// `typeName` of an ISO-DEP target (an NTAG 424 DNA): nothing read yet.
-    static let ntag424 = "ntag424"
+    /// An NTAG 424 DNA's tap (docs/ntag424.md): judged by `NTAG424Judge`, not as a sticker.
+    var ntag424: NTAG424TapFacts? = nil
 }
 
 /// The reader adapter as the daemon uses it (NFCReader implements it; tests
