@@ -1,5 +1,7 @@
 import DoorCore
 import Foundation
+import GatewayStore
+import NFCReader
 import TestSupport
 import XCTest
 
@@ -128,6 +130,62 @@ final class NTAG424ProvisioningTests: XCTestCase {
         // 42 exchanges of provisioning at every third point: at least 10 tears land inside it.
         XCTAssertGreaterThanOrEqual(torn, 10, "the points cover the provisioning itself")
         XCTAssertEqual(g.stop(), 0)
+    }
+
+    /// docs/security.md "NTAG 424 provisioning at the door": a 424 that holds
+    /// another issuer's keys (here another site's master key) is neither taken
+    /// over by provisioning nor reset: no row, and its keys are unchanged. The
+    /// door's site key is never in its log.
+    func testAnother424sKeysAreNeitherTakenOverNorResetAndTheSiteKeyIsNeverLogged() throws {
+        let sim = try PN532SimProcess()
+        let uid = TagUID(hex: "04AB5F1EACC0CD")!
+        let theirs = [UInt8](repeating: 0x3C, count: 16)
+        XCTAssertTrue(try sim.control("insert ntag424 \(uid.hex)").hasPrefix("ok"))
+        func theirReader() throws -> NFCReader {
+            let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+            try reader.open()
+            return reader
+        }
+        do {
+            let reader = try theirReader()
+            defer { reader.close() }
+            XCTAssertNotNil(try reader.provisionNTAG424(masterKey: theirs, base: "https://other.example/t"))
+        }
+        _ = try sim.control("remove")
+
+        let g = try GatewayUnderTest()
+        var toml = try String(contentsOf: g.configFile, encoding: .utf8)
+        toml = toml.replacingOccurrences(
+            of: "simulator = \"spawn\"", with: "simulator = \"\(sim.socket)\"\nconnstring = \"pn532_uart:\(sim.tty)\"")
+        try toml.write(to: g.configFile, atomically: true, encoding: .utf8)
+        try g.start()
+        var seen = try g.eventCount()
+        try g.ctlJSON(["provision", "--action", "0", "--label", "take-over"])
+        try g.waitForEvent("provisioning_armed", after: seen)
+        XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+        let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+        XCTAssertEqual(failed["reason"]?.stringValue, "foreign_content", "\(failed)")
+        XCTAssertNil(try tag(g, uid.hex), "no row for a tag the door could not provision")
+        // Reset refuses it too.
+        seen = try g.eventCount()
+        let reset = try g.ctl(["provision", "reset"])
+        XCTAssertNotEqual(reset.status, 0, reset.stdout)
+        XCTAssertTrue(reset.stderr.contains("foreign_content"), reset.stderr)
+        XCTAssertFalse(try g.auditKinds().dropFirst(seen).contains("tag_reset"))
+        XCTAssertEqual(g.stop(), 0)
+
+        // The tag still answers to its issuer's keys, as before.
+        let reader = try theirReader()
+        defer { reader.close() }
+        let tap = try XCTUnwrap(
+            try reader.tapNTAG424(key: { try? NTAG424.tagKey(masterKey: theirs, uid: $0.bytes, keyNumber: 0) }))
+        XCTAssertEqual(tap.proof, .authenticated(cardUID: uid.bytes))
+        XCTAssertTrue(try tap.message?.firstURI().hasPrefix("https://other.example/t?e=") == true)
+        // The door generated its site key for the attempt; no form of it is in its log.
+        let key = try XCTUnwrap(try GatewayStore(stateDirectory: g.dir.path + "/state").ntag424SiteKey()).key
+        for form in [Hex.encode(key), Hex.encode(key, uppercase: true)] {
+            XCTAssertFalse(g.log.contains(form), "the site key is in the log")
+        }
     }
 
     /// The first event of `kinds` after `after`, or nil when none came within `seconds`.
