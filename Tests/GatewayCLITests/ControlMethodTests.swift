@@ -19,6 +19,8 @@ final class ControlMethodTests: XCTestCase {
         "clock.reset_floor",
         // docs/policy.md.
         "policy.explain",
+        // An NTAG 424 back to factory keys (docs/ntag424.md).
+        "provision.reset",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -51,6 +53,8 @@ final class ControlMethodTests: XCTestCase {
             "fleet.publish", "fleet.pull",
             // Lowering the clock floor changes what expiry and replay checks accept.
             "clock.reset_floor",
+            // An NTAG 424 DNA reset to factory keys, its row marked.
+            "provision.reset",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }
