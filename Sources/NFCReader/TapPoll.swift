@@ -10,15 +10,18 @@ public enum PolledTap: Equatable, Sendable {
     case ntag424(NTAG424Tap)
     /// SAK bit 5 set but not an NTAG 424 DNA (a bank card, a DESFire fob): its UID, and why.
     case otherISODEP(TagUID, String)
+    /// An ISO-DEP target that left during the tap (a tear): its UID, nothing proved.
+    case torn(TagUID)
 
     public var uid: TagUID {
         switch self {
         case .type2(let t): return t.uid
         case .ntag424(let t): return t.uid
         case .otherISODEP(let u, _): return u
+        case .torn(let u): return u
         }
     }
-    /// Whether presence is checked with an APDU (ISO-DEP) rather than a Type 2 READ.
+    /// Whether presence is checked by activation (`isPresentISODep`) rather than a Type 2 READ.
     public var isISODEP: Bool {
         if case .type2 = self { return false }
         return true
@@ -33,26 +36,23 @@ extension NFCReader {
     /// read as a Type 2 tag, as `poll()` does. nil when no tag is in the field.
     public func pollTap(ntag424Key: (TagUID) -> [UInt8]?) throws(ReaderError) -> PolledTap? {
         guard let found = try autoPoll() else { return nil }
+        if found.sak & 0x20 == 0 && found.sak & 0x08 != 0 {
+            // MIFARE Classic (SAK 08/18/09…): no NDEF to read without its sector
+            // keys; a `uid` fob at most (docs/ntag424.md). Untested: the emulator has no Classic.
+            return .type2(
+                TagRead(
+                    uid: found.uid, type: nil, capabilityContainer: nil, ndef: nil, message: nil,
+                    decodeError: "MIFARE Classic (SAK \(Hex.encode([found.sak]))): not read", bytesRead: 0))
+        }
         guard found.sak & 0x20 != 0 else { return .type2(try read(uid: found.uid)) }
         do {
-            guard let tap = try tapNTAG424(key: ntag424Key) else { return nil }
+            // It answered InAutoPoll but not the activation with RATS: it left.
+            guard let tap = try tapNTAG424(key: ntag424Key) else { return .torn(found.uid) }
             return .ntag424(tap)
         } catch .notNTAG424(let why) {
             return .otherISODEP(found.uid, why)
-        }
-    }
-
-    /// Whether the activated ISO-DEP target still answers: ISOSelectFile of
-    /// the NDEF application (any status word is an answer; it touches no
-    /// file, so it advances no SDM read counter).
-    public func isPresentISODEP() throws(ReaderError) -> Bool {
-        do {
-            _ = try apdu(Self.selectNDEFApplication)
-            return true
         } catch .tagLost {
-            return false
-        } catch .nak {
-            return false
+            return .torn(found.uid)
         }
     }
 }

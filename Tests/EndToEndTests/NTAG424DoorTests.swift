@@ -85,7 +85,8 @@ final class NTAG424DoorTests: XCTestCase {
             let store = try GatewayStore(stateDirectory: door.dir.path + "/state")
             try store.setNTAG424SiteKey(Self.siteKey, origin: .imported, now: 1)
             try store.syncActions([
-                ActionDefinition(index: 0, name: "front", steps: []), ActionDefinition(index: 1, name: "shed", steps: []),
+                ActionDefinition(index: 0, name: "front", steps: []),
+                ActionDefinition(index: 1, name: "shed", steps: []),
             ])
             XCTAssertTrue(try sim.control("insert ntag424 \(tagA.hex)").hasPrefix("ok"))
             XCTAssertEqual(try provision(sim), 1, "the provisioning check read the first SUN")
@@ -148,7 +149,8 @@ final class NTAG424DoorTests: XCTestCase {
         XCTAssertEqual(try door.status()["outputs"]?["strike"]?.stringValue, "locked")
 
         // uid fobs: the shed lists "uid", the front door does not.
-        XCTAssertNotNil(try door.ctlJSON(["tags", "enroll-uid", "--action", "1", "--label", "shed", shedFob.hex])["enrolled"])
+        XCTAssertNotNil(
+            try door.ctlJSON(["tags", "enroll-uid", "--action", "1", "--label", "shed", shedFob.hex])["enrolled"])
         let warned = try door.ctlJSON(["tags", "enroll-uid", "--action", "0", frontFob.hex])
         XCTAssertNotNil(warned["warning"], "enrolling for an action without uid says it opens nothing: \(warned)")
         seen = try door.eventCount()

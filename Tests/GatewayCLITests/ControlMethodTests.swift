@@ -19,8 +19,8 @@ final class ControlMethodTests: XCTestCase {
         "clock.reset_floor",
         // docs/policy.md.
         "policy.explain",
-        // An NTAG 424 back to factory keys (docs/ntag424.md).
-        "provision.reset",
+        // docs/ntag424.md "uid fobs", and `provision reset` of a 424.
+        "tags.enroll_uid", "provision.reset",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -53,8 +53,8 @@ final class ControlMethodTests: XCTestCase {
             "fleet.publish", "fleet.pull",
             // Lowering the clock floor changes what expiry and replay checks accept.
             "clock.reset_floor",
-            // An NTAG 424 DNA reset to factory keys, its row marked.
-            "provision.reset",
+            // A fob enrolled opens where "uid" is listed; a 424 reset to factory keys.
+            "tags.enroll_uid", "provision.reset",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -22,8 +22,7 @@ final class CredentialsConfigTests: XCTestCase {
             _ = try GatewayConfiguration.load(toml: toml)
             return ""
         } catch {
-            return (error as? ConfigError)?.issues.map { $0.formatted(file: "g.toml") }.joined(separator: "\n")
-                ?? "\(error)"
+            return error.issues.map { $0.formatted(file: "g.toml") }.joined(separator: "\n")
         }
     }
 
@@ -31,12 +30,15 @@ final class CredentialsConfigTests: XCTestCase {
         let stock = try GatewayConfiguration.load(toml: base)
         XCTAssertEqual(stock.door.actions.count, 4)
         for a in stock.door.actions { XCTAssertEqual(a.credentials, [.ntag424, .stickerV2, .stickerV1]) }
-        XCTAssertEqual(try GatewayConfiguration.load(toml: action("")).door.actions[0].credentials, [
-            .ntag424, .stickerV2, .stickerV1,
-        ])
+        XCTAssertEqual(
+            try GatewayConfiguration.load(toml: action("")).door.actions[0].credentials,
+            [
+                .ntag424, .stickerV2, .stickerV1,
+            ])
         let shed = try GatewayConfiguration.load(toml: action("credentials = [\"uid\", \"ntag424\"]\n"))
         XCTAssertEqual(shed.door.actions[0].credentials, [.uid, .ntag424])
-        XCTAssertEqual(try GatewayConfiguration.load(toml: action("credentials = []\n")).door.actions[0].credentials, [])
+        XCTAssertEqual(
+            try GatewayConfiguration.load(toml: action("credentials = []\n")).door.actions[0].credentials, [])
     }
 
     func testTheExampleSpellsOutTheDefault() throws {

@@ -14,6 +14,8 @@ public enum TapDenial {
     public static let uidMismatch = "uid_mismatch"
     /// A SUN URL on a tag that is not an NTAG 424 DNA: a copy of one's NDEF.
     public static let sunCopy = "sun_copy"
+    /// The tag left the field before the tap finished (not counted toward lockout).
+    public static let tagLost = "tag_lost"
     /// The store could not be read or written: fail closed.
     public static let registryUnavailable = "registry_unavailable"
     /// The grant reason of a `uid` fob: it opened, but on its UID alone.
@@ -31,6 +33,8 @@ public struct NTAG424TapFacts: Equatable, Sendable {
         case refused(String)
         /// Not tried (the door has no site key).
         case notTried
+        /// The tag left before the tap finished (a tear): nothing proved, nothing attempted.
+        case torn
     }
     /// The anticollision UID.
     public var uid: TagUID
@@ -61,6 +65,8 @@ public enum NTAG424Judge {
         func deny(_ reason: String, lockout: Bool = true) -> TagPresentation {
             TagPresentation(uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: lockout))
         }
+        // A torn tap is no attempt at anything: denied, not counted.
+        if tap.proof == .torn { return deny(TapDenial.tagLost, lockout: false) }
         let row: IssuedTagView
         do {
             if try registry.isRevoked(uid: uid, signature: nil) { return deny("revoked") }
@@ -78,7 +84,7 @@ public enum NTAG424Judge {
         guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
         if let until = row.validUntil, now > until { return deny("expired") }
         switch tap.proof {
-        case .notTried, .refused: return deny(TapDenial.authFailed)
+        case .notTried, .refused, .torn: return deny(TapDenial.authFailed)
         case .authenticated(let cardUID):
             guard cardUID == uid.bytes else { return deny(TapDenial.uidMismatch) }
         }
@@ -151,6 +157,7 @@ public enum UIDFobJudge {
         if let why = policy.policy.denial(actionSchedule: definition.schedule, tag: row, wall: policy.wall) {
             return deny(why.rawValue, lockout: false)
         }
-        return TagPresentation(uid: uid, content: .ours, verdict: .grant(action: action, reason: TapDenial.weakCredential))
+        return TagPresentation(
+            uid: uid, content: .ours, verdict: .grant(action: action, reason: TapDenial.weakCredential))
     }
 }

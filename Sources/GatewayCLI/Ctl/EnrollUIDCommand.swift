@@ -11,7 +11,7 @@ struct TagsEnrollUID: ParsableCommand {
         discussion: """
             The fob opens the action only when its `credentials` list "uid" (gateway.toml); \
             each grant is audited as weak_credential. Nothing is written to the fob. \
-            `gatewayctl reader scan` shows a fob's UID; `gatewayctl tags revoke UID` undoes this.
+            A fob's first tap shows its UID in the audit log (gatewayctl log); `gatewayctl tags revoke UID` undoes this.
             """)
     @OptionGroup var socket: SocketOptions
     @Option(help: "Action index.") var action: Int
@@ -53,11 +53,17 @@ extension Daemon {
         runtime.note(
             DoorEvent(.provisioningWritten, reason: "uid_enrolled", action: action, uid: u, source: "control"),
             detail: "kind uid (weak credential)")
-        var answer: [(String, JSONValue)] = [("enrolled", .string(u.hex)), ("action", .int(action)), ("kind", .string("uid"))]
+        var answer: [(String, JSONValue)] = [
+            ("enrolled", .string(u.hex)), ("action", .int(action)), ("kind", .string("uid")),
+        ]
         if !definition.credentials.contains(.uid) {
             answer.append(
-                ("warning",
-                 .string("action \(action) does not list \"uid\" in its credentials: this fob opens nothing until it does")))
+                (
+                    "warning",
+                    .string(
+                        "action \(action) does not list \"uid\" in its credentials: this fob opens nothing until it does"
+                    )
+                ))
         }
         return .object(answer)
     }

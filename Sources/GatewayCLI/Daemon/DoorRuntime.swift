@@ -217,7 +217,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func tagArrived(_ tag: ReadTag) {
         if !readerState.isOK { readerState = .ok }
-        lastNTAG424 = tag.ntag424 != nil ? tag.uid : nil
+        lastNTAG424 = tag.ntag424Tap != nil ? tag.uid : nil
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -228,7 +228,7 @@ final class DoorRuntime: @unchecked Sendable {
         clockFloor.observe(wall)
         let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
         var presentation: TagPresentation
-        if let tap = tag.ntag424 {
+        if let tap = tag.ntag424Tap {
             presentation = judgeNTAG424(tap, wall: wall, policy: policy)
         } else {
             presentation =

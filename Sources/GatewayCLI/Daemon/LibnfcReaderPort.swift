@@ -11,8 +11,6 @@ final class LibnfcReaderPort: TagReaderPort {
     /// The NTAG 424 site master key (docs/ntag424.md), read at each 424 tap
     /// (nil: none yet, so no 424 can prove a key). Never logged.
     let siteKey: () -> [UInt8]?
-    /// The tag in the field answered as ISO-DEP: presence is an APDU, not a READ.
-    private var presentIsISODEP = false
 
     init(connstring: String, authLimit: Int, log: Logger, siteKey: @escaping () -> [UInt8]? = { nil }) {
         reader = NFCReader(connstring: connstring)
@@ -31,7 +29,7 @@ final class LibnfcReaderPort: TagReaderPort {
             return try? NTAG424.tagKey(masterKey: master, uid: uid.bytes, keyNumber: 0)
         }
         guard let polled = try reader.pollTap(ntag424Key: key) else { return nil }
-        presentIsISODEP = polled.isISODEP
+        isoDep = polled.isISODEP ? polled.uid : nil
         switch polled {
         case .type2(let tag):
             return ReadTag(uid: tag.uid, message: tag.message, typeName: tag.type?.rawValue ?? "unknown")
@@ -44,15 +42,22 @@ final class LibnfcReaderPort: TagReaderPort {
             }
             let uri = tap.message?.records.lazy.compactMap { try? $0.uri() }.first
             return ReadTag(
-                uid: tap.uid, message: tap.message, typeName: "NTAG 424 DNA",
-                ntag424: NTAG424TapFacts(uid: tap.uid, uri: uri, proof: proof))
+                uid: tap.uid, message: tap.message, typeName: ReadTag.ntag424,
+                ntag424Tap: NTAG424TapFacts(uid: tap.uid, uri: uri, proof: proof))
+        case .torn(let uid):
+            return ReadTag(
+                uid: uid, message: nil, typeName: ReadTag.ntag424,
+                ntag424Tap: NTAG424TapFacts(uid: uid, uri: nil, proof: .torn))
         case .otherISODEP(let uid, _):
-            return ReadTag(uid: uid, message: nil, typeName: "ISO-DEP")
+            return ReadTag(uid: uid, message: nil, typeName: ReadTag.ntag424)
         }
     }
 
+    /// The ISO-DEP target last polled (its presence is checked by activation, not READ).
+    private var isoDep: TagUID?
+
     func isPresent(_ uid: TagUID) throws -> Bool {
-        presentIsISODEP ? try reader.isPresentISODEP() : try reader.isPresent(uid)
+        uid == isoDep ? try reader.isPresentISODep(uid) : try reader.isPresent(uid)
     }
 
     func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws {

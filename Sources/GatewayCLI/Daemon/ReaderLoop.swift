@@ -9,7 +9,9 @@ struct ReadTag: Equatable {
     var message: NDEFMessage?
     var typeName: String
     /// An NTAG 424 DNA's tap (docs/ntag424.md): judged by `NTAG424Judge`, not as a sticker.
-    var ntag424: NTAG424TapFacts? = nil
+    var ntag424Tap: NTAG424TapFacts? = nil
+    /// `typeName` of an ISO-DEP target (an NTAG 424 DNA, or another ISO-DEP card).
+    static let ntag424 = "ntag424"
 }
 
 /// The reader adapter as the daemon uses it (NFCReader implements it; tests
