@@ -132,6 +132,41 @@ final class NTAG424ProvisioningTests: XCTestCase {
         XCTAssertEqual(g.stop(), 0)
     }
 
+    /// A reset torn at several points fails and leaves the row as it was;
+    /// the next reset finishes (factory keys: provisioning starts over).
+    func testATornResetIsFinishedByTheNextOne() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        let uid = "04E05F1EACC041"
+        try g.ctlJSON(["provision", "--action", "0", "--label", "reset-me"])
+        try g.waitForEvent("provisioning_armed")
+        try g.ctlJSON(["sim", "tap", "--ntag424", "--uid", uid])
+        try g.waitForEvent("provisioning_written", timeout: 20)
+        var failures = 0
+        for n in [3, 9, 15, 21] {
+            try g.ctlJSON(["sim", "tear", "\(n)"])
+            let reset = try g.ctl(["provision", "reset"])
+            if reset.status != 0 {
+                failures += 1
+                XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active", "torn reset after \(n): row untouched")
+                XCTAssertFalse(try g.auditKinds().contains("tag_reset"))
+            }
+            _ = try g.ctl(["sim", "remove"])
+            try g.ctlJSON(["sim", "reinsert"])
+            if reset.status == 0 { break }
+        }
+        XCTAssertGreaterThan(failures, 0, "a tear reached the reset")
+        let done = try g.ctlJSON(["provision", "reset"])
+        XCTAssertEqual(done["uid"]?.stringValue, uid)
+        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
+        // Factory keys: provisioning runs from the factory state again.
+        let before = try g.eventCount()
+        try presentAgain(g)
+        try g.waitForEvent("provisioning_written", after: before, timeout: 20)
+        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active")
+        XCTAssertEqual(g.stop(), 0)
+    }
+
     /// docs/security.md "NTAG 424 provisioning at the door": a 424 that holds
     /// another issuer's keys (here another site's master key) is neither taken
     /// over by provisioning nor reset: no row, and its keys are unchanged. The
