@@ -193,4 +193,30 @@ final class NTAG424DoorTests: XCTestCase {
         XCTAssertEqual(granted["reason"]?.stringValue, "weak_credential", "\(granted)")
         XCTAssertEqual(granted["action"]?.intValue, 1)
     }
+
+    /// Issue 26's first "done when": a factory 424 provisioned at the door
+    /// (armed by `provision`, the door's own provisioning) then opens it, and
+    /// a second tap does too (its counter went up).
+    func testAFactory424ProvisionedAtTheDoorOpensIt() throws {
+        let door = try GatewayUnderTest()
+        try door.start()
+        defer { door.stop() }
+        let uid = "04C767F2066180"
+        var seen = try door.eventCount()
+        try door.ctlJSON(["provision", "--action", "1", "--label", "bob"])
+        try door.waitForEvent("provisioning_armed", after: seen)
+        try door.ctlJSON(["sim", "tap", "--ntag424", "--uid", uid])
+        try door.waitForEvent("provisioning_written", after: seen, timeout: 20)
+        for _ in 0..<2 {
+            _ = try door.ctl(["sim", "remove"])
+            E2ETiming.outlastQuietWindow()
+            seen = try door.eventCount()
+            try door.ctlJSON(["sim", "reinsert"])
+            let granted = try door.waitForEvent("access_granted", after: seen)
+            XCTAssertEqual(granted["reason"]?.stringValue, "ntag424", "\(granted)")
+            XCTAssertEqual(granted["uid"]?.stringValue, uid)
+            XCTAssertEqual(granted["action"]?.intValue, 1)
+        }
+    }
+
 }
