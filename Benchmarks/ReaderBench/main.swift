@@ -202,9 +202,9 @@ func ntag424Row() throws {
     _ = send("remove")
     _ = send("reinsert")
     _ = send("stats reset")
-    guard
-        let probe = try reader.tapNTAG424(key: { try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0) })
-    else {
+    // The door's own path: InAutoPoll, then (SAK bit 5) the 424 tap with RATS (NFCReader.pollTap).
+    let key0: (TagUID) -> [UInt8]? = { try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0) }
+    guard case .ntag424(let probe)? = try reader.pollTap(ntag424Key: key0) else {
         fatalError("the provisioned NTAG 424 did not answer")
     }
     if let why = refusal(probe) { fatalError("the probe tap was refused: \(why)") }
@@ -220,23 +220,26 @@ func ntag424Row() throws {
     var latencies: [Double] = []
     for _ in 0..<taps {
         _ = send("remove")
-        while try reader.tapNTAG424(key: { _ in nil }) != nil {}  // the reader has seen the tag leave
+        while try reader.pollTap(ntag424Key: { _ in nil }) != nil {}  // the reader has seen the tag leave
         let box = Box()
         let poller = Thread {
             do {
                 while true {
-                    if let tap = try reader.tapNTAG424(key: {
+                    switch try reader.pollTap(ntag424Key: {
                         try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0)
                     }) {
+                    case .ntag424(let tap)?:
                         if let why = refusal(tap) { fatalError("a tap was refused: \(why)") }
-                        break
+                        box.done = ContinuousClock.now
+                        return
+                    case nil: continue
+                    case let other?: fatalError("not the 424: \(other)")
                     }
                 }
-                box.done = ContinuousClock.now
             } catch { box.error = error }
         }
         poller.start()
-        usleep(50_000)  // an activation attempt is in flight
+        usleep(50_000)  // a poll is in flight
         let inserted = ContinuousClock.now
         _ = send("reinsert")
         while box.done == nil && box.error == nil { usleep(200) }
@@ -249,7 +252,8 @@ func ntag424Row() throws {
     // ISOSelectFile of the NDEF application and of E104, one ISOReadBinary of
     // NLEN and the whole message, AuthenticateEV2First in its two parts; each
     // a host frame, the ACK and the answer. The door's own tap adds GetVersion
-    // (3 APDUs), a separate NLEN read, GetCardUID and two SetParameters.
+    // (3 APDUs), a separate NLEN read, GetCardUID, two SetParameters and the
+    // InAutoPoll that finds the tag before its RATS activation (pollTap).
     func frame(_ payload: Int) -> Int { payload + 7 }  // 00 00 FF LEN LCS (TFI cmd …) DCS 00
     let ack = 6
     let readLength = ndefBytes + 2

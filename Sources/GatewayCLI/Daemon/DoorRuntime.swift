@@ -217,7 +217,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func tagArrived(_ tag: ReadTag) {
         if !readerState.isOK { readerState = .ok }
-        lastNTAG424 = tag.typeName == ReadTag.ntag424 ? tag.uid : nil
+        lastNTAG424 = tag.ntag424Tap != nil ? tag.uid : nil
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
