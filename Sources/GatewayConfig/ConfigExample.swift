@@ -54,7 +54,7 @@ public enum ConfigExample {
             switch target {
             case .action(let a): return "\(number) = \(a)"
             case .report: return "\(number) = \"report\""
-            case .mode, .clearLockout, .provision, .cancelProvisioning:
+            case .mode, .clearLockout, .provision, .cancelProvisioning, .approval:
                 return "# \(number): \(target) (not a compat command)"
             }
         }.joined(separator: "\n")
@@ -156,6 +156,9 @@ public enum ConfigExample {
             # A step is { pulse = "OUTPUT", ms = N } (N within the pulse limits) or
             # { wait_ms = N }. A garage door's open–stop–close on three relays:
             #   steps = [{ pulse = "open", ms = 500 }, { wait_ms = 10000 }, { pulse = "stop", ms = 500 }, { wait_ms = 50000 }, { pulse = "close", ms = 500 }]
+            # An action may ask first (docs/policy.md "Approval"): a tap waits up to
+            # timeout_s (10…900) for a yes from one of `by` (home_assistant, phone, gatewayctl):
+            #   approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }
             \(actions)
 
             # Feedback patterns. A [feedback.NAME] table overrides any of steps,

@@ -15,6 +15,7 @@ extension Daemon {
         case .status: return status()
         case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
         case .policyExplain: return try policyExplain(p)
+        case .approvalAnswer: return try answerApproval(p, peer: peer)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {

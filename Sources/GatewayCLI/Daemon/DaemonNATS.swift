@@ -71,7 +71,7 @@ extension Daemon {
         let uidText = eventUIDText(mqtt.uidInEvents, transport: "nats")
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
-            if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
+            if mqtt.labelInEvents, let uid = event.uid, event.carriesLabel {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
             }
             return GatewayStore.OutboxEntry(

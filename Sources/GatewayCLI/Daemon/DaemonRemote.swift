@@ -56,11 +56,13 @@ extension Daemon {
         let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
         let hasSchedule =
             configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
+        let approval = Self.approvalDiscovery(configuration)
         let makeDiscovery: (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { admin in
             Payloads.discovery(
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
                 eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
-                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin)
+                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin, approval: approval.entity,
+                approvalButtons: approval.buttons)
         }
         // Home Assistant as the admin screen: its UIDs are always hashed.
         var hashed: @Sendable (TagUID) -> String? = { _ in nil }
@@ -76,7 +78,7 @@ extension Daemon {
         let uidText = eventUIDText(mqtt.uidInEvents, transport: "mqtt")
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
             var label: String?
-            if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
+            if mqtt.labelInEvents, let uid = event.uid, event.carriesLabel {
                 do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
             }
             return GatewayStore.OutboxEntry(
@@ -85,11 +87,14 @@ extension Daemon {
         // The event itself went out with its audit row; every sticker
         // presented is also a tag scan, for HA's tag_scanned automations
         // (none while the UID is withheld: a scan without one says nothing).
-        runtime.publish = { event, time in
+        runtime.publish = { [configuration, store] event, time in
             if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid) {
                 link.publishTagScan(uidText: text)
             }
             admin.observe(event, at: time)
+            Self.publishApproval(
+                event, at: time, link: link, configuration: configuration, uidText: uidText,
+                label: { try? store.issuedTag($0)?.label })
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }

@@ -1,0 +1,58 @@
+import DoorCore
+import GatewayConfig
+import GatewayMQTT
+import GatewayStore
+
+/// Consent-first approval's daemon glue (docs/policy.md "Approval"): the
+/// control socket's `approval.answer` (`gatewayctl approve|deny CODE`) and
+/// what the MQTT transport is told. The decisions are DoorMachine's.
+extension Daemon {
+    /// `gatewayctl approve CODE` / `deny CODE`: answered with what the door
+    /// did — `approved`, `denied`, or `refused` with the reason
+    /// (`unknown_request`, `replayed`, `expired`, `wrong_transport`).
+    func answerApproval(_ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
+        let code = try p.string("code").uppercased()
+        guard code.utf8.count == ApprovalDesk.codeLength,
+            code.allSatisfy({ ApprovalDesk.alphabet.contains($0) })
+        else {
+            throw DaemonError.request(
+                "a code is \(ApprovalDesk.codeLength) letters and digits, as the approval request shows it")
+        }
+        let approve = try p.bool("approve")
+        let events = runtime.handleNow(
+            .approval(ApprovalAnswer(code: code, approve: approve, by: .gatewayctl, who: "uid=\(peer.uid)")))
+        var fields: [(String, JSONValue)] = [("code", .string(code))]
+        if let e = events.first(where: { $0.kind == .approvalRefused }) {
+            fields.append(("result", .string("refused")))
+            fields.append(("reason", .optional(e.reason)))
+        } else if let e = events.first(where: { $0.kind == .approvalGranted }) {
+            fields.append(("result", .string("approved")))
+            fields.append(("action", e.action.map { .int($0) } ?? .null))
+        } else {
+            fields.append(("result", .string("denied")))
+        }
+        return .object(fields)
+    }
+
+    /// MQTT: HA's approval entity and buttons are offered when an action
+    /// needs approval (the buttons when one lists `home_assistant`).
+    static func approvalDiscovery(_ configuration: GatewayConfiguration) -> (entity: Bool, buttons: Bool) {
+        let policies = configuration.door.actions.compactMap(\.approval)
+        return (!policies.isEmpty, policies.contains { $0.by.contains(.homeAssistant) })
+    }
+
+    /// MQTT: an approval event also goes to `…/approval`, for HA's event
+    /// entity, with the tag's label when `label_in_events` is on.
+    static func publishApproval(
+        _ event: DoorEvent, at time: Int64, link: MQTTLink, configuration: GatewayConfiguration,
+        uidText: (TagUID) -> String?, label: (TagUID) -> String?
+    ) {
+        guard Payloads.approvalEventTypes.contains(event.kind) else { return }
+        let labelText = configuration.mqtt.labelInEvents ? event.uid.flatMap(label) : nil
+        if let payload = Payloads.approvalEvent(
+            event, time: time, device: configuration.deviceID, uidText: event.uid.flatMap(uidText), label: labelText)
+        {
+            link.publishApproval(payload)
+        }
+    }
+}
