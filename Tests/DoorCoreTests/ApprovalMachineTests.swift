@@ -22,7 +22,10 @@ final class ApprovalMachineTests: XCTestCase {
     /// A tap that asks; returns the code its request event carries.
     func tap(_ h: inout MachineHarness, _ uid: String? = nil) -> String? {
         h.machine.supplyRandom(bytesFor(h))
-        let fx = h.send(MachineHarness.tag(uid ?? a, grant))
+        // A new UID per tap unless named (the same tag left on the reader is one tap).
+        let n = String(h.log.count, radix: 16, uppercase: true)
+        let fresh = "0410" + String(repeating: "0", count: 10 - n.count) + n
+        let fx = h.send(MachineHarness.tag(uid ?? fresh, grant))
         return fx.events.first { $0.kind == .approvalRequested }?.code
     }
 
@@ -173,7 +176,7 @@ final class ApprovalMachineTests: XCTestCase {
         XCTAssertEqual(h.send(answer(code, true, by: .gatewayctl)).events.map(\.reason), ["replayed"])
         h.send(.admin(.setMode(.normal)))
         // No random bytes supplied: fail closed, no request.
-        let bare = h.send(MachineHarness.tag(a, grant))
+        let bare = h.send(MachineHarness.tag(b, grant))
         XCTAssertEqual(bare.eventKinds, [.accessDenied])
         XCTAssertEqual(bare.events[0].reason, "not_approved")
     }
