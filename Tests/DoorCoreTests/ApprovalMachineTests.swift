@@ -52,9 +52,9 @@ final class ApprovalMachineTests: XCTestCase {
         h.advance(.seconds(119))
         let yes = h.send(answer(code, true, by: .gatewayctl, who: "uid=0"))
         XCTAssertEqual(yes.eventKinds, [.approvalGranted, .accessGranted])
-        XCTAssertEqual(yes.events[0].source, "gatewayctl")
-        XCTAssertEqual(yes.events[0].who, "uid=0")
-        XCTAssertEqual(yes.events[1].reason, "approved")
+        XCTAssertEqual(yes.events.first?.source, "gatewayctl")
+        XCTAssertEqual(yes.events.first?.who, "uid=0")
+        XCTAssertEqual(yes.events.dropFirst().first?.reason, "approved")
         XCTAssertTrue(yes.contains(.stopFeedback(.awaitingApproval)))
         XCTAssertTrue(yes.contains(.drive(output: "strike", .unlocked)), "the same relay path as a grant")
         XCTAssertEqual(h.outputs["strike"], .unlocked)
@@ -73,7 +73,7 @@ final class ApprovalMachineTests: XCTestCase {
             let code = try XCTUnwrap(tap(&h))
             let fx = h.send(input(code))
             XCTAssertEqual(fx.eventKinds, [.approvalGranted, .accessGranted], "\(approver)")
-            XCTAssertEqual(fx.events[0].source, approver.rawValue)
+            XCTAssertEqual(fx.events.first?.source, approver.rawValue)
             XCTAssertEqual(h.outputs["strike"], .unlocked, "\(approver)")
         }
     }
@@ -83,7 +83,7 @@ final class ApprovalMachineTests: XCTestCase {
         let code = try XCTUnwrap(tap(&h))
         let no = h.send(answer(code, false, by: .phone))
         XCTAssertEqual(no.eventKinds, [.approvalDenied, .accessDenied])
-        XCTAssertEqual(no.events[1].reason, "not_approved")
+        XCTAssertEqual(no.events.dropFirst().first?.reason, "not_approved")
         XCTAssertTrue(no.contains(.feedback(.denied)))
         XCTAssertEqual(no.drives, [])
 
@@ -91,8 +91,8 @@ final class ApprovalMachineTests: XCTestCase {
         XCTAssertEqual(h.advance(.milliseconds(29_999)).events, [])
         let timeout = h.advance(.milliseconds(1))
         XCTAssertEqual(timeout.eventKinds, [.approvalTimedOut, .accessDenied])
-        XCTAssertEqual(timeout.events[1].reason, "not_approved")
-        XCTAssertEqual(timeout.events[1].uid, TagUID(hex: b))
+        XCTAssertEqual(timeout.events.dropFirst().first?.reason, "not_approved")
+        XCTAssertEqual(timeout.events.dropFirst().first?.uid, TagUID(hex: b))
         XCTAssertTrue(timeout.contains(.feedback(.denied)))
         XCTAssertEqual(h.machine.state, .idle)
         XCTAssertNil(h.outputs["strike"].flatMap { $0 == .unlocked ? $0 : nil })
@@ -105,7 +105,7 @@ final class ApprovalMachineTests: XCTestCase {
         h.clock.advance(.seconds(31))
         let late = h.send(answer(code, true, by: .gatewayctl))
         XCTAssertEqual(late.eventKinds, [.approvalRefused, .approvalTimedOut, .accessDenied])
-        XCTAssertEqual(late.events[0].reason, "expired")
+        XCTAssertEqual(late.events.first?.reason, "expired")
         XCTAssertEqual(late.drives, [])
         XCTAssertEqual(h.machine.state, .idle)
     }
@@ -115,7 +115,7 @@ final class ApprovalMachineTests: XCTestCase {
         // Nothing asked: neither a code nor HA's button opens.
         let unasked = h.send(answer("ABCDEF", true, by: .gatewayctl))
         XCTAssertEqual(unasked.eventKinds, [.approvalRefused])
-        XCTAssertEqual(unasked.events[0].reason, "unknown_request")
+        XCTAssertEqual(unasked.events.first?.reason, "unknown_request")
         let button = h.send(.remoteCommand(.accepted(.approval(code: nil, approve: true), source: .homeAssistant)))
         XCTAssertEqual(button.events.map(\.reason), ["no_request"])
         // Approved once; the same answer again is a replay and opens nothing more.
@@ -124,7 +124,7 @@ final class ApprovalMachineTests: XCTestCase {
         h.advance(.seconds(5))
         let again = h.send(answer(code, true, by: .gatewayctl))
         XCTAssertEqual(again.eventKinds, [.approvalRefused])
-        XCTAssertEqual(again.events[0].reason, "replayed")
+        XCTAssertEqual(again.events.first?.reason, "replayed")
         XCTAssertEqual(again.drives, [])
         // A code never issued while another waits: refused, the request keeps waiting.
         let other = try XCTUnwrap(tap(&h))
@@ -156,16 +156,16 @@ final class ApprovalMachineTests: XCTestCase {
         h.machine.supplyRandom(bytesFor(h))
         let fx = h.send(MachineHarness.tag(b, grant))
         XCTAssertEqual(fx.eventKinds, [.approvalCancelled, .approvalRequested])
-        XCTAssertEqual(fx.events[0].reason, "replaced")
-        XCTAssertEqual(fx.events[0].code, first)
-        let second = try XCTUnwrap(fx.events[1].code)
+        XCTAssertEqual(fx.events.first?.reason, "replaced")
+        XCTAssertEqual(fx.events.first?.code, first)
+        let second = try XCTUnwrap(fx.events.dropFirst().first?.code)
         XCTAssertNotEqual(first, second)
         XCTAssertEqual(h.send(answer(first, true, by: .gatewayctl)).events.map(\.reason), ["replayed"])
         // The first request's timer no longer ends the second.
         h.advance(.seconds(119))
         XCTAssertEqual(h.machine.pendingApproval?.code, second)
         let yes = h.send(answer(second, true, by: .gatewayctl))
-        XCTAssertEqual(yes.events[1].uid, TagUID(hex: b))
+        XCTAssertEqual(yes.events.dropFirst().first?.uid, TagUID(hex: b))
     }
 
     func testLockdownCancelsTheRequestAndNoRandomnessDenies() throws {
@@ -178,7 +178,7 @@ final class ApprovalMachineTests: XCTestCase {
         // No random bytes supplied: fail closed, no request.
         let bare = h.send(MachineHarness.tag(b, grant))
         XCTAssertEqual(bare.eventKinds, [.accessDenied])
-        XCTAssertEqual(bare.events[0].reason, "not_approved")
+        XCTAssertEqual(bare.events.first?.reason, "not_approved")
     }
 
     func testActionsWithoutApprovalOpenAtOnce() {
