@@ -223,6 +223,20 @@ final class ApprovalStoryTests: XCTestCase {
         XCTAssertEqual(refused["reason"]?.stringValue, "wrong_transport")
         XCTAssertEqual(refused["source"]?.stringValue, "phone")
         XCTAssertEqual(try g.status()["state"]?.stringValue, "awaiting_approval")
+        // A local user outside the admin group cannot answer on the socket
+        // (with its file mode opened up, SO_PEERCRED refuses the caller by name).
+        if getuid() == 0 {
+            chmod(g.socket, 0o666)
+            let nobody = try Run.process(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "approve",
+                    code, "--socket", g.socket,
+                ], timeout: 20)
+            XCTAssertNotEqual(nobody.status, 0)
+            XCTAssertTrue(nobody.stderr.contains("uid 65534 is not root or in group"), nobody.stderr)
+            XCTAssertEqual(try g.status()["state"]?.stringValue, "awaiting_approval")
+        }
 
         // No answer within 10 s: denied not_approved; a yes after it opens nothing.
         let timedOut = try g.waitForEvent("approval_timed_out", after: seen, timeout: 20)

@@ -19,6 +19,8 @@ final class ControlMethodTests: XCTestCase {
         "clock.reset_floor",
         // docs/policy.md.
         "policy.explain",
+        // docs/policy.md "Approval": gatewayctl approve|deny CODE.
+        "approval.answer",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -51,6 +53,8 @@ final class ControlMethodTests: XCTestCase {
             "fleet.publish", "fleet.pull",
             // Lowering the clock floor changes what expiry and replay checks accept.
             "clock.reset_floor",
+            // An approval opens the door (docs/policy.md "Approval").
+            "approval.answer",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }
