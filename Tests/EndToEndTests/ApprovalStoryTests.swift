@@ -127,7 +127,10 @@ final class ApprovalStoryTests: XCTestCase {
             }
             withExtendedLifetime(ha) {}
         }
-        XCTAssertEqual(try g.status()["state"]?.stringValue, "awaiting_approval")
+        let waiting = try g.status()
+        XCTAssertEqual(waiting["state"]?.stringValue, "awaiting_approval")
+        XCTAssertEqual(waiting["approval"]?["code"]?.stringValue, code, "gatewayctl status shows the code")
+        XCTAssertEqual(waiting["approval"]?["uid"]?.stringValue, Self.visitor)
         XCTAssertEqual(unlocks(g), 0, "a tap needing approval opens nothing by itself")
         var seen = try g.eventCount()
         XCTAssertEqual(try broker.publish("doorgateway/front-door/approval/set", "APPROVE", as: "homeassistant").status, 0)
@@ -182,6 +185,7 @@ final class ApprovalStoryTests: XCTestCase {
         XCTAssertEqual(unlocks(g), opened)
         XCTAssertEqual(try g.auditKinds().filter { $0 == "access_granted" }.count, grants)
         XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
+        XCTAssertEqual(try g.status()["approval"], .null)
         let verify = try g.ctl(["log", "--verify"])
         XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         XCTAssertEqual(g.stop(), 0, g.log)

@@ -155,6 +155,7 @@ extension Daemon {
             ("outputs", .object(outputs)),
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
+            ("approval", Self.approvalStatus(m, now: now)),
             ("broker", remoteStatus()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.

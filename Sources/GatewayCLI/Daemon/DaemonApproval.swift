@@ -34,6 +34,16 @@ extension Daemon {
         return .object(fields)
     }
 
+    /// `status`'s `approval`: the waiting request (its code, action, UID
+    /// and the time left), or null.
+    static func approvalStatus(_ machine: DoorMachine, now: MonotonicInstant) -> JSONValue {
+        guard let r = machine.pendingApproval else { return .null }
+        return .object([
+            ("code", .string(r.code)), ("action", .int(r.action)), ("uid", .string(r.uid.hex)),
+            ("remaining_ms", .int(Int(max(.zero, r.deadline.since(now)).millisecondsClamped))),
+        ])
+    }
+
     /// MQTT: HA's approval entity and buttons are offered when an action
     /// needs approval (the buttons when one lists `home_assistant`).
     static func approvalDiscovery(_ configuration: GatewayConfiguration) -> (entity: Bool, buttons: Bool) {
