@@ -36,13 +36,18 @@ final class ApprovalCommandTests: XCTestCase {
 
     func testForgedStaleMisaddressedAndMalformedAnswersAreRejected() {
         var replay = ReplayGuard()
-        func run(_ p: [UInt8], now: Int64 = 2000, synced: Bool = true, key k: [UInt8]? = nil) -> CommandRejection.Code? {
-            judge.judgeNative(payload: p, retained: false, key: k ?? key, now: wall(now, synced: synced), replay: &replay)
-                .rejection?.code
+        func run(_ p: [UInt8], now: Int64 = 2000, synced: Bool = true, key k: [UInt8]? = nil) -> CommandRejection.Code?
+        {
+            judge.judgeNative(
+                payload: p, retained: false, key: k ?? key, now: wall(now, synced: synced), replay: &replay
+            )
+            .rejection?.code
         }
         let other = Array(repeating: UInt8(8), count: 32)
         XCTAssertEqual(
-            run(CommandJudge.approvalCommand(key: other, device: "front-door", code: "K7M2QX", approve: true, ts: 2000, nonce: nonce(3))),
+            run(
+                CommandJudge.approvalCommand(
+                    key: other, device: "front-door", code: "K7M2QX", approve: true, ts: 2000, nonce: nonce(3))),
             .badMAC)
         // A MAC over "deny" does not carry "approve".
         let denyMAC = Crypto.hmacSHA256(
@@ -55,18 +60,25 @@ final class ApprovalCommandTests: XCTestCase {
         ])
         XCTAssertEqual(run(Array(flipped.serialized.utf8)), .badMAC)
         XCTAssertEqual(
-            run(CommandJudge.approvalCommand(key: key, device: "back-door", code: "K7M2QX", approve: true, ts: 2000, nonce: nonce(5))),
+            run(
+                CommandJudge.approvalCommand(
+                    key: key, device: "back-door", code: "K7M2QX", approve: true, ts: 2000, nonce: nonce(5))),
             .wrongDevice)
         XCTAssertEqual(
-            run(CommandJudge.approvalCommand(key: key, device: "front-door", code: "K7M2QX", approve: true, ts: 1900, nonce: nonce(6))),
+            run(
+                CommandJudge.approvalCommand(
+                    key: key, device: "front-door", code: "K7M2QX", approve: true, ts: 1900, nonce: nonce(6))),
             .stale)
         XCTAssertEqual(
             run(
-                CommandJudge.approvalCommand(key: key, device: "front-door", code: "K7M2QX", approve: true, ts: 2000, nonce: nonce(7)),
+                CommandJudge.approvalCommand(
+                    key: key, device: "front-door", code: "K7M2QX", approve: true, ts: 2000, nonce: nonce(7)),
                 synced: false),
             .clockUnsynchronised)
         XCTAssertEqual(
-            run(CommandJudge.approvalCommand(key: key, device: "front-door", code: "K7M2Q0", approve: true, ts: 2000, nonce: nonce(8))),
+            run(
+                CommandJudge.approvalCommand(
+                    key: key, device: "front-door", code: "K7M2Q0", approve: true, ts: 2000, nonce: nonce(8))),
             .malformed, "0 is not in the code alphabet")
         XCTAssertEqual(run(Array(#"{"approval":"K7M2QX","answer":"maybe"}"#.utf8)), .malformed)
         XCTAssertEqual(

@@ -67,7 +67,10 @@ final class ApprovalMachineTests: XCTestCase {
         for (approver, input) in [
             (Approver.gatewayctl, { (c: String) in self.answer(c, true, by: .gatewayctl) }),
             (.phone, { c in .remoteCommand(.accepted(.approval(code: c, approve: true), source: .native)) }),
-            (.homeAssistant, { _ in .remoteCommand(.accepted(.approval(code: nil, approve: true), source: .homeAssistant)) }),
+            (
+                .homeAssistant,
+                { _ in .remoteCommand(.accepted(.approval(code: nil, approve: true), source: .homeAssistant)) }
+            ),
         ] {
             var h = harness(by: [approver])
             let code = try XCTUnwrap(tap(&h))

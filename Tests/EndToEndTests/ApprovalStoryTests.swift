@@ -84,7 +84,8 @@ final class ApprovalStoryTests: XCTestCase {
 
     /// The phone's signed answer, with the door's command key.
     func phoneAnswer(_ g: GatewayUnderTest, code: String, approve: Bool) throws -> String {
-        let key = try XCTUnwrap(Hex.decode(try XCTUnwrap(try g.ctlJSON(["keys", "command", "export"])["key"]?.stringValue)))
+        let key = try XCTUnwrap(
+            Hex.decode(try XCTUnwrap(try g.ctlJSON(["keys", "command", "export"])["key"]?.stringValue)))
         let nonce = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
         let ts = Int64(Date().timeIntervalSince1970)
         return String(
@@ -120,9 +121,10 @@ final class ApprovalStoryTests: XCTestCase {
             XCTAssertTrue(request.contains(#""code":"\#(code)""#), request)
             XCTAssertTrue(request.contains(#""label":"Grandma""#), "label_in_events: \(request)")
             XCTAssertTrue(request.hasPrefix("doorgateway/front-door/approval|0|"), "not retained: \(request)")
-            for object in ["event/doorgateway_front-door/approval", "button/doorgateway_front-door/approve",
-                "button/doorgateway_front-door/deny"]
-            {
+            for object in [
+                "event/doorgateway_front-door/approval", "button/doorgateway_front-door/approve",
+                "button/doorgateway_front-door/deny",
+            ] {
                 XCTAssertTrue(lines.contains { $0.hasPrefix("homeassistant/\(object)/config|1|{") }, object)
             }
             withExtendedLifetime(ha) {}
@@ -133,10 +135,12 @@ final class ApprovalStoryTests: XCTestCase {
         XCTAssertEqual(waiting["approval"]?["uid"]?.stringValue, Self.visitor)
         XCTAssertEqual(unlocks(g), 0, "a tap needing approval opens nothing by itself")
         var seen = try g.eventCount()
-        XCTAssertEqual(try broker.publish("doorgateway/front-door/approval/set", "APPROVE", as: "homeassistant").status, 0)
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/approval/set", "APPROVE", as: "homeassistant").status, 0)
         var granted = try g.waitForEvent("approval_granted", after: seen)
         XCTAssertEqual(granted["source"]?.stringValue, "home_assistant")
-        XCTAssertEqual(try g.waitForEvent("access_granted", reason: "approved", after: seen)["uid"]?.stringValue, Self.visitor)
+        XCTAssertEqual(
+            try g.waitForEvent("access_granted", reason: "approved", after: seen)["uid"]?.stringValue, Self.visitor)
         try g.waitForOutput("strike", "unlocked", times: 1)
 
         // gatewayctl on the control socket.
@@ -256,7 +260,9 @@ final class ApprovalStoryTests: XCTestCase {
         let explained = try g.ctlJSON(["policy", "explain", "--action", "1", "--at", "2026-12-01T10:00:00Z"])
         XCTAssertEqual(explained["approval"]?["timeout_s"]?.intValue, 10)
         XCTAssertEqual(explained["approval"]?["by"], .array([.string("gatewayctl")]))
-        let text = try g.ctl(["policy", "explain", "--config", g.configFile.path, "--action", "0", "--at", "2026-12-01T10:00:00Z"])
+        let text = try g.ctl([
+            "policy", "explain", "--config", g.configFile.path, "--action", "0", "--at", "2026-12-01T10:00:00Z",
+        ])
         XCTAssertTrue(text.stdout.hasPrefix("opens once approved: granted"), text.stdout)
         XCTAssertTrue(text.stdout.contains("gatewayctl, home_assistant, phone"), text.stdout)
         XCTAssertEqual(g.stop(), 0, g.log)

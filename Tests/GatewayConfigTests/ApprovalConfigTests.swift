@@ -39,7 +39,8 @@ final class ApprovalConfigTests: XCTestCase {
                 "actions[0].approval.timeout_s: 3600 s is outside 10…900: long enough to reach the approver, short enough that the visitor is still at the door"
             ])
         XCTAssertEqual(
-            issues(action(#"{ timeout_s = 0, by = ["phone"] }"#)).first?.hasPrefix("actions[0].approval.timeout_s: 0 s"),
+            issues(action(#"{ timeout_s = 0, by = ["phone"] }"#)).first?.hasPrefix(
+                "actions[0].approval.timeout_s: 0 s"),
             true)
         XCTAssertEqual(
             issues(action(#"{ by = ["phone", "alexa"] }"#)),
@@ -53,7 +54,8 @@ final class ApprovalConfigTests: XCTestCase {
             ])
         XCTAssertEqual(
             issues(action(#"{ timeout_s = 60 }"#)),
-            ["actions[0].approval.by: is required: who may approve, from \"home_assistant\", \"phone\", \"gatewayctl\""])
+            ["actions[0].approval.by: is required: who may approve, from \"home_assistant\", \"phone\", \"gatewayctl\""]
+        )
         XCTAssertEqual(
             issues(action(#"{ by = ["phone"], quorum = 2 }"#)), ["actions[0].approval.quorum: unknown key"])
         XCTAssertEqual(issues(action(#""yes""#)), ["actions[0].approval: expected a table, found a string"])

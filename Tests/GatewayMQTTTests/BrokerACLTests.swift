@@ -132,7 +132,9 @@ final class BrokerACLTests: XCTestCase {
         XCTAssertEqual(got, ["doorgateway/front-door/approval/set|0|DENY"], "only HA's button reaches the door")
         door = nil
         let spy = try MosquittoBroker.Subscription(
-            arguments: broker.clientArguments("back-door") + ["-q", "1", "-t", "doorgateway/front-door/approval", "-F", "%t|%r|%p"])
+            arguments: broker.clientArguments("back-door") + [
+                "-q", "1", "-t", "doorgateway/front-door/approval", "-F", "%t|%r|%p",
+            ])
         let ha = try broker.subscribe("doorgateway/+/approval", as: "homeassistant")
         let request = #"{"event_type":"approval_requested","code":"K7M2QX"}"#
         XCTAssertEqual(try broker.publish("doorgateway/front-door/approval", request, as: "front-door").status, 0)

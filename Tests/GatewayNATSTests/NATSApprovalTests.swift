@@ -101,7 +101,8 @@ final class NATSApprovalTests: XCTestCase {
         var unlocks: Int { log.split(separator: "\n").filter { $0.contains("sim output strike → unlocked (") }.count }
 
         try ctlJSON(["keys", "command", "new"])
-        let key = try XCTUnwrap(Hex.decode(try XCTUnwrap(try ctlJSON(["keys", "command", "export"])["key"]?.stringValue)))
+        let key = try XCTUnwrap(
+            Hex.decode(try XCTUnwrap(try ctlJSON(["keys", "command", "export"])["key"]?.stringValue)))
         try ctlJSON(["provision", "--action", "0", "--label", "visitor"])
         XCTAssertEqual(waitFor("provisioning_armed").count, 1, log)
         try ctlJSON(["sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F6"])

@@ -476,7 +476,8 @@ public struct DoorMachine: Sendable {
             // The phone answers with a native command; Home Assistant with its buttons.
             let by: Approver? = from == .native ? .phone : from == .homeAssistant ? .homeAssistant : nil
             guard let by else {
-                fx.append(.emit(DoorEvent(.approvalRefused, reason: "wrong_transport", source: from.rawValue, code: code)))
+                fx.append(
+                    .emit(DoorEvent(.approvalRefused, reason: "wrong_transport", source: from.rawValue, code: code)))
                 return
             }
             approvalAnswer(ApprovalAnswer(code: code, approve: approve, by: by, who: from.rawValue), now, &fx)
@@ -654,7 +655,9 @@ public struct DoorMachine: Sendable {
             // Lockdown cancels a waiting request, so none is approved in it.
             fx.append(.feedback(.granted))
             fx.append(
-                .emit(DoorEvent(.accessGranted, reason: "approved", action: request.action, uid: request.uid, source: "tag")))
+                .emit(
+                    DoorEvent(
+                        .accessGranted, reason: "approved", action: request.action, uid: request.uid, source: "tag")))
             _ = runAction(request.action, source: "tag", now, &fx)
         case .denied(let request, let by):
             fx.append(.cancelTimer(.approvalTimeout(id: request.id)))
@@ -685,7 +688,8 @@ public struct DoorMachine: Sendable {
         fx.append(.feedback(.denied))
         fx.append(
             .emit(
-                DoorEvent(.accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+                DoorEvent(
+                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
     }
 
     private mutating func cancelApproval(reason: String, _ fx: inout [DoorEffect]) {
@@ -699,6 +703,7 @@ public struct DoorMachine: Sendable {
                     code: request.code)))
         fx.append(
             .emit(
-                DoorEvent(.accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+                DoorEvent(
+                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
     }
 }

@@ -182,8 +182,10 @@ public struct DoorEvent: Equatable, Sendable {
     /// `label_in_events` is on: access and approval events with a UID.
     public var carriesLabel: Bool {
         uid != nil
-            && [.accessGranted, .accessDenied, .approvalRequested, .approvalGranted, .approvalDenied, .approvalTimedOut]
-                .contains(kind)
+            && [
+                .accessGranted, .accessDenied, .approvalRequested, .approvalGranted, .approvalDenied, .approvalTimedOut,
+            ]
+            .contains(kind)
     }
 
     /// The audit row's detail for an approval event: the code and who answered.
