@@ -256,6 +256,18 @@ final class ApprovalStoryTests: XCTestCase {
         XCTAssertEqual(unlocks(g), 0, "nothing in this test opens the door")
         XCTAssertFalse(try g.auditKinds().contains("access_granted"))
 
+        // A reload ends a waiting request (audited); its code answers nothing afterwards.
+        let beforeReload = try tap(g, visitor)
+        seen = try g.eventCount()
+        kill(try XCTUnwrap(g.process?.processIdentifier), SIGHUP)
+        XCTAssertEqual(
+            try g.waitForEvent("approval_cancelled", reason: "reload", after: seen)["uid"]?.stringValue, Self.visitor)
+        try g.waitForEvent("configuration_reloaded", after: seen)
+        let afterReload = try g.ctl(["approve", beforeReload, "--json"])
+        XCTAssertEqual(afterReload.status, 1)
+        XCTAssertTrue(afterReload.stdout.contains(#""reason":"unknown_request""#), afterReload.stdout)
+        XCTAssertEqual(unlocks(g), 0)
+
         // policy explain says the action needs approval.
         let explained = try g.ctlJSON(["policy", "explain", "--action", "1", "--at", "2026-12-01T10:00:00Z"])
         XCTAssertEqual(explained["approval"]?["timeout_s"]?.intValue, 10)

@@ -456,6 +456,11 @@ final class DoorRuntime: @unchecked Sendable {
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
+            // A waiting approval request ends with the machine it lived in (audited).
+            if let r = machine.pendingApproval {
+                record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
+                record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
+            }
             var settings = live.applyReload(new).door
             settings.initialMode = machine.mode
             machine = DoorMachine(settings: settings)
