@@ -52,10 +52,12 @@ final class ApprovalStoryTests: XCTestCase {
         return g
     }
 
-    /// Writes a sticker for `action` on `uid`; its dump.
-    func provision(_ g: GatewayUnderTest, _ uid: String, action: Int, label: String) throws -> String {
+    /// Writes a sticker for `action` on `uid` (`extra`: guest-pass options); its dump.
+    func provision(_ g: GatewayUnderTest, _ uid: String, action: Int, label: String, extra: [String] = []) throws
+        -> String
+    {
         let armed = try g.eventCount()
-        try g.ctlJSON(["provision", "--action", "\(action)", "--label", label])
+        try g.ctlJSON(["provision", "--action", "\(action)", "--label", label] + extra)
         try g.waitForEvent("provisioning_armed", after: armed)
         let seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
@@ -255,6 +257,18 @@ final class ApprovalStoryTests: XCTestCase {
         XCTAssertTrue(late.stderr.contains("replayed"), late.stderr)
         XCTAssertEqual(unlocks(g), 0, "nothing in this test opens the door")
         XCTAssertFalse(try g.auditKinds().contains("access_granted"))
+
+        // A guest pass's use is taken when the request is made: denied, it is not given back.
+        let guest = try provision(g, "04E5E5E5E5E501", action: 0, label: "guest", extra: ["--uses", "1"])
+        let guestCode = try tap(g, guest)
+        XCTAssertEqual(try g.ctl(["deny", guestCode]).status, 0)
+        E2ETiming.outlastQuietWindow()
+        seen = try g.eventCount()
+        try g.ctlJSON(["sim", "tap", "--dump", guest])
+        XCTAssertEqual(
+            try g.waitForEvent("access_denied", after: seen)["reason"]?.stringValue, "no_uses_left",
+            "no second request from a used-up pass")
+        try g.ctlJSON(["sim", "remove"])
 
         // A reload ends a waiting request (audited); its code answers nothing afterwards.
         let beforeReload = try tap(g, visitor)
