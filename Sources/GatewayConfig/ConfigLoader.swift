@@ -224,7 +224,7 @@ extension GatewayConfiguration {
 
     /// `[fleet]`: off by default; on, it needs its transport (MQTT enabled, or
     /// NATS), a site ID and the site public key.
-    static func readFleet(_ root: TableReader, mqtt: MQTT, transport: RemoteTransport) -> Fleet {
+    static func readFleet(_ root: TableReader, mqtt: MQTT, transport: RemoteTransportKind) -> Fleet {
         guard let f = root.table("fleet") else { return .off }
         let enabled = f.bool("enabled", false)
         let site = f.optionalString("site_id", Check.identifier(max: 64))

@@ -98,6 +98,32 @@ final class DoorStoryTests: XCTestCase {
         try g.waitForEvent("access_denied", reason: "revoked", after: n)
     }
 
+    /// Revoking, expiring and forgetting a tag with gatewayctl each leave an
+    /// audit row naming the caller (the log used to be silent about them).
+    func testRegistryChangesFromGatewayctlAreAuditedWithTheCaller() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        try g.ctlJSON(["provision", "--action", "0", "--label", "audited"])
+        try g.waitForEvent("provisioning_armed")
+        let uid = "04A1B2C3D4E5F6"
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
+        try g.waitForEvent("provisioning_written")
+        var n = try g.eventCount()
+        try g.ctlJSON(["tags", "revoke", uid])
+        let revoked = try g.waitForEvent("tag_revoked", after: n)
+        XCTAssertEqual(revoked["source"]?.stringValue, "control:uid=\(getuid())")
+        XCTAssertNotNil(revoked["uid"]?.stringValue, "the row names the tag")
+        n = try g.eventCount()
+        try g.ctlJSON(["tags", "expire", uid, "--at", "2030-01-01"])
+        let expiry = try g.waitForEvent("tag_expiry_set", after: n)
+        XCTAssertEqual(expiry["source"]?.stringValue, "control:uid=\(getuid())")
+        XCTAssertEqual(expiry["detail"]?.stringValue, "valid until 2030-01-01T00:00:00Z")
+        n = try g.eventCount()
+        try g.ctlJSON(["tags", "forget", uid])
+        XCTAssertEqual(try g.waitForEvent("tag_forgotten", after: n)["source"]?.stringValue, "control:uid=\(getuid())")
+        XCTAssertEqual(try g.ctlJSON(["log", "--verify"])["intact"], .bool(true), "the chain holds the new rows")
+    }
+
     /// Passage holds the strike unlocked; lockdown refuses stickers but the exit button opens.
     func testModes() throws {
         let g = try GatewayUnderTest()

@@ -116,7 +116,7 @@ extension Daemon {
                 return .object([("stalled_s", .double(seconds))])
         #endif
         case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .log, .logVerify, .backup:
-            return try registryMethod(method, p)
+            return try registryMethod(method, p, peer: peer)
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
         case .fleetStatus, .fleetPublish, .fleetPull: return try answerFleet(method, p)

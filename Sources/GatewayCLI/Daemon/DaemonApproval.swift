@@ -51,18 +51,24 @@ extension Daemon {
         return (!policies.isEmpty, policies.contains { $0.by.contains(.homeAssistant) })
     }
 
-    /// MQTT: an approval event also goes to `…/approval`, for HA's event
-    /// entity, with the tag's label when `label_in_events` is on.
-    static func publishApproval(
-        _ event: DoorEvent, at time: Int64, link: MQTTLink, configuration: GatewayConfiguration,
-        uidText: (TagUID) -> String?, label: (TagUID) -> String?
-    ) {
-        guard Payloads.approvalEventTypes.contains(event.kind) else { return }
-        let labelText = configuration.mqtt.labelInEvents ? event.uid.flatMap(label) : nil
-        if let payload = Payloads.approvalEvent(
-            event, time: time, device: configuration.deviceID, uidText: event.uid.flatMap(uidText), label: labelText)
-        {
-            link.publishApproval(payload)
+    /// MQTT: each approval event also goes to `…/approval`, for HA's event
+    /// entity, with the tag's label when `label_in_events` gives one. Nil
+    /// for another transport (NATS: the requests are events on `P.D.event`).
+    func approvalPublisher(
+        _ link: any RemoteTransport, uidText: @escaping @Sendable (TagUID) -> String?,
+        label: (@Sendable (TagUID) -> String?)?
+    ) -> (@Sendable (DoorEvent, Int64) -> Void)? {
+        guard let mqtt = link as? MQTTLink, configuration.door.actions.contains(where: { $0.approval != nil }) else {
+            return nil
+        }
+        let device = configuration.deviceID
+        return { event, time in
+            guard
+                let payload = Payloads.approvalEvent(
+                    event, time: time, device: device, uidText: event.uid.flatMap(uidText),
+                    label: label.flatMap { l in event.uid.flatMap(l) })
+            else { return }
+            mqtt.publishApproval(payload)
         }
     }
 }
