@@ -55,7 +55,7 @@ public enum ConfigExample {
             switch target {
             case .action(let a): return "\(number) = \(a)"
             case .report: return "\(number) = \"report\""
-            case .mode, .clearLockout, .provision, .cancelProvisioning:
+            case .mode, .clearLockout, .provision, .cancelProvisioning, .approval:
                 return "# \(number): \(target) (not a compat command)"
             }
         }.joined(separator: "\n")
@@ -162,6 +162,9 @@ public enum ConfigExample {
             # tag's UID), "sticker-v1" (phone-written) and "uid" (a plain key fob or
             # card known by its UID only: trivially cloned, opt-in; gatewayctl tags
             # enroll-uid). Default: the first three.
+            # An action may ask first (docs/policy.md "Approval"): a tap waits up to
+            # timeout_s (10…900) for a yes from one of `by` (home_assistant, phone, gatewayctl):
+            #   approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }
             \(actions)
 
             # Feedback patterns. A [feedback.NAME] table overrides any of steps,

@@ -493,6 +493,7 @@ extension GatewayConfiguration {
             let name = t.string("name", "action \(index ?? 0)", Check.text(max: 64))
             let schedule = scheduleName(t, "schedule", schedules: schedules)
             let credentials = readCredentials(t)
+            let approval = readApproval(t)
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -533,7 +534,8 @@ extension GatewayConfiguration {
                 t.fail("index", "\(index) is also \(other.1.keyPath("index"))")
                 continue
             }
-            var action = ActionDefinition(index: index, name: name, steps: steps, schedule: schedule)
+            var action = ActionDefinition(
+                index: index, name: name, steps: steps, schedule: schedule, approval: approval)
             action.credentials = credentials
             actions.append((action, t))
         }

@@ -21,6 +21,8 @@ final class ControlMethodTests: XCTestCase {
         "policy.explain",
         // docs/ntag424.md "uid fobs", and `provision reset` of a 424.
         "tags.enroll_uid", "provision.reset",
+        // docs/policy.md "Approval": gatewayctl approve|deny CODE.
+        "approval.answer",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -55,6 +57,8 @@ final class ControlMethodTests: XCTestCase {
             "clock.reset_floor",
             // A fob enrolled opens where "uid" is listed; a 424 reset to factory keys.
             "tags.enroll_uid", "provision.reset",
+            // An approval opens the door (docs/policy.md "Approval").
+            "approval.answer",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -118,6 +118,37 @@ final class BrokerACLTests: XCTestCase {
             ha.wait { !$0.isEmpty }, [#"doorgateway/front-door/state|0|{"lock":"LOCKED"}"#], "HA reads door state")
     }
 
+    /// Approval (docs/policy.md "Approval"): Home Assistant reads a door's
+    /// `…/approval` and writes its `…/approval/set` (the two ACL lines of its
+    /// own); another door can do neither, and HA still cannot write the
+    /// native command topic a phone's signed answer takes.
+    func testHomeAssistantReadsApprovalRequestsAndPressesItsButtons() throws {
+        var door: MosquittoBroker.Subscription? = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("front-door") + [
+                "-q", "1", "-t", "doorgateway/front-door/#", "-F", "%t|%r|%p",
+            ])
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/approval/set", "APPROVE", as: "side-door").status, 0)
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/command", #"{"approval":"K7M2QX"}"#, as: "homeassistant").status,
+            0)
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/approval/set", "DENY", as: "homeassistant").status, 0)
+        let got = door?.wait { $0.contains { $0.hasSuffix("/approval/set|0|DENY") } } ?? []
+        XCTAssertEqual(got, ["doorgateway/front-door/approval/set|0|DENY"], "only HA's button reaches the door")
+        door = nil
+        let spy = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("back-door") + [
+                "-q", "1", "-t", "doorgateway/front-door/approval", "-F", "%t|%r|%p",
+            ])
+        let ha = try broker.subscribe("doorgateway/+/approval", as: "homeassistant")
+        let request = #"{"event_type":"approval_requested","code":"K7M2QX"}"#
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/approval", request, as: "front-door").status, 0)
+        XCTAssertEqual(ha.wait { !$0.isEmpty }, ["doorgateway/front-door/approval|0|\(request)"], "HA reads requests")
+        usleep(200_000)
+        XCTAssertEqual(spy.lines, [], "another door reads no approval request")
+    }
+
     /// The door's discovery entries reach Home Assistant, and HA's birth
     /// message reaches the door, which announces again (defects 1–3 of
     /// issue 11: the old ACL did not load, then denied every discovery topic

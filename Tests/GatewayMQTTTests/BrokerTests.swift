@@ -500,6 +500,44 @@ final class BrokerTests: XCTestCase {
         XCTAssertTrue(catalog.contains(entity.topic), "removable again when the schedule goes")
     }
 
+    /// docs/policy.md "Approval": the approval event entity when an action
+    /// needs approval, Approve/Deny when one lists Home Assistant; every one
+    /// removable again.
+    func testApprovalEntitiesOnlyWhenAnActionAsks() throws {
+        let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
+        func offered(approval: Bool, buttons: Bool) -> [(topic: String, payload: [UInt8])] {
+            Payloads.discovery(
+                device: "front-door", name: "Front", topics: topics, doorContact: false, eventTypes: [], canOpen: false,
+                approval: approval, approvalButtons: buttons)
+        }
+        XCTAssertFalse(offered(approval: false, buttons: false).contains { $0.topic.contains("approv") })
+        let entityOnly = offered(approval: true, buttons: false).filter { $0.topic.contains("approv") }
+        XCTAssertEqual(entityOnly.map(\.topic), ["homeassistant/event/doorgateway_front-door/approval/config"])
+        let event = try JSONValue.parse(try XCTUnwrap(entityOnly.first).payload)
+        XCTAssertEqual(event["state_topic"]?.stringValue, "doorgateway/front-door/approval")
+        XCTAssertEqual(
+            event["event_types"],
+            .array(
+                [
+                    "approval_requested", "approval_granted", "approval_denied", "approval_timed_out",
+                    "approval_cancelled",
+                ].map(JSONValue.string)))
+        let all = offered(approval: true, buttons: true).filter {
+            $0.topic.contains("/approve/") || $0.topic.contains("/deny/")
+        }
+        XCTAssertEqual(all.count, 2)
+        for (entry, press) in zip(all, ["APPROVE", "DENY"]) {
+            let j = try JSONValue.parse(entry.payload)
+            XCTAssertEqual(j["command_topic"]?.stringValue, "doorgateway/front-door/approval/set")
+            XCTAssertEqual(j["payload_press"]?.stringValue, press)
+        }
+        let catalog = Set(
+            Payloads.discoveryCatalog.map {
+                Payloads.discoveryTopic(device: "front-door", component: $0.component, object: $0.object)
+            })
+        XCTAssertTrue(Set(offered(approval: true, buttons: true).map(\.topic)).isSubset(of: catalog))
+    }
+
     func code(_ o: RemoteOutcome) -> String? {
         if case .rejected(let c, _, _) = o { return c }
         return nil

@@ -49,6 +49,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case fleetPull = "fleet.pull"
     /// `gatewayctl policy explain` (docs/policy.md).
     case policyExplain = "policy.explain"
+    /// `gatewayctl approve|deny CODE` (docs/policy.md "Approval").
+    case approvalAnswer = "approval.answer"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -60,7 +62,7 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
         case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull:
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
             return true
         default:
             return false

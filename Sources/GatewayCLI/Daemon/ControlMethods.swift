@@ -15,6 +15,7 @@ extension Daemon {
         case .status: return status()
         case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
         case .policyExplain: return try policyExplain(p)
+        case .approvalAnswer: return try answerApproval(p, peer: peer)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
@@ -157,6 +158,7 @@ extension Daemon {
             ("outputs", .object(outputs)),
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
+            ("approval", Self.approvalStatus(m, now: now)),
             ("broker", remoteStatus()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.

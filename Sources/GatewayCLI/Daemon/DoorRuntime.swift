@@ -247,6 +247,7 @@ final class DoorRuntime: @unchecked Sendable {
         case .deny(let reason, _): verdictText = "denied (\(reason))"
         }
         lastTag = (tag.uid, presentation.content.rawValue, verdictText)
+        supplyApprovalRandom()
         handle(.tagArrived(presentation))
     }
 
@@ -293,8 +294,11 @@ final class DoorRuntime: @unchecked Sendable {
             return presentation
         }
         var probe = machine
+        probe.supplyRandom(Array(repeating: 0, count: 32))
+        // A tap that asks for approval takes its use at the request (a
+        // denied or unanswered request does not give it back).
         let opens = probe.handle(.tagArrived(presentation), at: now()).contains {
-            if case .emit(let e) = $0 { return e.kind == .accessGranted }
+            if case .emit(let e) = $0 { return e.kind == .accessGranted || e.kind == .approvalRequested }
             return false
         }
         guard opens else { return presentation }
@@ -310,6 +314,27 @@ final class DoorRuntime: @unchecked Sendable {
             log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
             return TagPresentation(
                 uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+        }
+    }
+
+    /// An input decided now, on the door queue, with the events it
+    /// produced (the control socket's approvals answer with them).
+    func handleNow(_ input: DoorInput) -> [DoorEvent] {
+        queue.sync {
+            let effects = machine.handle(input, at: now())
+            execute(effects)
+            return effects.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
+        }
+    }
+
+    /// 32 bytes from the CSPRNG for the approval code a tap may need
+    /// (docs/policy.md "Approval"). Without them the machine denies a tap
+    /// that needs approval (fail closed).
+    private func supplyApprovalRandom() {
+        guard configuration.door.actions.contains(where: { $0.approval != nil }) else { return }
+        do { machine.supplyRandom(try Crypto.randomBytes(32)) } catch {
+            log.error("approval: no random bytes for a code, a tap needing approval is denied: \(error)")
+            machine.supplyRandom([])
         }
     }
 
@@ -411,7 +436,7 @@ final class DoorRuntime: @unchecked Sendable {
         log.info(
             "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
         )
-        audit(event, wall, detail)
+        audit(event, wall, detail ?? event.approvalDetail)
         publish?(event, wall)
     }
 
@@ -468,6 +493,11 @@ final class DoorRuntime: @unchecked Sendable {
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
+            // A waiting approval request ends with the machine it lived in (audited).
+            if let r = machine.pendingApproval {
+                record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
+                record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
+            }
             var settings = live.applyReload(new).door
             settings.initialMode = machine.mode
             machine = DoorMachine(settings: settings)
