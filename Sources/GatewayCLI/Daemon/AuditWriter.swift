@@ -1,4 +1,5 @@
 import DoorCore
+import DoorIO
 import Glibc
 import GatewayStore
 import Logging
@@ -10,6 +11,13 @@ import Logging
 /// again (on the next event or the periodic retry), so none is lost while
 /// the daemon runs. The wait is bounded: beyond `backlogLimit` the oldest
 /// are dropped and counted. `health` is what status and telemetry show.
+///
+/// The door runtime calls `write` right after the outputs of the decision
+/// that raised the event have moved (issue 25 §5; DoorRuntime.execute): the
+/// row, its outbox message and the tap's `last_seen` commit in one
+/// transaction that the relay does not wait for, and nothing else on the door
+/// queue runs between the relay and that commit (docs/reliability.md, "What a
+/// power cut keeps").
 final class AuditWriter: @unchecked Sendable {
     struct Health: Equatable {
         var writable = true
@@ -24,6 +32,8 @@ final class AuditWriter: @unchecked Sendable {
         let event: DoorEvent
         let time: Int64
         let detail: String?
+        /// The event's tag's `last_seen`, saved with its row.
+        let lastSeen: Int64?
     }
 
     private let store: GatewayStore
@@ -34,6 +44,9 @@ final class AuditWriter: @unchecked Sendable {
     private var backlog: [Pending] = []
     private let lock = Lock()
     private var current = Health()
+    /// When the store last took the waiting events (CLOCK_MONOTONIC): status's
+    /// `last_event_durable_monotonic_ns`, which make bench-storage reads.
+    private var lastDurable: MonotonicInstant?
 
     init(store: GatewayStore, outbox: Daemon.EventOutbox, log: Logger, backlogLimit: Int = 10_000) {
         self.store = store
@@ -44,9 +57,12 @@ final class AuditWriter: @unchecked Sendable {
 
     var health: Health { lock.withLock { current } }
 
-    /// On the door queue.
-    func write(_ event: DoorEvent, at time: Int64, detail: String?) {
-        backlog.append(Pending(event: event, time: time, detail: detail))
+    var lastDurableAt: MonotonicInstant? { lock.withLock { lastDurable } }
+
+    /// On the door queue. `lastSeen`: the time to save as the event's tag's
+    /// `last_seen`, in the same transaction as its row.
+    func write(_ event: DoorEvent, at time: Int64, detail: String?, lastSeen: Int64? = nil) {
+        backlog.append(Pending(event: event, time: time, detail: detail, lastSeen: lastSeen))
         var dropped = 0
         if backlog.count > backlogLimit {
             dropped = backlog.count - backlogLimit
@@ -70,7 +86,8 @@ final class AuditWriter: @unchecked Sendable {
                     time: next.time, kind: next.event.kind.rawValue, reason: next.event.reason,
                     action: next.event.action, uid: next.event.uid?.hex, source: next.event.source,
                     detail: next.detail, outbox: message.map { [$0.entry] } ?? [], outboxLimit: message?.limit ?? .max,
-                    activating: next.event.kind == .provisioningWritten ? next.event.uid?.hex : nil)
+                    activating: next.event.kind == .provisioningWritten ? next.event.uid?.hex : nil,
+                    lastSeen: next.lastSeen.flatMap { t in next.event.uid.map { ($0.hex, t) } })
                 backlog.removeFirst()
                 written += 1
             } catch {
@@ -90,6 +107,7 @@ final class AuditWriter: @unchecked Sendable {
         if written > 0 { outbox.committed() }
         let recovered = lock.withLock { () -> Int? in
             guard backlog.isEmpty else { return nil }
+            if written > 0 { lastDurable = MonotonicClock.now() }
             defer {
                 current.writable = true
                 current.unsaved = 0
