@@ -13,8 +13,8 @@ import XCTest
 /// power cut keeps"): on the real store on disk, a granted tap drives the
 /// relay before the audit row commits, a guest pass's use is on disk before
 /// the relay moves, and the audit row (with the tag's last_seen) follows in
-/// one transaction before the door queue takes anything else — a shutdown
-/// right after the tap included.
+/// one transaction on the audit writer's queue, which a shutdown right after
+/// the tap waits for.
 ///
 /// "A power cut at the instant the relay moves" is the database's files as
 /// they are then: the board below copies gateway.db and its WAL the moment
@@ -107,10 +107,11 @@ final class RelayOrderTests: XCTestCase {
             live: LiveConfiguration(configuration), board: board, store: store, registry: StoreRegistry(store: store),
             audit: { event, time, detail, lastSeen in writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
             },
-            log: log)
+            flushAudit: { writer.flush() }, log: log)
         self.runtime = runtime
         runtime.start()
         runtime.sync {}
+        writer.flush()
         return Door(runtime: runtime, store: store, board: board, writer: writer, state: state)
     }
 
@@ -140,6 +141,7 @@ final class RelayOrderTests: XCTestCase {
 
         door.runtime.readerReport(.arrived(tag))
         door.runtime.sync {}
+        door.writer.flush()
 
         let cuts = door.board.cuts.withLock { $0 }
         XCTAssertEqual(cuts.count, 1, "one unlock for one granted tap")
@@ -163,6 +165,7 @@ final class RelayOrderTests: XCTestCase {
 
         door.runtime.readerReport(.arrived(tag))
         door.runtime.sync {}
+        door.writer.flush()
 
         let cuts = door.board.cuts.withLock { $0 }
         XCTAssertEqual(cuts.count, 1)
@@ -203,6 +206,7 @@ final class RelayOrderTests: XCTestCase {
 
         door.runtime.readerReport(.arrived(tag))
         door.runtime.sync {}
+        door.writer.flush()
 
         XCTAssertEqual(door.board.cuts.withLock { $0.count }, 0)
         XCTAssertEqual(try door.store.auditTail(100).filter { $0.kind == "access_denied" }.count, 1)

@@ -1,3 +1,4 @@
+import Dispatch
 import DoorCore
 import DoorIO
 import Glibc
@@ -12,12 +13,15 @@ import Logging
 /// the daemon runs. The wait is bounded: beyond `backlogLimit` the oldest
 /// are dropped and counted. `health` is what status and telemetry show.
 ///
-/// The door runtime calls `write` right after the outputs of the decision
-/// that raised the event have moved (issue 25 §5; DoorRuntime.execute): the
-/// row, its outbox message and the tap's `last_seen` commit in one
-/// transaction that the relay does not wait for, and nothing else on the door
-/// queue runs between the relay and that commit (docs/reliability.md, "What a
-/// power cut keeps").
+/// The relay off the store's path (issue 25 §5; docs/reliability.md, "What a
+/// power cut keeps"): the door runtime calls `write` right after the outputs
+/// of the decision that raised the event have moved (DoorRuntime.execute),
+/// and the row, its outbox message and the tap's `last_seen` commit in one
+/// transaction on this writer's own serial queue, in the order written: the
+/// door queue never waits for a commit (a relay pulse's end, the next tap),
+/// and `flush` (the runtime's shutdown) waits for every event written before.
+/// Unchecked Sendable: `backlog` is touched on `queue` only, `current` and
+/// `lastDurable` under `lock`.
 final class AuditWriter: @unchecked Sendable {
     struct Health: Equatable {
         var writable = true
@@ -40,7 +44,9 @@ final class AuditWriter: @unchecked Sendable {
     private let outbox: Daemon.EventOutbox
     private let log: Logger
     private let backlogLimit: Int
-    /// Touched on the door queue only (every `write` and `retry` runs there).
+    /// Where every commit runs, one at a time, in the order of `write`.
+    private let queue = DispatchQueue(label: "gatewayd.audit")
+    /// Touched on `queue` only.
     private var backlog: [Pending] = []
     private let lock = Lock()
     private var current = Health()
@@ -59,10 +65,21 @@ final class AuditWriter: @unchecked Sendable {
 
     var lastDurableAt: MonotonicInstant? { lock.withLock { lastDurable } }
 
-    /// On the door queue. `lastSeen`: the time to save as the event's tag's
-    /// `last_seen`, in the same transaction as its row.
+    /// From the door queue (one writer keeps the events' order); returns at
+    /// once, the commit follows on `queue`. `lastSeen`: the time to save as
+    /// the event's tag's `last_seen`, in the same transaction as its row.
     func write(_ event: DoorEvent, at time: Int64, detail: String?, lastSeen: Int64? = nil) {
-        backlog.append(Pending(event: event, time: time, detail: detail, lastSeen: lastSeen))
+        let pending = Pending(event: event, time: time, detail: detail, lastSeen: lastSeen)
+        queue.async { self.append(pending) }
+    }
+
+    /// Returns once every event written before is committed (or waits in
+    /// memory because the store cannot take it): shutdown, tests.
+    func flush() { queue.sync {} }
+
+    /// On `queue`.
+    private func append(_ pending: Pending) {
+        backlog.append(pending)
         var dropped = 0
         if backlog.count > backlogLimit {
             dropped = backlog.count - backlogLimit
@@ -72,9 +89,9 @@ final class AuditWriter: @unchecked Sendable {
         drain()
     }
 
-    /// On the door queue: writes what waits, if the store takes it now.
+    /// Writes what waits, if the store takes it now (on `queue`).
     func retry() {
-        if !backlog.isEmpty { drain() }
+        queue.async { if !self.backlog.isEmpty { self.drain() } }
     }
 
     private func drain() {

@@ -126,6 +126,7 @@ final class Daemon: @unchecked Sendable {
             audit: { [auditWriter] event, time, detail, lastSeen in
                 auditWriter.write(event, at: time, detail: detail, lastSeen: lastSeen)
             },
+            flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.

@@ -63,6 +63,9 @@ final class DoorRuntime: @unchecked Sendable {
     /// Audit sink: the store's hash-chained log (event, time, detail, and the
     /// time to save as the event's tag's `last_seen` in the row's transaction).
     let audit: (DoorEvent, Int64, String?, Int64?) -> Void
+    /// Waits until every event given to `audit` is committed (AuditWriter's
+    /// own queue): `shutdown` calls it, so a stop right after a tap keeps its row.
+    let flushAudit: () -> Void
     /// The `last_seen` of the tap being decided: not written before the relay
     /// (it decides nothing), but with the tap's first event (`record`).
     private var lastSeenToSave: (uid: TagUID, time: Int64)?
@@ -73,7 +76,8 @@ final class DoorRuntime: @unchecked Sendable {
 
     init(
         live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
-        audit: @escaping (DoorEvent, Int64, String?, Int64?) -> Void, log: Logger, zone: TimeZoneRules = .utc
+        audit: @escaping (DoorEvent, Int64, String?, Int64?) -> Void, flushAudit: @escaping () -> Void = {},
+        log: Logger, zone: TimeZoneRules = .utc
     ) {
         self.live = live
         self.zone = zone
@@ -82,6 +86,7 @@ final class DoorRuntime: @unchecked Sendable {
         self.store = store
         self.registry = registry
         self.audit = audit
+        self.flushAudit = flushAudit
         self.log = log
         machine = DoorMachine(settings: configuration.door)
         patterns = PatternDriver(board: board, logger: log)
@@ -293,15 +298,16 @@ final class DoorRuntime: @unchecked Sendable {
 
     /// Runs the machine's effects in their order, but for one thing: the
     /// relay off the store's path (issue 25 §5). The machine lists an event
-    /// before the output it explains (`.emit` then `.drive`), and recording an
-    /// event is a synchronous commit (synchronous=FULL: on an SD card
-    /// milliseconds to hundreds of them). So an event that comes before an
-    /// output in the batch is held until the batch's last output has moved,
-    /// then recorded, in order, before any later effect and before the door
-    /// queue takes anything else (a SIGTERM's shutdown, the next tap). What
-    /// decides is written before the machine is asked (a guest pass's use,
-    /// a remote command's replay record): it precedes the relay. What a
-    /// power cut keeps: docs/reliability.md.
+    /// before the output it explains (`.emit` then `.drive`), and an event's
+    /// audit row is a commit (synchronous=FULL: on an SD card milliseconds to
+    /// hundreds of them). So an event that comes before an output in the
+    /// batch is held until the batch's last output has moved, then recorded,
+    /// in order, before any later effect; the audit writer commits it on its
+    /// own queue, which the door queue does not wait for (a pulse's end, the
+    /// next tap) and `shutdown` drains. What decides is written before the
+    /// machine is asked (a guest pass's use, a remote command's replay
+    /// record): it precedes the relay. What a power cut keeps:
+    /// docs/reliability.md.
     private func execute(_ effects: [DoorEffect]) {
         defer { stateChanged() }
         let lastDrive = effects.lastIndex {
@@ -542,5 +548,7 @@ final class DoorRuntime: @unchecked Sendable {
             floorTimer?.cancel()
             saveClockFloor(force: true)
         }
+        // Every event recorded so far (the last tap's, after its relay) is committed before the process goes.
+        flushAudit()
     }
 }
