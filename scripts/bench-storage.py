@@ -249,9 +249,11 @@ def main():
                                   percentile(slow, 99))
             goal = ""
             if kind == "sticker":
-                met = s50 <= GOAL_RATIO * f50 and s99 <= GOAL_P99
-                goal = (f"; goal p50 ≤ {GOAL_RATIO} × tmpfs and p99 ≤ {GOAL_P99:.0f} ms: "
-                        f"{'met' if met else 'MISSED'}")
+                # Two goals, judged apart: the ratio is the disk's cost; p99 also holds the guest's own
+                # (TCG) tail, which tmpfs's p99 shows.
+                goal = (f"; goal p50 ≤ {GOAL_RATIO} × tmpfs: {'met' if s50 <= GOAL_RATIO * f50 else 'MISSED'}, "
+                        f"p99 ≤ {GOAL_P99:.0f} ms: {'met' if s99 <= GOAL_P99 else 'MISSED'}"
+                        f"{' (tmpfs too: ' + format(f99, '.0f') + ' ms)' if f99 > GOAL_P99 else ''}")
             print(f"  {kind:10} tmpfs p50 {f50:.1f} / p99 {f99:.1f} ms; delay p50 {s50:.1f} / p99 {s99:.1f} ms; "
                   f"ratio p50 {s50 / f50:.2f}, p99 {s99 / f99:.2f}{goal}")
     except Failure as e:
