@@ -41,6 +41,8 @@ final class RelayOrderTests: XCTestCase {
         let inner: SimulatedBoard
         let stateDirectory: String
         let cuts: Mutex<[String]> = Mutex([])
+        /// Called after each drive (output, state), on the door queue.
+        let driven: Mutex<(@Sendable (OutputState) -> Void)?> = Mutex(nil)
         var outputs: [OutputDefinition] { inner.outputs }
         var indicatorNames: [String] { inner.indicatorNames }
 
@@ -62,6 +64,7 @@ final class RelayOrderTests: XCTestCase {
                 cuts.withLock { $0.append(cut) }
             }
             try inner.drive(output, state)
+            driven.withLock { $0 }?(state)
         }
         func setIndicators(_ changes: [LineChange]) throws { try inner.setIndicators(changes) }
         func lockAll() { inner.lockAll() }
@@ -77,7 +80,7 @@ final class RelayOrderTests: XCTestCase {
         let state: String
     }
 
-    func makeDoor() throws -> Door {
+    func makeDoor(pulseMs: Int = 10000) throws -> Door {
         let state = dir + "/state"
         let configuration = try GatewayConfiguration.load(
             toml: """
@@ -90,7 +93,7 @@ final class RelayOrderTests: XCTestCase {
                 [[actions]]
                 index = 0
                 name = "strike"
-                steps = [{ pulse = "strike", ms = 10000 }]
+                steps = [{ pulse = "strike", ms = \(pulseMs) }]
                 [clock]
                 declare_synchronised = true
                 [paths]
@@ -195,6 +198,43 @@ final class RelayOrderTests: XCTestCase {
         XCTAssertEqual(try door.store.issuedTag(uid)?.usesLeft, 0)
         guard case .intact = try door.store.verifyAudit() else { return XCTFail("chain broken") }
         XCTAssertEqual(door.board.snapshot().outputs["strike"]?.state, .locked, "shutdown locked the strike")
+    }
+
+    /// The door does not wait for the audit commit: with the store's writer
+    /// held (as by a slow commit in flight), a granted tap still moves the
+    /// relay and its 50 ms pulse still ends; the row commits once the writer
+    /// is free.
+    func testTheDoorDoesNotWaitForTheAuditCommit() throws {
+        let door = try makeDoor(pulseMs: 50)
+        let uid = TagUID(hex: "04A1B2C3D4E505")!
+        let tag = try issue(door, uid)
+        let unlocked = expectation(description: "strike unlocked")
+        let locked = expectation(description: "strike locked again")
+        door.board.driven.withLock {
+            $0 = { state in state == .unlocked ? unlocked.fulfill() : locked.fulfill() }
+        }
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? door.store.pool.write { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        var released = false
+        defer { if !released { release.signal() } }
+
+        door.runtime.readerReport(.arrived(tag))
+        wait(for: [unlocked, locked], timeout: 10, enforceOrder: true)
+        XCTAssertEqual(try granted(door.store, uid), 0, "the row waits for the writer")
+
+        release.signal()
+        released = true
+        door.writer.flush()
+        XCTAssertEqual(try granted(door.store, uid), 1)
+        XCTAssertNotNil(try door.store.issuedTag(uid)?.lastSeen)
+        guard case .intact = try door.store.verifyAudit() else { return XCTFail("chain broken") }
     }
 
     /// A denied tap moves nothing and is audited as before.
