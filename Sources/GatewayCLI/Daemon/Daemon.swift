@@ -120,7 +120,10 @@ final class Daemon: @unchecked Sendable {
         auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
         runtime = DoorRuntime(
             live: live, board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { [auditWriter] event, time, detail in auditWriter.write(event, at: time, detail: detail) },
+            audit: { [auditWriter] event, time, detail, lastSeen in
+                auditWriter.write(event, at: time, detail: detail, lastSeen: lastSeen)
+            },
+            flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.
