@@ -155,5 +155,5 @@ let package = Package(
         .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -7,10 +7,11 @@
 import DoorCore
 import Foundation
 import NFCReader
+import Synchronization
 
 let args = CommandLine.arguments
 guard args.count >= 2 else {
-    fputs("usage: reader-bench PN532_SIM [TAPS]\n", stderr)
+    FileHandle.standardError.write(Data("usage: reader-bench PN532_SIM [TAPS]\n".utf8))
     exit(64)
 }
 let taps = args.count > 2 ? Int(args[2]) ?? 200 : 200
@@ -26,8 +27,8 @@ sim.standardError = FileHandle.nullDevice
 try sim.run()
 while !FileManager.default.fileExists(atPath: control) { usleep(10_000) }
 
-/// One control line, its answer line.
-func send(_ line: String) -> String {
+/// One control line, its answer line (from any thread).
+@Sendable func send(_ line: String) -> String {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var addr = sockaddr_un()
@@ -68,33 +69,31 @@ let tlvBytes = try Type2.ndefTLV(message).count  // TLV with its terminator
 let reader = NFCReader(connstring: "pn532_uart:\(tty)")
 try reader.open()
 
-final class Box: @unchecked Sendable { var done: ContinuousClock.Instant?; var error: Error? }
+/// When the inserter thread sent the tag (it inserts while this thread polls).
+final class Inserted: Sendable { let at = Mutex<ContinuousClock.Instant?>(nil) }
 var latencies: [Double] = []
 var frames: [Int] = []
 var bytes: [Int] = []
 var commands: [Int] = []
+let insert = "insert \(uid.hex) \(file)"
 for _ in 0..<taps {
     _ = send("remove")
     while try reader.poll() != nil {}  // the reader has seen the tag leave
     _ = send("stats reset")
-    let box = Box()
-    let poller = Thread {
-        do {
-            while true {
-                if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
-            }
-            box.done = ContinuousClock.now
-        } catch { box.error = error }
+    let inserted = Inserted()
+    let inserter = Thread {
+        usleep(50_000)  // a poll is in flight
+        inserted.at.withLock { $0 = ContinuousClock.now }
+        _ = send(insert)
     }
-    poller.start()
-    usleep(50_000)  // a poll is in flight
-    let inserted = ContinuousClock.now
-    _ = send("insert \(uid.hex) \(file)")
-    while box.done == nil && box.error == nil { usleep(200) }
-    if let e = box.error { fatalError("\(e)") }
+    inserter.start()
+    while true {
+        if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
+    }
+    let done = ContinuousClock.now
+    let start = inserted.at.withLock { $0 }!
     latencies.append(
-        Double((box.done! - inserted).components.attoseconds) / 1e15 + Double((box.done! - inserted).components.seconds)
-            * 1000)
+        Double((done - start).components.attoseconds) / 1e15 + Double((done - start).components.seconds) * 1000)
     let s = stats()
     frames.append((s["rx_frames"] ?? 0) + (s["tx_frames"] ?? 0))
     bytes.append((s["rx_bytes"] ?? 0) + (s["tx_bytes"] ?? 0))

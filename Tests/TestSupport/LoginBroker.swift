@@ -34,7 +34,7 @@ public final class LoginBroker {
             "x509", "-req", "-in", path("broker.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
             "-CAcreateserial", "-days", "2", "-extfile", path("broker.ext"), "-out", path("broker.crt"),
         ])
-        FileManager.default.createFile(atPath: path("passwd"), contents: nil)
+        _ = FileManager.default.createFile(atPath: path("passwd"), contents: nil)
         let pw = try Run.process(
             URL(fileURLWithPath: "/usr/bin/mosquitto_passwd"), ["-b", path("passwd"), Self.user, Self.password],
             timeout: 20)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Debian's mosquitto on a free loopback port, configured by the project's
 /// shipped `provisioning/mosquitto-doorgateway.conf` and `doorgateway.acl`
@@ -113,7 +114,7 @@ public final class MosquittoBroker {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
         p.arguments = ["-c", path("mosquitto.conf")]
-        FileManager.default.createFile(atPath: path("mosquitto.stderr"), contents: nil)
+        _ = FileManager.default.createFile(atPath: path("mosquitto.stderr"), contents: nil)
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle(forWritingAtPath: path("mosquitto.stderr"))
         try p.run()
@@ -204,10 +205,9 @@ public final class MosquittoBroker {
         try Subscription(arguments: clientArguments(name) + ["-q", "1", "-t", topic, "-F", "%t|%r|%p"])
     }
 
-    public final class Subscription {
+    public final class Subscription: Sendable {
         let process = Process()
-        let lock = NSLock()
-        var buffer = Data()
+        let buffer = Mutex(Data())
         public init(arguments: [String]) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
             process.arguments = arguments
@@ -220,7 +220,7 @@ public final class MosquittoBroker {
             out.fileHandleForReading.readabilityHandler = { [weak self] h in
                 let d = h.availableData
                 guard let self else { return }
-                self.lock.withLock { self.buffer += d }
+                self.buffer.withLock { $0 += d }
             }
             try process.run()
             usleep(300_000)  // subscribed
@@ -234,7 +234,7 @@ public final class MosquittoBroker {
         }
         public var isRunning: Bool { process.isRunning }
         public var lines: [String] {
-            lock.withLock { String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init) }
+            buffer.withLock { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) }
         }
         /// Waits until `predicate` holds for the lines received so far.
         @discardableResult
