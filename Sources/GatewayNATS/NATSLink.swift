@@ -90,7 +90,8 @@ public final class NATSLink: @unchecked Sendable {
 
     /// The connection and its subscriptions; held while libnats is called
     /// with them, so the manager thread never destroys one in use.
-    struct Connection {
+    // @unchecked: libnats handles, used only while `connection` is locked (or by its C callbacks' thread).
+    struct Connection: @unchecked Sendable {
         var nc: OpaquePointer?
         var js: OpaquePointer?
         var subs: [OpaquePointer] = []

@@ -262,7 +262,8 @@ final class Statement {
 
 /// One SQLite connection. Not thread-safe by itself: `DatabasePool` hands
 /// it to one thread at a time (the library runs in multi-thread mode).
-public final class SQLiteConnection {
+// @unchecked: a sqlite3 handle (SQLITE_OPEN_NOMUTEX), used under DatabasePool's `writer`/`readers` Mutex only.
+public final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     public let path: String
     private var cache: [String: Statement] = [:]
@@ -363,7 +364,9 @@ public final class SQLiteConnection {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
-    public func inTransaction<T>(_ kind: TransactionKind, _ body: (SQLiteConnection) throws -> T) throws -> T {
+    public func inTransaction<T>(_ kind: TransactionKind, _ body: (SQLiteConnection) throws -> sending T) throws
+        -> sending T
+    {
         try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
         let result: T
         do {
@@ -408,12 +411,12 @@ public final class DatabasePool: Sendable {
 
     /// A write transaction (BEGIN IMMEDIATE, as GRDB's pool): committed when
     /// `body` returns, rolled back when it throws.
-    public func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    public func write<T>(_ body: (SQLiteConnection) throws -> sending T) throws -> sending T {
         try writer.withLock { connection in try connection.inTransaction(.immediate, body) }
     }
 
     /// The writer outside any transaction (`VACUUM INTO` cannot run in one).
-    public func writeWithoutTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    public func writeWithoutTransaction<T>(_ body: (SQLiteConnection) throws -> sending T) throws -> sending T {
         try writer.withLock { connection in
             defer { connection.rollback() }
             return try body(connection)
@@ -421,7 +424,7 @@ public final class DatabasePool: Sendable {
     }
 
     /// A read in a deferred transaction on a reader connection.
-    public func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    public func read<T>(_ body: (SQLiteConnection) throws -> sending T) throws -> sending T {
         let connection = try readers.withLock { $0.popLast() } ?? openReader()
         defer { readers.withLock { if $0.count < 4 { $0.append(connection) } } }
         return try connection.inTransaction(.deferred, body)
