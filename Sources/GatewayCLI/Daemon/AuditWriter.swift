@@ -10,6 +10,7 @@ import Logging
 /// again (on the next event or the periodic retry), so none is lost while
 /// the daemon runs. The wait is bounded: beyond `backlogLimit` the oldest
 /// are dropped and counted. `health` is what status and telemetry show.
+// @unchecked: `backlog` and `current` are guarded by `lock`.
 final class AuditWriter: @unchecked Sendable {
     struct Health: Equatable {
         var writable = true

@@ -1,4 +1,4 @@
-import Glibc
+@preconcurrency import Glibc
 import Logging
 
 /// Log lines on stderr with sd-daemon(3) priority prefixes (`<3>` error … `<7>`
