@@ -3,6 +3,7 @@ import Foundation
 import GatewayConfig
 import GatewayMQTT
 import Logging
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -41,14 +42,13 @@ final class BrokerTests: XCTestCase {
         return try GatewayConfiguration.load(toml: toml).mqtt
     }
 
-    final class Outcomes: @unchecked Sendable {
-        let lock = NSLock()
-        var list: [RemoteOutcome] = []
-        func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
+    final class Outcomes: Sendable {
+        private let list = Mutex<[RemoteOutcome]>([])
+        func add(_ o: RemoteOutcome) { list.withLock { $0.append(o) } }
         func wait(count: Int, timeout: TimeInterval = 10) -> [RemoteOutcome] {
             let deadline = Date() + timeout
-            while Date() < deadline && lock.withLock({ list.count }) < count { usleep(10_000) }
-            return lock.withLock { list }
+            while Date() < deadline && list.withLock({ $0.count }) < count { usleep(10_000) }
+            return list.withLock { $0 }
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import GatewayConfig
 import GatewayMQTT
 import Logging
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -138,25 +139,25 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
     }
 
     /// What the daemon's handler hears: refusals (audited) and admin requests.
-    final class Heard: RemoteCommandHandler, @unchecked Sendable {
+    final class Heard: RemoteCommandHandler, Sendable {
         let policy: RemotePolicy
-        let lock = NSLock()
-        var outcomes: [RemoteOutcome] = []
-        var requests: [HomeAssistantAdminRequest] = []
+        private let heard = Mutex<(outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest])>(([], []))
+        var outcomes: [RemoteOutcome] { heard.withLock { $0.outcomes } }
+        var requests: [HomeAssistantAdminRequest] { heard.withLock { $0.requests } }
         init(_ policy: RemotePolicy) { self.policy = policy }
         func received(_ message: RemoteMessage) {
             let j = RemoteJudge.judge(
                 message, policy: policy, key: .absent, replay: ReplayGuard(),
                 now: WallClock(unixSeconds: Int64(time(nil)), synchronised: true))
-            lock.withLock {
-                if let o = j.outcome { outcomes.append(o) }
-                if let r = j.admin { requests.append(r) }
+            heard.withLock {
+                if let o = j.outcome { $0.outcomes.append(o) }
+                if let r = j.admin { $0.requests.append(r) }
             }
         }
         func wait(_ count: Int) -> (outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest]) {
             let deadline = Date() + 10
-            while Date() < deadline && lock.withLock({ outcomes.count + requests.count }) < count { usleep(10_000) }
-            return lock.withLock { (outcomes, requests) }
+            while Date() < deadline && heard.withLock({ $0.outcomes.count + $0.requests.count }) < count { usleep(10_000) }
+            return heard.withLock { ($0.outcomes, $0.requests) }
         }
     }
 
@@ -214,13 +215,13 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
             if admin {
                 XCTAssertEqual(got.outcomes, [], "\(got)")
                 XCTAssertEqual(
-                    heard.lock.withLock { heard.requests },
+                    heard.requests,
                     [.chooseAction("garage"), .setLabel("Carol"), .arm, .chooseTag("Alice"), .revoke],
                     "only Home Assistant's five, not another door's")
             } else {
                 XCTAssertEqual(got.requests, [])
                 XCTAssertEqual(
-                    heard.lock.withLock { heard.outcomes }.map(\.code),
+                    heard.outcomes.map(\.code),
                     Array(repeating: "ha_admin_disabled", count: sends.count), "only Home Assistant's five, refused")
             }
         }

@@ -161,7 +161,7 @@ final class NATSDaemonTests: XCTestCase {
         daemon.executableURL = Self.gateway
         daemon.arguments = ["daemon", "--config", config]
         let logPath = dir.appendingPathComponent("gatewayd.log").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         daemon.standardOutput = FileHandle(forWritingAtPath: logPath)
         daemon.standardError = FileHandle(forWritingAtPath: logPath)
         try daemon.run()

@@ -172,7 +172,7 @@ final class NATSLoginDaemonTests: XCTestCase {
         daemon.arguments = ["daemon", "--config", door.config]
         daemon.environment = ProcessInfo.processInfo.environment.merging(
             ["CREDENTIALS_DIRECTORY": door.dir.appendingPathComponent("credentials").path]) { $1 }
-        FileManager.default.createFile(atPath: door.logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: door.logPath, contents: nil)
         daemon.standardOutput = FileHandle(forWritingAtPath: door.logPath)
         daemon.standardError = FileHandle(forWritingAtPath: door.logPath)
         try daemon.run()

@@ -235,7 +235,7 @@ extension Daemon {
                 var addr = sin.pointee.sin_addr
                 return inet_ntop(AF_INET, &addr, &host, socklen_t(host.count)) != nil
             }
-            let text = String(cString: host)
+            let text = String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if ok && !text.hasPrefix("127.") { return text }
         }
         return nil

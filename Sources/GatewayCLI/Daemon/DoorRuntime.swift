@@ -207,7 +207,6 @@ final class DoorRuntime: @unchecked Sendable {
             switch event.input {
             case .button: handle(.button(pressed: event.active))
             case .doorContact: handle(.doorContact(open: event.active))
-            default: break
             }
         }
     }
