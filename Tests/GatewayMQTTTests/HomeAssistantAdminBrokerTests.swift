@@ -156,7 +156,9 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
         }
         func wait(_ count: Int) -> (outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest]) {
             let deadline = Date() + 10
-            while Date() < deadline && heard.withLock({ $0.outcomes.count + $0.requests.count }) < count { usleep(10_000) }
+            while Date() < deadline && heard.withLock({ $0.outcomes.count + $0.requests.count }) < count {
+                usleep(10_000)
+            }
             return heard.withLock { ($0.outcomes, $0.requests) }
         }
     }
