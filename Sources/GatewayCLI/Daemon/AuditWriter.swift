@@ -10,7 +10,7 @@ import Logging
 /// again (on the next event or the periodic retry), so none is lost while
 /// the daemon runs. The wait is bounded: beyond `backlogLimit` the oldest
 /// are dropped and counted. `health` is what status and telemetry show.
-// @unchecked: `backlog` and `current` are guarded by `lock`.
+// @unchecked: `backlog` is touched on the door queue only (every write and retry runs there); `current` under `lock`.
 final class AuditWriter: @unchecked Sendable {
     struct Health: Equatable {
         var writable = true

@@ -19,7 +19,7 @@ import Logging
 /// With the option off it only clears, at each connect, the retained
 /// documents an earlier run left on the broker (labels are often names).
 /// Its state is touched on `queue` only.
-// @unchecked: its state is touched only on `queue`.
+// @unchecked: its state is touched only on `queue` (and read once while wiring, before the link starts).
 final class HomeAssistantAdmin: @unchecked Sendable {
     let queue = DispatchQueue(label: "gatewayd.ha-admin")
     let enabled: Bool
