@@ -364,9 +364,7 @@ public final class SQLiteConnection: @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
-    public func inTransaction<T>(_ kind: TransactionKind, _ body: (SQLiteConnection) throws -> sending T) throws
-        -> sending T
-    {
+    public func inTransaction<T>(_ kind: TransactionKind, _ body: (SQLiteConnection) throws -> T) throws -> T {
         try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
         let result: T
         do {
@@ -411,12 +409,12 @@ public final class DatabasePool: Sendable {
 
     /// A write transaction (BEGIN IMMEDIATE, as GRDB's pool): committed when
     /// `body` returns, rolled back when it throws.
-    public func write<T>(_ body: (SQLiteConnection) throws -> sending T) throws -> sending T {
+    public func write<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withLock { connection in try connection.inTransaction(.immediate, body) }
     }
 
     /// The writer outside any transaction (`VACUUM INTO` cannot run in one).
-    public func writeWithoutTransaction<T>(_ body: (SQLiteConnection) throws -> sending T) throws -> sending T {
+    public func writeWithoutTransaction<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withLock { connection in
             defer { connection.rollback() }
             return try body(connection)
@@ -424,7 +422,7 @@ public final class DatabasePool: Sendable {
     }
 
     /// A read in a deferred transaction on a reader connection.
-    public func read<T>(_ body: (SQLiteConnection) throws -> sending T) throws -> sending T {
+    public func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try readers.withLock { $0.popLast() } ?? openReader()
         defer { readers.withLock { if $0.count < 4 { $0.append(connection) } } }
         return try connection.inTransaction(.deferred, body)
