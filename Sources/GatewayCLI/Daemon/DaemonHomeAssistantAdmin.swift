@@ -83,8 +83,8 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         queue.sync {
             guard enabled else {
                 let topics = [link.topics.tags, link.topics.denied, link.topics.adminState]
-                link.afterConnect = { [queue, link] in
-                    queue.asyncAfter(deadline: .now() + Self.clearAfter) {
+                link.afterConnect = { [queue, link, clearAfter = Self.clearAfter] in
+                    queue.asyncAfter(deadline: .now() + clearAfter) {
                         for topic in topics { link.clearRetained(topic: topic) }
                     }
                 }
