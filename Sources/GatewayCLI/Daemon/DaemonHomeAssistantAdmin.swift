@@ -83,7 +83,7 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         queue.sync {
             guard enabled else {
                 let topics = [link.topics.tags, link.topics.denied, link.topics.adminState]
-                link.afterConnect = { [queue, link, clearAfter = Self.clearAfter] in
+                link.afterConnect = { @Sendable [queue, link, topics, clearAfter = Self.clearAfter] in
                     queue.asyncAfter(deadline: .now() + clearAfter) {
                         for topic in topics { link.clearRetained(topic: topic) }
                     }
