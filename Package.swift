@@ -53,8 +53,9 @@ let package = Package(
             ]),
         // MARK: MQTT adapter: the only code that touches libmosquitto. A transport: the
         // daemon gives it settings, an outbox and a command handler; decisions are DoorCore's.
-        // The transports' own threads and the condition they hand work over with.
-        .target(name: "LinkThreads"),
+        // The transports' own threads, the condition they hand work over with, and the outbox
+        // committer both share (DoorCore's Outbox port).
+        .target(name: "LinkThreads", dependencies: ["DoorCore"]),
         // `*.local` broker names by a one-shot multicast DNS query (the static binary's NSS does
         // not do mDNS), and a TLS context that checks the broker's name while connecting by address.
         .target(name: "MulticastDNS"),
@@ -149,10 +150,11 @@ let package = Package(
         .testTarget(
             name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "GatewayCLI", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "GatewayStore", "NFCReader", "TestSupport"]),
         .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
         .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
         .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),
+        .testTarget(name: "LinkThreadsTests", dependencies: ["LinkThreads", "TestSupport"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

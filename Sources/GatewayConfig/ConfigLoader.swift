@@ -224,7 +224,7 @@ extension GatewayConfiguration {
 
     /// `[fleet]`: off by default; on, it needs its transport (MQTT enabled, or
     /// NATS), a site ID and the site public key.
-    static func readFleet(_ root: TableReader, mqtt: MQTT, transport: RemoteTransport) -> Fleet {
+    static func readFleet(_ root: TableReader, mqtt: MQTT, transport: RemoteTransportKind) -> Fleet {
         guard let f = root.table("fleet") else { return .off }
         let enabled = f.bool("enabled", false)
         let site = f.optionalString("site_id", Check.identifier(max: 64))
@@ -492,6 +492,7 @@ extension GatewayConfiguration {
             if !t.has("index") { t.fail("index", "is required (0…N-1)") }
             let name = t.string("name", "action \(index ?? 0)", Check.text(max: 64))
             let schedule = scheduleName(t, "schedule", schedules: schedules)
+            let credentials = readCredentials(t)
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -532,7 +533,9 @@ extension GatewayConfiguration {
                 t.fail("index", "\(index) is also \(other.1.keyPath("index"))")
                 continue
             }
-            actions.append((ActionDefinition(index: index, name: name, steps: steps, schedule: schedule), t))
+            var action = ActionDefinition(index: index, name: name, steps: steps, schedule: schedule)
+            action.credentials = credentials
+            actions.append((action, t))
         }
         for (a, t) in actions where a.index >= actions.count {
             t.fail(

@@ -1,15 +1,15 @@
 import DoorCore
 
 /// Which transport carries events and commands (`[remote] transport`).
-public enum RemoteTransport: String, Sendable, CaseIterable { case mqtt, nats }
+public enum RemoteTransportKind: String, Sendable, CaseIterable { case mqtt, nats }
 
 extension GatewayConfiguration {
     /// `[remote]`: the transport. MQTT (the default, so existing files keep
     /// working) or NATS; `[mqtt]`'s command rules, `uid_in_events`,
     /// `outbox_limit` and `telemetry_s` apply to either.
     public struct Remote: Equatable, Sendable {
-        public var transport: RemoteTransport = .mqtt
-        public init(transport: RemoteTransport = .mqtt) { self.transport = transport }
+        public var transport: RemoteTransportKind = .mqtt
+        public init(transport: RemoteTransportKind = .mqtt) { self.transport = transport }
     }
 
     /// `[nats]`: the NATS server, subjects, TLS and decentralised credentials
@@ -67,7 +67,7 @@ extension GatewayConfiguration {
 
     static func readRemote(_ root: TableReader) -> Remote {
         let t = root.table("remote")
-        let remote = Remote(transport: t?.choice("transport", RemoteTransport.mqtt) ?? .mqtt)
+        let remote = Remote(transport: t?.choice("transport", RemoteTransportKind.mqtt) ?? .mqtt)
         t?.finish()
         return remote
     }

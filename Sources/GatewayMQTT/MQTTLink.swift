@@ -27,6 +27,19 @@ public struct MQTTStatus: Equatable, Sendable {
     public var lastDenied: String? = nil
 }
 
+/// The fleet's topics on MQTT (docs/fleet.md): the filter every door's
+/// retained document is read from, this door's own topic, and where they go.
+public struct MQTTFleet: Sendable {
+    public var subscription: String
+    public var publishTopic: String
+    public var handler: any FleetDocumentHandler
+    public init(subscription: String, publishTopic: String, handler: any FleetDocumentHandler) {
+        self.subscription = subscription
+        self.publishTopic = publishTopic
+        self.handler = handler
+    }
+}
+
 /// The MQTT adapter: the only code that touches libmosquitto, and a
 /// transport only — bytes in, payloads out. One client on its own network
 /// thread (`mosquitto_loop` in `runNetwork`), MQTT 3.1.1 by default, mutual
@@ -38,7 +51,9 @@ public struct MQTTStatus: Equatable, Sendable {
 /// order. Messages on command topics go, named by their channel, to the
 /// daemon's `RemoteCommandHandler`; deciding them is `RemoteJudge`'s.
 // @unchecked: libmosquitto's callbacks run on its network thread; shared state is in `shared` (Mutex) and `queue` (Condition); `client` and the hooks are set before the threads start and cleared after they are joined.
-public final class MQTTLink: @unchecked Sendable {
+public final class MQTTLink: RemoteTransport, @unchecked Sendable {
+    public var transportName: String { "mqtt" }
+
     public let settings: MQTTSettings
     public let deviceID: String
     public let topics: Topics
@@ -78,20 +93,15 @@ public final class MQTTLink: @unchecked Sendable {
     /// overtaking a newer one published meanwhile.
     private let announceLock = Mutex(())
 
-    /// What the committer thread works on.
+    /// Acknowledged rows for the committer thread to delete, and the network thread's end.
     private struct Queue {
-        var pending: [OutgoingMessage] = []
         var acks: [Int64] = []
-        var committing = 0
-        var stopping = false
-        /// Rows committed by someone else wait to be published.
-        var flushRequested = false
-        var committerDone = false
         var networkDone = false
     }
     private let queue = Condition(Queue())
+    /// Commits queued messages and publishes them (LinkThreads' `OutboxCommitter`, shared with NATS).
+    private let committer: OutboxCommitter
     private var networkStarted = false
-    private var committerStarted = false
 
     /// Where each message on a command topic goes (set before `start`).
     public var commands: (any RemoteCommandHandler)?
@@ -104,7 +114,7 @@ public final class MQTTLink: @unchecked Sendable {
     /// (set before `start`).
     public var afterConnect: (@Sendable () -> Void)?
     /// The fleet's topic filter and where its documents go (set before `start`; docs/fleet.md).
-    public var fleet: (subscription: String, handler: any FleetDocumentHandler)?
+    public var fleet: MQTTFleet?
 
     public struct Topics: Sendable {
         public let prefix: String
@@ -144,6 +154,7 @@ public final class MQTTLink: @unchecked Sendable {
         self.outbox = outbox
         self.log = log
         topics = Topics(prefix: settings.topicPrefix)
+        committer = OutboxCommitter(outbox: outbox)
     }
 
     deinit {
@@ -282,11 +293,8 @@ public final class MQTTLink: @unchecked Sendable {
 
     /// Publishes `offline` (retained) first, then disconnects and joins the network thread.
     public func stop(flushWithin: Duration = .seconds(2)) {
-        queue.update { $0.stopping = true }
-        if committerStarted {
-            _ = queue.wait(for: .seconds(10)) { $0.committerDone }
-            committerStarted = false
-        }
+        committer.requestStop()
+        committer.waitStopped(within: .seconds(10))
         guard let m = client else { return }
         if isConnected {
             // Give the backlog a moment to be acknowledged.
@@ -318,6 +326,13 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }
+
+    public var transportStatus: TransportStatus {
+        let s = status
+        return TransportStatus(
+            connected: s.connected, lastError: s.lastError, outboxDepth: s.outboxDepth, published: s.published,
+            acknowledged: s.acknowledged, denied: s.denied, lastDenied: s.lastDenied)
+    }
 
     public var status: MQTTStatus {
         let depth = waitingRows() + queuedCount
@@ -353,7 +368,7 @@ public final class MQTTLink: @unchecked Sendable {
     /// Rows were committed to the outbox by someone else: publish them
     /// (on the committer thread, which owns publishing from the outbox).
     public func outboxCommitted() {
-        queue.update { $0.flushRequested = true }
+        committer.requestFlush()
     }
 
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
@@ -370,27 +385,18 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     private func queueMessage(_ entry: OutgoingMessage) {
-        queue.update { $0.pending.append(entry) }
+        committer.enqueue(entry)
     }
 
-    /// Commits everything queued (one transaction), publishes it, and
-    /// deletes the acknowledged rows (another).
-    private func commitPending() {
-        let (batch, acked) = queue.update { q -> ([OutgoingMessage], [Int64]) in
-            defer {
-                q.committing = q.pending.count
-                q.pending = []
-                q.acks = []
-            }
-            return (q.pending, q.acks)
+    /// One round of the committer thread: commits what was queued (one
+    /// transaction), publishes it, and deletes the acknowledged rows (another).
+    private func commitRound(_ round: OutboxCommitter.Round) {
+        let acked = queue.update { q -> [Int64] in
+            defer { q.acks = [] }
+            return q.acks
         }
-        if !batch.isEmpty {
-            do {
-                try outbox.commit(batch)
-            } catch {
-                noteError("outbox commit of \(batch.count) messages failed: \(error)")
-            }
-            queue.update { $0.committing = 0 }
+        if !round.batch.isEmpty {
+            if let failure = committer.commit(round) { noteError(failure) }
             flush()
         }
         if !acked.isEmpty {
@@ -401,28 +407,17 @@ public final class MQTTLink: @unchecked Sendable {
                 noteError("outbox: \(error)")
             }
         }
+        if round.flushRequested { flush() }
     }
 
     private func startCommitter() throws {
-        try startThread(name: "gatewayd.outbox") { [self] in
-            while true {
-                let (stopping, flushNow) = queue.wait(
-                    until: { !$0.pending.isEmpty || !$0.acks.isEmpty || $0.flushRequested || $0.stopping },
-                    then: { q -> (Bool, Bool) in
-                        defer { q.flushRequested = false }
-                        return (q.stopping && q.pending.isEmpty && q.acks.isEmpty, q.flushRequested)
-                    })
-                if stopping { break }
-                commitPending()
-                if flushNow { flush() }
-            }
-            queue.update { $0.committerDone = true }
+        try committer.start(name: "gatewayd.outbox", drained: { [queue] in queue.read { $0.acks.isEmpty } }) {
+            [self] round in commitRound(round)
         }
-        committerStarted = true
     }
 
     /// Messages queued or being committed, less acknowledged rows not yet deleted.
-    public var queuedCount: Int { queue.read { $0.pending.count + $0.committing - $0.acks.count } }
+    public var queuedCount: Int { committer.queuedCount - queue.read { $0.acks.count } }
 
     /// The retained door state; re-sent after every connect.
     public func publishState(_ state: JSONValue) {
@@ -634,6 +629,7 @@ public final class MQTTLink: @unchecked Sendable {
     /// Queues a PUBACKed row for deletion by the committer thread.
     private func acknowledge(_ seq: Int64) {
         queue.update { $0.acks.append(seq) }
+        committer.wake()
     }
 
     /// Home Assistant discovery, retained.
@@ -672,8 +668,15 @@ public final class MQTTLink: @unchecked Sendable {
 
     // MARK: Fleet (docs/fleet.md)
 
-    /// Publishes a fleet document, retained, QoS 1, at once (not through the
-    /// outbox: a push is answered now or refused). False when not connected.
+    /// Publishes this door's fleet document on its topic, retained, QoS 1,
+    /// at once (not through the outbox: a push is answered now or refused).
+    /// False when not connected or there is no fleet.
+    public func publishFleet(_ document: [UInt8]) -> Bool {
+        guard let fleet else { return false }
+        return publishRetained(topic: fleet.publishTopic, payload: document)
+    }
+
+    /// Publishes `payload` retained, QoS 1, at once. False when not connected.
     public func publishRetained(topic: String, payload: [UInt8]) -> Bool {
         guard isConnected else { return false }
         publishDirect(topic, payload, retain: true)

@@ -52,7 +52,9 @@ public struct NATSStatus: Equatable, Sendable {
 /// (CLOSED, after two authorisation violations) the link builds a new
 /// connection with a backoff of 1 s doubling to 30 s.
 // @unchecked: libnats C callbacks reach it through `box`; state is in `shared`/`connection`/`queue` (Mutexes, Condition); `commands`, `fleet`, `started` are set before `start()`.
-public final class NATSLink: @unchecked Sendable {
+public final class NATSLink: RemoteTransport, @unchecked Sendable {
+    public var transportName: String { "nats" }
+
     public let settings: NATSSettings
     public let deviceID: String
     public let subjects: NATSSubjects
@@ -105,15 +107,11 @@ public final class NATSLink: @unchecked Sendable {
     let fleetWatch = Mutex<OpaquePointer?>(nil)
 
     struct Queue {
-        var pending: [OutgoingMessage] = []
         /// State, tag scans and reports waiting for the committer thread.
         var direct: [(subject: String, bytes: [UInt8])] = []
-        var committing = 0
-        var flushRequested = false
         var announce = false
         var closed = false
         var stopping = false
-        var committerDone = false
         var managerDone = false
         var fleetDone = true
         /// A new fleet watcher is due (a connection built or rebuilt, `fleet pull`).
@@ -122,6 +120,8 @@ public final class NATSLink: @unchecked Sendable {
         var pushed: String?
     }
     let queue = Condition(Queue())
+    /// Commits queued messages and publishes them (LinkThreads' `OutboxCommitter`, shared with MQTT).
+    let committer: OutboxCommitter
     private var started = false
     /// The libnats callbacks' closure: a box with a weak reference, kept for
     /// the process (a callback may still run after `stop`).
@@ -143,6 +143,7 @@ public final class NATSLink: @unchecked Sendable {
         self.outbox = outbox
         self.log = log
         self.eventPayload = eventPayload
+        committer = OutboxCommitter(outbox: outbox)
         subjects = NATSSubjects(prefix: settings.prefix, deviceID: deviceID)
         let b = Box()
         box = Unmanaged.passRetained(b).toOpaque()
@@ -166,9 +167,9 @@ public final class NATSLink: @unchecked Sendable {
             runManager()
             queue.update { $0.managerDone = true }
         }
-        try startThread(name: "gatewayd.natsc") { [self] in
-            runCommitter()
-            queue.update { $0.committerDone = true }
+        // Also every second: a flush that timed out is retried while rows wait.
+        try committer.start(name: "gatewayd.natsc", period: .milliseconds(1000)) { [self] round in
+            commitRound(round)
         }
         if let fleet {
             queue.update { $0.fleetDone = false }
@@ -186,7 +187,7 @@ public final class NATSLink: @unchecked Sendable {
         if isConnected {
             let deadline = ContinuousClock.now + flushWithin
             while ContinuousClock.now < deadline && (waitingRows() > 0 || queuedCount > 0) {
-                queue.update { $0.flushRequested = true }
+                committer.requestFlush()
                 usleep(20_000)
             }
             sendNow(subjects.availability, Array("offline".utf8))
@@ -195,7 +196,9 @@ public final class NATSLink: @unchecked Sendable {
             }
         }
         queue.update { $0.stopping = true }
-        _ = queue.wait(for: .seconds(10)) { $0.committerDone && $0.managerDone && $0.fleetDone }
+        committer.requestStop()
+        committer.waitStopped(within: .seconds(10))
+        _ = queue.wait(for: .seconds(10)) { $0.managerDone && $0.fleetDone }
         teardown()
         started = false
     }
@@ -214,8 +217,21 @@ public final class NATSLink: @unchecked Sendable {
         }
     }
 
+    /// The common counters; `transport`, connection counts and the credential state as details.
+    public var transportStatus: TransportStatus {
+        let s = status
+        return TransportStatus(
+            connected: s.connected, lastError: s.lastError, outboxDepth: s.outboxDepth, published: s.published,
+            acknowledged: s.acknowledged, denied: s.denied, lastDenied: s.lastDenied,
+            details: [
+                ("transport", .string("nats")), ("connections", .int(s.connections)),
+                ("reconnects", .int(s.reconnects)), ("refreshes", .int(s.refreshes)),
+                ("credentials", s.credentials?.json ?? .null),
+            ])
+    }
+
     /// Messages queued or being committed.
-    public var queuedCount: Int { queue.read { $0.pending.count + $0.committing } }
+    public var queuedCount: Int { committer.queuedCount }
 
     private func waitingRows() -> Int {
         do { return try outbox.depth() } catch {
@@ -270,7 +286,10 @@ public final class NATSLink: @unchecked Sendable {
         let until = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < until {
             if queue.wait(for: .milliseconds(200), until: { $0.stopping }) { return }
-            if jwtFileStamp() != start { return }
+            if jwtFileStamp() != start {
+                log.info("nats: the JWT file changed: rebuilding now, not after the backoff")
+                return
+            }
         }
     }
 
@@ -455,9 +474,9 @@ public final class NATSLink: @unchecked Sendable {
         log.info("nats: connected to \(settings.servers.joined(separator: ",")) (connection \(number))")
         queue.update {
             $0.announce = true
-            $0.flushRequested = true
             $0.fleetRewatch = true
         }
+        committer.requestFlush()
         return true
     }
 
@@ -543,11 +562,11 @@ public final class NATSLink: @unchecked Sendable {
         log.info("nats: reconnected")
         queue.update {
             $0.announce = true
-            $0.flushRequested = true
             // The consumer may be gone with the old socket: watch anew (the
             // bucket sends each key's newest document again).
             $0.fleetRewatch = true
         }
+        committer.requestFlush()
     }
 
     private func closedByLibrary() {
@@ -735,7 +754,7 @@ public final class NATSLink: @unchecked Sendable {
     // MARK: Publishing
 
     public func record(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil) {
-        queue.update { $0.pending.append(eventEntry(event, at: time, uidText: uidText, label: label)) }
+        committer.enqueue(eventEntry(event, at: time, uidText: uidText, label: label))
     }
 
     /// The outbox message announcing `event` (the daemon commits it with the audit row).
@@ -751,22 +770,20 @@ public final class NATSLink: @unchecked Sendable {
 
     /// Rows were committed to the outbox by someone else: publish them.
     public func outboxCommitted() {
-        queue.update { $0.flushRequested = true }
+        committer.requestFlush()
     }
 
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
         var all = fields
         if let creds = settings.credentials?.state(now: time) { all.append(("nats_credentials", creds.json)) }
         let frozen = all
-        queue.update {
-            $0.pending.append(
-                OutgoingMessage(topic: subjects.telemetry, class: .telemetry, created: time) { seq in
-                    Array(
-                        JSONValue.object(
-                            [("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + frozen
-                        ).serialized.utf8)
-                })
-        }
+        committer.enqueue(
+            OutgoingMessage(topic: subjects.telemetry, class: .telemetry, created: time) { seq in
+                Array(
+                    JSONValue.object(
+                        [("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + frozen
+                    ).serialized.utf8)
+            })
     }
 
     /// The door state; re-sent after every (re)connect (core NATS keeps nothing).
@@ -800,6 +817,7 @@ public final class NATSLink: @unchecked Sendable {
             if q.direct.count >= 256 { q.direct.removeFirst() }
             q.direct.append((subject, bytes))
         }
+        committer.wake()
     }
 
     private func sendNow(_ subject: String, _ bytes: [UInt8]) {
@@ -811,34 +829,22 @@ public final class NATSLink: @unchecked Sendable {
         }
     }
 
-    private func runCommitter() {
-        while true {
-            _ = queue.wait(for: .milliseconds(1000)) {
-                !$0.pending.isEmpty || !$0.direct.isEmpty || $0.flushRequested || $0.announce || $0.stopping
+    /// One round of the committer thread: `online` and the kept documents
+    /// after a (re)connect, the direct publishes, then what was queued
+    /// committed (one transaction) and the waiting rows published.
+    private func commitRound(_ round: OutboxCommitter.Round) {
+        let (announce, direct) = queue.update { q -> (Bool, [(subject: String, bytes: [UInt8])]) in
+            defer {
+                q.direct = []
+                q.announce = false
             }
-            let (stop, batch, announce, flushNow, direct) = queue.update {
-                q -> (Bool, [OutgoingMessage], Bool, Bool, [(subject: String, bytes: [UInt8])]) in
-                defer {
-                    q.committing = q.pending.count
-                    q.pending = []
-                    q.direct = []
-                    q.announce = false
-                    q.flushRequested = false
-                }
-                return (q.stopping && q.pending.isEmpty, q.pending, q.announce, q.flushRequested, q.direct)
-            }
-            if stop { break }
-            if announce { announceOnline() }
-            for message in direct { sendNow(message.subject, message.bytes) }
-            if !batch.isEmpty {
-                do { try outbox.commit(batch) } catch {
-                    noteError("outbox commit of \(batch.count) messages failed: \(error)")
-                }
-            }
-            queue.update { $0.committing = 0 }
-            // Also every second while rows wait: a flush that timed out is retried.
-            if flushNow || !batch.isEmpty || isConnected { flush() }
+            return (q.announce, q.direct)
         }
+        if announce { announceOnline() }
+        for message in direct { sendNow(message.subject, message.bytes) }
+        if let failure = committer.commit(round) { noteError(failure) }
+        // Also every second while rows wait: a flush that timed out is retried.
+        if round.flushRequested || !round.batch.isEmpty || isConnected { flush() }
     }
 
     private func announceOnline() {

@@ -6,7 +6,8 @@
 
 /// The threads of the transports (GatewayMQTT, GatewayNATS): each link runs
 /// its network and committer threads itself, outside Dispatch's pool, and
-/// hands work between them through a `Condition`.
+/// hands work between them through a `Condition`; the committer's queue and
+/// group commit are one `OutboxCommitter` (OutboxCommitter.swift) for both.
 
 /// A value guarded by a pthread mutex with a condition variable on
 /// CLOCK_MONOTONIC: what the committers and the shutdown handshakes wait on

@@ -29,31 +29,58 @@ extension MulticastDNS {
     /// none), `attempts` times, each answer waited for up to `waitMilliseconds`.
     /// The first response naming `host` wins. Blocking; call it off any
     /// thread that must stay responsive.
+    ///
+    /// One socket per interface, bound to the interface's address: Linux
+    /// sends a multicast datagram from a socket bound to a local address out
+    /// of that address's interface (ip_route_output_key_hash_rcu), so the
+    /// query leaves the right interface even where IP_MULTICAST_IF is not
+    /// available (QEMU's user-mode emulation before 10.0 refuses it, and the
+    /// kernel then routes 224.0.0.251 by the table: "Network is unreachable"
+    /// on a link without a default route). IP_MULTICAST_IF is still set.
     public static func resolveIPv4(
         _ host: String, attempts: Int = 3, waitMilliseconds: Int = 1000
     ) throws(ResolveError) -> [String] {
         let id = UInt16.random(in: 1...UInt16.max)
         let question: [UInt8]
         do { question = try query(for: host, type: .a, id: id) } catch { throw .badName("\(host): \(error)") }
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { throw .socket("socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var ttl: UInt8 = 255
-        var loop: UInt8 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, socklen_t(1))
-        _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &loop, socklen_t(1))
+        let interfaces = multicastInterfaces()
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        for interface in interfaces.isEmpty ? [nil] : interfaces.map(Optional.some) {
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            guard fd >= 0 else { throw .socket("socket: \(String(cString: strerror(errno)))") }
+            sockets.append(fd)
+            var ttl: UInt8 = 255
+            var loop: UInt8 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, socklen_t(1))
+            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &loop, socklen_t(1))
+            if var address = interface {
+                var local = sockaddr_in()
+                local.sin_family = sa_family_t(AF_INET)
+                local.sin_addr = address
+                let bound = withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                // An address that vanished since getifaddrs: this interface is skipped.
+                if bound != 0 {
+                    sockets.removeLast()
+                    close(fd)
+                    continue
+                }
+                _ = setsockopt(
+                    fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &address, socklen_t(MemoryLayout<in_addr>.size))
+            }
+        }
         var destination = sockaddr_in()
         destination.sin_family = sa_family_t(AF_INET)
         destination.sin_port = port.bigEndian
         destination.sin_addr.s_addr = inet_addr(group)
-        let interfaces = multicastInterfaces()
         for _ in 0..<attempts {
             var sent = false
-            for interface in interfaces.isEmpty ? [nil] : interfaces.map(Optional.some) {
-                if var address = interface {
-                    _ = setsockopt(
-                        fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &address, socklen_t(MemoryLayout<in_addr>.size))
-                }
+            var failure = "no interface"
+            for fd in sockets {
                 let n = question.withUnsafeBytes { q in
                     withUnsafePointer(to: &destination) {
                         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -61,31 +88,37 @@ extension MulticastDNS {
                         }
                     }
                 }
-                if n == question.count { sent = true }
+                if n == question.count { sent = true } else { failure = String(cString: strerror(errno)) }
             }
-            if !sent { throw .socket("cannot send to \(group):\(port): \(String(cString: strerror(errno)))") }
-            if let found = awaitAnswer(fd, host: host, milliseconds: waitMilliseconds), !found.isEmpty { return found }
+            if !sent { throw .socket("cannot send to \(group):\(port): \(failure)") }
+            if let found = awaitAnswer(sockets, host: host, milliseconds: waitMilliseconds), !found.isEmpty {
+                return found
+            }
         }
         throw .noAnswer(name: canonical(host), attempts: attempts, milliseconds: attempts * waitMilliseconds)
     }
 
-    /// Reads datagrams until one names `host` or `milliseconds` pass.
-    private static func awaitAnswer(_ fd: Int32, host: String, milliseconds: Int) -> [String]? {
+    /// Reads datagrams on any of `sockets` until one names `host` or
+    /// `milliseconds` pass.
+    private static func awaitAnswer(_ sockets: [Int32], host: String, milliseconds: Int) -> [String]? {
         let until = ContinuousClock.now + .milliseconds(milliseconds)
         var buffer = [UInt8](repeating: 0, count: 9000)
+        var polled = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         while true {
             let left = until - ContinuousClock.now
             guard left > .zero else { return nil }
             let ms = Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, Int32(ms))
+            for i in polled.indices { polled[i].revents = 0 }
+            let ready = poll(&polled, nfds_t(polled.count), Int32(ms))
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { return nil }
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { continue }
-            guard let response = try? parse(Array(buffer[0..<n])) else { continue }
-            let found = response.ipv4Addresses(of: host)
-            if !found.isEmpty { return found }
+            for p in polled where p.revents & Int16(POLLIN) != 0 {
+                let n = buffer.withUnsafeMutableBytes { recv(p.fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { continue }
+                guard let response = try? parse(Array(buffer[0..<n])) else { continue }
+                let found = response.ipv4Addresses(of: host)
+                if !found.isEmpty { return found }
+            }
         }
     }
 

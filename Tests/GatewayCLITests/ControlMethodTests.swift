@@ -19,6 +19,8 @@ final class ControlMethodTests: XCTestCase {
         "clock.reset_floor",
         // docs/policy.md.
         "policy.explain",
+        // docs/ntag424.md "uid fobs", and `provision reset` of a 424.
+        "tags.enroll_uid", "provision.reset",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -51,6 +53,8 @@ final class ControlMethodTests: XCTestCase {
             "fleet.publish", "fleet.pull",
             // Lowering the clock floor changes what expiry and replay checks accept.
             "clock.reset_floor",
+            // A fob enrolled opens where "uid" is listed; a 424 reset to factory keys.
+            "tags.enroll_uid", "provision.reset",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -123,8 +123,14 @@ public struct DoorEvent: Equatable, Sendable {
         case doorOpened = "door_opened", doorClosed = "door_closed"
         case doorForcedOpen = "door_forced_open", doorHeldOpen = "door_held_open"
         case configurationReloaded = "configuration_reloaded"
-        /// A tag revoked from Home Assistant's admin screen.
+        /// A tag revoked (Home Assistant's admin screen, `gatewayctl tags revoke`).
         case tagRevoked = "tag_revoked"
+        /// A tag's expiry set (`gatewayctl tags expire`).
+        case tagExpirySet = "tag_expiry_set"
+        /// A tag's registry row deleted (`gatewayctl tags forget`).
+        case tagForgotten = "tag_forgotten"
+        /// An NTAG 424 DNA returned to factory keys (`gatewayctl provision reset`).
+        case tagReset = "tag_reset"
     }
     public var kind: Kind
     public var reason: String?

@@ -47,6 +47,8 @@ public struct ActionDefinition: Equatable, Sendable, Hashable {
     public var steps: [OutputStep]
     /// The `[[schedules]]` name this action is limited to (docs/policy.md), or nil.
     public var schedule: String?
+    /// The credentials a tap may open it with (`credentials = [...]`, docs/ntag424.md).
+    public var credentials: Set<CredentialKind> = Set(CredentialKind.defaults)
     public init(index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil) {
         self.index = index
         self.name = name

@@ -8,6 +8,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case mode
     case provision
     case provisionCancel = "provision.cancel"
+    /// An NTAG 424 DNA of ours back to factory keys (docs/ntag424.md).
+    case provisionReset = "provision.reset"
     case lockoutStatus = "lockout.status"
     case lockoutClear = "lockout.clear"
     case feedbackPlay = "feedback.play"
@@ -32,6 +34,8 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case tagsRevoke = "tags.revoke"
     case tagsExpire = "tags.expire"
     case tagsForget = "tags.forget"
+    /// A plain key fob or card enrolled by its UID (docs/ntag424.md "uid fobs").
+    case tagsEnrollUID = "tags.enroll_uid"
     case log
     case logVerify = "log.verify"
     /// A stream: the last rows, then each new one, until the client leaves.
@@ -53,9 +57,10 @@ enum ControlMethod: String, Codable, CaseIterable, Sendable {
     /// Whose use is logged with the caller (reads are not).
     var changesState: Bool {
         switch self {
-        case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
+        case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
+            .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup, .clockResetFloor, .fleetPublish, .fleetPull:
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull:
             return true
         default:
             return false

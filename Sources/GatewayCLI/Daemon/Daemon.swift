@@ -28,18 +28,15 @@ final class Daemon: @unchecked Sendable {
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
     var control: ControlServer?
-    var remote: MQTTLink?
-    /// The MQTT link between `prepareRemote` and a successful `startRemote`.
-    var preparedRemote: MQTTLink?
-    /// The fleet (docs/fleet.md), made with the MQTT link when `[fleet]` is on.
+    /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
+    var transport: (any RemoteTransport)?
+    /// Whether `transport` started (`startRemote`).
+    var transportRunning = false
+    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
     var fleetReceiver: FleetReceiver?
-    /// How the fleet reaches the transport (MQTT's retained topics or the NATS bucket).
-    var fleetChannel: FleetChannel?
-    /// The NATS link, with `[remote] transport = "nats"` (DaemonNATS.swift).
-    var natsRemote: NATSLink?
     /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
     var homeAssistantAdmin: HomeAssistantAdmin?
-    /// Makes each event's outbox message once MQTT is configured, so the
+    /// Makes each event's outbox message once a transport is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
     let auditWriter: AuditWriter
@@ -150,7 +147,13 @@ final class Daemon: @unchecked Sendable {
             simulatorControl = nil
         }
         let port = LibnfcReaderPort(
-            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log)
+            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log
+        ) { [store, log] in
+            do { return try store.ntag424SiteKey()?.key } catch {
+                log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+                return nil
+            }
+        }
         readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
         runtime.reader = readerLoop
         board.setInputHandler { [runtime] in runtime.boardInput($0) }

@@ -232,46 +232,10 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
     }
 }
 
-/// What the fleet needs of the remote transport: write this door's document,
-/// read every door's again, and whether it is connected.
-struct FleetChannel {
-    var publish: @Sendable ([UInt8]) -> Bool
-    var refresh: () -> Bool
-    var connected: () -> Bool
-}
-
 extension Daemon {
-    /// Makes the fleet receiver and hands it to the MQTT link (before `start`):
-    /// retained documents, one topic per door.
-    func attachFleet(_ link: MQTTLink) {
-        guard configuration.fleet.enabled else { return }
-        let prefix = configuration.mqtt.topicPrefix
-        let site = configuration.fleet.siteID
-        let receiver = makeFleetReceiver(
-            publish: prefix + "/fleet/" + site,
-            subscription: configuration.fleet.subscribe
-                ?? FleetReceiver.defaultSubscription(prefix: prefix, site: site))
-        link.fleet = (receiver.subscription, receiver)
-        fleetChannel = FleetChannel(
-            publish: { [topic = receiver.publishTopic] in link.publishRetained(topic: topic, payload: $0) },
-            refresh: { link.refreshFleet() }, connected: { link.isConnected })
-        receiver.republish = fleetChannel?.publish
-    }
-
-    /// The same over NATS: documents in the JetStream key-value bucket, one key per door.
-    func attachFleet(_ link: NATSLink) {
-        guard configuration.fleet.enabled else { return }
-        let (bucket, site) = (configuration.nats.fleetBucket, configuration.fleet.siteID)
-        let receiver = makeFleetReceiver(
-            publish: NATSFleet.source(bucket: bucket, key: NATSFleet.key(site: site, device: configuration.deviceID)),
-            subscription: NATSFleet.source(bucket: bucket, key: NATSFleet.watched(site: site)))
-        link.fleet = NATSFleet(bucket: bucket, site: site, handler: receiver)
-        fleetChannel = FleetChannel(
-            publish: { link.publishFleet($0) }, refresh: { link.refreshFleet() }, connected: { link.isConnected })
-        receiver.republish = fleetChannel?.publish
-    }
-
-    private func makeFleetReceiver(publish: String, subscription: String) -> FleetReceiver {
+    /// The fleet receiver, for the transport to hand documents to (`attachFleet`
+    /// in DaemonMQTT.swift, DaemonNATS.swift); the transport sends its own back.
+    func makeFleetReceiver(publish: String, subscription: String) -> FleetReceiver {
         let receiver = FleetReceiver(
             settings: configuration.fleet, publishTopic: publish, subscription: subscription, store: store,
             actions: Set(configuration.door.actions.map(\.index)), log: log)
@@ -285,7 +249,7 @@ extension Daemon {
     /// from the store and hands the daemon only the signed document, which
     /// it judges as any door would and publishes.
     func answerFleet(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
-        guard let receiver = fleetReceiver, let channel = fleetChannel else {
+        guard let receiver = fleetReceiver, let link = transport else {
             throw DaemonError.request(
                 configuration.fleet.enabled
                     ? "the fleet needs the remote transport (\(configuration.remote.transport.rawValue)), "
@@ -306,7 +270,7 @@ extension Daemon {
                 if case .refuse(let e) = verdict { throw DaemonError.request("not published: \(e)") }
                 throw DaemonError.request("not published: this version is already applied")
             }
-            guard channel.publish(document) else {
+            guard link.publishFleet(document) else {
                 throw DaemonError.request("not published: not connected to the broker (or it refused; see the log)")
             }
             // Applied here at once; its copy from the broker is then "already applied".
@@ -316,12 +280,12 @@ extension Daemon {
                 ("site", .string(accepted.document.site)),
             ])
         case .fleetPull:
-            guard channel.refresh() else {
+            guard link.refreshFleet() else {
                 throw DaemonError.request("not connected to the broker")
             }
             return .object([("requested", .string(receiver.subscription))])
         default:
-            return try receiver.queue.sync { try receiver.status(connected: channel.connected()) }
+            return try receiver.queue.sync { try receiver.status(connected: link.isConnected) }
         }
     }
 }

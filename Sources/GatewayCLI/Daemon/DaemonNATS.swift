@@ -1,21 +1,15 @@
-import Dispatch
 import DoorCore
-import DoorIO
 import GatewayConfig
 import GatewayMQTT
 import GatewayNATS
 import GatewayStore
-import Logging
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension Daemon {
     /// NATS instead of MQTT (`[remote] transport = "nats"`): the same store
     /// outbox, the same command handler and rules (`[mqtt.commands]`), the
-    /// same event payloads; the link made and wired before the door starts.
-    func prepareNATS() {
+    /// same event payloads, the fleet in the JetStream key-value bucket.
+    /// Nil, logged, when its login cannot be read.
+    func makeNATS() -> NATSLink? {
         let mqtt = configuration.mqtt
         let n = configuration.nats
         // Relative TLS paths are systemd credentials (LoadCredential=), as for MQTT.
@@ -30,9 +24,8 @@ extension Daemon {
             login = try NATSLogin.load(n, credentials: creds)
         } catch {
             log.error("nats: \(error); not connecting, events stay in the audit log")
-            return
+            return nil
         }
-        for warning in configuration.warnings { log.warning("configuration: \(warning)") }
         var settings = NATSSettings(
             servers: n.servers, prefix: n.prefix,
             tls: .init(
@@ -46,19 +39,7 @@ extension Daemon {
             settings.login = login
             settings.credentials = nil
         }
-        let commands: StoreCommands
-        do {
-            commands = try StoreCommands(
-                store: store,
-                policy: RemotePolicy(
-                    mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
-                actionCount: { [live] in live.current.door.actions.count },
-                clockSynchronised: { [runtime] in runtime.clockSynchronised() },
-                submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
-        } catch {
-            log.error("nats: \(error); events stay in the audit log")
-            return
-        }
+        guard let commands = makeRemoteCommands("nats") else { return nil }
         let device = configuration.deviceID
         let link = NATSLink(
             settings: settings, deviceID: device, outbox: StoreOutbox(store: store, limit: mqtt.outboxLimit),
@@ -68,71 +49,17 @@ extension Daemon {
             })
         link.commands = commands
         attachFleet(link)
-        let uidText = eventUIDText(mqtt.uidInEvents, transport: "nats")
-        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
-            var label: String?
-            if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
-                do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
-            }
-            return GatewayStore.OutboxEntry(
-                link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: label))
-        }
-        runtime.publish = { event, _ in
-            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid) {
-                link.publishTagScan(uidText: text)
-            }
-        }
-        runtime.publishState = { link.publishState($0) }
-        runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
-        natsRemote = link
+        return link
     }
 
-    func startNATS(_ link: NATSLink) {
-        do {
-            try link.start()
-        } catch {
-            log.error("nats: \(error)")
-            natsRemote = nil
-            return
-        }
-        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
-        runtime.queue.async { [runtime] in
-            runtime.publishLastAccess = { link.publishLastAccess($0) }
-            link.publishState(runtime.stateDocument())
-            if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
-        }
-        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
-        timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(configuration.mqtt.telemetrySeconds))
-        timer.setEventHandler { [runtime, started, auditWriter, store] in
-            let st = link.status
-            // The link adds `nats_credentials` (state, subject, expires, expires_in).
-            let fields: [(String, JSONValue)] = [
-                ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
-                ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
-                ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
-                ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
-                ("store_writable", .bool(auditWriter.health.writable)),
-                ("unsaved_events", .int(auditWriter.health.unsaved)),
-                Daemon.auditHeadField(store),
-            ]
-            link.publishTelemetry(fields, at: Int64(time(nil)))
-        }
-        timer.activate()
-        telemetryTimer = timer
-    }
-
-    /// `status`'s `broker` object with NATS: the MQTT fields, plus the
-    /// transport, connection counts and the credential state.
-    func natsStatus(_ link: NATSLink) -> JSONValue {
-        let s = link.status
-        return .object([
-            ("enabled", .bool(true)), ("transport", .string("nats")), ("connected", .bool(s.connected)),
-            ("outbox", .int(s.outboxDepth)), ("published", .int(s.published)), ("acknowledged", .int(s.acknowledged)),
-            ("last_error", .optional(s.lastError)), ("denied", .int(s.denied)),
-            ("last_denied", .optional(s.lastDenied)),
-            ("connections", .int(s.connections)), ("reconnects", .int(s.reconnects)), ("refreshes", .int(s.refreshes)),
-            ("credentials", s.credentials?.json ?? .null),
-        ])
+    /// The fleet over NATS: documents in the JetStream key-value bucket, one key per door.
+    private func attachFleet(_ link: NATSLink) {
+        guard configuration.fleet.enabled else { return }
+        let (bucket, site) = (configuration.nats.fleetBucket, configuration.fleet.siteID)
+        let receiver = makeFleetReceiver(
+            publish: NATSFleet.source(bucket: bucket, key: NATSFleet.key(site: site, device: configuration.deviceID)),
+            subscription: NATSFleet.source(bucket: bucket, key: NATSFleet.watched(site: site)))
+        link.fleet = NATSFleet(bucket: bucket, site: site, handler: receiver)
     }
 }
 

@@ -9,7 +9,7 @@ struct StoreRegistry: StickerRegistry {
         try store.issuedTag(uid).map {
             RegistryRow(
                 state: $0.state.rawValue, validUntil: $0.validUntil, validFrom: $0.validFrom, usesLeft: $0.usesLeft,
-                schedule: $0.schedule)
+                schedule: $0.schedule, kind: $0.kind?.rawValue, action: $0.action)
         }
     }
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
@@ -27,14 +27,14 @@ extension IssuedTag {
             ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
             ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
             ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
-            ("schedule", .optional(schedule)),
+            ("schedule", .optional(schedule)), ("kind", .optional(kind?.rawValue)),
         ])
     }
 }
 
 extension Daemon {
     /// Issued tags, revocations, the audit log and backups.
-    func registryMethod(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
+    func registryMethod(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         let now = Int64(time(nil))
         func uid() throws -> TagUID {
             guard let u = TagUID(hex: try p.string("uid")) else {
@@ -43,9 +43,9 @@ extension Daemon {
             return u
         }
         switch method {
-        case .tagsRevoke, .tagsExpire, .tagsForget:
+        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
             defer { homeAssistantAdmin?.registryChanged() }
-            return try registryChange(method, p, now: now, uid: uid)
+            return try registryChange(method, p, now: now, source: "control:uid=\(peer.uid)", uid: uid)
         case .tagsList:
             let revoked: [JSONValue] = try store.revocations().map {
                 .object([
@@ -59,31 +59,43 @@ extension Daemon {
         }
     }
 
-    /// `tags revoke|expire|forget`; Home Assistant's tag list follows.
+    /// `tags revoke|expire|forget`, each audited with the caller (`source`,
+    /// `control:uid=N`) once the store has it; Home Assistant's tag list follows.
     private func registryChange(
-        _ method: ControlMethod, _ p: [String: JSONValue], now: Int64, uid: () throws -> TagUID
+        _ method: ControlMethod, _ p: [String: JSONValue], now: Int64, source: String, uid: () throws -> TagUID
     ) throws -> JSONValue {
         switch method {
         case .tagsRevoke:
+            let reason = try p.string("reason", default: "")
+            let why = reason.isEmpty ? "" : " (\(reason.prefix(200)))"
             if let sig = p["signature"]?.stringValue {
                 guard let bytes = Hex.decode(sig), bytes.count == 32 else {
                     throw DaemonError.request("a v1 signature is 64 hex digits")
                 }
-                try store.revoke(signature: bytes, reason: try p.string("reason", default: ""), now: now)
+                try store.revoke(signature: bytes, reason: reason, now: now)
+                runtime.note(
+                    DoorEvent(.tagRevoked, source: source),
+                    detail: "v1 signature \(Hex.encode(bytes)) revoked\(why)")
                 return .object([("revoked_signature", .string(Hex.encode(bytes)))])
             }
             let u = try uid()
-            try store.revoke(uid: u, reason: try p.string("reason", default: ""), now: now)
+            try store.revoke(uid: u, reason: reason, now: now)
+            runtime.note(DoorEvent(.tagRevoked, uid: u, source: source), detail: "revoked with gatewayctl\(why)")
             return .object([("revoked", .string(u.hex))])
         case .tagsExpire:
             let u = try uid()
             let at = try p.int("at")
             try store.expire(uid: u, at: Int64(at))
+            runtime.note(
+                DoorEvent(.tagExpirySet, uid: u, source: source), detail: "valid until \(UTCTime.iso8601(Int64(at)))")
             return .object([("uid", .string(u.hex)), ("valid_until", .string(UTCTime.iso8601(Int64(at))))])
         case .tagsForget:
             let u = try uid()
             try store.forget(uid: u)
+            runtime.note(DoorEvent(.tagForgotten, uid: u, source: source), detail: "registry row deleted")
             return .object([("forgotten", .string(u.hex))])
+        case .tagsEnrollUID:
+            return try enrollUID(p, now: now, source: source, uid: uid)
         default:
             throw DaemonError.request("unknown method \(method.rawValue)")
         }

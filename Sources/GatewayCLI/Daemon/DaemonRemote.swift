@@ -12,88 +12,65 @@ import Synchronization
 #endif
 
 extension Daemon {
-    /// MQTT, before the door starts: the link made (not yet connected) and
-    /// wired, so every event from the first has its outbox message.
+    /// The remote transport, before the door starts: made (not yet
+    /// connected) and wired, so every event from the first has its outbox
+    /// message. The one place that asks which transport is configured
+    /// (DaemonMQTT.swift, DaemonNATS.swift); everything after is the same
+    /// for both.
     func prepareRemote() {
-        if configuration.remote.transport == .nats { return prepareNATS() }
-        guard configuration.mqtt.enabled else { return }
-        var mqtt = configuration.mqtt
-        // Relative TLS paths are systemd credentials (LoadCredential=).
-        if let creds = environment["CREDENTIALS_DIRECTORY"] {
-            func resolve(_ p: String?) -> String? { p.map { $0.hasPrefix("/") ? $0 : creds + "/" + $0 } }
-            mqtt.tls.certFile = resolve(mqtt.tls.certFile)
-            mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
-            mqtt.tls.caFile = resolve(mqtt.tls.caFile)
+        let made: (any RemoteTransport)?
+        switch configuration.remote.transport {
+        case .mqtt: made = makeMQTT()
+        case .nats: made = makeNATS()
         }
-        var settings = MQTTSettings(mqtt)
-        do {
-            settings.login = try MQTTSettings.Login.load(mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
-        } catch {
-            log.error("mqtt: \(error); not connecting, events stay in the audit log")
-            return
-        }
+        guard let made else { return }
+        wireRemote(made)
+        transport = made
+    }
+
+    /// The configuration's warnings, then the handler every remote command
+    /// goes through (`[mqtt.commands]` for either transport); nil, logged,
+    /// when the store cannot give it its replay record.
+    func makeRemoteCommands(_ name: String) -> StoreCommands? {
         for warning in configuration.warnings { log.warning("configuration: \(warning)") }
-        let outbox = StoreOutbox(store: store, limit: mqtt.outboxLimit)
-        let commands: StoreCommands
         do {
-            commands = try StoreCommands(
+            return try StoreCommands(
                 store: store,
                 policy: RemotePolicy(
-                    mqtt, deviceID: configuration.deviceID, actionCount: configuration.door.actions.count),
+                    configuration.mqtt, deviceID: configuration.deviceID,
+                    actionCount: configuration.door.actions.count),
                 actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
         } catch {
-            log.error("mqtt: \(error); events stay in the audit log")
-            return
+            log.error("\(name): \(error); events stay in the audit log")
+            return nil
         }
-        let link = MQTTLink(settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log)
-        link.commands = commands
-        attachFleet(link)
-        let topics = link.topics
-        let actions = configuration.door.actions.map { (index: $0.index, name: $0.name) }
-        let eventTypes = DoorEvent.Kind.allCases.map(\.rawValue)
-        let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
-        let hasSchedule =
-            configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
-        let makeDiscovery: (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { admin in
-            Payloads.discovery(
-                device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
-                eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
-                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin)
-        }
-        // Home Assistant as the admin screen: its UIDs are always hashed.
-        var hashed: @Sendable (TagUID) -> String? = { _ in nil }
-        if mqtt.homeAssistantAdmin { hashed = eventUIDText(.hmac, transport: "mqtt (home_assistant_admin)") }
-        let admin = HomeAssistantAdmin(
-            enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
-            actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
-            discovery: makeDiscovery)
-        link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
-        commands.admin = { admin.received($0) }
-        admin.prepare()
-        homeAssistantAdmin = admin
-        let uidText = eventUIDText(mqtt.uidInEvents, transport: "mqtt")
-        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { [mqtt, store, log] event, time in
-            var label: String?
-            if mqtt.labelInEvents, let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind) {
-                do { label = try store.issuedTag(uid)?.label } catch { log.error("label of \(uid.hex): \(error)") }
+    }
+
+    /// Events into the outbox with their audit rows, tag scans, state and
+    /// reports from the door to `link`; the fleet's own document back out.
+    private func wireRemote(_ link: any RemoteTransport) {
+        let mqtt = configuration.mqtt
+        let storedLabel: @Sendable (TagUID) -> String? = { [store, log] uid in
+            do { return try store.issuedTag(uid)?.label } catch {
+                log.error("label of \(uid.hex): \(error)")
+                return nil
             }
-            return GatewayStore.OutboxEntry(
-                link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: label))
         }
-        // The event itself went out with its audit row; every sticker
-        // presented is also a tag scan, for HA's tag_scanned automations
-        // (none while the UID is withheld: a scan without one says nothing).
-        runtime.publish = { event, time in
-            if let uid = event.uid, [.accessGranted, .accessDenied].contains(event.kind), let text = uidText(uid) {
-                link.publishTagScan(uidText: text)
-            }
-            admin.observe(event, at: time)
+        let glue = RemoteGlue(
+            link: link, uidText: eventUIDText(mqtt.uidInEvents, transport: link.transportName),
+            label: mqtt.labelInEvents ? storedLabel : nil)
+        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
+            GatewayStore.OutboxEntry(glue.outboxMessage(for: event, at: time))
+        }
+        runtime.publish = { [homeAssistantAdmin] event, time in
+            glue.published(event)
+            homeAssistantAdmin?.observe(event, at: time)
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
-        preparedRemote = link
+        fleetReceiver?.republish = { link.publishFleet($0) }
     }
 
     /// How events and tag scans name a UID (`uid_in_events`, either
@@ -121,18 +98,17 @@ extension Daemon {
         return { Payloads.uidText($0, hashed: true, deviceKey: frozen) }
     }
 
-    /// MQTT: events through the durable outbox, retained state, telemetry,
-    /// remote commands into the door queue, Home Assistant discovery.
+    /// Connects the prepared transport: events through the durable outbox,
+    /// retained state, telemetry, remote commands into the door queue.
     func startRemote() {
-        if let nats = natsRemote { return startNATS(nats) }
-        guard let link = preparedRemote else { return }
+        guard let link = transport else { return }
         do {
             try link.start()
         } catch {
-            log.error("mqtt: \(error)")
+            log.error("\(link.transportName): \(error)")
             return
         }
-        remote = link
+        transportRunning = true
         // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
             runtime.publishLastAccess = { link.publishLastAccess($0) }
@@ -143,7 +119,7 @@ extension Daemon {
     }
 
     /// What the audit closure asks for each event: the outbox message (made
-    /// by the MQTT link, once there is one) to commit with the audit row.
+    /// by the transport, once there is one) to commit with the audit row.
     final class EventOutbox: Sendable {
         private struct Attached {
             var committed: @Sendable () -> Void
@@ -160,7 +136,7 @@ extension Daemon {
             attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
         }
 
-        /// Nil while MQTT is off (or its link could not be made).
+        /// Nil while there is no transport (off, or its link could not be made).
         func message(for event: DoorEvent, at time: Int64) -> (entry: GatewayStore.OutboxEntry, limit: Int)? {
             guard let a = attached.withLock({ $0 }) else { return nil }
             return (a.make(event, time), a.limit)
@@ -170,12 +146,13 @@ extension Daemon {
         func committed() { attached.withLock { $0?.committed }?() }
     }
 
-    private func startTelemetry(_ link: MQTTLink, every seconds: Int) {
+    private func startTelemetry(_ link: any RemoteTransport, every seconds: Int) {
         let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
         // The first soon after start, so HA's diagnostics do not wait a period.
         timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
         timer.setEventHandler { [runtime, started, auditWriter, store] in
-            let st = link.status
+            let st = link.transportStatus
+            // NATS adds `nats_credentials` (state, subject, expires, expires_in).
             let fields: [(String, JSONValue)] = [
                 ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
                 ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
@@ -193,22 +170,16 @@ extension Daemon {
 
     func stopRemote() {
         telemetryTimer?.cancel()
-        remote?.stop()
-        natsRemote?.stop()
+        if transportRunning { transport?.stop(flushWithin: .seconds(2)) }
     }
 
+    /// `status`'s `broker` object (NATS adds the transport, connection
+    /// counts and the credential state).
     func remoteStatus() -> JSONValue {
-        if let nats = natsRemote { return natsStatus(nats) }
-        guard let link = remote else {
+        guard transportRunning, let link = transport else {
             return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))])
         }
-        let s = link.status
-        return .object([
-            ("enabled", .bool(true)), ("connected", .bool(s.connected)), ("outbox", .int(s.outboxDepth)),
-            ("published", .int(s.published)), ("acknowledged", .int(s.acknowledged)),
-            ("last_error", .optional(s.lastError)), ("denied", .int(s.denied)),
-            ("last_denied", .optional(s.lastDenied)),
-        ])
+        return link.transportStatus.json
     }
 
     /// COMPAT §3 device report (command 5): TT_ID, event_timestamp,
@@ -239,6 +210,36 @@ extension Daemon {
             if ok && !text.hasPrefix("127.") { return text }
         }
         return nil
+    }
+}
+
+/// What the door hands the remote transport, whichever it is (made once by
+/// `wireRemote`; pure, so tests drive it with a fake transport): each
+/// event's outbox message, and each sticker presented as a tag scan.
+struct RemoteGlue: Sendable {
+    let link: any RemoteTransport
+    /// How events and tag scans name a UID (`Daemon.eventUIDText`); nil withholds it.
+    let uidText: @Sendable (TagUID) -> String?
+    /// The label of the tag an access event names (`[mqtt] label_in_events`); nil: none.
+    let label: (@Sendable (TagUID) -> String?)?
+
+    private static func isAccess(_ event: DoorEvent) -> Bool {
+        [.accessGranted, .accessDenied].contains(event.kind)
+    }
+
+    /// The outbox message announcing `event`, committed with its audit row.
+    func outboxMessage(for event: DoorEvent, at time: Int64) -> OutgoingMessage {
+        var tagLabel: String?
+        if let label, let uid = event.uid, Self.isAccess(event) { tagLabel = label(uid) }
+        return link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: tagLabel)
+    }
+
+    /// The event itself went out with its audit row; every sticker
+    /// presented is also a tag scan, for HA's tag_scanned automations
+    /// (none while the UID is withheld: a scan without one says nothing).
+    func published(_ event: DoorEvent) {
+        guard let uid = event.uid, Self.isAccess(event), let text = uidText(uid) else { return }
+        link.publishTagScan(uidText: text)
     }
 }
 

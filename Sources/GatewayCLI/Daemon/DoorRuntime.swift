@@ -35,6 +35,9 @@ final class DoorRuntime: @unchecked Sendable {
     private(set) var lastUnlock: MonotonicInstant?
     /// Set once at wiring, before `start()`.
     var reader: ReaderLoop?
+    /// The NTAG 424 DNA last seen arriving, and the provisioning job the reader runs for one (NTAG424Door.swift).
+    var lastNTAG424: TagUID?
+    var ntag424Job: ProvisioningJob?
     /// Every event, after the audit log has it (MQTT's outbox).
     var publish: ((DoorEvent, Int64) -> Void)?
     /// The device report of compat command 5.
@@ -198,6 +201,7 @@ final class DoorRuntime: @unchecked Sendable {
                 readerState = .ok
                 stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
+            case .ntag424Provisioned(let uid, let result): ntag424Provisioned(uid: uid, result)
             }
         }
     }
@@ -213,6 +217,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func tagArrived(_ tag: ReadTag) {
         if !readerState.isOK { readerState = .ok }
+        lastNTAG424 = tag.ntag424Tap != nil ? tag.uid : nil
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -221,11 +226,18 @@ final class DoorRuntime: @unchecked Sendable {
             secrets = []
         }
         clockFloor.observe(wall)
-        let result = TagJudgement.judge(
-            uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
-            registry: registry, now: clockFloor.expiryTime(wall),
-            policy: TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall))
-        var presentation = result.presentation
+        let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
+        var presentation: TagPresentation
+        if let tap = tag.ntag424Tap {
+            presentation = judgeNTAG424(tap, wall: wall, policy: policy)
+        } else {
+            presentation =
+                TagJudgement.judge(
+                    uid: tag.uid, message: tag.message, secrets: secrets,
+                    actionCount: configuration.door.actions.count,
+                    registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+                ).presentation
+        }
         if presentation.content == .ours, case .grant = presentation.verdict {
             presentation = takeUse(presentation, wall: wall)
         }
@@ -236,6 +248,30 @@ final class DoorRuntime: @unchecked Sendable {
         }
         lastTag = (tag.uid, presentation.content.rawValue, verdictText)
         handle(.tagArrived(presentation))
+    }
+
+    /// An NTAG 424 DNA's tap (docs/ntag424.md). Its SUN counter is checked
+    /// and stored here, in one store transaction that is on disk before the
+    /// machine sees the tap (and so before the relay moves): a decision-relevant
+    /// write, like a guest pass's use.
+    private func judgeNTAG424(_ tap: NTAG424TapFacts, wall: WallClock, policy: TapPolicy) -> TagPresentation {
+        let siteKey: [UInt8]?
+        do { siteKey = try store.ntag424SiteKey()?.key } catch {
+            log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+            return TagPresentation(
+                uid: tap.uid, content: .ours,
+                verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
+        }
+        return TagJudgement.judgeNTAG424(
+            tap, siteKey: siteKey, registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+        ) { [store, log] uid, counter in
+            switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall.unixSeconds) {
+            case .accepted: return true
+            case .replayed(let last):
+                log.warning("NTAG 424 \(uid.hex): SUN counter \(counter) not above \(last) (replayed or rolled back)")
+                return false
+            }
+        }
     }
 
     /// A granted tap of ours: a guest pass's use is taken (durably, in the
@@ -385,6 +421,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// (created on first use); the registry row is pending before the write.
     private func beginWrite(_ job: ProvisioningJob) {
         guard let uid = job.uid else { return }
+        if uid == lastNTAG424 { return beginNTAG424(job, uid: uid) }
         let wall = Int64(time(nil))
         do {
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
@@ -393,7 +430,7 @@ final class DoorRuntime: @unchecked Sendable {
                 uid: uid, action: job.action, secretID: secret.id, label: job.label,
                 limits: TagLimits(
                     validFrom: job.validFrom, validUntil: job.validUntil, uses: job.uses, schedule: job.schedule),
-                now: wall)
+                kind: .stickerV2, now: wall)
             guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
             reader?.requestWrite(
                 .init(

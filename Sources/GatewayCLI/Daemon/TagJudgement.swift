@@ -20,6 +20,9 @@ struct RegistryRow {
     var validFrom: Int64? = nil
     var usesLeft: Int? = nil
     var schedule: String? = nil
+    /// `kind` as the store spells it (`v11-ntag424`; nil for rows before it).
+    var kind: String? = nil
+    var action: Int? = nil
 }
 
 /// A registry row whose state the core does not know: read as a registry
@@ -35,9 +38,14 @@ struct RegistryView<Base: StickerRegistry>: TagRegistryView {
     func issuedTag(_ uid: TagUID) throws -> IssuedTagView? {
         guard let row = try base.issuedTag(uid) else { return nil }
         guard let state = RegistryState(rawValue: row.state) else { throw UnknownRegistryState(state: row.state) }
+        var kind: CredentialKind?
+        if let raw = row.kind {
+            guard let k = CredentialKind(rawValue: raw) else { throw UnknownRegistryState(state: "kind \(raw)") }
+            kind = k
+        }
         return IssuedTagView(
             state: state, validUntil: row.validUntil, validFrom: row.validFrom, usesLeft: row.usesLeft,
-            schedule: row.schedule)
+            schedule: row.schedule, kind: kind, action: row.action)
     }
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
         try base.isRevoked(uid: uid, signature: signature)
@@ -55,5 +63,15 @@ enum TagJudgement {
         TapJudge.judge(
             uid: uid, message: message, secrets: secrets, actionCount: actionCount,
             registry: RegistryView(base: registry), now: now, policy: policy)
+    }
+
+    /// An NTAG 424 DNA's tap: `NTAG424Judge` (DoorCore) on the store's registry.
+    static func judgeNTAG424(
+        _ tap: NTAG424TapFacts, siteKey: [UInt8]?, registry: some StickerRegistry, now: Int64, policy: TapPolicy,
+        acceptCounter: (TagUID, UInt32) throws -> Bool
+    ) -> TagPresentation {
+        NTAG424Judge.judge(
+            tap: tap, siteKey: siteKey, registry: RegistryView(base: registry), now: now, policy: policy,
+            acceptCounter: acceptCounter)
     }
 }

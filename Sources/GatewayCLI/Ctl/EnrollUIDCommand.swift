@@ -1,0 +1,72 @@
+import Arguments
+import DoorCore
+import GatewayStore
+
+/// `gatewayctl tags enroll-uid --action N UID` (docs/ntag424.md "uid fobs"):
+/// a plain key fob or card, known by its UID only, enrolled for an action.
+struct TagsEnrollUID: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enroll-uid",
+        abstract: "Enrol a plain key fob or card by its UID (weak: a UID is trivially cloned).",
+        discussion: """
+            The fob opens the action only when its `credentials` list "uid" (gateway.toml); \
+            each grant is audited as weak_credential. Nothing is written to the fob. \
+            A fob's first tap shows its UID in the audit log (gatewayctl log); `gatewayctl tags revoke UID` undoes this.
+            """)
+    @OptionGroup var socket: SocketOptions
+    @Option(help: "Action index.") var action: Int
+    @Option(help: "Label stored in the registry.") var label = ""
+    @Option(help: "Valid until (UTC: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds).") var until: String?
+    @Argument(help: "The fob's UID (hex, 4, 7 or 10 bytes).") var uid: String
+
+    func validate() throws {
+        guard TagUID(hex: uid) != nil else { throw ValidationError("the UID must be 4, 7 or 10 bytes of hex") }
+        if let until, parseUTCDate(until) == nil {
+            throw ValidationError("--until: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds")
+        }
+    }
+
+    func run() throws {
+        var p: [(String, JSONValue)] = [("uid", .string(uid)), ("action", .int(action)), ("label", .string(label))]
+        if let u = until.flatMap(parseUTCDate) { p.append(("valid_until", .int(Int(u)))) }
+        try socket.call(.tagsEnrollUID, p)
+    }
+}
+
+extension Daemon {
+    /// `tags.enroll_uid`: an active `uid` row for an action that exists. The
+    /// answer says when the action does not list "uid" (the fob opens nothing yet).
+    func enrollUID(
+        _ p: [String: JSONValue], now: Int64, source: String, uid: () throws -> TagUID
+    ) throws -> JSONValue {
+        let u = try uid()
+        let action = try p.int("action")
+        guard let definition = configuration.door.action(action) else {
+            throw DaemonError.request("no action \(action) (actions 0…\(configuration.door.actions.count - 1))")
+        }
+        let label = try p.string("label", default: "")
+        guard label.utf8.count <= 64 else { throw DaemonError.request("the label is at most 64 bytes") }
+        let until = p["valid_until"] != nil ? Int64(try p.int("valid_until")) : nil
+        do {
+            try store.enrollUIDTag(uid: u, action: action, label: label, limits: TagLimits(validUntil: until), now: now)
+        } catch let error as RegistryError {
+            throw DaemonError.request("\(error)")
+        }
+        runtime.note(
+            DoorEvent(.provisioningWritten, reason: "uid_enrolled", action: action, uid: u, source: source),
+            detail: "kind uid (weak credential)")
+        var answer: [(String, JSONValue)] = [
+            ("enrolled", .string(u.hex)), ("action", .int(action)), ("kind", .string("uid")),
+        ]
+        if !definition.credentials.contains(.uid) {
+            answer.append(
+                (
+                    "warning",
+                    .string(
+                        "action \(action) does not list \"uid\" in its credentials: this fob opens nothing until it does"
+                    )
+                ))
+        }
+        return .object(answer)
+    }
+}
