@@ -3,7 +3,7 @@ import DoorCore
 import GatewayConfig
 import GatewayStore
 import TerminalQR
-import Glibc
+@preconcurrency import Glibc
 
 /// Options every command that talks to the running daemon takes.
 struct SocketOptions: ParsableArguments {

@@ -20,8 +20,7 @@ import Logging
 /// transaction on this writer's own serial queue, in the order written: the
 /// door queue never waits for a commit (a relay pulse's end, the next tap),
 /// and `flush` (the runtime's shutdown) waits for every event written before.
-/// Unchecked Sendable: `backlog` is touched on `queue` only, `current` and
-/// `lastDurable` under `lock`.
+// @unchecked: `backlog` is touched on the writer's own `queue` only; `current` and `lastDurable` under `lock`.
 final class AuditWriter: @unchecked Sendable {
     struct Health: Equatable {
         var writable = true

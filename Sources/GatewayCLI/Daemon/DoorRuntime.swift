@@ -11,6 +11,7 @@ import Logging
 /// program"): inputs from the reader, the board, MQTT and the control socket
 /// are queued here, and the effects it returns are executed here — outputs,
 /// feedback, timers, events, provisioning writes.
+// @unchecked: its state is touched only on `queue` (the hooks are set while wiring, before `start()`); beats under `beatLock`.
 final class DoorRuntime: @unchecked Sendable {
     /// Everything below is touched only on `queue`.
     let queue = DispatchQueue(label: "gatewayd.door")
@@ -219,7 +220,6 @@ final class DoorRuntime: @unchecked Sendable {
             switch event.input {
             case .button: handle(.button(pressed: event.active))
             case .doorContact: handle(.doorContact(open: event.active))
-            default: break
             }
         }
     }
