@@ -60,8 +60,7 @@ extension GatewayStore {
             // door that issued it: the fleet's tags carry no uses, start or
             // schedule, so at another door it would open without them.
             if tag.uses != nil || tag.usesLeft != nil || tag.validFrom != nil || tag.schedule != nil { continue }
-            guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
-            local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
+            local.tags[tag.uid] = (tag.state, tag.action, tag.label, tag.validUntil)
         }
         for row in try db.fetchAll(sql: "SELECT key, origin, active FROM secret") {
             guard let key: [UInt8] = try row.get("key") else { continue }

@@ -153,7 +153,7 @@ extension Daemon {
             guard let hex = u.stringValue, let uid = TagUID(hex: hex) else {
                 throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex")
             }
-            let row = try RegistryView(base: StoreRegistry(store: store)).issuedTag(uid)
+            let row = try store.issuedTag(uid)?.view
             tag = (uid, row)
         }
         do {

@@ -2,21 +2,6 @@ import DoorCore
 import Glibc
 import GatewayStore
 
-/// The store as the tag judgement's registry.
-struct StoreRegistry: StickerRegistry {
-    let store: GatewayStore
-    func issuedTag(_ uid: TagUID) throws -> RegistryRow? {
-        try store.issuedTag(uid).map {
-            RegistryRow(
-                state: $0.state.rawValue, validUntil: $0.validUntil, validFrom: $0.validFrom, usesLeft: $0.usesLeft,
-                schedule: $0.schedule)
-        }
-    }
-    func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
-        try store.isRevoked(uid: uid, signature: signature)
-    }
-}
-
 extension IssuedTag {
     var json: JSONValue {
         .object([

@@ -62,7 +62,7 @@ extension Daemon {
             link: link, uidText: eventUIDText(mqtt.uidInEvents, transport: link.transportName),
             label: mqtt.labelInEvents ? storedLabel : nil)
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
-            GatewayStore.OutboxEntry(glue.outboxMessage(for: event, at: time))
+            glue.outboxMessage(for: event, at: time)
         }
         runtime.publish = { [homeAssistantAdmin] event, time in
             glue.published(event)
@@ -124,20 +124,20 @@ extension Daemon {
         private struct Attached {
             var committed: @Sendable () -> Void
             var limit: Int
-            var make: (DoorEvent, Int64) -> GatewayStore.OutboxEntry
+            var make: (DoorEvent, Int64) -> OutgoingMessage
         }
         private let attached = Mutex<Attached?>(nil)
 
         /// `committed` tells the transport (MQTT or NATS) to publish.
         func attach(
             _ committed: @escaping @Sendable () -> Void, limit: Int,
-            make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry
+            make: @escaping (DoorEvent, Int64) -> OutgoingMessage
         ) {
             attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
         }
 
         /// Nil while there is no transport (off, or its link could not be made).
-        func message(for event: DoorEvent, at time: Int64) -> (entry: GatewayStore.OutboxEntry, limit: Int)? {
+        func message(for event: DoorEvent, at time: Int64) -> (entry: OutgoingMessage, limit: Int)? {
             guard let a = attached.withLock({ $0 }) else { return nil }
             return (a.make(event, time), a.limit)
         }
@@ -337,38 +337,6 @@ extension BrokerCheck {
         settings.login = try MQTTSettings.Login.load(c, credentials: credentials)
         return try run(settings: settings, timeout: timeout)
     }
-}
-
-extension GatewayStore.OutboxEntry {
-    init(_ m: OutgoingMessage) {
-        let cls: OutboxMessage.Class
-        switch m.messageClass {
-        case .access: cls = .access
-        case .event: cls = .event
-        case .telemetry: cls = .telemetry
-        }
-        self.init(topic: m.topic, class: cls, retain: m.retain, created: m.created, make: m.make)
-    }
-}
-
-/// The durable outbox on the store (synchronous FULL, bounded by `[mqtt] outbox_limit`).
-public final class StoreOutbox: Outbox, @unchecked Sendable {
-    let store: GatewayStore
-    let limit: Int
-    public init(store: GatewayStore, limit: Int) {
-        self.store = store
-        self.limit = limit
-    }
-    public func commit(_ messages: [OutgoingMessage]) throws {
-        try store.enqueue(messages.map(GatewayStore.OutboxEntry.init), limit: limit)
-    }
-    public func waiting(after seq: Int64, limit: Int) throws -> [OutboxRow] {
-        try store.outbox(after: seq, limit: limit).map {
-            OutboxRow(seq: $0.seq, topic: $0.topic, payload: $0.payload, retain: $0.retain)
-        }
-    }
-    public func acknowledge(_ seqs: [Int64]) throws { try store.acknowledge(seqs) }
-    public func depth() throws -> Int { try store.outboxDepth() }
 }
 
 /// Remote commands as the daemon takes them: the key and the replay record

@@ -52,7 +52,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// The floor as last saved.
     private var savedClockFloor: Int64 = 0
     private var floorTimer: DispatchSourceTimer?
-    let registry: StickerRegistry
+    let registry: any TagRegistryView
     /// The door's time zone (docs/policy.md): schedules read local wall-clock time in it.
     private(set) var zone: TimeZoneRules
     /// The passage schedule's state last applied (nil: apply at the next tick).
@@ -68,7 +68,7 @@ final class DoorRuntime: @unchecked Sendable {
     private var processedBeats = 0
 
     init(
-        live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
+        live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: any TagRegistryView,
         audit: @escaping (DoorEvent, Int64, String?) -> Void, log: Logger, zone: TimeZoneRules = .utc
     ) {
         self.live = live
@@ -221,7 +221,7 @@ final class DoorRuntime: @unchecked Sendable {
             secrets = []
         }
         clockFloor.observe(wall)
-        let result = TagJudgement.judge(
+        let result = TapJudge.judge(
             uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
             registry: registry, now: clockFloor.expiryTime(wall),
             policy: TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall))
