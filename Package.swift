@@ -117,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "mqtt-bench",
             dependencies: [
-                "GatewayMQTT", "GatewayCLI", "GatewayConfig", "GatewayStore", "DoorCore",
+                "GatewayMQTT", "GatewayStore", "DoorCore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/MQTTBench"),
