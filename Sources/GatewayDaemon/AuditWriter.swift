@@ -1,0 +1,114 @@
+import DoorCore
+import GatewayControl
+import Glibc
+import GatewayStore
+import Logging
+
+/// Writes each door event to the audit log, with its outbox message in the
+/// same transaction. When the store cannot be written (a full disk, a
+/// read-only remount) the door keeps deciding from what it can read; the
+/// events wait here, in order, and are written when the store takes writes
+/// again (on the next event or the periodic retry), so none is lost while
+/// the daemon runs. The wait is bounded: beyond `backlogLimit` the oldest
+/// are dropped and counted. `health` is what status and telemetry show.
+final class AuditWriter: @unchecked Sendable {
+    struct Health: Equatable {
+        var writable = true
+        var lastError: String?
+        /// Events waiting for the store.
+        var unsaved = 0
+        /// Events dropped because the wait was full.
+        var dropped = 0
+    }
+
+    private struct Pending {
+        let event: DoorEvent
+        let time: Int64
+        let detail: String?
+    }
+
+    private let store: GatewayStore
+    private let outbox: Daemon.EventOutbox
+    private let log: Logger
+    private let backlogLimit: Int
+    /// Touched on the door queue only (every `write` and `retry` runs there).
+    private var backlog: [Pending] = []
+    private let lock = Lock()
+    private var current = Health()
+
+    init(store: GatewayStore, outbox: Daemon.EventOutbox, log: Logger, backlogLimit: Int = 10_000) {
+        self.store = store
+        self.outbox = outbox
+        self.log = log
+        self.backlogLimit = backlogLimit
+    }
+
+    var health: Health { lock.withLock { current } }
+
+    /// On the door queue.
+    func write(_ event: DoorEvent, at time: Int64, detail: String?) {
+        backlog.append(Pending(event: event, time: time, detail: detail))
+        var dropped = 0
+        if backlog.count > backlogLimit {
+            dropped = backlog.count - backlogLimit
+            backlog.removeFirst(dropped)
+        }
+        if dropped > 0 { lock.withLock { current.dropped += dropped } }
+        drain()
+    }
+
+    /// On the door queue: writes what waits, if the store takes it now.
+    func retry() {
+        if !backlog.isEmpty { drain() }
+    }
+
+    private func drain() {
+        var written = 0
+        while let next = backlog.first {
+            let message = outbox.message(for: next.event, at: next.time)
+            do {
+                try store.appendAudit(
+                    time: next.time, kind: next.event.kind.rawValue, reason: next.event.reason,
+                    action: next.event.action, uid: next.event.uid?.hex, source: next.event.source,
+                    detail: next.detail, outbox: message.map { [$0.entry] } ?? [], outboxLimit: message?.limit ?? .max,
+                    activating: next.event.kind == .provisioningWritten ? next.event.uid?.hex : nil)
+                backlog.removeFirst()
+                written += 1
+            } catch {
+                let text = "\(error)"
+                let first = lock.withLock { () -> Bool in
+                    let wasWritable = current.writable
+                    current.writable = false
+                    current.lastError = text
+                    current.unsaved = backlog.count
+                    return wasWritable
+                }
+                // Once per outage in the journal, not once per event.
+                if first { log.error("audit log: cannot write the store: \(text); events wait in memory") }
+                break
+            }
+        }
+        if written > 0 { outbox.committed() }
+        let recovered = lock.withLock { () -> Int? in
+            guard backlog.isEmpty else { return nil }
+            defer {
+                current.writable = true
+                current.unsaved = 0
+            }
+            return current.writable ? nil : current.dropped
+        }
+        if let dropped = recovered {
+            let lost = dropped > 0 ? ", \(dropped) dropped while it could not" : ""
+            log.notice("audit log: the store takes writes again; \(written) waiting events written\(lost)")
+        }
+    }
+
+    /// The `store` object of status.
+    var statusDocument: JSONValue {
+        let h = health
+        return .object([
+            ("writable", .bool(h.writable)), ("unsaved_events", .int(h.unsaved)),
+            ("dropped_events", .int(h.dropped)), ("last_error", .optional(h.lastError)),
+        ])
+    }
+}
