@@ -164,9 +164,9 @@ let package = Package(
         .testTarget(
             name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayDaemon", "TestSupport"]),
         .testTarget(
-            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "GatewayDaemon", "TestSupport"]),
+            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "GatewayStore", "NFCReader", "TestSupport"]),
         .testTarget(
             name: "GatewayCLITests",
             dependencies: ["GatewayCLI", "GatewayDaemon", "GatewayCtl", "GatewayControl", "TestSupport"]),

@@ -4,7 +4,9 @@
 #   footprint  the static gateway's stripped size, whether ICU's data is in it
 #              (strings | grep icudt), and which Swift sources still import
 #              Foundation proper (what pulls ICU in);
-#   reader     libnfc → pn532-sim at 115200 baud with RF timing (reader-bench);
+#   reader     libnfc → pn532-sim at 115200 baud with RF timing (reader-bench): a v2
+#              sticker, and an NTAG 424 DNA (EV2 + SUN; `reader-bench SIM TAPS ntag424`
+#              runs that row alone);
 #   mqtt       the durable outbox to a local mosquitto with mutual TLS (mqtt-bench);
 #   daemon     start → READY, idle CPU, tap → output, RSS at the first tap and
 #              after N taps, flat or not (scripts/bench-daemon.py).

@@ -48,13 +48,14 @@ public enum ConfigExample {
                 index = \(a.index)
                 name = "\(a.name)"
                 steps = [\(steps.joined(separator: ", "))]
+                credentials = [\(CredentialKind.defaults.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))]
                 """
         }.joined(separator: "\n\n")
         let mapping = CommandJudge.defaultMapping.sorted { $0.key < $1.key }.map { number, target in
             switch target {
             case .action(let a): return "\(number) = \(a)"
             case .report: return "\(number) = \"report\""
-            case .mode, .clearLockout, .provision, .cancelProvisioning:
+            case .mode, .clearLockout, .provision, .cancelProvisioning, .approval:
                 return "# \(number): \(target) (not a compat command)"
             }
         }.joined(separator: "\n")
@@ -156,6 +157,14 @@ public enum ConfigExample {
             # A step is { pulse = "OUTPUT", ms = N } (N within the pulse limits) or
             # { wait_ms = N }. A garage door's open–stop–close on three relays:
             #   steps = [{ pulse = "open", ms = 500 }, { wait_ms = 10000 }, { pulse = "stop", ms = 500 }, { wait_ms = 50000 }, { pulse = "close", ms = 500 }]
+            # `credentials` (docs/ntag424.md): what a tap may open the action with, of
+            # "ntag424" (NTAG 424 DNA proving its key), "sticker-v2" (bound to its
+            # tag's UID), "sticker-v1" (phone-written) and "uid" (a plain key fob or
+            # card known by its UID only: trivially cloned, opt-in; gatewayctl tags
+            # enroll-uid). Default: the first three.
+            # An action may ask first (docs/policy.md "Approval"): a tap waits up to
+            # timeout_s (10…900) for a yes from one of `by` (home_assistant, phone, gatewayctl):
+            #   approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }
             \(actions)
 
             # Feedback patterns. A [feedback.NAME] table overrides any of steps,

@@ -492,6 +492,8 @@ extension GatewayConfiguration {
             if !t.has("index") { t.fail("index", "is required (0…N-1)") }
             let name = t.string("name", "action \(index ?? 0)", Check.text(max: 64))
             let schedule = scheduleName(t, "schedule", schedules: schedules)
+            let credentials = readCredentials(t)
+            let approval = readApproval(t)
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -532,7 +534,10 @@ extension GatewayConfiguration {
                 t.fail("index", "\(index) is also \(other.1.keyPath("index"))")
                 continue
             }
-            actions.append((ActionDefinition(index: index, name: name, steps: steps, schedule: schedule), t))
+            var action = ActionDefinition(
+                index: index, name: name, steps: steps, schedule: schedule, approval: approval)
+            action.credentials = credentials
+            actions.append((action, t))
         }
         for (a, t) in actions where a.index >= actions.count {
             t.fail(

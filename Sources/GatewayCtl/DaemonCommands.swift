@@ -138,7 +138,7 @@ struct ProvisionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "provision",
         abstract: "Arm provisioning: the next blank sticker (or one of ours) is written for the action.",
-        subcommands: [Arm.self, Cancel.self], defaultSubcommand: Arm.self)
+        subcommands: [Arm.self, Cancel.self, Reset.self], defaultSubcommand: Arm.self)
 
     struct Arm: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "arm", abstract: "Arm provisioning (the default).")
@@ -167,6 +167,14 @@ struct ProvisionCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Disarm provisioning.")
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call(.provisionCancel) }
+    }
+
+    struct Reset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset",
+            abstract: "Return the NTAG 424 DNA on the reader (one of this site's) to factory keys; its row is marked.")
+        @OptionGroup var socket: SocketOptions
+        func run() throws { try socket.call(.provisionReset) }
     }
 }
 
@@ -330,17 +338,19 @@ struct SimCommand: ParsableCommand {
         @Argument(help: "The URL the tag holds.") var url: String?
         @Option(help: "A tag dump file (its pages from page 0, 4 bytes each) instead of a URL.") var dump: String?
         @Flag(help: "A blank tag (empty NDEF message).") var blank = false
+        @Flag(help: "A factory-fresh NTAG 424 DNA (all keys zero, empty NDEF file).") var ntag424 = false
         @Option(help: "The tag's UID (hex, 7 bytes); random when absent.") var uid: String?
         @Option(help: "The tag leaves after this many exchanges (a torn tap or write).") var tearAfter: Int?
         func validate() throws {
-            guard [url != nil, dump != nil, blank].filter({ $0 }).count == 1 else {
-                throw ValidationError("give one of URL, --dump FILE and --blank")
+            guard [url != nil, dump != nil, blank, ntag424].filter({ $0 }).count == 1 else {
+                throw ValidationError("give one of URL, --dump FILE, --blank and --ntag424")
             }
         }
         func run() throws {
             var params: [(String, JSONValue)] = []
             if let url { params.append(("url", .string(url))) }
             if blank { params.append(("blank", .bool(true))) }
+            if ntag424 { params.append(("ntag424", .bool(true))) }
             if let dump {
                 guard let data = Files.contents(dump) else {
                     throw ValidationError("cannot read \(dump)")
@@ -406,7 +416,7 @@ struct SimCommand: ParsableCommand {
 struct TagsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tags", abstract: "The issued-tag registry and revocations.",
-        subcommands: [List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self])
+        subcommands: [List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self, TagsEnrollUID.self])
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Issued tags and revocations.")
         @OptionGroup var socket: SocketOptions

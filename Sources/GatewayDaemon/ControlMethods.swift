@@ -16,6 +16,7 @@ extension Daemon {
         case .status: return status()
         case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
         case .policyExplain: return try policyExplain(p)
+        case .approvalAnswer: return try answerApproval(p, peer: peer)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
@@ -43,6 +44,9 @@ extension Daemon {
         case .provisionCancel:
             runtime.submit(.admin(.cancelProvisioning))
             return .object([("cancelled", .bool(true))])
+        case .provisionReset:
+            let (uid, marked) = try runtime.resetNTAG424(by: "control:uid=\(peer.uid)")
+            return .object([("uid", .string(uid.hex)), ("reset", .bool(true)), ("row_marked", .bool(marked))])
         case .lockoutStatus: return lockoutStatus()
         case .lockoutClear:
             runtime.submit(.admin(.clearLockout))
@@ -115,7 +119,7 @@ extension Daemon {
                 runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
                 return .object([("stalled_s", .double(seconds))])
         #endif
-        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .log, .logVerify, .backup:
+        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .log, .logVerify, .backup:
             return try registryMethod(method, p, peer: peer)
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
@@ -155,6 +159,7 @@ extension Daemon {
             ("outputs", .object(outputs)),
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
+            ("approval", Self.approvalStatus(m, now: now)),
             ("broker", remoteStatus()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.
@@ -302,6 +307,13 @@ extension Daemon {
                 uid = u
             } else {
                 uid = TagUID(try [0x04] + Crypto.randomBytes(6))
+            }
+            if try p.bool("ntag424") {
+                // A factory-fresh NTAG 424 DNA (docs/ntag424.md).
+                _ = try? SimulatorControl.send("remove", to: control)
+                let answer = try SimulatorControl.send("insert ntag424 \(uid.hex)", to: control)
+                if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
+                return .object([("uid", .string(uid.hex)), ("simulator", .string(answer))])
             }
             let image: TagImage
             if let dump = p["dump"]?.stringValue {

@@ -147,7 +147,13 @@ final class Daemon: @unchecked Sendable {
             simulatorControl = nil
         }
         let port = LibnfcReaderPort(
-            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log)
+            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log
+        ) { [store, log] in
+            do { return try store.ntag424SiteKey()?.key } catch {
+                log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+                return nil
+            }
+        }
         readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
         runtime.reader = readerLoop
         board.setInputHandler { [runtime] in runtime.boardInput($0) }

@@ -37,11 +37,13 @@ extension Daemon {
         let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
         let hasSchedule =
             configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
+        let approval = Self.approvalDiscovery(configuration)
         let makeDiscovery: (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { admin in
             Payloads.discovery(
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
                 eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
-                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin)
+                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin, approval: approval.entity,
+                approvalButtons: approval.buttons)
         }
         // Home Assistant as the admin screen: its UIDs are always hashed.
         var hashed: @Sendable (TagUID) -> String? = { _ in nil }

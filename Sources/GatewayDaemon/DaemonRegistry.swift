@@ -13,7 +13,7 @@ extension IssuedTag {
             ("secret_id", secretID.map { .int(Int($0)) } ?? .null),
             ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
             ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
-            ("schedule", .optional(schedule)),
+            ("schedule", .optional(schedule)), ("kind", .optional(kind?.rawValue)),
         ])
     }
 }
@@ -29,7 +29,7 @@ extension Daemon {
             return u
         }
         switch method {
-        case .tagsRevoke, .tagsExpire, .tagsForget:
+        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
             defer { homeAssistantAdmin?.registryChanged() }
             return try registryChange(method, p, now: now, source: "control:uid=\(peer.uid)", uid: uid)
         case .tagsList:
@@ -80,6 +80,8 @@ extension Daemon {
             try store.forget(uid: u)
             runtime.note(DoorEvent(.tagForgotten, uid: u, source: source), detail: "registry row deleted")
             return .object([("forgotten", .string(u.hex))])
+        case .tagsEnrollUID:
+            return try enrollUID(p, now: now, source: source, uid: uid)
         default:
             throw DaemonError.request("unknown method \(method.rawValue)")
         }

@@ -65,9 +65,11 @@ extension Daemon {
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
             glue.outboxMessage(for: event, at: time)
         }
+        let approval = approvalPublisher(link, uidText: glue.uidText, label: glue.label)
         runtime.publish = { [homeAssistantAdmin] event, time in
             glue.published(event)
             homeAssistantAdmin?.observe(event, at: time)
+            approval?(event, time)
         }
         runtime.publishState = { link.publishState($0) }
         runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
@@ -221,7 +223,7 @@ struct RemoteGlue: Sendable {
     let link: any RemoteTransport
     /// How events and tag scans name a UID (`Daemon.eventUIDText`); nil withholds it.
     let uidText: @Sendable (TagUID) -> String?
-    /// The label of the tag an access event names (`[mqtt] label_in_events`); nil: none.
+    /// The label of the tag an access or approval event names (`[mqtt] label_in_events`); nil: none.
     let label: (@Sendable (TagUID) -> String?)?
 
     private static func isAccess(_ event: DoorEvent) -> Bool {
@@ -231,7 +233,8 @@ struct RemoteGlue: Sendable {
     /// The outbox message announcing `event`, committed with its audit row.
     func outboxMessage(for event: DoorEvent, at time: Int64) -> OutgoingMessage {
         var tagLabel: String?
-        if let label, let uid = event.uid, Self.isAccess(event) { tagLabel = label(uid) }
+        // Access and approval events name a tap (docs/policy.md "Approval").
+        if let label, let uid = event.uid, event.carriesLabel { tagLabel = label(uid) }
         return link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: tagLabel)
     }
 

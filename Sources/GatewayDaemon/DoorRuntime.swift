@@ -35,6 +35,9 @@ final class DoorRuntime: @unchecked Sendable {
     private(set) var lastUnlock: MonotonicInstant?
     /// Set once at wiring, before `start()`.
     var reader: ReaderLoop?
+    /// The NTAG 424 DNA last seen arriving, and the provisioning job the reader runs for one (NTAG424Door.swift).
+    var lastNTAG424: TagUID?
+    var ntag424Job: ProvisioningJob?
     /// Every event, after the audit log has it (MQTT's outbox).
     var publish: ((DoorEvent, Int64) -> Void)?
     /// The device report of compat command 5.
@@ -198,6 +201,7 @@ final class DoorRuntime: @unchecked Sendable {
                 readerState = .ok
                 stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
+            case .ntag424Provisioned(let uid, let result): ntag424Provisioned(uid: uid, result)
             }
         }
     }
@@ -214,6 +218,7 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func tagArrived(_ tag: ReadTag) {
         if !readerState.isOK { readerState = .ok }
+        lastNTAG424 = tag.ntag424Tap != nil ? tag.uid : nil
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -222,11 +227,18 @@ final class DoorRuntime: @unchecked Sendable {
             secrets = []
         }
         clockFloor.observe(wall)
-        let result = TapJudge.judge(
-            uid: tag.uid, message: tag.message, secrets: secrets, actionCount: configuration.door.actions.count,
-            registry: registry, now: clockFloor.expiryTime(wall),
-            policy: TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall))
-        var presentation = result.presentation
+        let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
+        var presentation: TagPresentation
+        if let tap = tag.ntag424Tap {
+            presentation = judgeNTAG424(tap, wall: wall, policy: policy)
+        } else {
+            presentation =
+                TapJudge.judge(
+                    uid: tag.uid, message: tag.message, secrets: secrets,
+                    actionCount: configuration.door.actions.count,
+                    registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+                ).presentation
+        }
         if presentation.content == .ours, case .grant = presentation.verdict {
             presentation = takeUse(presentation, wall: wall)
         }
@@ -236,7 +248,32 @@ final class DoorRuntime: @unchecked Sendable {
         case .deny(let reason, _): verdictText = "denied (\(reason))"
         }
         lastTag = (tag.uid, presentation.content.rawValue, verdictText)
+        supplyApprovalRandom()
         handle(.tagArrived(presentation))
+    }
+
+    /// An NTAG 424 DNA's tap (docs/ntag424.md). Its SUN counter is checked
+    /// and stored here, in one store transaction that is on disk before the
+    /// machine sees the tap (and so before the relay moves): a decision-relevant
+    /// write, like a guest pass's use.
+    private func judgeNTAG424(_ tap: NTAG424TapFacts, wall: WallClock, policy: TapPolicy) -> TagPresentation {
+        let siteKey: [UInt8]?
+        do { siteKey = try store.ntag424SiteKey()?.key } catch {
+            log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+            return TagPresentation(
+                uid: tap.uid, content: .ours,
+                verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
+        }
+        return NTAG424Judge.judge(
+            tap: tap, siteKey: siteKey, registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+        ) { [store, log] uid, counter in
+            switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall.unixSeconds) {
+            case .accepted: return true
+            case .replayed(let last):
+                log.warning("NTAG 424 \(uid.hex): SUN counter \(counter) not above \(last) (replayed or rolled back)")
+                return false
+            }
+        }
     }
 
     /// A granted tap of ours: a guest pass's use is taken (durably, in the
@@ -258,8 +295,11 @@ final class DoorRuntime: @unchecked Sendable {
             return presentation
         }
         var probe = machine
+        probe.supplyRandom(Array(repeating: 0, count: 32))
+        // A tap that asks for approval takes its use at the request (a
+        // denied or unanswered request does not give it back).
         let opens = probe.handle(.tagArrived(presentation), at: now()).contains {
-            if case .emit(let e) = $0 { return e.kind == .accessGranted }
+            if case .emit(let e) = $0 { return e.kind == .accessGranted || e.kind == .approvalRequested }
             return false
         }
         guard opens else { return presentation }
@@ -275,6 +315,27 @@ final class DoorRuntime: @unchecked Sendable {
             log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
             return TagPresentation(
                 uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+        }
+    }
+
+    /// An input decided now, on the door queue, with the events it
+    /// produced (the control socket's approvals answer with them).
+    func handleNow(_ input: DoorInput) -> [DoorEvent] {
+        queue.sync {
+            let effects = machine.handle(input, at: now())
+            execute(effects)
+            return effects.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
+        }
+    }
+
+    /// 32 bytes from the CSPRNG for the approval code a tap may need
+    /// (docs/policy.md "Approval"). Without them the machine denies a tap
+    /// that needs approval (fail closed).
+    private func supplyApprovalRandom() {
+        guard configuration.door.actions.contains(where: { $0.approval != nil }) else { return }
+        do { machine.supplyRandom(try Crypto.randomBytes(32)) } catch {
+            log.error("approval: no random bytes for a code, a tap needing approval is denied: \(error)")
+            machine.supplyRandom([])
         }
     }
 
@@ -376,7 +437,7 @@ final class DoorRuntime: @unchecked Sendable {
         log.info(
             "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
         )
-        audit(event, wall, detail)
+        audit(event, wall, detail ?? event.approvalDetail)
         publish?(event, wall)
     }
 
@@ -386,6 +447,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// (created on first use); the registry row is pending before the write.
     private func beginWrite(_ job: ProvisioningJob) {
         guard let uid = job.uid else { return }
+        if uid == lastNTAG424 { return beginNTAG424(job, uid: uid) }
         let wall = Int64(time(nil))
         do {
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
@@ -394,7 +456,7 @@ final class DoorRuntime: @unchecked Sendable {
                 uid: uid, action: job.action, secretID: secret.id, label: job.label,
                 limits: TagLimits(
                     validFrom: job.validFrom, validUntil: job.validUntil, uses: job.uses, schedule: job.schedule),
-                now: wall)
+                kind: .stickerV2, now: wall)
             guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
             reader?.requestWrite(
                 .init(
@@ -432,6 +494,11 @@ final class DoorRuntime: @unchecked Sendable {
             for t in timers.values { t.cancel() }
             timers = [:]
             patterns.stop()
+            // A waiting approval request ends with the machine it lived in (audited).
+            if let r = machine.pendingApproval {
+                record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
+                record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
+            }
             var settings = live.applyReload(new).door
             settings.initialMode = machine.mode
             machine = DoorMachine(settings: settings)

@@ -9,6 +9,10 @@ struct ReadTag: Equatable {
     var uid: TagUID
     var message: NDEFMessage?
     var typeName: String
+    /// An NTAG 424 DNA's tap (docs/ntag424.md): judged by `NTAG424Judge`, not as a sticker.
+    var ntag424Tap: NTAG424TapFacts? = nil
+    /// `typeName` of an ISO-DEP target (an NTAG 424 DNA, or another ISO-DEP card).
+    static let ntag424 = "ntag424"
 }
 
 /// The reader adapter as the daemon uses it (NFCReader implements it; tests
@@ -37,6 +41,8 @@ final class ReaderLoop: @unchecked Sendable {
         /// The first open succeeded.
         case opened
         case written(uid: TagUID, error: String?)
+        /// An NTAG 424 DNA provisioned and verified (its SUN counter), or why not.
+        case ntag424Provisioned(uid: TagUID, Result<UInt32, NTAG424JobFailure>)
     }
 
     struct WriteRequest {
@@ -53,6 +59,7 @@ final class ReaderLoop: @unchecked Sendable {
     private let lock = Lock()
     private var running = true
     private var pendingWrite: WriteRequest?
+    private var pendingNTAG424: NTAG424Job?
     private var started = false
     private let stopped = DispatchSemaphore(value: 0)
     private var lastErrorText: String?
@@ -84,6 +91,9 @@ final class ReaderLoop: @unchecked Sendable {
     }
 
     func requestWrite(_ request: WriteRequest) { lock.withLock { pendingWrite = request } }
+
+    /// Provisioning or reset of the NTAG 424 DNA in the field (NTAG424Door.swift).
+    func requestNTAG424(_ job: NTAG424Job) { lock.withLock { pendingNTAG424 = job } }
 
     private var isRunning: Bool { lock.withLock { running } }
 
@@ -126,6 +136,12 @@ final class ReaderLoop: @unchecked Sendable {
                         failure = "\(error)"
                     }
                     deliver(.written(uid: request.uid, error: failure))
+                    continue
+                }
+                if let job = lock.withLock({ () -> NTAG424Job? in
+                    defer { pendingNTAG424 = nil }; return pendingNTAG424
+                }) {
+                    if let report = job.run(on: reader) { deliver(report) }
                     continue
                 }
                 if let uid = current {

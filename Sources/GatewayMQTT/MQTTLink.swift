@@ -144,6 +144,11 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         public var provisionSet: String { prefix + "/admin/provision/set" }
         public var revokeTagSet: String { prefix + "/admin/revoke_tag/set" }
         public var revokeSet: String { prefix + "/admin/revoke/set" }
+        /// Consent-first approval (docs/mqtt.md "Approval"): each approval
+        /// event, door → (HA's approval event entity), and HA's Approve and
+        /// Deny buttons, → door.
+        public var approval: String { prefix + "/approval" }
+        public var approvalSet: String { prefix + "/approval/set" }
         public static let homeAssistantStatus = "homeassistant/status"
     }
 
@@ -173,6 +178,7 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         case topics.provisionSet: return .homeAssistantProvision
         case topics.revokeTagSet: return .homeAssistantRevokeChoice
         case topics.revokeSet: return .homeAssistantRevoke
+        case topics.approvalSet: return .homeAssistantApproval
         default: return settings.compatCommandTopics.contains(topic) ? .compat : nil
         }
     }
@@ -485,6 +491,14 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         publishDirect(topics.tag, Array(JSONValue.object([("uid", .string(uidText))]).serialized.utf8), retain: false)
     }
 
+    /// An approval event on `…/approval` (not retained: HA's event entity
+    /// fires once per message); the same event went to `…/event` through
+    /// the outbox with its audit row.
+    public func publishApproval(_ payload: [UInt8]) {
+        guard isConnected else { return }
+        publishDirect(topics.approval, payload, retain: false)
+    }
+
     /// The device report of compat command 5 (COMPAT §3), on the compat topics.
     public func publishReport(_ report: JSONValue) {
         let bytes = Array(report.serialized.utf8)
@@ -576,7 +590,7 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
         commandTopics += [
             topics.provisionActionSet, topics.provisionLabelSet, topics.provisionSet, topics.revokeTagSet,
-            topics.revokeSet,
+            topics.revokeSet, topics.approvalSet,
         ]
         if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }

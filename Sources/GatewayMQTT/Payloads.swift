@@ -16,6 +16,33 @@ public enum Payloads {
         if let u = uidText { f.append(("uid", .string(u))) }
         if let l = label, !l.isEmpty { f.append(("label", .string(l))) }
         if let s = e.source { f.append(("source", .string(s))) }
+        if let c = e.code { f.append(("code", .string(c))) }
+        if let w = e.who { f.append(("by", .string(w))) }
+        return Array(JSONValue.object(f).serialized.utf8)
+    }
+
+    /// The approval event kinds Home Assistant's approval entity shows.
+    public static let approvalEventTypes: [DoorEvent.Kind] = [
+        .approvalRequested, .approvalGranted, .approvalDenied, .approvalTimedOut, .approvalCancelled,
+    ]
+
+    /// An approval event for `…/approval` (HA's event entity), or nil for
+    /// any other event: the event's fields without a sequence number.
+    public static func approvalEvent(
+        _ e: DoorEvent, time: Int64, device: String, uidText: String?, label: String?
+    ) -> [UInt8]? {
+        guard approvalEventTypes.contains(e.kind) else { return nil }
+        var f: [(String, JSONValue)] = [
+            ("event_type", .string(e.kind.rawValue)), ("time", .string(UTCTime.iso8601(time))),
+            ("device", .string(device)),
+        ]
+        if let c = e.code { f.append(("code", .string(c))) }
+        if let a = e.action { f.append(("action", .int(a))) }
+        if let u = uidText { f.append(("uid", .string(u))) }
+        if let l = label, !l.isEmpty { f.append(("label", .string(l))) }
+        if let r = e.reason { f.append(("reason", .string(r))) }
+        if let s = e.source { f.append(("source", .string(s))) }
+        if let w = e.who { f.append(("by", .string(w))) }
         return Array(JSONValue.object(f).serialized.utf8)
     }
 
@@ -43,7 +70,7 @@ public enum Payloads {
             ("lock", "lock"), ("event", "access"), ("binary_sensor", "reader"), ("sensor", "last_access"),
             ("binary_sensor", "door"), ("binary_sensor", "lockout"), ("sensor", "uptime"), ("sensor", "outbox"),
             ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
-            ("binary_sensor", "schedule"),
+            ("binary_sensor", "schedule"), ("event", "approval"), ("button", "approve"), ("button", "deny"),
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") } + homeAssistantAdminEntities
 
     /// The admin screen's entities (`home_assistant_admin`), as (component, object).
@@ -65,7 +92,7 @@ public enum Payloads {
     public static func discovery(
         device: String, name: String, topics: MQTTLink.Topics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
         actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false,
-        admin: HomeAssistantAdminMenu? = nil
+        admin: HomeAssistantAdminMenu? = nil, approval: Bool = false, approvalButtons: Bool = false
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -197,6 +224,31 @@ public enum Payloads {
                         ("state_topic", .string(topics.state)), ("device_class", .string("door")),
                         ("value_template", .string("{{ 'ON' if value_json.door_open else 'OFF' }}")),
                     ]))
+        }
+        if approval {
+            // docs/policy.md "Approval": each request and its end, with the code (and label).
+            out.append(
+                entry(
+                    "event", "approval",
+                    common("approval", "Approval") + [
+                        ("state_topic", .string(topics.approval)),
+                        ("event_types", .array(approvalEventTypes.map { .string($0.rawValue) })),
+                        ("icon", .string("mdi:doorbell")),
+                    ]))
+        }
+        if approvalButtons {
+            // An action lists "home_assistant" among its approvers.
+            for (object, title, payload, icon) in [
+                ("approve", "Approve", "APPROVE", "mdi:door-open"), ("deny", "Deny", "DENY", "mdi:door-closed-lock"),
+            ] {
+                out.append(
+                    entry(
+                        "button", object,
+                        common(object, title) + [
+                            ("command_topic", .string(topics.approvalSet)), ("payload_press", .string(payload)),
+                            ("icon", .string(icon)),
+                        ]))
+            }
         }
         if schedule {
             // docs/policy.md: the state's `schedule` {name, active, next_change}:

@@ -283,7 +283,10 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         let until = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < until {
             if queue.wait(for: .milliseconds(200), until: { $0.stopping }) { return }
-            if jwtFileStamp() != start { return }
+            if jwtFileStamp() != start {
+                log.info("nats: the JWT file changed: rebuilding now, not after the backoff")
+                return
+            }
         }
     }
 

@@ -61,6 +61,17 @@ extension GatewayStore {
             // schedule, so at another door it would open without them.
             if tag.uses != nil || tag.usesLeft != nil || tag.validFrom != nil || tag.schedule != nil { continue }
             local.tags[tag.uid] = (tag.state, tag.action, tag.label, tag.validUntil)
+            // Kinds that are not stickers travel by name (issue 26): a 424 row
+            // opens another door only as a 424 (EV2 with the site's key).
+            if let kind = tag.kind, kind == .ntag424 || kind == .uid { local.tagCredentials[tag.uid] = kind.rawValue }
+        }
+        if let site = try siteKey(db) {
+            local.ntag424MasterKey = site.key
+            local.ntag424MasterKeyInUse =
+                try db.scalar(
+                    Bool.self,
+                    sql: "SELECT 1 FROM issued_tag WHERE kind = 'ntag424' AND state IN ('active', 'pending') LIMIT 1")
+                != nil
         }
         for row in try db.fetchAll(sql: "SELECT key, origin, active FROM secret") {
             guard let key: [UInt8] = try row.get("key") else { continue }
@@ -98,7 +109,8 @@ extension GatewayStore {
             },
             compatTimestampKey: local.compatTimestampKey, nativeCommandKey: local.nativeCommandKey,
             compatTimestampGeneration: local.compatTimestampKey == nil ? nil : local.compatTimestampGeneration,
-            nativeCommandGeneration: local.nativeCommandKey == nil ? nil : local.nativeCommandGeneration)
+            nativeCommandGeneration: local.nativeCommandKey == nil ? nil : local.nativeCommandGeneration,
+            ntag424MasterKey: local.ntag424MasterKey)
     }
 
     /// Applies an accepted document in one transaction: the version is
@@ -154,6 +166,16 @@ extension GatewayStore {
                           generation = excluded.generation
                         """, arguments: [name.rawValue, value.key, now, value.generation])
             }
+            if let key = changes.setNTAG424MasterKey, key.count == 16 {
+                // One generation up, from the fleet (NTAG424Store's setNTAG424SiteKey, in this transaction).
+                let generation = (try Self.siteKey(db)?.generation ?? 0) + 1
+                try db.execute(
+                    sql: """
+                        INSERT INTO ntag424_site_key (one, key, origin, created, generation) VALUES (1, ?, 'fleet', ?, ?)
+                        ON CONFLICT(one) DO UPDATE SET key = excluded.key, origin = excluded.origin,
+                          created = excluded.created, generation = excluded.generation
+                        """, arguments: [key, now, generation])
+            }
             for uid in changes.revokeUIDs {
                 try db.execute(
                     sql: "INSERT INTO revocation (uid, created, reason) VALUES (?, ?, ?) ON CONFLICT(uid) DO NOTHING",
@@ -172,14 +194,20 @@ extension GatewayStore {
             for tag in changes.upsertTags {
                 try db.execute(
                     sql: """
-                        INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state)
-                        VALUES (?, ?, NULL, ?, ?, ?, 'active')
+                        INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state, kind)
+                        VALUES (?, ?, NULL, ?, ?, ?, 'active', ?)
                         ON CONFLICT(uid) DO UPDATE SET action = excluded.action, label = excluded.label,
-                          valid_until = excluded.valid_until, state = 'active'
+                          valid_until = excluded.valid_until, state = 'active',
+                          kind = CASE WHEN excluded.kind IS NOT NULL THEN excluded.kind
+                                      WHEN issued_tag.kind IN ('ntag424', 'uid') THEN NULL ELSE issued_tag.kind END
                         WHERE issued_tag.state IN ('active', 'failed') AND issued_tag.uses IS NULL
                           AND issued_tag.uses_left IS NULL AND issued_tag.valid_from IS NULL
                           AND issued_tag.schedule IS NULL
-                        """, arguments: [tag.uid.hex, tag.action, tag.label, now, tag.validUntil])
+                        """,
+                    arguments: [
+                        tag.uid.hex, tag.action, tag.label, now, tag.validUntil,
+                        tag.credential.flatMap(CredentialKind.init(rawValue:)).map(\.rawValue),
+                    ])
             }
             try db.execute(
                 sql: """

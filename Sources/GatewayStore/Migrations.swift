@@ -122,6 +122,19 @@ public enum StoreMigrations {
                 #"ALTER TABLE "issued_tag" ADD COLUMN "uses_left" INTEGER CHECK (uses_left IS NULL OR uses_left >= 0)"#,
                 #"ALTER TABLE "issued_tag" ADD COLUMN "schedule" TEXT"#,
             ]),
+        // NTAG 424 DNA (issue 26, docs/ntag424.md): the site master key the
+        // door diversifies each tag's AES keys from (one row; its origin says
+        // whether this door generated it or it came from the fleet or an
+        // operator), the highest SUN read counter seen per UID (a SUN URL is
+        // accepted only above it), and each issued tag's credential kind
+        // (NULL: a sticker issued before kinds were recorded).
+        Migration(
+            name: "v11-ntag424",
+            statements: [
+                #"CREATE TABLE "ntag424_site_key" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "key" BLOB NOT NULL CHECK (length(key) = 16), "origin" TEXT NOT NULL CHECK (origin IN ('generated', 'fleet', 'imported')), "created" INTEGER NOT NULL, "generation" INTEGER NOT NULL)"#,
+                #"CREATE TABLE "sun_counter" ("uid" TEXT PRIMARY KEY NOT NULL, "counter" INTEGER NOT NULL CHECK (counter >= 0), "updated" INTEGER NOT NULL)"#,
+                #"ALTER TABLE "issued_tag" ADD COLUMN "kind" TEXT CHECK (kind IS NULL OR kind IN ('ntag424', 'sticker-v2', 'sticker-v1', 'uid'))"#,
+            ]),
     ]
 
     /// The migration names, in order.

@@ -19,6 +19,8 @@ public struct IssuedTag: Equatable, Sendable {
     public var usesLeft: Int? = nil
     /// A `[[schedules]]` name the tag is held to.
     public var schedule: String? = nil
+    /// The credential kind (`v11-ntag424`); nil: a sticker issued before kinds were recorded.
+    public var kind: CredentialKind? = nil
 }
 
 /// What provisioning gives a tag besides its action and label (docs/policy.md).
@@ -45,7 +47,8 @@ extension IssuedTag {
             uid: uid, action: try row.get("action"), secretID: try row.get("secret_id"), label: try row.get("label"),
             issued: try row.get("issued"), validUntil: try row.get("valid_until"), state: state,
             lastSeen: try row.get("last_seen"), validFrom: try row.get("valid_from"), uses: try row.get("uses"),
-            usesLeft: try row.get("uses_left"), schedule: try row.get("schedule"))
+            usesLeft: try row.get("uses_left"), schedule: try row.get("schedule"),
+            kind: try (row.get("kind", as: String?.self)).flatMap(CredentialKind.init(rawValue:)))
     }
 }
 
@@ -53,7 +56,8 @@ extension IssuedTag {
     /// The row as the tap judgement reads it (DoorCore `IssuedTagView`).
     public var view: IssuedTagView {
         IssuedTagView(
-            state: state, validUntil: validUntil, validFrom: validFrom, usesLeft: usesLeft, schedule: schedule)
+            state: state, validUntil: validUntil, validFrom: validFrom, usesLeft: usesLeft, schedule: schedule,
+            kind: kind, action: action)
     }
 }
 
@@ -111,7 +115,8 @@ extension GatewayStore {
 
     /// Records a tag about to be written, with a guest pass's or a schedule's limits.
     public func createPendingTag(
-        uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, limits: TagLimits, now: Int64
+        uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, limits: TagLimits,
+        kind: CredentialKind? = nil, now: Int64
     ) throws {
         try pool.write { db in
             if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
@@ -120,16 +125,16 @@ extension GatewayStore {
             try db.execute(
                 sql: """
                     INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
-                      valid_from, uses, uses_left, schedule)
-                    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)
+                      valid_from, uses, uses_left, schedule, kind)
+                    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)
                     ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = excluded.secret_id,
                       label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
                       state = 'pending', last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
-                      uses_left = excluded.uses_left, schedule = excluded.schedule
+                      uses_left = excluded.uses_left, schedule = excluded.schedule, kind = excluded.kind
                     """,
                 arguments: [
                     uid.hex, action, secretID, label, now, limits.validUntil, limits.validFrom, limits.uses,
-                    limits.uses, limits.schedule,
+                    limits.uses, limits.schedule, kind?.rawValue,
                 ])
         }
     }

@@ -16,6 +16,9 @@ public struct TagRead: Equatable, Sendable {
     public var decodeError: String?
     /// Bytes of user memory read for this tap (CC included).
     public var bytesRead: Int
+    /// An ISO/IEC 14443-4 target (SAK bit 5: an NTAG 424 DNA, a DESFire…):
+    /// nothing was read; `tapNTAG424` and `provisionNTAG424` speak to it.
+    public var isoDep = false
     public var content: TagContent? {
         guard ndef != nil else { return .blank }
         guard let message else { return nil }
@@ -136,8 +139,23 @@ public final class NFCReader {
     /// answers at once when one enters. Returns the tag with its NDEF read,
     /// or nil when none came.
     public func poll(identify: Bool = false) throws(ReaderError) -> TagRead? {
-        guard let found = try autoPoll() else { return nil }
+        guard let (found, sak) = try autoPoll() else { return nil }
+        if sak & 0x20 != 0 {
+            // Type 2 READ means nothing to an ISO-DEP target: report it unread.
+            return TagRead(
+                uid: found, type: nil, capabilityContainer: nil, ndef: nil, message: nil, decodeError: nil,
+                bytesRead: 0,
+                isoDep: true)
+        }
         return try read(uid: found, identify: identify)
+    }
+
+    /// Whether the ISO-DEP target `uid` is still in the field: a new
+    /// activation of that UID (InListPassiveTarget, finite retries), which
+    /// also ends any session the tag had.
+    public func isPresentISODep(_ uid: TagUID) throws(ReaderError) -> Bool {
+        let rx = try command([0x4A, 0x01, 0x00] + uid.bytes, timeoutMs: Self.exchangeTimeoutMs + Self.hostMarginMs)
+        return (rx.first ?? 0) > 0
     }
 
     /// Polls until a tag comes or `timeout` passes.
@@ -162,8 +180,8 @@ public final class NFCReader {
         }
     }
 
-    /// InAutoPoll for one type A (MIFARE-compatible) target; its UID.
-    private func autoPoll() throws(ReaderError) -> TagUID? {
+    /// InAutoPoll for one type A (MIFARE-compatible) target; its UID and SAK.
+    func autoPoll() throws(ReaderError) -> (uid: TagUID, sak: UInt8)? {
         let chipBoundMs = Int32(Self.pollPeriodUnits) * 150
         let rx = try command([0x60, 0x01, Self.pollPeriodUnits, 0x10], timeoutMs: chipBoundMs + Self.hostMarginMs)
         guard let count = rx.first else { throw fail(.io("empty InAutoPoll answer")) }
@@ -174,7 +192,7 @@ public final class NFCReader {
         guard rx.count >= 8 + uidLength, [4, 7, 10].contains(uidLength) else {
             throw fail(.io("bad target data in InAutoPoll answer"))
         }
-        return TagUID(Array(rx[8..<(8 + uidLength)]))
+        return (TagUID(Array(rx[8..<(8 + uidLength)])), rx[6])
     }
 
     /// Reads what the NDEF message needs: the CC and the TLVs up to the end

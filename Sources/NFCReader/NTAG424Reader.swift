@@ -1,7 +1,7 @@
 import DoorCore
 
-/// One tap of an NTAG 424 DNA as the reader saw it. Not wired into the
-/// door's decision yet (issue 26): `reader`-level facts only.
+/// One tap of an NTAG 424 DNA as the reader saw it: facts only; the door's
+/// decision is DoorCore's `NTAG424Judge` (docs/ntag424.md "At the door").
 public struct NTAG424Tap: Equatable, Sendable {
     /// The UID from anticollision (a tag with Random ID on shows 08…).
     public var uid: TagUID

@@ -22,6 +22,8 @@ public struct ChipStats: Equatable, Sendable {
     /// Running commands aborted by an ACK from the host.
     public var aborted = 0
     public var tagExchanges = 0
+    /// Modelled air time of those exchanges (µs; 106 kbit/s, the same figure `--rf-timing` waits out).
+    public var airMicroseconds = 0
     /// Command codes received, with how often each came.
     public var commands: [UInt8: Int] = [:]
 
@@ -33,7 +35,7 @@ public struct ChipStats: Equatable, Sendable {
         return "rx_frames=\(framesIn) rx_bytes=\(bytesIn) tx_frames=\(framesOut) tx_bytes=\(bytesOut)"
             + " rx_acks=\(acksIn) rx_nacks=\(nacksIn) rx_corrupt=\(corruptIn) tx_acks=\(acksOut)"
             + " tx_error_frames=\(errorFramesOut) ignored_busy=\(ignoredWhileBusy) aborted=\(aborted)"
-            + " tag_exchanges=\(tagExchanges) commands=\(cmds.isEmpty ? "-" : cmds.joined(separator: ","))"
+            + " tag_exchanges=\(tagExchanges) air_us=\(airMicroseconds) commands=\(cmds.isEmpty ? "-" : cmds.joined(separator: ","))"
     }
 }
 
@@ -473,9 +475,11 @@ public struct PN532Chip: Sendable {
         }
         // Air time at 106 kbit/s: 9 bits a byte (parity) at 9.44 µs a bit, plus
         // the frame delay time (~86 µs) and, after WRITE, the EEPROM's 4.1 ms.
+        let before = airMicroseconds
         airMicroseconds += (frame.bitCount + (answer?.bitCount ?? 0)) * 85 / 8 + 86
         // (An NTAG 424's frames are ISO-DEP blocks: A2 there is an R(ACK), not WRITE.)
         if dna == nil && (frame.bytes.first == 0xA2 || frame.bytes.first == 0xA0) { airMicroseconds += 4100 }
+        stats.airMicroseconds += airMicroseconds - before
         if let n = tearAfter {
             if n <= 1 { remove() } else { tearAfter = n - 1 }
         }
@@ -712,6 +716,7 @@ public struct PN532Chip: Sendable {
         if rfOn, tag != nil {
             stats.tagExchanges += 1
             airMicroseconds += raw.bitCount * 85 / 8 + 86
+            stats.airMicroseconds += raw.bitCount * 85 / 8 + 86
         }
         return status(0x43, 0x01)
     }

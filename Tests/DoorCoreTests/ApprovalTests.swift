@@ -2,7 +2,7 @@ import DoorCore
 import TestSupport
 import XCTest
 
-/// The approval desk's rules (issue 27, consent-first; not wired to the door yet).
+/// The approval desk's rules (issue 27, consent-first; DoorMachine keeps one).
 final class ApprovalTests: XCTestCase {
     let uid = TagUID(hex: "04A1B2C3D4E5F6")!
     let t0 = MonotonicInstant(nanoseconds: 1_000_000_000)

@@ -90,8 +90,7 @@ final class SimulatedBoardTests: XCTestCase {
 
         // A repeating pattern dropped mid-step switches its lines off.
         driver?.play(FeedbackPattern.defaultPatterns[.provisioningArmed]!)
-        MonotonicClock.sleep(for: .milliseconds(30))
-        XCTAssertEqual(board.snapshot().indicators["green"], true)
+        XCTAssertTrue(try waitUntil { board.snapshot().indicators["green"] == true }, "the pattern's first step is on")
         driver = nil
         XCTAssertEqual(board.snapshot().indicators, ["green": false, "buzzer": false])
     }

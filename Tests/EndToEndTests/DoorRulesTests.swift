@@ -53,7 +53,9 @@ final class DoorRulesTests: XCTestCase {
         E2ETiming.outlastQuietWindow()
         let n = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
-        usleep(UInt32(1_000_000 * E2ETiming.scale))
+        // The tap is judged (denied); nothing granted before or with it.
+        let denied = try g.waitForEvent("access_denied", after: n)
+        XCTAssertEqual(denied["uid"]?.stringValue, uid, "\(denied)")
         XCTAssertFalse(try g.auditKinds().dropFirst(n).contains("access_granted"))
     }
 

@@ -72,6 +72,24 @@ final class GatewayUnderTest {
     }
 
     func writeConfig(extra: String = "", door: String = "") throws {
+        try writeConfig(extra: extra, door: door, actions: Self.baseActions)
+    }
+
+    /// The base configuration's two actions: 0 "front" (a 300 ms pulse), 1 "long" (3 s).
+    static let baseActions = """
+        [[actions]]
+        index = 0
+        name = "front"
+        steps = [{ pulse = "strike", ms = 300 }]
+        [[actions]]
+        index = 1
+        name = "long"
+        steps = [{ pulse = "strike", ms = 3000 }]
+        """
+
+    /// The base configuration with `actions` (`[[actions]]` tables) in place
+    /// of its two, and `clock` lines added to its `[clock]`.
+    func writeConfig(extra: String = "", door: String = "", clock: String = "", actions: String) throws {
         let toml = """
             [device]
             id = "\(deviceID)"
@@ -82,16 +100,10 @@ final class GatewayUnderTest {
             [door]
             same_tag_quiet_ms = 1000
             \(door)
-            [[actions]]
-            index = 0
-            name = "front"
-            steps = [{ pulse = "strike", ms = 300 }]
-            [[actions]]
-            index = 1
-            name = "long"
-            steps = [{ pulse = "strike", ms = 3000 }]
+            \(actions)
             [clock]
             declare_synchronised = true
+            \(clock)
             [paths]
             state_dir = "\(dir.path)/state"
             runtime_dir = "\(dir.path)/run"

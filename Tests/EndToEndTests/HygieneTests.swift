@@ -28,7 +28,7 @@ final class HygieneTests: XCTestCase {
                 waitpid(pid, &st, 0)
             }
         }
-        let up = Self.waitFor(E2ETiming.timeout(60)) {
+        let up = try waitUntil(timeout: 60) {
             (try? String(contentsOf: output, encoding: .utf8))?.contains("gatewayd is up") == true
         }
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
@@ -45,7 +45,7 @@ final class HygieneTests: XCTestCase {
 
         XCTAssertEqual(kill(-pid, SIGINT), 0)  // what the terminal does on Ctrl-C
         var status: Int32 = 0
-        let exited = Self.waitFor(E2ETiming.timeout(20)) { waitpid(pid, &status, WNOHANG) == pid }
+        let exited = try waitUntil(timeout: 20) { waitpid(pid, &status, WNOHANG) == pid }
         XCTAssertTrue(exited, "run-demo.sh did not stop on SIGINT")
         guard exited else { return }
         reaped = true
@@ -53,7 +53,7 @@ final class HygieneTests: XCTestCase {
         XCTAssertEqual(status & 0x7f, 0, "killed by signal \(status & 0x7f)")
         XCTAssertEqual((status >> 8) & 0xff, 130)
         XCTAssertFalse(FileManager.default.fileExists(atPath: work), "make run left \(work) behind")
-        let gone = Self.waitFor(5) { Self.processes(naming: work).isEmpty }
+        let gone = try waitUntil(timeout: 5) { Self.processes(naming: work).isEmpty }
         XCTAssertTrue(gone, "still running after Ctrl-C: \(Self.processes(naming: work))")
         XCTAssertTrue(
             ((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("removed \(work)"))
@@ -130,14 +130,5 @@ final class HygieneTests: XCTestCase {
             if line.contains(text) { found.append(line) }
         }
         return found
-    }
-
-    static func waitFor(_ seconds: TimeInterval, _ condition: () -> Bool) -> Bool {
-        let deadline = Date() + seconds
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Waits for the end-to-end tests that stay right when the binaries under test
@@ -13,23 +14,12 @@ import XCTest
 /// transition of the simulated board ("sim output strike → unlocked (high)"),
 /// so waiting on that log cannot miss a pulse, natively or emulated.
 enum E2ETiming {
-    /// The `gateway` under test is for another CPU than this test process
-    /// (its ELF e_machine differs), i.e. it runs through qemu-user.
-    static let binaryIsForeign: Bool = {
-        guard let theirs = elfMachine(GatewayUnderTest.gateway.path), let ours = elfMachine("/proc/self/exe") else {
-            return false
-        }
-        return theirs != ours
-    }()
+    /// The `gateway` under test runs through qemu-user (TestSupport's `TestTiming`).
+    static var binaryIsForeign: Bool { TestTiming.binaryIsForeign }
 
-    /// Factor for the tests' time bounds: `DOORGATEWAY_E2E_TIME_SCALE` when set
-    /// (make test-e2e-arm64 sets it), else 3 for a foreign binary, else 1.
-    static let scale: Double = {
-        if let s = ProcessInfo.processInfo.environment["DOORGATEWAY_E2E_TIME_SCALE"], let v = Double(s), v >= 1 {
-            return v
-        }
-        return binaryIsForeign ? 3 : 1
-    }()
+    /// Factor for the tests' time bounds (TestSupport's `TestTiming.scale`, which
+    /// `waitUntil` applies too).
+    static var scale: Double { TestTiming.scale }
 
     /// `seconds` stretched by `scale`.
     static func timeout(_ seconds: TimeInterval) -> TimeInterval { seconds * scale }
@@ -41,16 +31,6 @@ enum E2ETiming {
     /// sleep then let a reinsert count as the same tap and nothing was judged. 2 s, stretched
     /// by `scale` (under emulation the daemon sees the removal later still).
     static func outlastQuietWindow() { usleep(UInt32(2_000_000 * scale)) }
-
-    /// e_machine of an ELF file (bytes 18–19, little endian), nil if unreadable.
-    static func elfMachine(_ path: String) -> UInt16? {
-        guard let h = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? h.close() }
-        guard let d = try? h.read(upToCount: 20), d.count == 20, d.prefix(4) == Data([0x7F, 0x45, 0x4C, 0x46]) else {
-            return nil
-        }
-        return UInt16(d[18]) | UInt16(d[19]) << 8
-    }
 }
 
 extension GatewayUnderTest {

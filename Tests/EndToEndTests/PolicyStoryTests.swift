@@ -16,19 +16,11 @@ final class PolicyStoryTests: XCTestCase {
         return [-1, 0, 1].map { "\"\(UTCTime.iso8601(now + Int64($0) * 86_400).prefix(10))\"" }.joined(separator: ", ")
     }
 
-    /// A whole configuration in `g`'s directories.
-    static func config(_ g: GatewayUnderTest, zone: String, door: String = "") -> String {
+    /// `g`'s configuration: GatewayUnderTest's base with the schedules, six
+    /// actions bound to them and `time_zone = zone`.
+    static func configure(_ g: GatewayUnderTest, zone: String, door: String = "") throws {
         let all = #"["mon", "tue", "wed", "thu", "fri", "sat", "sun"]"#
-        return """
-            [device]
-            id = "\(g.deviceID)"
-            [board]
-            kind = "sim"
-            [reader]
-            simulator = "spawn"
-            [door]
-            same_tag_quiet_ms = 1000
-            \(door)
+        let schedules = """
             [[schedules]]
             name = "always"
             windows = [{ days = \(all), from = "00:00", to = "24:00" }]
@@ -46,42 +38,28 @@ final class PolicyStoryTests: XCTestCase {
             [[schedules]]
             name = "autumn"
             windows = [{ days = ["sun"], from = "02:00", to = "03:00" }]
+            """
+        let scheduled = [
+            (0, "front", "always"), (1, "office", "closed"), (2, "staff", "staff"),
+            (3, "spring", "spring"), (4, "autumn", "autumn"),
+        ].map { index, name, schedule in
+            """
             [[actions]]
-            index = 0
-            name = "front"
+            index = \(index)
+            name = "\(name)"
             steps = [{ pulse = "strike", ms = 300 }]
-            schedule = "always"
-            [[actions]]
-            index = 1
-            name = "office"
-            steps = [{ pulse = "strike", ms = 300 }]
-            schedule = "closed"
-            [[actions]]
-            index = 2
-            name = "staff"
-            steps = [{ pulse = "strike", ms = 300 }]
-            schedule = "staff"
-            [[actions]]
-            index = 3
-            name = "spring"
-            steps = [{ pulse = "strike", ms = 300 }]
-            schedule = "spring"
-            [[actions]]
-            index = 4
-            name = "autumn"
-            steps = [{ pulse = "strike", ms = 300 }]
-            schedule = "autumn"
+            schedule = "\(schedule)"
+            """
+        }
+        let guest = """
             [[actions]]
             index = 5
             name = "guest"
             steps = [{ pulse = "strike", ms = 3000 }]
-            [clock]
-            declare_synchronised = true
-            time_zone = "\(zone)"
-            [paths]
-            state_dir = "\(g.dir.path)/state"
-            runtime_dir = "\(g.dir.path)/run"
             """
+        try g.writeConfig(
+            extra: schedules, door: door, clock: "time_zone = \"\(zone)\"",
+            actions: (scheduled + [guest]).joined(separator: "\n"))
     }
 
     /// `policy explain … --json`: (exit status, answer or nil, stderr).
@@ -109,7 +87,7 @@ final class PolicyStoryTests: XCTestCase {
     /// clear errors — the same answers offline and from the daemon.
     func testExplainAcrossBerlinsChangesOfflineAndFromTheDaemon() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin")
         try g.start()
         for offline in [true, false] {
             // Monday 2026-03-30, CEST (+02:00).
@@ -173,16 +151,16 @@ final class PolicyStoryTests: XCTestCase {
     /// refused and the door keeps judging in the zone it had.
     func testAReloadChangesTheZoneOrIsRefused() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin")
         try g.start()
         let pid = try XCTUnwrap(g.process?.processIdentifier)
         let at = ["policy", "explain", "--action", "2", "--at", "2026-03-30T06:30:00Z"]
         XCTAssertEqual(try g.ctlJSON(at)["zone"]?.stringValue, "Europe/Berlin")
-        try Self.config(g, zone: "Mars/Olympus_Mons").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Mars/Olympus_Mons")
         kill(pid, SIGHUP)
         try waitUntil { g.log.contains("reload refused") && g.log.contains("Mars/Olympus_Mons") }
         XCTAssertEqual(try g.ctlJSON(at)["zone"]?.stringValue, "Europe/Berlin", "the running zone kept")
-        try Self.config(g, zone: "America/New_York").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "America/New_York")
         let n = try g.eventCount()
         kill(pid, SIGHUP)
         try g.waitForEvent("configuration_reloaded", after: n)
@@ -196,7 +174,7 @@ final class PolicyStoryTests: XCTestCase {
     /// repeated 01:xx on 2026-11-01, the staff window in EDT.
     func testExplainInNewYork() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "America/New_York").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "America/New_York")
         try assertExplain(g, action: 2, at: "2026-03-09T12:30:00Z", allowed: true, reason: "granted", offline: true)
         try assertExplain(
             g, action: 2, at: "2026-03-09T11:30:00Z", allowed: false, reason: "outside_schedule", offline: true)
@@ -208,7 +186,7 @@ final class PolicyStoryTests: XCTestCase {
         XCTAssertEqual(twice?["at"]?.stringValue, "2026-11-01T05:30:00Z", "the first 01:30 (EDT)")
         XCTAssertNotNil(twice?["note"]?.stringValue)
         // A zone that is not installed stops the explanation with the reason.
-        try Self.config(g, zone: "Mars/Olympus_Mons").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Mars/Olympus_Mons")
         let (missing, _, missingError) = try explain(
             g, ["--action", "0", "--at", "2026-03-09T12:30:00Z"], offline: true)
         XCTAssertEqual(missing, 1)
@@ -249,7 +227,7 @@ final class PolicyStoryTests: XCTestCase {
     /// inside, the same door opens. The status shows the schedule.
     func testTapsOutsideTheirScheduleAreDeniedWithAuditRows() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin")
         try g.start()
         let office = try provision(g, "04A10000000001", ["provision", "--action", "1", "--label", "office"])
         for _ in 0..<4 {
@@ -290,8 +268,7 @@ final class PolicyStoryTests: XCTestCase {
     /// outside its window leaves it normal; a mode set by hand is taken.
     func testPassageScheduleDrivesTheMode() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "Europe/Berlin", door: "passage_schedule = \"always\"")
-            .write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin", door: "passage_schedule = \"always\"")
         try g.start()
         let changed = try g.waitForEvent("mode_changed", reason: "passage")
         XCTAssertEqual(changed["source"]?.stringValue, "schedule")
@@ -301,8 +278,7 @@ final class PolicyStoryTests: XCTestCase {
         try waitUntil { try g.status()["mode"]?.stringValue == "normal" }
         XCTAssertEqual(g.stop(), 0)
 
-        try Self.config(g, zone: "Europe/Berlin", door: "passage_schedule = \"closed\"")
-            .write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin", door: "passage_schedule = \"closed\"")
         try g.start()
         try waitUntil { try g.status()["schedule"]?["active"]?.boolValue == false }
         XCTAssertEqual(try g.status()["mode"]?.stringValue, "normal")
@@ -321,7 +297,7 @@ final class PolicyStoryTests: XCTestCase {
     /// kill -9. `tags list` shows the uses left throughout.
     func testGuestPassUsesSurviveARestartAndAPowerCut() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin")
         try g.start()
         let uid = "04B10000000001"
         let pass = try provision(
@@ -361,7 +337,7 @@ final class PolicyStoryTests: XCTestCase {
     /// ended yesterday `expired`; a tap refused in lockdown takes no use.
     func testGuestWindow() throws {
         let g = try GatewayUnderTest()
-        try Self.config(g, zone: "Europe/Berlin").write(to: g.configFile, atomically: true, encoding: .utf8)
+        try Self.configure(g, zone: "Europe/Berlin")
         try g.start()
         let now = Int64(time(nil))
         let later = try provision(

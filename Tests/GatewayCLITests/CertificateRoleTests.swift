@@ -34,18 +34,9 @@ final class CertificateRoleTests: XCTestCase {
 
                 """
             try conf.write(toFile: path("mosquitto-\(server).conf"), atomically: true, encoding: .utf8)
-            let broker = Process()
-            broker.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-            broker.arguments = ["-c", path("mosquitto-\(server).conf")]
-            broker.standardOutput = FileHandle.nullDevice
-            broker.standardError = FileHandle.nullDevice
-            try broker.run()
-            defer {
-                broker.terminate()
-                broker.waitUntilExit()
-            }
-            let deadline = Date() + 10
-            while !MosquittoBroker.canConnect(port) && Date() < deadline { usleep(20_000) }
+            let broker = try ServerProcess("/usr/sbin/mosquitto", ["-c", path("mosquitto-\(server).conf")])
+            defer { broker.stop() }
+            XCTAssertTrue(broker.waitUntilReady { MosquittoBroker.canConnect(port) }, "mosquitto listens")
             let toml = """
                 [device]
                 id = "front-door"

@@ -21,6 +21,10 @@ final class ControlMethodTests: XCTestCase {
         "clock.reset_floor",
         // docs/policy.md.
         "policy.explain",
+        // docs/ntag424.md "uid fobs", and `provision reset` of a 424.
+        "tags.enroll_uid", "provision.reset",
+        // docs/policy.md "Approval": gatewayctl approve|deny CODE.
+        "approval.answer",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -53,6 +57,10 @@ final class ControlMethodTests: XCTestCase {
             "fleet.publish", "fleet.pull",
             // Lowering the clock floor changes what expiry and replay checks accept.
             "clock.reset_floor",
+            // A fob enrolled opens where "uid" is listed; a 424 reset to factory keys.
+            "tags.enroll_uid", "provision.reset",
+            // An approval opens the door (docs/policy.md "Approval").
+            "approval.answer",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

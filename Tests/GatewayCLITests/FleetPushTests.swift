@@ -347,15 +347,51 @@ final class FleetPushTests: XCTestCase {
         XCTAssertEqual(try published().map(\.version), [1])
     }
 
-    /// A site whose applied document is at Int64.max (signed with the site
-    /// key: nothing later can be) is refused clearly, not trapped on.
-    func testAnAppliedVersionAtTheMaximumIsRefused() throws {
-        try makeTheStoresTruth(applied: .max)
-        try startHostileDaemon()
-        let r = try push(["--yes"])
-        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(r.stderr.contains("maximum"), r.stderr)
-        XCTAssertEqual(try published().count, 0)
+    /// Pushes refused with --yes, each with its reason and nothing signed,
+    /// every case on a fresh store and daemon:
+    /// - an applied document at Int64.max (signed with the site key: nothing
+    ///   later can be) is refused clearly, not trapped on;
+    /// - fleet_state's version raised behind the kept document's back (the
+    ///   store is writable by gatewayd's user);
+    /// - a site key that is not the configuration's: refused before anything
+    ///   is printed.
+    func testPushesThatDoNotAddUpAreRefusedAndSignNothing() throws {
+        let cases: [(name: String, prepare: () throws -> Void, stderr: String, stdoutEmpty: Bool)] = [
+            ("applied at the maximum", { try self.makeTheStoresTruth(applied: .max) }, "maximum", false),
+            (
+                "fleet_state above its document",
+                {
+                    try self.makeTheStoresTruth()
+                    try self.store.pool.write {
+                        try $0.execute(sql: "UPDATE fleet_state SET version = 9223372036854775806")
+                    }
+                },
+                "fleet_state records version 9223372036854775806, but the applied document it keeps is version 4",
+                false
+            ),
+            (
+                "another site key",
+                {
+                    try self.makeTheStoresTruth()
+                    try self.writeConfig(
+                        sitePublicKey: try Crypto.Ed25519.publicKey(seed: try Crypto.Ed25519.generateSeed()))
+                },
+                "is not the private key of [fleet] site_public_key", true
+            ),
+        ]
+        for (i, c) in cases.enumerated() {
+            if i > 0 {
+                try tearDownWithError()
+                try setUpWithError()
+            }
+            try c.prepare()
+            try startHostileDaemon()
+            let r = try push(["--yes"])
+            XCTAssertEqual(r.status, 1, "\(c.name): \(r.stdout + r.stderr)")
+            XCTAssertTrue(r.stderr.contains(c.stderr), "\(c.name): \(r.stderr)")
+            if c.stdoutEmpty { XCTAssertEqual(r.stdout, "", c.name) }
+            XCTAssertEqual(try published().count, 0, c.name)
+        }
     }
 
     // MARK: What the operator reads
@@ -487,21 +523,6 @@ final class FleetPushTests: XCTestCase {
 
     // MARK: A store that does not add up
 
-    /// fleet_state's version raised behind the kept document's back (the
-    /// store is writable by gatewayd's user): nothing signed.
-    func testAnAppliedVersionThatItsDocumentDoesNotBearIsRefused() throws {
-        try makeTheStoresTruth()
-        try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET version = 9223372036854775806") }
-        try startHostileDaemon()
-        let r = try push(["--yes"])
-        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(
-            r.stderr.contains(
-                "fleet_state records version 9223372036854775806, but the applied document it keeps is version 4"),
-            r.stderr)
-        XCTAssertEqual(try published().count, 0)
-    }
-
     /// The kept document replaced by one signed with another key and the
     /// recorded version raised (what a compromised daemon could do to the
     /// store; a rotated site key also leaves a document that does not
@@ -573,17 +594,6 @@ final class FleetPushTests: XCTestCase {
         XCTAssertEqual(try published().map(\.version), [10])
     }
 
-    /// A site key that is not the configuration's: refused before anything.
-    func testASiteKeyThatIsNotTheConfiguredOneIsRefused() throws {
-        try makeTheStoresTruth()
-        try writeConfig(sitePublicKey: try Crypto.Ed25519.publicKey(seed: try Crypto.Ed25519.generateSeed()))
-        try startHostileDaemon()
-        let r = try push(["--yes"])
-        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(r.stderr.contains("is not the private key of [fleet] site_public_key"), r.stderr)
-        XCTAssertEqual(r.stdout, "")
-        XCTAssertEqual(try published().count, 0)
-    }
 }
 
 struct E2E: Error, CustomStringConvertible {

@@ -100,7 +100,31 @@ final class RemoteGlueTests: XCTestCase {
                 .entry(kind: .tagRevoked, uidText: uid.hex, label: nil),
                 .entry(kind: .exitRequest, uidText: nil, label: nil),
             ])
-        XCTAssertEqual(asked.uids.withLock { $0 }, [], "a label is looked up for access events only")
+        XCTAssertEqual(asked.uids.withLock { $0 }, [], "a label is looked up for events naming a tap only")
+    }
+
+    /// docs/policy.md "Approval": an approval request names a tap, so it
+    /// carries the label (`label_in_events`) on either transport; it is no
+    /// tag scan (the tap's own scan comes with its access event).
+    func testApprovalEventsCarryTheLabelButAreNoTagScan() throws {
+        let link = FakeTransport()
+        let (glue, asked) = glue(link, .full, deviceKey: nil)
+        for kind in [DoorEvent.Kind.approvalRequested, .approvalGranted, .approvalDenied, .approvalTimedOut] {
+            let event = DoorEvent(kind, action: 0, uid: uid, code: "K7M2QX")
+            _ = glue.outboxMessage(for: event, at: 1_700_000_000)
+            glue.published(event)
+        }
+        _ = glue.outboxMessage(for: DoorEvent(.approvalRefused, reason: "unknown_request", code: "ABCDEF"), at: 1)
+        XCTAssertEqual(
+            link.calls.withLock { $0 },
+            [
+                .entry(kind: .approvalRequested, uidText: uid.hex, label: "front door key"),
+                .entry(kind: .approvalGranted, uidText: uid.hex, label: "front door key"),
+                .entry(kind: .approvalDenied, uidText: uid.hex, label: "front door key"),
+                .entry(kind: .approvalTimedOut, uidText: uid.hex, label: "front door key"),
+                .entry(kind: .approvalRefused, uidText: nil, label: nil),
+            ])
+        XCTAssertEqual(asked.uids.withLock { $0 }, [uid, uid, uid, uid])
     }
 
     /// Issue 24 L3 on either transport: hashed UIDs without a device key

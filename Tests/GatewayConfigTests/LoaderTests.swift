@@ -419,7 +419,7 @@ final class LoaderTests: XCTestCase {
     func testFeedbackErrors() {
         assertIssue(
             "[feedback.party]\nrepeat = true\n", "feedback.party", line: 5,
-            "unknown pattern (patterns: granted, denied, locked_out, provisioning_armed, tag_written, write_failed, reader_fault, heartbeat)"
+            "unknown pattern (patterns: granted, denied, locked_out, provisioning_armed, tag_written, write_failed, reader_fault, heartbeat, awaiting_approval)"
         )
         assertIssue(
             "[feedback.granted]\nsteps = [{ on = [\"green\", \"blue\"], ms = 100 }]\n",

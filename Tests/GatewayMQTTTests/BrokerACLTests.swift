@@ -60,9 +60,12 @@ final class BrokerACLTests: XCTestCase {
     /// writing door `side-door` are two, and each identity's publish comes
     /// when its own subscription is gone.
     func testAnotherDoorCannotReadOrWriteThisDoorsTopics() throws {
+        // The spy also reads a topic back-door may read: a marker sent there
+        // after everything else is the barrier for "nothing else arrived".
         let spy = try MosquittoBroker.Subscription(
             arguments: broker.clientArguments("back-door") + [
-                "-q", "1", "-t", "doorgateway/front-door/#", "-t", "phone/front-door", "-F", "%t|%r|%p",
+                "-q", "1", "-t", "doorgateway/front-door/#", "-t", "phone/front-door", "-t", "homeassistant/status",
+                "-F", "%t|%r|%p",
             ])
         var owner: MosquittoBroker.Subscription? = try broker.subscribe("doorgateway/front-door/#", as: "phone-alice")
 
@@ -81,9 +84,12 @@ final class BrokerACLTests: XCTestCase {
         XCTAssertEqual(try broker.publish("phone/front-door", "real-command", as: "phone-alice").status, 0)
         let heard = door.wait { $0.contains { $0.hasSuffix("|real-command") } }
         XCTAssertEqual(heard, ["phone/front-door|0|real-command"])
-        usleep(200_000)
+        // Sent after every publish above had been acknowledged: the broker
+        // hands it to the spy after anything of theirs it would have.
+        XCTAssertEqual(try broker.publish("homeassistant/status", "marker", as: "homeassistant").status, 0)
+        let spied = spy.wait { $0.contains("homeassistant/status|0|marker") }
         XCTAssertTrue(spy.isRunning, broker.log)
-        XCTAssertEqual(spy.lines, [], "back-door read front-door's topics")
+        XCTAssertEqual(spied, ["homeassistant/status|0|marker"], "back-door read front-door's topics")
         XCTAssertTrue(broker.log.contains("Denied PUBLISH from"), broker.log)
         XCTAssertFalse(broker.log.contains("already connected, closing old connection"), broker.log)
     }
@@ -110,6 +116,37 @@ final class BrokerACLTests: XCTestCase {
             try broker.publish("doorgateway/front-door/state", #"{"lock":"LOCKED"}"#, as: "front-door").status, 0)
         XCTAssertEqual(
             ha.wait { !$0.isEmpty }, [#"doorgateway/front-door/state|0|{"lock":"LOCKED"}"#], "HA reads door state")
+    }
+
+    /// Approval (docs/policy.md "Approval"): Home Assistant reads a door's
+    /// `…/approval` and writes its `…/approval/set` (the two ACL lines of its
+    /// own); another door can do neither, and HA still cannot write the
+    /// native command topic a phone's signed answer takes.
+    func testHomeAssistantReadsApprovalRequestsAndPressesItsButtons() throws {
+        var door: MosquittoBroker.Subscription? = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("front-door") + [
+                "-q", "1", "-t", "doorgateway/front-door/#", "-F", "%t|%r|%p",
+            ])
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/approval/set", "APPROVE", as: "side-door").status, 0)
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/command", #"{"approval":"K7M2QX"}"#, as: "homeassistant").status,
+            0)
+        XCTAssertEqual(
+            try broker.publish("doorgateway/front-door/approval/set", "DENY", as: "homeassistant").status, 0)
+        let got = door?.wait { $0.contains { $0.hasSuffix("/approval/set|0|DENY") } } ?? []
+        XCTAssertEqual(got, ["doorgateway/front-door/approval/set|0|DENY"], "only HA's button reaches the door")
+        door = nil
+        let spy = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("back-door") + [
+                "-q", "1", "-t", "doorgateway/front-door/approval", "-F", "%t|%r|%p",
+            ])
+        let ha = try broker.subscribe("doorgateway/+/approval", as: "homeassistant")
+        let request = #"{"event_type":"approval_requested","code":"K7M2QX"}"#
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/approval", request, as: "front-door").status, 0)
+        XCTAssertEqual(ha.wait { !$0.isEmpty }, ["doorgateway/front-door/approval|0|\(request)"], "HA reads requests")
+        usleep(200_000)
+        XCTAssertEqual(spy.lines, [], "another door reads no approval request")
     }
 
     /// The door's discovery entries reach Home Assistant, and HA's birth

@@ -3,6 +3,7 @@ import Foundation
 import GatewayConfig
 import GatewayMQTT
 import Logging
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -138,25 +139,29 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
     }
 
     /// What the daemon's handler hears: refusals (audited) and admin requests.
-    final class Heard: RemoteCommandHandler, @unchecked Sendable {
+    final class Heard: RemoteCommandHandler, Sendable {
         let policy: RemotePolicy
-        let lock = NSLock()
-        var outcomes: [RemoteOutcome] = []
-        var requests: [HomeAssistantAdminRequest] = []
+        private let heard = Mutex<(outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest])>(([], []))
+        var outcomes: [RemoteOutcome] { heard.withLock { $0.outcomes } }
+        var requests: [HomeAssistantAdminRequest] { heard.withLock { $0.requests } }
         init(_ policy: RemotePolicy) { self.policy = policy }
         func received(_ message: RemoteMessage) {
             let j = RemoteJudge.judge(
                 message, policy: policy, key: .absent, replay: ReplayGuard(),
                 now: WallClock(unixSeconds: Int64(time(nil)), synchronised: true))
-            lock.withLock {
-                if let o = j.outcome { outcomes.append(o) }
-                if let r = j.admin { requests.append(r) }
+            heard.withLock {
+                if let o = j.outcome { $0.outcomes.append(o) }
+                if let r = j.admin { $0.requests.append(r) }
             }
         }
         func wait(_ count: Int) -> (outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest]) {
-            let deadline = Date() + 10
-            while Date() < deadline && lock.withLock({ outcomes.count + requests.count }) < count { usleep(10_000) }
-            return lock.withLock { (outcomes, requests) }
+            wait { $0.count + $1.count >= count }
+        }
+        func wait(until done: ([RemoteOutcome], [HomeAssistantAdminRequest]) -> Bool) -> (
+            outcomes: [RemoteOutcome], requests: [HomeAssistantAdminRequest]
+        ) {
+            _ = try? waitUntil { heard.withLock { done($0.outcomes, $0.requests) } }
+            return heard.withLock { ($0.outcomes, $0.requests) }
         }
     }
 
@@ -180,9 +185,7 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
                     commands: CommandJudge(deviceID: "front-door"), homeAssistantOpen: false,
                     homeAssistantAdmin: admin))
         try link.start()
-        let deadline = Date() + 10
-        while !link.isConnected && Date() < deadline { usleep(20_000) }
-        XCTAssertTrue(link.isConnected)
+        XCTAssertTrue(try waitUntil { link.isConnected })
         return link
     }
 
@@ -209,18 +212,24 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
                 XCTAssertEqual(
                     try broker.publish("doorgateway/front-door/\(topic)", payload, as: "homeassistant").status, 0)
             }
-            let got = heard.wait(sends.count)
-            usleep(300_000)
+            // The marker, sent last (a lock command, judged with an outcome
+            // that is no admin refusal): once it is heard, anything another
+            // door's publish had made would have been heard before it.
+            XCTAssertEqual(try broker.publish("doorgateway/front-door/lock/set", "LOCK", as: "homeassistant").status, 0)
+            let isMarker = { (o: RemoteOutcome) in o.code != "ha_admin_disabled" }
+            let heardAll = heard.wait { outcomes, _ in outcomes.contains(where: isMarker) }
+            XCTAssertEqual(heardAll.outcomes.filter(isMarker).count, 1, "the marker: \(heardAll)")
+            let got = (outcomes: heardAll.outcomes.filter { !isMarker($0) }, requests: heardAll.requests)
             if admin {
                 XCTAssertEqual(got.outcomes, [], "\(got)")
                 XCTAssertEqual(
-                    heard.lock.withLock { heard.requests },
+                    got.requests,
                     [.chooseAction("garage"), .setLabel("Carol"), .arm, .chooseTag("Alice"), .revoke],
                     "only Home Assistant's five, not another door's")
             } else {
                 XCTAssertEqual(got.requests, [])
                 XCTAssertEqual(
-                    heard.lock.withLock { heard.outcomes }.map(\.code),
+                    got.outcomes.map(\.code),
                     Array(repeating: "ha_admin_disabled", count: sends.count), "only Home Assistant's five, refused")
             }
         }
@@ -251,8 +260,7 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
 
         broker.stop()
         try broker.start()
-        let deadline = Date() + 30
-        while !l.isConnected && Date() < deadline { usleep(50_000) }
+        XCTAssertTrue(try waitUntil(timeout: 30) { l.isConnected })
         XCTAssertEqual(try retained(topics.tags), "\(topics.tags)|1|\(String(decoding: doc, as: UTF8.self))")
         XCTAssertEqual(try retained(topics.denied)?.contains(#""reason":"revoked""#), true)
 

@@ -22,15 +22,6 @@ final class NATSFleetTests: XCTestCase {
         var all: [(source: String, payload: String)] { received.withLock { $0 } }
     }
 
-    private func waitUntil(_ timeout: TimeInterval = 15, _ condition: () -> Bool) -> Bool {
-        let deadline = Date() + timeout
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
-
     func testTheDoorWatchesTheOperatorsBucketAndWritesItsOwnKey() throws {
         let b = NATSServer.base
         // The door's subjects and the fleet's, but not STREAM.CREATE: the operator makes the bucket.
@@ -56,11 +47,11 @@ final class NATSFleetTests: XCTestCase {
         link.fleet = NATSFleet(bucket: Self.bucket, site: "main-site", handler: documents)
         try link.start()
         defer { link.stop() }
-        XCTAssertTrue(waitUntil { link.isConnected }, "\(log.all)")
+        XCTAssertTrue(try waitUntil { link.isConnected }, "\(log.all)")
 
         // No bucket, and this user may not make one: said, and retried.
         XCTAssertTrue(
-            waitUntil { (link.status.lastError ?? "").contains("bucket \(Self.bucket)") },
+            try waitUntil { (link.status.lastError ?? "").contains("bucket \(Self.bucket)") },
             "\(String(describing: link.status.lastError))")
         XCTAssertFalse(link.fleetWatching)
         XCTAssertFalse(link.publishFleet(Array("{}".utf8)), "nothing to write to")
@@ -78,8 +69,8 @@ final class NATSFleetTests: XCTestCase {
         admin.send("REQ $KV.\(Self.bucket).main-site.door-b {\"doc\":\"b\"}")
         admin.send("REQ $KV.\(Self.bucket).other-site.door-x {\"doc\":\"x\"}")
 
-        XCTAssertTrue(waitUntil(20) { link.fleetWatching }, "\(log.all.suffix(5))")
-        XCTAssertTrue(waitUntil { documents.all.contains { $0.payload == "{\"doc\":\"b\"}" } }, "\(documents.all)")
+        XCTAssertTrue(try waitUntil(timeout: 20) { link.fleetWatching }, "\(log.all.suffix(5))")
+        XCTAssertTrue(try waitUntil { documents.all.contains { $0.payload == "{\"doc\":\"b\"}" } }, "\(documents.all)")
         XCTAssertEqual(documents.all.first?.source, "kv:\(Self.bucket)/main-site.door-b")
 
         // Written now: the door's own key; heard back like every document.
@@ -88,12 +79,12 @@ final class NATSFleetTests: XCTestCase {
         let own = "$KV.\(Self.bucket).main-site.\(NATSServer.device)"
         admin.wait { _ in !admin.messages(own).isEmpty }
         XCTAssertEqual(admin.messages(own), ["{\"doc\":\"front\"}"])
-        XCTAssertTrue(waitUntil { documents.all.contains { $0.payload == "{\"doc\":\"front\"}" } })
+        XCTAssertTrue(try waitUntil { documents.all.contains { $0.payload == "{\"doc\":\"front\"}" } })
 
         // `fleet pull`: watched anew, every key's newest document again.
         let before = documents.all.count
         XCTAssertTrue(link.refreshFleet())
-        XCTAssertTrue(waitUntil { documents.all.count >= before + 2 }, "\(documents.all)")
+        XCTAssertTrue(try waitUntil { documents.all.count >= before + 2 }, "\(documents.all)")
         XCTAssertFalse(documents.all.contains { $0.source.contains("other-site") }, "another site's keys are not read")
     }
 }

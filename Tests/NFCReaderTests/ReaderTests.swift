@@ -172,7 +172,7 @@ final class ReaderTests: XCTestCase {
         taps.close()
         sim.process.terminate()
         sim.process.waitUntilExit()
-        let trace = String(decoding: sim.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let trace = sim.stderrText
         let auths = trace.components(separatedBy: "\n").filter { $0.contains("host>") && $0.contains("d4 40 01 1b") }
         XCTAssertEqual(auths.count, 3, "PWD_AUTH only in the writes (protect, wrong password, right password)")
     }
@@ -208,17 +208,20 @@ final class ReaderTests: XCTestCase {
         XCTAssertGreaterThan(n, 5, "the write took several exchanges, each torn once")
     }
 
-    func testKilledEmulatorIsAnErrorWithinASecondThenRecovers() throws {
+    /// The link's hangup is seen as such (an I/O error or no reader), not
+    /// waited out as a timeout; how long either takes is reader-bench's to
+    /// measure, not a unit test's to bound.
+    func testKilledEmulatorIsAHangupNotATimeoutThenRecovers() throws {
         let sim = try PN532SimProcess()
         let reader = try open(sim)
         XCTAssertNil(try reader.poll())
         kill(sim.process.processIdentifier, SIGKILL)
         sim.process.waitUntilExit()
-        let start = ContinuousClock.now
         XCTAssertThrowsError(try reader.poll()) { error in
-            XCTAssertTrue((error as? ReaderError)?.readerLost ?? false, "\(error)")
+            let e = error as? ReaderError
+            XCTAssertTrue(e?.readerLost ?? false, "\(error)")
+            if case .timeout? = e { XCTFail("a dead link is noticed, not timed out: \(error)") }
         }
-        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
         XCTAssertNotEqual(reader.health, .ok)
         XCTAssertThrowsError(try reader.open(), "nothing behind the link")
         // The emulator is back on the same path: the same reader reopens and reads.
@@ -235,11 +238,9 @@ final class ReaderTests: XCTestCase {
         let uid = TagUID([0x04, 2, 2, 2, 2, 2, 2])
         try insert(sim, uid: uid, message: uri("smp://action?idx=1&ts=1&sig=00"))
         XCTAssertTrue(try sim.control("hang").hasPrefix("ok"))
-        let start = ContinuousClock.now
         XCTAssertThrowsError(try reader.poll()) { error in
             guard case ReaderError.timeout? = error as? ReaderError else { return XCTFail("\(error)") }
         }
-        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
         XCTAssertTrue(try sim.control("unmute").hasPrefix("ok"))
         // The daemon reopens after a reader-level error; the first command after it gets its own answer.
         try reader.open()

@@ -11,7 +11,8 @@ public final class LoginNATSServer {
     public let port: Int
     public let tls: Bool
     public let mode: Mode
-    private var process: Process?
+    private var server: ServerProcess?
+    private var pki: TestPKI { TestPKI(dir) }
     public static let user = "front-door"
     public static let password = "correct horse battery staple"
     public static let appPassword = "the app's own password"
@@ -23,20 +24,8 @@ public final class LoginNATSServer {
         port = try MosquittoBroker.freePort()
         self.tls = tls
         self.mode = mode
-        try openssl([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
-            "/CN=nats-ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
-        ])
-        try openssl([
-            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=localhost",
-            "-keyout", path("server.key"), "-out", path("server.csr"),
-        ])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
-            toFile: path("server.ext"), atomically: true, encoding: .utf8)
-        try openssl([
-            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-            "-CAcreateserial", "-days", "2", "-extfile", path("server.ext"), "-out", path("server.crt"),
-        ])
+        try pki.makeCA("ca", cn: "nats-ca")
+        try pki.makeCert("server", cn: "localhost")
         let authorization: String
         switch mode {
         case .users:
@@ -70,30 +59,17 @@ public final class LoginNATSServer {
     public var url: String { (tls ? "tls" : "nats") + "://localhost:\(port)" }
 
     public func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/nats-server")
-        p.arguments = ["-c", path("server.conf"), "-l", path("server.log")]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
-        let deadline = Date() + 10
-        while Date() < deadline && p.isRunning {
-            if log.contains("Server is ready") { return }
-            usleep(20_000)
-        }
+        let p = try ServerProcess("/usr/sbin/nats-server", ["-c", path("server.conf"), "-l", path("server.log")])
+        server = p
+        if p.waitUntilReady({ log.contains("Server is ready") }) { return }
         stop()
         throw NSError(
             domain: "nats", code: 1, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start: \(log)"])
     }
 
     public func stop() {
-        guard let p = process else { return }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-        }
-        process = nil
+        server?.stop()
+        server = nil
     }
 
     /// scripts/nats/peer.py logged in as `app` (users) or with the token.
@@ -101,12 +77,5 @@ public final class LoginNATSServer {
         let login = mode == .token ? ["--token", Self.token] : ["--user", "app", "--password", Self.appPassword]
         return try Peer(
             arguments: [NATSServer.peerScript.path, "--url", "127.0.0.1:\(port)", "--ca", path("ca.crt")] + login)
-    }
-
-    private func openssl(_ args: [String]) throws {
-        let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
-        guard r.status == 0 else {
-            throw NSError(domain: "openssl", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: r.stderr])
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Debian's mosquitto on a free loopback port, configured by the project's
 /// shipped `provisioning/mosquitto-doorgateway.conf` and `doorgateway.acl`
@@ -21,7 +22,10 @@ public final class MosquittoBroker {
     /// serves zigbee2mqtt or Home Assistant: plain TCP on loopback, anonymous,
     /// with no ACL of ours. Its clients must keep working.
     public let neighbourPort: Int
-    public private(set) var process: Process?
+    private var server: ServerProcess?
+    /// The broker's process (mosquitto, or nats-server after `startNATS`).
+    public var process: Process? { server?.process }
+    private var pki: TestPKI { TestPKI(dir) }
     /// The device id of the door whose certificate `configurationSection` names.
     public static let doorID = "front-door"
     public static let shippedConfiguration = Fixtures.root.appendingPathComponent(
@@ -110,19 +114,10 @@ public final class MosquittoBroker {
     }
 
     public func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-        p.arguments = ["-c", path("mosquitto.conf")]
-        FileManager.default.createFile(atPath: path("mosquitto.stderr"), contents: nil)
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle(forWritingAtPath: path("mosquitto.stderr"))
-        try p.run()
-        process = p
-        let deadline = Date() + 10
-        while Date() < deadline && p.isRunning {
-            if Self.canConnect(port) { return }
-            usleep(20_000)
-        }
+        let p = try ServerProcess(
+            "/usr/sbin/mosquitto", ["-c", path("mosquitto.conf")], stderr: path("mosquitto.stderr"))
+        server = p
+        if p.waitUntilReady({ Self.canConnect(port) }) { return }
         let why = (try? String(contentsOfFile: path("mosquitto.stderr"), encoding: .utf8)) ?? ""
         throw NSError(
             domain: "broker", code: 1,
@@ -149,34 +144,17 @@ public final class MosquittoBroker {
             }
             """
         try conf.write(to: dir.appendingPathComponent("nats.conf"), atomically: true, encoding: .utf8)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/nats-server")
-        p.arguments = ["-c", path("nats.conf")]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try p.run()
-        process = p
-        let deadline = Date() + 15
-        while Date() < deadline {
-            if Self.canConnect(port) { return }
-            usleep(20_000)
-        }
+        let p = try ServerProcess("/usr/sbin/nats-server", ["-c", path("nats.conf")])
+        server = p
+        if p.waitUntilReady(timeout: 15, { Self.canConnect(port) }) { return }
         throw NSError(
             domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server did not listen on \(port)"])
     }
 
-    /// SIGTERM, and SIGKILL if mosquitto has not gone 5 s later (a run once hung here: a
-    /// mosquitto still starting up did not act on SIGTERM).
+    /// SIGTERM, and SIGKILL if the broker has not gone 5 s later (`ServerProcess.stop`).
     public func stop() {
-        guard let p = process else { return }
-        if p.isRunning {
-            p.terminate()
-            let deadline = Date() + 5
-            while p.isRunning && Date() < deadline { usleep(20_000) }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-            p.waitUntilExit()
-        }
-        process = nil
+        server?.stop()
+        server = nil
     }
 
     /// An anonymous client of the neighbour listener (mosquitto_pub/sub arguments).
@@ -204,13 +182,16 @@ public final class MosquittoBroker {
         try Subscription(arguments: clientArguments(name) + ["-q", "1", "-t", topic, "-F", "%t|%r|%p"])
     }
 
-    public final class Subscription {
+    public final class Subscription: Sendable {
         let process = Process()
-        let lock = NSLock()
-        var buffer = Data()
+        let buffer = Mutex(Data())
+        /// Returns once the broker has answered the subscription (SUBACK):
+        /// `-d` makes mosquitto_sub print its protocol steps, `lines` leaves them
+        /// out. It prints them with stdio, block-buffered into a pipe: `stdbuf
+        /// -oL` (which execs it, same pid) makes them arrive line by line.
         public init(arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-            process.arguments = arguments
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
+            process.arguments = ["-oL", "/usr/bin/mosquitto_sub", "-d"] + arguments
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
@@ -220,10 +201,30 @@ public final class MosquittoBroker {
             out.fileHandleForReading.readabilityHandler = { [weak self] h in
                 let d = h.availableData
                 guard let self else { return }
-                self.lock.withLock { self.buffer += d }
+                self.buffer.withLock { $0 += d }
             }
             try process.run()
-            usleep(300_000)  // subscribed
+            // Subscribed: a message published from now on is one it is sent (if
+            // its ACL lets it read it). A fixed pause here once let a "nothing
+            // arrived" check pass with no subscription in place yet.
+            let deadline = Date() + 10 * TestTiming.scale
+            while !subscribed && process.isRunning && Date() < deadline { usleep(10_000) }
+            guard subscribed else {
+                let out = buffer.withLock { String(decoding: $0, as: UTF8.self) }
+                throw NSError(
+                    domain: "mosquitto_sub", code: 1,
+                    userInfo: [NSLocalizedDescriptionKey: "no SUBACK (running: \(process.isRunning)): \(out)"])
+            }
+        }
+        /// The broker's SUBACK has come.
+        var subscribed: Bool { debugLines.contains { $0.hasPrefix("Subscribed (mid:") } }
+        /// mosquitto_sub's `-d` lines (protocol steps).
+        var debugLines: [String] { allLines.filter(Self.isDebug) }
+        private var allLines: [String] {
+            buffer.withLock { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) }
+        }
+        private static func isDebug(_ line: String) -> Bool {
+            line.hasPrefix("Client ") || line.hasPrefix("Subscribed (mid:")
         }
         deinit {
             (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
@@ -233,9 +234,8 @@ public final class MosquittoBroker {
             }
         }
         public var isRunning: Bool { process.isRunning }
-        public var lines: [String] {
-            lock.withLock { String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init) }
-        }
+        /// The messages received (`-F` lines), without `-d`'s.
+        public var lines: [String] { allLines.filter { !Self.isDebug($0) } }
         /// Waits until `predicate` holds for the lines received so far.
         @discardableResult
         public func wait(timeout: TimeInterval = 10, _ predicate: ([String]) -> Bool) -> [String] {
@@ -249,33 +249,10 @@ public final class MosquittoBroker {
         }
     }
 
-    private func openssl(_ args: [String]) throws {
-        let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
-        guard r.status == 0 else {
-            throw NSError(domain: "openssl", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: r.stderr])
-        }
-    }
-
-    private func makeCA(_ name: String) throws {
-        try openssl([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
-            "/CN=\(name)",
-            "-keyout", path("\(name).key"), "-out", path("\(name).crt"),
-        ])
-    }
+    private func makeCA(_ name: String) throws { try pki.makeCA(name) }
 
     private func makeCert(_ name: String, ca: String, cn: String) throws {
-        try openssl([
-            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(cn)", "-keyout",
-            path("\(name).key"), "-out", path("\(name).csr"),
-        ])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
-            toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
-        try openssl([
-            "x509", "-req", "-in", path("\(name).csr"), "-CA", path("\(ca).crt"), "-CAkey", path("\(ca).key"),
-            "-CAcreateserial",
-            "-days", "2", "-extfile", path("\(name).ext"), "-out", path("\(name).crt"),
-        ])
+        try pki.makeCert(name, ca: ca, cn: cn)
     }
 
     /// A loopback TCP port free now, chosen at random *below* the kernel's ephemeral range

@@ -15,7 +15,8 @@ public final class NATSServer {
 
     public let dir: URL
     public let port: Int
-    private var process: Process?
+    private var server: ServerProcess?
+    private var pki: TestPKI { TestPKI(dir) }
 
     /// `doorPublish`: what the door may publish (default: everything under its base but `tag`).
     /// `serverNames`: the server certificate's subjectAltName.
@@ -26,10 +27,7 @@ public final class NATSServer {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("nats-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         port = try MosquittoBroker.freePort()
-        try openssl([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
-            "/CN=ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
-        ])
+        try pki.makeCA("ca")
         try makeCert("server", names: serverNames)
         for name in ["door", "app"] { try makeCert(name) }
         try mkjwt(
@@ -65,32 +63,17 @@ public final class NATSServer {
     public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
 
     public func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/nats-server")
-        p.arguments = ["-c", path("k/server.conf"), "-l", path("server.log")]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
-        let deadline = Date() + 10
-        while Date() < deadline && p.isRunning {
-            if (try? String(contentsOfFile: path("server.log"), encoding: .utf8))?.contains("Server is ready") == true {
-                return
-            }
-            usleep(20_000)
-        }
+        let p = try ServerProcess("/usr/sbin/nats-server", ["-c", path("k/server.conf"), "-l", path("server.log")])
+        server = p
+        if p.waitUntilReady({ log.contains("Server is ready") }) { return }
         stop()
         throw NSError(
             domain: "nats", code: 1, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start: \(log)"])
     }
 
     public func stop() {
-        guard let p = process else { return }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-        }
-        process = nil
+        server?.stop()
+        server = nil
     }
 
     public var log: String { (try? String(contentsOfFile: path("server.log"), encoding: .utf8)) ?? "" }
@@ -152,24 +135,9 @@ public final class NATSServer {
         }
     }
 
-    private func openssl(_ args: [String]) throws {
-        let r = try Run.process(URL(fileURLWithPath: "/usr/bin/openssl"), args, timeout: 30)
-        guard r.status == 0 else {
-            throw NSError(domain: "openssl", code: 1, userInfo: [NSLocalizedDescriptionKey: r.stderr])
-        }
-    }
-
+    /// `<name>.crt`/`<name>.key` from the test CA, CN `name`.
     public func makeCert(_ name: String, names: String = "DNS:localhost,IP:127.0.0.1") throws {
-        try openssl([
-            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)", "-keyout",
-            path("\(name).key"), "-out", path("\(name).csr"),
-        ])
-        try "subjectAltName=\(names)\n".write(
-            toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
-        try openssl([
-            "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-            "-CAcreateserial", "-days", "2", "-extfile", path("\(name).ext"), "-out", path("\(name).crt"),
-        ])
+        try pki.makeCert(name, names: names)
     }
 }
 

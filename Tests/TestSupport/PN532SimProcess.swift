@@ -11,7 +11,6 @@ public final class PN532SimProcess {
     public let tty: String
     public let socket: String
     public let process = Process()
-    public let stderr = Pipe()
 
     /// `directory`: reuse another emulator's directory (its pty link and
     /// control socket paths), e.g. to bring a killed emulator back.
@@ -29,8 +28,14 @@ public final class PN532SimProcess {
         process.arguments = ["--link", tty, "--control", socket] + arguments
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = stderr
+        // A file, not a pipe: nobody reads a pipe until the emulator exits, and
+        // a --trace run's 64 KiB would block the emulator mid-exchange.
+        let errPath = dir.appendingPathComponent("stderr").path
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        guard let err = FileHandle(forWritingAtPath: errPath) else { throw PN532SimExited() }
+        process.standardError = err
         try process.run()
+        try? err.close()
         // The first line on stdout is the pty path; the link and socket exist by then.
         var line = Data()
         while !line.contains(0x0A) {
@@ -51,6 +56,11 @@ public final class PN532SimProcess {
     }
 
     public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    /// What the emulator wrote to standard error so far (its trace with --trace).
+    public var stderrText: String {
+        (try? String(contentsOfFile: path("stderr"), encoding: .utf8)) ?? ""
+    }
 
     /// One control line and its one-line answer.
     public func control(_ line: String) throws -> String {

@@ -12,6 +12,10 @@ public enum CommandTarget: Equatable, Hashable, Sendable, CustomStringConvertibl
     case provision(ProvisioningJob)
     /// Home Assistant's admin screen: disarm provisioning.
     case cancelProvisioning
+    /// An answer to an approval request (docs/policy.md "Approval"): a
+    /// native command naming its code, or Home Assistant's Approve/Deny
+    /// buttons (nil: the pending request).
+    case approval(code: String?, approve: Bool)
     public var description: String {
         switch self {
         case .action(let a): return "action \(a)"
@@ -20,6 +24,7 @@ public enum CommandTarget: Equatable, Hashable, Sendable, CustomStringConvertibl
         case .clearLockout: return "clear lockout"
         case .provision(let job): return "provision action \(job.action)"
         case .cancelProvisioning: return "cancel provisioning"
+        case .approval(let code, let approve): return "\(approve ? "approve" : "deny") \(code ?? "the pending request")"
         }
     }
 }
@@ -156,6 +161,9 @@ public struct CommandJudge: Equatable, Sendable {
         do { json = try JSONValue.parse(payload) } catch {
             return reject(CommandRejection(.malformed, error.description))
         }
+        if json["approval"] != nil {
+            return judgeNativeApproval(json, key: key, now: now, replay: &replay)
+        }
         guard case .object(let members) = json, members.count == 5,
             case .int(let action)? = json["action"], case .int(let ts)? = json["ts"],
             case .string(let nonce)? = json["nonce"], case .string(let device)? = json["device"],
@@ -193,6 +201,84 @@ public struct CommandJudge: Equatable, Sendable {
             return reject(r)
         }
         return v
+    }
+
+    /// A native answer to an approval request (docs/mqtt.md "Approval"):
+    /// `{"approval": CODE, "answer": "approve"|"deny", "ts", "nonce", "device", "mac"}`,
+    /// MAC'd with the phone's command key over `apr1|<device>|<CODE>|<answer>|<ts>|<nonce>`;
+    /// the same freshness window and replay guard as a native command.
+    func judgeNativeApproval(
+        _ json: JSONValue, key: [UInt8]?, now: WallClock, replay: inout ReplayGuard
+    ) -> CommandVerdict {
+        var v = CommandVerdict(kind: .native)
+        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
+        guard case .object(let members) = json, members.count == 6,
+            case .string(let code)? = json["approval"], case .string(let answer)? = json["answer"],
+            case .int(let ts)? = json["ts"], case .string(let nonce)? = json["nonce"],
+            case .string(let device)? = json["device"], case .string(let macHex)? = json["mac"]
+        else {
+            return reject(
+                CommandRejection(
+                    .malformed, "expected exactly approval, answer, nonce, device, mac (strings) and ts (integer)"))
+        }
+        guard code.utf8.count == ApprovalDesk.codeLength,
+            code.uppercased().allSatisfy({ ApprovalDesk.alphabet.contains($0) })
+        else {
+            return reject(CommandRejection(.malformed, "approval must be a \(ApprovalDesk.codeLength)-character code"))
+        }
+        guard answer == "approve" || answer == "deny" else {
+            return reject(CommandRejection(.malformed, "answer must be \"approve\" or \"deny\""))
+        }
+        guard nonce.utf8.count == 32, Hex.decode(nonce) != nil else {
+            return reject(CommandRejection(.malformed, "nonce must be 32 hex digits"))
+        }
+        guard macHex.utf8.count == 64, let mac = Hex.decode(macHex) else {
+            return reject(CommandRejection(.malformed, "mac must be 64 hex digits"))
+        }
+        v.timestamp = ts
+        v.skew = Self.skew(now: now.unixSeconds, ts: ts)
+        guard device == deviceID else {
+            return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
+        }
+        guard let key else { return reject(CommandRejection(.noKey, "no command key is configured")) }
+        let expected = Crypto.hmacSHA256(
+            key: key,
+            message: Array(
+                Self.approvalMACMessage(device: device, code: code, answer: answer, ts: ts, nonce: nonce).utf8))
+        guard Crypto.constantTimeEqual(expected, mac) else {
+            return reject(CommandRejection(.badMAC, "the MAC does not verify"))
+        }
+        v.target = .approval(code: code.uppercased(), approve: answer == "approve")
+        if let r = fresh(ts, now: now) { return reject(r) }
+        if let r = replay.admit(
+            keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
+            now: now.unixSeconds, tolerance: tolerance)
+        {
+            return reject(r)
+        }
+        return v
+    }
+
+    /// `apr1|<device>|<CODE>|<answer>|<ts>|<nonce>`: what a native approval's MAC covers.
+    public static func approvalMACMessage(device: String, code: String, answer: String, ts: Int64, nonce: String)
+        -> String
+    {
+        "apr1|\(device)|\(code)|\(answer)|\(ts)|\(nonce)"
+    }
+
+    /// A signed native approval answer (the phone's side; tests and tools).
+    public static func approvalCommand(
+        key: [UInt8], device: String, code: String, approve: Bool, ts: Int64, nonce: String
+    ) -> [UInt8] {
+        let answer = approve ? "approve" : "deny"
+        let mac = Crypto.hmacSHA256(
+            key: key,
+            message: Array(approvalMACMessage(device: device, code: code, answer: answer, ts: ts, nonce: nonce).utf8))
+        let json = JSONValue.object([
+            ("approval", .string(code)), ("answer", .string(answer)), ("ts", .int(Int(ts))),
+            ("nonce", .string(nonce)), ("device", .string(device)), ("mac", .string(Hex.encode(mac))),
+        ])
+        return Array(json.serialized.utf8)
     }
 
     /// `cmd1|<device>|<action>|<ts>|<nonce>`: what a native command's MAC covers.

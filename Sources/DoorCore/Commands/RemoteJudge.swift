@@ -21,6 +21,11 @@ public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
     /// (`PREFIX/admin/revoke/set`).
     case homeAssistantProvisionAction, homeAssistantProvisionLabel, homeAssistantProvision
     case homeAssistantRevokeChoice, homeAssistantRevoke
+    /// Home Assistant's Approve and Deny buttons (`PREFIX/approval/set`:
+    /// `APPROVE` or `DENY`, optionally followed by a space and the code).
+    /// Honoured when the waiting action lists `home_assistant` (its
+    /// `approval.by`), whatever `home_assistant_open` says.
+    case homeAssistantApproval
 
     /// One of the admin channels (`home_assistant_admin`).
     public var isHomeAssistantAdmin: Bool {
@@ -208,7 +213,25 @@ public enum RemoteJudge {
         case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
             .homeAssistantRevokeChoice, .homeAssistantRevoke:
             return homeAssistantAdmin(message, policy: policy)
+        case .homeAssistantApproval:
+            return RemoteJudgement(outcome: homeAssistantApproval(message))
         }
+    }
+
+    /// `APPROVE` / `DENY` (HA's buttons: the pending request), or
+    /// `APPROVE CODE` / `DENY CODE` (an automation naming the request).
+    static func homeAssistantApproval(_ message: RemoteMessage) -> RemoteOutcome {
+        let ha = CommandSource.homeAssistant
+        guard !message.retained else { return .rejected("retained", "retained messages are ignored", ha) }
+        let words = String(decoding: message.payload.prefix(64), as: UTF8.self).split(separator: " ")
+        guard (1...2).contains(words.count), words[0] == "APPROVE" || words[0] == "DENY" else {
+            return .rejected("malformed", "approval payload must be APPROVE or DENY, optionally with the code", ha)
+        }
+        let code = words.count == 2 ? String(words[1]).uppercased() : nil
+        if let code, code.utf8.count != ApprovalDesk.codeLength {
+            return .rejected("malformed", "the code has \(ApprovalDesk.codeLength) characters", ha)
+        }
+        return .accepted(.approval(code: code, approve: words[0] == "APPROVE"), ha)
     }
 
     /// `OPEN` / `UNLOCK` open (action 0) only with `home_assistant_open`;

@@ -66,6 +66,8 @@ public struct FleetDiff: Equatable, Sendable {
     public var removedSecrets = 0
     public var compatTimestampKey: KeyChange = .absent
     public var nativeCommandKey: KeyChange = .absent
+    /// The site's NTAG 424 DNA master key (issue 26), compared like the remote keys (no generation).
+    public var ntag424MasterKey: KeyChange = .absent
     /// The push leaves the otp key out on purpose (issue 24 M3: per door
     /// unless `--share-otp-key`); the summary says so instead of "not carried".
     public var otpKeyPerDoor = false
@@ -87,6 +89,7 @@ public struct FleetDiff: Equatable, Sendable {
             && a.secrets == b.secrets
             && a.addedSecrets == b.addedSecrets && a.droppedSecrets == b.droppedSecrets
             && a.compatTimestampKey == b.compatTimestampKey && a.nativeCommandKey == b.nativeCommandKey
+            && a.ntag424MasterKey == b.ntag424MasterKey
     }
 
     /// Nothing differs from the old document (the issued time and origin aside).
@@ -95,6 +98,7 @@ public struct FleetDiff: Equatable, Sendable {
             && addedTags.isEmpty && droppedTags.isEmpty && changedTags.isEmpty && addedTombstones.isEmpty
             && droppedTombstones.isEmpty && addedSecrets.isEmpty
             && droppedSecrets.isEmpty && !compatTimestampKey.differs && !nativeCommandKey.differs
+            && !ntag424MasterKey.differs
     }
 
     /// `new` against `old` (nil: no document applied, or none on record).
@@ -165,6 +169,8 @@ public struct FleetDiff: Equatable, Sendable {
         d.nativeCommandKey = .between(
             before?.nativeCommandKey.map { Key($0, generation: before?.nativeCommandGeneration) },
             newSecrets.nativeCommandKey.map { Key($0, generation: newSecrets.nativeCommandGeneration) })
+        d.ntag424MasterKey = .between(
+            before?.ntag424MasterKey.map { Key($0) }, newSecrets.ntag424MasterKey.map { Key($0) })
         return d
     }
 
@@ -215,6 +221,9 @@ public struct FleetDiff: Equatable, Sendable {
             if change.old.label != change.new.label {
                 what.append("label \(Self.quoted(change.old.label)) → \(Self.quoted(change.new.label))")
             }
+            if change.old.credential != change.new.credential {
+                what.append("credential \(change.old.credential ?? "sticker") → \(change.new.credential ?? "sticker")")
+            }
             if change.old.validUntil != change.new.validUntil {
                 what.append("valid until \(Self.until(change.old.validUntil)) → \(Self.until(change.new.validUntil))")
             }
@@ -259,6 +268,11 @@ public struct FleetDiff: Equatable, Sendable {
             out.append("otp key (COMPAT §3): \(compatTimestampKey.text)")
         }
         out.append("command key (COMPAT §5): \(nativeCommandKey.text)")
+        if case .absent = ntag424MasterKey {
+        } else {
+            // A door whose own tags depend on another key keeps it (docs/ntag424.md "Fleet").
+            out.append("ntag424 master key: \(ntag424MasterKey.text)")
+        }
         return out
     }
 
@@ -277,7 +291,8 @@ public struct FleetDiff: Equatable, Sendable {
     }
 
     static func describe(_ tag: FleetDocument.Tag) -> String {
-        "\(tag.uid.hex) action \(tag.action) \(quoted(tag.label)), valid until \(until(tag.validUntil))"
+        (tag.credential.map { "\($0) " } ?? "")
+            + "\(tag.uid.hex) action \(tag.action) \(quoted(tag.label)), valid until \(until(tag.validUntil))"
     }
 
     static func describe(_ secret: FleetSecrets.Secret) -> String {

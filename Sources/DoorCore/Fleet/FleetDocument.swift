@@ -15,11 +15,24 @@ public struct FleetDocument: Equatable, Sendable {
         public var action: ActionIndex
         public var label: String
         public var validUntil: Int64?
-        public init(uid: TagUID, action: ActionIndex, label: String = "", validUntil: Int64? = nil) {
+        /// The credential kind when it is not a sticker (issue 26): `ntag424`
+        /// for an NTAG 424 DNA the site's master key provisioned. Nil in the
+        /// body of a sticker and in an older build's document (a sticker).
+        public var credential: String?
+        public init(
+            uid: TagUID, action: ActionIndex, label: String = "", validUntil: Int64? = nil, credential: String? = nil
+        ) {
             self.uid = uid
             self.action = action
             self.label = label
             self.validUntil = validUntil
+            self.credential = credential
+        }
+
+        /// A credential name: 1–32 of a–z, 0–9 and `-`.
+        static func isCredentialName(_ s: String) -> Bool {
+            (1...32).contains(s.utf8.count)
+                && s.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
         }
     }
 
@@ -95,10 +108,12 @@ public struct FleetDocument: Equatable, Sendable {
                 "tags",
                 .array(
                     tags.map { t in
-                        .object([
-                            ("uid", .string(t.uid.hex)), ("action", .int(t.action)), ("label", .string(t.label)),
-                            ("valid_until", t.validUntil.map { .int($0) } ?? .null),
-                        ])
+                        // `credential` only when there is one: a sticker's entry is byte for byte an older build's.
+                        .object(
+                            [
+                                ("uid", .string(t.uid.hex)), ("action", .int(t.action)), ("label", .string(t.label)),
+                                ("valid_until", t.validUntil.map { .int($0) } ?? .null),
+                            ] + (t.credential.map { [("credential", JSONValue.string($0))] } ?? []))
                     })
             ),
         ]
@@ -188,7 +203,14 @@ public struct FleetDocument: Equatable, Sendable {
             case .null?, nil: until = nil
             default: throw .malformed("tags[\(hex)].valid_until: an integer or null is expected")
             }
-            tags.append(Tag(uid: uid, action: ActionIndex(action), label: label, validUntil: until))
+            var credential: String?
+            switch item["credential"] {
+            case .string(let c)? where Tag.isCredentialName(c): credential = c
+            case .null?, nil: credential = nil
+            default: throw .malformed("tags[\(hex)].credential: a credential name (a–z, 0–9, -) is expected")
+            }
+            tags.append(
+                Tag(uid: uid, action: ActionIndex(action), label: label, validUntil: until, credential: credential))
         }
         var tombstones: [[UInt8]] = []
         if let present = json["secret_tombstones"] {

@@ -84,6 +84,12 @@ public enum FleetRules {
         /// The remote keys' generations (0: a key stored before M1, or none).
         public var compatTimestampGeneration: Int64 = 0
         public var nativeCommandGeneration: Int64 = 0
+        /// The credential of each issued tag that is not a sticker (`ntag424`).
+        public var tagCredentials: [TagUID: String] = [:]
+        /// The site's NTAG 424 DNA master key as this door holds it, and
+        /// whether a tag this door provisioned depends on it.
+        public var ntag424MasterKey: [UInt8]? = nil
+        public var ntag424MasterKeyInUse = false
         public init(
             revokedUIDs: Set<TagUID> = [], revokedSignatures: Set<[UInt8]> = [],
             tags: [TagUID: (state: RegistryState, action: ActionIndex, label: String, validUntil: Int64?)] = [:],
@@ -111,7 +117,9 @@ public enum FleetRules {
                 && a.compatTimestampKey == b.compatTimestampKey
                 && a.nativeCommandKey == b.nativeCommandKey
                 && a.compatTimestampGeneration == b.compatTimestampGeneration
-                && a.nativeCommandGeneration == b.nativeCommandGeneration && a.tags.count == b.tags.count
+                && a.nativeCommandGeneration == b.nativeCommandGeneration && a.tagCredentials == b.tagCredentials
+                && a.ntag424MasterKey == b.ntag424MasterKey && a.ntag424MasterKeyInUse == b.ntag424MasterKeyInUse
+                && a.tags.count == b.tags.count
                 && a.tags.allSatisfy { uid, t in
                     guard let o = b.tags[uid] else { return false }
                     return o.state == t.state && o.action == t.action && o.label == t.label
@@ -160,6 +168,9 @@ public enum FleetRules {
         /// or any key where this door holds none.
         public var setCompatTimestamp: RemoteKey?
         public var setNativeCommand: RemoteKey?
+        /// The site's NTAG 424 DNA master key, taken where the door holds
+        /// none or one no tag it provisioned depends on (issue 26).
+        public var setNTAG424MasterKey: [UInt8]?
         /// Remote keys the document carries that this door keeps, with why
         /// (an older or equal generation: a rollback, or a concurrent rotation).
         public var keptRemoteKeys: [String] = []
@@ -171,7 +182,7 @@ public enum FleetRules {
         public var isEmpty: Bool {
             revokeUIDs.isEmpty && revokeSignatures.isEmpty && upsertTags.isEmpty && addSecrets.isEmpty
                 && restrictSecrets.isEmpty && addTombstones.isEmpty && deactivateSecrets.isEmpty
-                && setCompatTimestamp == nil && setNativeCommand == nil
+                && setCompatTimestamp == nil && setNativeCommand == nil && setNTAG424MasterKey == nil
         }
         public static func == (a: Changes, b: Changes) -> Bool {
             a.revokeUIDs == b.revokeUIDs && a.revokeSignatures == b.revokeSignatures && a.upsertTags == b.upsertTags
@@ -180,6 +191,7 @@ public enum FleetRules {
                 && a.addTombstones == b.addTombstones && a.deactivateSecrets == b.deactivateSecrets
                 && a.refusedRemovedSecrets == b.refusedRemovedSecrets && a.setCompatTimestamp == b.setCompatTimestamp
                 && a.setNativeCommand == b.setNativeCommand && a.keptRemoteKeys == b.keptRemoteKeys
+                && a.setNTAG424MasterKey == b.setNTAG424MasterKey
                 && a.secretsNote == b.secretsNote
         }
         /// One line for the audit log.
@@ -195,6 +207,7 @@ public enum FleetRules {
             if refusedRemovedSecrets > 0 { s += ", \(refusedRemovedSecrets) removed secrets not restored" }
             if let k = setCompatTimestamp { s += ", otp key rotated (generation \(k.generation))" }
             if let k = setNativeCommand { s += ", command key rotated (generation \(k.generation))" }
+            if setNTAG424MasterKey != nil { s += ", ntag424 master key taken" }
             for note in keptRemoteKeys { s += ", \(note)" }
             if let secretsNote { s += " (secrets not applied: \(secretsNote))" }
             return s
@@ -244,6 +257,17 @@ public enum FleetRules {
             (c.setNativeCommand, c.keptRemoteKeys) = remoteKey(
                 "command key", secrets.nativeCommandKey, secrets.nativeCommandGeneration, local.nativeCommandKey,
                 local.nativeCommandGeneration, notes: c.keptRemoteKeys)
+            if let key = secrets.ntag424MasterKey, key != local.ntag424MasterKey {
+                // Never replace a key a tag provisioned here depends on: that tag
+                // would stop opening here. Two doors that each provisioned with
+                // their own key keep them; the audit row says so.
+                if local.ntag424MasterKey == nil || !local.ntag424MasterKeyInUse {
+                    c.setNTAG424MasterKey = key
+                } else {
+                    c.keptRemoteKeys.append(
+                        "ntag424 master key not taken (tags provisioned here depend on this door's own)")
+                }
+            }
         }
         var seenUIDs = Set<TagUID>()
         for uid in document.revokedUIDs where !local.revokedUIDs.contains(uid) && seenUIDs.insert(uid).inserted {
@@ -272,7 +296,7 @@ public enum FleetRules {
                     var merged = tag
                     merged.validUntil = [mine.validUntil, tag.validUntil].compactMap { $0 }.min()
                     if mine.action != merged.action || mine.label != merged.label
-                        || mine.validUntil != merged.validUntil
+                        || mine.validUntil != merged.validUntil || local.tagCredentials[tag.uid] != tag.credential
                     {
                         c.upsertTags.append(merged)
                     }
@@ -324,7 +348,8 @@ public enum FleetRules {
         let tags = local.tags.filter { $0.value.state == .active }
             .map {
                 FleetDocument.Tag(
-                    uid: $0.key, action: $0.value.action, label: $0.value.label, validUntil: $0.value.validUntil)
+                    uid: $0.key, action: $0.value.action, label: $0.value.label, validUntil: $0.value.validUntil,
+                    credential: local.tagCredentials[$0.key])
             }
             .sorted { $0.uid.hex < $1.uid.hex }
         return FleetDocument(

@@ -34,11 +34,17 @@ public struct FleetSecrets: Equatable, Sendable {
     /// door that holds none.
     public var compatTimestampGeneration: Int64?
     public var nativeCommandGeneration: Int64?
+    /// The site's NTAG 424 DNA master key (issue 26; 16 bytes): every tag's
+    /// keys are diversified from it, so a 424 provisioned at one door opens
+    /// the others. Nil when the pushing door holds none (or an older build).
+    public var ntag424MasterKey: [UInt8]?
 
     public init(
         secrets: [Secret] = [], compatTimestampKey: [UInt8]? = nil, nativeCommandKey: [UInt8]? = nil,
-        compatTimestampGeneration: Int64? = nil, nativeCommandGeneration: Int64? = nil
+        compatTimestampGeneration: Int64? = nil, nativeCommandGeneration: Int64? = nil,
+        ntag424MasterKey: [UInt8]? = nil
     ) {
+        self.ntag424MasterKey = ntag424MasterKey
         self.secrets = secrets
         self.compatTimestampKey = compatTimestampKey
         self.nativeCommandKey = nativeCommandKey
@@ -67,6 +73,7 @@ public struct FleetSecrets: Equatable, Sendable {
         ]
         if let g = compatTimestampGeneration { fields.append(("compat_timestamp_generation", .int(g))) }
         if let g = nativeCommandGeneration { fields.append(("native_command_generation", .int(g))) }
+        if let k = ntag424MasterKey { fields.append(("ntag424_master_key", .string(Hex.encode(k)))) }
         return .object(fields)
     }
 
@@ -114,6 +121,7 @@ public struct FleetSecrets: Equatable, Sendable {
         }
         out.compatTimestampKey = try key("compat_timestamp", 16)
         out.nativeCommandKey = try key("native_command", 32)
+        out.ntag424MasterKey = try key("ntag424_master_key", 16)
         func generation(_ name: String) throws(FleetError) -> Int64? {
             switch json[name] {
             case .null?, nil: return nil

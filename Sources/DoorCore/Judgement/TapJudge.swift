@@ -13,10 +13,16 @@ public struct IssuedTagView: Equatable, Sendable {
     public var validFrom: Int64?
     public var usesLeft: Int?
     public var schedule: String?
+    /// The credential kind it was issued as (nil: a sticker issued before kinds were recorded).
+    public var kind: CredentialKind?
+    /// The action it was issued for (a sticker carries its own; a 424 or a fob does not).
+    public var action: ActionIndex?
     public init(
         state: RegistryState, validUntil: Int64? = nil, validFrom: Int64? = nil, usesLeft: Int? = nil,
-        schedule: String? = nil
+        schedule: String? = nil, kind: CredentialKind? = nil, action: ActionIndex? = nil
     ) {
+        self.kind = kind
+        self.action = action
         self.state = state
         self.validUntil = validUntil
         self.validFrom = validFrom
@@ -67,6 +73,9 @@ public enum TapJudge {
         registry: some TagRegistryView, now: Int64, policy: TapPolicy? = nil
     ) -> Result {
         guard let message, !message.isEmpty else {
+            if let fob = UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy) {
+                return Result(presentation: fob, sticker: nil)
+            }
             return Result(
                 presentation: TagPresentation(
                     uid: uid, content: .blank, verdict: .deny(reason: "blank", countsTowardLockout: false)),
@@ -74,6 +83,18 @@ public enum TapJudge {
         }
         let uri = message.records.lazy.compactMap { try? $0.uri() }.first
         guard let uri, uri.hasPrefix(StickerURL.prefix) else {
+            // A SUN URL on a tag that did not activate as an NTAG 424 DNA: a
+            // copy of a 424's NDEF (the SUN proves nothing without the chip's
+            // key, docs/ntag424.md).
+            if let uri, (try? SUNURL.parse(uri)) != nil {
+                return Result(
+                    presentation: TagPresentation(
+                        uid: uid, content: .foreign, verdict: .deny(reason: "sun_copy", countsTowardLockout: true)),
+                    sticker: nil)
+            }
+            if let fob = UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy) {
+                return Result(presentation: fob, sticker: nil)
+            }
             return Result(
                 presentation: TagPresentation(
                     uid: uid, content: .foreign, verdict: .deny(reason: "not_ours", countsTowardLockout: false)),
@@ -106,6 +127,15 @@ public enum TapJudge {
         // Schedules, a guest pass's start and uses: an authentic sticker at
         // the wrong time is not an attack, so these do not count toward lockout.
         if let policy {
+            let kind: CredentialKind = url.version == .v2 ? .stickerV2 : .stickerV1
+            let allowed = policy.actions.first { $0.index == url.action }?.credentials ?? []
+            if !allowed.contains(kind) {
+                return Result(
+                    presentation: TagPresentation(
+                        uid: uid, content: .ours,
+                        verdict: .deny(reason: TapDenial.credentialNotAllowed, countsTowardLockout: false)),
+                    sticker: verdict)
+            }
             let schedule = policy.actions.first { $0.index == url.action }?.schedule
             if let why = policy.policy.denial(actionSchedule: schedule, tag: tagRow, wall: policy.wall) {
                 return Result(

@@ -26,6 +26,8 @@ public struct DoorMachine: Sendable {
         case provisioningArmed = "provisioning_armed"
         case writing
         case readerFault = "reader_fault"
+        /// A tap waits for an approver (docs/policy.md "Approval").
+        case awaitingApproval = "awaiting_approval"
     }
 
     public var state: State {
@@ -33,9 +35,18 @@ public struct DoorMachine: Sendable {
         switch provisioning {
         case .writing: return .writing
         case .armed: return .provisioningArmed
-        case .idle: return runs.isEmpty ? .idle : .running
+        case .idle:
+            if approvals.pending != nil { return .awaitingApproval }
+            return runs.isEmpty ? .idle : .running
         }
     }
+
+    /// The approval request waiting for an answer, if any.
+    public var pendingApproval: ApprovalRequest? { approvals.pending }
+
+    /// Random bytes for the next approval code (the runtime gives 32 from
+    /// the CSPRNG before each tap; the machine itself reads no randomness).
+    public mutating func supplyRandom(_ bytes: [UInt8]) { random = bytes }
 
     /// An action in progress and who asked for it.
     public struct RunningAction: Equatable, Sendable {
@@ -79,6 +90,9 @@ public struct DoorMachine: Sendable {
     private var lockoutGeneration = 0
     // Door contact.
     private var heldOpenGeneration = 0
+    // Approval.
+    private var approvals = ApprovalDesk()
+    private var random: [UInt8] = []
 
     public init(settings: DoorSettings) {
         self.settings = settings
@@ -131,6 +145,7 @@ public struct DoorMachine: Sendable {
         case .timerFired(let id): timerFired(id, now.monotonic, &fx)
         case .remoteCommand(let outcome): remote(outcome, now.monotonic, &fx)
         case .admin(let request): admin(request, now.monotonic, &fx)
+        case .approval(let answer): approvalAnswer(answer, now.monotonic, &fx)
         case .writeResult(let uid, let outcome): writeResult(uid, outcome, &fx)
         case .readerFault(let why):
             if readerHealthy {
@@ -265,6 +280,10 @@ public struct DoorMachine: Sendable {
                 fx.append(
                     .emit(DoorEvent(.accessDenied, reason: "unknown_action", action: action, uid: p.uid, source: "tag"))
                 )
+                return
+            }
+            if let policy = settings.action(action)?.approval {
+                requestApproval(uid: p.uid, action: action, policy: policy, now, &fx)
                 return
             }
             fx.append(.feedback(.granted))
@@ -453,6 +472,15 @@ public struct DoorMachine: Sendable {
             } else {
                 arm(job, source: from.rawValue, &fx)
             }
+        case .accepted(.approval(let code, let approve), let from):
+            // The phone answers with a native command; Home Assistant with its buttons.
+            let by: Approver? = from == .native ? .phone : from == .homeAssistant ? .homeAssistant : nil
+            guard let by else {
+                fx.append(
+                    .emit(DoorEvent(.approvalRefused, reason: "wrong_transport", source: from.rawValue, code: code)))
+                return
+            }
+            approvalAnswer(ApprovalAnswer(code: code, approve: approve, by: by, who: from.rawValue), now, &fx)
         case .accepted(.cancelProvisioning, let from):
             if case .armed = provisioning {
                 disarm(reason: "cancelled", by: from.rawValue, &fx)
@@ -482,6 +510,7 @@ public struct DoorMachine: Sendable {
                 abort(id, reason: "lockdown", now, &fx)
             }
             disarm(reason: "lockdown", &fx)
+            cancelApproval(reason: "lockdown", &fx)
         }
         restartHeldOpenTimer(&fx)
         fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: source)))
@@ -570,6 +599,111 @@ public struct DoorMachine: Sendable {
         case .doorHeldOpen(let g):
             guard g == heldOpenGeneration, doorOpen else { return }
             fx.append(.emit(DoorEvent(.doorHeldOpen)))
+        case .approvalTimeout(let id):
+            guard approvals.pending?.id == id, let request = approvals.expire(at: now) else { return }
+            notApproved(request, .approvalTimedOut, by: nil, &fx)
         }
+    }
+
+    // MARK: Approval (docs/policy.md "Approval")
+
+    /// A tap that would open an action needing approval: the door waits,
+    /// plays the waiting pattern and publishes the request (its event
+    /// carries the code). A request already waiting is replaced.
+    private mutating func requestApproval(
+        uid: TagUID, action: ActionIndex, policy: ApprovalPolicy, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+    ) {
+        let bytes = random
+        random = []
+        switch approvals.open(uid: uid, action: action, policy: policy, random: bytes, at: now) {
+        case .noCode:
+            // No randomness was supplied: fail closed.
+            fx.append(.feedback(.denied))
+            fx.append(.emit(DoorEvent(.accessDenied, reason: "not_approved", action: action, uid: uid, source: "tag")))
+        case .waiting(let request, let replaced):
+            if let replaced {
+                fx.append(.cancelTimer(.approvalTimeout(id: replaced.id)))
+                fx.append(
+                    .emit(
+                        DoorEvent(
+                            .approvalCancelled, reason: "replaced", action: replaced.action, uid: replaced.uid,
+                            source: "tag", code: replaced.code)))
+            }
+            fx.append(.feedback(.awaitingApproval))
+            fx.append(
+                .emit(
+                    DoorEvent(
+                        .approvalRequested, reason: policy.by.map(\.rawValue).sorted().joined(separator: ","),
+                        action: action, uid: uid, source: "tag", code: request.code)))
+            fx.append(.startTimer(.approvalTimeout(id: request.id), after: policy.timeout))
+        }
+    }
+
+    private mutating func approvalAnswer(_ answer: ApprovalAnswer, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let outcome =
+            answer.code.map { approvals.answer(code: $0, approve: answer.approve, by: answer.by, at: now) }
+            ?? approvals.answerPending(approve: answer.approve, by: answer.by, at: now)
+        switch outcome {
+        case .approved(let request, let by):
+            fx.append(.cancelTimer(.approvalTimeout(id: request.id)))
+            fx.append(.stopFeedback(.awaitingApproval))
+            fx.append(
+                .emit(
+                    DoorEvent(
+                        .approvalGranted, action: request.action, uid: request.uid, source: by.rawValue,
+                        code: request.code, who: answer.who)))
+            // Lockdown cancels a waiting request, so none is approved in it.
+            fx.append(.feedback(.granted))
+            fx.append(
+                .emit(
+                    DoorEvent(
+                        .accessGranted, reason: "approved", action: request.action, uid: request.uid, source: "tag")))
+            _ = runAction(request.action, source: "tag", now, &fx)
+        case .denied(let request, let by):
+            fx.append(.cancelTimer(.approvalTimeout(id: request.id)))
+            notApproved(request, .approvalDenied, by: (by, answer.who), &fx)
+        case .refused(let reason, let expired):
+            fx.append(
+                .emit(
+                    DoorEvent(
+                        .approvalRefused, reason: reason, action: expired?.action, source: answer.by.rawValue,
+                        code: answer.code ?? expired?.code, who: answer.who)))
+            if let expired {
+                fx.append(.cancelTimer(.approvalTimeout(id: expired.id)))
+                notApproved(expired, .approvalTimedOut, by: nil, &fx)
+            }
+        }
+    }
+
+    /// Denied or timed out: the tap is denied `not_approved`, with its feedback.
+    private mutating func notApproved(
+        _ request: ApprovalRequest, _ kind: DoorEvent.Kind, by: (Approver, String)?, _ fx: inout [DoorEffect]
+    ) {
+        fx.append(.stopFeedback(.awaitingApproval))
+        fx.append(
+            .emit(
+                DoorEvent(
+                    kind, action: request.action, uid: request.uid, source: by?.0.rawValue, code: request.code,
+                    who: by?.1)))
+        fx.append(.feedback(.denied))
+        fx.append(
+            .emit(
+                DoorEvent(
+                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+    }
+
+    private mutating func cancelApproval(reason: String, _ fx: inout [DoorEffect]) {
+        guard let request = approvals.cancel() else { return }
+        fx.append(.cancelTimer(.approvalTimeout(id: request.id)))
+        fx.append(.stopFeedback(.awaitingApproval))
+        fx.append(
+            .emit(
+                DoorEvent(
+                    .approvalCancelled, reason: reason, action: request.action, uid: request.uid, source: "tag",
+                    code: request.code)))
+        fx.append(
+            .emit(
+                DoorEvent(
+                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
     }
 }

@@ -10,6 +10,9 @@ public enum DoorInput: Equatable, Sendable {
     case timerFired(TimerID)
     case remoteCommand(RemoteOutcome)
     case admin(AdminRequest)
+    /// An approver's answer arriving outside the remote-command path
+    /// (`gatewayctl approve|deny CODE` over the control socket).
+    case approval(ApprovalAnswer)
     case writeResult(uid: TagUID, WriteOutcome)
     case readerFault(String)
     case readerRecovered
@@ -38,6 +41,23 @@ public enum AccessVerdict: Equatable, Sendable {
 public enum RemoteOutcome: Equatable, Sendable {
     case accepted(CommandTarget, source: CommandSource)
     case rejected(code: String, detail: String, source: CommandSource)
+}
+
+/// An answer to an approval request (docs/policy.md "Approval").
+public struct ApprovalAnswer: Equatable, Hashable, Sendable {
+    /// The request's code; nil answers the pending request (Home Assistant's buttons).
+    public var code: String?
+    public var approve: Bool
+    /// The transport it came over, checked against the action's `by`.
+    public var by: Approver
+    /// Who, for the audit log (the control socket's user, the broker account, the key).
+    public var who: String
+    public init(code: String?, approve: Bool, by: Approver, who: String) {
+        self.code = code
+        self.approve = approve
+        self.by = by
+        self.who = who
+    }
 }
 
 public enum AdminRequest: Equatable, Sendable {
@@ -91,6 +111,8 @@ public enum TimerID: Hashable, Sendable {
     case provisioningTimeout(arming: Int)
     case lockoutEnd(generation: Int)
     case doorHeldOpen(generation: Int)
+    /// The approval request `id` reached its deadline.
+    case approvalTimeout(id: UInt64)
 }
 
 /// What the machine asks the runtime to do (STYLE.md §1).
@@ -129,21 +151,53 @@ public struct DoorEvent: Equatable, Sendable {
         case tagExpirySet = "tag_expiry_set"
         /// A tag's registry row deleted (`gatewayctl tags forget`).
         case tagForgotten = "tag_forgotten"
+        /// An NTAG 424 DNA returned to factory keys (`gatewayctl provision reset`).
+        case tagReset = "tag_reset"
+        /// Consent-first approval (docs/policy.md "Approval"): a request was
+        /// made (with its `code`), answered yes or no, timed out, cancelled
+        /// (replaced by a newer tap, lockdown), or an answer was refused.
+        case approvalRequested = "approval_requested", approvalGranted = "approval_granted"
+        case approvalDenied = "approval_denied", approvalTimedOut = "approval_timed_out"
+        case approvalCancelled = "approval_cancelled", approvalRefused = "approval_refused"
     }
     public var kind: Kind
     public var reason: String?
     public var action: ActionIndex?
     public var uid: TagUID?
     public var source: String?
+    /// An approval request's code (approval events only).
+    public var code: String?
+    /// Who answered an approval request (the socket's user, the broker
+    /// account, the key), beside `source`, the transport.
+    public var who: String?
 
     public init(
-        _ kind: Kind, reason: String? = nil, action: ActionIndex? = nil, uid: TagUID? = nil, source: String? = nil
+        _ kind: Kind, reason: String? = nil, action: ActionIndex? = nil, uid: TagUID? = nil, source: String? = nil,
+        code: String? = nil, who: String? = nil
     ) {
         self.kind = kind
         self.reason = reason
         self.action = action
         self.uid = uid
         self.source = source
+        self.code = code
+        self.who = who
+    }
+
+    /// Events that name a tap, which carry the tag's label when
+    /// `label_in_events` is on: access and approval events with a UID.
+    public var carriesLabel: Bool {
+        uid != nil
+            && [
+                .accessGranted, .accessDenied, .approvalRequested, .approvalGranted, .approvalDenied, .approvalTimedOut,
+            ]
+            .contains(kind)
+    }
+
+    /// The audit row's detail for an approval event: the code and who answered.
+    public var approvalDetail: String? {
+        guard code != nil || who != nil else { return nil }
+        return [code.map { "code=\($0)" }, who.map { "by=\($0)" }].compactMap { $0 }.joined(separator: " ")
     }
 
     /// Where the door was opened from, when this event records an open of any

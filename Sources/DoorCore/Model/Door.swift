@@ -47,11 +47,20 @@ public struct ActionDefinition: Equatable, Sendable, Hashable {
     public var steps: [OutputStep]
     /// The `[[schedules]]` name this action is limited to (docs/policy.md), or nil.
     public var schedule: String?
-    public init(index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil) {
+    /// The credentials a tap may open it with (`credentials = [...]`, docs/ntag424.md).
+    public var credentials: Set<CredentialKind> = Set(CredentialKind.defaults)
+    /// Consent-first (docs/policy.md "Approval"): a tap that would open
+    /// this action waits for an approver's yes instead; nil opens at once.
+    public var approval: ApprovalPolicy?
+    public init(
+        index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil,
+        approval: ApprovalPolicy? = nil
+    ) {
         self.index = index
         self.name = name
         self.steps = steps
         self.schedule = schedule
+        self.approval = approval
     }
 }
 

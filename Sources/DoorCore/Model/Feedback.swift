@@ -9,6 +9,8 @@ public enum FeedbackKind: String, Sendable, Hashable, Codable, CaseIterable {
     case writeFailed = "write_failed"
     case readerFault = "reader_fault"
     case heartbeat
+    /// A tap waits for an approver (docs/policy.md "Approval"); repeats until answered.
+    case awaitingApproval = "awaiting_approval"
 }
 
 /// One step of a pattern: which indicator lines are on, for how long.
@@ -98,6 +100,12 @@ extension FeedbackPattern {
                 steps: [
                     PatternStep(on: [g], duration: ms(50)), .off(ms(4950)),
                 ], repeats: true, priority: 0),
+            // Green with a short chirp, once a second: "someone is being asked".
+            .awaitingApproval: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [g, b], duration: ms(60)), PatternStep(on: [g], duration: ms(440)),
+                    .off(ms(500)),
+                ], repeats: true, priority: 50),
         ]
     }()
 }

@@ -1,10 +1,8 @@
-/// Consent-first approval (issue 27; docs/policy.md "A front door with
-/// visitor approval"): the pure core only. A tap that would open an action
-/// that needs approval becomes a request with a short random code; an
-/// approver the action lists answers it within the timeout, or it is
-/// denied. Not wired to the door yet: no configuration key enables it, so
-/// no door waits on it (a key that parsed but did nothing would open doors
-/// their owner believes are guarded).
+/// Consent-first approval (issue 27; docs/policy.md "Approval"): a tap
+/// that would open an action that needs approval becomes a request with a
+/// short random code; an approver the action lists answers it within the
+/// timeout, or it is denied. DoorMachine keeps one `ApprovalDesk`; the
+/// action's `approval = { timeout_s, by }` (GatewayConfig) turns it on.
 
 /// Who may answer a request, by the way the answer arrives.
 public enum Approver: String, Sendable, Hashable, CaseIterable {
@@ -16,6 +14,9 @@ public enum Approver: String, Sendable, Hashable, CaseIterable {
 
 /// An action's `approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }`.
 public struct ApprovalPolicy: Hashable, Sendable {
+    /// `timeout_s` accepted by the configuration: long enough to reach a
+    /// phone, short enough that a visitor is still at the door.
+    public static let timeoutRange: ClosedRange<Int> = 10...900
     public var timeout: Duration
     public var by: Set<Approver>
     public init(timeout: Duration = .seconds(120), by: Set<Approver> = Set(Approver.allCases)) {
@@ -91,6 +92,22 @@ public struct ApprovalDesk: Sendable {
         nextID += 1
         pending = request
         return .waiting(request, replaced: replaced)
+    }
+
+    /// An answer to the pending request whatever its code (Home Assistant's
+    /// buttons carry none): `no_request` when nothing waits.
+    public mutating func answerPending(
+        approve: Bool, by approver: Approver, at now: MonotonicInstant
+    ) -> Outcome {
+        guard let request = pending else { return .refused("no_request", expired: nil) }
+        return answer(code: request.code, approve: approve, by: approver, at: now)
+    }
+
+    /// The pending request ends without an answer (replaced, lockdown).
+    public mutating func cancel() -> ApprovalRequest? {
+        let p = pending
+        settle()
+        return p
     }
 
     public enum Outcome: Equatable, Sendable {

@@ -8,6 +8,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case mode
     case provision
     case provisionCancel = "provision.cancel"
+    /// An NTAG 424 DNA of ours back to factory keys (docs/ntag424.md).
+    case provisionReset = "provision.reset"
     case lockoutStatus = "lockout.status"
     case lockoutClear = "lockout.clear"
     case feedbackPlay = "feedback.play"
@@ -32,6 +34,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case tagsRevoke = "tags.revoke"
     case tagsExpire = "tags.expire"
     case tagsForget = "tags.forget"
+    /// A plain key fob or card enrolled by its UID (docs/ntag424.md "uid fobs").
+    case tagsEnrollUID = "tags.enroll_uid"
     case log
     case logVerify = "log.verify"
     /// A stream: the last rows, then each new one, until the client leaves.
@@ -45,6 +49,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case fleetPull = "fleet.pull"
     /// `gatewayctl policy explain` (docs/policy.md).
     case policyExplain = "policy.explain"
+    /// `gatewayctl approve|deny CODE` (docs/policy.md "Approval").
+    case approvalAnswer = "approval.answer"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -53,9 +59,10 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     /// Whose use is logged with the caller (reads are not).
     package var changesState: Bool {
         switch self {
-        case .open, .mode, .provision, .provisionCancel, .lockoutClear, .secretsNew, .secretsRotate, .secretsRemove,
+        case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
+            .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .backup, .clockResetFloor, .fleetPublish, .fleetPull:
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
             return true
         default:
             return false

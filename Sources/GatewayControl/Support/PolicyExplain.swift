@@ -63,6 +63,16 @@ package enum PolicyExplain {
             ("action_schedule", .optional(definition.schedule)),
             ("at", .string(UTCTime.iso8601(at))), ("local", .string(zone.local(at).description)),
             ("zone", .string(zone.name)), ("schedules", .array(schedules)),
+            // docs/policy.md "Approval": an allowed tap waits for one of these approvers.
+            (
+                "approval",
+                definition.approval.map { a in
+                    .object([
+                        ("timeout_s", .int(Int(a.timeout.components.seconds))),
+                        ("by", .array(a.by.map(\.rawValue).sorted().map(JSONValue.string))),
+                    ])
+                } ?? .null
+            ),
         ]
         if let tag {
             fields.append(("uid", .string(tag.uid.hex)))
@@ -82,8 +92,10 @@ package enum PolicyExplain {
     /// The text form.
     package static func render(_ v: JSONValue) -> String {
         let allowed = v["allowed"]?.boolValue ?? false
+        let approval = v["approval"].flatMap { $0 == .null ? nil : $0 }
+        let needsApproval = approval != nil
         var lines = [
-            "\(allowed ? "opens" : "stays shut"): \(v["reason"]?.stringValue ?? "?") — action \(v["action"]?.intValue ?? 0) at \(v["local"]?.stringValue ?? "?") (\(v["zone"]?.stringValue ?? "?"); \(v["at"]?.stringValue ?? "?"))"
+            "\(allowed ? (needsApproval ? "opens once approved" : "opens") : "stays shut"): \(v["reason"]?.stringValue ?? "?") — action \(v["action"]?.intValue ?? 0) at \(v["local"]?.stringValue ?? "?") (\(v["zone"]?.stringValue ?? "?"); \(v["at"]?.stringValue ?? "?"))"
         ]
         for s in v["schedules"]?.arrayValue ?? [] {
             let name = s["name"]?.stringValue ?? "?"
@@ -95,6 +107,12 @@ package enum PolicyExplain {
             let next = s["next_change_local"]?.stringValue.map { ", changes at \($0)" } ?? ", no change within 15 days"
             lines.append(
                 "schedule \(name)\(s["passage"]?.boolValue == true ? " (passage mode)" : ""): \(state)\(next)")
+        }
+        if let approval {
+            let by = (approval["by"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
+            lines.append(
+                "approval: needed — a tap waits up to \(approval["timeout_s"]?.intValue ?? 0) s for \(by); no answer or a no denies it not_approved"
+            )
         }
         if let u = v["uses_left"]?.intValue { lines.append("uses left: \(u)") }
         if let r = v["registry"]?.stringValue { lines.append("registry: \(r)") }

@@ -1,0 +1,163 @@
+/// Denial reasons of the credential kinds (docs/ntag424.md "Denials").
+public enum TapDenial {
+    /// The tag is authentic but its action does not list its kind in `credentials`.
+    public static let credentialNotAllowed = "credential_not_allowed"
+    /// An NTAG 424 DNA that did not prove the key the door diversified for its UID.
+    public static let authFailed = "auth_failed"
+    /// A SUN read counter not above the last one the door accepted for that UID.
+    public static let counterReplay = "counter_replay"
+    /// An NTAG 424 DNA the registry does not hold as one of ours.
+    public static let unknownTag = "unknown_tag"
+    /// The SUN URL does not decrypt or its MAC does not hold with the door's keys.
+    public static let sunInvalid = "sun_invalid"
+    /// GetCardUID or the SUN's PICCData name another UID than anticollision did.
+    public static let uidMismatch = "uid_mismatch"
+    /// A SUN URL on a tag that is not an NTAG 424 DNA: a copy of one's NDEF.
+    public static let sunCopy = "sun_copy"
+    /// The tag left the field before the tap finished (not counted toward lockout).
+    public static let tagLost = "tag_lost"
+    /// The store could not be read or written: fail closed.
+    public static let registryUnavailable = "registry_unavailable"
+    /// The grant reason of a `uid` fob: it opened, but on its UID alone.
+    public static let weakCredential = "weak_credential"
+}
+
+/// What the reader established on one tap of an NTAG 424 DNA
+/// (NFCReader's `NTAG424Tap`, as the core needs it).
+public struct NTAG424TapFacts: Equatable, Sendable {
+    public enum Proof: Equatable, Sendable {
+        /// AuthenticateEV2First with the door's key for this UID succeeded;
+        /// GetCardUID (CommMode.Full) answered `cardUID`.
+        case authenticated(cardUID: [UInt8])
+        /// The tag refused the key, or could not show it holds it.
+        case refused(String)
+        /// Not tried (the door has no site key).
+        case notTried
+        /// The tag left before the tap finished (a tear): nothing proved, nothing attempted.
+        case torn
+    }
+    /// The anticollision UID.
+    public var uid: TagUID
+    /// The first URI record of the NDEF file, read before authenticating (its SUN mirror live).
+    public var uri: String?
+    public var proof: Proof
+    public init(uid: TagUID, uri: String?, proof: Proof) {
+        self.uid = uid
+        self.uri = uri
+        self.proof = proof
+    }
+}
+
+/// The door's verdict on an NTAG 424 DNA tap (issue 26, docs/ntag424.md): the
+/// registry must hold the UID as an active `ntag424` tag, the tag must have
+/// proved the key diversified for it from the site master key
+/// (AuthenticateEV2First) with GetCardUID naming the same UID, its action
+/// must list `"ntag424"`, and where the NDEF carries a SUN URL it must verify
+/// with the door's keys and its read counter must be strictly above the last
+/// one accepted for that UID. The counter is accepted (and stored, durably,
+/// by `acceptCounter`) last, only for a tap that is granted otherwise.
+public enum NTAG424Judge {
+    public static func judge(
+        tap: NTAG424TapFacts, siteKey: [UInt8]?, registry: some TagRegistryView, now: Int64, policy: TapPolicy,
+        acceptCounter: (TagUID, UInt32) throws -> Bool
+    ) -> TagPresentation {
+        let uid = tap.uid
+        func deny(_ reason: String, lockout: Bool = true) -> TagPresentation {
+            TagPresentation(uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: lockout))
+        }
+        // A torn tap is no attempt at anything: denied, not counted.
+        if tap.proof == .torn { return deny(TapDenial.tagLost, lockout: false) }
+        let row: IssuedTagView
+        do {
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny("revoked") }
+            guard let r = try registry.issuedTag(uid) else { return deny(TapDenial.unknownTag) }
+            row = r
+        } catch {
+            return deny(TapDenial.registryUnavailable)
+        }
+        // A 424 enrolled as a plain fob is judged as one (weak, opt-in).
+        if row.kind == .uid {
+            return UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy)
+                ?? deny(TapDenial.unknownTag)
+        }
+        guard row.kind == .ntag424 else { return deny(TapDenial.unknownTag) }
+        guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
+        if let until = row.validUntil, now > until { return deny("expired") }
+        switch tap.proof {
+        case .notTried, .refused, .torn: return deny(TapDenial.authFailed)
+        case .authenticated(let cardUID):
+            guard cardUID == uid.bytes else { return deny(TapDenial.uidMismatch) }
+        }
+        guard let action = row.action else { return deny("unknown_action") }
+        guard let definition = policy.actions.first(where: { $0.index == action }) else {
+            return deny("unknown_action")
+        }
+        guard definition.credentials.contains(.ntag424) else {
+            return deny(TapDenial.credentialNotAllowed, lockout: false)
+        }
+        // The SUN, where the NDEF carries one.
+        var counter: UInt32?
+        if let uri = tap.uri, let sun = try? SUNURL.parse(uri) {
+            guard let siteKey else { return deny(TapDenial.authFailed) }
+            do {
+                let keys = try NTAG424.DoorKeys(masterKey: siteKey, uid: uid.bytes)
+                let verdict = try sun.verify(
+                    metaReadKey: keys[NTAG424.DoorKeys.metaRead], fileReadKey: keys[NTAG424.DoorKeys.fileRead])
+                guard verdict.macOK, let c = verdict.piccData.counter, let piccUID = verdict.piccData.uid else {
+                    return deny(TapDenial.sunInvalid)
+                }
+                guard piccUID == uid.bytes else { return deny(TapDenial.uidMismatch) }
+                counter = c
+            } catch {
+                return deny(TapDenial.sunInvalid)
+            }
+        }
+        // Schedules, a guest pass's start and uses: not an attack.
+        if let why = policy.policy.denial(actionSchedule: definition.schedule, tag: row, wall: policy.wall) {
+            return deny(why.rawValue, lockout: false)
+        }
+        if let counter {
+            do {
+                guard try acceptCounter(uid, counter) else { return deny(TapDenial.counterReplay) }
+            } catch {
+                return deny(TapDenial.registryUnavailable)
+            }
+        }
+        return TagPresentation(uid: uid, content: .ours, verdict: .grant(action: action, reason: "ntag424"))
+    }
+}
+
+/// A plain key fob or card (`"uid"` credentials, docs/ntag424.md): it opens
+/// on its UID alone — trivially cloned — so only an action that lists
+/// `"uid"`, and only when the registry holds the UID as an active `uid` tag.
+/// The grant's reason is `weak_credential`, so the audit log says so.
+public enum UIDFobJudge {
+    /// The verdict on an enrolled fob; nil when the UID is not enrolled as
+    /// one (the caller's verdict stands).
+    public static func judge(uid: TagUID, registry: some TagRegistryView, now: Int64, policy: TapPolicy?)
+        -> TagPresentation?
+    {
+        func deny(_ reason: String, lockout: Bool = true) -> TagPresentation {
+            TagPresentation(uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: lockout))
+        }
+        let row: IssuedTagView
+        do {
+            guard let r = try registry.issuedTag(uid), r.kind == .uid else { return nil }
+            row = r
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny("revoked") }
+        } catch {
+            return deny(TapDenial.registryUnavailable)
+        }
+        guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
+        if let until = row.validUntil, now > until { return deny("expired") }
+        guard let policy, let action = row.action,
+            let definition = policy.actions.first(where: { $0.index == action })
+        else { return deny("unknown_action") }
+        guard definition.credentials.contains(.uid) else { return deny(TapDenial.credentialNotAllowed, lockout: false) }
+        if let why = policy.policy.denial(actionSchedule: definition.schedule, tag: row, wall: policy.wall) {
+            return deny(why.rawValue, lockout: false)
+        }
+        return TagPresentation(
+            uid: uid, content: .ours, verdict: .grant(action: action, reason: TapDenial.weakCredential))
+    }
+}

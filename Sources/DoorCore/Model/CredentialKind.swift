@@ -1,0 +1,21 @@
+/// The kinds of credential a door can accept (issue 26, docs/ntag424.md),
+/// named as the configuration's per-action `credentials = [...]` and the
+/// registry's `issued_tag.kind` spell them.
+public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Comparable {
+    /// An NTAG 424 DNA that proves its diversified AES key (AuthenticateEV2First) on every tap.
+    case ntag424
+    /// A signed sticker bound to its tag's UID (COMPAT §4).
+    case stickerV2 = "sticker-v2"
+    /// A phone-written signed sticker (imported secret, no UID binding).
+    case stickerV1 = "sticker-v1"
+    /// A plain key fob or card known only by its UID: trivially cloned, opt-in.
+    case uid
+
+    /// What an action accepts when its configuration names no `credentials`:
+    /// every sticker kind; `uid` only when asked for.
+    public static let defaults: [CredentialKind] = [.ntag424, .stickerV2, .stickerV1]
+
+    public static func < (a: CredentialKind, b: CredentialKind) -> Bool {
+        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+    }
+}

@@ -1,0 +1,62 @@
+import DoorCore
+
+/// Provisioning an NTAG 424 DNA at the door (issue 26, docs/ntag424.md
+/// "Provisioning at the door"): the registry row is written only after the
+/// reader has verified the provisioned tag (a SUN read with its new keys and
+/// AuthenticateEV2First with its new key 0), and reset marks it.
+extension GatewayStore {
+    /// Records a tag the reader has just provisioned and verified: its row,
+    /// pending with kind `ntag424` (the `provisioning_written` audit row makes
+    /// it active, in that row's transaction, as for stickers), and the SUN
+    /// counter of the verifying read, in one transaction. The counter is set,
+    /// not compared: enabling SDM resets the tag's counter, so a tag provisioned
+    /// again after a reset starts low on purpose. Returns the counter held before.
+    /// A revoked UID is refused (`RegistryError.revoked`).
+    @discardableResult
+    public func recordProvisionedNTAG424(
+        uid: TagUID, action: ActionIndex, label: String, limits: TagLimits = TagLimits(), counter: UInt32, now: Int64
+    ) throws -> UInt32? {
+        try pool.write { db in
+            if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
+                throw RegistryError.revoked(uid.hex)
+            }
+            let previous = try db.scalar(
+                Int64.self, sql: "SELECT counter FROM sun_counter WHERE uid = ?", arguments: [uid.hex])
+            try db.execute(
+                sql: """
+                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
+                      valid_from, uses, uses_left, schedule, kind)
+                    VALUES (?, ?, NULL, ?, ?, ?, 'pending', ?, ?, ?, ?, 'ntag424')
+                    ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = NULL,
+                      label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
+                      state = 'pending', last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
+                      uses_left = excluded.uses_left, schedule = excluded.schedule, kind = 'ntag424'
+                    """,
+                arguments: [
+                    uid.hex, action, label, now, limits.validUntil, limits.validFrom, limits.uses, limits.uses,
+                    limits.schedule,
+                ])
+            try db.execute(
+                sql: """
+                    INSERT INTO sun_counter (uid, counter, updated) VALUES (?, ?, ?)
+                    ON CONFLICT(uid) DO UPDATE SET counter = excluded.counter, updated = excluded.updated
+                    """, arguments: [uid.hex, Int64(counter), now])
+            return previous.map { UInt32(clamping: $0) }
+        }
+    }
+
+    /// A tag `provision reset` returned to factory keys: its 424 row (active
+    /// or pending) becomes `failed` — kept as history, never honoured. The SUN
+    /// counter is kept (only a new provisioning sets it). Returns whether a row changed.
+    @discardableResult
+    public func markNTAG424Reset(uid: TagUID) throws -> Bool {
+        try pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE issued_tag SET state = 'failed'
+                    WHERE uid = ? AND kind = 'ntag424' AND state IN ('active', 'pending')
+                    """, arguments: [uid.hex])
+            return db.changesCount > 0
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import DoorCore
+
+/// One tap as the door reads it (docs/ntag424.md): an NTAG21x's NDEF, or an
+/// NTAG 424 DNA's facts, or an ISO-DEP card that is not a 424.
+public enum PolledTap: Equatable, Sendable {
+    /// A Type 2 tag (NTAG21x and other MIFARE Ultralight-like tags, or a
+    /// MIFARE Classic fob, which reads as one without NDEF).
+    case type2(TagRead)
+    /// An NTAG 424 DNA: its NDEF read before authenticating, and the proof.
+    case ntag424(NTAG424Tap)
+    /// SAK bit 5 set but not an NTAG 424 DNA (a bank card, a DESFire fob): its UID, and why.
+    case otherISODEP(TagUID, String)
+    /// An ISO-DEP target that left during the tap (a tear): its UID, nothing proved.
+    case torn(TagUID)
+
+    public var uid: TagUID {
+        switch self {
+        case .type2(let t): return t.uid
+        case .ntag424(let t): return t.uid
+        case .otherISODEP(let u, _): return u
+        case .torn(let u): return u
+        }
+    }
+    /// Whether presence is checked by activation (`isPresentISODep`) rather than a Type 2 READ.
+    public var isISODEP: Bool {
+        if case .type2 = self { return false }
+        return true
+    }
+}
+
+extension NFCReader {
+    /// Polls once. A target whose SAK says ISO/IEC 14443-4 is re-activated
+    /// with automatic RATS and, when it is an NTAG 424 DNA, tapped with
+    /// `tapNTAG424` (its NDEF read first, then AuthenticateEV2First with the
+    /// key `ntag424Key` gives for its UID and GetCardUID); anything else is
+    /// read as a Type 2 tag, as `poll()` does. nil when no tag is in the field.
+    public func pollTap(ntag424Key: (TagUID) -> [UInt8]?) throws(ReaderError) -> PolledTap? {
+        guard let found = try autoPoll() else { return nil }
+        if found.sak & 0x20 == 0 && found.sak & 0x08 != 0 {
+            // MIFARE Classic (SAK 08/18/09…): no NDEF to read without its sector
+            // keys; a `uid` fob at most (docs/ntag424.md). Untested: the emulator has no Classic.
+            return .type2(
+                TagRead(
+                    uid: found.uid, type: nil, capabilityContainer: nil, ndef: nil, message: nil,
+                    decodeError: "MIFARE Classic (SAK \(Hex.encode([found.sak]))): not read", bytesRead: 0))
+        }
+        guard found.sak & 0x20 != 0 else { return .type2(try read(uid: found.uid)) }
+        do {
+            // It answered InAutoPoll but not the activation with RATS: it left.
+            guard let tap = try tapNTAG424(key: ntag424Key) else { return .torn(found.uid) }
+            return .ntag424(tap)
+        } catch .notNTAG424(let why) {
+            return .otherISODEP(found.uid, why)
+        } catch .tagLost {
+            return .torn(found.uid)
+        }
+    }
+}

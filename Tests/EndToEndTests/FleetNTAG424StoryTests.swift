@@ -1,0 +1,113 @@
+import DoorCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// Issue 26 across the fleet (docs/ntag424.md "Fleet"): a factory NTAG 424
+/// DNA provisioned at door A opens door B after A's `fleet push --secrets`
+/// (B holds A's site master key, sealed through the broker, and the tag's
+/// row as a 424 row); revoked at B and pushed, A denies it. Two real gatewayd
+/// on the shipped example (MQTT, mutual TLS, the shipped ACL) share one
+/// pn532-sim run by this test — one door on it at a time — so the tag A
+/// provisioned is the tag B sees.
+final class FleetNTAG424StoryTests: XCTestCase {
+    func testA424ProvisionedAtOneDoorOpensAnotherAndARevocationReachesBack() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        try broker.start()
+        let site = try MQTTFleetSite(broker)
+        let sim = try PN532SimProcess()
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("f424-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let keyFile = work.appendingPathComponent("site.key").path
+        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let boxKey = work.appendingPathComponent("site-box.key").path
+        XCTAssertEqual(
+            try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey]).status, 0)
+
+        /// A door of the site on the test's pn532-sim.
+        func door(_ name: String) throws -> GatewayUnderTest {
+            let g = try site.door(name, publicKey: publicKey, boxKey: boxKey)
+            var toml = try String(contentsOf: g.configFile, encoding: .utf8)
+            for (old, new) in [
+                ("connstring = \"pn532_i2c:/dev/i2c-1\"", "connstring = \"pn532_uart:\(sim.tty)\""),
+                ("simulator = \"spawn\"", "simulator = \"\(sim.socket)\""),
+            ] {
+                XCTAssertEqual(toml.components(separatedBy: old).count, 2, old)
+                toml = toml.replacingOccurrences(of: old, with: new)
+            }
+            try toml.write(to: g.configFile, atomically: true, encoding: .utf8)
+            return g
+        }
+        func applied(_ g: GatewayUnderTest) throws -> Int? {
+            try g.ctlJSON(["fleet", "status"])["applied_version"]?.intValue
+        }
+        func push(_ g: GatewayUnderTest) throws -> JSONValue {
+            try g.ctlJSON([
+                "fleet", "push", "--site-key", keyFile, "--by", "alice-admin", "--secrets", "--yes", "--config",
+                g.configFile.path,
+            ])
+        }
+        /// The tag back in the field; the access event it makes.
+        func tap(_ g: GatewayUnderTest) throws -> JSONValue {
+            _ = try sim.control("remove")
+            E2ETiming.outlastQuietWindow()
+            let seen = try g.eventCount()
+            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+            let deadline = Date() + E2ETiming.timeout(10)
+            while Date() < deadline {
+                let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
+                if let hit = rows.first(where: {
+                    ["access_granted", "access_denied"].contains($0["kind"]?.stringValue)
+                }) {
+                    return hit
+                }
+                usleep(50_000)
+            }
+            throw E2EError("no access event\n\(g.log.suffix(2000))")
+        }
+
+        let a = try door("door-a"), b = try door("door-b")
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let uid = "04DE5F1EACC040"
+        try a.start()
+        try waitUntil(timeout: 15) { (try a.status()["broker"]?["connected"]) == .bool(true) }
+        try a.ctlJSON(["provision", "--action", "0", "--label", "alice"])
+        try a.waitForEvent("provisioning_armed")
+        XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
+        try a.waitForEvent("provisioning_written", timeout: 20)
+        XCTAssertEqual(try tap(a)["kind"]?.stringValue, "access_granted")
+        let pushed = try push(a)
+        XCTAssertEqual(pushed["version"]?.intValue, 1, "\(pushed)")
+        try waitUntil { try applied(a) == 1 }
+        XCTAssertEqual(a.stop(), 0)
+
+        // B was off: it catches up from A's retained document when it connects.
+        try b.start()
+        try waitUntil(timeout: 15) { try applied(b) == 1 }
+        let row = (try b.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
+        XCTAssertEqual(row?["kind"]?.stringValue, "ntag424")
+        XCTAssertEqual(row?["state"]?.stringValue, "active")
+        let atB = try tap(b)
+        XCTAssertEqual(atB["kind"]?.stringValue, "access_granted", "\(atB)\n\(b.log.suffix(2000))")
+        XCTAssertEqual(atB["reason"]?.stringValue, "ntag424")
+        XCTAssertFalse(b.log.contains(uid + " key"), "no key material in B's log")
+
+        // Revoked at B and pushed: A, back on the tag, applies it and denies.
+        try b.ctlJSON(["tags", "revoke", uid])
+        XCTAssertEqual(try tap(b)["reason"]?.stringValue, "revoked")
+        XCTAssertEqual(try push(b)["version"]?.intValue, 2)
+        XCTAssertEqual(b.stop(), 0)
+        try a.start()
+        try waitUntil(timeout: 15) { try applied(a) == 2 }
+        let atA = try tap(a)
+        XCTAssertEqual(atA["kind"]?.stringValue, "access_denied")
+        XCTAssertEqual(atA["reason"]?.stringValue, "revoked")
+    }
+}
