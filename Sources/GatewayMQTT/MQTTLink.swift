@@ -614,7 +614,12 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         let refusalKnown =
             rc == MOSQ_ERR_CONN_REFUSED.rawValue
             && shared.withLock { $0.lastError?.hasPrefix("broker refused the connection") == true }
-        if rc != 0 && !refusalKnown { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
+        // Likewise a TLS failure OpenSSL named ("TLS: certificate verify failed")
+        // is kept over the generic "A TLS error occurred." / "Protocol error" the
+        // disconnect reports after it (which of the two libmosquitto reports, and
+        // whether at all, depends on timing: seen under qemu-user).
+        let tlsKnown = shared.withLock { $0.lastError?.hasPrefix("TLS: ") == true }
+        if rc != 0 && !refusalKnown && !tlsKnown { noteError("connection lost: \(Self.describe(rc)); reconnecting") }
     }
 
     private func acknowledged(_ mid: Int32, reason: Int32) {

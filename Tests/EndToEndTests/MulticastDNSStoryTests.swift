@@ -248,10 +248,11 @@ final class MulticastDNSStoryTests: XCTestCase {
         let g = try door(host: "broker.local")
         try g.start()
         var last: JSONValue?
-        try waitUntil(timeout: 20) {
+        let refused = try waitUntil(timeout: 20) {
             last = try self.broker(g)
             return last?["last_error"]?.stringValue?.contains("certificate verify failed") == true
         }
+        if !refused { XCTFail("broker status: \(String(describing: last))\n\(g.log.suffix(3000))") }
         XCTAssertNotEqual(last?["connected"], .bool(true), "\(String(describing: last))")
         XCTAssertTrue(g.log.contains("broker.local is \(net.brokerAddress)"), g.log)
         try decidesLocally(g)
