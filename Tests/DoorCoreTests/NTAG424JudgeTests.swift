@@ -134,19 +134,22 @@ final class NTAG424JudgeTests: XCTestCase {
                 ok, uri: try sun(counter: 9, master: Array(repeating: 1, count: 16)), proof: .notTried,
                 policy: sunOnly, stored: &stored), "deny sun_invalid", "another site's SUN")
         XCTAssertEqual(
-            verdict(ok, uri: try sun(counter: 9), proof: .authenticated(cardUID: [4, 0, 0, 0, 0, 0, 1]),
+            verdict(
+                ok, uri: try sun(counter: 9), proof: .authenticated(cardUID: [4, 0, 0, 0, 0, 0, 1]),
                 policy: sunOnly, stored: &stored), "deny uid_mismatch")
         XCTAssertEqual(
             verdict(
                 Registry(row: nil), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly, stored: &stored),
             "deny unknown_tag")
         XCTAssertEqual(
-            verdict(Registry(row: row, revoked: true), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly,
+            verdict(
+                Registry(row: row, revoked: true), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly,
                 stored: &stored), "deny revoked")
         var pending = row
         pending.state = .pending
         XCTAssertEqual(
-            verdict(Registry(row: pending), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly,
+            verdict(
+                Registry(row: pending), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly,
                 stored: &stored), "deny tag_pending")
         XCTAssertEqual(
             verdict(ok, uri: try sun(counter: 9), proof: .notTried, policy: policy([.stickerV2]), stored: &stored),

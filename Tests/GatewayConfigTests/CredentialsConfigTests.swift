@@ -71,8 +71,9 @@ final class CredentialsConfigTests: XCTestCase {
         XCTAssertEqual(sun.door.actions[0].credentials, [.ntag424SUN])
         let warned = sun.warnings.filter { $0.contains("ntag424-sun") }
         XCTAssertEqual(warned.count, 1, "\(sun.warnings)")
-        XCTAssertTrue(warned[0].hasPrefix("actions[0] (gate) lists \"ntag424-sun\""), warned[0])
-        XCTAssertTrue(warned[0].contains("pre-play"), warned[0])
+        let warning = try XCTUnwrap(warned.first)
+        XCTAssertTrue(warning.hasPrefix("actions[0] (gate) lists \"ntag424-sun\""), warning)
+        XCTAssertTrue(warning.contains("pre-play"), warning)
         let both = try GatewayConfiguration.load(toml: action("credentials = [\"ntag424\", \"ntag424-sun\"]\n"))
         XCTAssertEqual(both.warnings.filter { $0.contains("ntag424-sun") }.count, 1)
         XCTAssertEqual(
