@@ -148,7 +148,9 @@ final class Daemon: @unchecked Sendable {
         let port = LibnfcReaderPort(
             connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
             wantsEV2: { [store, live] in
-                TagJudgement.wantsEV2($0, registry: StoreRegistry(store: store), actions: live.current.door.actions)
+                NTAG424Judge.wantsEV2(
+                    uid: $0, registry: RegistryView(base: StoreRegistry(store: store)),
+                    actions: live.current.door.actions)
             }
         ) { [store, log] in
             do { return try store.ntag424SiteKey()?.key } catch {

@@ -74,10 +74,4 @@ enum TagJudgement {
             tap: tap, siteKey: siteKey, registry: RegistryView(base: registry), now: now, policy: policy,
             acceptCounter: acceptCounter)
     }
-
-    /// Whether a 424's tap runs AuthenticateEV2First (`NTAG424Judge.wantsEV2`):
-    /// not for a tag whose action opens on the SUN alone (`"ntag424-sun"`).
-    static func wantsEV2(_ uid: TagUID, registry: some StickerRegistry, actions: [ActionDefinition]) -> Bool {
-        NTAG424Judge.wantsEV2(uid: uid, registry: RegistryView(base: registry), actions: actions)
-    }
 }
