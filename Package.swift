@@ -101,15 +101,31 @@ let package = Package(
         // MARK: gatewayctl / gatewayd command tree
         // The command-line parser: swift-argument-parser's API subset, without Foundation.
         .target(name: "Arguments"),
+        // The control socket's protocol (requests, answers, accounts, sd_notify) and the plumbing both
+        // sides share (files, threads, time zones, the audit key file, policy explanations).
         .target(
-            name: "GatewayCLI",
+            name: "GatewayControl",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT", "GatewayNATS",
-                "TerminalQR",
-                "CClockSync",
-                "Arguments",
+                "DoorCore", "GatewayConfig", "GatewayStore", .product(name: "Logging", package: "swift-log"),
+            ]),
+        // gatewayd: the door's runtime, reader loop, transports' wiring, control methods.
+        .target(
+            name: "GatewayDaemon",
+            dependencies: [
+                "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
+                "GatewayNATS", "TerminalQR", "CClockSync", "Arguments",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // gatewayctl: the admin commands (a few run the daemon's own code: config check, the simulator).
+        .target(
+            name: "GatewayCtl",
+            dependencies: [
+                "GatewayControl", "GatewayDaemon", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO",
+                "GatewayMQTT", "GatewayNATS", "TerminalQR", "Arguments",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The multi-call entry: the name it runs as picks gatewayd or gatewayctl.
+        .target(name: "GatewayCLI", dependencies: ["GatewayDaemon", "GatewayCtl", "GatewayControl", "Arguments"]),
         .executableTarget(name: "gateway", dependencies: ["GatewayCLI", "CStaticNSS"]),
         // MARK: Benchmarks (make bench)
         .executableTarget(
@@ -117,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "mqtt-bench",
             dependencies: [
-                "GatewayMQTT", "GatewayCLI", "GatewayConfig", "GatewayStore", "DoorCore",
+                "GatewayMQTT", "GatewayStore", "DoorCore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/MQTTBench"),
@@ -129,8 +145,8 @@ let package = Package(
         .executableTarget(
             name: "fuzz-targets",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayNATS", "GatewayCLI",
-                "CFuzzLibnfc", "CNFC", "MulticastDNS",
+                "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayNATS",
+                "GatewayControl", "CFuzzLibnfc", "CNFC", "MulticastDNS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -146,12 +162,14 @@ let package = Package(
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
         .testTarget(
-            name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayCLI", "TestSupport"]),
+            name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayDaemon", "TestSupport"]),
         .testTarget(
-            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "GatewayCLI", "TestSupport"]),
+            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "GatewayStore", "NFCReader", "TestSupport"]),
-        .testTarget(name: "GatewayCLITests", dependencies: ["GatewayCLI", "TestSupport"]),
+        .testTarget(
+            name: "GatewayCLITests",
+            dependencies: ["GatewayCLI", "GatewayDaemon", "GatewayCtl", "GatewayControl", "TestSupport"]),
         .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
         .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),
         .testTarget(name: "LinkThreadsTests", dependencies: ["LinkThreads", "TestSupport"]),

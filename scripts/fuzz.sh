@@ -38,7 +38,7 @@ done
 # it passes -sanitize=fuzzer and -sanitize=address to swiftc as two flags and the last one wins
 # (measured: no ASan in the Swift objects); -sanitize=address,fuzzer as one flag, given last,
 # instruments Swift with both. C targets get -fsanitize=address,fuzzer from SwiftPM. -enable-testing lets the control and MQTT targets reach the internal parsers of
-# GatewayCLI and GatewayMQTT; -D FUZZING drops the replayer's main.
+# GatewayControl and GatewayMQTT; -D FUZZING drops the replayer's main.
 build=(swift build -c release --scratch-path "$SCRATCH" --product fuzz-targets
     --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=address,fuzzer
     -Xswiftc -DFUZZING -Xswiftc -enable-testing)

@@ -5,8 +5,6 @@
 // Prints figures only. Usage: mqtt-bench [EVENTS]
 import DoorCore
 import Foundation
-import GatewayCLI
-import GatewayConfig
 import GatewayMQTT
 import GatewayStore
 import Logging
@@ -66,29 +64,19 @@ try broker.run()
 defer { broker.terminate() }
 usleep(500_000)
 
-let toml = """
-    [device]
-    id = "bench"
-    [board]
-    kind = "sim"
-    [mqtt]
-    enabled = true
-    host = "localhost"
-    port = \(port)
-    home_assistant_discovery = false
-    outbox_limit = 1000000
-    [mqtt.tls]
-    ca_file = "\(dir)/ca.crt"
-    cert_file = "\(dir)/door.crt"
-    key_file = "\(dir)/door.key"
-    """
-let config = try GatewayConfiguration.load(toml: toml).mqtt
+// The transport's settings as gatewayd makes them from `[mqtt]` with these
+// values (mutual TLS, no discovery; client ID and prefix are the defaults).
+let outboxLimit = 1_000_000
+let settings = MQTTSettings(
+    host: "localhost", port: port, clientID: "bench",
+    tls: .init(enabled: true, caFile: "\(dir)/ca.crt", certFile: "\(dir)/door.crt", keyFile: "\(dir)/door.key"),
+    topicPrefix: "doorgateway/bench", homeAssistantDiscovery: false)
 let store = try GatewayStore(stateDirectory: "\(dir)/state")
 var logger = Logger(label: "bench")
 logger.logLevel = .error
 // The daemon's own outbox on the store, behind the transport.
 let link = MQTTLink(
-    settings: MQTTSettings(config), deviceID: "bench", outbox: StoreOutbox(store: store, limit: config.outboxLimit),
+    settings: settings, deviceID: "bench", outbox: StoreOutbox(store: store, limit: outboxLimit),
     log: logger)
 try link.start()
 while !link.isConnected { usleep(10_000) }

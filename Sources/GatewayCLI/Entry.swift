@@ -1,4 +1,7 @@
 import Arguments
+import GatewayControl
+import GatewayCtl
+import GatewayDaemon
 import Glibc
 
 /// The single static binary is multi-call: the name it is invoked as picks the

@@ -60,8 +60,7 @@ extension GatewayStore {
             // door that issued it: the fleet's tags carry no uses, start or
             // schedule, so at another door it would open without them.
             if tag.uses != nil || tag.usesLeft != nil || tag.validFrom != nil || tag.schedule != nil { continue }
-            guard let state = RegistryState(rawValue: tag.state.rawValue) else { continue }
-            local.tags[tag.uid] = (state, tag.action, tag.label, tag.validUntil)
+            local.tags[tag.uid] = (tag.state, tag.action, tag.label, tag.validUntil)
             // Kinds that are not stickers travel by name (issue 26): a 424 row
             // opens another door only as a 424 (EV2 with the site's key).
             if let kind = tag.kind, kind == .ntag424 || kind == .uid { local.tagCredentials[tag.uid] = kind.rawValue }

@@ -2,7 +2,8 @@ import DoorCore
 
 /// A sticker the gateway wrote (DESIGN.md "Issued-tag registry").
 public struct IssuedTag: Equatable, Sendable {
-    public enum State: String, Sendable, CaseIterable { case pending, active, revoked, failed }
+    /// The core's registry state (DoorCore `RegistryState`), stored as its raw value.
+    public typealias State = RegistryState
     public var uid: TagUID
     public var action: ActionIndex
     public var secretID: Int64?
@@ -48,6 +49,28 @@ extension IssuedTag {
             lastSeen: try row.get("last_seen"), validFrom: try row.get("valid_from"), uses: try row.get("uses"),
             usesLeft: try row.get("uses_left"), schedule: try row.get("schedule"),
             kind: try (row.get("kind", as: String?.self)).flatMap(CredentialKind.init(rawValue:)))
+    }
+}
+
+extension IssuedTag {
+    /// The row as the tap judgement reads it (DoorCore `IssuedTagView`).
+    public var view: IssuedTagView {
+        IssuedTagView(
+            state: state, validUntil: validUntil, validFrom: validFrom, usesLeft: usesLeft, schedule: schedule,
+            kind: kind, action: action)
+    }
+}
+
+/// The store as the core's registry port (`TapJudge`, `PolicyExplain`):
+/// issued-tag rows and revocations read from SQLite. A row whose state the
+/// core does not know cannot be read (`StoreError.invalidValue`), so the tap
+/// is denied (`registry_unavailable`).
+public struct StoreRegistry: TagRegistryView, Sendable {
+    public let store: GatewayStore
+    public init(store: GatewayStore) { self.store = store }
+    public func issuedTag(_ uid: TagUID) throws -> IssuedTagView? { try store.issuedTag(uid)?.view }
+    public func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
+        try store.isRevoked(uid: uid, signature: signature)
     }
 }
 

@@ -1,15 +1,5 @@
 import DoorCore
 
-/// One message waiting for the broker's PUBACK.
-public struct OutboxMessage: Equatable, Sendable {
-    public enum Class: String, Sendable { case access, event, telemetry }
-    public var seq: Int64
-    public var topic: String
-    public var payload: [UInt8]
-    public var retain: Bool
-    public var messageClass: Class
-}
-
 extension GatewayStore {
     /// The replay record and highest accepted timestamps (COMPAT §3), as last saved.
     public func replayGuard() throws -> ReplayGuard {
@@ -67,36 +57,20 @@ extension GatewayStore {
     }
 
     /// A message to commit; its payload is built from its sequence number.
-    public struct OutboxEntry {
-        public var topic: String
-        public var messageClass: OutboxMessage.Class
-        public var retain: Bool
-        public var created: Int64
-        public var make: (Int64) -> [UInt8]
-        public init(
-            topic: String, class messageClass: OutboxMessage.Class, retain: Bool = false, created: Int64,
-            make: @escaping (Int64) -> [UInt8]
-        ) {
-            self.topic = topic
-            self.messageClass = messageClass
-            self.retain = retain
-            self.created = created
-            self.make = make
-        }
-    }
+    public typealias OutboxEntry = OutgoingMessage
 
     /// Commits messages to the outbox in one transaction (a group commit:
     /// one fsync for the batch) and returns their sequence numbers.
     /// Bounded by `limit`: telemetry goes first, then the oldest non-access
     /// events; access events are never dropped (the bound can be exceeded by them).
     @discardableResult
-    public func enqueue(_ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
+    public func enqueue(_ entries: [OutgoingMessage], limit: Int) throws -> [Int64] {
         try pool.write { db in try Self.insertOutbox(db, entries, limit: limit) }
     }
 
     /// The outbox rows of `enqueue`, inside the caller's transaction (also
     /// used by `appendAudit`, so an event and its message commit together).
-    static func insertOutbox(_ db: SQLiteConnection, _ entries: [OutboxEntry], limit: Int) throws -> [Int64] {
+    static func insertOutbox(_ db: SQLiteConnection, _ entries: [OutgoingMessage], limit: Int) throws -> [Int64] {
         // The next numbers AUTOINCREMENT would give (SQLite: one past the
         // larger of sqlite_sequence and the highest rowid), so each row is
         // written once with its payload.
@@ -123,14 +97,13 @@ extension GatewayStore {
     }
 
     /// Waiting messages in order (oldest first).
-    public func outbox(after seq: Int64 = 0, limit: Int = 500) throws -> [OutboxMessage] {
+    public func outbox(after seq: Int64 = 0, limit: Int = 500) throws -> [OutboxRow] {
         try pool.read { db in
             try db.fetchAll(sql: "SELECT * FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [seq, limit])
                 .map {
-                    OutboxMessage(
+                    OutboxRow(
                         seq: try $0.get("seq"), topic: try $0.get("topic"), payload: try $0.get("payload"),
-                        retain: try $0.get("retain"),
-                        messageClass: OutboxMessage.Class(rawValue: try $0.get("class")) ?? .event)
+                        retain: try $0.get("retain"), class: MessageClass(rawValue: try $0.get("class")) ?? .event)
                 }
         }
     }
@@ -151,6 +124,23 @@ extension GatewayStore {
     public func outboxDepth() throws -> Int {
         try pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
     }
+}
+
+/// The durable outbox on the store (synchronous FULL, bounded by `[mqtt] outbox_limit`):
+/// the core's `Outbox` port, for either transport.
+public final class StoreOutbox: Outbox {
+    let store: GatewayStore
+    let limit: Int
+    public init(store: GatewayStore, limit: Int) {
+        self.store = store
+        self.limit = limit
+    }
+    public func commit(_ messages: [OutgoingMessage]) throws { try store.enqueue(messages, limit: limit) }
+    public func waiting(after seq: Int64, limit: Int) throws -> [OutboxRow] {
+        try store.outbox(after: seq, limit: limit)
+    }
+    public func acknowledge(_ seqs: [Int64]) throws { try store.acknowledge(seqs) }
+    public func depth() throws -> Int { try store.outboxDepth() }
 }
 
 /// The replay record's stored form: the JSON Foundation's `JSONEncoder` wrote

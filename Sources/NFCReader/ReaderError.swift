@@ -51,18 +51,3 @@ public enum ReaderError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
-
-/// How the reader is doing, for status and telemetry.
-public enum ReaderHealth: Equatable, Sendable, CustomStringConvertible {
-    case ok
-    /// Working, but the last operation failed at the reader level.
-    case degraded(String)
-    case lost(String)
-    public var description: String {
-        switch self {
-        case .ok: return "ok"
-        case .degraded(let m): return "degraded: \(m)"
-        case .lost(let m): return "lost: \(m)"
-        }
-    }
-}

@@ -4,7 +4,7 @@
 import DoorCore
 #if DEBUG || FUZZING
     // Internal to the daemon; a release build without FUZZING cannot see it.
-    @testable import GatewayCLI
+    @testable import GatewayControl
 #endif
 
 /// Bytes a client writes on the control socket: the daemon's own line

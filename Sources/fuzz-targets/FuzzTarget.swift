@@ -34,13 +34,13 @@ enum FuzzTarget: String, CaseIterable {
 
     var summary: String {
         switch self {
-        case .ndef: return "NDEFMessage.decode, Type2 TLVs/scan, TagImage(dump:), TagJudgement"
+        case .ndef: return "NDEFMessage.decode, Type2 TLVs/scan, TagImage(dump:), TapJudge"
         case .sticker: return "StickerURL.parse, ShareLink.parse, StickerJudge.judge"
         case .compat: return "CommandJudge.judgeCompat, OTPBlock.decrypt, JSONValue.parse"
         case .native: return "CommandJudge.judgeNative, JSONValue.parse"
         case .toml: return "GatewayConfiguration.load(toml:)"
         case .control: return "LineConnection.readLine, ControlServer.parse, request parameters"
-        case .reader: return "NFCReader open/poll/isPresent/details/write on chip answers, TagJudgement"
+        case .reader: return "NFCReader open/poll/isPresent/details/write on chip answers, TapJudge"
         case .mqtt: return "MQTTLink.channel, RemoteJudge.judge (commands, Home Assistant topics)"
         case .fleet: return "FleetDocument.openEnvelope, FleetRules.judge, FleetDocument.parseBody"
         case .natsjwt: return "UserJWT(_:), check, checkTrusted, issuedInTime"

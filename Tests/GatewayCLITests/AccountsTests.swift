@@ -1,6 +1,8 @@
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// users and groups from passwd(5)/group(5) text, never through NSS.
 final class AccountsTests: XCTestCase {

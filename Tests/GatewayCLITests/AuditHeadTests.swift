@@ -1,6 +1,8 @@
 import DoorCore
 import Foundation
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 import GatewayStore
 import XCTest
 

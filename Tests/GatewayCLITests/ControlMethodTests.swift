@@ -1,7 +1,9 @@
 import Foundation
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// The control socket's method names: one enum for gatewayctl and gatewayd,
 /// the wire names unchanged.

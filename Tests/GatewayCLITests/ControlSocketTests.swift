@@ -2,7 +2,9 @@ import DoorCore
 import Foundation
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// Security review L7: the control socket's mode and group are set without
 /// a window, checked, and a socket that cannot be made right stops the start.

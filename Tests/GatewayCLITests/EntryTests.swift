@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayCLI
+@testable import GatewayCtl
 import DoorCore
 import TestSupport
 import XCTest

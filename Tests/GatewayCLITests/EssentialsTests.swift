@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// What replaced Foundation proper in GatewayCLI (Support/Essentials.swift)
 /// behaves as the Foundation calls it replaced.

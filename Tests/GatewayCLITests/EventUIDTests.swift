@@ -4,7 +4,9 @@ import Logging
 import Synchronization
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// Issue 24 L3, at the daemon: how events and tag scans name a UID when the
 /// device key cannot be had. Hashed UIDs fail closed (withheld), logged

@@ -5,7 +5,9 @@ import Synchronization
 import TestSupport
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// `gatewayctl fleet push` against a compromised gatewayd (issue 24 H2,
 /// docs/security.md "H2"): the daemon runs as `doorgateway`, gatewayctl as

@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayDaemon
 
 /// The relay off the store's path (issue 25 §5, docs/reliability.md "What a
 /// power cut keeps"): on the real store on disk, a granted tap drives the

@@ -1,7 +1,9 @@
 import GatewayConfig
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// What a SIGHUP reload refuses (issue 24 M4): `[fleet]` and `[control]`
 /// are read at start only, so a change to them is named, never applied in silence.

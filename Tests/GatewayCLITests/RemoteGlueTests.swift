@@ -4,7 +4,9 @@ import Logging
 import Synchronization
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// The daemon's remote glue (issue 25 §1): the same code hands the door's
 /// events to MQTT and to NATS, so it is driven here through a fake

@@ -1,6 +1,8 @@
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// Which mappings gatewayd may give back after start (StartupPages): only
 /// the executable's read-only ones without a private copy of any page.

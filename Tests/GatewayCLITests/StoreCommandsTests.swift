@@ -7,7 +7,9 @@ import Synchronization
 import TestSupport
 import XCTest
 
-@testable import GatewayCLI
+@testable import GatewayControl
+@testable import GatewayCtl
+@testable import GatewayDaemon
 
 /// The daemon's side of remote commands and the outbox, on a real store:
 /// what `MQTTLink` hands in is judged by the core with the store's key, and

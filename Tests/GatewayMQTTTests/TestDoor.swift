@@ -1,5 +1,5 @@
 import DoorCore
-import GatewayCLI
+import GatewayDaemon
 import GatewayConfig
 import GatewayMQTT
 import Synchronization

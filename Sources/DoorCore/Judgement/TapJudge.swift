@@ -45,7 +45,7 @@ public struct TapPolicy: Sendable {
 }
 
 /// The registry and the revocation list, read-only; the store implements it
-/// (through the daemon), tests and the fuzz target fake it.
+/// (GatewayStore.StoreRegistry), tests and the fuzz target fake it.
 public protocol TagRegistryView {
     /// The registry row of this UID, or nil when never issued here.
     func issuedTag(_ uid: TagUID) throws -> IssuedTagView?

@@ -32,11 +32,14 @@ public struct OutboxRow: Equatable, Sendable {
     public var topic: String
     public var payload: [UInt8]
     public var retain: Bool
-    public init(seq: Int64, topic: String, payload: [UInt8], retain: Bool) {
+    /// What goes first when the outbox is over its bound.
+    public var messageClass: MessageClass
+    public init(seq: Int64, topic: String, payload: [UInt8], retain: Bool, class messageClass: MessageClass = .event) {
         self.seq = seq
         self.topic = topic
         self.payload = payload
         self.retain = retain
+        self.messageClass = messageClass
     }
 }
 

@@ -1,0 +1,71 @@
+/// The control socket's methods, one list for both ends: `gatewayctl` sends
+/// `method` as the raw value, `gatewayd` answers the case it decodes, and a
+/// name that is not here (or `debug.stall` outside a debug build's tests) is
+/// answered "unknown method NAME".
+package enum ControlMethod: String, Codable, CaseIterable, Sendable {
+    case status
+    case open
+    case mode
+    case provision
+    case provisionCancel = "provision.cancel"
+    /// An NTAG 424 DNA of ours back to factory keys (docs/ntag424.md).
+    case provisionReset = "provision.reset"
+    case lockoutStatus = "lockout.status"
+    case lockoutClear = "lockout.clear"
+    case feedbackPlay = "feedback.play"
+    case readerInfo = "reader.info"
+    case secretsList = "secrets.list"
+    case secretsNew = "secrets.new"
+    case secretsRotate = "secrets.rotate"
+    case secretsRemove = "secrets.remove"
+    case secretsImport = "secrets.import"
+    case secretsExport = "secrets.export"
+    case keysNew = "keys.new"
+    case keysImport = "keys.import"
+    case keysExport = "keys.export"
+    case simTap = "sim.tap"
+    case simRemove = "sim.remove"
+    case simReinsert = "sim.reinsert"
+    case simDump = "sim.dump"
+    case simPress = "sim.press"
+    case simDoor = "sim.door"
+    case simTear = "sim.tear"
+    case tagsList = "tags.list"
+    case tagsRevoke = "tags.revoke"
+    case tagsExpire = "tags.expire"
+    case tagsForget = "tags.forget"
+    /// A plain key fob or card enrolled by its UID (docs/ntag424.md "uid fobs").
+    case tagsEnrollUID = "tags.enroll_uid"
+    case log
+    case logVerify = "log.verify"
+    /// A stream: the last rows, then each new one, until the client leaves.
+    case logFollow = "log.follow"
+    case backup
+    /// Lowers a clock floor a bad time source raised (`gatewayctl clock reset-floor`).
+    case clockResetFloor = "clock.reset_floor"
+    // The fleet (docs/fleet.md, DaemonFleet.swift).
+    case fleetStatus = "fleet.status"
+    case fleetPublish = "fleet.publish"
+    case fleetPull = "fleet.pull"
+    /// `gatewayctl policy explain` (docs/policy.md).
+    case policyExplain = "policy.explain"
+    /// `gatewayctl approve|deny CODE` (docs/policy.md "Approval").
+    case approvalAnswer = "approval.answer"
+    #if DEBUG
+        /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
+        case debugStall = "debug.stall"
+    #endif
+
+    /// Whose use is logged with the caller (reads are not).
+    package var changesState: Bool {
+        switch self {
+        case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
+            .secretsRemove,
+            .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
+            return true
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import DoorCore
+import GatewayConfig
+
+/// `gatewayctl policy explain` (docs/policy.md): would an authentic sticker
+/// for `action` (and, when given, this tag's registry row) open at `at`, and
+/// why. The same rules as a tap (`TapJudge` with `AccessPolicy`), with the
+/// clock taken as synchronised (the question names the time). The daemon
+/// answers it with its registry; offline (`--config`) there is none.
+package enum PolicyExplain {
+    package struct Failure: Error, CustomStringConvertible { package let description: String }
+
+    /// What the registry says of the tag: nil when not asked; `.some(nil)` when unknown.
+    package static func explain(
+        configuration: GatewayConfiguration, zone: TimeZoneRules, action: Int, tag: (uid: TagUID, row: IssuedTagView?)?,
+        at: Int64, note: String?, registryConsulted: Bool
+    ) throws -> JSONValue {
+        guard let definition = configuration.door.actions.first(where: { $0.index == action }) else {
+            throw Failure(
+                description:
+                    "no action \(action) (actions: \(configuration.door.actions.map { String($0.index) }.joined(separator: ", ")))"
+            )
+        }
+        let policy = AccessPolicy(schedules: configuration.door.schedules, zone: zone)
+        var reason = "granted"
+        if let tag, registryConsulted {
+            if let row = tag.row {
+                if row.state == .revoked {
+                    reason = "revoked"
+                } else if let until = row.validUntil, at > until {
+                    reason = "expired"
+                } else if row.state != .active {
+                    reason = "tag_\(row.state.rawValue)"
+                }
+            } else {
+                reason = "not_issued"
+            }
+        }
+        if reason == "granted",
+            let why = policy.denial(
+                actionSchedule: definition.schedule, tag: tag?.row, wall: WallClock(unixSeconds: at, synchronised: true)
+            )
+        {
+            reason = why.rawValue
+        }
+        var names = [definition.schedule, tag?.row?.schedule].compactMap { $0 }
+        if names.isEmpty, let p = configuration.door.passageSchedule { names = [p] }
+        let schedules: [JSONValue] = names.map { name in
+            guard let s = policy.schedule(named: name) else {
+                return .object([("name", .string(name)), ("known", .bool(false))])
+            }
+            return .object([
+                ("name", .string(name)), ("active", .bool(s.isActive(at: at, zone: zone))),
+                ("next_change", .optional(s.nextChange(after: at, zone: zone).map(UTCTime.iso8601))),
+                (
+                    "next_change_local",
+                    .optional(s.nextChange(after: at, zone: zone).map { zone.local($0).description })
+                ),
+                ("passage", .bool(name == configuration.door.passageSchedule)),
+            ])
+        }
+        var fields: [(String, JSONValue)] = [
+            ("allowed", .bool(reason == "granted")), ("reason", .string(reason)), ("action", .int(action)),
+            ("action_schedule", .optional(definition.schedule)),
+            ("at", .string(UTCTime.iso8601(at))), ("local", .string(zone.local(at).description)),
+            ("zone", .string(zone.name)), ("schedules", .array(schedules)),
+            // docs/policy.md "Approval": an allowed tap waits for one of these approvers.
+            (
+                "approval",
+                definition.approval.map { a in
+                    .object([
+                        ("timeout_s", .int(Int(a.timeout.components.seconds))),
+                        ("by", .array(a.by.map(\.rawValue).sorted().map(JSONValue.string))),
+                    ])
+                } ?? .null
+            ),
+        ]
+        if let tag {
+            fields.append(("uid", .string(tag.uid.hex)))
+            if registryConsulted, let row = tag.row {
+                fields.append(("tag_state", .string(row.state.rawValue)))
+                fields.append(("tag_schedule", .optional(row.schedule)))
+                fields.append(("uses_left", row.usesLeft.map { .int($0) } ?? .null))
+            }
+            if !registryConsulted {
+                fields.append(("registry", .string("not consulted offline: the tag's own limits are the daemon's")))
+            }
+        }
+        if let note { fields.append(("note", .string(note))) }
+        return .object(fields)
+    }
+
+    /// The text form.
+    package static func render(_ v: JSONValue) -> String {
+        let allowed = v["allowed"]?.boolValue ?? false
+        let approval = v["approval"].flatMap { $0 == .null ? nil : $0 }
+        let needsApproval = approval != nil
+        var lines = [
+            "\(allowed ? (needsApproval ? "opens once approved" : "opens") : "stays shut"): \(v["reason"]?.stringValue ?? "?") — action \(v["action"]?.intValue ?? 0) at \(v["local"]?.stringValue ?? "?") (\(v["zone"]?.stringValue ?? "?"); \(v["at"]?.stringValue ?? "?"))"
+        ]
+        for s in v["schedules"]?.arrayValue ?? [] {
+            let name = s["name"]?.stringValue ?? "?"
+            if s["known"]?.boolValue == false {
+                lines.append("schedule \(name): not in this configuration")
+                continue
+            }
+            let state = s["active"]?.boolValue == true ? "inside a window" : "outside every window"
+            let next = s["next_change_local"]?.stringValue.map { ", changes at \($0)" } ?? ", no change within 15 days"
+            lines.append(
+                "schedule \(name)\(s["passage"]?.boolValue == true ? " (passage mode)" : ""): \(state)\(next)")
+        }
+        if let approval {
+            let by = (approval["by"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
+            lines.append(
+                "approval: needed — a tap waits up to \(approval["timeout_s"]?.intValue ?? 0) s for \(by); no answer or a no denies it not_approved"
+            )
+        }
+        if let u = v["uses_left"]?.intValue { lines.append("uses left: \(u)") }
+        if let r = v["registry"]?.stringValue { lines.append("registry: \(r)") }
+        if let n = v["note"]?.stringValue { lines.append("note: \(n)") }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,61 @@
+import DoorCore
+import Glibc
+
+/// The operator's site key file: 64 hex digits (the Ed25519 seed) and a
+/// newline, mode 0600. Read only when private; never printed or logged.
+package enum SiteKeyFile {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    package static func read(_ path: String) throws -> [UInt8] {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw Failure(description: "site key \(path): \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw Failure(description: "site key \(path): not a file") }
+        guard st.st_mode & 0o077 == 0 else {
+            throw Failure(
+                description:
+                    "site key \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod 600 it"
+            )
+        }
+        guard let f = fopen(path, "r") else {
+            throw Failure(description: "site key \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(f) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = fread(&buffer, 1, buffer.count, f)
+        defer { for i in buffer.indices { buffer[i] = 0 } }
+        let text = String(decoding: buffer.prefix(n), as: UTF8.self).trimmingWhitespace
+        guard let seed = Hex.decode(text), seed.count == Crypto.Ed25519.seedLength else {
+            throw Failure(description: "site key \(path): 64 hex digits expected (`gatewayctl fleet keygen`)")
+        }
+        return seed
+    }
+
+    package static func create(_ path: String, seed: [UInt8]) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(description: "\(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array((Hex.encode(seed) + "\n").utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
+            throw Failure(description: "\(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    package static func userName() -> String {
+        guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return "uid\(getuid())" }
+        return String(cString: name)
+    }
+}
+
+extension String {
+    fileprivate var trimmingWhitespace: String {
+        let bytes = Array(utf8)
+        let isSpace = { (b: UInt8) in b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
+        guard let start = bytes.firstIndex(where: { !isSpace($0) }), let end = bytes.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return String(decoding: bytes[start...end], as: UTF8.self)
+    }
+}

@@ -1,0 +1,376 @@
+import DoorCore
+import DoorIO
+import GatewayControl
+import Glibc
+import Dispatch
+import GatewayConfig
+import GatewayMQTT
+import GatewayNATS
+import GatewayStore
+import Logging
+
+/// The running daemon: owns the adapters and wires them to the door runtime.
+// @unchecked: the links, timers and hooks are set on the main thread while wiring (before the queues start) and read after.
+final class Daemon: @unchecked Sendable {
+    let log: Logger
+    let configPath: String
+    let environment: [String: String]
+    /// The configuration in effect (its one owner; a reload changes it on the door queue).
+    let live: LiveConfiguration
+    var configuration: GatewayConfiguration { live.current }
+    let board: DoorBoard
+    let simulatedBoard: SimulatedBoard?
+    let store: GatewayStore
+    let runtime: DoorRuntime
+    let simulator: SimulatorChild?
+    let readerLoop: ReaderLoop
+    let simulatorControl: String?
+    private var signalSources: [DispatchSourceSignal] = []
+    /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
+    private let signalQueue = DispatchQueue(label: "gatewayd.signals")
+    var control: ControlServer?
+    /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
+    var transport: (any RemoteTransport)?
+    /// Whether `transport` started (`startRemote`).
+    var transportRunning = false
+    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
+    var fleetReceiver: FleetReceiver?
+    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
+    var homeAssistantAdmin: HomeAssistantAdmin?
+    /// Makes each event's outbox message once a transport is configured, so the
+    /// audit row and the message commit in one transaction.
+    let eventOutbox = EventOutbox()
+    let auditWriter: AuditWriter
+    var telemetryTimer: DispatchSourceTimer?
+    private var retentionTimer: DispatchSourceTimer?
+    private var auditRetryTimer: DispatchSourceTimer?
+    let notify = SDNotify.fromEnvironment()
+    let started = MonotonicClock.now()
+
+    /// Gives the store the audit key (docs/security.md "L4"), once, and
+    /// drops it. A missing or wrong key leaves the door running with the
+    /// log chained unkeyed, and says so (a failed component is a status,
+    /// not a door that stays shut).
+    static func keyAuditLog(_ store: GatewayStore, environment: [String: String], log: Logger) {
+        do {
+            guard var key = try AuditKeyFile.forDaemon(environment: environment) else {
+                log.warning(
+                    "audit: no audit key (\(AuditKeyFile.variable) unset): the log is chained unkeyed, so whoever can write the database can rewrite it unseen"
+                )
+                return
+            }
+            defer { AuditKeyFile.wipe(&key) }
+            switch try store.useAuditKey(key, now: Int64(time(nil))) {
+            case .started(let first):
+                log.notice(
+                    "audit: keyed from row \(first) on (key fingerprint \(GatewayStore.auditKeyFingerprint(key)))")
+            case .continued(let first):
+                log.info(
+                    "audit: keyed since row \(first) (key fingerprint \(GatewayStore.auditKeyFingerprint(key)))")
+            }
+        } catch {
+            log.error("audit: \(error); new rows are chained unkeyed and fail gatewayctl log --verify as root")
+        }
+    }
+
+    /// Telemetry's `audit_head` (docs/security.md "L4"): the newest audit
+    /// row's id and chain hash, and whether it is keyed, so a log cut off or
+    /// rewritten on the box no longer matches what the broker heard.
+    static func auditHeadField(_ store: GatewayStore) -> (String, JSONValue) {
+        guard let head = try? store.auditHead() else { return ("audit_head", .null) }
+        return (
+            "audit_head",
+            .object([
+                ("row", .int(Int(head.id))), ("hash", .string(Hex.encode(head.hash))), ("keyed", .bool(head.keyed)),
+            ])
+        )
+    }
+
+    init(configuration: GatewayConfiguration, configPath: String, environment: [String: String], log: Logger) throws {
+        self.live = LiveConfiguration(configuration)
+        self.configPath = configPath
+        self.environment = environment
+        self.log = log
+        log.info("starting gatewayd \(GatewayVersion.string) with \(configPath)")
+        for line in configuration.summary { log.info("config: \(line)") }
+
+        // 1. The board first: every output is requested at its locked level.
+        switch configuration.board {
+        case .real:
+            if let warning = RelaySafety.persistWarning() { log.warning("\(warning)") }
+            board = try GPIOBoard(configuration.boardDescription, logger: log)
+            simulatedBoard = nil
+        case .sim:
+            let sim = try SimulatedBoard(configuration.boardDescription, logger: log)
+            board = sim
+            simulatedBoard = sim
+        }
+        board.lockAll()
+
+        // 2. The store, its keys and the configured actions.
+        try Files.createDirectories(configuration.paths.runtimeDirectory)
+        store = try GatewayStore(stateDirectory: configuration.paths.stateDirectory)
+        try store.syncActions(configuration.door.actions)
+        _ = try store.ensureDeviceKey(now: Int64(time(nil))) { try Crypto.randomBytes(32) }
+        Self.keyAuditLog(store, environment: environment, log: log)
+
+        // The door's zone (docs/policy.md): a zone that cannot be read stops
+        // the start, as a bad configuration does, rather than judging
+        // schedules in the wrong time.
+        let zone = try Zones.load(configuration.timeZone)
+        log.info("time zone \(zone.name)")
+        auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
+        runtime = DoorRuntime(
+            live: live, board: board, store: store, registry: StoreRegistry(store: store),
+            audit: { [auditWriter] event, time, detail, lastSeen in
+                auditWriter.write(event, at: time, detail: detail, lastSeen: lastSeen)
+            },
+            flushAudit: { [auditWriter] in auditWriter.flush() },
+            log: log, zone: zone)
+
+        // 3. The reader: a pn532-sim child on the simulated board unless one is named.
+        var connstring = configuration.reader.connstring
+        if configuration.board == .sim {
+            if configuration.reader.simulator == "spawn" {
+                let child = SimulatorChild(runtimeDirectory: configuration.paths.runtimeDirectory)
+                try child.start()
+                simulator = child
+                simulatorControl = child.control
+                connstring = child.connstring
+                log.info("pn532-sim started: \(connstring), control \(child.control)")
+            } else {
+                simulator = nil
+                simulatorControl = configuration.reader.simulator
+                if connstring == GatewayConfiguration.Defaults.connstring {
+                    throw DaemonError.startup(
+                        "reader.connstring must name the pn532-sim pty when reader.simulator is a socket path")
+                }
+            }
+        } else {
+            simulator = nil
+            simulatorControl = nil
+        }
+        let port = LibnfcReaderPort(
+            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
+            wantsEV2: { [store, live] in
+                NTAG424Judge.wantsEV2(
+                    uid: $0, registry: RegistryView(base: StoreRegistry(store: store)),
+                    actions: live.current.door.actions)
+            }
+        ) { [store, log] in
+            do { return try store.ntag424SiteKey()?.key } catch {
+                log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+                return nil
+            }
+        }
+        readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
+        runtime.reader = readerLoop
+        board.setInputHandler { [runtime] in runtime.boardInput($0) }
+    }
+
+    /// A few seconds after READY (the reader probed, the first connection
+    /// made): the start-up pages of the binary go
+    /// back (StartupPages). Logged with RSS before and after.
+    private func giveBackStartupMemory(after delay: DispatchTimeInterval) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [log] in
+            let before = Self.residentKiB()
+            let dropped = StartupPages.drop()
+            let after = Self.residentKiB()
+            let what = dropped.map { "\($0.regions) mappings, \($0.bytes >> 20) MiB mapped" } ?? "smaps unreadable"
+            let rss = "\(before.map { "\($0 / 1024)" } ?? "?") → \(after.map { "\($0 / 1024)" } ?? "?") MiB"
+            log.info("memory: gave back the binary's start-up pages (\(what)); RSS \(rss)")
+        }
+    }
+
+    /// VmRSS in KiB (nil: /proc unreadable).
+    static func residentKiB() -> Int? {
+        guard let bytes = Files.contents("/proc/self/status") else { return nil }
+        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return line.flatMap { $0.split(separator: " ").dropFirst().first.flatMap { Int($0) } }
+    }
+
+    func run() -> Never {
+        installSignals()
+        // Before the door's first event ("started"), so it is announced too.
+        prepareRemote()
+        runtime.start()
+        readerLoop.start()
+        startRemote()
+        startControl()
+        let ms = MonotonicClock.now().since(started).millisecondsClamped
+        log.info("ready in \(ms) ms")
+        notify.send("READY=1\nSTATUS=door ready")
+        startWatchdog()
+        startAuditRetention()
+        startAuditRetry()
+        giveBackStartupMemory(after: .seconds(3))
+        // Not dispatchMain(): it ends the main thread with pthread_exit(), whose
+        // forced unwind makes libgcc index every FDE of the static binary at
+        // once (2.5 MB of .eh_frame read, the sorted index on the heap), for
+        // a thread that has nothing left to do. Everything runs on the
+        // daemon's own queues; the main thread only waits.
+        while true { pause() }
+    }
+
+    private func installSignals() {
+        for sig in [SIGTERM, SIGINT, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+            source.setEventHandler { [self] in
+                if sig == SIGHUP { reload() } else { stop(signal: sig) }
+            }
+            source.activate()
+            signalSources.append(source)
+        }
+    }
+
+    /// SIGTERM/SIGINT: outputs locked first, then everything else stops.
+    func stop(signal sig: Int32) -> Never {
+        log.notice("signal \(sig): stopping")
+        notify.send("STOPPING=1")
+        runtime.shutdown()
+        stopControl()
+        readerLoop.stop()
+        stopRemote()
+        simulator?.stop()
+        board.lockAll()
+        log.notice("stopped; outputs locked")
+        exit(0)
+    }
+
+    /// A start that cannot go on (a control socket it cannot own): the
+    /// same order as `stop`, exit status 1.
+    func stopAfterFailure() -> Never {
+        runtime.shutdown()
+        readerLoop.stop()
+        stopRemote()
+        simulator?.stop()
+        board.lockAll()
+        log.notice("stopped; outputs locked")
+        exit(1)
+    }
+
+    /// SIGHUP: a valid new configuration replaces the door settings; lines,
+    /// reader and broker changes need a restart (said in the log). An invalid
+    /// one is refused and the running configuration kept; so is one that
+    /// changes `[fleet]` or `[control]` (`restartRequired`), naming what.
+    func reload() {
+        let new: GatewayConfiguration
+        do {
+            new = try GatewayConfiguration.load(file: configPath).applying(environment: environment)
+        } catch {
+            log.error("reload refused, keeping the running configuration: \(error)")
+            return
+        }
+        let refused = Self.restartRequired(from: configuration, to: new)
+        guard refused.isEmpty else {
+            let what = refused.joined(separator: ", ")
+            log.error(
+                "reload refused, keeping the running configuration: \(what) changed; [fleet] and [control] are read at start only: restart gatewayd to apply them (systemctl restart gatewayd)"
+            )
+            notify.send("STATUS=reload refused: \(what) changed; restart gatewayd")
+            return
+        }
+        if new.boardDescription != configuration.boardDescription || new.reader != configuration.reader
+            || new.mqtt != configuration.mqtt || new.paths != configuration.paths
+            || new.remote != configuration.remote || new.nats != configuration.nats
+        {
+            log.warning("reload: board, reader, MQTT, NATS or path changes take effect at the next restart")
+        }
+        if new.board == .real, let holds = try? new.firmwareHolds(),
+            holds != (try? configuration.firmwareHolds())
+        {
+            // gatewayd cannot write the boot partition (root-only); root carries it there.
+            log.warning(
+                "reload: the relays' locked levels changed: restart gatewayd, and as root run `gatewayctl config firmware --write` so config.txt holds \(holds.map(\.line).joined(separator: " ")) from power-on (it applies at the next reboot)"
+            )
+        }
+        let zone: TimeZoneRules
+        do {
+            zone = try Zones.load(new.timeZone)
+            try store.syncActions(new.door.actions)
+        } catch {
+            log.error("reload refused: \(error)")
+            return
+        }
+        runtime.reload(new, zone: zone)
+        log.notice("configuration reloaded from \(configPath)")
+        notify.send("STATUS=door ready")
+    }
+
+    /// What a reload cannot apply to the running door and must not pretend
+    /// to have applied (issue 24 M4; docs/security.md "M4"): the fleet's
+    /// trust — the site key checking every document, the site, the box key,
+    /// the topics — is fixed when the fleet receiver is made, and the control
+    /// socket's path and admin group when it is bound. An operator who rotates
+    /// `site_public_key` after a compromise and reloads must not be told
+    /// "configuration reloaded" while the old key is still trusted. Each
+    /// changed key, as `[section] key`; `[fleet]` off before and after is inert.
+    static func restartRequired(from old: GatewayConfiguration, to new: GatewayConfiguration) -> [String] {
+        var changed: [String] = []
+        let (a, b) = (old.fleet, new.fleet)
+        if a.enabled || b.enabled {
+            if a.enabled != b.enabled { changed.append("[fleet] enabled") }
+            if a.siteID != b.siteID { changed.append("[fleet] site_id") }
+            if a.sitePublicKey != b.sitePublicKey { changed.append("[fleet] site_public_key") }
+            if a.subscribe != b.subscribe { changed.append("[fleet] subscribe") }
+            if a.boxKeyFile != b.boxKeyFile { changed.append("[fleet] box_key_file") }
+        }
+        if old.control.socket != new.control.socket { changed.append("[control] socket") }
+        if old.control.adminGroup != new.control.adminGroup { changed.append("[control] admin_group") }
+        return changed
+    }
+
+    /// Events that waited for a full store are written once it takes writes again.
+    private func startAuditRetry() {
+        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
+        timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
+        timer.setEventHandler { [auditWriter] in auditWriter.retry() }
+        timer.activate()
+        auditRetryTimer = timer
+    }
+
+    /// Audit retention: rows older than 400 days, and beyond the newest
+    /// 500 000, are trimmed at start and every 6 hours; the chain stays
+    /// verifiable from the anchor the trim records.
+    private func startAuditRetention() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
+        timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
+        timer.setEventHandler { [store, log] in
+            do {
+                let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
+                if trimmed > 0 {
+                    log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor")
+                }
+            } catch {
+                log.error("audit retention: \(error)")
+            }
+        }
+        timer.activate()
+        retentionTimer = timer
+    }
+
+    /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue
+    /// answers: each cycle queues a beat, and the next feeds the watchdog
+    /// only if the loop ran it in between.
+    private func startWatchdog() {
+        guard let interval = notify.watchdogInterval else { return }
+        let beat: @Sendable () -> Void = { [self] in
+            var asked = runtime.requestBeat()
+            while true {
+                usleep(UInt32(clamping: interval.millisecondsClamped * 1000))
+                if runtime.processedBeat >= asked {
+                    notify.send("WATCHDOG=1")
+                } else {
+                    log.error("event loop stalled; watchdog not fed")
+                }
+                asked = runtime.requestBeat()
+            }
+        }
+        do {
+            try Threads.detach(name: "gatewayd.watchdog", beat)
+        } catch {
+            log.error("watchdog: \(error); systemd will restart gatewayd when WatchdogSec passes")
+        }
+    }
+}

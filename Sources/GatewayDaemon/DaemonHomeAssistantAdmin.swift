@@ -1,0 +1,297 @@
+import Dispatch
+import DoorCore
+import GatewayControl
+import Glibc
+import GatewayMQTT
+import GatewayStore
+import Logging
+
+/// Home Assistant as the admin screen (`[mqtt] home_assistant_admin`,
+/// docs/home-assistant.md). HA's selectors, text and buttons reach this
+/// through `StoreCommands` once `RemoteJudge` has allowed and parsed them;
+/// this keeps what they chose (the action and label of the next sticker, the
+/// tag to revoke), resolves each request against the menu it last gave HA,
+/// and publishes the issued tags, the last denied tag and the selections.
+/// Arming and cancelling go to the door machine (which audits them); a
+/// selection or a revoke is audited here, with source `homeassistant`;
+/// anything it cannot resolve is refused and audited (`remote_rejected`).
+/// UIDs reach HA hashed with the device key only, whatever `uid_in_events`.
+///
+/// With the option off it only clears, at each connect, the retained
+/// documents an earlier run left on the broker (labels are often names).
+/// Its state is touched on `queue` only.
+// @unchecked: its state is touched only on `queue` (and read once while wiring, before the link starts).
+final class HomeAssistantAdmin: @unchecked Sendable {
+    let queue = DispatchQueue(label: "gatewayd.ha-admin")
+    let enabled: Bool
+    private let link: MQTTLink
+    private let store: GatewayStore
+    private let runtime: DoorRuntime
+    private let log: Logger
+    private let actions: [(index: ActionIndex, name: String)]
+    private let hashed: @Sendable (TagUID) -> String?
+    /// The discovery entries with a given menu (the revoke selector's options follow the tags).
+    private let discovery: (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
+    private var published: [String: [UInt8]] = [:]
+    private(set) var menu: HomeAssistantAdminMenu
+    private var action: ActionIndex
+    private var label = ""
+    private var chosenTag: TagUID?
+    private var lastTags: [UInt8]?
+    private var lastState: [UInt8]?
+    /// The machine's last provisioning arming came from HA: its label is
+    /// spent when that sticker is written.
+    private var armedFromHA = false
+
+    static let source = CommandSource.homeAssistant
+
+    init(
+        enabled: Bool, link: MQTTLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
+        actions: [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
+        hashed: @escaping @Sendable (TagUID) -> String?,
+        discovery: @escaping (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
+    ) {
+        self.enabled = enabled
+        self.link = link
+        self.store = store
+        self.runtime = runtime
+        self.log = log
+        self.actions = actions
+        self.hashed = hashed
+        self.discovery = discovery
+        action = actions.contains { $0.index == defaultAction } ? defaultAction : (actions.first?.index ?? 0)
+        menu = HomeAssistantAdminMenu(actions: actions, tags: [])
+        if enabled { menu = HomeAssistantAdminMenu(actions: actions, tags: activeTags(store.issuedTagsOrEmpty(log))) }
+    }
+
+    /// The discovery entries for the link's first announcement.
+    var initialDiscovery: [(topic: String, payload: [UInt8])] {
+        let entries = discovery(menu)
+        for e in entries { published[e.topic] = e.payload }
+        return entries
+    }
+
+    /// With the option off, how long after a connect the retained documents
+    /// an earlier run left are cleared: after Home Assistant has removed the
+    /// entities reading them (their discovery configs are emptied at the
+    /// connect), which would otherwise each log an error for the empty payload.
+    static let clearAfter = DispatchTimeInterval.seconds(5)
+
+    /// Before the link starts: the documents HA's entities read (kept by the
+    /// link and re-sent at each connect), or with the option off, the
+    /// clearing of what an earlier run left (labels are often names).
+    func prepare() {
+        queue.sync {
+            guard enabled else {
+                let topics = [link.topics.tags, link.topics.denied, link.topics.adminState]
+                link.afterConnect = { @Sendable [queue, link, topics, clearAfter = Self.clearAfter] in
+                    queue.asyncAfter(deadline: .now() + clearAfter) {
+                        for topic in topics { link.clearRetained(topic: topic) }
+                    }
+                }
+                return
+            }
+            publishState()
+            refreshTags()
+            publishLastDenied()
+        }
+    }
+
+    // MARK: Requests from HA
+
+    func received(_ request: HomeAssistantAdminRequest) {
+        queue.async { [self] in handle(request) }
+    }
+
+    private func handle(_ request: HomeAssistantAdminRequest) {
+        guard enabled else {
+            // RemoteJudge refuses first; never reached with the option off.
+            return refuse("ha_admin_disabled", "[mqtt] home_assistant_admin = false")
+        }
+        switch request {
+        case .chooseAction(let option):
+            guard let index = menu.action(option) else {
+                return refuse("unknown_option", "no action \"\(option)\" in the provisioning selector")
+            }
+            action = index
+            publishState()
+            accepted("provision_action", detail: "provisioning action \(index) (\(option))")
+        case .setLabel(let text):
+            label = text
+            publishState()
+            accepted("provision_label", detail: "label of the next sticker: \"\(text)\"")
+        case .arm:
+            let job = ProvisioningJob(action: action, label: label)
+            runtime.submit(.remoteCommand(.accepted(.provision(job), source: Self.source)))
+        case .cancel:
+            runtime.submit(.remoteCommand(.accepted(.cancelProvisioning, source: Self.source)))
+        case .chooseTag(let option):
+            if option == HomeAssistantAdminMenu.noTag {
+                chosenTag = nil
+                publishState()
+                return accepted("revoke_tag", detail: "no tag chosen")
+            }
+            refreshTags()
+            guard let uid = menu.tag(option) else {
+                publishState()
+                return refuse("unknown_option", "no active tag \"\(option)\" in the revoke selector")
+            }
+            chosenTag = uid
+            publishState()
+            runtime.note(
+                DoorEvent(.remoteAccepted, reason: "revoke_tag", uid: uid, source: Self.source.rawValue),
+                detail: "tag chosen to revoke: \(option)")
+        case .revoke:
+            refreshTags()
+            guard let uid = chosenTag else {
+                return refuse("no_tag_chosen", "choose a tag in the revoke selector first")
+            }
+            guard let option = menu.tagOption(uid) else {
+                chosenTag = nil
+                publishState()
+                return refuse("unknown_tag", "the tag chosen is no longer active")
+            }
+            do {
+                try store.revoke(uid: uid, reason: "home_assistant", now: Int64(time(nil)))
+            } catch {
+                log.error("home assistant admin: revoking \(option) failed: \(error)")
+                return refuse("store", "revocation not saved: \(error)")
+            }
+            chosenTag = nil
+            runtime.note(
+                DoorEvent(.tagRevoked, uid: uid, source: Self.source.rawValue),
+                detail: "revoked from Home Assistant: \(option)")
+            refreshTags()
+            publishState()
+        }
+    }
+
+    private func refuse(_ code: String, _ detail: String) {
+        runtime.submit(.remoteCommand(.rejected(code: code, detail: detail, source: Self.source)))
+    }
+
+    private func accepted(_ reason: String, detail: String) {
+        runtime.note(DoorEvent(.remoteAccepted, reason: reason, source: Self.source.rawValue), detail: detail)
+    }
+
+    // MARK: What the door did
+
+    /// Every event, after the audit log has it (on the door queue: handed on).
+    func observe(_ event: DoorEvent, at time: Int64) {
+        guard enabled else { return }
+        switch event.kind {
+        case .accessDenied, .accessGranted, .provisioningArmed, .provisioningWritten, .provisioningFailed,
+            .provisioningCancelled, .provisioningRefused:
+            break
+        default: return
+        }
+        queue.async { [self] in
+            switch event.kind {
+            case .accessDenied:
+                guard let uid = event.uid else { return }
+                let label: String?
+                do { label = try store.issuedTag(uid)?.label } catch {
+                    log.error("home assistant admin: label of a denied tag: \(error)")
+                    label = nil
+                }
+                link.publishKept(
+                    topic: link.topics.denied,
+                    payload: Payloads.denied(
+                        hashed: hashed(uid), reason: event.reason ?? "denied", time: time,
+                        label: label.flatMap { $0.isEmpty ? nil : $0 }))
+            case .provisioningArmed:
+                armedFromHA = event.source == Self.source.rawValue
+            case .provisioningWritten:
+                if armedFromHA && !label.isEmpty {
+                    label = ""
+                    publishState()
+                }
+                armedFromHA = false
+                refreshTags()
+            case .provisioningFailed, .provisioningCancelled:
+                armedFromHA = false
+                refreshTags()
+            default:
+                refreshTags()  // last_seen of a granted tag
+            }
+        }
+    }
+
+    /// The registry changed outside HA (`gatewayctl tags …`).
+    func registryChanged() {
+        guard enabled else { return }
+        queue.async { [self] in
+            refreshTags()
+            publishState()
+        }
+    }
+
+    // MARK: Documents
+
+    /// `…/tags` when it changed, and the revoke selector's options when
+    /// the active tags did.
+    private func refreshTags() {
+        let tags = store.issuedTagsOrEmpty(log)
+        let doc = Payloads.tags(
+            tags.map {
+                (
+                    hashed: hashed($0.uid), label: $0.label, state: $0.state.rawValue, action: $0.action,
+                    issued: $0.issued, lastSeen: $0.lastSeen
+                )
+            })
+        if doc != lastTags {
+            lastTags = doc
+            link.publishKept(topic: link.topics.tags, payload: doc)
+        }
+        let fresh = HomeAssistantAdminMenu(actions: actions, tags: activeTags(tags))
+        guard fresh != menu else { return }
+        menu = fresh
+        if let chosen = chosenTag, menu.tagOption(chosen) == nil { chosenTag = nil }
+        let changed = discovery(menu).filter { published[$0.topic] != $0.payload }
+        for e in changed { published[e.topic] = e.payload }
+        if !changed.isEmpty { link.updateDiscovery(changed) }
+        publishState()
+    }
+
+    private func activeTags(_ tags: [IssuedTag]) -> [HomeAssistantAdminMenu.Tag] {
+        tags.filter { $0.state == .active }.map { .init(uid: $0.uid, label: $0.label, hashed: hashed($0.uid)) }
+    }
+
+    /// `…/admin/state`: what the selectors and the label show.
+    private func publishState() {
+        let doc = Payloads.adminState(
+            provisionAction: menu.actionOption(action) ?? "",
+            provisionLabel: label,
+            revokeTag: chosenTag.flatMap(menu.tagOption) ?? HomeAssistantAdminMenu.noTag)
+        guard doc != lastState else { return }
+        lastState = doc
+        link.publishKept(topic: link.topics.adminState, payload: doc)
+    }
+
+    /// `…/denied` from the newest denial in the audit log, so a restart keeps it.
+    private func publishLastDenied() {
+        do {
+            guard let row = try store.newestAudit(kinds: [DoorEvent.Kind.accessDenied.rawValue], limit: 1).first,
+                let uid = row.uid.flatMap(TagUID.init(hex:))
+            else { return }
+            let label = try store.issuedTag(uid)?.label
+            link.publishKept(
+                topic: link.topics.denied,
+                payload: Payloads.denied(
+                    hashed: hashed(uid), reason: row.reason ?? "denied", time: row.time,
+                    label: label.flatMap { $0.isEmpty ? nil : $0 }))
+        } catch {
+            log.error("home assistant admin: the last denied tag not read from the audit log: \(error)")
+        }
+    }
+}
+
+extension GatewayStore {
+    /// Issued tags, or none (logged) when the store cannot be read.
+    func issuedTagsOrEmpty(_ log: Logger) -> [IssuedTag] {
+        do { return try issuedTags() } catch {
+            log.error("home assistant admin: issued tags not read: \(error)")
+            return []
+        }
+    }
+}

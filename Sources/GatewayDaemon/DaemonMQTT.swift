@@ -1,0 +1,75 @@
+import DoorCore
+import GatewayConfig
+import GatewayControl
+import GatewayMQTT
+import GatewayStore
+
+extension Daemon {
+    /// MQTT (`[remote] transport = "mqtt"`, the default): the link made and
+    /// given its commands, Home Assistant's discovery and admin screen, and
+    /// the fleet's retained topics. Nil, logged, when `[mqtt]` is off or its
+    /// login cannot be read.
+    func makeMQTT() -> MQTTLink? {
+        guard configuration.mqtt.enabled else { return nil }
+        var mqtt = configuration.mqtt
+        // Relative TLS paths are systemd credentials (LoadCredential=).
+        if let creds = environment["CREDENTIALS_DIRECTORY"] {
+            func resolve(_ p: String?) -> String? { p.map { $0.hasPrefix("/") ? $0 : creds + "/" + $0 } }
+            mqtt.tls.certFile = resolve(mqtt.tls.certFile)
+            mqtt.tls.keyFile = resolve(mqtt.tls.keyFile)
+            mqtt.tls.caFile = resolve(mqtt.tls.caFile)
+        }
+        var settings = MQTTSettings(mqtt)
+        do {
+            settings.login = try MQTTSettings.Login.load(mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
+        } catch {
+            log.error("mqtt: \(error); not connecting, events stay in the audit log")
+            return nil
+        }
+        guard let commands = makeRemoteCommands("mqtt") else { return nil }
+        let outbox = StoreOutbox(store: store, limit: mqtt.outboxLimit)
+        let link = MQTTLink(settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log)
+        link.commands = commands
+        attachFleet(link)
+        let topics = link.topics
+        let actions = configuration.door.actions.map { (index: $0.index, name: $0.name) }
+        let eventTypes = DoorEvent.Kind.allCases.map(\.rawValue)
+        let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
+        let hasSchedule =
+            configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
+        let approval = Self.approvalDiscovery(configuration)
+        let makeDiscovery: (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { admin in
+            Payloads.discovery(
+                device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
+                eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
+                area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin, approval: approval.entity,
+                approvalButtons: approval.buttons)
+        }
+        // Home Assistant as the admin screen: its UIDs are always hashed.
+        var hashed: @Sendable (TagUID) -> String? = { _ in nil }
+        if mqtt.homeAssistantAdmin { hashed = eventUIDText(.hmac, transport: "mqtt (home_assistant_admin)") }
+        let admin = HomeAssistantAdmin(
+            enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
+            actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
+            discovery: makeDiscovery)
+        link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
+        commands.admin = { admin.received($0) }
+        admin.prepare()
+        homeAssistantAdmin = admin
+        return link
+    }
+
+    /// Makes the fleet receiver and hands it to the MQTT link (before `start`):
+    /// retained documents, one topic per door.
+    private func attachFleet(_ link: MQTTLink) {
+        guard configuration.fleet.enabled else { return }
+        let prefix = configuration.mqtt.topicPrefix
+        let site = configuration.fleet.siteID
+        let receiver = makeFleetReceiver(
+            publish: prefix + "/fleet/" + site,
+            subscription: configuration.fleet.subscribe
+                ?? FleetReceiver.defaultSubscription(prefix: prefix, site: site))
+        link.fleet = MQTTFleet(
+            subscription: receiver.subscription, publishTopic: receiver.publishTopic, handler: receiver)
+    }
+}

@@ -1,0 +1,429 @@
+import Dispatch
+import DoorCore
+import DoorIO
+import GatewayConfig
+import GatewayControl
+import GatewayMQTT
+import GatewayStore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Daemon {
+    /// The remote transport, before the door starts: made (not yet
+    /// connected) and wired, so every event from the first has its outbox
+    /// message. The one place that asks which transport is configured
+    /// (DaemonMQTT.swift, DaemonNATS.swift); everything after is the same
+    /// for both.
+    func prepareRemote() {
+        let made: (any RemoteTransport)?
+        switch configuration.remote.transport {
+        case .mqtt: made = makeMQTT()
+        case .nats: made = makeNATS()
+        }
+        guard let made else { return }
+        wireRemote(made)
+        transport = made
+    }
+
+    /// The configuration's warnings, then the handler every remote command
+    /// goes through (`[mqtt.commands]` for either transport); nil, logged,
+    /// when the store cannot give it its replay record.
+    func makeRemoteCommands(_ name: String) -> StoreCommands? {
+        for warning in configuration.warnings { log.warning("configuration: \(warning)") }
+        do {
+            return try StoreCommands(
+                store: store,
+                policy: RemotePolicy(
+                    configuration.mqtt, deviceID: configuration.deviceID,
+                    actionCount: configuration.door.actions.count),
+                actionCount: { [live] in live.current.door.actions.count },
+                clockSynchronised: { [runtime] in runtime.clockSynchronised() },
+                submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
+        } catch {
+            log.error("\(name): \(error); events stay in the audit log")
+            return nil
+        }
+    }
+
+    /// Events into the outbox with their audit rows, tag scans, state and
+    /// reports from the door to `link`; the fleet's own document back out.
+    private func wireRemote(_ link: any RemoteTransport) {
+        let mqtt = configuration.mqtt
+        let storedLabel: @Sendable (TagUID) -> String? = { [store, log] uid in
+            do { return try store.issuedTag(uid)?.label } catch {
+                log.error("label of \(uid.hex): \(error)")
+                return nil
+            }
+        }
+        let glue = RemoteGlue(
+            link: link, uidText: eventUIDText(mqtt.uidInEvents, transport: link.transportName),
+            label: mqtt.labelInEvents ? storedLabel : nil)
+        eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
+            glue.outboxMessage(for: event, at: time)
+        }
+        let approval = approvalPublisher(link, uidText: glue.uidText, label: glue.label)
+        runtime.publish = { [homeAssistantAdmin] event, time in
+            glue.published(event)
+            homeAssistantAdmin?.observe(event, at: time)
+            approval?(event, time)
+        }
+        runtime.publishState = { link.publishState($0) }
+        runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
+        fleetReceiver?.republish = { link.publishFleet($0) }
+    }
+
+    /// How events and tag scans name a UID (`uid_in_events`, either
+    /// transport): in full, or hashed with the device key, read once here.
+    /// Without a device key hashed UIDs fail closed (issue 24 L3): events go
+    /// out without `uid` and no tag scan is sent, rather than an HMAC under
+    /// the empty key that anyone can reverse; logged once, here.
+    func eventUIDText(_ mode: UIDInEvents, transport: String) -> @Sendable (TagUID) -> String? {
+        Self.eventUIDText(mode, transport: transport, log: log) { [store] in try store.key(.device) }
+    }
+
+    static func eventUIDText(
+        _ mode: UIDInEvents, transport: String, log: Logger, deviceKey: () throws -> [UInt8]?
+    ) -> @Sendable (TagUID) -> String? {
+        guard mode == .hmac else { return { Payloads.uidText($0, hashed: false, deviceKey: []) } }
+        var key: [UInt8] = []
+        var problem = "missing"
+        do { key = try deviceKey() ?? [] } catch { problem = "unreadable (\(error))" }
+        if key.count < Payloads.minimumDeviceKeyLength {
+            log.error(
+                "\(transport): the device key is \(problem); with uid_in_events = \"hmac\" events carry no UID and no tag scans are sent (restart gatewayd once the store is readable)"
+            )
+        }
+        let frozen = key
+        return { Payloads.uidText($0, hashed: true, deviceKey: frozen) }
+    }
+
+    /// Connects the prepared transport: events through the durable outbox,
+    /// retained state, telemetry, remote commands into the door queue.
+    func startRemote() {
+        guard let link = transport else { return }
+        do {
+            try link.start()
+        } catch {
+            log.error("\(link.transportName): \(error)")
+            return
+        }
+        transportRunning = true
+        // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
+        runtime.queue.async { [runtime] in
+            runtime.publishLastAccess = { link.publishLastAccess($0) }
+            link.publishState(runtime.stateDocument())
+            if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
+        }
+        startTelemetry(link, every: configuration.mqtt.telemetrySeconds)
+    }
+
+    /// What the audit closure asks for each event: the outbox message (made
+    /// by the transport, once there is one) to commit with the audit row.
+    final class EventOutbox: Sendable {
+        private struct Attached {
+            var committed: @Sendable () -> Void
+            var limit: Int
+            var make: @Sendable (DoorEvent, Int64) -> OutgoingMessage
+        }
+        private let attached = Mutex<Attached?>(nil)
+
+        /// `committed` tells the transport (MQTT or NATS) to publish.
+        func attach(
+            _ committed: @escaping @Sendable () -> Void, limit: Int,
+            make: @escaping @Sendable (DoorEvent, Int64) -> OutgoingMessage
+        ) {
+            attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
+        }
+
+        /// Nil while there is no transport (off, or its link could not be made).
+        func message(for event: DoorEvent, at time: Int64) -> (entry: OutgoingMessage, limit: Int)? {
+            guard let a = attached.withLock({ $0 }) else { return nil }
+            return (a.make(event, time), a.limit)
+        }
+
+        /// The audit row and its message are committed: publish.
+        func committed() { attached.withLock { $0?.committed }?() }
+    }
+
+    private func startTelemetry(_ link: any RemoteTransport, every seconds: Int) {
+        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
+        // The first soon after start, so HA's diagnostics do not wait a period.
+        timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
+        timer.setEventHandler { [runtime, started, auditWriter, store] in
+            let st = link.transportStatus
+            // NATS adds `nats_credentials` (state, subject, expires, expires_in).
+            let fields: [(String, JSONValue)] = [
+                ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
+                ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
+                ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
+                ("store_writable", .bool(auditWriter.health.writable)),
+                ("unsaved_events", .int(auditWriter.health.unsaved)),
+                Daemon.auditHeadField(store),
+            ]
+            link.publishTelemetry(fields, at: Int64(time(nil)))
+        }
+        timer.activate()
+        telemetryTimer = timer
+    }
+
+    func stopRemote() {
+        telemetryTimer?.cancel()
+        if transportRunning { transport?.stop(flushWithin: .seconds(2)) }
+    }
+
+    /// `status`'s `broker` object (NATS adds the transport, connection
+    /// counts and the credential state).
+    func remoteStatus() -> JSONValue {
+        guard transportRunning, let link = transport else {
+            return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))])
+        }
+        return link.transportStatus.json
+    }
+
+    /// COMPAT §3 device report (command 5): TT_ID, event_timestamp,
+    /// firmware_version, tt_net_info.ipv4.
+    static func deviceReport(_ device: String) -> JSONValue {
+        .object([
+            ("TT_ID", .string(device)), ("event_timestamp", .int(Int(time(nil)))),
+            ("firmware_version", .string("doorgateway-\(GatewayVersion.string)")),
+            ("tt_net_info", .object([("ipv4", .string(firstIPv4() ?? ""))])),
+        ])
+    }
+
+    /// The first non-loopback IPv4 address (getifaddrs).
+    static func firstIPv4() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return nil }
+        defer { freeifaddrs(list) }
+        var p = list
+        while let a = p {
+            defer { p = a.pointee.ifa_next }
+            guard let sa = a.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET) else { continue }
+            var host = [CChar](repeating: 0, count: 64)
+            let ok = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin -> Bool in
+                var addr = sin.pointee.sin_addr
+                return inet_ntop(AF_INET, &addr, &host, socklen_t(host.count)) != nil
+            }
+            let text = String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if ok && !text.hasPrefix("127.") { return text }
+        }
+        return nil
+    }
+}
+
+/// What the door hands the remote transport, whichever it is (made once by
+/// `wireRemote`; pure, so tests drive it with a fake transport): each
+/// event's outbox message, and each sticker presented as a tag scan.
+struct RemoteGlue: Sendable {
+    let link: any RemoteTransport
+    /// How events and tag scans name a UID (`Daemon.eventUIDText`); nil withholds it.
+    let uidText: @Sendable (TagUID) -> String?
+    /// The label of the tag an access or approval event names (`[mqtt] label_in_events`); nil: none.
+    let label: (@Sendable (TagUID) -> String?)?
+
+    private static func isAccess(_ event: DoorEvent) -> Bool {
+        [.accessGranted, .accessDenied].contains(event.kind)
+    }
+
+    /// The outbox message announcing `event`, committed with its audit row.
+    func outboxMessage(for event: DoorEvent, at time: Int64) -> OutgoingMessage {
+        var tagLabel: String?
+        // Access and approval events name a tap (docs/policy.md "Approval").
+        if let label, let uid = event.uid, event.carriesLabel { tagLabel = label(uid) }
+        return link.eventEntry(event, at: time, uidText: event.uid.flatMap(uidText), label: tagLabel)
+    }
+
+    /// The event itself went out with its audit row; every sticker
+    /// presented is also a tag scan, for HA's tag_scanned automations
+    /// (none while the UID is withheld: a scan without one says nothing).
+    func published(_ event: DoorEvent) {
+        guard let uid = event.uid, Self.isAccess(event), let text = uidText(uid) else { return }
+        link.publishTagScan(uidText: text)
+    }
+}
+
+// MARK: The store behind the MQTT transport
+
+extension MQTTSettings {
+    /// `[mqtt]` as the transport needs it.
+    public init(_ c: GatewayConfiguration.MQTT) {
+        self.init(
+            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
+            tls: TLS(
+                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
+                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
+            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
+            compatCommandTopics: c.compatCommandTopics,
+            homeAssistantDiscovery: c.homeAssistantDiscovery)
+    }
+}
+
+extension MQTTSettings.Login {
+    /// `[mqtt] username`, and the password from `password_file` (`SecretFile`).
+    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
+        guard let username = c.username else { return nil }
+        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
+        let password = try SecretFile.contents(key: "mqtt.password_file", file, credentials: credentials)
+        return MQTTSettings.Login(username: username, password: password)
+    }
+}
+
+/// A password or token named in gateway.toml: an absolute path, or a bare
+/// name read from `credentials` (`$CREDENTIALS_DIRECTORY`). One line, at most
+/// 4 KiB; a final newline is not part of it. Errors name the key and the
+/// file, never the content.
+enum SecretFile {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func contents(key: String, _ file: String, credentials: String?) throws -> String {
+        let path: String
+        if file.hasPrefix("/") {
+            path = file
+        } else if let credentials, !credentials.isEmpty {
+            path = credentials + "/" + file
+        } else {
+            throw Failure(
+                description: "\(key) \"\(file)\" names a systemd credential, but there is no "
+                    + "$CREDENTIALS_DIRECTORY (give gatewayd LoadCredential=\(file):/etc/doorgateway/\(file), "
+                    + "or use an absolute path)")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            throw Failure(description: "\(key) \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4097)
+        while bytes.count <= 4096 {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else {
+                throw Failure(description: "\(key) \(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        guard bytes.count <= 4096 else { throw Failure(description: "\(key) \(path): larger than 4 KiB") }
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        guard !bytes.isEmpty else { throw Failure(description: "\(key) \(path) is empty") }
+        guard !bytes.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else {
+            throw Failure(description: "\(key) \(path) must hold one line: the secret")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension RemotePolicy {
+    /// `[mqtt]`'s rules for remote commands.
+    init(_ c: GatewayConfiguration.MQTT, deviceID: String, actionCount: Int) {
+        self.init(
+            commands: CommandJudge(
+                mapping: c.commandMapping, tolerance: Int64(c.toleranceSeconds), deviceID: deviceID,
+                actionCount: actionCount),
+            homeAssistantOpen: c.homeAssistantOpen, homeAssistantAdmin: c.homeAssistantAdmin)
+    }
+}
+
+extension BrokerCheck {
+    /// `gatewayctl config check --broker` with the door's `[mqtt]`.
+    package static func run(
+        configuration c: GatewayConfiguration.MQTT, credentials: String? = nil, timeout: Duration = .seconds(5)
+    ) throws -> [String] {
+        var settings = MQTTSettings(c)
+        settings.login = try MQTTSettings.Login.load(c, credentials: credentials)
+        return try run(settings: settings, timeout: timeout)
+    }
+}
+
+/// Remote commands as the daemon takes them: the key and the replay record
+/// from the store, `RemoteJudge`'s decision, the new record saved before an
+/// accepted command reaches the door, the outcome into the door's queue.
+/// Judged on the daemon's own serial queue, in the order they came: the
+/// transport's network thread only hands the bytes over, and never waits on
+/// the store (a slow or full disk must not stall keepalives and acks).
+final class StoreCommands: RemoteCommandHandler, Sendable {
+    let store: GatewayStore
+    private let basePolicy: RemotePolicy
+    /// The number of actions in effect, read at each message (a reload may change it).
+    private let actionCount: @Sendable () -> Int
+    /// The policy a message is judged by: the one made at start, with today's actions.
+    var policy: RemotePolicy {
+        var p = basePolicy
+        p.commands.actionCount = actionCount()
+        return p
+    }
+    let clockSynchronised: @Sendable () -> Bool
+    let submit: @Sendable (RemoteOutcome) -> Void
+    let log: Logger
+    /// Where Home Assistant's admin requests go once allowed and parsed
+    /// (set before the link starts).
+    var admin: (@Sendable (HomeAssistantAdminRequest) -> Void)? {
+        get { adminHook.withLock { $0 } }
+        set { adminHook.withLock { $0 = newValue } }
+    }
+    private let adminHook = Mutex<(@Sendable (HomeAssistantAdminRequest) -> Void)?>(nil)
+    /// The replay record as last saved; one message judged at a time.
+    private let replay: Mutex<ReplayGuard>
+    /// Where messages are judged, one after the other.
+    let queue = DispatchQueue(label: "gatewayd.commands")
+
+    init(
+        store: GatewayStore, policy: RemotePolicy, actionCount: @escaping @Sendable () -> Int,
+        clockSynchronised: @escaping @Sendable () -> Bool,
+        submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
+    ) throws {
+        self.store = store
+        self.basePolicy = policy
+        self.actionCount = actionCount
+        self.clockSynchronised = clockSynchronised
+        self.submit = submit
+        self.log = log
+        replay = Mutex(try store.replayGuard())
+    }
+
+    func received(_ message: RemoteMessage) {
+        queue.async { [self] in
+            if let outcome = judge(message) { submit(outcome) }
+        }
+    }
+
+    /// The outcome of one message (nil: not a command), the record saved.
+    func judge(_ message: RemoteMessage) -> RemoteOutcome? {
+        let now = WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised())
+        return replay.withLock { record -> RemoteOutcome? in
+            let key: RemoteKey
+            switch message.channel.keyName {
+            // Each door its own native key, derived from the site's (M3):
+            // a client holding one door's key opens no other door.
+            case .native?: key = readKey(.nativeCommand).doorCommandKey(device: policy.commands.deviceID)
+            case .compat?: key = readKey(.compatTimestamp)
+            case nil: key = .absent
+            }
+            let judgement = RemoteJudge.judge(message, policy: policy, key: key, replay: record, now: now)
+            if let request = judgement.admin { admin?(request) }
+            guard let newRecord = judgement.replay else { return judgement.outcome }
+            // Saved before the command acts: a crash after the door opened
+            // must not revive the message.
+            do {
+                try store.saveReplayGuard(newRecord)
+                record = newRecord
+                return judgement.outcome
+            } catch {
+                log.error("mqtt: replay record not saved, command refused: \(error)")
+                return judgement.replayNotSaved("\(error)")
+            }
+        }
+    }
+
+    private func readKey(_ name: KeyName) -> RemoteKey {
+        do { return RemoteKey(try store.key(name)) } catch { return .unreadable("\(error)") }
+    }
+}

@@ -1,0 +1,622 @@
+import CClockSync
+import DoorCore
+import DoorIO
+import GatewayControl
+import Glibc
+import Dispatch
+import GatewayConfig
+import GatewayStore
+import Logging
+
+/// Runs the pure `DoorMachine` on one serial queue (DESIGN.md "Shape of the
+/// program"): inputs from the reader, the board, MQTT and the control socket
+/// are queued here, and the effects it returns are executed here — outputs,
+/// feedback, timers, events, provisioning writes.
+// @unchecked: its state is touched only on `queue` (the hooks are set while wiring, before `start()`); beats under `beatLock`.
+final class DoorRuntime: @unchecked Sendable {
+    /// Everything below is touched only on `queue`.
+    let queue = DispatchQueue(label: "gatewayd.door")
+    private(set) var machine: DoorMachine
+    /// The configuration in effect; a reload changes it here, on `queue`.
+    let live: LiveConfiguration
+    var configuration: GatewayConfiguration { live.current }
+    let board: DoorBoard
+    let store: GatewayStore
+    let log: Logger
+    private let patterns: PatternDriver
+    private var timers: [TimerID: DispatchSourceTimer] = [:]
+    private(set) var recentEvents: [JSONValue] = []
+    private(set) var counters: [String: Int] = [:]
+    private(set) var readerState = ReaderHealth.starting
+    /// `readerState` as status and telemetry print it.
+    var readerHealth: String { readerState.description }
+    private(set) var lastTag: (uid: TagUID, content: String, verdict: String)?
+    /// When an output was last driven unlocked (CLOCK_MONOTONIC, shared with
+    /// other processes on the machine: the tap→output benchmark reads it).
+    private(set) var lastUnlock: MonotonicInstant?
+    /// Set once at wiring, before `start()`.
+    var reader: ReaderLoop?
+    /// The NTAG 424 DNA last seen arriving, and the provisioning job the reader runs for one (NTAG424Door.swift).
+    var lastNTAG424: TagUID?
+    var ntag424Job: ProvisioningJob?
+    /// Every event, after the audit log has it (MQTT's outbox).
+    var publish: ((DoorEvent, Int64) -> Void)?
+    /// The device report of compat command 5.
+    var publishReport: (() -> Void)?
+    /// The door's state (lock, mode, reader, last access) when it changed.
+    var publishState: ((JSONValue) -> Void)?
+    private var lastPublishedState: JSONValue?
+    /// The newest open when it changed (MQTT `…/last_access`).
+    var publishLastAccess: ((JSONValue) -> Void)?
+    /// The newest open of any kind (time, source), from the audit log at
+    /// start so a restart does not forget it (Home Assistant's "last access").
+    private(set) var lastAccess: (time: Int64, source: String)?
+    /// Expiry is judged no earlier than the latest time seen with the clock
+    /// synchronised (DoorCore `ClockFloor`), kept in the store across restarts.
+    private(set) var clockFloor = ClockFloor()
+    /// The floor as last saved.
+    private var savedClockFloor: Int64 = 0
+    private var floorTimer: DispatchSourceTimer?
+    let registry: any TagRegistryView
+    /// The door's time zone (docs/policy.md): schedules read local wall-clock time in it.
+    private(set) var zone: TimeZoneRules
+    /// The passage schedule's state last applied (nil: apply at the next tick).
+    private var passageApplied: Bool?
+    private var scheduleTimer: DispatchSourceTimer?
+    /// `{name, active, next_change}` of the schedule Home Assistant is shown, from the last tick.
+    private(set) var scheduleInfo: JSONValue?
+    /// Audit sink: the store's hash-chained log (event, time, detail, and the
+    /// time to save as the event's tag's `last_seen` in the row's transaction).
+    let audit: (DoorEvent, Int64, String?, Int64?) -> Void
+    /// Waits until every event given to `audit` is committed (AuditWriter's
+    /// own queue): `shutdown` calls it, so a stop right after a tap keeps its row.
+    let flushAudit: () -> Void
+    /// The `last_seen` of the tap being decided: not written before the relay
+    /// (it decides nothing), but with the tap's first event (`record`).
+    private var lastSeenToSave: (uid: TagUID, time: Int64)?
+    /// Heartbeat of the event loop, read by the watchdog thread.
+    private let beatLock = Lock()
+    private var requestedBeats = 0
+    private var processedBeats = 0
+
+    init(
+        live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: any TagRegistryView,
+        audit: @escaping (DoorEvent, Int64, String?, Int64?) -> Void, flushAudit: @escaping () -> Void = {},
+        log: Logger, zone: TimeZoneRules = .utc
+    ) {
+        self.live = live
+        self.zone = zone
+        let configuration = live.current
+        self.board = board
+        self.store = store
+        self.registry = registry
+        self.audit = audit
+        self.flushAudit = flushAudit
+        self.log = log
+        machine = DoorMachine(settings: configuration.door)
+        patterns = PatternDriver(board: board, logger: log)
+        do {
+            savedClockFloor = try store.clockFloor() ?? 0
+            clockFloor = ClockFloor(unix: savedClockFloor)
+        } catch {
+            log.error("clock floor not read; expiry is judged by the wall clock alone until it is saved: \(error)")
+        }
+        do {
+            let kinds = DoorEvent.accessKinds.map(\.rawValue)
+            lastAccess = try store.newestAudit(kinds: kinds, limit: 64).lazy.compactMap { row in
+                DoorEvent.accessSource(kind: row.kind, action: row.action, source: row.source).map { (row.time, $0) }
+            }.first
+        } catch {
+            log.error("last access not read from the audit log: \(error)")
+        }
+    }
+
+    // MARK: Clock
+
+    func now() -> Now {
+        Now(
+            monotonic: MonotonicClock.now(),
+            wall: WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised()))
+    }
+
+    /// `adjtimex(2)`: synchronised unless STA_UNSYNC is set (or the
+    /// configuration declares the clock synchronised).
+    func clockSynchronised() -> Bool {
+        if configuration.declareClockSynchronised { return true }
+        return door_clock_synchronised() == 1
+    }
+
+    // MARK: Inputs
+
+    func start() {
+        queue.async { self.execute(self.machine.start(at: self.now())) }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .seconds(60))
+        timer.setEventHandler { [weak self] in self?.saveClockFloor() }
+        timer.activate()
+        floorTimer = timer
+        queue.async { self.scheduleTick() }
+    }
+
+    // MARK: Schedules (docs/policy.md)
+
+    var accessPolicy: AccessPolicy { AccessPolicy(schedules: configuration.door.schedules, zone: zone) }
+
+    /// The schedule the state document shows: the passage schedule, else
+    /// the first action's that has one.
+    var shownSchedule: String? {
+        configuration.door.passageSchedule ?? configuration.door.actions.first { $0.schedule != nil }?.schedule
+    }
+
+    /// At each edge of the passage schedule, the mode follows it: passage
+    /// inside its windows, normal outside. A mode set by hand meanwhile
+    /// stays until the next edge; lockdown is never changed by a schedule;
+    /// with the clock unsynchronised the schedule reads as outside (normal
+    /// mode: fail closed). Re-runs at the next edge, and at least every minute.
+    private func scheduleTick() {
+        scheduleTimer?.cancel()
+        scheduleTimer = nil
+        guard let name = shownSchedule, let schedule = accessPolicy.schedule(named: name) else {
+            scheduleInfo = nil
+            stateChanged()
+            return
+        }
+        let wall = now().wall
+        let active = wall.synchronised && schedule.isActive(at: wall.unixSeconds, zone: zone)
+        let next = wall.synchronised ? schedule.nextChange(after: wall.unixSeconds, zone: zone) : nil
+        scheduleInfo = .object([
+            ("name", .string(name)), ("active", .bool(active)),
+            ("next_change", .optional(next.map(UTCTime.iso8601))),
+            ("clock_synchronised", .bool(wall.synchronised)),
+        ])
+        if name == configuration.door.passageSchedule, passageApplied != active {
+            passageApplied = active
+            let target: DoorMode = active ? .passage : .normal
+            if machine.mode != .lockdown, machine.mode != target {
+                execute(machine.handle(.admin(.scheduledMode(target)), at: now()))
+            }
+        }
+        stateChanged()
+        let wait = max(1, min(60, (next ?? .max) - wall.unixSeconds))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .seconds(Int(wait)), leeway: .milliseconds(50))
+        timer.setEventHandler { [weak self] in self?.scheduleTick() }
+        timer.activate()
+        scheduleTimer = timer
+    }
+
+    func submit(_ input: DoorInput) {
+        queue.async { self.handle(input) }
+    }
+
+    /// Runs `body` on the door queue and returns its result (control requests).
+    func sync<T>(_ body: () throws -> T) rethrows -> T { try queue.sync(execute: body) }
+
+    private func handle(_ input: DoorInput) {
+        execute(machine.handle(input, at: now()))
+    }
+
+    func readerReport(_ report: ReaderLoop.Report) {
+        queue.async { [self] in
+            switch report {
+            case .arrived(let tag): tagArrived(tag)
+            case .departed(let uid): handle(.tagDeparted(uid))
+            case .fault(let why):
+                readerState = .lost(why)
+                handle(.readerFault(why))
+            case .recovered:
+                readerState = .ok
+                handle(.readerRecovered)
+            case .opened:
+                readerState = .ok
+                stateChanged()
+            case .written(let uid, let error): writeFinished(uid: uid, error: error)
+            case .ntag424Provisioned(let uid, let result): ntag424Provisioned(uid: uid, result)
+            }
+        }
+    }
+
+    func boardInput(_ event: InputEvent) {
+        queue.async { [self] in
+            switch event.input {
+            case .button: handle(.button(pressed: event.active))
+            case .doorContact: handle(.doorContact(open: event.active))
+            }
+        }
+    }
+
+    private func tagArrived(_ tag: ReadTag) {
+        if !readerState.isOK { readerState = .ok }
+        lastNTAG424 = tag.ntag424Tap != nil ? tag.uid : nil
+        let wall = now().wall
+        // A store that cannot be read fails closed: no secret, so no v2 grant.
+        let secrets: [StickerSecret]
+        do { secrets = try store.secrets() } catch {
+            log.error("sticker secrets unreadable, v2 stickers are denied: \(error)")
+            secrets = []
+        }
+        clockFloor.observe(wall)
+        let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
+        var presentation: TagPresentation
+        if let tap = tag.ntag424Tap {
+            presentation = judgeNTAG424(tap, wall: wall, policy: policy)
+        } else {
+            presentation =
+                TapJudge.judge(
+                    uid: tag.uid, message: tag.message, secrets: secrets,
+                    actionCount: configuration.door.actions.count,
+                    registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+                ).presentation
+        }
+        if presentation.content == .ours, case .grant = presentation.verdict {
+            presentation = takeUse(presentation, wall: wall)
+        }
+        let verdictText: String
+        switch presentation.verdict {
+        case .grant(_, let reason): verdictText = "granted (\(reason))"
+        case .deny(let reason, _): verdictText = "denied (\(reason))"
+        }
+        lastTag = (tag.uid, presentation.content.rawValue, verdictText)
+        supplyApprovalRandom()
+        handle(.tagArrived(presentation))
+        // No event took it (the machine ignored the tap: the same-tag quiet
+        // time): saved on its own, still after the decision.
+        if let pending = lastSeenToSave {
+            lastSeenToSave = nil
+            do { try store.touchLastSeen(uid: pending.uid, at: pending.time) } catch {
+                log.warning("last_seen of \(pending.uid.hex) not saved: \(error)")
+            }
+        }
+    }
+
+    /// An NTAG 424 DNA's tap (docs/ntag424.md). Its SUN counter is checked
+    /// and stored here, in one store transaction that is on disk before the
+    /// machine sees the tap (and so before the relay moves): a decision-relevant
+    /// write, like a guest pass's use.
+    private func judgeNTAG424(_ tap: NTAG424TapFacts, wall: WallClock, policy: TapPolicy) -> TagPresentation {
+        let siteKey: [UInt8]?
+        do { siteKey = try store.ntag424SiteKey()?.key } catch {
+            log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+            return TagPresentation(
+                uid: tap.uid, content: .ours,
+                verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
+        }
+        return NTAG424Judge.judge(
+            tap: tap, siteKey: siteKey, registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+        ) { [store, log] uid, counter in
+            switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall.unixSeconds) {
+            case .accepted: return true
+            case .replayed(let last):
+                log.warning("NTAG 424 \(uid.hex): SUN counter \(counter) not above \(last) (replayed or rolled back)")
+                return false
+            }
+        }
+    }
+
+    /// A granted tap of ours: a guest pass's use is taken (durably, in the
+    /// transaction that decides) when the machine would open for it now —
+    /// not when lockdown, a lockout or the same-tag quiet time would refuse
+    /// it anyway — before the relay moves: the one store write a tap makes
+    /// before the relay (issue 25 §5). Other tags get `last_seen`, written
+    /// with the tap's audit row after the relay.
+    private func takeUse(_ presentation: TagPresentation, wall: WallClock) -> TagPresentation {
+        let uid = presentation.uid
+        let usesLeft: Int?
+        do { usesLeft = try registry.issuedTag(uid)?.usesLeft } catch {
+            log.error("registry unreadable for \(uid.hex): \(error)")
+            return TagPresentation(
+                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+        }
+        guard usesLeft != nil else {
+            lastSeenToSave = (uid, wall.unixSeconds)
+            return presentation
+        }
+        var probe = machine
+        probe.supplyRandom(Array(repeating: 0, count: 32))
+        // A tap that asks for approval takes its use at the request (a
+        // denied or unanswered request does not give it back).
+        let opens = probe.handle(.tagArrived(presentation), at: now()).contains {
+            if case .emit(let e) = $0 { return e.kind == .accessGranted || e.kind == .approvalRequested }
+            return false
+        }
+        guard opens else { return presentation }
+        do {
+            guard let left = try store.consumeUse(uid: uid, at: wall.unixSeconds) else {
+                return TagPresentation(
+                    uid: uid, content: .ours,
+                    verdict: .deny(reason: AccessPolicy.Denial.noUsesLeft.rawValue, countsTowardLockout: false))
+            }
+            log.info("guest pass \(uid.hex): a use taken, \(left) left")
+            return presentation
+        } catch {
+            log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
+            return TagPresentation(
+                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+        }
+    }
+
+    /// An input decided now, on the door queue, with the events it
+    /// produced (the control socket's approvals answer with them).
+    func handleNow(_ input: DoorInput) -> [DoorEvent] {
+        queue.sync {
+            let effects = machine.handle(input, at: now())
+            execute(effects)
+            return effects.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
+        }
+    }
+
+    /// 32 bytes from the CSPRNG for the approval code a tap may need
+    /// (docs/policy.md "Approval"). Without them the machine denies a tap
+    /// that needs approval (fail closed).
+    private func supplyApprovalRandom() {
+        guard configuration.door.actions.contains(where: { $0.approval != nil }) else { return }
+        do { machine.supplyRandom(try Crypto.randomBytes(32)) } catch {
+            log.error("approval: no random bytes for a code, a tap needing approval is denied: \(error)")
+            machine.supplyRandom([])
+        }
+    }
+
+    // MARK: Effects
+
+    /// Runs the machine's effects in their order, but for one thing: the
+    /// relay off the store's path (issue 25 §5). The machine lists an event
+    /// before the output it explains (`.emit` then `.drive`), and an event's
+    /// audit row is a commit (synchronous=FULL: on an SD card milliseconds to
+    /// hundreds of them). So an event that comes before an output in the
+    /// batch is held until the batch's last output has moved, then recorded,
+    /// in order, before any later effect; the audit writer commits it on its
+    /// own queue, which the door queue does not wait for (a pulse's end, the
+    /// next tap) and `shutdown` drains. What decides is written before the
+    /// machine is asked (a guest pass's use, a remote command's replay
+    /// record): it precedes the relay. What a power cut keeps:
+    /// docs/reliability.md.
+    private func execute(_ effects: [DoorEffect]) {
+        defer { stateChanged() }
+        let lastDrive = effects.lastIndex {
+            if case .drive = $0 { return true }
+            return false
+        }
+        var held: [DoorEvent] = []
+        for (index, effect) in effects.enumerated() {
+            if let lastDrive, index > lastDrive, !held.isEmpty {
+                for event in held { record(event) }
+                held = []
+            }
+            switch effect {
+            case .drive(let output, let state):
+                do {
+                    try board.drive(output, state)
+                    if state == .unlocked { lastUnlock = MonotonicClock.now() }
+                } catch {
+                    log.error("driving \(output) \(state) failed: \(error); locking every output")
+                    board.lockAll()
+                }
+            case .feedback(let kind):
+                if let pattern = configuration.door.patterns[kind] { patterns.play(pattern) }
+            case .stopFeedback:
+                patterns.stop()
+            case .startTimer(let id, let after):
+                startTimer(id, after: after)
+            case .cancelTimer(let id):
+                timers.removeValue(forKey: id)?.cancel()
+            case .emit(let event):
+                if let lastDrive, index < lastDrive { held.append(event) } else { record(event) }
+            case .writeTag(let job):
+                beginWrite(job)
+            case .publishReport:
+                publishReport?()
+            }
+        }
+        for event in held { record(event) }
+    }
+
+    private func startTimer(_ id: TimerID, after: Duration) {
+        timers.removeValue(forKey: id)?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(after.nanosecondsClamped)), leeway: .milliseconds(1))
+        timer.setEventHandler { [weak self] in
+            guard let self, self.timers.removeValue(forKey: id) != nil else { return }
+            self.handle(.timerFired(id))
+        }
+        timers[id] = timer
+        timer.activate()
+    }
+
+    /// The retained state document (MQTT `…/state`, Home Assistant's lock).
+    func stateDocument() -> JSONValue {
+        let first = configuration.outputs.first?.name ?? ""
+        return .object([
+            ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
+            ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
+            ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerState.isOK ? "ok" : "fault")),
+            ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
+            ("last_access_source", .optional(lastAccess?.source)),
+            ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
+            ("schedule", scheduleInfo ?? .null),
+        ])
+    }
+
+    /// `{"time": ISO 8601, "source": …}` of the newest open; nil before any.
+    func lastAccessDocument() -> JSONValue? {
+        lastAccess.map { .object([("time", .string(UTCTime.iso8601($0.time))), ("source", .string($0.source))]) }
+    }
+
+    private func stateChanged() {
+        guard let publishState else { return }
+        let doc = stateDocument()
+        if doc != lastPublishedState {
+            lastPublishedState = doc
+            publishState(doc)
+        }
+    }
+
+    /// An event decided outside the door machine (Home Assistant's admin
+    /// screen: a selection, a revoked tag): audited and published as the
+    /// machine's are, in order with them.
+    func note(_ event: DoorEvent, detail: String? = nil) {
+        queue.async { self.record(event, detail: detail) }
+    }
+
+    private func record(_ event: DoorEvent, detail: String? = nil) {
+        let wall = Int64(time(nil))
+        if let source = event.accessSource {
+            lastAccess = (wall, source)
+            if let doc = lastAccessDocument() { publishLastAccess?(doc) }
+        }
+        counters[event.kind.rawValue, default: 0] += 1
+        var fields: [(String, JSONValue)] = [
+            ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
+        ]
+        if let r = event.reason { fields.append(("reason", .string(r))) }
+        if let a = event.action { fields.append(("action", .int(a))) }
+        if let u = event.uid { fields.append(("uid", .string(u.hex))) }
+        if let s = event.source { fields.append(("source", .string(s))) }
+        recentEvents.append(.object(fields))
+        if recentEvents.count > 20 { recentEvents.removeFirst(recentEvents.count - 20) }
+        log.info(
+            "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
+        )
+        var lastSeen: Int64?
+        if let pending = lastSeenToSave, event.uid == pending.uid {
+            lastSeen = pending.time
+            lastSeenToSave = nil
+        }
+        audit(event, wall, detail ?? event.approvalDetail, lastSeen)
+        publish?(event, wall)
+    }
+
+    // MARK: Provisioning
+
+    /// DESIGN.md: sign with the action's newest active generated secret
+    /// (created on first use); the registry row is pending before the write.
+    private func beginWrite(_ job: ProvisioningJob) {
+        guard let uid = job.uid else { return }
+        if uid == lastNTAG424 { return beginNTAG424(job, uid: uid) }
+        let wall = Int64(time(nil))
+        do {
+            let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
+            let url = StickerSigner.signV2(action: job.action, timestamp: wall, key: secret.key, uid: uid)
+            try store.createPendingTag(
+                uid: uid, action: job.action, secretID: secret.id, label: job.label,
+                limits: TagLimits(
+                    validFrom: job.validFrom, validUntil: job.validUntil, uses: job.uses, schedule: job.schedule),
+                kind: .stickerV2, now: wall)
+            guard let key = try store.key(.device) else { throw DaemonError.startup("no device key") }
+            reader?.requestWrite(
+                .init(
+                    uid: uid, message: NDEFMessage(records: [.uri(url.text)]), overwrite: job.overwrite, deviceKey: key,
+                    protect: job.protect || configuration.door.provisioning.protect))
+        } catch {
+            log.error("provisioning: \(error)")
+            handle(.writeResult(uid: uid, .failed("\(error)")))
+        }
+    }
+
+    private func writeFinished(uid: TagUID, error: String?) {
+        do {
+            // A verified write: the tag becomes active with its
+            // `provisioning_written` audit row, in one transaction (AuditWriter).
+            if error != nil { try store.failTag(uid: uid) }
+        } catch {
+            log.error("registry update for \(uid.hex): \(error)")
+            do { try store.failTag(uid: uid) } catch {
+                // It stays pending, which never opens; the next write of that tag replaces it.
+                log.error("registry: \(uid.hex) could not be marked failed either: \(error)")
+            }
+            handle(.writeResult(uid: uid, .failed("registry: \(error)")))
+            return
+        }
+        handle(.writeResult(uid: uid, error.map { .failed($0) } ?? .written))
+    }
+
+    /// SIGHUP with a valid file: the machine restarts on the new door settings
+    /// in the mode it was in. Runs in progress end (outputs locked first, by
+    /// the new machine's start); provisioning is disarmed.
+    func reload(_ new: GatewayConfiguration, zone newZone: TimeZoneRules? = nil) {
+        queue.async { [self] in
+            if let newZone { zone = newZone }
+            for t in timers.values { t.cancel() }
+            timers = [:]
+            patterns.stop()
+            // A waiting approval request ends with the machine it lived in (audited).
+            if let r = machine.pendingApproval {
+                record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
+                record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
+            }
+            var settings = live.applyReload(new).door
+            settings.initialMode = machine.mode
+            machine = DoorMachine(settings: settings)
+            execute(machine.start(at: now()))
+            record(DoorEvent(.configurationReloaded, reason: settings.initialMode.rawValue, source: "sighup"))
+            // The schedules may have changed: the passage schedule applies again now.
+            passageApplied = nil
+            scheduleTick()
+        }
+    }
+
+    // MARK: Health and shutdown
+
+    /// The watchdog's probe: a beat queued on the door queue; `processedBeat`
+    /// reaches the returned number once the loop has run it.
+    func requestBeat() -> Int {
+        let n = beatLock.withLock { () -> Int in
+            requestedBeats += 1
+            return requestedBeats
+        }
+        queue.async { self.beatLock.withLock { self.processedBeats = max(self.processedBeats, n) } }
+        return n
+    }
+
+    var processedBeat: Int { beatLock.withLock { processedBeats } }
+
+    /// Saves the clock floor once it has moved 10 minutes past the saved one
+    /// (the precision expiry needs; fewer writes on the SD card), and at
+    /// shutdown whatever it is.
+    func saveClockFloor(force: Bool = false) {
+        clockFloor.observe(now().wall)
+        guard clockFloor.unix > savedClockFloor, force || clockFloor.unix - savedClockFloor >= 600 else { return }
+        do {
+            try store.raiseClockFloor(to: clockFloor.unix)
+            savedClockFloor = clockFloor.unix
+        } catch {
+            log.warning("clock floor not saved: \(error)")
+        }
+    }
+
+    /// `gatewayctl clock reset-floor`: lowers a floor a bad time source
+    /// raised to the synchronised wall clock. The store (the floor with its
+    /// audit row) is written off the door queue, so taps are not held up by
+    /// the disk; the door takes the new floor once it is saved. Nothing can
+    /// raise the floor meanwhile: the clock is below it.
+    func resetClockFloor(by caller: String) throws -> ClockFloor.Reset {
+        let wall = now().wall
+        var floor = queue.sync { clockFloor }
+        let outcome = floor.reset(to: wall)
+        guard case .lowered(let from, let to) = outcome else { return outcome }
+        try store.resetClockFloor(from: from, to: to, source: caller, now: wall.unixSeconds)
+        queue.sync {
+            clockFloor = floor
+            savedClockFloor = to
+        }
+        log.notice(
+            "clock floor lowered from \(UTCTime.iso8601(from)) to \(UTCTime.iso8601(to)) by \(caller): expiry is judged by the wall clock again"
+        )
+        return outcome
+    }
+
+    /// Lock everything and stop patterns (SIGTERM, errors).
+    func shutdown() {
+        queue.sync {
+            for t in timers.values { t.cancel() }
+            timers = [:]
+            scheduleTimer?.cancel()
+            patterns.stop()
+            board.lockAll()
+            // Only once the outputs are locked: a store write may wait on the writer.
+            floorTimer?.cancel()
+            saveClockFloor(force: true)
+        }
+        // Every event recorded so far (the last tap's, after its relay) is committed before the process goes.
+        flushAudit()
+    }
+}

@@ -1,0 +1,81 @@
+import DoorCore
+import GatewayControl
+import Logging
+import NFCReader
+
+extension ReaderError: ReaderPortError {}
+
+/// The daemon's reader port over the libnfc adapter.
+final class LibnfcReaderPort: TagReaderPort {
+    let reader: NFCReader
+    let authLimit: Int
+    /// The NTAG 424 site master key (docs/ntag424.md), read at each 424 tap
+    /// (nil: none yet, so no 424 can prove a key). Never logged.
+    let siteKey: () -> [UInt8]?
+    /// Whether a 424's tap runs AuthenticateEV2First: not when its action
+    /// opens on the SUN alone (`"ntag424-sun"`, docs/ntag424.md).
+    let wantsEV2: (TagUID) -> Bool
+
+    init(
+        connstring: String, authLimit: Int, log: Logger, wantsEV2: @escaping (TagUID) -> Bool = { _ in true },
+        siteKey: @escaping () -> [UInt8]? = { nil }
+    ) {
+        reader = NFCReader(connstring: connstring)
+        self.authLimit = authLimit
+        self.wantsEV2 = wantsEV2
+        self.siteKey = siteKey
+    }
+
+    func open() throws { try reader.open() }
+    func close() { reader.close() }
+
+    func waitForTag(timeout: Duration) throws -> ReadTag? {
+        // Key 0 of each 424, diversified for its UID (AN10922, NTAG424.DoorKeys).
+        let master = siteKey()
+        let key = { [wantsEV2] (uid: TagUID) -> [UInt8]? in
+            guard let master, uid.bytes.count == 7, wantsEV2(uid) else { return nil }
+            return try? NTAG424.tagKey(masterKey: master, uid: uid.bytes, keyNumber: 0)
+        }
+        guard let polled = try reader.pollTap(ntag424Key: key) else { return nil }
+        isoDep = polled.isISODEP ? polled.uid : nil
+        switch polled {
+        case .type2(let tag):
+            return ReadTag(uid: tag.uid, message: tag.message, typeName: tag.type?.rawValue ?? "unknown")
+        case .ntag424(let tap):
+            let proof: NTAG424TapFacts.Proof
+            switch tap.proof {
+            case .authenticated(let cardUID): proof = .authenticated(cardUID: cardUID)
+            case .refused(let why): proof = .refused(why)
+            case .notTried: proof = .notTried
+            }
+            let uri = tap.message?.records.lazy.compactMap { try? $0.uri() }.first
+            return ReadTag(
+                uid: tap.uid, message: tap.message, typeName: ReadTag.ntag424,
+                ntag424Tap: NTAG424TapFacts(uid: tap.uid, uri: uri, proof: proof))
+        case .torn(let uid):
+            return ReadTag(
+                uid: uid, message: nil, typeName: ReadTag.ntag424,
+                ntag424Tap: NTAG424TapFacts(uid: uid, uri: nil, proof: .torn))
+        case .otherISODEP(let uid, _):
+            return ReadTag(uid: uid, message: nil, typeName: ReadTag.ntag424)
+        }
+    }
+
+    /// The ISO-DEP target last polled (its presence is checked by activation, not READ).
+    private var isoDep: TagUID?
+
+    func isPresent(_ uid: TagUID) throws -> Bool {
+        uid == isoDep ? try reader.isPresentISODep(uid) : try reader.isPresent(uid)
+    }
+
+    func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws {
+        // A tag protected earlier is authenticated with the device key's
+        // password even when this write does not ask for protection.
+        let options = WriteOptions(
+            overwrite: overwrite, password: NTAGPassword.derive(deviceKey: deviceKey, uid: uid), protect: protect,
+            authLimit: authLimit)
+        try reader.write(message, to: uid, options: options)
+    }
+
+    var healthText: String { reader.health.description }
+}

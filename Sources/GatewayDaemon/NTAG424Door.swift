@@ -1,0 +1,186 @@
+import Dispatch
+import DoorCore
+import GatewayControl
+import GatewayStore
+import Glibc
+import NFCReader
+import Synchronization
+
+// Provisioning an NTAG 424 DNA at the door (issue 26, docs/ntag424.md
+// "Provisioning at the door"). The shape is the sticker's: armed by the button
+// or `provision`, the machine picks the tag and asks for the write; the
+// reader loop runs `provisionNTAG424` with the site master key; only when the
+// reader has verified the tag (SUN read with the new keys, EV2 with the new
+// key 0) is the registry row written — pending, made active by its
+// `provisioning_written` audit row — with the verifying read's SUN counter.
+// Any failure (a tear at any step) writes no row; the tag is left in a state
+// `provisionNTAG424` resumes from and `resetNTAG424` undoes.
+
+/// Why an NTAG 424 job did not finish: an audit reason code and the detail.
+struct NTAG424JobFailure: Error, Equatable, CustomStringConvertible {
+    /// `tag_lost`, `foreign_content`, `not_ntag424`, `wrong_tag`, `no_tag`, `tag_error` or `reader`.
+    var reason: String
+    var detail: String
+    var description: String { "\(reason): \(detail)" }
+
+    init(_ reason: String, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+
+    init(_ error: Error) {
+        switch error as? ReaderError {
+        case .tagLost?: self.init("tag_lost", "\(error)")
+        case .foreignContent?: self.init("foreign_content", "\(error)")
+        case .notNTAG424?: self.init("not_ntag424", "\(error)")
+        case .status?: self.init("tag_error", "\(error)")
+        default: self.init("reader", "\(error)")
+        }
+    }
+}
+
+/// The NTAG 424 side of the reader port (LibnfcReaderPort).
+protocol NTAG424ReaderPort: AnyObject {
+    func provisionNTAG424(masterKey: [UInt8], base: String) throws -> NTAG424Provisioned?
+    func resetNTAG424(masterKey: [UInt8]) throws -> TagUID?
+}
+
+extension LibnfcReaderPort: NTAG424ReaderPort {
+    func provisionNTAG424(masterKey: [UInt8], base: String) throws -> NTAG424Provisioned? {
+        try reader.provisionNTAG424(masterKey: masterKey, base: base)
+    }
+    func resetNTAG424(masterKey: [UInt8]) throws -> TagUID? { try reader.resetNTAG424(masterKey: masterKey) }
+}
+
+/// What the reader loop runs for the NTAG 424 in the field. Holds the site
+/// master key: never logged or described.
+enum NTAG424Job: CustomStringConvertible {
+    case provision(uid: TagUID, masterKey: [UInt8], base: String)
+    /// `done` is called on the reader thread.
+    case reset(masterKey: [UInt8], done: @Sendable (Result<TagUID, NTAG424JobFailure>) -> Void)
+
+    var description: String {
+        switch self {
+        case .provision(let uid, _, _): return "provision \(uid.hex)"
+        case .reset: return "reset"
+        }
+    }
+
+    /// On the reader thread: the report to deliver (reset answers its caller instead).
+    func run(on reader: TagReaderPort) -> ReaderLoop.Report? {
+        let port = reader as? NTAG424ReaderPort
+        switch self {
+        case .provision(let uid, let key, let base):
+            guard let port else {
+                return .ntag424Provisioned(uid: uid, .failure(.init("reader", "this reader cannot speak ISO-DEP")))
+            }
+            do {
+                guard let done = try port.provisionNTAG424(masterKey: key, base: base) else {
+                    return .ntag424Provisioned(uid: uid, .failure(.init("no_tag", "no tag in the field")))
+                }
+                guard done.uid == uid else {
+                    return .ntag424Provisioned(
+                        uid: uid, .failure(.init("wrong_tag", "\(done.uid.hex) answered instead of \(uid.hex)")))
+                }
+                return .ntag424Provisioned(uid: uid, .success(done.counter))
+            } catch {
+                return .ntag424Provisioned(uid: uid, .failure(NTAG424JobFailure(error)))
+            }
+        case .reset(let key, let done):
+            guard let port else {
+                done(.failure(.init("reader", "this reader cannot speak ISO-DEP")))
+                return nil
+            }
+            do {
+                guard let uid = try port.resetNTAG424(masterKey: key) else {
+                    done(.failure(.init("no_tag", "no tag in the field")))
+                    return nil
+                }
+                done(.success(uid))
+            } catch {
+                done(.failure(NTAG424JobFailure(error)))
+            }
+            return nil
+        }
+    }
+}
+
+extension DoorRuntime {
+    /// The SUN template's URL base: what a phone opens when it reads the tag.
+    static let ntag424Base = "https://doorgateway.invalid/t"
+
+    /// On `queue`, from `beginWrite`: the machine chose the 424 `uid` for `job`.
+    func beginNTAG424(_ job: ProvisioningJob, uid: TagUID) {
+        let wall = Int64(time(nil))
+        do {
+            if try store.isRevoked(uid: uid, signature: nil) { throw RegistryError.revoked(uid.hex) }
+            // Generated once, the first time the door needs it (or from the fleet).
+            let site = try store.ensureNTAG424SiteKey(now: wall)
+            ntag424Job = job
+            reader?.requestNTAG424(.provision(uid: uid, masterKey: site.key, base: Self.ntag424Base))
+        } catch {
+            log.error("provisioning NTAG 424 \(uid.hex): \(error)")
+            submit(.writeResult(uid: uid, .failed("\(error)")))
+        }
+    }
+
+    /// On `queue`: the reader's verdict on the provisioning it ran. The row is
+    /// written only now, after the reader verified the tag.
+    func ntag424Provisioned(uid: TagUID, _ result: Result<UInt32, NTAG424JobFailure>) {
+        guard let job = ntag424Job, job.uid == uid else { return }
+        ntag424Job = nil
+        switch result {
+        case .failure(let why):
+            log.warning("provisioning NTAG 424 \(uid.hex) did not finish (no row written): \(why)")
+            submit(.writeResult(uid: uid, .failed(why.reason)))
+        case .success(let counter):
+            do {
+                let previous = try store.recordProvisionedNTAG424(
+                    uid: uid, action: job.action, label: job.label,
+                    limits: TagLimits(
+                        validFrom: job.validFrom, validUntil: job.validUntil, uses: job.uses, schedule: job.schedule),
+                    counter: counter, now: Int64(time(nil)))
+                if let previous, previous >= counter {
+                    log.notice(
+                        "NTAG 424 \(uid.hex) provisioned again: its SUN counter starts over (\(previous) → \(counter))")
+                }
+                submit(.writeResult(uid: uid, .written))
+            } catch {
+                // The tag is provisioned but has no row: it opens nothing; the next attempt re-verifies it and commits.
+                log.error("registry: NTAG 424 \(uid.hex) verified but not recorded: \(error)")
+                submit(.writeResult(uid: uid, .failed("registry: \(error)")))
+            }
+        }
+    }
+
+    /// `gatewayctl provision reset` (a control thread): returns the door's NTAG
+    /// 424 in the field to factory keys, marks its row, audits `tag_reset`.
+    func resetNTAG424(by caller: String, timeout: Duration = .seconds(15)) throws -> (uid: TagUID, rowMarked: Bool) {
+        guard let site = try store.ntag424SiteKey() else {
+            throw DaemonError.request("this door holds no NTAG 424 site key: no tag of ours to reset")
+        }
+        guard sync({ machine.provisioning == .idle && ntag424Job == nil }) else {
+            throw DaemonError.request("provisioning is armed or running; cancel it first")
+        }
+        let answer = Mutex<Result<TagUID, NTAG424JobFailure>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        reader?.requestNTAG424(
+            .reset(masterKey: site.key) { result in
+                answer.withLock { $0 = result }
+                done.signal()
+            })
+        let ms = Int(timeout.components.seconds) * 1000
+        guard done.wait(timeout: .now() + .milliseconds(ms)) == .success, let result = answer.withLock({ $0 }) else {
+            throw DaemonError.request("the reader did not answer within \(ms / 1000) s")
+        }
+        switch result {
+        case .failure(let why):
+            log.warning("NTAG 424 reset did not finish: \(why)")
+            throw DaemonError.request("reset did not finish (\(why)); present the tag again and repeat")
+        case .success(let uid):
+            let marked = try store.markNTAG424Reset(uid: uid)
+            note(DoorEvent(.tagReset, uid: uid, source: caller), detail: marked ? "row marked failed" : "no active row")
+            return (uid, marked)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import DoorCore
+import GatewayControl
+import Glibc
+import Dispatch
+import Logging
+
+/// A tag as the daemon needs it from the reader.
+struct ReadTag: Equatable {
+    var uid: TagUID
+    var message: NDEFMessage?
+    var typeName: String
+    /// An NTAG 424 DNA's tap (docs/ntag424.md): judged by `NTAG424Judge`, not as a sticker.
+    var ntag424Tap: NTAG424TapFacts? = nil
+    /// `typeName` of an ISO-DEP target (an NTAG 424 DNA, or another ISO-DEP card).
+    static let ntag424 = "ntag424"
+}
+
+/// The reader adapter as the daemon uses it (NFCReader implements it; tests
+/// can fake it). Every call is blocking and bounded.
+protocol TagReaderPort: AnyObject {
+    func open() throws
+    func close()
+    func waitForTag(timeout: Duration) throws -> ReadTag?
+    func isPresent(_ uid: TagUID) throws -> Bool
+    /// Writes, reads back and verifies; the device key derives the tag's
+    /// password (COMPAT §4), used when the tag is protected or `protect` is set.
+    func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws
+    var healthText: String { get }
+}
+
+/// Runs the reader on its own thread: keeps a wait in flight, reports a tag
+/// once when it arrives and again when it leaves, performs a pending
+/// provisioning write on the tag in the field, and reopens a lost reader with
+/// backoff (0.2 s doubling to 5 s) without restarting the process.
+// @unchecked: `running`, `pendingWrite` and `lastErrorText` are guarded by `lock`; `started` is written by start() and read by stop() on the caller's thread; the reader thread owns the reader port.
+final class ReaderLoop: @unchecked Sendable {
+    enum Report {
+        case arrived(ReadTag)
+        case departed(TagUID)
+        case fault(String)
+        case recovered
+        /// The first open succeeded.
+        case opened
+        case written(uid: TagUID, error: String?)
+        /// An NTAG 424 DNA provisioned and verified (its SUN counter), or why not.
+        case ntag424Provisioned(uid: TagUID, Result<UInt32, NTAG424JobFailure>)
+    }
+
+    struct WriteRequest {
+        var uid: TagUID
+        var message: NDEFMessage
+        var overwrite: Bool
+        var deviceKey: [UInt8]
+        var protect: Bool
+    }
+
+    private let reader: TagReaderPort
+    private let log: Logger
+    private let deliver: @Sendable (Report) -> Void
+    private let lock = Lock()
+    private var running = true
+    private var pendingWrite: WriteRequest?
+    private var pendingNTAG424: NTAG424Job?
+    private var started = false
+    private let stopped = DispatchSemaphore(value: 0)
+    private var lastErrorText: String?
+    /// The last reader error (read by `reader info` on a control thread).
+    var lastError: String? { lock.withLock { lastErrorText } }
+
+    init(reader: TagReaderPort, log: Logger, deliver: @escaping @Sendable (Report) -> Void) {
+        self.reader = reader
+        self.log = log
+        self.deliver = deliver
+    }
+
+    func start() {
+        do {
+            try Threads.detach(name: "gatewayd.reader") { [self] in
+                run(); stopped.signal()
+            }
+            started = true
+        } catch {
+            lock.withLock { lastErrorText = "\(error)" }
+            log.error("reader: \(error)")
+        }
+    }
+
+    /// Asks the loop to finish its current (bounded) call and close the reader.
+    func stop() {
+        lock.withLock { running = false }
+        if started { _ = stopped.wait(timeout: .now() + 3) }
+    }
+
+    func requestWrite(_ request: WriteRequest) { lock.withLock { pendingWrite = request } }
+
+    /// Provisioning or reset of the NTAG 424 DNA in the field (NTAG424Door.swift).
+    func requestNTAG424(_ job: NTAG424Job) { lock.withLock { pendingNTAG424 = job } }
+
+    private var isRunning: Bool { lock.withLock { running } }
+
+    private func run() {
+        var open = false
+        var faulted = false
+        var backoff = Duration.milliseconds(200)
+        var current: TagUID?
+        while isRunning {
+            if !open {
+                do {
+                    try reader.open()
+                    open = true
+                    backoff = .milliseconds(200)
+                    if faulted {
+                        faulted = false
+                        deliver(.recovered)
+                    } else {
+                        deliver(.opened)
+                    }
+                } catch {
+                    lock.withLock { lastErrorText = "\(error)" }
+                    if !faulted { faulted = true; deliver(.fault("\(error)")) }
+                    sleep(backoff)
+                    backoff = min(backoff * 2, .seconds(5))
+                    continue
+                }
+            }
+            do {
+                if let request = lock.withLock({ () -> WriteRequest? in
+                    defer { pendingWrite = nil }; return pendingWrite
+                }) {
+                    var failure: String?
+                    do {
+                        try reader.write(
+                            request.message, to: request.uid, overwrite: request.overwrite,
+                            deviceKey: request.deviceKey,
+                            protect: request.protect)
+                    } catch {
+                        failure = "\(error)"
+                    }
+                    deliver(.written(uid: request.uid, error: failure))
+                    continue
+                }
+                if let job = lock.withLock({ () -> NTAG424Job? in
+                    defer { pendingNTAG424 = nil }; return pendingNTAG424
+                }) {
+                    if let report = job.run(on: reader) { deliver(report) }
+                    continue
+                }
+                if let uid = current {
+                    if try reader.isPresent(uid) {
+                        sleep(.milliseconds(100))
+                    } else {
+                        current = nil
+                        deliver(.departed(uid))
+                    }
+                } else if let tag = try reader.waitForTag(timeout: .milliseconds(100)) {
+                    current = tag.uid
+                    deliver(.arrived(tag))
+                }
+            } catch {
+                lock.withLock { lastErrorText = "\(error)" }
+                log.warning("reader: \(error)")
+                if let uid = current { current = nil; deliver(.departed(uid)) }
+                if !isReaderLevel(error) { continue }
+                reader.close()
+                open = false
+                faulted = true
+                deliver(.fault("\(error)"))
+            }
+        }
+        reader.close()
+    }
+
+    /// A tag that left or answered badly is not a reader fault; anything else is.
+    private func isReaderLevel(_ error: Error) -> Bool {
+        (error as? ReaderPortError)?.readerLost ?? true
+    }
+
+    private func sleep(_ d: Duration) {
+        let ms = max(1, Int(d.millisecondsClamped))
+        usleep(UInt32(ms) * 1000)
+    }
+}
+
+/// Errors the reader port uses to say whether the reader itself is gone.
+protocol ReaderPortError: Error {
+    var readerLost: Bool { get }
+}
