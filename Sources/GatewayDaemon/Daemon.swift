@@ -154,8 +154,7 @@ final class Daemon: @unchecked Sendable {
             connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
             wantsEV2: { [store, live] in
                 NTAG424Judge.wantsEV2(
-                    uid: $0, registry: RegistryView(base: StoreRegistry(store: store)),
-                    actions: live.current.door.actions)
+                    uid: $0, registry: StoreRegistry(store: store), actions: live.current.door.actions)
             }
         ) { [store, log] in
             do { return try store.ntag424SiteKey()?.key } catch {
