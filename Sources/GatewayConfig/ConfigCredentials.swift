@@ -22,3 +22,17 @@ extension GatewayConfiguration {
         return Set(names.compactMap(CredentialKind.init(rawValue:)))
     }
 }
+
+extension GatewayConfiguration {
+    /// `config check`'s warning for each action that lists `"ntag424-sun"`
+    /// (docs/ntag424.md "The SUN-only tier"): a SUN URL alone opens it, so
+    /// anyone who reads the tag once can pre-play.
+    var credentialWarnings: [String] {
+        door.actions.filter { $0.credentials.contains(.ntag424SUN) }.map { a in
+            "actions[\(a.index)] (\(a.name)) lists \"ntag424-sun\": an NTAG 424 DNA's SUN URL alone opens it, "
+                + "without the chip proving its key; anyone who reads the tag once with a phone holds a URL the "
+                + "door has not seen and can open once before the owner's next tap (pre-play). List \"ntag424\" "
+                + "alone where the reader completes EV2"
+        }
+    }
+}

@@ -128,6 +128,7 @@ extension GatewayConfiguration {
                 "nats.account_keys is empty: a JWT pushed on creds.jwt is trusted only when signed by the issuer of "
                     + "the JWT in place; list the account's keys to allow a rotated signing key")
         }
+        w += credentialWarnings
         return w
     }
 

@@ -151,7 +151,11 @@ final class Daemon: @unchecked Sendable {
             simulatorControl = nil
         }
         let port = LibnfcReaderPort(
-            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log
+            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
+            wantsEV2: { [store, live] in
+                NTAG424Judge.wantsEV2(
+                    uid: $0, registry: StoreRegistry(store: store), actions: live.current.door.actions)
+            }
         ) { [store, log] in
             do { return try store.ntag424SiteKey()?.key } catch {
                 log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")

@@ -12,10 +12,17 @@ final class LibnfcReaderPort: TagReaderPort {
     /// The NTAG 424 site master key (docs/ntag424.md), read at each 424 tap
     /// (nil: none yet, so no 424 can prove a key). Never logged.
     let siteKey: () -> [UInt8]?
+    /// Whether a 424's tap runs AuthenticateEV2First: not when its action
+    /// opens on the SUN alone (`"ntag424-sun"`, docs/ntag424.md).
+    let wantsEV2: (TagUID) -> Bool
 
-    init(connstring: String, authLimit: Int, log: Logger, siteKey: @escaping () -> [UInt8]? = { nil }) {
+    init(
+        connstring: String, authLimit: Int, log: Logger, wantsEV2: @escaping (TagUID) -> Bool = { _ in true },
+        siteKey: @escaping () -> [UInt8]? = { nil }
+    ) {
         reader = NFCReader(connstring: connstring)
         self.authLimit = authLimit
+        self.wantsEV2 = wantsEV2
         self.siteKey = siteKey
     }
 
@@ -25,8 +32,8 @@ final class LibnfcReaderPort: TagReaderPort {
     func waitForTag(timeout: Duration) throws -> ReadTag? {
         // Key 0 of each 424, diversified for its UID (AN10922, NTAG424.DoorKeys).
         let master = siteKey()
-        let key = { (uid: TagUID) -> [UInt8]? in
-            guard let master, uid.bytes.count == 7 else { return nil }
+        let key = { [wantsEV2] (uid: TagUID) -> [UInt8]? in
+            guard let master, uid.bytes.count == 7, wantsEV2(uid) else { return nil }
             return try? NTAG424.tagKey(masterKey: master, uid: uid.bytes, keyNumber: 0)
         }
         guard let polled = try reader.pollTap(ntag424Key: key) else { return nil }

@@ -96,6 +96,84 @@ final class NTAG424JudgeTests: XCTestCase {
         XCTAssertEqual(stored, [5, 6], "no denied tap stored a counter")
     }
 
+    /// The SUN-only tier (`"ntag424-sun"`): a verified, fresh SUN opens an
+    /// action that lists it without the chip's proof, audited
+    /// `valid_sun_only`; never an action that lists `"ntag424"` alone.
+    func testTheSUNOnlyTierOpensOnAFreshSUNAloneAndSaysSo() throws {
+        var stored: [UInt32] = []
+        let ok = Registry(row: row)
+        let sunOnly = policy([.ntag424SUN]), both = policy([.ntag424, .ntag424SUN]), keyOnly = policy([.ntag424])
+        for proof in [NTAG424TapFacts.Proof.notTried, .refused("91AE")] {
+            XCTAssertEqual(
+                verdict(ok, uri: try sun(counter: 3), proof: proof, policy: keyOnly, stored: &stored),
+                "deny auth_failed", "\"ntag424\" alone needs the proof")
+        }
+        XCTAssertEqual(stored, [], "a denied tap stores no counter")
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 3), proof: .notTried, policy: sunOnly, stored: &stored),
+            "grant 0 valid_sun_only")
+        XCTAssertEqual(stored, [3])
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 3), proof: .notTried, policy: sunOnly, stored: &stored),
+            "deny counter_replay", "the same URL twice")
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 2), proof: .refused("91AE"), policy: both, stored: &stored),
+            "deny counter_replay")
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 4), proof: .refused("91AE"), policy: both, stored: &stored),
+            "grant 0 valid_sun_only", "EV2 failed: the SUN-only tier still opens where it is listed")
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 5), policy: sunOnly, stored: &stored), "grant 0 ntag424",
+            "a tap that proved its key is audited as such wherever it opens")
+        XCTAssertEqual(verdict(ok, uri: nil, proof: .notTried, policy: sunOnly, stored: &stored), "deny auth_failed")
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 9, badMAC: true), proof: .notTried, policy: sunOnly, stored: &stored),
+            "deny sun_invalid")
+        XCTAssertEqual(
+            verdict(
+                ok, uri: try sun(counter: 9, master: Array(repeating: 1, count: 16)), proof: .notTried,
+                policy: sunOnly, stored: &stored), "deny sun_invalid", "another site's SUN")
+        XCTAssertEqual(
+            verdict(
+                ok, uri: try sun(counter: 9), proof: .authenticated(cardUID: [4, 0, 0, 0, 0, 0, 1]),
+                policy: sunOnly, stored: &stored), "deny uid_mismatch")
+        XCTAssertEqual(
+            verdict(
+                Registry(row: nil), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly, stored: &stored),
+            "deny unknown_tag")
+        XCTAssertEqual(
+            verdict(
+                Registry(row: row, revoked: true), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly,
+                stored: &stored), "deny revoked")
+        var pending = row
+        pending.state = .pending
+        XCTAssertEqual(
+            verdict(
+                Registry(row: pending), uri: try sun(counter: 9), proof: .notTried, policy: sunOnly,
+                stored: &stored), "deny tag_pending")
+        XCTAssertEqual(
+            verdict(ok, uri: try sun(counter: 9), proof: .notTried, policy: policy([.stickerV2]), stored: &stored),
+            "deny auth_failed", "an unproved tap where no 424 tier is listed counts")
+        XCTAssertEqual(stored, [3, 4, 5], "only granted taps stored their counter")
+    }
+
+    /// The door skips EV2 only for a 424 whose action opens on the SUN alone.
+    func testEV2IsSkippedOnlyWhereTheActionListsTheSUNOnlyTierAlone() {
+        func wants(_ r: Registry, _ p: TapPolicy) -> Bool {
+            NTAG424Judge.wantsEV2(uid: uid, registry: r, actions: p.actions)
+        }
+        XCTAssertFalse(wants(Registry(row: row), policy([.ntag424SUN])))
+        XCTAssertFalse(wants(Registry(row: row), policy([.ntag424SUN, .stickerV2])))
+        XCTAssertTrue(wants(Registry(row: row), policy([.ntag424SUN, .ntag424])))
+        XCTAssertTrue(wants(Registry(row: row), policy()))
+        XCTAssertTrue(wants(Registry(row: row), policy([])))
+        XCTAssertTrue(wants(Registry(row: nil), policy([.ntag424SUN])), "an unknown tag is asked for its proof")
+        XCTAssertTrue(wants(Registry(row: row, unreadable: true), policy([.ntag424SUN])))
+        var other = row
+        other.action = 7
+        XCTAssertTrue(wants(Registry(row: other), policy([.ntag424SUN])), "an unknown action")
+    }
+
     func testAUIDFobOpensOnlyActionsThatListUID() {
         let fob = Registry(row: IssuedTagView(state: .active, kind: .uid, action: 0))
         func judge(_ r: Registry, _ p: TapPolicy?) -> String {
@@ -129,6 +207,12 @@ final class NTAG424JudgeTests: XCTestCase {
             uid: TagUID(hex: "04998877665544")!, message: NDEFMessage(records: [.uri(try sun(counter: 7))]),
             secrets: [], actionCount: 1, registry: Registry(row: nil), now: wall.unixSeconds, policy: policy())
         XCTAssertEqual(r.presentation.verdict, .deny(reason: "sun_copy", countsTowardLockout: true))
+        // Not even on the SUN-only tier, nor on a "magic" NTAG21x that fakes the 424's UID:
+        // the SUN is taken only from a tag that activated as an NTAG 424 DNA.
+        let magic = TapJudge.judge(
+            uid: uid, message: NDEFMessage(records: [.uri(try sun(counter: 7))]), secrets: [], actionCount: 1,
+            registry: Registry(row: row), now: wall.unixSeconds, policy: policy([.ntag424SUN, .ntag424]))
+        XCTAssertEqual(magic.presentation.verdict, .deny(reason: "sun_copy", countsTowardLockout: true))
     }
 
     func testStickerKindsAreHeldToTheActionsCredentials() {

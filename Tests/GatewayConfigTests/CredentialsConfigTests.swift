@@ -59,4 +59,26 @@ final class CredentialsConfigTests: XCTestCase {
         let notList = issues(action("credentials = \"uid\"\n"))
         XCTAssertTrue(notList.contains("expected an array of strings"), notList)
     }
+
+    /// `"ntag424-sun"` is opt-in and `config check` warns about pre-play for each action that lists it.
+    func testTheSUNOnlyTierIsOptInAndWarnedAbout() throws {
+        let stock = try GatewayConfiguration.load(toml: base)
+        XCTAssertFalse(stock.door.actions.contains { $0.credentials.contains(.ntag424SUN) })
+        XCTAssertFalse(stock.warnings.contains { $0.contains("ntag424-sun") }, "\(stock.warnings)")
+        let example = try GatewayConfiguration.load(toml: ConfigExample.text(board: .sim))
+        XCTAssertFalse(example.warnings.contains { $0.contains("ntag424-sun") }, "\(example.warnings)")
+        let sun = try GatewayConfiguration.load(toml: action("name = \"gate\"\ncredentials = [\"ntag424-sun\"]\n"))
+        XCTAssertEqual(sun.door.actions[0].credentials, [.ntag424SUN])
+        let warned = sun.warnings.filter { $0.contains("ntag424-sun") }
+        XCTAssertEqual(warned.count, 1, "\(sun.warnings)")
+        let warning = try XCTUnwrap(warned.first)
+        XCTAssertTrue(warning.hasPrefix("actions[0] (gate) lists \"ntag424-sun\""), warning)
+        XCTAssertTrue(warning.contains("pre-play"), warning)
+        let both = try GatewayConfiguration.load(toml: action("credentials = [\"ntag424\", \"ntag424-sun\"]\n"))
+        XCTAssertEqual(both.warnings.filter { $0.contains("ntag424-sun") }.count, 1)
+        XCTAssertEqual(
+            try GatewayConfiguration.load(toml: action("credentials = [\"ntag424\"]\n")).warnings.filter {
+                $0.contains("ntag424-sun")
+            }, [])
+    }
 }

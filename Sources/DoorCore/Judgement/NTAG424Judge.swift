@@ -20,6 +20,9 @@ public enum TapDenial {
     public static let registryUnavailable = "registry_unavailable"
     /// The grant reason of a `uid` fob: it opened, but on its UID alone.
     public static let weakCredential = "weak_credential"
+    /// The grant reason of an NTAG 424 DNA opened by its SUN URL alone (the
+    /// `"ntag424-sun"` tier): no proof of the chip's key, so pre-play opens too.
+    public static let validSUNOnly = "valid_sun_only"
 }
 
 /// What the reader established on one tap of an NTAG 424 DNA
@@ -56,6 +59,14 @@ public struct NTAG424TapFacts: Equatable, Sendable {
 /// with the door's keys and its read counter must be strictly above the last
 /// one accepted for that UID. The counter is accepted (and stored, durably,
 /// by `acceptCounter`) last, only for a tap that is granted otherwise.
+///
+/// The SUN-only tier (`"ntag424-sun"`, docs/ntag424.md "The SUN-only tier"):
+/// an action that lists it also opens for a tap that did not prove the key —
+/// EV2 skipped (`wantsEV2`) or failed — when its SUN URL verifies, names the
+/// anticollision UID and carries a fresh counter. Such a grant is audited
+/// `valid_sun_only`: anyone who read the tag once holds a URL the door has
+/// not seen (pre-play). A tap that proved the key is audited `ntag424`
+/// wherever it opens.
 public enum NTAG424Judge {
     public static func judge(
         tap: NTAG424TapFacts, siteKey: [UInt8]?, registry: some TagRegistryView, now: Int64, policy: TapPolicy,
@@ -83,21 +94,25 @@ public enum NTAG424Judge {
         guard row.kind == .ntag424 else { return deny(TapDenial.unknownTag) }
         guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
         if let until = row.validUntil, now > until { return deny("expired") }
+        let definition = row.action.flatMap { action in policy.actions.first { $0.index == action } }
+        let byKey = definition?.credentials.contains(.ntag424) ?? false
+        let bySUN = definition?.credentials.contains(.ntag424SUN) ?? false
+        let sunURL = tap.uri.flatMap { try? SUNURL.parse($0) }
+        let proved: Bool
         switch tap.proof {
-        case .notTried, .refused, .torn: return deny(TapDenial.authFailed)
         case .authenticated(let cardUID):
             guard cardUID == uid.bytes else { return deny(TapDenial.uidMismatch) }
+            proved = true
+        case .notTried, .refused, .torn:
+            // Without the chip's proof only the SUN-only tier can open, and only on a SUN.
+            guard bySUN, sunURL != nil else { return deny(TapDenial.authFailed) }
+            proved = false
         }
-        guard let action = row.action else { return deny("unknown_action") }
-        guard let definition = policy.actions.first(where: { $0.index == action }) else {
-            return deny("unknown_action")
-        }
-        guard definition.credentials.contains(.ntag424) else {
-            return deny(TapDenial.credentialNotAllowed, lockout: false)
-        }
-        // The SUN, where the NDEF carries one.
+        guard let action = row.action, let definition else { return deny("unknown_action") }
+        guard byKey || bySUN else { return deny(TapDenial.credentialNotAllowed, lockout: false) }
+        // The SUN, where the NDEF carries one (always, on the SUN-only tier).
         var counter: UInt32?
-        if let uri = tap.uri, let sun = try? SUNURL.parse(uri) {
+        if let sun = sunURL {
             guard let siteKey else { return deny(TapDenial.authFailed) }
             do {
                 let keys = try NTAG424.DoorKeys(masterKey: siteKey, uid: uid.bytes)
@@ -123,7 +138,20 @@ public enum NTAG424Judge {
                 return deny(TapDenial.registryUnavailable)
             }
         }
-        return TagPresentation(uid: uid, content: .ours, verdict: .grant(action: action, reason: "ntag424"))
+        let reason = proved ? "ntag424" : TapDenial.validSUNOnly
+        return TagPresentation(uid: uid, content: .ours, verdict: .grant(action: action, reason: reason))
+    }
+
+    /// Whether the door runs AuthenticateEV2First on this UID's tap. Not when
+    /// the registry holds it as an `ntag424` tag whose action lists
+    /// `"ntag424-sun"` and not `"ntag424"`: that action opens on the SUN alone,
+    /// so the tap skips the EV2 round trip. Any doubt (no such row, an
+    /// unreadable registry, an unknown action) answers true.
+    public static func wantsEV2(uid: TagUID, registry: some TagRegistryView, actions: [ActionDefinition]) -> Bool {
+        guard let row = try? registry.issuedTag(uid), row.kind == .ntag424, let action = row.action,
+            let definition = actions.first(where: { $0.index == action })
+        else { return true }
+        return definition.credentials.contains(.ntag424) || !definition.credentials.contains(.ntag424SUN)
     }
 }
 

@@ -4,6 +4,10 @@
 public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Comparable {
     /// An NTAG 424 DNA that proves its diversified AES key (AuthenticateEV2First) on every tap.
     case ntag424
+    /// The SUN-only tier of an NTAG 424 DNA: its SUN URL alone (verified, counter
+    /// fresh) opens, without AuthenticateEV2First. Weaker: pre-play (docs/ntag424.md
+    /// "The SUN-only tier"). Opt-in; an action's kind, never a registry row's.
+    case ntag424SUN = "ntag424-sun"
     /// A signed sticker bound to its tag's UID (COMPAT §4).
     case stickerV2 = "sticker-v2"
     /// A phone-written signed sticker (imported secret, no UID binding).
@@ -12,7 +16,7 @@ public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Comparable
     case uid
 
     /// What an action accepts when its configuration names no `credentials`:
-    /// every sticker kind; `uid` only when asked for.
+    /// every sticker kind; `uid` and `ntag424-sun` only when asked for.
     public static let defaults: [CredentialKind] = [.ntag424, .stickerV2, .stickerV1]
 
     public static func < (a: CredentialKind, b: CredentialKind) -> Bool {
