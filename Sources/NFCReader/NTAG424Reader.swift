@@ -221,8 +221,7 @@ extension NFCReader {
 
     /// AuthenticateEV2First, then GetCardUID in CommMode.Full; the proof, and whether the
     /// tag accepted the authentication (it then holds a session).
-    func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> (proof: NTAG424Tap.Proof, session: Bool)
-    {
+    func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> (proof: NTAG424Tap.Proof, session: Bool) {
         var session: NTAG424.Session
         switch try openSession(keyNumber: keyNumber, key: key) {
         case .success(let s): session = s

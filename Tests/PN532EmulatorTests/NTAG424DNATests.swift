@@ -265,7 +265,8 @@ final class NTAG424DNATests: XCTestCase {
         _ = host.chip.insert(NTAG424DNA(uid: Self.anUID))
         let target = [0x01, 0x03, 0x44, 0x20, 0x07] + Self.anUID
         XCTAssertEqual(
-            host.answer([0x60, 0x01, 0x01, 0x20, 0x10]), [0x01, 0x20, UInt8(target.count + 6)] + target + NTAG424DNA.ats)
+            host.answer([0x60, 0x01, 0x01, 0x20, 0x10]),
+            [0x01, 0x20, UInt8(target.count + 6)] + target + NTAG424DNA.ats)
         XCTAssertEqual(host.answer([0x40, 0x01] + Self.selectApp), h("00 9000"), "ISO-DEP without another activation")
         XCTAssertEqual(host.answer([0x60, 0x01, 0x01, 0x10]), [0x01, 0x10, UInt8(target.count)] + target)
         XCTAssertEqual(host.answer([0x40, 0x01] + Self.selectApp), [0x01], "no RATS: the 424 is at layer 3")
