@@ -176,6 +176,13 @@ test-arm64-vm:
 bench-bus: static
 	GPIO_VM_BENCH=1 ./scripts/gpio-vm/run.sh GATEWAY="$(STATIC_OUT)/gateway"
 
+## bench-storage: tap → relay through gatewayd with its state directory on a device-mapper `delay`
+## target (50 ms writes and flushes, BENCH_DELAY_MS) beside tmpfs, in the gpio-vm guest (TCG);
+## p50/p99 and their ratio for stickers and a guest pass; figures, not tests (docs/reliability.md)
+.PHONY: bench-storage
+bench-storage: static
+	python3 scripts/no-leftovers.py --label bench-storage -- python3 scripts/bench-storage.py
+
 ## fuzz: coverage-guided fuzzing (libFuzzer, swiftc -sanitize=fuzzer,address) of every parser the
 ## door feeds with outside bytes; FUZZ_S seconds per target (default 30); seed corpora in Fuzz/corpus,
 ## dictionaries in Fuzz/dict; prints executions, exec/s and findings per target

@@ -157,5 +157,5 @@ let package = Package(
         .testTarget(name: "LinkThreadsTests", dependencies: ["LinkThreads", "TestSupport"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -15,13 +15,13 @@ import Synchronization
 
 let args = CommandLine.arguments
 guard args.count >= 2 else {
-    fputs("usage: reader-bench PN532_SIM [TAPS] [sticker] [ntag424]\n", stderr)
+    FileHandle.standardError.write(Data("usage: reader-bench PN532_SIM [TAPS] [sticker] [ntag424]\n".utf8))
     exit(64)
 }
 let taps = args.count > 2 ? Int(args[2]) ?? 200 : 200
 let rows = Set(args.dropFirst(3))
 guard rows.isSubset(of: ["sticker", "ntag424"]) else {
-    fputs("reader-bench: rows are sticker and ntag424\n", stderr)
+    FileHandle.standardError.write(Data("reader-bench: rows are sticker and ntag424\n".utf8))
     exit(64)
 }
 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reader-bench-\(getpid())")
@@ -37,7 +37,7 @@ try sim.run()
 while !FileManager.default.fileExists(atPath: control) { usleep(10_000) }
 
 /// One control line, its answer line.
-func send(_ line: String) -> String {
+@Sendable func send(_ line: String) -> String {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var addr = sockaddr_un()
@@ -74,9 +74,21 @@ func median(_ xs: [Int]) -> Int { xs.sorted()[xs.count / 2] }
 let reader = NFCReader(connstring: "pn532_uart:\(tty)")
 try reader.open()
 
-final class Box: @unchecked Sendable { var done: ContinuousClock.Instant?; var error: Error? }
+/// When the inserter thread put the tag in the field (it inserts while this thread polls).
+final class Inserted: Sendable { let at = Mutex<ContinuousClock.Instant?>(nil) }
 
-func stickerRow() throws {
+/// Puts the tag in the field once a poll is in flight, on another thread.
+func insertSoon(_ line: String) -> Inserted {
+    let inserted = Inserted()
+    Thread {
+        usleep(50_000)  // a poll is in flight
+        inserted.at.withLock { $0 = ContinuousClock.now }
+        _ = send(line)
+    }.start()
+    return inserted
+}
+
+@MainActor func stickerRow() throws {
     // A v2 sticker on an NTAG213: the first COMPAT tags_v2 vector.
     let url =
         "smp://action?idx=1&ts=1758686540&sig=eeaa6b04b4a2a004c1e52585799713f461eafa81573a7a23e255963a3ce13e69&u=Kxpen2V3lbY5yg2NFWxRgA"
@@ -95,25 +107,12 @@ func stickerRow() throws {
         _ = send("remove")
         while try reader.poll() != nil {}  // the reader has seen the tag leave
         _ = send("stats reset")
-        let box = Box()
-        let poller = Thread {
-            do {
-                while true {
-                    if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
-                }
-                box.done = ContinuousClock.now
-            } catch { box.error = error }
+        let inserted = insertSoon("insert \(uid.hex) \(file)")
+        while true {
+            if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
         }
-        poller.start()
-        usleep(50_000)  // a poll is in flight
-        let inserted = ContinuousClock.now
-        _ = send("insert \(uid.hex) \(file)")
-        while box.done == nil && box.error == nil { usleep(200) }
-        if let e = box.error { fatalError("\(e)") }
-        latencies.append(
-            Double((box.done! - inserted).components.attoseconds) / 1e15 + Double(
-                (box.done! - inserted).components.seconds)
-                * 1000)
+        let d = ContinuousClock.now - inserted.at.withLock { $0 }!
+        latencies.append(Double(d.components.attoseconds) / 1e15 + Double(d.components.seconds) * 1000)
         let s = stats()
         frames.append((s["rx_frames"] ?? 0) + (s["tx_frames"] ?? 0))
         bytes.append((s["rx_bytes"] ?? 0) + (s["tx_bytes"] ?? 0))
@@ -169,7 +168,7 @@ func stickerRow() throws {
 /// verified with the tag's keys and its counter above the last one,
 /// AuthenticateEV2First with the tag's diversified key 0 and GetCardUID equal
 /// to the anticollision UID. The store (counter, registry) is not in it.
-func ntag424Row() throws {
+@MainActor func ntag424Row() throws {
     let uid = TagUID(hex: "04DE5F1EACC040")!
     let master = try Crypto.randomBytes(16)
     let base = "https://door.example/t"
@@ -236,30 +235,19 @@ func ntag424Row() throws {
     for _ in 0..<taps {
         _ = send("remove")
         while try door.pollTap(ntag424Key: { _ in nil }) != nil {}  // the reader has seen the tag leave
-        let box = Box()
-        let poller = Thread {
-            do {
-                while true {
-                    switch try door.pollTap(ntag424Key: {
-                        try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0)
-                    }) {
-                    case .ntag424(let tap)?:
-                        if let why = refusal(tap) { fatalError("a tap was refused: \(why)") }
-                        box.done = ContinuousClock.now
-                        return
-                    case nil: continue
-                    case let other?: fatalError("not the 424: \(other)")
-                    }
-                }
-            } catch { box.error = error }
+        let inserted = insertSoon("reinsert")
+        polling: while true {
+            switch try door.pollTap(ntag424Key: {
+                try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0)
+            }) {
+            case .ntag424(let tap)?:
+                if let why = refusal(tap) { fatalError("a tap was refused: \(why)") }
+                break polling
+            case nil: continue
+            case let other?: fatalError("not the 424: \(other)")
+            }
         }
-        poller.start()
-        usleep(50_000)  // a poll is in flight
-        let inserted = ContinuousClock.now
-        _ = send("reinsert")
-        while box.done == nil && box.error == nil { usleep(200) }
-        if let e = box.error { fatalError("\(e)") }
-        let d = box.done! - inserted
+        let d = ContinuousClock.now - inserted.at.withLock { $0 }!
         latencies.append(Double(d.components.attoseconds) / 1e15 + Double(d.components.seconds) * 1000)
     }
 

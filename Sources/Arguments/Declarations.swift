@@ -119,7 +119,7 @@ public enum FlagInversion: Sendable {
 }
 
 /// What a command says about itself.
-public struct CommandConfiguration {
+public struct CommandConfiguration: Sendable {
     public var commandName: String?
     public var abstract: String
     public var usage: String?
@@ -145,6 +145,12 @@ public struct CommandConfiguration {
     }
 }
 
+#if compiler(>=6.2)
+    public protocol _SendableMetatype: SendableMetatype {}
+#else
+    public protocol _SendableMetatype {}
+#endif
+
 /// Options, flags and arguments that can be parsed (a command, or a group
 /// of options several commands share through `@OptionGroup`).
 public protocol ParsableArguments {
@@ -157,8 +163,10 @@ extension ParsableArguments {
     public mutating func validate() throws {}
 }
 
-/// A command: parsed from the words after its name, then run.
-public protocol ParsableCommand: ParsableArguments {
+/// A command: parsed from the words after its name, then run. Its metatype is
+/// Sendable (a `CommandConfiguration` lists subcommands by type); before 6.2
+/// every metatype is.
+public protocol ParsableCommand: ParsableArguments, _SendableMetatype {
     static var configuration: CommandConfiguration { get }
     mutating func run() throws
 }

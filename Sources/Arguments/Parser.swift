@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+    @preconcurrency import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif

@@ -14,6 +14,7 @@ import Logging
 /// path leaves the relays locked: `lockAll()`, deinit (each `OutputLine`
 /// drives itself safe before release), and the fatal-signal handler
 /// (`RelaySafety.installCrashHandler()`) for crashes.
+// @unchecked: `monitor` is set in init and cleared only in deinit; the rest are `let`s (libgpiod lines, see OutputLine).
 public final class GPIOBoard: DoorBoard, @unchecked Sendable {
     public let outputs: [OutputDefinition]
     public let indicatorNames: [String]
@@ -133,6 +134,7 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
 /// The input thread: waits in poll(2) on the inputs' edge-event descriptors
 /// and a wake-up pipe — no busy polling — feeds each edge to its
 /// `Debouncer`, and sleeps only until the next debounce deadline.
+// @unchecked: `wakeWrite` and `thread` are set in init only; the input thread owns its InputLoop.
 final class InputMonitor: @unchecked Sendable {
     private var wakeWrite: Int32 = -1
     private var thread: pthread_t?
@@ -186,6 +188,7 @@ final class InputMonitor: @unchecked Sendable {
 }
 
 /// The state the input thread owns.
+// @unchecked: handed to the input thread (pthread_create) and used there only.
 private final class InputLoop: @unchecked Sendable {
     struct Tracked {
         var kind: InputKind

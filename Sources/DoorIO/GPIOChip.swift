@@ -13,6 +13,7 @@ let gpioConsumer = "gatewayd"
 
 /// Owner of one `struct gpiod_chip *` (STYLE.md §6). Lines found on it stay
 /// valid while it lives; gpiod_chip_close releases them.
+// @unchecked: a libgpiod chip handle; lines are requested from it at start only, then it is only kept open.
 final class GPIOChip: @unchecked Sendable {
     let pointer: OpaquePointer
     /// The chip's kernel name, e.g. `gpiochip0`.
@@ -84,6 +85,7 @@ final class GPIOChip: @unchecked Sendable {
 /// (true = coil energised / LED on). Registered in the fatal-signal table
 /// (CDoorSafety) while requested; deinit drives it safe, unregisters it and
 /// releases it.
+// @unchecked: a libgpiod line handle; set from the door queue (DoorRuntime) and read by the fatal-signal handler (CDoorSafety).
 final class OutputLine: @unchecked Sendable {
     private let chip: GPIOChip
     private let line: OpaquePointer
@@ -127,6 +129,7 @@ final class OutputLine: @unchecked Sendable {
 /// Owner of one input line requested for both-edge events
 /// (gpiod_line_request_both_edges_events_flags); the kernel queues edges on
 /// its event file descriptor.
+// @unchecked: a libgpiod line handle, read only by the input thread (InputLoop) after init.
 final class EdgeInputLine: @unchecked Sendable {
     private let chip: GPIOChip
     private let line: OpaquePointer

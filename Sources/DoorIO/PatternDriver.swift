@@ -6,6 +6,7 @@ import Logging
 /// DispatchSourceTimer set to the player's next deadline. Changes go to the
 /// board's indicator lines; lines the board does not have are skipped (a
 /// board with a single LED still plays the stock patterns).
+// @unchecked: `player` is touched only on `queue` (and in deinit, when nothing else can).
 public final class PatternDriver: @unchecked Sendable {
     private let board: DoorBoard
     private let logger: Logger

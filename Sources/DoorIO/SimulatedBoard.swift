@@ -5,7 +5,7 @@ import Logging
 /// `GPIOBoard`, every line change logged through the injected logger and
 /// kept in the snapshot; button presses and door-contact changes are
 /// injected with `inject(_:)`. The simulated daemon and tests use it.
-public final class SimulatedBoard: DoorBoard, @unchecked Sendable {
+public final class SimulatedBoard: DoorBoard, Sendable {
     public let outputs: [OutputDefinition]
     public let indicatorNames: [String]
     private let state: BoardState

@@ -1,7 +1,7 @@
 import Arguments
 import DoorCore
 import DoorIO
-import Glibc
+@preconcurrency import Glibc
 import GatewayConfig
 import GatewayStore
 import Logging

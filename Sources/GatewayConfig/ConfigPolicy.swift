@@ -73,7 +73,7 @@ extension GatewayConfiguration {
     }
 
     /// `clock.time_zone`: a zone name under /usr/share/zoneinfo (`Europe/Berlin`, `UTC`).
-    static let timeZoneName: (String) -> String? = { s in
+    static let timeZoneName: @Sendable (String) -> String? = { s in
         guard !s.isEmpty, s.utf8.count <= 64, !s.hasPrefix("/"), !s.hasPrefix("-"),
             !s.split(separator: "/").contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }),
             s.utf8.allSatisfy({ Check.isBare($0) || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "+") })

@@ -108,7 +108,7 @@ public enum BrokerCheck {
     }
 
     /// Callback events, handed from libmosquitto's thread to the caller.
-    final class Probe: @unchecked Sendable {
+    final class Probe: Sendable {
         enum Event {
             case connected(Int32), subscribed(Int32), acknowledged(Int32), message([UInt8])
             var isConnect: Bool { if case .connected = self { return true } else { return false } }

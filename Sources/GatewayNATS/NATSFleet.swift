@@ -158,11 +158,14 @@ extension NATSLink {
     /// Waits up to 250 ms for the next entry and hands a put to the handler.
     /// False when the watcher failed (it is then made again).
     private func nextFleetDocument(_ fleet: NATSFleet) -> Bool {
-        var entry: OpaquePointer?
-        let s = fleetWatch.withLock { w -> natsStatus in
-            guard let w else { return NATS_OK }
-            return kvWatcher_Next(&entry, w, 250)
+        // The entry leaves the watcher's lock as an address: it is this thread's own (destroyed below).
+        let (s, address) = fleetWatch.withLock { w -> (natsStatus, UInt) in
+            guard let w else { return (NATS_OK, 0) }
+            var entry: OpaquePointer?
+            let s = kvWatcher_Next(&entry, w, 250)
+            return (s, UInt(bitPattern: entry))
         }
+        let entry = OpaquePointer(bitPattern: address)
         switch s {
         case NATS_OK:
             // No entry: the marker after the stored documents, or no watcher.

@@ -51,6 +51,7 @@ public struct NATSStatus: Equatable, Sendable {
 /// never displaces the one that works. When libnats gives up
 /// (CLOSED, after two authorisation violations) the link builds a new
 /// connection with a backoff of 1 s doubling to 30 s.
+// @unchecked: libnats C callbacks reach it through `box`; state is in `shared`/`connection`/`queue` (Mutexes, Condition); `commands`, `fleet`, `started` are set before `start()`.
 public final class NATSLink: RemoteTransport, @unchecked Sendable {
     public var transportName: String { "nats" }
 
@@ -92,7 +93,8 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
 
     /// The connection and its subscriptions; held while libnats is called
     /// with them, so the manager thread never destroys one in use.
-    struct Connection {
+    // @unchecked: libnats handles, used only while `connection` is locked (or by its C callbacks' thread).
+    struct Connection: @unchecked Sendable {
         var nc: OpaquePointer?
         var js: OpaquePointer?
         var subs: [OpaquePointer] = []
@@ -127,6 +129,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
     /// The seed, read at each connection build; only `nats_Sign` sees it.
     private let seed = Mutex<[CChar]?>(nil)
 
+    // @unchecked: the C callbacks' closure; `link` is a weak reference (the runtime's weak-reference locking guards it).
     final class Box: @unchecked Sendable {
         weak var link: NATSLink?
     }
@@ -681,6 +684,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
     }
 
     /// What a trial connection's JWT callback hands libnats; the seed is the link's.
+    // @unchecked: handed to libnats' JWT callback; `link` is weak and set once, before libnats can call back.
     final class TrialBox: @unchecked Sendable {
         // Both set once, before libnats can call back.
         let jwt: String

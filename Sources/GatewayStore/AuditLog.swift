@@ -91,15 +91,24 @@ extension GatewayStore {
     /// transaction (a provisioning write's `provisioning_written` row), so a
     /// power cut never leaves an active sticker without the row that says it
     /// was written and verified.
+    /// `lastSeen`: an issued tag's `last_seen` (UID hex, Unix seconds), saved
+    /// with the row of the tap that presented it.
     public func appendAudit(
         time: Int64, kind: String, reason: String? = nil, action: Int? = nil, uid: String? = nil, source: String? = nil,
-        detail: String? = nil, outbox: [OutboxEntry] = [], outboxLimit: Int = .max, activating: String? = nil
+        detail: String? = nil, outbox: [OutboxEntry] = [], outboxLimit: Int = .max, activating: String? = nil,
+        lastSeen: (uid: String, time: Int64)? = nil
     ) throws -> Int64 {
         try pool.write { db in
             if let activating {
                 try db.execute(
                     sql: "UPDATE issued_tag SET state = 'active' WHERE uid = ? AND state = 'pending'",
                     arguments: [activating])
+            }
+            // A tap's last_seen rides on its audit row's commit, after the relay
+            // (issue 25 §5): it decides nothing, so it has no commit of its own.
+            if let lastSeen {
+                try db.execute(
+                    sql: "UPDATE issued_tag SET last_seen = ? WHERE uid = ?", arguments: [lastSeen.time, lastSeen.uid])
             }
             let id = try insertAudit(
                 db,

@@ -262,7 +262,8 @@ final class Statement {
 
 /// One SQLite connection. Not thread-safe by itself: `DatabasePool` hands
 /// it to one thread at a time (the library runs in multi-thread mode).
-public final class SQLiteConnection {
+// @unchecked: a sqlite3 handle (SQLITE_OPEN_NOMUTEX), used under DatabasePool's `writer`/`readers` Mutex only.
+public final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     public let path: String
     private var cache: [String: Statement] = [:]
@@ -408,12 +409,12 @@ public final class DatabasePool: Sendable {
 
     /// A write transaction (BEGIN IMMEDIATE, as GRDB's pool): committed when
     /// `body` returns, rolled back when it throws.
-    public func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    public func write<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withLock { connection in try connection.inTransaction(.immediate, body) }
     }
 
     /// The writer outside any transaction (`VACUUM INTO` cannot run in one).
-    public func writeWithoutTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    public func writeWithoutTransaction<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withLock { connection in
             defer { connection.rollback() }
             return try body(connection)

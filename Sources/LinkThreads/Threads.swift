@@ -12,6 +12,7 @@
 /// A value guarded by a pthread mutex with a condition variable on
 /// CLOCK_MONOTONIC: what the committers and the shutdown handshakes wait on
 /// (Synchronization's `Mutex` has no condition variable).
+// @unchecked: `state` is guarded by the pthread mutex below (Mutex has no condition variable).
 public final class Condition<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)

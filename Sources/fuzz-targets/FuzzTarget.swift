@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+    @preconcurrency import Glibc
 #endif
 
 /// The parsers the door feeds with outside bytes, one libFuzzer target each.

@@ -55,7 +55,7 @@ enum MQTTTarget {
         expect(haOpen, "Home Assistant accepted with home_assistant_open = false")
     }
 
-    final class NoOutbox: Outbox, @unchecked Sendable {
+    final class NoOutbox: Outbox, Sendable {
         func commit(_ messages: [OutgoingMessage]) throws {}
         func waiting(after seq: Int64, limit: Int) throws -> [OutboxRow] { [] }
         func acknowledge(_ seqs: [Int64]) throws {}
@@ -77,5 +77,6 @@ enum MQTTTarget {
         )
     }()
 
+    // nonisolated(unsafe): libFuzzer (and the replayer) run one input at a time on one thread.
     nonisolated(unsafe) static var replay = ReplayGuard()
 }

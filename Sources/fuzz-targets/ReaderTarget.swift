@@ -26,6 +26,7 @@ import NFCReader
 ///   remembered-length path); bit 2: isPresent; bit 3: details; bit 4: write
 ///   a sticker; bit 5: with overwrite; bit 6: with a password (protect).
 enum ReaderTarget {
+    // nonisolated(unsafe): libFuzzer (and the replayer) run one input at a time on one thread.
     nonisolated(unsafe) static var chip = FuzzChip(script: [])
 
     static let sticker = NDEFMessage(records: [

@@ -1,6 +1,6 @@
 #if !FUZZING
     #if canImport(Glibc)
-        import Glibc
+        @preconcurrency import Glibc
     #endif
 
     /// Outside the fuzz build (no `-D FUZZING`, so no libFuzzer `main`), the

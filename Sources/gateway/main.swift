@@ -2,7 +2,7 @@ import CStaticNSS
 import GatewayCLI
 
 #if canImport(Glibc)
-    import Glibc
+    @preconcurrency import Glibc
 #endif
 
 // Before anything can look up a user, a group or a host: NSS plugins named in

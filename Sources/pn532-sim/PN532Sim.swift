@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+    @preconcurrency import Glibc
 #else
     import Darwin
 #endif

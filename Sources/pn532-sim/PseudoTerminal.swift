@@ -35,7 +35,7 @@ final class PseudoTerminal {
         let fd = door_pty_open(&name, name.count, &failed)
         guard fd >= 0 else { throw SystemError(failed.map { String(cString: $0) } ?? "posix_openpt") }
         do {
-            slavePath = String(cString: name)
+            slavePath = String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             try Self.makeRaw(fd, "master")
             guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
                 throw SystemError("fcntl", "O_NONBLOCK")

@@ -7,6 +7,7 @@ import DoorCore
 import PN532Emulator
 
 /// Set by SIGTERM / SIGINT; the poll loop checks it.
+// nonisolated(unsafe): a sig_atomic_t written only by the signal handler, read by the one poll loop.
 nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
 
 /// The driver around `PN532Chip`: moves bytes between the pty and the chip,

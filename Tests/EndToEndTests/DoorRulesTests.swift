@@ -1,5 +1,6 @@
 import DoorCore
 import Foundation
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -267,18 +268,18 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertEqual(try c.call("status")["ok"], .bool(true))
 
         // Fifty clients at once, several requests each.
-        let failures = NSLock()
-        var failed = 0
+        let failed = Mutex(0)
+        let socket = g.socket
         DispatchQueue.concurrentPerform(iterations: 50) { _ in
             do {
-                let client = try ControlConnection(path: g.socket)
+                let client = try ControlConnection(path: socket)
                 for _ in 0..<5 where try client.call("status")["ok"] != .bool(true) {
-                    failures.withLock { failed += 1 }
+                    failed.withLock { $0 += 1 }
                 }
             } catch {
-                failures.withLock { failed += 1 }
+                failed.withLock { $0 += 1 }
             }
         }
-        XCTAssertEqual(failed, 0)
+        XCTAssertEqual(failed.withLock { $0 }, 0)
     }
 }

@@ -121,7 +121,7 @@ final class GatewayUnderTest {
         p.executableURL = URL(fileURLWithPath: command[0])
         p.arguments = Array(command.dropFirst())
         p.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
         p.standardError = log
         p.standardOutput = log

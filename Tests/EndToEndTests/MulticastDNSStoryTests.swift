@@ -82,7 +82,7 @@ final class MulticastDNSStoryTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.ip!)
         p.arguments = ["netns", "exec", ns] + command
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         p.standardOutput = handle
         p.standardError = handle
@@ -220,7 +220,7 @@ final class MulticastDNSStoryTests: XCTestCase {
             "1",
         ]
         let out = path("s_server.out")
-        FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardOutput = handle
         p.standardError = handle

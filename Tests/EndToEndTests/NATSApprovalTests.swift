@@ -40,7 +40,7 @@ final class NATSApprovalTests: XCTestCase {
         defer { g.stop() }
         let dir = g.dir
         func ctl(_ args: [String]) throws -> ProcessResult { try g.ctl(args) }
-        func ctlJSON(_ args: [String]) throws -> JSONValue { try g.ctlJSON(args) }
+        @discardableResult func ctlJSON(_ args: [String]) throws -> JSONValue { try g.ctlJSON(args) }
         XCTAssertEqual(
             try ctl(["creds", "import", "--config", g.configFile.path, server.path("k/door.creds")]).status, 0)
         try g.start()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 @testable import GatewayCLI
@@ -20,20 +21,19 @@ final class EssentialsTests: XCTestCase {
     }
 
     func testLockSerialisesThreads() throws {
-        final class Counter: @unchecked Sendable {
-            let lock = Lock()
-            var n = 0
+        final class Counter: Sendable {
+            let n = Mutex(0)
         }
         let counter = Counter()
         let done = DispatchSemaphore(value: 0)
         for _ in 0..<4 {
             try Threads.detach(name: "essentials-test") {
-                for _ in 0..<10_000 { counter.lock.withLock { counter.n += 1 } }
+                for _ in 0..<10_000 { counter.n.withLock { $0 += 1 } }
                 done.signal()
             }
         }
         for _ in 0..<4 { XCTAssertEqual(done.wait(timeout: .now() + 10), .success) }
-        XCTAssertEqual(counter.lock.withLock { counter.n }, 40_000)
+        XCTAssertEqual(counter.n.withLock { $0 }, 40_000)
     }
 
     /// The daemon ignores SIGTERM (it takes it through dispatch) and holds

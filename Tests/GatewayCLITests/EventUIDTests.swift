@@ -10,7 +10,7 @@ import XCTest
 /// device key cannot be had. Hashed UIDs fail closed (withheld), logged
 /// once; full UIDs need no key.
 final class EventUIDTests: XCTestCase {
-    final class Lines: @unchecked Sendable {
+    final class Lines: Sendable {
         let all = Mutex<[String]>([])
         var logger: Logger {
             Logger(label: "test", factory: { _ in Handler(lines: self) })

@@ -1,6 +1,7 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -601,12 +602,11 @@ struct E2E: Error, CustomStringConvertible {
 
 /// A compromised gatewayd on the control socket: `fleet.snapshot` answers
 /// `body`, `fleet.publish` records the document, anything else is refused.
-final class HostileDaemon: @unchecked Sendable {
+final class HostileDaemon: Sendable {
     let body: [UInt8]
     private let server: ControlServer
-    private let lock = NSLock()
-    private var _methods: [String] = []
-    private var _published: [[UInt8]] = []
+    private let _methods = Mutex<[String]>([])
+    private let _published = Mutex<[[UInt8]]>([])
 
     init(path: String, body: [UInt8]) {
         self.body = body
@@ -617,16 +617,17 @@ final class HostileDaemon: @unchecked Sendable {
         holder.daemon = self
     }
 
+    // @unchecked: `daemon` is set once, in init, before the server starts.
     final class Box: @unchecked Sendable { weak var daemon: HostileDaemon? }
 
-    var methods: [String] { lock.withLock { _methods } }
-    var published: [[UInt8]] { lock.withLock { _published } }
+    var methods: [String] { _methods.withLock { $0 } }
+    var published: [[UInt8]] { _published.withLock { $0 } }
 
     func start() throws { _ = try server.start() }
     func stop() { server.stop() }
 
     func answer(_ request: ControlRequest) throws -> ControlAnswer {
-        lock.withLock { _methods.append(request.method) }
+        _methods.withLock { $0.append(request.method) }
         switch request.method {
         case "fleet.snapshot":
             return .value(
@@ -638,7 +639,7 @@ final class HostileDaemon: @unchecked Sendable {
             guard case .string(let b)? = request.params["document"], let document = Base64URL.decode(b) else {
                 throw DaemonError.request("document: base64url expected")
             }
-            lock.withLock { _published.append(document) }
+            _published.withLock { $0.append(document) }
             return .value(
                 .object([
                     ("published", .string("doorgateway/door-b/fleet/\(FleetPushTests.site)")),

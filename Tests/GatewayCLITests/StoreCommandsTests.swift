@@ -3,6 +3,7 @@ import Foundation
 import GatewayMQTT
 import GatewayStore
 import Logging
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -24,19 +25,18 @@ final class StoreCommandsTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    final class Submitted: @unchecked Sendable {
-        let lock = NSLock()
-        var list: [RemoteOutcome] = []
-        func add(_ o: RemoteOutcome) { lock.withLock { list.append(o) } }
+    final class Submitted: Sendable {
+        private let items = Mutex<[RemoteOutcome]>([])
+        var list: [RemoteOutcome] { items.withLock { $0 } }
+        func add(_ o: RemoteOutcome) { items.withLock { $0.append(o) } }
 
         /// A number read from the commands queue and set by the test.
-        final class Count: @unchecked Sendable {
-            private let lock = NSLock()
-            private var n: Int
-            init(_ n: Int) { self.n = n }
+        final class Count: Sendable {
+            private let n: Mutex<Int>
+            init(_ n: Int) { self.n = Mutex(n) }
             var value: Int {
-                get { lock.withLock { n } }
-                set { lock.withLock { n = newValue } }
+                get { n.withLock { $0 } }
+                set { n.withLock { $0 = newValue } }
             }
         }
     }

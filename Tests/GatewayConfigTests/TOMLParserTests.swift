@@ -385,6 +385,7 @@ final class TOMLParserTests: XCTestCase {
     func testTheDeepestDocumentFitsASmallStack() {
         let deep = "a = " + String(repeating: "[{b = ", count: 64) + "1" + String(repeating: "}]", count: 64)
         let done = expectation(description: "parsed")
+        // nonisolated(unsafe): written on the thread before fulfill(), read after wait(for:).
         nonisolated(unsafe) var parsed = false
         let thread = Thread {
             if case .success = TOMLNode.parse(deep) { parsed = true }

@@ -14,11 +14,11 @@ import TestSupport
 /// with the tests' keys and a replay record that outlives a link (as the
 /// store's does a restart).
 /// The replay record the handler saves, kept across links.
-final class SavedReplay: @unchecked Sendable {
+final class SavedReplay: Sendable {
     let record = Mutex(ReplayGuard())
 }
 
-final class JudgingHandler: RemoteCommandHandler, @unchecked Sendable {
+final class JudgingHandler: RemoteCommandHandler, Sendable {
     let policy: RemotePolicy
     let keys: [CommandKey: [UInt8]]
     let saved: SavedReplay

@@ -14,7 +14,7 @@ final class NATSFleetTests: XCTestCase {
     static let bucket = "doorgateway-fleet"
     static let stream = "KV_\(bucket)"
 
-    final class Documents: FleetDocumentHandler, @unchecked Sendable {
+    final class Documents: FleetDocumentHandler, Sendable {
         let received = Mutex<[(source: String, payload: String)]>([])
         func received(fleetDocument payload: [UInt8], topic source: String, retained: Bool) {
             received.withLock { $0.append((source, String(decoding: payload, as: UTF8.self))) }

@@ -16,8 +16,7 @@ final class NATSLoginConfigTests: XCTestCase {
             _ = try GatewayConfiguration.load(toml: toml)
             return ""
         } catch {
-            return (error as? ConfigError)?.issues.map { $0.formatted(file: "g.toml") }.joined(separator: "\n")
-                ?? "\(error)"
+            return error.issues.map { $0.formatted(file: "g.toml") }.joined(separator: "\n")
         }
     }
 

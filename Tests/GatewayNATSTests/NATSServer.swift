@@ -22,7 +22,7 @@ extension NATSServer {
     }
 }
 
-final class RecordingHandler: RemoteCommandHandler, @unchecked Sendable {
+final class RecordingHandler: RemoteCommandHandler, Sendable {
     let messages = Mutex<[RemoteMessage]>([])
     func received(_ message: RemoteMessage) { messages.withLock { $0.append(message) } }
 }

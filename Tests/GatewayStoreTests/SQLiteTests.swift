@@ -156,9 +156,8 @@ final class SQLiteTests: XCTestCase {
         try other.execute(sql: "BEGIN IMMEDIATE")
         try other.execute(sql: "INSERT INTO action (idx, name) VALUES (7, 'other')")
         let released = expectation(description: "released")
-        let box = UncheckedBox(other)
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
-            try? box.value.execute(sql: "COMMIT")
+            try? other.execute(sql: "COMMIT")
             released.fulfill()
         }
         // Waited, not refused (SQLITE_BUSY would throw), and ran after the other
@@ -237,7 +236,3 @@ final class SQLiteTests: XCTestCase {
 }
 
 /// Hands a connection to the thread that releases its lock (test only).
-final class UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}

@@ -37,14 +37,14 @@ final class StoreTests: XCTestCase {
     func testTightensAnExistingWorldReadableFile() throws {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let path = dir + "/" + GatewayStore.fileName
-        FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
         _ = try GatewayStore(stateDirectory: dir)
         XCTAssertEqual(try mode(path), 0o600)
     }
 
     func testStateDirectoryThatIsAFileIsAClearError() throws {
         let file = NSTemporaryDirectory() + "store-file-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: file, contents: Data())
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
         defer { try? FileManager.default.removeItem(atPath: file) }
         XCTAssertThrowsError(try GatewayStore(stateDirectory: file)) { error in
             XCTAssertEqual(error as? StoreError, .notADirectory(file))

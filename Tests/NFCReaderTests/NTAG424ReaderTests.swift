@@ -175,8 +175,8 @@ final class NTAG424ReaderTests: XCTestCase {
             var first: NTAG424Provisioned?
             do {
                 first = try reader.provisionNTAG424(masterKey: Self.master, base: Self.base)
-            } catch let e as ReaderError {
-                XCTAssertFalse(e.readerLost && !reader.isOpen, "tear after \(n): \(e)")
+            } catch {
+                XCTAssertFalse(error.readerLost && !reader.isOpen, "tear after \(n): \(error)")
             }
             XCTAssertNil(first, "tear after \(n) of \(total): provisioning claimed success")
             XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok inserted NTAG424DNA"), "tear after \(n)")

@@ -166,7 +166,7 @@ final class NTAG424DNATests: XCTestCase {
 
     func testAWrongCRCInChangeKeyIsRefused() throws {
         var tag = factoryTag()
-        var session = try authenticate(&tag)
+        let session = try authenticate(&tag)
         var data = try NTAG424.changeKeyData(newKey: h("F3847D627727ED3BC9C4CC050489B966"), version: 1, oldKey: zeroKey)
         data[20] ^= 0x01
         let body = try session.sealCommand(ins: 0xC4, header: [0x02], data: data, mode: .full)

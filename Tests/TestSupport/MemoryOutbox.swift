@@ -6,7 +6,7 @@ import Synchronization
 /// The one copy: the MQTT and NATS tests had one each, and the NATS one had
 /// no bound. The store's own (SQLite) outbox is tested by the links' tests
 /// that run on it and by GatewayStoreTests.
-public final class MemoryOutbox: Outbox, @unchecked Sendable {  // @unchecked: state behind `rows`' Mutex
+public final class MemoryOutbox: Outbox, Sendable {
     private struct Rows {
         var next: Int64 = 1
         var rows: [(seq: Int64, cls: MessageClass, row: OutboxRow)] = []

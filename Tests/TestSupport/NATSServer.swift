@@ -1,5 +1,6 @@
 import DoorCore
 import Foundation
+import Synchronization
 
 /// Debian's nats-server on a free loopback port in operator/JWT mode
 /// (`resolver: MEMORY`) with mutual TLS; the operator, accounts, users and
@@ -143,11 +144,10 @@ public final class NATSServer {
 
 /// scripts/nats/peer.py: commands on stdin, JSON lines on stdout. Killed and
 /// reaped when released (or by `close`).
-public final class Peer {
+public final class Peer: Sendable {
     public let process = Process()
     private let input = Pipe()
-    private let lock = NSLock()
-    private var buffer = Data()
+    private let buffer = Mutex(Data())
 
     public init(arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
@@ -159,7 +159,7 @@ public final class Peer {
         out.fileHandleForReading.readabilityHandler = { [weak self] h in
             let d = h.availableData
             guard let self else { return }
-            self.lock.withLock { self.buffer += d }
+            self.buffer.withLock { $0 += d }
         }
         try process.run()
         guard !wait({ $0.contains { $0["ready"] != nil } }).isEmpty else {
@@ -184,11 +184,11 @@ public final class Peer {
         send("SUB \(subject)")
         send("FLUSH")
         _ = wait { $0.contains { $0["flushed"] != nil } }
-        lock.withLock { buffer = Data() }
+        buffer.withLock { $0 = Data() }
     }
 
     public var lines: [[String: String]] {
-        let text = lock.withLock { String(decoding: buffer, as: UTF8.self) }
+        let text = buffer.withLock { String(decoding: $0, as: UTF8.self) }
         return text.split(separator: "\n").compactMap { line in
             guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
             return o.mapValues { "\($0)" }

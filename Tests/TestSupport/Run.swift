@@ -39,6 +39,7 @@ public enum Run {
         if let stdin { inp.fileHandleForWriting.write(Data(stdin.utf8)) }
         try inp.fileHandleForWriting.close()
         // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+        // nonisolated(unsafe): each written by its one reader, read only after group.wait() says both are done.
         nonisolated(unsafe) var outData = Data(), errData = Data()
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) { outData = out.fileHandleForReading.readDataToEndOfFile() }

@@ -9,7 +9,15 @@
   right after the restart (inside its freshness window) is refused;
 - no event is lost from the outbox: every audit row reaches the broker as an
   event at least once (duplicates allowed: at-least-once), checked against a
-  persistent subscriber that ran through every cut.
+  persistent subscriber that ran through every cut;
+- what is durable when the relay moves (docs/reliability.md, "What a power
+  cut keeps"): a guest pass (100 000 uses) is tapped alone and cut at random;
+  after every cut the uses taken on disk are at least the relay moves the
+  guest pass ever made (gatewayd's log line of the sim strike; a power cut
+  never gives a use back);
+- what is durable soon after: `promise` cuts wait for the relay's log line,
+  then PROMISE_MS (200; FAULTS_PROMISE_MS) more, then SIGKILL: the tap's
+  `access_granted` row (and with it last_seen) must be on disk.
 """
 import collections
 import os
@@ -19,6 +27,10 @@ import time
 from lib import Broker, Failure, Gateway, Subscriber, check, remove, wait_until, work_dir
 
 UID_GRANTED = "04A1B2C3D4E5F6"
+UID_GUEST = "04A1B2C3D4E5F7"
+GUEST_USES = 100000
+PROMISE_MS = float(os.environ.get("FAULTS_PROMISE_MS", "200"))
+UNLOCKED = "sim output strike → unlocked"
 
 
 def iso(t):
@@ -56,12 +68,22 @@ def run(bindir, cuts, seed, report):
         dump = os.path.join(work, "sticker.dump")
         g.ctl("sim", "dump", dump)
         g.ctl("sim", "remove")
+        # A guest pass with more uses than the run can take.
+        g.ctl("provision", "arm", "--action", "0", "--guest", "--uses", str(GUEST_USES))
+        g.ctl("sim", "tap", "--blank", "--uid", UID_GUEST)
+        wait_until(lambda: _count(g, "provisioning_written") >= 2, 20, "the guest pass written")
+        guest_dump = os.path.join(work, "guest.dump")
+        g.ctl("sim", "dump", guest_dump)
+        g.ctl("sim", "remove")
+        time.sleep(1.2)  # the same-tag quiet window
+        guest_unlocks = 0  # relay moves the guest pass made, from gatewayd's log
+        promises = collections.Counter()
 
         ops = collections.Counter()
         replay_checks = 0
         early_resends = 0
         for i in range(cuts):
-            op = rng.choice(["tap", "deny", "remote", "provision", "mixed"])
+            op = rng.choice(["tap", "deny", "remote", "provision", "mixed", "guest", "promise"])
             ops[op] += 1
             message = None
             accepted0 = _accepted(g)
@@ -76,8 +98,29 @@ def run(bindir, cuts, seed, report):
             if op == "provision":
                 g.ctl("provision", "arm", "--action", "0")
                 g.ctl("sim", "tap", "--blank", "--uid", "04" + os.urandom(6).hex().upper())
-            time.sleep(rng.uniform(0, 0.6))
+            unlocks0 = _unlocks(g)
+            if op == "guest":
+                g.ctl("sim", "tap", "--dump", guest_dump, "--uid", UID_GUEST)
+            if op == "promise":
+                # Cut PROMISE_MS after the relay moved: the tap's row must be on disk.
+                uid, tag = rng.choice([(UID_GRANTED, dump), (UID_GUEST, guest_dump)])
+                rows0 = _granted(g, uid)
+                g.ctl("sim", "tap", "--dump", tag, "--uid", uid)
+                wait_until(lambda: _unlocks(g) > unlocks0, 10, f"cut {i}: the relay moved", 0.002)
+                time.sleep(PROMISE_MS / 1000)
+            else:
+                time.sleep(rng.uniform(0, 0.6))
             g.kill()
+            if op == "guest" or (op == "promise" and uid == UID_GUEST):
+                guest_unlocks += _unlocks(g) - unlocks0
+            if op == "promise":
+                check(_granted(g, uid) == rows0 + 1,
+                      f"cut {i} (promise, {uid}): the access_granted row not on disk {PROMISE_MS:.0f} ms after the "
+                      f"relay moved ({_granted(g, uid) - rows0} new)")
+                promises[uid] += 1
+            taken = GUEST_USES - _uses_left(g, UID_GUEST)
+            check(taken >= guest_unlocks,
+                  f"cut {i} ({op}): the guest pass moved the relay {guest_unlocks}× but {taken} uses are on disk")
             result = integrity(g)
             check(result == "ok", f"cut {i} ({op}): integrity_check: {result}")
             g.start()
@@ -133,7 +176,9 @@ def run(bindir, cuts, seed, report):
             f"{cuts} SIGKILLs (seed {seed}; {dict(ops)}), integrity ok {cuts}/{cuts}, chain verified {cuts}/{cuts}, "
             f"{len(rows)} audit rows, {len(events)} distinct events received, {replay_checks} resent commands "
             f"({early_resends} sent again: the first copy came before the subscription), "
-            f"{len(active)} active stickers")
+            f"{len(active)} active stickers; guest pass: {guest_unlocks} relay moves, "
+            f"{GUEST_USES - _uses_left(g, UID_GUEST)} uses taken on disk; {sum(promises.values())} cuts "
+            f"{PROMISE_MS:.0f} ms after the relay, each with its access_granted row")
         check(not lost, f"{sum(lost.values())} audited events never reached the broker: {sorted(lost)[:10]}")
     finally:
         g.stop() if g.alive() else None
@@ -153,6 +198,29 @@ def _count(g, kind):
         return con.execute("SELECT COUNT(*) FROM audit WHERE kind = ?", (kind,)).fetchone()[0]
     finally:
         con.close()
+
+
+def _granted(g, uid):
+    con = g.db()
+    try:
+        return con.execute("SELECT COUNT(*) FROM audit WHERE kind = 'access_granted' AND uid = ?",
+                           (uid,)).fetchone()[0]
+    finally:
+        con.close()
+
+
+def _uses_left(g, uid):
+    con = g.db()
+    try:
+        return con.execute("SELECT uses_left FROM issued_tag WHERE uid = ?", (uid,)).fetchone()[0]
+    finally:
+        con.close()
+
+
+def _unlocks(g):
+    """The sim strike's unlocks gatewayd logged (its log spans every restart)."""
+    with open(g.log_path, errors="replace") as f:
+        return f.read().count(UNLOCKED)
 
 
 def _accepted(g):

@@ -8,15 +8,15 @@ public enum MessageClass: String, Equatable, Sendable, CaseIterable { case acces
 
 /// A message for the outbox; its payload is built from the sequence number
 /// the outbox gives it.
-public struct OutgoingMessage: @unchecked Sendable {
+public struct OutgoingMessage: Sendable {
     public var topic: String
     public var messageClass: MessageClass
     public var retain: Bool
     public var created: Int64
-    public var make: (Int64) -> [UInt8]
+    public var make: @Sendable (Int64) -> [UInt8]
     public init(
         topic: String, class messageClass: MessageClass, retain: Bool = false, created: Int64,
-        make: @escaping (Int64) -> [UInt8]
+        make: @escaping @Sendable (Int64) -> [UInt8]
     ) {
         self.topic = topic
         self.messageClass = messageClass

@@ -35,6 +35,7 @@ struct Peer: Equatable {
 /// `maxClients` at once (the next is answered `busy` and closed), and a
 /// client silent for `idleSeconds` while a request is awaited, or not
 /// reading what it is sent for as long, is closed.
+// @unchecked: `listener`, `clients` and `stopping` are guarded by `lock`; each client thread owns its connection.
 final class ControlServer: @unchecked Sendable {
     static let maxLine = 64 * 1024
     static let maxClients = 32

@@ -1,6 +1,6 @@
 import Arguments
 import DoorCore
-import Glibc
+@preconcurrency import Glibc
 
 /// `gatewayctl approve CODE` / `gatewayctl deny CODE`: answer the door's
 /// approval request (docs/policy.md "Approval"). Exit 0 when the door took

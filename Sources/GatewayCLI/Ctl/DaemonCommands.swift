@@ -3,7 +3,7 @@ import DoorCore
 import GatewayConfig
 import GatewayStore
 import TerminalQR
-import Glibc
+@preconcurrency import Glibc
 
 /// Options every command that talks to the running daemon takes.
 struct SocketOptions: ParsableArguments {
@@ -95,7 +95,7 @@ struct StatusCommand: ParsableCommand {
         guard case .object(let fields) = status else { return status.pretty }
         return JSONValue.object(fields.filter { !internals.contains($0.0) }).pretty
     }
-    static let internals: Set<String> = ["last_unlock_monotonic_ns"]
+    static let internals: Set<String> = ["last_unlock_monotonic_ns", "last_event_durable_monotonic_ns"]
 }
 
 /// Columns padded to their widest cell, two spaces apart, for people.

@@ -1,6 +1,6 @@
 import Arguments
 import DoorCore
-import Glibc
+@preconcurrency import Glibc
 
 /// `gatewayctl fleet …` (docs/fleet.md): the site's shared revocations and
 /// issued tags. The private site key stays in this process: `push`

@@ -2,7 +2,7 @@ import Arguments
 import DoorCore
 import GatewayConfig
 import GatewayStore
-import Glibc
+@preconcurrency import Glibc
 
 /// What `gatewayctl fleet push` signs, made in the gatewayctl process (root,
 /// holding the site key) from the door's configuration and its store, read

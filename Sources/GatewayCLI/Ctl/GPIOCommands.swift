@@ -2,7 +2,7 @@ import Arguments
 import Dispatch
 import DoorCore
 import DoorIO
-import Glibc
+@preconcurrency import Glibc
 import Dispatch
 import Logging
 import Synchronization

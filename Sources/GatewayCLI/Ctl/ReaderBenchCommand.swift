@@ -2,6 +2,7 @@ import Arguments
 import DoorCore
 import Glibc
 import NFCReader
+import Synchronization
 
 /// `gatewayctl reader bench` (hidden): insertion → decoded NDEF through
 /// libnfc and the reader adapter against a running pn532-sim on any
@@ -45,31 +46,29 @@ struct ReaderBench: ParsableCommand {
 
         let reader = NFCReader(connstring: device)
         try reader.open()
-        final class Box: @unchecked Sendable {
-            var done: ContinuousClock.Instant?
-            var error: Error?
-        }
+        /// When the inserter thread sent the tag, or why it could not (this thread polls).
+        final class Inserted: Sendable { let at = Mutex<Result<ContinuousClock.Instant, any Error>?>(nil) }
+        let control = simControl, insert = "insert \(uid.hex) \(file)"
         var latencies: [Double] = []
         var perTap: [[String: Int]] = []
         for _ in 0..<taps {
             _ = try? send("remove")
             while try reader.poll() != nil {}  // the reader has seen the tag leave
             _ = try send("stats reset")
-            let box = Box()
+            let inserted = Inserted()
             try Threads.detach(name: "reader-bench") {
-                do {
-                    while true {
-                        if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
-                    }
-                    box.done = ContinuousClock.now
-                } catch { box.error = error }
+                usleep(50_000)  // a poll is in flight
+                inserted.at.withLock { $0 = .success(ContinuousClock.now) }
+                do { _ = try SimulatorControl.send(insert, to: control) } catch {
+                    inserted.at.withLock { $0 = .failure(error) }
+                }
             }
-            usleep(50_000)  // a poll is in flight
-            let inserted = ContinuousClock.now
-            _ = try send("insert \(uid.hex) \(file)")
-            while box.done == nil && box.error == nil { usleep(200) }
-            if let e = box.error { throw e }
-            let d = box.done! - inserted
+            while true {
+                if let tag = try reader.poll(), (try? tag.message?.firstURI()) == url { break }
+                if case .failure(let e)? = inserted.at.withLock({ $0 }) { throw e }
+            }
+            let done = ContinuousClock.now
+            let d = try done - inserted.at.withLock { $0 }!.get()
             latencies.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
             perTap.append(try stats())
         }

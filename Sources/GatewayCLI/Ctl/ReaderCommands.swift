@@ -1,6 +1,6 @@
 import Arguments
 import DoorCore
-import Glibc
+@preconcurrency import Glibc
 import GatewayStore
 import NFCReader
 

@@ -183,6 +183,10 @@ extension Daemon {
                 ))
         }
         if let lastUnlock { fields.append(("last_unlock_monotonic_ns", .int(Int(clamping: lastUnlock.nanoseconds)))) }
+        // When the last events became durable (the relay does not wait for them: make bench-storage).
+        if let durable = auditWriter.lastDurableAt {
+            fields.append(("last_event_durable_monotonic_ns", .int(Int(clamping: durable.nanoseconds))))
+        }
         fields.append(("last_events", .array(events)))
         return .object(fields)
     }

@@ -9,6 +9,7 @@ import GatewayStore
 import Logging
 
 /// The running daemon: owns the adapters and wires them to the door runtime.
+// @unchecked: the links, timers and hooks are set on the main thread while wiring (before the queues start) and read after.
 final class Daemon: @unchecked Sendable {
     let log: Logger
     let configPath: String
@@ -120,7 +121,10 @@ final class Daemon: @unchecked Sendable {
         auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
         runtime = DoorRuntime(
             live: live, board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { [auditWriter] event, time, detail in auditWriter.write(event, at: time, detail: detail) },
+            audit: { [auditWriter] event, time, detail, lastSeen in
+                auditWriter.write(event, at: time, detail: detail, lastSeen: lastSeen)
+            },
+            flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.
@@ -345,7 +349,7 @@ final class Daemon: @unchecked Sendable {
     /// only if the loop ran it in between.
     private func startWatchdog() {
         guard let interval = notify.watchdogInterval else { return }
-        let beat = { [self] in
+        let beat: @Sendable () -> Void = { [self] in
             var asked = runtime.requestBeat()
             while true {
                 usleep(UInt32(clamping: interval.millisecondsClamped * 1000))

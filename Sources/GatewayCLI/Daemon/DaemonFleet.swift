@@ -16,7 +16,7 @@ import Synchronization
 /// version in the store, applied through the store in one transaction with
 /// their audit row, or refused and audited. One serial queue: documents
 /// apply in the order they arrive, one at a time.
-final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
+final class FleetReceiver: FleetDocumentHandler, Sendable {
     let settings: GatewayConfiguration.Fleet
     let store: GatewayStore
     let actions: Set<ActionIndex>
@@ -39,12 +39,20 @@ final class FleetReceiver: FleetDocumentHandler, @unchecked Sendable {
     /// Writes this door's own topic (or key) with the given envelope (security
     /// review L2, docs/security.md): set by `attachFleet` before the link
     /// starts; false when not connected.
-    var republish: (([UInt8]) -> Bool)?
+    var republish: (@Sendable ([UInt8]) -> Bool)? {
+        get { republishHook.withLock { $0 } }
+        set { republishHook.withLock { $0 = newValue } }
+    }
+    private let republishHook = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
     /// The newest applied envelope still has to reach this door's own topic
     /// (at start: it may have been applied before doors carried it, and an
     /// empty topic is never heard; later: applied while the publish failed).
     /// On the fleet queue only.
-    private var republishPending = true
+    private var republishPending: Bool {
+        get { pending.withLock { $0 } }
+        set { pending.withLock { $0 = newValue } }
+    }
+    private let pending = Mutex(true)
 
     init(
         settings: GatewayConfiguration.Fleet, publishTopic: String, subscription: String, store: GatewayStore,

@@ -19,6 +19,7 @@ import Logging
 /// With the option off it only clears, at each connect, the retained
 /// documents an earlier run left on the broker (labels are often names).
 /// Its state is touched on `queue` only.
+// @unchecked: its state is touched only on `queue` (and read once while wiring, before the link starts).
 final class HomeAssistantAdmin: @unchecked Sendable {
     let queue = DispatchQueue(label: "gatewayd.ha-admin")
     let enabled: Bool
@@ -82,8 +83,8 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         queue.sync {
             guard enabled else {
                 let topics = [link.topics.tags, link.topics.denied, link.topics.adminState]
-                link.afterConnect = { [queue, link] in
-                    queue.asyncAfter(deadline: .now() + Self.clearAfter) {
+                link.afterConnect = { @Sendable [queue, link, topics, clearAfter = Self.clearAfter] in
+                    queue.asyncAfter(deadline: .now() + clearAfter) {
                         for topic in topics { link.clearRetained(topic: topic) }
                     }
                 }

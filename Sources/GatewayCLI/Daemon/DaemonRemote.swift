@@ -122,18 +122,18 @@ extension Daemon {
 
     /// What the audit closure asks for each event: the outbox message (made
     /// by the transport, once there is one) to commit with the audit row.
-    final class EventOutbox: @unchecked Sendable {
+    final class EventOutbox: Sendable {
         private struct Attached {
             var committed: @Sendable () -> Void
             var limit: Int
-            var make: (DoorEvent, Int64) -> GatewayStore.OutboxEntry
+            var make: @Sendable (DoorEvent, Int64) -> GatewayStore.OutboxEntry
         }
         private let attached = Mutex<Attached?>(nil)
 
         /// `committed` tells the transport (MQTT or NATS) to publish.
         func attach(
             _ committed: @escaping @Sendable () -> Void, limit: Int,
-            make: @escaping (DoorEvent, Int64) -> GatewayStore.OutboxEntry
+            make: @escaping @Sendable (DoorEvent, Int64) -> GatewayStore.OutboxEntry
         ) {
             attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
         }
@@ -208,7 +208,7 @@ extension Daemon {
                 var addr = sin.pointee.sin_addr
                 return inet_ntop(AF_INET, &addr, &host, socklen_t(host.count)) != nil
             }
-            let text = String(cString: host)
+            let text = String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if ok && !text.hasPrefix("127.") { return text }
         }
         return nil
@@ -355,7 +355,7 @@ extension GatewayStore.OutboxEntry {
 }
 
 /// The durable outbox on the store (synchronous FULL, bounded by `[mqtt] outbox_limit`).
-public final class StoreOutbox: Outbox, @unchecked Sendable {
+public final class StoreOutbox: Outbox, Sendable {
     let store: GatewayStore
     let limit: Int
     public init(store: GatewayStore, limit: Int) {
@@ -380,7 +380,7 @@ public final class StoreOutbox: Outbox, @unchecked Sendable {
 /// Judged on the daemon's own serial queue, in the order they came: the
 /// transport's network thread only hands the bytes over, and never waits on
 /// the store (a slow or full disk must not stall keepalives and acks).
-final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
+final class StoreCommands: RemoteCommandHandler, Sendable {
     let store: GatewayStore
     private let basePolicy: RemotePolicy
     /// The number of actions in effect, read at each message (a reload may change it).
@@ -396,7 +396,11 @@ final class StoreCommands: RemoteCommandHandler, @unchecked Sendable {
     let log: Logger
     /// Where Home Assistant's admin requests go once allowed and parsed
     /// (set before the link starts).
-    var admin: (@Sendable (HomeAssistantAdminRequest) -> Void)?
+    var admin: (@Sendable (HomeAssistantAdminRequest) -> Void)? {
+        get { adminHook.withLock { $0 } }
+        set { adminHook.withLock { $0 = newValue } }
+    }
+    private let adminHook = Mutex<(@Sendable (HomeAssistantAdminRequest) -> Void)?>(nil)
     /// The replay record as last saved; one message judged at a time.
     private let replay: Mutex<ReplayGuard>
     /// Where messages are judged, one after the other.

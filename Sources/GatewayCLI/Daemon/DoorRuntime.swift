@@ -11,6 +11,7 @@ import Logging
 /// program"): inputs from the reader, the board, MQTT and the control socket
 /// are queued here, and the effects it returns are executed here — outputs,
 /// feedback, timers, events, provisioning writes.
+// @unchecked: its state is touched only on `queue` (the hooks are set while wiring, before `start()`); beats under `beatLock`.
 final class DoorRuntime: @unchecked Sendable {
     /// Everything below is touched only on `queue`.
     let queue = DispatchQueue(label: "gatewayd.door")
@@ -63,8 +64,15 @@ final class DoorRuntime: @unchecked Sendable {
     private var scheduleTimer: DispatchSourceTimer?
     /// `{name, active, next_change}` of the schedule Home Assistant is shown, from the last tick.
     private(set) var scheduleInfo: JSONValue?
-    /// Audit sink: the store's hash-chained log.
-    let audit: (DoorEvent, Int64, String?) -> Void
+    /// Audit sink: the store's hash-chained log (event, time, detail, and the
+    /// time to save as the event's tag's `last_seen` in the row's transaction).
+    let audit: (DoorEvent, Int64, String?, Int64?) -> Void
+    /// Waits until every event given to `audit` is committed (AuditWriter's
+    /// own queue): `shutdown` calls it, so a stop right after a tap keeps its row.
+    let flushAudit: () -> Void
+    /// The `last_seen` of the tap being decided: not written before the relay
+    /// (it decides nothing), but with the tap's first event (`record`).
+    private var lastSeenToSave: (uid: TagUID, time: Int64)?
     /// Heartbeat of the event loop, read by the watchdog thread.
     private let beatLock = Lock()
     private var requestedBeats = 0
@@ -72,7 +80,8 @@ final class DoorRuntime: @unchecked Sendable {
 
     init(
         live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: StickerRegistry,
-        audit: @escaping (DoorEvent, Int64, String?) -> Void, log: Logger, zone: TimeZoneRules = .utc
+        audit: @escaping (DoorEvent, Int64, String?, Int64?) -> Void, flushAudit: @escaping () -> Void = {},
+        log: Logger, zone: TimeZoneRules = .utc
     ) {
         self.live = live
         self.zone = zone
@@ -81,6 +90,7 @@ final class DoorRuntime: @unchecked Sendable {
         self.store = store
         self.registry = registry
         self.audit = audit
+        self.flushAudit = flushAudit
         self.log = log
         machine = DoorMachine(settings: configuration.door)
         patterns = PatternDriver(board: board, logger: log)
@@ -210,7 +220,6 @@ final class DoorRuntime: @unchecked Sendable {
             switch event.input {
             case .button: handle(.button(pressed: event.active))
             case .doorContact: handle(.doorContact(open: event.active))
-            default: break
             }
         }
     }
@@ -249,6 +258,14 @@ final class DoorRuntime: @unchecked Sendable {
         lastTag = (tag.uid, presentation.content.rawValue, verdictText)
         supplyApprovalRandom()
         handle(.tagArrived(presentation))
+        // No event took it (the machine ignored the tap: the same-tag quiet
+        // time): saved on its own, still after the decision.
+        if let pending = lastSeenToSave {
+            lastSeenToSave = nil
+            do { try store.touchLastSeen(uid: pending.uid, at: pending.time) } catch {
+                log.warning("last_seen of \(pending.uid.hex) not saved: \(error)")
+            }
+        }
     }
 
     /// An NTAG 424 DNA's tap (docs/ntag424.md). Its SUN counter is checked
@@ -278,7 +295,9 @@ final class DoorRuntime: @unchecked Sendable {
     /// A granted tap of ours: a guest pass's use is taken (durably, in the
     /// transaction that decides) when the machine would open for it now —
     /// not when lockdown, a lockout or the same-tag quiet time would refuse
-    /// it anyway — before the relay moves. Other tags get `last_seen`.
+    /// it anyway — before the relay moves: the one store write a tap makes
+    /// before the relay (issue 25 §5). Other tags get `last_seen`, written
+    /// with the tap's audit row after the relay.
     private func takeUse(_ presentation: TagPresentation, wall: WallClock) -> TagPresentation {
         let uid = presentation.uid
         let usesLeft: Int?
@@ -288,9 +307,7 @@ final class DoorRuntime: @unchecked Sendable {
                 uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
         }
         guard usesLeft != nil else {
-            do { try store.touchLastSeen(uid: uid, at: wall.unixSeconds) } catch {
-                log.warning("last_seen of \(uid.hex) not saved: \(error)")
-            }
+            lastSeenToSave = (uid, wall.unixSeconds)
             return presentation
         }
         var probe = machine
@@ -340,9 +357,30 @@ final class DoorRuntime: @unchecked Sendable {
 
     // MARK: Effects
 
+    /// Runs the machine's effects in their order, but for one thing: the
+    /// relay off the store's path (issue 25 §5). The machine lists an event
+    /// before the output it explains (`.emit` then `.drive`), and an event's
+    /// audit row is a commit (synchronous=FULL: on an SD card milliseconds to
+    /// hundreds of them). So an event that comes before an output in the
+    /// batch is held until the batch's last output has moved, then recorded,
+    /// in order, before any later effect; the audit writer commits it on its
+    /// own queue, which the door queue does not wait for (a pulse's end, the
+    /// next tap) and `shutdown` drains. What decides is written before the
+    /// machine is asked (a guest pass's use, a remote command's replay
+    /// record): it precedes the relay. What a power cut keeps:
+    /// docs/reliability.md.
     private func execute(_ effects: [DoorEffect]) {
         defer { stateChanged() }
-        for effect in effects {
+        let lastDrive = effects.lastIndex {
+            if case .drive = $0 { return true }
+            return false
+        }
+        var held: [DoorEvent] = []
+        for (index, effect) in effects.enumerated() {
+            if let lastDrive, index > lastDrive, !held.isEmpty {
+                for event in held { record(event) }
+                held = []
+            }
             switch effect {
             case .drive(let output, let state):
                 do {
@@ -361,13 +399,14 @@ final class DoorRuntime: @unchecked Sendable {
             case .cancelTimer(let id):
                 timers.removeValue(forKey: id)?.cancel()
             case .emit(let event):
-                record(event)
+                if let lastDrive, index < lastDrive { held.append(event) } else { record(event) }
             case .writeTag(let job):
                 beginWrite(job)
             case .publishReport:
                 publishReport?()
             }
         }
+        for event in held { record(event) }
     }
 
     private func startTimer(_ id: TimerID, after: Duration) {
@@ -436,7 +475,12 @@ final class DoorRuntime: @unchecked Sendable {
         log.info(
             "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
         )
-        audit(event, wall, detail ?? event.approvalDetail)
+        var lastSeen: Int64?
+        if let pending = lastSeenToSave, event.uid == pending.uid {
+            lastSeen = pending.time
+            lastSeenToSave = nil
+        }
+        audit(event, wall, detail ?? event.approvalDetail, lastSeen)
         publish?(event, wall)
     }
 
@@ -571,5 +615,7 @@ final class DoorRuntime: @unchecked Sendable {
             floorTimer?.cancel()
             saveClockFloor(force: true)
         }
+        // Every event recorded so far (the last tap's, after its relay) is committed before the process goes.
+        flushAudit()
     }
 }

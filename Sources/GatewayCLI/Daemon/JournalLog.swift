@@ -1,4 +1,4 @@
-import Glibc
+@preconcurrency import Glibc
 import Logging
 
 /// Log lines on stderr with sd-daemon(3) priority prefixes (`<3>` error … `<7>`
@@ -25,12 +25,10 @@ struct JournalLogHandler: LogHandler {
         }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-        file: String, function: String, line: UInt
-    ) {
+    func log(event: LogEvent) {
+        let (level, message) = (event.level, event.message)
         var all = metadata
-        if let extra { all.merge(extra) { $1 } }
+        if let extra = event.metadata { all.merge(extra) { $1 } }
         let context =
             all.isEmpty
             ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")

@@ -31,6 +31,7 @@ protocol TagReaderPort: AnyObject {
 /// once when it arrives and again when it leaves, performs a pending
 /// provisioning write on the tag in the field, and reopens a lost reader with
 /// backoff (0.2 s doubling to 5 s) without restarting the process.
+// @unchecked: `running`, `pendingWrite` and `lastErrorText` are guarded by `lock`; `started` is written by start() and read by stop() on the caller's thread; the reader thread owns the reader port.
 final class ReaderLoop: @unchecked Sendable {
     enum Report {
         case arrived(ReadTag)

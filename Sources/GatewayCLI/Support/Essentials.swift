@@ -27,10 +27,10 @@ enum Threads {
         var description: String { "cannot start thread \(name): \(String(cString: strerror(errno)))" }
     }
 
-    private final class Body {
+    private final class Body: Sendable {
         let name: String
-        let run: () -> Void
-        init(name: String, run: @escaping () -> Void) {
+        let run: @Sendable () -> Void
+        init(name: String, run: @escaping @Sendable () -> Void) {
             self.name = name
             self.run = run
         }
@@ -38,7 +38,7 @@ enum Threads {
 
     /// Starts `body` on a new detached thread named `name` (at most 15
     /// bytes are shown by the kernel, as with `Thread.name`).
-    static func detach(name: String, _ body: @escaping () -> Void) throws {
+    static func detach(name: String, _ body: @escaping @Sendable () -> Void) throws {
         var tid = pthread_t()
         let context = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         let rc = pthread_create(

@@ -1,0 +1,255 @@
+import DoorCore
+import DoorIO
+import Foundation
+import GatewayConfig
+import GatewayStore
+import Logging
+import Synchronization
+import XCTest
+
+@testable import GatewayCLI
+
+/// The relay off the store's path (issue 25 §5, docs/reliability.md "What a
+/// power cut keeps"): on the real store on disk, a granted tap drives the
+/// relay before the audit row commits, a guest pass's use is on disk before
+/// the relay moves, and the audit row (with the tag's last_seen) follows in
+/// one transaction on the audit writer's queue, which a shutdown right after
+/// the tap waits for.
+///
+/// "A power cut at the instant the relay moves" is the database's files as
+/// they are then: the board below copies gateway.db and its WAL the moment
+/// it is driven unlocked (every commit before it is in them, with
+/// synchronous=FULL on disk), and the test opens that copy as the door would
+/// after the cut.
+final class RelayOrderTests: XCTestCase {
+    var dir: String!
+    var runtime: DoorRuntime?
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("relay-order-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        runtime?.shutdown()
+        runtime = nil
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// A sim board that copies the store's files at each unlock.
+    final class CuttingBoard: DoorBoard {
+        let inner: SimulatedBoard
+        let stateDirectory: String
+        let cuts: Mutex<[String]> = Mutex([])
+        /// Called after each drive (output, state), on the door queue.
+        let driven: Mutex<(@Sendable (OutputState) -> Void)?> = Mutex(nil)
+        var outputs: [OutputDefinition] { inner.outputs }
+        var indicatorNames: [String] { inner.indicatorNames }
+
+        init(_ inner: SimulatedBoard, stateDirectory: String) {
+            self.inner = inner
+            self.stateDirectory = stateDirectory
+        }
+
+        func drive(_ output: String, _ state: OutputState) throws {
+            if state == .unlocked {
+                let cut = stateDirectory + "-cut-\(cuts.withLock { $0.count })"
+                try? FileManager.default.createDirectory(atPath: cut, withIntermediateDirectories: true)
+                for name in ["gateway.db", "gateway.db-wal"] {
+                    let from = stateDirectory + "/" + name
+                    if FileManager.default.fileExists(atPath: from) {
+                        try? FileManager.default.copyItem(atPath: from, toPath: cut + "/" + name)
+                    }
+                }
+                cuts.withLock { $0.append(cut) }
+            }
+            try inner.drive(output, state)
+            driven.withLock { $0 }?(state)
+        }
+        func setIndicators(_ changes: [LineChange]) throws { try inner.setIndicators(changes) }
+        func lockAll() { inner.lockAll() }
+        func snapshot() -> BoardSnapshot { inner.snapshot() }
+        func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { inner.setInputHandler(handler) }
+    }
+
+    struct Door {
+        let runtime: DoorRuntime
+        let store: GatewayStore
+        let board: CuttingBoard
+        let writer: AuditWriter
+        let state: String
+    }
+
+    func makeDoor(pulseMs: Int = 10000) throws -> Door {
+        let state = dir + "/state"
+        let configuration = try GatewayConfiguration.load(
+            toml: """
+                [device]
+                id = "relay-order"
+                [board]
+                kind = "sim"
+                [door]
+                same_tag_quiet_ms = 1000
+                [[actions]]
+                index = 0
+                name = "strike"
+                steps = [{ pulse = "strike", ms = \(pulseMs) }]
+                [clock]
+                declare_synchronised = true
+                [paths]
+                state_dir = "\(state)"
+                runtime_dir = "\(dir!)/run"
+                """)
+        let log = Logger(label: "relay-order")
+        let board = CuttingBoard(
+            try SimulatedBoard(configuration.boardDescription, logger: log), stateDirectory: state)
+        let store = try GatewayStore(stateDirectory: state)
+        try store.syncActions(configuration.door.actions)
+        let writer = AuditWriter(store: store, outbox: Daemon.EventOutbox(), log: log)
+        let runtime = DoorRuntime(
+            live: LiveConfiguration(configuration), board: board, store: store, registry: StoreRegistry(store: store),
+            audit: { event, time, detail, lastSeen in writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
+            },
+            flushAudit: { writer.flush() }, log: log)
+        self.runtime = runtime
+        runtime.start()
+        runtime.sync {}
+        writer.flush()
+        return Door(runtime: runtime, store: store, board: board, writer: writer, state: state)
+    }
+
+    /// An active v2 sticker for action 0 on `uid` (with `uses`: a guest pass).
+    func issue(_ door: Door, _ uid: TagUID, uses: Int? = nil) throws -> ReadTag {
+        let now = Int64(time(nil))
+        let secret = try door.store.newestGeneratedSecretCreatingIfNeeded(action: 0, now: now)
+        let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
+        try door.store.createPendingTag(
+            uid: uid, action: 0, secretID: secret.id, label: "t", limits: TagLimits(uses: uses), now: now)
+        _ = try door.store.appendAudit(
+            time: now, kind: "provisioning_written", action: 0, uid: uid.hex, activating: uid.hex)
+        return ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
+    }
+
+    func granted(_ store: GatewayStore, _ uid: TagUID) throws -> Int {
+        try store.auditTail(100).filter { $0.kind == "access_granted" && $0.uid == uid.hex }.count
+    }
+
+    /// A guest pass: at the relay the use is on disk and the audit row is not
+    /// yet; once the door queue has run, the row is there with last_seen, and
+    /// the chain verifies.
+    func testGuestPassUseIsDurableAtTheRelayAndTheAuditRowFollows() throws {
+        let door = try makeDoor()
+        let uid = TagUID(hex: "04A1B2C3D4E501")!
+        let tag = try issue(door, uid, uses: 3)
+
+        door.runtime.readerReport(.arrived(tag))
+        door.runtime.sync {}
+        door.writer.flush()
+
+        let cuts = door.board.cuts.withLock { $0 }
+        XCTAssertEqual(cuts.count, 1, "one unlock for one granted tap")
+        let atRelay = try GatewayStore(stateDirectory: cuts[0])
+        XCTAssertEqual(try atRelay.issuedTag(uid)?.usesLeft, 2, "the use is taken on disk before the relay moves")
+        XCTAssertEqual(try granted(atRelay, uid), 0, "the relay moved before the audit row committed")
+        guard case .intact = try atRelay.verifyAudit() else { return XCTFail("chain of the cut copy broken") }
+
+        XCTAssertEqual(try granted(door.store, uid), 1, "the audit row follows the relay")
+        XCTAssertNotNil(try door.store.issuedTag(uid)?.lastSeen)
+        XCTAssertEqual(try door.store.issuedTag(uid)?.usesLeft, 2)
+        guard case .intact = try door.store.verifyAudit() else { return XCTFail("chain broken") }
+    }
+
+    /// An unlimited sticker: nothing is written before the relay (last_seen
+    /// is not on disk at the relay), and last_seen commits with the audit row.
+    func testLastSeenCommitsWithTheAuditRowAfterTheRelay() throws {
+        let door = try makeDoor()
+        let uid = TagUID(hex: "04A1B2C3D4E502")!
+        let tag = try issue(door, uid)
+
+        door.runtime.readerReport(.arrived(tag))
+        door.runtime.sync {}
+        door.writer.flush()
+
+        let cuts = door.board.cuts.withLock { $0 }
+        XCTAssertEqual(cuts.count, 1)
+        let atRelay = try GatewayStore(stateDirectory: cuts[0])
+        XCTAssertNil(try atRelay.issuedTag(uid)?.lastSeen, "no store write before the relay for an unlimited sticker")
+        XCTAssertEqual(try granted(atRelay, uid), 0)
+
+        let row = try XCTUnwrap(door.store.auditTail(100).last { $0.kind == "access_granted" })
+        XCTAssertEqual(row.uid, uid.hex)
+        // The tap's wall time, read when it was judged (the row's is read when recorded: a second may turn).
+        let seen = try XCTUnwrap(door.store.issuedTag(uid)?.lastSeen, "last_seen committed with the audit row")
+        XCTAssertTrue((row.time - 1...row.time).contains(seen), "last_seen \(seen), audit row \(row.time)")
+    }
+
+    /// The daemon stopping right after a tap (SIGTERM's shutdown) still finds
+    /// the tap's audit row written.
+    func testShutdownRightAfterATapKeepsItsAuditRow() throws {
+        let door = try makeDoor()
+        let uid = TagUID(hex: "04A1B2C3D4E503")!
+        let tag = try issue(door, uid, uses: 1)
+
+        door.runtime.readerReport(.arrived(tag))
+        door.runtime.shutdown()
+
+        XCTAssertEqual(door.board.cuts.withLock { $0.count }, 1)
+        XCTAssertEqual(try granted(door.store, uid), 1, "the tap's row is written before shutdown runs")
+        XCTAssertEqual(try door.store.issuedTag(uid)?.usesLeft, 0)
+        guard case .intact = try door.store.verifyAudit() else { return XCTFail("chain broken") }
+        XCTAssertEqual(door.board.snapshot().outputs["strike"]?.state, .locked, "shutdown locked the strike")
+    }
+
+    /// The door does not wait for the audit commit: with the store's writer
+    /// held (as by a slow commit in flight), a granted tap still moves the
+    /// relay and its 50 ms pulse still ends; the row commits once the writer
+    /// is free.
+    func testTheDoorDoesNotWaitForTheAuditCommit() throws {
+        let door = try makeDoor(pulseMs: 50)
+        let uid = TagUID(hex: "04A1B2C3D4E505")!
+        let tag = try issue(door, uid)
+        let unlocked = expectation(description: "strike unlocked")
+        let locked = expectation(description: "strike locked again")
+        door.board.driven.withLock {
+            $0 = { state in state == .unlocked ? unlocked.fulfill() : locked.fulfill() }
+        }
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? door.store.pool.write { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        var released = false
+        defer { if !released { release.signal() } }
+
+        door.runtime.readerReport(.arrived(tag))
+        wait(for: [unlocked, locked], timeout: 10, enforceOrder: true)
+        XCTAssertEqual(try granted(door.store, uid), 0, "the row waits for the writer")
+
+        release.signal()
+        released = true
+        door.writer.flush()
+        XCTAssertEqual(try granted(door.store, uid), 1)
+        XCTAssertNotNil(try door.store.issuedTag(uid)?.lastSeen)
+        guard case .intact = try door.store.verifyAudit() else { return XCTFail("chain broken") }
+    }
+
+    /// A denied tap moves nothing and is audited as before.
+    func testADeniedTapIsAudited() throws {
+        let door = try makeDoor()
+        let uid = TagUID(hex: "04A1B2C3D4E504")!
+        var tag = try issue(door, uid, uses: 1)
+        tag.uid = TagUID(hex: "04A1B2C3D4E5FF")!  // a copy on another UID
+
+        door.runtime.readerReport(.arrived(tag))
+        door.runtime.sync {}
+        door.writer.flush()
+
+        XCTAssertEqual(door.board.cuts.withLock { $0.count }, 0)
+        XCTAssertEqual(try door.store.auditTail(100).filter { $0.kind == "access_denied" }.count, 1)
+        XCTAssertEqual(try door.store.issuedTag(uid)?.usesLeft, 1, "a denial takes no use")
+    }
+}
