@@ -197,21 +197,36 @@ func insertSoon(_ line: String) -> Inserted {
         }
     }
 
+    // The door's reader starts afresh: it has not read this tag's NDEF file yet.
+    reader.close()
+    let door = NFCReader(connstring: "pn532_uart:\(tty)")
+    try door.open()
     // One tap with the tag already in the field: what a tap costs on the wire and in the air.
-    _ = send("remove")
-    _ = send("reinsert")
-    _ = send("stats reset")
-    // The door's own path: InAutoPoll, then (SAK bit 5) the 424 tap with RATS (NFCReader.pollTap).
+    // The door's own path (NFCReader.pollTap): InAutoPoll for ISO/IEC 14443-4 (with RATS)
+    // then MIFARE, and the 424 tap on the target it activated.
     let key0: (TagUID) -> [UInt8]? = { try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0) }
-    guard case .ntag424(let probe)? = try reader.pollTap(ntag424Key: key0) else {
-        fatalError("the provisioned NTAG 424 did not answer")
+    func probeTap() -> (NTAG424Tap, String) {
+        _ = send("remove")
+        _ = send("reinsert")
+        _ = send("stats reset")
+        guard case .ntag424(let probe)? = try? door.pollTap(ntag424Key: key0) else {
+            fatalError("the provisioned NTAG 424 did not answer")
+        }
+        if let why = refusal(probe) { fatalError("the probe tap was refused: \(why)") }
+        return (probe, send("stats"))
     }
-    if let why = refusal(probe) { fatalError("the probe tap was refused: \(why)") }
-    let perTapLine = send("stats")
+    // The first tap of this tag by this reader (NLEN read alone), then one with its length remembered.
+    let (_, firstTapLine) = probeTap()
+    let (probe, perTapLine) = probeTap()
     var perTap: [String: Int] = [:]
     for part in perTapLine.split(separator: " ") {
         let kv = part.split(separator: "=")
         if kv.count == 2, let v = Int(kv[1]) { perTap[String(kv[0])] = v }
+    }
+    var firstTap: [String: Int] = [:]
+    for part in firstTapLine.split(separator: " ") {
+        let kv = part.split(separator: "=")
+        if kv.count == 2, let v = Int(kv[1]) { firstTap[String(kv[0])] = v }
     }
     let commandsText = perTapLine.split(separator: " ").first { $0.hasPrefix("commands=") }?.dropFirst(9) ?? "?"
     let ndefBytes = probe.ndef.count
@@ -219,10 +234,10 @@ func insertSoon(_ line: String) -> Inserted {
     var latencies: [Double] = []
     for _ in 0..<taps {
         _ = send("remove")
-        while try reader.pollTap(ntag424Key: { _ in nil }) != nil {}  // the reader has seen the tag leave
+        while try door.pollTap(ntag424Key: { _ in nil }) != nil {}  // the reader has seen the tag leave
         let inserted = insertSoon("reinsert")
         polling: while true {
-            switch try reader.pollTap(ntag424Key: {
+            switch try door.pollTap(ntag424Key: {
                 try? NTAG424.tagKey(masterKey: master, uid: $0.bytes, keyNumber: 0)
             }) {
             case .ntag424(let tap)?:
@@ -239,9 +254,9 @@ func insertSoon(_ line: String) -> Inserted {
     // The minimal exchange: InListPassiveTarget with RATS (activation + ATS),
     // ISOSelectFile of the NDEF application and of E104, one ISOReadBinary of
     // NLEN and the whole message, AuthenticateEV2First in its two parts; each
-    // a host frame, the ACK and the answer. The door's own tap adds GetVersion
-    // (3 APDUs), a separate NLEN read, GetCardUID, two SetParameters and the
-    // InAutoPoll that finds the tag before its RATS activation (pollTap).
+    // a host frame, the ACK and the answer. The door's own tap (pollTap) adds
+    // GetCardUID and InAutoPoll's longer frames; the first tap of a tag by a
+    // reader also reads NLEN alone.
     func frame(_ payload: Int) -> Int { payload + 7 }  // 00 00 FF LEN LCS (TFI cmd …) DCS 00
     let ack = 6
     let readLength = ndefBytes + 2
@@ -271,15 +286,18 @@ func insertSoon(_ line: String) -> Inserted {
     let minimalUART = (uartMicros + rfMicros) / 1000
     let minimalI2C = (i2cMicros + rfMicros) / 1000
 
-    // The door's own tap on I²C at 400 kHz, from its measured frames and bytes and
-    // the emulator's air time for it (the same models).
-    let hostIn = perTap["rx_frames"] ?? 0, chipOut = perTap["tx_frames"] ?? 0
-    let doorI2CBytes = (perTap["rx_bytes"] ?? 0) + hostIn + (perTap["tx_bytes"] ?? 0) + 2 * chipOut
-    let doorI2C =
-        (Double(doorI2CBytes * 9 + 2 * (hostIn + chipOut) * 2) / 400_000 * 1e6 + Double(perTap["air_us"] ?? 0)) / 1000
-    let doorUART =
-        (Double(((perTap["rx_bytes"] ?? 0) + (perTap["tx_bytes"] ?? 0)) * 10) / 115_200 * 1e6
-            + Double(perTap["air_us"] ?? 0)) / 1000
+    // The door's own tap on UART and on I²C at 400 kHz, from its measured frames and
+    // bytes and the emulator's air time for it (the same models).
+    func modelled(_ t: [String: Int]) -> (uart: Double, i2c: Double) {
+        let hostIn = t["rx_frames"] ?? 0, chipOut = t["tx_frames"] ?? 0
+        let i2cBytes = (t["rx_bytes"] ?? 0) + hostIn + (t["tx_bytes"] ?? 0) + 2 * chipOut
+        let air = Double(t["air_us"] ?? 0)
+        let i2c = (Double(i2cBytes * 9 + 2 * (hostIn + chipOut) * 2) / 400_000 * 1e6 + air) / 1000
+        let uart = (Double(((t["rx_bytes"] ?? 0) + (t["tx_bytes"] ?? 0)) * 10) / 115_200 * 1e6 + air) / 1000
+        return (uart, i2c)
+    }
+    let (doorUART, doorI2C) = modelled(perTap)
+    let (firstUART, firstI2C) = modelled(firstTap)
     let p50 = percentile(latencies, 50)
 
     print(
@@ -292,6 +310,11 @@ func insertSoon(_ line: String) -> Inserted {
     print(
         "  per tap: \(perTap["rx_frames"] ?? 0) host frames (by code \(commandsText)),"
             + " \(perTap["tag_exchanges"] ?? 0) air exchanges, \((perTap["rx_bytes"] ?? 0) + (perTap["tx_bytes"] ?? 0)) frame bytes, air \(perTap["air_us"] ?? 0) µs"
+    )
+    print(
+        "  first tap of this tag by this reader (no remembered length): \(firstTap["rx_frames"] ?? 0) host frames,"
+            + " \(firstTap["tag_exchanges"] ?? 0) air exchanges, \((firstTap["rx_bytes"] ?? 0) + (firstTap["tx_bytes"] ?? 0)) frame bytes, air \(firstTap["air_us"] ?? 0) µs;"
+            + String(format: " modelled UART %.1f ms, I²C %.1f ms", firstUART, firstI2C)
     )
     print(
         String(

@@ -117,8 +117,13 @@ public final class NFCReader {
         guard nfc_initiator_init(dev) >= 0 else { throw fail(.noReader("initiator mode: \(errorText())")) }
         // nfc_initiator_init turns infinite select on; turn it off (it also sets
         // MaxRetries to finite values), keep easy framing for InDataExchange.
+        // fAutomaticRATS (SetParameters bit 4) stays on for good, so no tap pays a
+        // SetParameters: it sends RATS only to a target whose SAK says ISO/IEC
+        // 14443-4 and only in InListPassiveTarget and InAutoPoll's ISO/IEC 14443-4
+        // type (20h); a Type 2 tag (SAK bit 5 clear) never gets one, and InAutoPoll's
+        // MIFARE type (10h) sends none.
         guard nfc_device_set_property_bool(dev, NP_INFINITE_SELECT, false) >= 0,
-            nfc_device_set_property_bool(dev, NP_AUTO_ISO14443_4, false) >= 0,
+            nfc_device_set_property_bool(dev, NP_AUTO_ISO14443_4, true) >= 0,
             nfc_device_set_property_bool(dev, NP_EASY_FRAMING, true) >= 0
         else { throw fail(.noReader("configuring the PN532: \(errorText())")) }
         // RFConfiguration item 05h MaxRetries (MxRtyATR, MxRtyPSL,
@@ -182,17 +187,44 @@ public final class NFCReader {
 
     /// InAutoPoll for one type A (MIFARE-compatible) target; its UID and SAK.
     func autoPoll() throws(ReaderError) -> (uid: TagUID, sak: UInt8)? {
-        let chipBoundMs = Int32(Self.pollPeriodUnits) * 150
-        let rx = try command([0x60, 0x01, Self.pollPeriodUnits, 0x10], timeoutMs: chipBoundMs + Self.hostMarginMs)
+        guard let found = try autoPoll(types: [0x10]) else { return nil }
+        return (found.uid, found.sak)
+    }
+
+    /// InAutoPoll (UM0701-02 §7.3.13) for the target types given, in their order, each
+    /// for Period × 150 ms: 10h MIFARE (any 106 kbit/s type A target, no RATS), 20h
+    /// ISO/IEC 14443-4 type A (SAK bit 5 set; with fAutomaticRATS its ATS joins the target
+    /// data, as libnfc's `pn53x_initiator_poll_target` pairs the two). The UID, SAK and,
+    /// when the chip sent RATS, the ATS (TL first). With two targets the chip keeps the
+    /// last one selected (libnfc: "we keep the selected one").
+    func autoPoll(types: [UInt8]) throws(ReaderError) -> (uid: TagUID, sak: UInt8, ats: [UInt8]?)? {
+        let chipBoundMs = Int32(Self.pollPeriodUnits) * 150 * Int32(types.count)
+        let rx = try command(
+            [0x60, 0x01, Self.pollPeriodUnits] + types, timeoutMs: chipBoundMs + Self.hostMarginMs)
         guard let count = rx.first else { throw fail(.io("empty InAutoPoll answer")) }
         guard count > 0 else { return nil }
-        // NbTg, Type1, Length1, then Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1.
-        guard rx.count >= 8 else { throw fail(.io("short InAutoPoll answer")) }
-        let uidLength = Int(rx[7])
-        guard rx.count >= 8 + uidLength, [4, 7, 10].contains(uidLength) else {
-            throw fail(.io("bad target data in InAutoPoll answer"))
+        guard count <= 2 else { throw fail(.io("InAutoPoll answered \(count) targets")) }
+        // NbTg, then each: Type, Length, Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1 [, ATS].
+        var at = 1
+        var last: (uid: TagUID, sak: UInt8, ats: [UInt8]?)?
+        for _ in 0..<count {
+            guard rx.count >= at + 2, case let length = Int(rx[at + 1]), rx.count >= at + 2 + length, length >= 5
+            else { throw fail(.io("short InAutoPoll answer")) }
+            let data = Array(rx[(at + 2)..<(at + 2 + length)])
+            let uidLength = Int(data[4])
+            guard data.count >= 5 + uidLength, [4, 7, 10].contains(uidLength) else {
+                throw fail(.io("bad target data in InAutoPoll answer"))
+            }
+            var ats: [UInt8]?
+            if data.count > 5 + uidLength {
+                let rest = Array(data[(5 + uidLength)...])
+                guard Int(rest[0]) == rest.count else { throw fail(.io("bad ATS in InAutoPoll answer")) }
+                ats = rest
+            }
+            last = (TagUID(Array(data[5..<(5 + uidLength)])), data[3], ats)
+            at += 2 + length
         }
-        return (TagUID(Array(rx[8..<(8 + uidLength)])), rx[6])
+        return last
     }
 
     /// Reads what the NDEF message needs: the CC and the TLVs up to the end
@@ -252,6 +284,16 @@ public final class NFCReader {
     private func remember(_ uid: TagUID, pages: Int) {
         if readHints.count >= 512 && readHints[uid] == nil { readHints.removeAll(keepingCapacity: true) }
         readHints[uid] = pages
+    }
+
+    /// How many bytes of its NDEF file (NLEN and the message) each recently seen
+    /// ISO-DEP tag held (bounded like `readHints`).
+    var isoDEPReadHints: [TagUID: Int] { isoDEPHints }
+    private var isoDEPHints: [TagUID: Int] = [:]
+
+    func rememberISODEP(_ uid: TagUID, bytes: Int) {
+        if isoDEPHints.count >= 512 && isoDEPHints[uid] == nil { isoDEPHints.removeAll(keepingCapacity: true) }
+        isoDEPHints[uid] = bytes
     }
 
     private func version() throws(ReaderError) -> NTAGType {

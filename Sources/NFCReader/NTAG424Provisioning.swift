@@ -82,13 +82,14 @@ extension NFCReader {
         // Field off, a new activation: a tap as the door will see it.
         _ = try command([0x32, 0x01, 0x00], timeoutMs: Self.exchangeTimeoutMs)
         guard let (again, _, _) = try activateNTAG424(), again == uid else { throw .tagLost }
-        let ndef = try readNDEFFile()
+        let ndef = try readNDEFFile(of: uid)
         guard let uri = try? NDEFMessage.decode(ndef).firstURI(), let sun = try? SUNURL.parse(uri),
             let verdict = try? sun.verify(
                 metaReadKey: keys[NTAG424.DoorKeys.metaRead], fileReadKey: keys[NTAG424.DoorKeys.fileRead]),
             verdict.macOK, verdict.piccData.uid == uid.bytes, let counter = verdict.piccData.counter
         else { throw .io("the provisioned tag's SUN read does not verify") }
-        guard case .authenticated(let cardUID) = try authenticate(keyNumber: 0, key: keys[0]), cardUID == uid.bytes
+        guard case .authenticated(let cardUID) = try authenticate(keyNumber: 0, key: keys[0]).proof,
+            cardUID == uid.bytes
         else {
             throw .io("the provisioned tag does not authenticate with its new key 0")
         }

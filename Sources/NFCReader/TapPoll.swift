@@ -29,13 +29,16 @@ public enum PolledTap: Equatable, Sendable {
 }
 
 extension NFCReader {
-    /// Polls once. A target whose SAK says ISO/IEC 14443-4 is re-activated
-    /// with automatic RATS and, when it is an NTAG 424 DNA, tapped with
-    /// `tapNTAG424` (its NDEF read first, then AuthenticateEV2First with the
-    /// key `ntag424Key` gives for its UID and GetCardUID); anything else is
-    /// read as a Type 2 tag, as `poll()` does. nil when no tag is in the field.
+    /// Polls once: InAutoPoll for an ISO/IEC 14443-4 type A target (20h), which the
+    /// chip activates with RATS, then for any MIFARE-compatible one (10h), so one
+    /// activation serves. An NTAG 424 DNA found with its ATS is tapped at once
+    /// (`tapActivatedNTAG424`: its NDEF read first, then AuthenticateEV2First with the
+    /// key `ntag424Key` gives for its UID and GetCardUID); one found by the MIFARE type
+    /// (it entered the field during that attempt: no ATS) is activated again with RATS
+    /// first. Anything else is read as a Type 2 tag, as `poll()` does. nil when no tag is
+    /// in the field.
     public func pollTap(ntag424Key: (TagUID) -> [UInt8]?) throws(ReaderError) -> PolledTap? {
-        guard let found = try autoPoll() else { return nil }
+        guard let found = try autoPoll(types: [0x20, 0x10]) else { return nil }
         if found.sak & 0x20 == 0 && found.sak & 0x08 != 0 {
             // MIFARE Classic (SAK 08/18/09…): no NDEF to read without its sector
             // keys; a `uid` fob at most (docs/ntag424.md). Untested: the emulator has no Classic.
@@ -46,9 +49,15 @@ extension NFCReader {
         }
         guard found.sak & 0x20 != 0 else { return .type2(try read(uid: found.uid)) }
         do {
-            // It answered InAutoPoll but not the activation with RATS: it left.
-            guard let tap = try tapNTAG424(key: ntag424Key) else { return .torn(found.uid) }
-            return .ntag424(tap)
+            let uid: TagUID, ats: [UInt8]
+            if let a = found.ats {
+                (uid, ats) = (found.uid, a)
+            } else {
+                // It answered InAutoPoll but not the activation with RATS: it left.
+                guard let again = try activateISODEP() else { return .torn(found.uid) }
+                (uid, ats) = again
+            }
+            return .ntag424(try tapActivatedNTAG424(uid: uid, ats: ats, key: ntag424Key))
         } catch .notNTAG424(let why) {
             return .otherISODEP(found.uid, why)
         } catch .tagLost {

@@ -487,9 +487,11 @@ public struct PN532Chip: Sendable {
     }
 
     /// Activation of a 106 kbit/s type A target: WUPA, then anticollision and
-    /// select over both cascade levels (ISO/IEC 14443-3 §6.4). Returns
-    /// the target data (SENS_RES as the PN532 reports it, SEL_RES, NFCID1).
-    private mutating func activate(uid wanted: [UInt8]?) -> [UInt8]? {
+    /// select over both cascade levels (ISO/IEC 14443-3 §6.4), and RATS to an
+    /// ISO/IEC 14443-4 target when `rats` (fAutomaticRATS, where the command sends
+    /// it). Returns the target data (SENS_RES as the PN532 reports it, SEL_RES,
+    /// NFCID1, then the ATS when RATS was sent).
+    private mutating func activate(uid wanted: [UInt8]?, rats: Bool) -> [UInt8]? {
         guard let atqa = exchange(AirFrame([0x52], lastBits: 7)), atqa.bytes.count == 2,
             let cl1 = exchange(AirFrame([0x93, 0x20])), cl1.bytes.count == 5,
             case let sel1 = [0x93, 0x70] + cl1.bytes, let sak1 = exchange(.withCRC(sel1)),
@@ -502,9 +504,9 @@ public struct PN532Chip: Sendable {
         if let wanted, !wanted.isEmpty, wanted != uid { return nil }
         isoDep = false
         var ats: [UInt8] = []
-        // fAutomaticRATS (SetParameters bit 4): an ISO/IEC 14443-4 target gets RATS
-        // (FSDI 8 = 256 bytes, CID 0) and its ATS joins the target data.
-        if sak2.bytes[0] & 0x20 != 0 && parameters & 0x10 != 0 {
+        // An ISO/IEC 14443-4 target gets RATS (FSDI 8 = 256 bytes, CID 0) and its
+        // ATS joins the target data.
+        if sak2.bytes[0] & 0x20 != 0 && rats {
             guard let answer = exchange(.withCRC([0xE0, 0x80])), CRC.isValid(answer.bytes) else { return nil }
             ats = Array(answer.bytes.dropLast(2))
             guard let tl = ats.first, Int(tl) == ats.count else { return nil }
@@ -540,7 +542,7 @@ public struct PN532Chip: Sendable {
         registers.selectTypeA106()
         let tries = maxRetries.passiveActivation == 0xFF ? 1 : Int(maxRetries.passiveActivation) + 1
         for _ in 0..<tries {
-            if let data = activate(uid: uid) {
+            if let data = activate(uid: uid, rats: automaticRATS) {
                 target = true
                 return respond(0x4B, [0x01, 0x01] + data)
             }
@@ -566,26 +568,52 @@ public struct PN532Chip: Sendable {
         return [.startTimer(token: timerCounter, milliseconds: Int(p[0]) * types.count * Int(p[1]) * 150)]
     }
 
-    /// InAutoPoll answer for an NTAG: generic passive 106 kbit/s (00h) or MIFARE (10h).
+    /// fAutomaticRATS (SetParameters bit 4).
+    private var automaticRATS: Bool { parameters & 0x10 != 0 }
+
+    /// InAutoPoll's search, each type in the order given an attempt of its own (as
+    /// libnfc's `nfc-poll` notes describe the PN532: ISO/IEC 14443-4 targets first, then
+    /// ISO/IEC 14443-3): 20h (passive 106 kbit/s ISO/IEC 14443-4 type A) takes only a
+    /// target whose SAK has bit 5 set and sends it RATS when fAutomaticRATS is on
+    /// (libnfc polls 20h only then), its ATS in the target data; 10h (MIFARE card)
+    /// takes any type A target and sends no RATS, fAutomaticRATS or not; 00h (generic
+    /// passive 106 kbit/s) takes any, with RATS as InListPassiveTarget sends it. A target
+    /// that does not fit an attempt is halted (HLTA) and woken again (WUPA) by the next.
+    /// The answer: NbTg 1, the type that found it, the target data's length, the data.
     private mutating func autoPollFind(_ types: [UInt8]) -> [UInt8]? {
-        guard let type = types.first(where: { $0 == 0x00 || $0 == 0x10 }), hasTag else { return nil }
-        haltTarget()
+        guard hasTag else { return nil }
+        for type in types where type == 0x00 || type == 0x10 || type == 0x20 {
+            haltTarget()
+            target = nil
+            setField(true)
+            registers.selectTypeA106()
+            guard let data = activate(uid: nil, rats: type != 0x10 && automaticRATS) else { continue }
+            target = true
+            if type == 0x20 && data[2] & 0x20 == 0 { continue }  // not ISO/IEC 14443-4: halted by the next attempt
+            let targetData = [0x01] + data
+            return [0x01, type, UInt8(targetData.count)] + targetData
+        }
+        if target == true { haltTarget() }
         target = nil
-        setField(true)
-        registers.selectTypeA106()
-        guard let data = activate(uid: nil) else { return nil }
-        target = true
-        let targetData = [0x01] + data
-        return [0x01, type, UInt8(targetData.count)] + targetData
+        return nil
     }
 
+    /// A tag entered the field: a command waiting for one answers, after the air
+    /// time of the activation it ran (`airTime` first, as a command's).
     private mutating func tagArrived() -> [ChipEffect] {
+        airMicroseconds = 0
+        let effects = answerWaitingCommand()
+        guard airMicroseconds > 0, !effects.isEmpty else { return effects }
+        return [.airTime(microseconds: airMicroseconds)] + effects
+    }
+
+    private mutating func answerWaitingCommand() -> [ChipEffect] {
         switch pending {
         case .listPassive(_, let uid):
             haltTarget()
             setField(true)
             registers.selectTypeA106()
-            guard let data = activate(uid: uid) else { return [] }
+            guard let data = activate(uid: uid, rats: automaticRATS) else { return [] }
             pending = nil
             target = true
             return respond(0x4B, [0x01, 0x01] + data)
@@ -611,7 +639,7 @@ public struct PN532Chip: Sendable {
         guard p[0] == 0x01, target != nil else { return status(0x55, 0x27) }
         haltTarget()
         registers.selectTypeA106()
-        guard activate(uid: nil) != nil else { return status(0x55, 0x01) }
+        guard activate(uid: nil, rats: automaticRATS) != nil else { return status(0x55, 0x01) }
         target = true
         return status(0x55, 0x00)
     }

@@ -62,4 +62,103 @@ final class TapPollTests: XCTestCase {
         }
         guard case .refused = refused.proof else { return XCTFail("\(refused.proof)") }
     }
+
+    /// The NDEF file of the factory 424 in the field holds one URI record (raw libnfc,
+    /// ISOUpdateBinary: a factory NDEF file has free write access).
+    func writeURI(_ sim: PN532SimProcess, _ url: String) throws {
+        let dev = try NTAG424LibnfcTests.Device(tty: sim.tty)
+        XCTAssertNotNil(dev.select())
+        let record = [0xD1, 0x01, UInt8(url.utf8.count + 1), 0x55, 0x04] + Array(url.utf8)
+        let file = [0x00, UInt8(record.count)] + record
+        XCTAssertEqual(dev.transceive(Hex.decode("00A4040C07D276000085010100")!), [0x90, 0x00])
+        XCTAssertEqual(dev.transceive(Hex.decode("00A4000C02E104")!), [0x90, 0x00])
+        XCTAssertEqual(dev.transceive([0x00, 0xD6, 0x00, 0x00, UInt8(file.count)] + file), [0x90, 0x00])
+    }
+
+    /// The chip's commands since the last `stats reset`, by code (`40:6,60:1`).
+    func commands(_ sim: PN532SimProcess) throws -> [String: Int] {
+        let line = try sim.control("stats")
+        let field = try XCTUnwrap(line.split(separator: " ").first { $0.hasPrefix("commands=") }).dropFirst(9)
+        var out: [String: Int] = [:]
+        for pair in field.split(separator: ",") {
+            let kv = pair.split(separator: ":")
+            if kv.count == 2 { out[String(kv[0])] = Int(kv[1]) }
+        }
+        return out
+    }
+
+    /// The door's 424 tap: one InAutoPoll activates the tag with its ATS, no SetParameters,
+    /// no second activation; the NDEF file in one ISOReadBinary once its length is known;
+    /// GetVersion only when the tag did not prove the key.
+    func testA424TapIsOneActivationAndGetVersionOnlyWithoutTheProof() throws {
+        let sim = try PN532SimProcess()
+        XCTAssertTrue(try sim.control("insert ntag424 \(dna.hex)").hasPrefix("ok"))
+        try writeURI(sim, "example.com/a-door-tag")
+        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+        try reader.open()
+        defer { reader.close() }
+        let factory = [UInt8](repeating: 0, count: 16)
+        var counts: [[String: Int]] = []
+        var taps: [NTAG424Tap] = []
+        for key in [factory, factory, [UInt8](repeating: 7, count: 16)] {
+            _ = try sim.control("remove")
+            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+            XCTAssertEqual(try sim.control("stats reset"), "ok reset")
+            guard case .ntag424(let tap) = try XCTUnwrap(try reader.pollTap { _ in key }) else {
+                return XCTFail("a 424 is tapped as one")
+            }
+            XCTAssertEqual(try tap.message?.firstURI(), "https://example.com/a-door-tag")
+            XCTAssertEqual(tap.ats, [0x77, 0x77, 0x71, 0x02, 0x80])
+            taps.append(tap)
+            counts.append(try commands(sim))
+        }
+        for c in counts {
+            XCTAssertEqual(c["60"], 1, "one InAutoPoll: \(c)")
+            XCTAssertNil(c["4A"], "no second activation: \(c)")
+            XCTAssertNil(c["12"], "no SetParameters: \(c)")
+        }
+        XCTAssertEqual(taps[0].proof, .authenticated(cardUID: dna.bytes))
+        XCTAssertEqual(taps[1].proof, .authenticated(cardUID: dna.bytes))
+        XCTAssertEqual(taps[0].version, [], "the key proved: no GetVersion")
+        // Select the application and the file, read, EV2 in two parts, GetCardUID; NLEN alone the first time.
+        XCTAssertEqual(counts[0]["40"], 7)
+        XCTAssertEqual(counts[1]["40"], 6, "NLEN and the message in one read once the length is known")
+        guard case .refused = taps[2].proof else { return XCTFail("another key: \(taps[2].proof)") }
+        XCTAssertEqual(Array(taps[2].version.prefix(3)), [0x04, 0x04, 0x02], "refused: GetVersion tells it is a 424")
+        XCTAssertEqual(counts[2]["40"], 5 + 3, "no GetCardUID; GetVersion's three parts after the refusal")
+    }
+
+    /// A remembered length that no longer fits (the message grew, or shrank) still gives
+    /// the whole message and only it: an empty factory file, then the door's template
+    /// written by provisioning (read back with a remembered length too short), then the
+    /// file emptied by a reset (read with one too long).
+    func testAStaleRememberedLengthStillReadsTheWholeMessage() throws {
+        let sim = try PN532SimProcess()
+        XCTAssertTrue(try sim.control("insert ntag424 \(dna.hex)").hasPrefix("ok"))
+        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+        try reader.open()
+        defer { reader.close() }
+        let master = [UInt8](repeating: 0x5A, count: 16)
+        func tap(_ key: [UInt8]?) throws -> NTAG424Tap? {
+            _ = try sim.control("remove")
+            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+            guard case .ntag424(let t) = try XCTUnwrap(try reader.pollTap { _ in key }) else {
+                XCTFail("a 424 is tapped as one")
+                return nil
+            }
+            return t
+        }
+        XCTAssertEqual(try tap(nil)?.ndef, [], "a factory NDEF file: NLEN 0")
+        XCTAssertNotNil(try reader.provisionNTAG424(masterKey: master, base: "https://door.example/t"))
+        let key0 = try NTAG424.tagKey(masterKey: master, uid: dna.bytes, keyNumber: 0)
+        let provisioned = try XCTUnwrap(try tap(key0))
+        XCTAssertEqual(provisioned.proof, .authenticated(cardUID: dna.bytes))
+        let uri = try XCTUnwrap(try provisioned.message?.firstURI())
+        XCTAssertTrue(uri.hasPrefix("https://door.example/t"), uri)
+        XCTAssertGreaterThan(provisioned.ndef.count, 40)
+        XCTAssertEqual(try reader.resetNTAG424(masterKey: master), dna)
+        let reset = try XCTUnwrap(try tap(nil))
+        XCTAssertEqual(reset.ndef, [], "the emptied file, though its length was remembered longer")
+        XCTAssertEqual(Array(reset.version.prefix(3)), [0x04, 0x04, 0x02], "no proof: GetVersion identified it")
+    }
 }

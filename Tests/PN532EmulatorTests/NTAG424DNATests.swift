@@ -254,6 +254,46 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertEqual(host.answer([0x40, 0x01] + h("9060000000")), [0x01])
     }
 
+    /// InAutoPoll's types (UM0701-02 §7.3.13) as libnfc pairs them with fAutomaticRATS:
+    /// 20h (ISO/IEC 14443-4 type A) activates a 424 with RATS and hands back its ATS; 10h
+    /// (MIFARE) sends no RATS even with fAutomaticRATS on; an NTAG21x does not fit 20h and
+    /// is found by 10h, woken again after the halt; an arriving tag costs its air time.
+    func testInAutoPollFindsA424WithItsATSAndAStickerByTheMIFAREType() throws {
+        var host = try PN532ChipTests.Host(tag: false)
+        host.open()
+        _ = host.answer([0x12, 0x14])  // fAutomaticRATS on
+        _ = host.chip.insert(NTAG424DNA(uid: Self.anUID))
+        let target = [0x01, 0x03, 0x44, 0x20, 0x07] + Self.anUID
+        XCTAssertEqual(
+            host.answer([0x60, 0x01, 0x01, 0x20, 0x10]),
+            [0x01, 0x20, UInt8(target.count + 6)] + target + NTAG424DNA.ats)
+        XCTAssertEqual(host.answer([0x40, 0x01] + Self.selectApp), h("00 9000"), "ISO-DEP without another activation")
+        XCTAssertEqual(host.answer([0x60, 0x01, 0x01, 0x10]), [0x01, 0x10, UInt8(target.count)] + target)
+        XCTAssertEqual(host.answer([0x40, 0x01] + Self.selectApp), [0x01], "no RATS: the 424 is at layer 3")
+        _ = host.answer([0x12, 0x04])  // fAutomaticRATS off: 20h still takes the 424, without its ATS
+        XCTAssertEqual(host.answer([0x60, 0x01, 0x01, 0x20, 0x10]), [0x01, 0x20, UInt8(target.count)] + target)
+
+        _ = host.answer([0x12, 0x14])
+        host.chip.remove()
+        _ = host.chip.insert(try PN532ChipTests.tag())
+        host.chip.resetStats()
+        let sticker = [0x01, 0x00, 0x44, 0x00, 0x07] + PN532ChipTests.uid
+        XCTAssertEqual(host.answer([0x60, 0x01, 0x01, 0x20, 0x10]), [0x01, 0x10, UInt8(sticker.count)] + sticker)
+        // 20h's activation, its HLTA, 10h's activation (and the HLTA to the 424's old Tg 1).
+        XCTAssertGreaterThanOrEqual(host.chip.stats.tagExchanges, 5 + 1 + 5)
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00, "the sticker reads")
+
+        // Polling when the 424 arrives: answered at once with its ATS, after the activation's air time.
+        host.chip.remove()
+        XCTAssertEqual(
+            host.command([0x60, 0xFF, 0x01, 0x20, 0x10]), PN532ChipTests.Reply(acked: true, answers: []))
+        let arrival = host.chip.insert(NTAG424DNA(uid: Self.anUID))
+        guard case .airTime(let us)? = arrival.first else { return XCTFail("no air time first: \(arrival)") }
+        XCTAssertGreaterThan(us, 3000)
+        XCTAssertEqual(
+            host.decode(arrival).answers, [[0x61, 0x01, 0x20, UInt8(target.count + 6)] + target + NTAG424DNA.ats])
+    }
+
     func testWithoutAutomaticRATSTheTagStaysAtLayer3() throws {
         var host = try PN532ChipTests.Host(tag: false)
         host.open()
