@@ -29,12 +29,34 @@ final class BusFront {
         /// I2C reads on which the chip held SCL while busy, and for how long.
         var busyStretches = 0
         var busyStretchNanos: UInt64 = 0
+        /// Where the time goes, for `make bench-bus`: the kernel's requests
+        /// on the device (an SPI_IOC_MESSAGE is three: spidev's two retries),
+        /// the emulator's time on them (request read → reply written: the
+        /// modelled bus time it sleeps, `sleptNanos`, and its own work), and
+        /// the time between a reply and the host's next request (libnfc, the
+        /// kernel's path through CUSE, the scheduler), apart after a
+        /// not-ready answer (that gap holds libnfc's poll interval).
+        var requests = 0
+        var serveNanos: UInt64 = 0
+        var sleptNanos: UInt64 = 0
+        var hostGaps = 0
+        var hostGapNanos: UInt64 = 0
+        var pollGaps = 0
+        var pollGapNanos: UInt64 = 0
 
         var summary: String {
             "bus_transfers=\(transfers) bus_not_ready=\(notReady) bus_bytes=\(bytes) bus_ms=\(nanos / 1_000_000)"
                 + " bus_busy_stretches=\(busyStretches) bus_busy_stretch_ms=\(busyStretchNanos / 1_000_000)"
+                + " bus_requests=\(requests) bus_serve_us=\(serveNanos / 1000) bus_slept_us=\(sleptNanos / 1000)"
+                + " bus_wire_us=\(nanos / 1000) host_gaps=\(hostGaps) host_gap_us=\(hostGapNanos / 1000)"
+                + " poll_gaps=\(pollGaps) poll_gap_us=\(pollGapNanos / 1000)"
         }
     }
+
+    /// When the last reply went out, and whether it answered "not ready"
+    /// (0: none since the counters were reset).
+    var lastReplyAt: UInt64 = 0
+    var lastWasNotReady = false
 
     let kind: Kind
     let device: CUSEDevice
@@ -98,7 +120,27 @@ extension Simulator {
     func busReadable() throws {
         guard let bus else { return }
         let dev = bus.device
-        switch try dev.next() {
+        let request = try dev.next()
+        let arrived = Self.now()
+        if bus.lastReplyAt != 0 {
+            let gap = arrived - bus.lastReplyAt
+            if bus.lastWasNotReady {
+                bus.stats.pollGaps += 1
+                bus.stats.pollGapNanos += gap
+            } else {
+                bus.stats.hostGaps += 1
+                bus.stats.hostGapNanos += gap
+            }
+        }
+        let notReadyBefore = bus.stats.notReady
+        defer {
+            let done = Self.now()
+            bus.stats.requests += 1
+            bus.stats.serveNanos += done - arrived
+            bus.lastReplyAt = done
+            bus.lastWasNotReady = bus.stats.notReady != notReadyBefore
+        }
+        switch request {
         case .open(let unique, _):
             try dev.replyOpen(unique, fh: bus.openFile())
         case .release(let unique, let fh):
@@ -369,7 +411,9 @@ extension Simulator {
     private func wait(_ bus: BusFront, _ nanos: UInt64) {
         bus.stats.transfers += 1
         bus.stats.nanos += nanos
+        let start = Self.now()
         if nanos >= 1000 { usleep(UInt32(min(nanos / 1000, 1_000_000))) }
+        bus.stats.sleptNanos += Self.now() - start
     }
 
     private func hexBytes(_ bytes: [UInt8]) -> String {

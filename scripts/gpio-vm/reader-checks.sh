@@ -586,6 +586,7 @@ bench() {
     taps=${READER_BENCH_TAPS:-40}
     # pn532-sim's UART front is a pty: the guest needs devpts.
     [ -e /dev/pts/ptmx ] || { mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
+    roundtrip
     for t in "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:100000 --i2c-speed 100000" \
         "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000" \
         "spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:1000000 spi:1000000" \
@@ -605,6 +606,31 @@ bench() {
             || echo "bench $wire failed: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ')"
         stop_sim
     done
+}
+
+# What one request through CUSE costs in this guest, with no libnfc and no
+# modelled time in it: dd reads /dev/spidev0.0 one byte at a time (each read()
+# one request; the emulator sleeps 16 µs of bus time at 500 kHz, which its
+# counters give back). Prints the wall time per read() and the emulator's part.
+roundtrip() {
+    n=${READER_BENCH_ROUNDTRIPS:-3000}
+    rm -f "$WORKDIR/sim.sock"
+    "$PN532SIM" --spi /dev/spidev0.0 --control "$WORKDIR/sim.sock" > /dev/null 2> "$WORKDIR/sim.log" &
+    SIMPID=$!
+    i=$((300 * S))
+    while [ $i -gt 0 ] && [ ! -S "$WORKDIR/sim.sock" ]; do sleep 0.1; i=$((i - 1)); done
+    simctl stats reset > /dev/null
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    dd if=/dev/spidev0.0 of=/dev/null bs=1 count="$n" 2> /dev/null
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    st=$(simctl stats)
+    stop_sim
+    serve=$(echo "$st" | sed -n 's/.*bus_serve_us=\([0-9]*\).*/\1/p')
+    slept=$(echo "$st" | sed -n 's/.*bus_slept_us=\([0-9]*\).*/\1/p')
+    gap=$(echo "$st" | sed -n 's/.* host_gap_us=\([0-9]*\).*/\1/p')
+    wall=$(echo "$t0 $t1" | awk '{printf "%d", ($2 - $1) * 1000000}')
+    echo "reader bench: CUSE round trip, $n one-byte read()s of /dev/spidev0.0 by dd: $((wall / n)) µs each;" \
+        "emulator $((serve / n)) µs (slept $((slept / n)) µs of 16 modelled), kernel + dd + scheduler $((gap / n)) µs"
 }
 
 main() {
