@@ -599,6 +599,7 @@ bench() {
     roundtrip
     for t in "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:100000 --i2c-speed 100000" \
         "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000" \
+        "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000 --i2c-nack-after-write 1000" \
         "spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:1000000 spi:1000000" \
         "uart - pn532_uart:$WORKDIR/pn532 uart:115200 --baud 115200"; do
         set -- $t
@@ -612,6 +613,7 @@ bench() {
         SIMPID=$!
         n=$((300 * S))
         while [ $n -gt 0 ] && [ ! -S "$WORKDIR/sim.sock" ]; do sleep 0.1; n=$((n - 1)); done
+        [ $# = 0 ] || echo "  (pn532-sim $*)"
         ctl reader bench --device "$conn" --sim-control "$WORKDIR/sim.sock" --wire "$wire" --taps "$taps" --scratch "$WORKDIR" \
             || echo "bench $wire failed: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ')"
         stop_sim

@@ -127,7 +127,7 @@ struct ReaderBench: ParsableCommand {
                 "  time (median µs): emulator \(median("bus_serve_us")) (modelled wire \(median("bus_wire_us")),"
                     + " slept \(median("bus_slept_us"))) on \(requests) requests; host between requests"
                     + " \(hostGap) over \(gaps) (\(gaps > 0 ? hostGap / gaps : 0) each); after not-ready"
-                    + " \(median("poll_gap_us")) over \(median("poll_gaps"))")
+                    + " \(median("poll_gap_us")) over \(median("poll_gaps")); refused (NACK) \(median("bus_nacks"))")
         }
         print(
             "  minimal exchange: wire \(f1(wireMicros / 1000)) ms + RF \(f1(rfMicros / 1000)) ms = \(f1(minimal)) ms;"
