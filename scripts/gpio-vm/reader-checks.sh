@@ -64,7 +64,10 @@ start_sim() {
 # bus_args BUS: what every reader and daemon check gives pn532-sim on BUS. On
 # I2C the chip leaves its address unacknowledged for 1 ms after each frame the
 # host writes (UM0701-02 §6.2.4; a read 1 ms after a command was seen to work
-# on real chips): libnfc's driver must ride that out (patches/libnfc/0002).
+# on real chips): libnfc's driver must ride that out (patches/libnfc/0002). In
+# this guest a request takes milliseconds, so only the quicker ones land in it.
+# (3 ms failed here: 0002 gives up 5 ms of wall time after the first refusal,
+# and one round trip in this guest can take that long; board/libnfc.md.)
 bus_args() {
     if [ "$1" = i2c ]; then echo "--i2c-nack-after-write 1000"; fi
 }
