@@ -34,8 +34,18 @@ if [ -d "$SCRATCH" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
     say "pkg-config files changed: re-planning the build"
     rm -f "$SCRATCH/release.yaml" "$SCRATCH/release/description.json"
 fi
+# Nor does it relink when an archive they name is rebuilt under the same name
+# (libnfc-patched.a after a change in patches/libnfc): the binaries would keep
+# the old library. Drop them when the archives differ from the last link's.
+archives="$SCRATCH/archives.sha256"
+asum="$(find "$(dirname "$PKG_CONFIG_PATH")" -path '*/lib/*.a' -type f -print0 | sort -z | xargs -0 -r sha256sum | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$archives" 2>/dev/null)" != "$asum" ]; then
+    say "static archives changed: relinking"
+    for product in "${PRODUCTS[@]}"; do rm -f "$SCRATCH/release/$product"; done
+fi
 mkdir -p "$SCRATCH"
 echo "$sum" >"$stamp"
+echo "$asum" >"$archives"
 
 # --static-swift-stdlib links the Swift runtime and Foundation statically;
 # -static-executable makes the final link `-static`, so every -l resolves to an

@@ -56,10 +56,11 @@ struct ReaderBench: ParsableCommand {
         for _ in 0..<taps {
             _ = try? send("remove")
             while try reader.poll() != nil {}  // the reader has seen the tag leave
-            _ = try send("stats reset")
             let inserted = Inserted()
             try Threads.detach(name: "reader-bench") {
                 usleep(50_000)  // a poll is in flight
+                // The counters cover the tap, not the idle polls before it.
+                _ = try? SimulatorControl.send("stats reset", to: control)
                 inserted.at.withLock { $0 = .success(ContinuousClock.now) }
                 do { _ = try SimulatorControl.send(insert, to: control) } catch {
                     inserted.at.withLock { $0 = .failure(error) }
@@ -116,6 +117,20 @@ struct ReaderBench: ParsableCommand {
                 + " \(median("rx_bytes") + median("tx_bytes")) frame bytes; bus: \(median("bus_transfers")) transfers"
                 + " (\(median("bus_not_ready")) answered not-ready), \(median("bus_bytes")) bytes, \(median("bus_ms")) ms clocked"
         )
+        if perTap.first?["bus_requests"] != nil {
+            // Where the tap's time went (medians over the taps, µs): the
+            // emulator's time on the kernel's requests (its modelled bus time
+            // slept, and its own work), the host's time between a reply and its
+            // next request (libnfc, the kernel's CUSE path, the scheduler), and
+            // the same after a not-ready answer (libnfc's poll interval in it).
+            let requests = median("bus_requests"), gaps = median("host_gaps")
+            let hostGap = median("host_gap_us")
+            print(
+                "  time (median µs): emulator \(median("bus_serve_us")) (modelled wire \(median("bus_wire_us")),"
+                    + " slept \(median("bus_slept_us"))) on \(requests) requests; host between requests"
+                    + " \(hostGap) over \(gaps) (\(gaps > 0 ? hostGap / gaps : 0) each); after not-ready"
+                    + " \(median("poll_gap_us")) over \(median("poll_gaps")); refused (NACK) \(median("bus_nacks"))")
+        }
         print(
             "  minimal exchange: wire \(f1(wireMicros / 1000)) ms + RF \(f1(rfMicros / 1000)) ms = \(f1(minimal)) ms;"
                 + " p50 / minimal = \(String((p50 / minimal * 100).rounded() / 100))× (target ≤ 1.3×)")

@@ -29,12 +29,43 @@ final class BusFront {
         /// I2C reads on which the chip held SCL while busy, and for how long.
         var busyStretches = 0
         var busyStretchNanos: UInt64 = 0
+        /// Where the time goes, for `make bench-bus`: the kernel's requests
+        /// on the device (an SPI_IOC_MESSAGE is three: spidev's two retries),
+        /// the emulator's time on them (request read → reply written: the
+        /// modelled bus time it sleeps, `sleptNanos`, and its own work), and
+        /// the time between a reply and the host's next request (libnfc, the
+        /// kernel's path through CUSE, the scheduler), apart after a
+        /// not-ready answer (that gap holds libnfc's poll interval).
+        var requests = 0
+        var serveNanos: UInt64 = 0
+        var sleptNanos: UInt64 = 0
+        var hostGaps = 0
+        var hostGapNanos: UInt64 = 0
+        var pollGaps = 0
+        var pollGapNanos: UInt64 = 0
+        /// I2C transfers refused while the chip was reading a frame.
+        var nacks = 0
 
         var summary: String {
             "bus_transfers=\(transfers) bus_not_ready=\(notReady) bus_bytes=\(bytes) bus_ms=\(nanos / 1_000_000)"
                 + " bus_busy_stretches=\(busyStretches) bus_busy_stretch_ms=\(busyStretchNanos / 1_000_000)"
+                + " bus_requests=\(requests) bus_serve_us=\(serveNanos / 1000) bus_slept_us=\(sleptNanos / 1000)"
+                + " bus_wire_us=\(nanos / 1000) host_gaps=\(hostGaps) host_gap_us=\(hostGapNanos / 1000)"
+                + " poll_gaps=\(pollGaps) poll_gap_us=\(pollGapNanos / 1000) bus_nacks=\(nacks)"
         }
     }
+
+    /// When the last reply went out, and whether it answered "not ready"
+    /// (0: none since the counters were reset).
+    var lastReplyAt: UInt64 = 0
+    var lastWasNotReady = false
+    /// When the request being served arrived, and the bus time modelled for
+    /// it so far: its reply goes out at `requestArrived + requestBusNanos`
+    /// at the earliest, so the emulator's own work (and the request's way
+    /// through the kernel) overlaps the modelled bus time instead of adding
+    /// to it — a real controller starts clocking when the host asks.
+    var requestArrived: UInt64 = 0
+    var requestBusNanos: UInt64 = 0
 
     let kind: Kind
     let device: CUSEDevice
@@ -63,10 +94,19 @@ final class BusFront {
     /// is not ready (`--i2c-busy-stretch`; 0: never).
     let busyStretchLimit: UInt64
 
-    init(kind: Kind, path: String, busyStretchLimit: UInt64 = 0) throws {
+    /// How long after a host frame the chip leaves its I2C address
+    /// unacknowledged (`--i2c-nack-after-write`; 0: never), and until when.
+    let nackAfterWrite: UInt64
+    var nackUntil: UInt64 = 0
+
+    init(kind: Kind, path: String, busyStretchLimit: UInt64 = 0, nackAfterWrite: UInt64 = 0) throws {
         self.kind = kind
         self.busyStretchLimit = busyStretchLimit
+        self.nackAfterWrite = nackAfterWrite
         device = try CUSEDevice(path: path)
+        // The bus waits end at their deadline, not up to 50 µs (the default
+        // timer slack) after it: a transfer is as long as its clocks.
+        _ = door_set_timer_slack_ns(1)
     }
 
     var name: String {
@@ -98,7 +138,29 @@ extension Simulator {
     func busReadable() throws {
         guard let bus else { return }
         let dev = bus.device
-        switch try dev.next() {
+        let request = try dev.next()
+        let arrived = Self.now()
+        bus.requestArrived = arrived
+        bus.requestBusNanos = 0
+        if bus.lastReplyAt != 0 {
+            let gap = arrived - bus.lastReplyAt
+            if bus.lastWasNotReady {
+                bus.stats.pollGaps += 1
+                bus.stats.pollGapNanos += gap
+            } else {
+                bus.stats.hostGaps += 1
+                bus.stats.hostGapNanos += gap
+            }
+        }
+        let notReadyBefore = bus.stats.notReady
+        defer {
+            let done = Self.now()
+            bus.stats.requests += 1
+            bus.stats.serveNanos += done - arrived
+            bus.lastReplyAt = done
+            bus.lastWasNotReady = bus.stats.notReady != notReadyBefore
+        }
+        switch request {
         case .open(let unique, _):
             try dev.replyOpen(unique, fh: bus.openFile())
         case .release(let unique, let fh):
@@ -164,15 +226,24 @@ extension Simulator {
             traceBus("i2c \(write == nil ? "r" : "w") @\(Hex.encode([UInt8(truncatingIfNeeded: address)])): NACK")
             return ([], EREMOTEIO)
         }
+        if bus.requestArrived < bus.nackUntil {
+            // Still reading the last frame: the address goes unacknowledged.
+            wait(bus, PN532I2C.transferNanos(bytes: 0, hz: hz))
+            bus.stats.nacks += 1
+            traceBus("i2c \(write == nil ? "r" : "w"): NACK (busy with the last frame)")
+            return ([], EREMOTEIO)
+        }
         var stretch: UInt64 = 0
         if chip.busWakeUp(.i2c) {
             stretch = BusFront.wakeUpNanos
             log("woken up by its I2C address")
         }
         // A read while the chip is still preparing its answer: SCL held after
-        // the address byte, the status byte sampled when it is released.
-        let start = Self.now()
-        let addressed = start + PN532I2C.transferNanos(bytes: 0, hz: hz)
+        // the address byte, the status byte sampled when it is released. The
+        // transfer starts when the host's request arrived (the emulator's own
+        // work is no bus time), and the status byte follows the address (and
+        // a wake-up): an answer ready later in the transfer is not in it.
+        let addressed = bus.requestArrived + stretch + PN532I2C.transferNanos(bytes: 0, hz: hz)
         let busy =
             write == nil
             ? PN532I2C.busyStretchNanos(readyAt: bus.queue.nextReadyAt, now: addressed, limit: bus.busyStretchLimit) : 0
@@ -186,12 +257,19 @@ extension Simulator {
         if let write {
             traceBus("i2c w \(hexBytes(write))")
             bus.newHostFrame()
+            if bus.nackAfterWrite > 0 {
+                // The frame is read before anything is answered: the ACK, and
+                // the RF work it starts, come after.
+                let end = bus.requestArrived + bus.requestBusNanos
+                bus.nackUntil = end + bus.nackAfterWrite
+                bus.busyUntil = max(bus.busyUntil, bus.nackUntil)
+            }
             try apply(chip.receive(write))
             chip.linkIdle()  // a STOP ends the frame
             return ([], nil)
         }
         let held = busy > 0 ? " (SCL held \(busy / 1000) µs, busy)" : ""
-        let (bytes, frame) = PN532I2C.read(readCount, from: &bus.queue, at: max(Self.now(), addressed + busy))
+        let (bytes, frame) = PN532I2C.read(readCount, from: &bus.queue, at: addressed + busy)
         if let frame {
             traceBus("i2c r \(readCount)\(held): 01 \(hexBytes(frame))")
         } else {
@@ -365,19 +443,30 @@ extension Simulator {
         }
     }
 
-    /// The bus is busy this long: the host's call returns no sooner.
+    /// The bus is busy this long: the host's call returns no sooner than
+    /// this much bus time after its request arrived (the request's earlier
+    /// transfers included).
     private func wait(_ bus: BusFront, _ nanos: UInt64) {
         bus.stats.transfers += 1
         bus.stats.nanos += nanos
-        if nanos >= 1000 { usleep(UInt32(min(nanos / 1000, 1_000_000))) }
+        bus.requestBusNanos += min(nanos, 1_000_000_000)
+        let start = Self.now()
+        let deadline = bus.requestArrived + bus.requestBusNanos
+        if deadline > start {
+            var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        }
+        bus.stats.sleptNanos += Self.now() - start
     }
 
     private func hexBytes(_ bytes: [UInt8]) -> String {
         bytes.map { Hex.encode([$0]) }.joined(separator: " ")
     }
 
-    func traceBus(_ line: String) {
+    /// The line is only built when tracing: hex-dumping every frame cost the
+    /// emulator more than the bus time it models (a real chip spends nothing).
+    func traceBus(_ line: @autoclosure () -> String) {
         guard options.trace else { return }
-        log(line)
+        log(line())
     }
 }

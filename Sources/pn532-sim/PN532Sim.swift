@@ -64,6 +64,17 @@ struct PN532Sim: ParsableCommand {
                 """))
     var i2cBusyStretch = 1000
 
+    @Option(
+        help: ArgumentHelp(
+            "After each frame the host writes, the chip leaves its I2C address unacknowledged this long, in µs (--i2c).",
+            discussion: """
+                Its firmware is still reading the frame (UM0701-02 §6.2.4: the PN532 may not \
+                acknowledge its own address right after an exchange): a transfer in that time fails \
+                with EREMOTEIO, as i2c-bcm2835 reports a NACK, and the ACK and the answer are ready \
+                no earlier than its end. 0 (the default) turns it off; at most 100000.
+                """))
+    var i2cNackAfterWrite = 0
+
     @Flag(help: "Start off the I2C/SPI bus (control 'present' brings the chip in).")
     var absent = false
 
@@ -113,6 +124,9 @@ struct PN532Sim: ParsableCommand {
         }
         if i2cSpeed <= 0 { throw ValidationError("--i2c-speed must be positive") }
         if !(0...100_000).contains(i2cBusyStretch) { throw ValidationError("--i2c-busy-stretch is 0…100000 µs") }
+        if !(0...100_000).contains(i2cNackAfterWrite) {
+            throw ValidationError("--i2c-nack-after-write is 0…100000 µs")
+        }
         if absent && i2c == nil && spi == nil { throw ValidationError("--absent: only with --i2c or --spi") }
         if !send.isEmpty && control == nil { throw ValidationError("--send needs --control SOCKET") }
     }
@@ -150,7 +164,8 @@ struct PN532Sim: ParsableCommand {
         if let path = i2c ?? spi {
             bus = try BusFront(
                 kind: i2c != nil ? .i2c(hz: i2cSpeed) : .spi, path: path,
-                busyStretchLimit: i2c != nil ? UInt64(i2cBusyStretch) * 1000 : 0)
+                busyStretchLimit: i2c != nil ? UInt64(i2cBusyStretch) * 1000 : 0,
+                nackAfterWrite: i2c != nil ? UInt64(i2cNackAfterWrite) * 1000 : 0)
             bus?.absent = absent
         } else {
             bus = nil

@@ -239,6 +239,7 @@ final class Simulator {
             if reset {
                 chip.resetStats()
                 bus?.stats = BusFront.Stats()
+                bus?.lastReplyAt = 0
                 return "ok reset"
             }
             return "ok \(chip.stats.summary)\(bus.map { " " + $0.stats.summary } ?? "")"

@@ -211,7 +211,9 @@ timeout "$TIMEOUT" "${QEMU[@]}" \
 qrc=$?
 set -e
 if [ -n "$BENCH" ]; then
-  tr -d '\r' < "$W/console.log" | grep -E '^(reader bench|  |bench )' || true
+  cp "$W/console.log" "$CACHE/last-bench-console.log"
+  # The guest's first line follows the firmware's terminal reset (ESC c, ESC [?7l, ESC [2J).
+  tr -d '\r' < "$W/console.log" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | grep -E '^(reader bench|  |bench )' || true
   grep -q '=== bench exit 0' "$W/console.log"; exit
 fi
 tr -d '\r' < "$W/console.log" | grep -E '^(PASS|FAIL|#)' || true

@@ -8,6 +8,7 @@
 #include <linux/i2c-dev.h>
 #include <linux/i2c.h>
 #include <linux/spi/spidev.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 
 static inline uint32_t door_spi_ioc_message(uint32_t n) { return (uint32_t)SPI_IOC_MESSAGE(n); }
@@ -27,5 +28,10 @@ static inline uint32_t door_ioc_nr(uint32_t cmd) { return _IOC_NR(cmd); }
 static inline uint32_t door_ioc_type(uint32_t cmd) { return _IOC_TYPE(cmd); }
 static inline uint32_t door_ioc_size(uint32_t cmd) { return _IOC_SIZE(cmd); }
 static inline uint32_t door_ioc_dir(uint32_t cmd) { return _IOC_DIR(cmd); }
+
+/* prctl(2) is variadic, which Swift cannot call: the calling thread's timer
+ * slack (PR_SET_TIMERSLACK, 50 us by default), by which the kernel may delay
+ * the end of its sleeps. */
+static inline int door_set_timer_slack_ns(unsigned long ns) { return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0); }
 
 #endif
