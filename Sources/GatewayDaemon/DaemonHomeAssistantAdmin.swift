@@ -32,6 +32,11 @@ final class HomeAssistantAdmin: @unchecked Sendable {
     private let hashed: @Sendable (TagUID) -> String?
     /// The discovery entries with a given menu (the revoke selector's options follow the tags).
     private let discovery: (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
+    /// Returns once the audit rows of every event handed on so far are
+    /// committed (AuditWriter.flush): an event reaches `observe` right after
+    /// the relay, before its row — and a provisioned tag's row turns active in
+    /// that same transaction, so the tag list read before it would miss it.
+    private let afterAudit: @Sendable () -> Void
     private var published: [String: [UInt8]] = [:]
     private(set) var menu: HomeAssistantAdminMenu
     private var action: ActionIndex
@@ -49,8 +54,10 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         enabled: Bool, link: MQTTLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
         actions: [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
         hashed: @escaping @Sendable (TagUID) -> String?,
-        discovery: @escaping (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
+        discovery: @escaping (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])],
+        afterAudit: @escaping @Sendable () -> Void = {}
     ) {
+        self.afterAudit = afterAudit
         self.enabled = enabled
         self.link = link
         self.store = store
@@ -186,6 +193,7 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         default: return
         }
         queue.async { [self] in
+            afterAudit()
             switch event.kind {
             case .accessDenied:
                 guard let uid = event.uid else { return }

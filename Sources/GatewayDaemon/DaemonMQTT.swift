@@ -51,7 +51,7 @@ extension Daemon {
         let admin = HomeAssistantAdmin(
             enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
             actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
-            discovery: makeDiscovery)
+            discovery: makeDiscovery, afterAudit: { [auditWriter] in auditWriter.flush() })
         link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
         commands.admin = { admin.received($0) }
         admin.prepare()
