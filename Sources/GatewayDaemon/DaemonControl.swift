@@ -14,6 +14,16 @@ extension Daemon {
                 throw DaemonError.request("unknown method \(request.method)")
             }
             if method == .logFollow { return .stream(try followAudit(after: request.params)) }
+            // A change answers once the events it raised are in the audit log
+            // (the door queue has handed them on, the writer committed them):
+            // the log then shows what gatewayctl just did, as before the audit
+            // commit moved after the relay onto its own queue.
+            defer {
+                if method.changesState {
+                    runtime.sync {}
+                    auditWriter.flush()
+                }
+            }
             let result = try answer(method, request.params, peer: peer)
             if method.changesState {
                 log.notice("control: \(method.rawValue) by uid \(peer.uid) (pid \(peer.pid))")
