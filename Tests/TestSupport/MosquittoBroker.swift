@@ -117,7 +117,12 @@ public final class MosquittoBroker {
         let p = try ServerProcess(
             "/usr/sbin/mosquitto", ["-c", path("mosquitto.conf")], stderr: path("mosquitto.stderr"))
         server = p
-        if p.waitUntilReady({ Self.canConnect(port) }) { return }
+        // Ready once mosquitto says it runs (every listener is open by then)
+        // and the plain neighbour listener takes a connection. A bare TCP
+        // probe of the doors' TLS listener is a client that leaves mid
+        // handshake: mosquitto logs "OpenSSL Error … unexpected eof", and the
+        // test that the shipped files load without an error read that line.
+        if p.waitUntilReady({ self.log.contains(" running") && Self.canConnect(self.neighbourPort) }) { return }
         let why = (try? String(contentsOfFile: path("mosquitto.stderr"), encoding: .utf8)) ?? ""
         throw NSError(
             domain: "broker", code: 1,
