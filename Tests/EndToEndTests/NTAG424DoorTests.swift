@@ -17,7 +17,6 @@ import XCTest
 /// door starts, with the site key it gives the door's store, and the
 /// registry row a provisioning door commits.
 final class NTAG424DoorTests: XCTestCase {
-    static let base = "https://door.example/t"
     static let siteKey: [UInt8] = (0..<16).map { UInt8(0xA0 + $0) }
     let tagA = TagUID(hex: "04DE5F1EACC040")!
     let foreign424 = TagUID(hex: "04112233445566")!
@@ -26,124 +25,54 @@ final class NTAG424DoorTests: XCTestCase {
     let shedFob = TagUID(hex: "04A1B2C3D4E5F7")!
     let frontFob = TagUID(hex: "0455667788990A")!
 
-    func config(_ door: GatewayUnderTest, sim: PN532SimProcess) throws {
-        let toml = """
-            [device]
-            id = "e2e-424"
-            [board]
-            kind = "sim"
-            [reader]
-            simulator = "\(sim.socket)"
-            connstring = "pn532_uart:\(sim.tty)"
-            [door]
-            same_tag_quiet_ms = 1000
-            [[actions]]
-            index = 0
-            name = "front"
-            steps = [{ pulse = "strike", ms = 300 }]
-            [[actions]]
-            index = 1
-            name = "shed"
-            steps = [{ pulse = "strike", ms = 300 }]
-            credentials = ["sticker-v2", "uid"]
-            [clock]
-            declare_synchronised = true
-            [paths]
-            state_dir = "\(door.dir.path)/state"
-            runtime_dir = "\(door.dir.path)/run"
-            """
-        try toml.write(to: door.configFile, atomically: true, encoding: .utf8)
-    }
-
-    /// Provisions the 424 in the field with the door's keys, as a provisioning door does.
-    func provision(_ sim: PN532SimProcess) throws -> UInt32 {
-        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
-        try reader.open()
-        defer { reader.close() }
-        return try XCTUnwrap(try reader.provisionNTAG424(masterKey: Self.siteKey, base: Self.base)).counter
-    }
-
-    func tap(_ door: GatewayUnderTest, _ sim: PN532SimProcess, reinsert: Bool = true) throws -> Int {
-        let seen = try door.eventCount()
-        if reinsert {
-            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
-        }
-        return seen
-    }
-
-    func leave(_ sim: PN532SimProcess) throws {
-        _ = try sim.control("remove")
-        E2ETiming.outlastQuietWindow()
+    func rig() throws -> NTAG424SimDoor {
+        try NTAG424SimDoor(
+            deviceID: "e2e-424", siteKey: Self.siteKey, secondAction: "shed",
+            secondCredentials: #"["sticker-v2", "uid"]"#)
     }
 
     func testTheDoorOpensOnlyForA424ThatProvesItsKeyAndNeverForACopyOrAReplay() throws {
-        let sim = try PN532SimProcess()
-        let door = try GatewayUnderTest()
-        try config(door, sim: sim)
+        let rig = try rig()
+        let (sim, door) = (rig.sim, rig.door)
         // The door's store: the site key (as the fleet or an operator sets it) and tag A's row.
         do {
-            let store = try GatewayStore(stateDirectory: door.dir.path + "/state")
-            try store.setNTAG424SiteKey(Self.siteKey, origin: .imported, now: 1)
-            try store.syncActions([
-                ActionDefinition(index: 0, name: "front", steps: []),
-                ActionDefinition(index: 1, name: "shed", steps: []),
-            ])
-            XCTAssertTrue(try sim.control("insert ntag424 \(tagA.hex)").hasPrefix("ok"))
-            XCTAssertEqual(try provision(sim), 1, "the provisioning check read the first SUN")
-            try store.createPendingTag(
-                uid: tagA, action: 0, secretID: nil, label: "alice", limits: TagLimits(), kind: .ntag424, now: 2)
-            try store.activateTag(uid: tagA)
+            let store = try rig.store()
+            XCTAssertEqual(try rig.insertAndProvision(tagA), 1, "the provisioning check read the first SUN")
+            try rig.register(store, tagA, action: 0, label: "alice")
             // A 424 registered here whose keys are not the door's (a clone
             // that fakes A's neighbour's UID, or another site's tag).
-            try store.createPendingTag(
-                uid: foreign424, action: 0, secretID: nil, label: "other keys", limits: TagLimits(), kind: .ntag424,
-                now: 2)
-            try store.activateTag(uid: foreign424)
+            try rig.register(store, foreign424, action: 0, label: "other keys")
         }
         // An attacker with a phone reads A's NDEF once (the SUN URL, counter 2).
-        let skimmed: String
-        do {
-            let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
-            try reader.open()
-            let tap = try XCTUnwrap(try reader.tapNTAG424(key: { _ in nil }))
-            reader.close()
-            skimmed = try XCTUnwrap(try tap.message?.firstURI())
-            XCTAssertTrue(skimmed.hasPrefix(Self.base + "?e="), skimmed)
-        }
+        let skimmed = try rig.skim()
+        XCTAssertTrue(skimmed.hasPrefix(NTAG424SimDoor.base + "?e="), skimmed)
         _ = try sim.control("remove")
 
         try door.start()
-        defer { door.stop() }
+        defer { rig.door.stop() }  // the rig (and its emulator) lives until the door stops
 
         // A, provisioned with the door's diversified keys: granted (counter 3).
-        var seen = try tap(door, sim)
+        var seen = try rig.present()
         let granted = try door.waitForEvent("access_granted", after: seen)
         XCTAssertEqual(granted["reason"]?.stringValue, "ntag424", "\(granted)")
         XCTAssertEqual(granted["uid"]?.stringValue, tagA.hex)
         XCTAssertEqual(granted["action"]?.intValue, 0)
-        try leave(sim)
+        try rig.leave()
 
         // A's NDEF (the skimmed SUN URL) copied onto an NTAG215: denied.
-        seen = try door.eventCount()
-        let image = try TagImage.make(
-            type: .ntag215, uid: copyNTAG, message: NDEFMessage(records: [.uri(skimmed)]))
-        let dumpFile = door.dir.appendingPathComponent("copy.dump").path
-        try Data(image.bytes).write(to: URL(fileURLWithPath: dumpFile))
-        try door.ctlJSON(["sim", "tap", "--dump", dumpFile])
-        try door.waitForEvent("access_denied", reason: "sun_copy", after: seen)
-        try leave(sim)
+        try rig.tapCopy(skimmed, uid: copyNTAG)
 
         // A factory 424 under a UID the registry holds: its keys are not the door's.
         seen = try door.eventCount()
         XCTAssertTrue(try sim.control("insert ntag424 \(foreign424.hex)").hasPrefix("ok"))
         try door.waitForEvent("access_denied", reason: "auth_failed", after: seen)
-        try leave(sim)
+        try rig.leave()
 
         // A 424 the registry does not hold.
         seen = try door.eventCount()
         XCTAssertTrue(try sim.control("insert ntag424 \(unknown424.hex)").hasPrefix("ok"))
         try door.waitForEvent("access_denied", reason: "unknown_tag", after: seen)
-        try leave(sim)
+        try rig.leave()
         XCTAssertEqual(
             try door.auditKinds().dropFirst(seen).filter { $0 == "access_granted" }, [], "no denial opened anything")
         XCTAssertEqual(try door.status()["outputs"]?["strike"]?.stringValue, "locked")
@@ -156,11 +85,11 @@ final class NTAG424DoorTests: XCTestCase {
         seen = try door.eventCount()
         try door.ctlJSON(["sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F6"])
         try door.waitForEvent("access_denied", reason: "blank", after: seen)
-        try leave(sim)
+        try rig.leave()
         seen = try door.eventCount()
         try door.ctlJSON(["sim", "tap", "--blank", "--uid", frontFob.hex])
         try door.waitForEvent("access_denied", reason: "credential_not_allowed", after: seen)
-        try leave(sim)
+        try rig.leave()
         let rows = try XCTUnwrap(door.ctlJSON(["tags", "list"])["tags"]?.arrayValue)
         XCTAssertEqual(rows.first { $0["uid"]?.stringValue == shedFob.hex }?["kind"]?.stringValue, "uid")
 
@@ -170,22 +99,20 @@ final class NTAG424DoorTests: XCTestCase {
         // A's UID, provisioned as A was), and the restarted door refuses the
         // rolled-back SUN although the tag proves the right key.
         XCTAssertEqual(door.stop(), 0)
-        XCTAssertTrue(try sim.control("insert ntag424 \(tagA.hex)").hasPrefix("ok"))
-        XCTAssertEqual(try provision(sim), 1)
+        XCTAssertEqual(try rig.insertAndProvision(tagA), 1)
         _ = try sim.control("remove")
         try door.start()
-        seen = try tap(door, sim)
+        seen = try rig.present()
         try door.waitForEvent("access_denied", reason: "counter_replay", after: seen)
         XCTAssertEqual(try door.auditKinds().dropFirst(seen).filter { $0 == "access_granted" }, [])
         XCTAssertEqual(try door.status()["outputs"]?["strike"]?.stringValue, "locked")
     }
 
     func testAUIDFobOpensOnlyWhereUIDIsListed() throws {
-        let sim = try PN532SimProcess()
-        let door = try GatewayUnderTest()
-        try config(door, sim: sim)
+        let rig = try rig()
+        let door = rig.door
         try door.start()
-        defer { door.stop() }
+        defer { rig.door.stop() }  // the rig (and its emulator) lives until the door stops
         XCTAssertNotNil(try door.ctlJSON(["tags", "enroll-uid", "--action", "1", shedFob.hex])["enrolled"])
         let seen = try door.eventCount()
         try door.ctlJSON(["sim", "tap", "--blank", "--uid", shedFob.hex])

@@ -18,7 +18,6 @@ import XCTest
 /// not see (the skims, writing the attacker's emulated 424) is made with the
 /// door stopped; the tags' state lives in pn532-sim across the restarts.
 final class NTAG424SUNTierTests: XCTestCase {
-    static let base = "https://door.example/t"
     static let siteKey: [UInt8] = (0..<16).map { UInt8(0x30 + $0) }
     /// Provisioned for action 1 ("gate"), which lists only "ntag424-sun".
     let tagA = TagUID(hex: "04C767F2066180")!
@@ -26,80 +25,26 @@ final class NTAG424SUNTierTests: XCTestCase {
     let tagB = TagUID(hex: "04DE5F1EACC040")!
     let copyNTAG = TagUID(hex: "04998877665544")!
 
-    func config(_ door: GatewayUnderTest, sim: PN532SimProcess) throws {
-        let toml = """
-            [device]
-            id = "e2e-424-sun"
-            [board]
-            kind = "sim"
-            [reader]
-            simulator = "\(sim.socket)"
-            connstring = "pn532_uart:\(sim.tty)"
-            [door]
-            same_tag_quiet_ms = 1000
-            [[actions]]
-            index = 0
-            name = "front"
-            steps = [{ pulse = "strike", ms = 300 }]
-            [[actions]]
-            index = 1
-            name = "gate"
-            steps = [{ pulse = "strike", ms = 300 }]
-            credentials = ["ntag424-sun"]
-            [clock]
-            declare_synchronised = true
-            [paths]
-            state_dir = "\(door.dir.path)/state"
-            runtime_dir = "\(door.dir.path)/run"
-            """
-        try toml.write(to: door.configFile, atomically: true, encoding: .utf8)
-    }
-
-    /// A reader of the test's own on the emulator (the door is stopped).
-    func withReader<T>(_ sim: PN532SimProcess, _ body: (NFCReader) throws -> T) throws -> T {
-        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
-        try reader.open()
-        defer { reader.close() }
-        return try body(reader)
-    }
-
-    /// What a phone reading the tag once gets: its NDEF, the SUN URL live.
-    func skim(_ sim: PN532SimProcess) throws -> String {
-        let tap = try XCTUnwrap(try withReader(sim) { try $0.tapNTAG424(key: { _ in nil }) })
-        return try XCTUnwrap(try tap.message?.firstURI())
-    }
-
     /// The attacker's emulated 424: a tag that activates as an NTAG 424 DNA
     /// under `uid` (as emulators that set a 7-byte UID do) and answers its
     /// NDEF read with `url` — a static copy, without the tag's keys.
-    func insertEmulated424(_ sim: PN532SimProcess, uid: TagUID, url: String) throws {
-        XCTAssertTrue(try sim.control("insert ntag424 \(uid.hex)").hasPrefix("ok"))
+    func insertEmulated424(_ rig: NTAG424SimDoor, uid: TagUID, url: String) throws {
+        XCTAssertTrue(try rig.sim.control("insert ntag424 \(uid.hex)").hasPrefix("ok"))
         let message = try NDEFMessage(records: [.uri(url)]).encoded()
         let file = [UInt8(message.count >> 8), UInt8(message.count & 0xFF)] + message
-        try withReader(sim) { reader in
+        try rig.withReader { reader in
             _ = try XCTUnwrap(try reader.activateNTAG424())
             XCTAssertEqual(try reader.apdu([0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x04]).sw, 0x9000)
             XCTAssertEqual(try reader.apdu([0x00, 0xD6, 0x00, 0x00, UInt8(file.count)] + file).sw, 0x9000)
         }
-        XCTAssertEqual(try skim(sim), url, "the emulated 424 answers the skimmed URL")
-        _ = try sim.control("remove")
-    }
-
-    func leave(_ sim: PN532SimProcess) throws {
-        _ = try sim.control("remove")
-        E2ETiming.outlastQuietWindow()
-    }
-
-    func present(_ door: GatewayUnderTest, _ sim: PN532SimProcess) throws -> Int {
-        let seen = try door.eventCount()
-        XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
-        return seen
+        XCTAssertEqual(try rig.skim(), url, "the emulated 424 answers the skimmed URL")
+        _ = try rig.sim.control("remove")
     }
 
     func testThePreplayOfASkimmedSUNOpensTheSUNOnlyTierOnceAndNeverAnActionThatNeedsEV2() throws {
-        let sim = try PN532SimProcess()
-        let door = try GatewayUnderTest()
-        try config(door, sim: sim)
+        let rig = try NTAG424SimDoor(
+            deviceID: "e2e-424-sun", siteKey: Self.siteKey, secondAction: "gate", secondCredentials: #"["ntag424-sun"]"#)
+        let (sim, door) = (rig.sim, rig.door)
 
         // `config check` says the tier is weaker, naming the action and pre-play.
         let check = try door.ctl(["config", "check", door.configFile.path])
@@ -112,25 +57,13 @@ final class NTAG424SUNTierTests: XCTestCase {
         // The door's store: the site key, A for the gate and B for the front
         // door, each provisioned with the door's keys (as a provisioning door does).
         do {
-            let store = try GatewayStore(stateDirectory: door.dir.path + "/state")
-            try store.setNTAG424SiteKey(Self.siteKey, origin: .imported, now: 1)
-            try store.syncActions([
-                ActionDefinition(index: 0, name: "front", steps: []),
-                ActionDefinition(index: 1, name: "gate", steps: []),
-            ])
+            let store = try rig.store()
             for (uid, action) in [(tagB, 0), (tagA, 1)] {
-                XCTAssertTrue(try sim.control("insert ntag424 \(uid.hex)").hasPrefix("ok"))
-                let provisioned = try withReader(sim) {
-                    try $0.provisionNTAG424(masterKey: Self.siteKey, base: Self.base)
-                }
-                XCTAssertEqual(try XCTUnwrap(provisioned).counter, 1)
-                try store.createPendingTag(
-                    uid: uid, action: action, secretID: nil, label: "\(uid.hex)", limits: TagLimits(), kind: .ntag424,
-                    now: 2)
-                try store.activateTag(uid: uid)
+                XCTAssertEqual(try rig.insertAndProvision(uid), 1)
+                try rig.register(store, uid, action: action, label: "\(uid.hex)")
                 // B is skimmed once (counter 2), then leaves the field for good
                 // (the emulator keeps one departed tag: A's).
-                if uid == tagB { skimmedB = try skim(sim) }
+                if uid == tagB { skimmedB = try rig.skim() }
             }
         }
         _ = try sim.control("remove")
@@ -138,55 +71,47 @@ final class NTAG424SUNTierTests: XCTestCase {
         // 1. The tier's own use: A's owner taps the gate. The door reads the
         //    NDEF and skips EV2 (the gate lists only "ntag424-sun"): granted,
         //    audited valid_sun_only — "ntag424" would mean the tag proved its key.
-        defer { door.stop() }
+        defer { rig.door.stop() }  // the rig (and its emulator) lives until the door stops
         try door.start()
-        var seen = try present(door, sim)
+        var seen = try rig.present()
         let owner = try door.waitForEvent("access_granted", after: seen)
         XCTAssertEqual(owner["reason"]?.stringValue, "valid_sun_only", "\(owner)")
         XCTAssertEqual(owner["uid"]?.stringValue, tagA.hex)
         XCTAssertEqual(owner["action"]?.intValue, 1)
-        try leave(sim)
+        try rig.leave()
         XCTAssertEqual(door.stop(), 0)
 
         // 2. Someone reads A once with a phone while the door does not see it
         //    (counter 3), and puts the URL on an emulated 424 that fakes A's UID.
         XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
-        let skimmedA = try skim(sim)
-        XCTAssertTrue(skimmedA.hasPrefix(Self.base + "?e="), skimmedA)
-        try insertEmulated424(sim, uid: tagA, url: skimmedA)
+        let skimmedA = try rig.skim()
+        XCTAssertTrue(skimmedA.hasPrefix(NTAG424SimDoor.base + "?e="), skimmedA)
+        try insertEmulated424(rig, uid: tagA, url: skimmedA)
 
         // 3. Pre-play: before A's owner taps again, the copy opens the gate — once.
         try door.start()
-        seen = try present(door, sim)
+        seen = try rig.present()
         let preplayed = try door.waitForEvent("access_granted", after: seen)
         XCTAssertEqual(preplayed["reason"]?.stringValue, "valid_sun_only", "\(preplayed)")
         XCTAssertEqual(preplayed["uid"]?.stringValue, tagA.hex)
         XCTAssertEqual(preplayed["action"]?.intValue, 1)
-        try leave(sim)
+        try rig.leave()
         //    The same URL again: replayed.
-        seen = try present(door, sim)
+        seen = try rig.present()
         try door.waitForEvent("access_denied", reason: "counter_replay", after: seen)
-        try leave(sim)
+        try rig.leave()
         //    On an NTAG215, even one that fakes A's UID: a copy, on every tier.
-        for uid in [copyNTAG, tagA] {
-            seen = try door.eventCount()
-            let image = try TagImage.make(type: .ntag215, uid: uid, message: NDEFMessage(records: [.uri(skimmedA)]))
-            let dumpFile = door.dir.appendingPathComponent("copy-\(uid.hex).dump").path
-            try Data(image.bytes).write(to: URL(fileURLWithPath: dumpFile))
-            try door.ctlJSON(["sim", "tap", "--dump", dumpFile])
-            try door.waitForEvent("access_denied", reason: "sun_copy", after: seen)
-            try leave(sim)
-        }
+        for uid in [copyNTAG, tagA] { try rig.tapCopy(skimmedA, uid: uid) }
         XCTAssertEqual(door.stop(), 0)
 
         // 4. B's skimmed URL (counter 2, never seen by the door) on an emulated
         //    424 under B's UID: the front door lists only "ntag424", so without
         //    the chip's proof it does not open.
-        try insertEmulated424(sim, uid: tagB, url: skimmedB)
+        try insertEmulated424(rig, uid: tagB, url: skimmedB)
         try door.start()
-        seen = try present(door, sim)
+        seen = try rig.present()
         try door.waitForEvent("access_denied", reason: "auth_failed", after: seen)
-        try leave(sim)
+        try rig.leave()
 
         let granted = try door.auditKinds().filter { $0 == "access_granted" }
         XCTAssertEqual(granted.count, 2, "the owner's tap and the one pre-play, nothing else opened")
