@@ -17,25 +17,11 @@ extension GatewayStore {
         uid: TagUID, action: ActionIndex, label: String, limits: TagLimits = TagLimits(), counter: UInt32, now: Int64
     ) throws -> UInt32? {
         try pool.write { db in
-            if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
-                throw RegistryError.revoked(uid.hex)
-            }
             let previous = try db.scalar(
                 Int64.self, sql: "SELECT counter FROM sun_counter WHERE uid = ?", arguments: [uid.hex])
-            try db.execute(
-                sql: """
-                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
-                      valid_from, uses, uses_left, schedule, kind)
-                    VALUES (?, ?, NULL, ?, ?, ?, 'pending', ?, ?, ?, ?, 'ntag424')
-                    ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = NULL,
-                      label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
-                      state = 'pending', last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
-                      uses_left = excluded.uses_left, schedule = excluded.schedule, kind = 'ntag424'
-                    """,
-                arguments: [
-                    uid.hex, action, label, now, limits.validUntil, limits.validFrom, limits.uses, limits.uses,
-                    limits.schedule,
-                ])
+            try Self.issueTag(
+                db, uid: uid, action: action, secretID: nil, label: label, limits: limits, kind: .ntag424,
+                state: .pending, now: now)
             try db.execute(
                 sql: """
                     INSERT INTO sun_counter (uid, counter, updated) VALUES (?, ?, ?)

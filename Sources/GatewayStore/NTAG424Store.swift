@@ -169,23 +169,9 @@ extension GatewayStore {
         throws
     {
         try pool.write { db in
-            if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
-                throw RegistryError.revoked(uid.hex)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
-                      valid_from, uses, uses_left, schedule, kind)
-                    VALUES (?, ?, NULL, ?, ?, ?, 'active', ?, ?, ?, ?, 'uid')
-                    ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = NULL,
-                      label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
-                      state = 'active', last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
-                      uses_left = excluded.uses_left, schedule = excluded.schedule, kind = 'uid'
-                    """,
-                arguments: [
-                    uid.hex, action, label, now, limits.validUntil, limits.validFrom, limits.uses, limits.uses,
-                    limits.schedule,
-                ])
+            try Self.issueTag(
+                db, uid: uid, action: action, secretID: nil, label: label, limits: limits, kind: .uid, state: .active,
+                now: now)
         }
     }
 }

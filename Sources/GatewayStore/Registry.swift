@@ -119,24 +119,37 @@ extension GatewayStore {
         kind: CredentialKind? = nil, now: Int64
     ) throws {
         try pool.write { db in
-            if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
-                throw RegistryError.revoked(uid.hex)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
-                      valid_from, uses, uses_left, schedule, kind)
-                    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)
-                    ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = excluded.secret_id,
-                      label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
-                      state = 'pending', last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
-                      uses_left = excluded.uses_left, schedule = excluded.schedule, kind = excluded.kind
-                    """,
-                arguments: [
-                    uid.hex, action, secretID, label, now, limits.validUntil, limits.validFrom, limits.uses,
-                    limits.uses, limits.schedule, kind?.rawValue,
-                ])
+            try Self.issueTag(
+                db, uid: uid, action: action, secretID: secretID, label: label, limits: limits, kind: kind,
+                state: .pending, now: now)
         }
+    }
+
+    /// The one place an issued tag's row is written (a pending sticker or 424,
+    /// an enrolled UID fob): a revoked UID is refused; a UID issued before is
+    /// re-issued (its row starts again: last seen cleared, limits and kind
+    /// replaced). Runs in the caller's transaction.
+    static func issueTag(
+        _ db: SQLiteConnection, uid: TagUID, action: ActionIndex, secretID: Int64?, label: String, limits: TagLimits,
+        kind: CredentialKind?, state: IssuedTag.State, now: Int64
+    ) throws {
+        if try db.scalar(Bool.self, sql: "SELECT 1 FROM revocation WHERE uid = ?", arguments: [uid.hex]) != nil {
+            throw RegistryError.revoked(uid.hex)
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state,
+                  valid_from, uses, uses_left, schedule, kind)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = excluded.secret_id,
+                  label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
+                  state = excluded.state, last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
+                  uses_left = excluded.uses_left, schedule = excluded.schedule, kind = excluded.kind
+                """,
+            arguments: [
+                uid.hex, action, secretID, label, now, limits.validUntil, state.rawValue, limits.validFrom,
+                limits.uses, limits.uses, limits.schedule, kind?.rawValue,
+            ])
     }
 
     /// pending → active (written and verified).
