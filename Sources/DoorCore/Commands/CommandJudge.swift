@@ -172,35 +172,15 @@ public struct CommandJudge: Equatable, Sendable {
             return reject(
                 CommandRejection(.malformed, "expected exactly action, ts (integers), nonce, device, mac (strings)"))
         }
-        guard nonce.utf8.count == 32, Hex.decode(nonce) != nil else {
-            return reject(CommandRejection(.malformed, "nonce must be 32 hex digits"))
+        return verifySigned(
+            v, ts: ts, nonce: nonce, device: device, macHex: macHex, key: key, now: now, replay: &replay,
+            message: Array(Self.nativeMACMessage(device: device, action: action, ts: ts, nonce: nonce).utf8)
+        ) {
+            guard action >= 0, action < actionCount else {
+                return .failure(CommandRejection(.unknownAction, "action \(action) is not configured"))
+            }
+            return .success(.action(Int(action)))
         }
-        guard macHex.utf8.count == 64, let mac = Hex.decode(macHex) else {
-            return reject(CommandRejection(.malformed, "mac must be 64 hex digits"))
-        }
-        v.timestamp = ts
-        v.skew = Self.skew(now: now.unixSeconds, ts: ts)
-        guard device == deviceID else {
-            return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
-        }
-        guard let key else { return reject(CommandRejection(.noKey, "no command key is configured")) }
-        let expected = Crypto.hmacSHA256(
-            key: key, message: Self.nativeMACMessage(device: device, action: action, ts: ts, nonce: nonce))
-        guard Crypto.constantTimeEqual(expected, mac) else {
-            return reject(CommandRejection(.badMAC, "the MAC does not verify"))
-        }
-        guard action >= 0, action < actionCount else {
-            return reject(CommandRejection(.unknownAction, "action \(action) is not configured"))
-        }
-        v.target = .action(Int(action))
-        if let r = fresh(ts, now: now) { return reject(r) }
-        if let r = replay.admit(
-            keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
-            now: now.unixSeconds, tolerance: tolerance)
-        {
-            return reject(r)
-        }
-        return v
     }
 
     /// A native answer to an approval request (docs/mqtt.md "Approval"):
@@ -229,6 +209,27 @@ public struct CommandJudge: Equatable, Sendable {
         guard answer == "approve" || answer == "deny" else {
             return reject(CommandRejection(.malformed, "answer must be \"approve\" or \"deny\""))
         }
+        return verifySigned(
+            v, ts: ts, nonce: nonce, device: device, macHex: macHex, key: key, now: now, replay: &replay,
+            message: Array(
+                Self.approvalMACMessage(device: device, code: code, answer: answer, ts: ts, nonce: nonce).utf8)
+        ) { .success(.approval(code: code.uppercased(), approve: answer == "approve")) }
+    }
+
+    /// What a native command and a native approval answer share once their
+    /// own fields are read (COMPAT §5): the nonce (32 hex digits) and MAC (64),
+    /// the timestamp and skew recorded, addressed to this door, `message`'s
+    /// HMAC-SHA256 under `key` compared in constant time, then `target` (the
+    /// command's own check after the MAC, e.g. the action's range), freshness
+    /// and the replay guard ("native" nonces, one record for both) — in that
+    /// order, so a rejection names the first check that fails.
+    func verifySigned(
+        _ verdict: CommandVerdict, ts: Int64, nonce: String, device: String, macHex: String, key: [UInt8]?,
+        now: WallClock, replay: inout ReplayGuard, message: @autoclosure () -> [UInt8],
+        target: () -> Result<CommandTarget, CommandRejection>
+    ) -> CommandVerdict {
+        var v = verdict
+        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
         guard nonce.utf8.count == 32, Hex.decode(nonce) != nil else {
             return reject(CommandRejection(.malformed, "nonce must be 32 hex digits"))
         }
@@ -241,14 +242,13 @@ public struct CommandJudge: Equatable, Sendable {
             return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
         }
         guard let key else { return reject(CommandRejection(.noKey, "no command key is configured")) }
-        let expected = Crypto.hmacSHA256(
-            key: key,
-            message: Array(
-                Self.approvalMACMessage(device: device, code: code, answer: answer, ts: ts, nonce: nonce).utf8))
-        guard Crypto.constantTimeEqual(expected, mac) else {
+        guard Crypto.constantTimeEqual(Crypto.hmacSHA256(key: key, message: message()), mac) else {
             return reject(CommandRejection(.badMAC, "the MAC does not verify"))
         }
-        v.target = .approval(code: code.uppercased(), approve: answer == "approve")
+        switch target() {
+        case .failure(let r): return reject(r)
+        case .success(let t): v.target = t
+        }
         if let r = fresh(ts, now: now) { return reject(r) }
         if let r = replay.admit(
             keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
