@@ -11,6 +11,8 @@ latency taps; the others put the next tag on at once: the reader sees the UID
 change at its next presence check, BENCH_FAST_SETTLE_S, default 0)."""
 import hashlib, hmac, json, os, socket, statistics, subprocess, sys, tempfile, time
 
+from harness import bench_config, percentile
+
 BIN = os.path.abspath(os.environ.get("BIN", "out/static"))
 TAPS = int(os.environ.get("BENCH_TAPS", "1000"))
 IDLE_S = float(os.environ.get("BENCH_IDLE_S", "20"))
@@ -63,11 +65,6 @@ def rss_text(pid):
             f"anonymous {rss_kb(pid, 'RssAnon') / 1024:.1f} MB)")
 
 
-def percentile(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
 def main():
     work = tempfile.mkdtemp(prefix="bench-daemon.")
     run = f"{work}/run"
@@ -78,27 +75,7 @@ def main():
     while not (os.path.exists(f"{run}/pty") and os.path.exists(f"{run}/sim.sock")):
         time.sleep(0.01)
     with open(f"{work}/gateway.toml", "w") as f:
-        f.write(f"""[device]
-id = "bench"
-[board]
-kind = "sim"
-[reader]
-connstring = "pn532_uart:{run}/pty"
-simulator = "{run}/sim.sock"
-[door]
-same_tag_quiet_ms = 1000
-[[actions]]
-index = 0
-name = "bench"
-steps = [{{ pulse = "strike", ms = 50 }}]
-[lockout]
-enabled = false
-[clock]
-declare_synchronised = true
-[paths]
-state_dir = "{work}/state"
-runtime_dir = "{run}"
-""")
+        f.write(bench_config(f"{work}/state", run))
     notify_path = f"{work}/notify"
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(notify_path)

@@ -40,6 +40,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "faults"))
 from clockjump import Guest  # noqa: E402
+from harness import bench_config, guest_extra, percentile  # noqa: E402
 from lib import Failure, check, remove, wait_until, work_dir  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("BIN", os.path.join(ROOT, "out", "static")))
@@ -55,11 +56,6 @@ MODULES = ("drivers/md/dm-mod", "drivers/md/dm-delay", "drivers/block/loop", "li
            "fs/jbd2/jbd2", "crypto/crc32c_generic", "fs/ext4/ext4")
 
 
-def percentile(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
 def kernel_modules_dir():
     cache = os.path.join(os.environ.get("DOORGATEWAY_CACHE", "/var/cache/doorgateway"), "gpio-vm")
     found = sorted(d for d in (os.path.join(cache, k, "root", "lib", "modules") for k in os.listdir(cache))
@@ -72,21 +68,7 @@ def kernel_modules_dir():
 def extra_tree(extra, work):
     """The guest's additions: the work directory at its own path, the tools
     and their libraries, the modules, tapbench."""
-    shutil.copytree(work, extra + work, ignore=shutil.ignore_patterns("vm", "extra", "agent.sock", "console.log"))
-    files = set(GUEST_TOOLS)
-    for exe in GUEST_TOOLS:
-        out = subprocess.run(["ldd", exe], check=True, capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            parts = line.split()
-            if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
-                files.add(parts[2])
-            elif parts and parts[0].startswith("/"):
-                files.add(parts[0])
-    for path in files:
-        dest = extra + path
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copyfile(os.path.realpath(path), dest)
-        os.chmod(dest, 0o755)
+    guest_extra(extra, work, GUEST_TOOLS)
     mods = kernel_modules_dir()
     os.makedirs(os.path.join(extra, "lib", "modules", "bench"), exist_ok=True)
     for m in MODULES:
@@ -102,34 +84,6 @@ def extra_tree(extra, work):
     os.makedirs(os.path.join(extra, "bin"), exist_ok=True)
     subprocess.run(["gcc", "-static", "-O2", "-Wall", "-o", os.path.join(extra, "bin", "tapbench"),
                     os.path.join(ROOT, "scripts", "gpio-vm", "tapbench.c")], check=True)
-    os.makedirs(os.path.join(extra, "etc"), exist_ok=True)
-    for name, text in (("passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("group", "root:x:0:\n")):
-        with open(os.path.join(extra, "etc", name), "w") as f:
-            f.write(text)
-
-
-def config(state, run):
-    return f"""[device]
-id = "bench"
-[board]
-kind = "sim"
-[reader]
-connstring = "pn532_uart:{run}/pty"
-simulator = "{run}/sim.sock"
-[door]
-same_tag_quiet_ms = 1000
-[[actions]]
-index = 0
-name = "bench"
-steps = [{{ pulse = "strike", ms = 50 }}]
-[lockout]
-enabled = false
-[clock]
-declare_synchronised = true
-[paths]
-state_dir = "{state}"
-runtime_dir = "{run}"
-"""
 
 
 class Door:
@@ -141,7 +95,7 @@ class Door:
         self.log = f"/tmp/gatewayd-{name}.log"
         self.state = state
         with open(self.config, "w") as f:
-            f.write(config(state, self.run))
+            f.write(bench_config(state, self.run))
 
     def call(self, method, params=None):
         out = self.guest.sh(f"tapbench {self.sock} call {method} '{json.dumps(params or {})}'")[1]

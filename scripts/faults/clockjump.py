@@ -56,9 +56,13 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 
 from lib import PROVISIONING, ROOT, Broker, Failure, Gateway, check, popen, remove, wait_until, work_dir
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from harness import GUEST_ETC, guest_extra  # noqa: E402
 
 HOUR = 3600
 GUEST_LIBS = ("/usr/sbin/mosquitto", "/usr/bin/mosquitto_pub", "/usr/bin/mosquitto_sub")
@@ -143,31 +147,13 @@ def _extra_tree(extra, work):
     """What the initramfs carries besides run.sh's own: the work directory at
     the same path (certificates, broker and gateway configuration), the
     host's mosquitto binaries with their shared libraries, /etc basics."""
-    shutil.copytree(work, extra + work, ignore=shutil.ignore_patterns("vm", "extra", "agent.sock", "console.log"))
+    libs = guest_extra(extra, work, GUEST_LIBS,
+                       GUEST_ETC | {"hosts": "127.0.0.1 localhost\n",
+                                    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n"})
     acl = os.path.join(PROVISIONING, "doorgateway.acl")  # named by path in the broker's configuration
     os.makedirs(os.path.dirname(extra + acl), exist_ok=True)
     shutil.copyfile(acl, extra + acl)
-    files = set(GUEST_LIBS)
-    for exe in GUEST_LIBS:
-        out = subprocess.run(["ldd", exe], check=True, capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            parts = line.split()
-            if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
-                files.add(parts[2])
-            elif parts and parts[0].startswith("/"):
-                files.add(parts[0])
-    for path in files:
-        dest = extra + path
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copyfile(os.path.realpath(path), dest)
-        os.chmod(dest, 0o755)
-    os.makedirs(os.path.join(extra, "etc"), exist_ok=True)
-    for name, text in (("passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("group", "root:x:0:\n"),
-                       ("hosts", "127.0.0.1 localhost\n"),
-                       ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")):
-        with open(os.path.join(extra, "etc", name), "w") as f:
-            f.write(text)
-    return len(files)
+    return libs
 
 
 class Door:
