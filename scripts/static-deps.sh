@@ -41,6 +41,8 @@ NEEDED_PACKAGES=(cmake dpkg-dev gcc make pkg-config file autoconf automake libto
 
 say() { echo "static-deps: $*" >&2; }
 die() { say "error: $*"; exit 1; }
+# shellcheck source=scripts/buildinfo-libs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/buildinfo-libs.sh"
 
 # Build flags, part of each stamp: changing them forces a rebuild.
 MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PIC=ON
@@ -297,21 +299,11 @@ write_pkgconfig() {
         "-L$CACHE_ROOT/qrencode/lib -lqrencode -lpthread"
 }
 
-# The libraries the static link takes, for BUILDINFO (scripts/buildinfo.sh):
-# one tab-separated row each — library, Debian source package, version, the
-# archive linked in, its SHA-256, where it came from. The versions of the
-# libraries built here are their stamps' (what was built), the others' the
-# installed -dev package's source version (what ships the archive).
-write_buildinfo_libs() {
-    local rows="$CACHE_ROOT/buildinfo.libs" tmp
-    tmp="$rows.tmp"
-    : >"$tmp"
-    row() { # NAME SRCPKG VERSION ARCHIVE FROM
-        [ -f "$4" ] || die "BUILDINFO: $4 is missing"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(sha256sum "$4" | cut -d' ' -f1)" "$5" >>"$tmp"
-    }
-    srcver() { dpkg-query -W -f='${source:Version}' "$1"; }
-    stampver() { awk '{ print $2 }' "$CACHE_ROOT/$1/.stamp"; }
+# The libraries the static link takes, for BUILDINFO (write_buildinfo_libs in
+# scripts/buildinfo-libs.sh). The versions of the libraries built here are
+# their stamps' (what was built), the others' the installed -dev package's
+# source version (what ships the archive).
+buildinfo_rows() {
     row mosquitto mosquitto "$(stampver mosquitto)" "$CACHE_ROOT/mosquitto/lib/libmosquitto.a" \
         "built from Debian's source package (scripts/static-deps.sh)"
     row nats.c nats.c "$(stampver nats)" "$CACHE_ROOT/nats/lib/libnats.a" \
@@ -325,7 +317,6 @@ write_buildinfo_libs() {
     row qrencode qrencode "$(stampver qrencode)" "$CACHE_ROOT/qrencode/lib/libqrencode.a" \
         "built from Debian's source package (scripts/static-deps.sh)"
     row libusb libusb "$(srcver libusb-dev)" "$SYSLIB/libusb.a" "the installed libusb-dev"
-    mv "$tmp" "$rows"
 }
 
 install_missing_packages
@@ -338,6 +329,6 @@ build_lib qrencode qrencode libqrencode-dev "${QRENCODE_CMAKE[@]}"
 build_lib nats nats.c libnats-dev "${NATS_CMAKE[@]}"
 build_libnfc
 write_pkgconfig
-write_buildinfo_libs
+write_buildinfo_libs "$CACHE_ROOT" "" buildinfo_rows
 say "ready: PKG_CONFIG_PATH=$CACHE_ROOT/pkgconfig"
 echo "$CACHE_ROOT/pkgconfig"

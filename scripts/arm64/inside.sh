@@ -39,6 +39,8 @@ JOBS="${JOBS:-$(nproc)}"
 
 say() { echo "static-arm64: $*" >&2; }
 die() { say "error: $*"; exit 1; }
+# shellcheck source=scripts/buildinfo-libs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../buildinfo-libs.sh"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 pkgver() { dpkg-query -W -f='${Version}' "$1"; }
 
@@ -364,21 +366,13 @@ step_cdeps() {
         "-L$CDEPS/qrencode/lib -lqrencode -lpthread"
     write_pc libnats "$NATS_VERSION" "-I$CDEPS/nats/include" \
         "-L$CDEPS/nats/lib -lnats -L$SYSLIB -lssl $crypto"
-    write_buildinfo_libs
+    write_buildinfo_libs "$CDEPS" arm64 buildinfo_rows
 }
 
-# The libraries the static link takes, for BUILDINFO (scripts/buildinfo.sh;
-# the same rows as scripts/static-deps.sh writes for x86_64): library, Debian
-# source package, version, archive, SHA-256, where it came from.
-write_buildinfo_libs() {
-    local rows="$CDEPS/buildinfo.libs" tmp="$CDEPS/buildinfo.libs.tmp"
-    : >"$tmp"
-    row() { # NAME SRCPKG VERSION ARCHIVE FROM
-        [ -f "$4" ] || die "BUILDINFO: $4 is missing"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(sha256sum "$4" | cut -d' ' -f1)" "$5" >>"$tmp"
-    }
-    srcver() { dpkg-query -W -f='${source:Version}' "$1:arm64"; }
-    stampver() { awk '{ print $2 }' "$CDEPS/$1/.stamp"; }
+# The libraries the static link takes, for BUILDINFO (write_buildinfo_libs in
+# scripts/buildinfo-libs.sh; the same rows as scripts/static-deps.sh writes
+# for x86_64, and the zlib and zstd trixie's libcrypto needs).
+buildinfo_rows() {
     row mosquitto mosquitto "$(stampver mosquitto)" "$CDEPS/mosquitto/lib/libmosquitto.a" \
         "built from Debian trixie's source package (scripts/arm64/inside.sh)"
     row nats.c nats.c "$(stampver nats)" "$CDEPS/nats/lib/libnats.a" \
@@ -394,7 +388,6 @@ write_buildinfo_libs() {
     row libusb libusb "$(srcver libusb-dev)" "$SYSLIB/libusb.a" "trixie's libusb-dev:arm64"
     row zlib zlib "$(srcver zlib1g-dev)" "$SYSLIB/libz.a" "trixie's zlib1g-dev:arm64 (trixie's libcrypto needs it)"
     row zstd libzstd "$(srcver libzstd-dev)" "$SYSLIB/libzstd.a" "trixie's libzstd-dev:arm64 (trixie's libcrypto needs it)"
-    mv "$tmp" "$rows"
 }
 
 # --- swiftdeps --------------------------------------------------------------
