@@ -12,73 +12,28 @@
 # the unit's filter is then the one that decides. IPAddressDeny= needs the
 # cgroup v2 BPF hooks; on a host with legacy cgroups systemd skips it (noted).
 set -eu
+HARNESS_NAME=test-deb-service
+# shellcheck source=scripts/deb-harness.sh
+. "$(dirname "$0")/deb-harness.sh"
 
 DEB=${1:?usage: scripts/test-deb-service.sh out/deb/doorgateway_VERSION_amd64.deb out/static/pn532-sim}
 SIM=${2:?usage: scripts/test-deb-service.sh DEB PN532_SIM}
-[ "$(id -u)" = 0 ] || { echo "test-deb-service: needs root" >&2; exit 2; }
-command -v systemd-nspawn >/dev/null || { echo "test-deb-service: needs systemd-nspawn (systemd-container)" >&2; exit 2; }
+container_preflight
 DEB=$(readlink -f "$DEB")
 SIM=$(readlink -f "$SIM")
-CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test
-BASE=$CACHE/bookworm-amd64
-[ -f "$BASE/.doorgateway-stamp" ] || { echo "test-deb-service: no $BASE (run make test-deb once)" >&2; exit 2; }
+container_base
 
 RUN=$(mktemp -d "$CACHE/svc.XXXXXX")
 ROOT=$RUN/root
 NSPAWN=
-cleanup() {
-    if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
-        [ -n "${INIT:-}" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
-        i=0
-        while kill -0 "$NSPAWN" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-        kill "$NSPAWN" 2>/dev/null || true
-        sleep 1
-        kill -9 "$NSPAWN" 2>/dev/null || true
-    fi
-    for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
-        umount -l "$m" 2>/dev/null || true
-    done
-    rm -rf "$RUN"
-    # nspawn's runtime directories, when nothing else uses them.
-    rmdir "/run/systemd/nspawn/propagate/$(basename "$RUN")" /run/systemd/nspawn/propagate \
-        /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true
-}
-trap cleanup EXIT
+trap container_cleanup EXIT
 trap 'exit 130' INT TERM HUP
 cp -a "$BASE" "$ROOT"
 cp "$DEB" "$ROOT/root/doorgateway.deb"
 install -m 0755 "$SIM" "$ROOT/usr/bin/pn532-sim"
 
-SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -D "$ROOT" -M "dg-$(basename "$RUN" | tr -c 'a-zA-Z0-9\n' -)" --register=no --keep-unit \
-    --system-call-filter='adjtimex clock_adjtime' -b --console=pipe > "$RUN/console.log" 2>&1 &
-NSPAWN=$!
-INIT=
-i=0
-while [ -z "$INIT" ] && [ $i -lt 60 ]; do
-    INIT=$(pgrep -P "$NSPAWN" | head -1 || true)
-    sleep 0.5
-    i=$((i + 1))
-done
-[ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "test-deb-service: the container did not start" >&2; exit 1; }
-inside() { nsenter -t "$INIT" -a /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 "$@"; }
-state=$(timeout 90 nsenter -t "$INIT" -a systemctl is-system-running --wait 2>/dev/null || true)
-echo "test-deb-service: container booted ($state)"
-
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
-check() {
-    name=$1
-    shift
-    if out=$(inside "$@" 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -3)"; fi
-}
-expect() {
-    name=$1 want=$2
-    shift 2
-    got=$(inside "$@" 2>&1 || true)
-    if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
-}
+container_boot dg
+inside() { container_inside "$@"; }
 
 check "dpkg -i (starts the unit; the stock config is refused: the relay is not chosen)" dpkg -i /root/doorgateway.deb
 check "stock config: refused naming the relay's two keys, no GPIO line touched" sh -c \

@@ -15,6 +15,9 @@
 # PID 1 here is not systemd: the service is not started (the arm64 image test
 # boots it).
 set -eu
+HARNESS_NAME=test-deb
+# shellcheck source=scripts/deb-harness.sh
+. "$(dirname "$0")/deb-harness.sh"
 
 DEB=${1:?usage: scripts/test-deb.sh out/deb/doorgateway_VERSION_amd64.deb}
 [ -f "$DEB" ] || { echo "test-deb: no $DEB (make deb-amd64)" >&2; exit 2; }
@@ -54,27 +57,9 @@ cp -a "$BASE" "$ROOT"
 exec 9>&-   # the copy is ours; let other runs use the base
 
 # Run a command inside the chroot, in fresh mount + PID namespaces with /proc.
-in_root() {
+inside() {
     unshare --mount --pid --fork --mount-proc="$ROOT/proc" \
         chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 HOME=/root "$@"
-}
-
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
-# check NAME COMMAND...: the command runs in the chroot and must exit 0.
-check() {
-    name=$1
-    shift
-    if out=$(in_root "$@" 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -3)"; fi
-}
-# expect NAME WANT COMMAND...: the command's output must equal WANT.
-expect() {
-    name=$1 want=$2
-    shift 2
-    got=$(in_root "$@" 2>&1 || true)
-    if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
 }
 
 grep -Eq '^(passwd|group):.*systemd' "$ROOT/etc/nsswitch.conf" \
@@ -83,7 +68,7 @@ cp "$DEB" "$ROOT/tmp/doorgateway.deb"
 VERSION=$(dpkg-deb -f "$DEB" Version)
 
 echo "== install $(basename "$DEB")"
-if out=$(in_root dpkg -i /tmp/doorgateway.deb 2>&1); then pass "dpkg -i"; else fail "dpkg -i" "$(printf '%s' "$out" | tail -3)"; fi
+if out=$(inside dpkg -i /tmp/doorgateway.deb 2>&1); then pass "dpkg -i"; else fail "dpkg -i" "$(printf '%s' "$out" | tail -3)"; fi
 # The stock configuration leaves the relay's polarity to the user: the
 # postinst says that gatewayd waits for it, and what to choose.
 if printf '%s\n' "$out" | grep -c >/dev/null 'gatewayd will not start until /etc/doorgateway/gateway.toml is complete' \
@@ -162,7 +147,7 @@ for who in root doorgateway; do
         set -- setpriv --reuid=doorgateway --regid=doorgateway --init-groups gatewayctl config check
     fi
     rc=0
-    out=$(in_root "$@" 2>&1) || rc=$?
+    out=$(inside "$@" 2>&1) || rc=$?
     # The stock file is refused for the relay's polarity (no default on a real board): exit 1
     # naming it, for both users. Any other outcome — a signal, another error — fails.
     if [ "$rc" = 1 ] && printf '%s\n' "$out" | grep -c >/dev/null 'outputs\[0\]\.active_low'; then

@@ -22,12 +22,14 @@
 # On the way, with 0.2.0 running: the broker's name not resolving yet is
 # retried, not fatal, and the door decides meanwhile.
 set -eu
+HARNESS_NAME=test-upgrade
+# shellcheck source=scripts/deb-harness.sh
+. "$(dirname "$0")/deb-harness.sh"
 
 NEW_DEB=${1:?usage: scripts/test-upgrade.sh out/deb/doorgateway_VERSION_amd64.deb out/static/pn532-sim}
 SIM=${2:?usage: scripts/test-upgrade.sh NEW_DEB PN532_SIM}
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "test-upgrade: needs root" >&2; exit 2; }
-command -v systemd-nspawn >/dev/null || { echo "test-upgrade: needs systemd-nspawn (systemd-container)" >&2; exit 2; }
+container_preflight
 NEW_DEB=$(readlink -f "$NEW_DEB")
 SIM=$(readlink -f "$SIM")
 OLD_DEB=${OLD_DEB:-$(./scripts/upgrade/old-deb.sh)}
@@ -36,15 +38,8 @@ OLD_MIGRATIONS=$(dirname "$OLD_DEB")/migrations.txt
 [ -s "$OLD_MIGRATIONS" ] || { echo "test-upgrade: no $OLD_MIGRATIONS" >&2; exit 2; }
 OLD_VERSION=$(dpkg-deb -f "$OLD_DEB" Version)
 NEW_VERSION=$(dpkg-deb -f "$NEW_DEB" Version)
-CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test
-BASE=$CACHE/bookworm-amd64
-[ -f "$BASE/.doorgateway-stamp" ] || { echo "test-upgrade: no $BASE (run make test-deb once)" >&2; exit 2; }
+container_base
 echo "test-upgrade: $OLD_VERSION ($OLD_DEB) -> $NEW_VERSION ($NEW_DEB)"
-
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
 
 # --- host: one version everywhere, the migration lists ------------------------------
 if out=$(./scripts/check-version.sh 2>&1); then pass "$out"; else fail "versions disagree" "$(printf '%s' "$out" | tr '\n' '|')"; fi
@@ -67,21 +62,7 @@ INIT=
 cleanup() {
     [ -z "${BROKER_PID:-}" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
     [ -z "${PKI:-}" ] || rm -rf "$PKI"
-    if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
-        [ -n "$INIT" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
-        i=0
-        while kill -0 "$NSPAWN" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-        kill "$NSPAWN" 2>/dev/null || true
-        sleep 1
-        kill -9 "$NSPAWN" 2>/dev/null || true
-    fi
-    [ -z "$NSPAWN" ] || wait "$NSPAWN" 2>/dev/null || true
-    for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
-        umount -l "$m" 2>/dev/null || true
-    done
-    rm -rf "$RUN"
-    rmdir "/run/systemd/nspawn/propagate/$(basename "$RUN")" /run/systemd/nspawn/propagate \
-        /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true
+    container_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -91,30 +72,10 @@ cp "$NEW_DEB" "$ROOT/root/doorgateway_${NEW_VERSION}_amd64.deb"
 install -m 0755 "$SIM" "$ROOT/usr/bin/pn532-sim"
 install -m 0755 scripts/upgrade/door.sh "$ROOT/usr/local/bin/door"
 
-SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -D "$ROOT" -M "dgu-$(basename "$RUN" | tr -c 'a-zA-Z0-9\n' -)" --register=no --keep-unit \
-    --system-call-filter='adjtimex clock_adjtime' -b --console=pipe > "$RUN/console.log" 2>&1 &
-NSPAWN=$!
-i=0
-while [ -z "$INIT" ] && [ $i -lt 60 ]; do
-    INIT=$(pgrep -P "$NSPAWN" | head -1 || true)
-    sleep 0.5
-    i=$((i + 1))
-done
-[ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "test-upgrade: the container did not start" >&2; exit 1; }
-inside() { nsenter -t "$INIT" -a /usr/bin/env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 "$@"; }
-state=$(timeout 90 nsenter -t "$INIT" -a systemctl is-system-running --wait 2>/dev/null || true)
-echo "test-upgrade: container booted ($state)"
-check() {
-    name=$1
-    shift
-    if out=$(inside "$@" 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -3)"; fi
-}
-expect() {
-    name=$1 want=$2
-    shift 2
-    got=$(inside "$@" 2>&1 || true)
-    if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
-}
+# Its PATH has /usr/local/bin first: scripts/upgrade/door.sh is installed there as `door`.
+CONTAINER_PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+container_boot dgu
+inside() { container_inside "$@"; }
 migrations() { # the store's applied migrations, in the order applied (read on the host)
     python3 -c 'import sqlite3,sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)

@@ -1,0 +1,85 @@
+#!/bin/sh
+# deb-harness.sh — sourced, never run: what the package tests share.
+# scripts/test-deb.sh (a chroot), scripts/test-deb-service.sh and
+# scripts/test-upgrade.sh (the test-deb chroot booted with systemd-nspawn).
+# Set HARNESS_NAME (the script's name, for its messages) before sourcing.
+
+# --- the tally: one PASS/FAIL line a check; the script ends on its counts ---
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+# check NAME COMMAND...: the command runs with `inside` (which the script
+# defines: its chroot, or container_inside) and must exit 0.
+check() {
+    name=$1
+    shift
+    if out=$(inside "$@" 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -3)"; fi
+}
+# expect NAME WANT COMMAND...: the command's output (run with `inside`) must equal WANT.
+expect() {
+    name=$1 want=$2
+    shift 2
+    got=$(inside "$@" 2>&1 || true)
+    if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
+}
+
+# --- the booted container (test-deb-service, test-upgrade) ------------------
+# Root and systemd-nspawn, or exit 2.
+container_preflight() {
+    [ "$(id -u)" = 0 ] || { echo "$HARNESS_NAME: needs root" >&2; exit 2; }
+    command -v systemd-nspawn >/dev/null || { echo "$HARNESS_NAME: needs systemd-nspawn (systemd-container)" >&2; exit 2; }
+}
+
+# CACHE and BASE: test-deb's cached chroot (made by scripts/test-deb.sh), or exit 2.
+container_base() {
+    CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test
+    BASE=$CACHE/bookworm-amd64
+    [ -f "$BASE/.doorgateway-stamp" ] || { echo "$HARNESS_NAME: no $BASE (run make test-deb once)" >&2; exit 2; }
+}
+
+# container_boot MACHINE_PREFIX: boots ROOT (a copy of BASE in RUN) with
+# systemd 252 as PID 1 (NSPAWN: nspawn's pid; INIT: the container's init),
+# and waits for the boot to finish. nspawn's own seccomp filter refuses
+# @clock inside containers unless told otherwise: the unit's filter decides.
+container_boot() {
+    INIT=
+    SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -D "$ROOT" -M "$1-$(basename "$RUN" | tr -c 'a-zA-Z0-9\n' -)" --register=no --keep-unit \
+        --system-call-filter='adjtimex clock_adjtime' -b --console=pipe > "$RUN/console.log" 2>&1 &
+    NSPAWN=$!
+    i=0
+    while [ -z "$INIT" ] && [ $i -lt 60 ]; do
+        INIT=$(pgrep -P "$NSPAWN" | head -1 || true)
+        sleep 0.5
+        i=$((i + 1))
+    done
+    [ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "$HARNESS_NAME: the container did not start" >&2; exit 1; }
+    state=$(timeout 90 nsenter -t "$INIT" -a systemctl is-system-running --wait 2>/dev/null || true)
+    echo "$HARNESS_NAME: container booted ($state)"
+}
+
+# A command in the container, with a clean environment (PATH: CONTAINER_PATH).
+container_inside() {
+    nsenter -t "$INIT" -a /usr/bin/env -i PATH="${CONTAINER_PATH:-/usr/sbin:/usr/bin:/sbin:/bin}" LC_ALL=C.UTF-8 "$@"
+}
+
+# For the EXIT trap: the container powered off (killed if it does not go),
+# RUN's mounts undone and RUN removed, nspawn's runtime directories with it
+# when nothing else uses them.
+container_cleanup() {
+    if [ -n "${NSPAWN:-}" ] && kill -0 "$NSPAWN" 2>/dev/null; then
+        [ -n "${INIT:-}" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
+        i=0
+        while kill -0 "$NSPAWN" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+        kill "$NSPAWN" 2>/dev/null || true
+        sleep 1
+        kill -9 "$NSPAWN" 2>/dev/null || true
+    fi
+    [ -z "${NSPAWN:-}" ] || wait "$NSPAWN" 2>/dev/null || true
+    for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+        umount -l "$m" 2>/dev/null || true
+    done
+    rm -rf "$RUN"
+    rmdir "/run/systemd/nspawn/propagate/$(basename "$RUN")" /run/systemd/nspawn/propagate \
+        /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true
+}
