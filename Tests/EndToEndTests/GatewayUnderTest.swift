@@ -88,15 +88,19 @@ final class GatewayUnderTest {
         """
 
     /// The base configuration with `actions` (`[[actions]]` tables) in place
-    /// of its two, and `clock` lines added to its `[clock]`.
-    func writeConfig(extra: String = "", door: String = "", clock: String = "", actions: String) throws {
+    /// of its two, `clock` lines added to its `[clock]`, and `reader` the
+    /// lines of its `[reader]` (by default a pn532-sim the daemon spawns).
+    func writeConfig(
+        extra: String = "", door: String = "", clock: String = "", reader: String = #"simulator = "spawn""#,
+        actions: String
+    ) throws {
         let toml = """
             [device]
             id = "\(deviceID)"
             [board]
             kind = "sim"
             [reader]
-            simulator = "spawn"
+            \(reader)
             [door]
             same_tag_quiet_ms = 1000
             \(door)

@@ -53,10 +53,7 @@ final class NTAG424DoorTests: XCTestCase {
 
         // A, provisioned with the door's diversified keys: granted (counter 3).
         var seen = try rig.present()
-        let granted = try door.waitForEvent("access_granted", after: seen)
-        XCTAssertEqual(granted["reason"]?.stringValue, "ntag424", "\(granted)")
-        XCTAssertEqual(granted["uid"]?.stringValue, tagA.hex)
-        XCTAssertEqual(granted["action"]?.intValue, 0)
+        try rig.expectGrant(after: seen, reason: "ntag424", uid: tagA, action: 0)
         try rig.leave()
 
         // A's NDEF (the skimmed SUN URL) copied onto an NTAG215: denied.

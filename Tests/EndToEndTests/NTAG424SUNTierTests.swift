@@ -43,7 +43,8 @@ final class NTAG424SUNTierTests: XCTestCase {
 
     func testThePreplayOfASkimmedSUNOpensTheSUNOnlyTierOnceAndNeverAnActionThatNeedsEV2() throws {
         let rig = try NTAG424SimDoor(
-            deviceID: "e2e-424-sun", siteKey: Self.siteKey, secondAction: "gate", secondCredentials: #"["ntag424-sun"]"#)
+            deviceID: "e2e-424-sun", siteKey: Self.siteKey, secondAction: "gate", secondCredentials: #"["ntag424-sun"]"#
+        )
         let (sim, door) = (rig.sim, rig.door)
 
         // `config check` says the tier is weaker, naming the action and pre-play.
@@ -74,10 +75,7 @@ final class NTAG424SUNTierTests: XCTestCase {
         defer { rig.door.stop() }  // the rig (and its emulator) lives until the door stops
         try door.start()
         var seen = try rig.present()
-        let owner = try door.waitForEvent("access_granted", after: seen)
-        XCTAssertEqual(owner["reason"]?.stringValue, "valid_sun_only", "\(owner)")
-        XCTAssertEqual(owner["uid"]?.stringValue, tagA.hex)
-        XCTAssertEqual(owner["action"]?.intValue, 1)
+        try rig.expectGrant(after: seen, reason: "valid_sun_only", uid: tagA, action: 1)
         try rig.leave()
         XCTAssertEqual(door.stop(), 0)
 
@@ -91,10 +89,7 @@ final class NTAG424SUNTierTests: XCTestCase {
         // 3. Pre-play: before A's owner taps again, the copy opens the gate — once.
         try door.start()
         seen = try rig.present()
-        let preplayed = try door.waitForEvent("access_granted", after: seen)
-        XCTAssertEqual(preplayed["reason"]?.stringValue, "valid_sun_only", "\(preplayed)")
-        XCTAssertEqual(preplayed["uid"]?.stringValue, tagA.hex)
-        XCTAssertEqual(preplayed["action"]?.intValue, 1)
+        try rig.expectGrant(after: seen, reason: "valid_sun_only", uid: tagA, action: 1)
         try rig.leave()
         //    The same URL again: replayed.
         seen = try rig.present()

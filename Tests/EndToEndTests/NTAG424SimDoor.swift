@@ -30,33 +30,23 @@ final class NTAG424SimDoor {
         self.siteKey = siteKey
         self.secondAction = secondAction
         sim = try PN532SimProcess()
-        door = try GatewayUnderTest()
-        let toml = """
-            [device]
-            id = "\(deviceID)"
-            [board]
-            kind = "sim"
-            [reader]
-            simulator = "\(sim.socket)"
-            connstring = "pn532_uart:\(sim.tty)"
-            [door]
-            same_tag_quiet_ms = 1000
-            [[actions]]
-            index = 0
-            name = "front"
-            steps = [{ pulse = "strike", ms = 300 }]
-            [[actions]]
-            index = 1
-            name = "\(secondAction)"
-            steps = [{ pulse = "strike", ms = 300 }]
-            credentials = \(secondCredentials)
-            [clock]
-            declare_synchronised = true
-            [paths]
-            state_dir = "\(door.dir.path)/state"
-            runtime_dir = "\(door.dir.path)/run"
-            """
-        try toml.write(to: door.configFile, atomically: true, encoding: .utf8)
+        door = try GatewayUnderTest(deviceID: deviceID)
+        try door.writeConfig(
+            reader: """
+                simulator = "\(sim.socket)"
+                connstring = "pn532_uart:\(sim.tty)"
+                """,
+            actions: """
+                [[actions]]
+                index = 0
+                name = "front"
+                steps = [{ pulse = "strike", ms = 300 }]
+                [[actions]]
+                index = 1
+                name = "\(secondAction)"
+                steps = [{ pulse = "strike", ms = 300 }]
+                credentials = \(secondCredentials)
+                """)
     }
 
     /// The door's store (the door stopped), given the site key as the fleet
@@ -110,6 +100,18 @@ final class NTAG424SimDoor {
         let seen = try door.eventCount()
         XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
         return seen
+    }
+
+    /// The door's grant of the tap after event `seen`: its reason, tag and action.
+    @discardableResult
+    func expectGrant(
+        after seen: Int, reason: String, uid: TagUID, action: Int, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> JSONValue {
+        let granted = try door.waitForEvent("access_granted", after: seen)
+        XCTAssertEqual(granted["reason"]?.stringValue, reason, "\(granted)", file: file, line: line)
+        XCTAssertEqual(granted["uid"]?.stringValue, uid.hex, file: file, line: line)
+        XCTAssertEqual(granted["action"]?.intValue, action, file: file, line: line)
+        return granted
     }
 
     /// The tag leaves the field, and the door's same-tag quiet window passes.
