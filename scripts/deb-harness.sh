@@ -47,10 +47,17 @@ container_boot() {
     SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -D "$ROOT" -M "$1-$(basename "$RUN" | tr -c 'a-zA-Z0-9\n' -)" --register=no --keep-unit \
         --system-call-filter='adjtimex clock_adjtime' -b --console=pipe > "$RUN/console.log" 2>&1 &
     NSPAWN=$!
-    i=0
+    # The container's init is the child of nspawn in a new PID namespace:
+    # nspawn's first child (the "outer child", in ours) lives only until it
+    # has cloned init, and taking it for init failed a run (its pid gone by
+    # the time nsenter used it).
+    i=0 ours=$(readlink /proc/self/ns/pid)
     while [ -z "$INIT" ] && [ $i -lt 60 ]; do
-        INIT=$(pgrep -P "$NSPAWN" | head -1 || true)
-        sleep 0.5
+        for p in $(pgrep -P "$NSPAWN" || true); do
+            ns=$(readlink "/proc/$p/ns/pid" 2>/dev/null || true)
+            if [ -n "$ns" ] && [ "$ns" != "$ours" ]; then INIT=$p && break; fi
+        done
+        [ -n "$INIT" ] || sleep 0.5
         i=$((i + 1))
     done
     [ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "$HARNESS_NAME: the container did not start" >&2; exit 1; }
