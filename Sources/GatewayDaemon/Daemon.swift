@@ -78,8 +78,9 @@ final class Daemon: Sendable {
     }
 
     /// Keeps the source `make` makes (set up and activated) running under
-    /// `name`; one kept before under it is cancelled. Made inside the lock: a
-    /// Dispatch source is not Sendable, so one made outside could not be handed in.
+    /// `name`; one kept before under it is cancelled. `make` runs inside the
+    /// lock (a Dispatch source is not Sendable: one made outside could not be
+    /// handed in), so it only makes the source: it must not touch the wiring.
     func keep(_ name: Source, _ make: () -> any DispatchSourceProtocol) {
         wiring.withLock { $0.sources.updateValue(make(), forKey: name)?.cancel() }
     }

@@ -68,15 +68,14 @@ extension Daemon {
         let approval = approvalPublisher(link, uidText: glue.uidText, label: glue.label)
         let homeAssistantAdmin = homeAssistantAdmin
         let deviceID = configuration.deviceID
-        runtime.setHooks {
-            $0.publish = { event, time in
+        runtime.setHooks(
+            publish: { event, time in
                 glue.published(event)
                 homeAssistantAdmin?.observe(event, at: time)
                 approval?(event, time)
-            }
-            $0.publishState = { link.publishState($0) }
-            $0.publishReport = { link.publishReport(Self.deviceReport(deviceID)) }
-        }
+            },
+            publishState: { link.publishState($0) },
+            publishReport: { link.publishReport(Self.deviceReport(deviceID)) })
         fleetReceiver?.republish = { link.publishFleet($0) }
     }
 
@@ -118,7 +117,7 @@ extension Daemon {
         transportRunning = true
         // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
-            runtime.setHooks { $0.publishLastAccess = { link.publishLastAccess($0) } }
+            runtime.setPublishLastAccess { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }

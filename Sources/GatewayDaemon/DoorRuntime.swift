@@ -43,7 +43,7 @@ final class DoorRuntime: Sendable {
     /// Where the door's news goes (the remote transport, Home Assistant's
     /// admin screen): set while wiring (`setHooks`), before `start()`, but for
     /// `publishLastAccess`, set on `queue` once the transport runs.
-    struct Hooks: Sendable {
+    private struct Hooks: Sendable {
         /// Every event, after it is handed to the audit writer (MQTT's outbox).
         var publish: (@Sendable (DoorEvent, Int64) -> Void)?
         /// The device report of compat command 5.
@@ -132,11 +132,21 @@ final class DoorRuntime: Sendable {
                 clockFloor: ClockFloor(unix: savedClockFloor), savedClockFloor: savedClockFloor, zone: zone))
     }
 
-    /// Sets the hooks (while wiring, before `start()`; on `queue` after).
-    func setHooks(_ change: (inout Hooks) -> Void) {
-        var hooks = state.withLock { $0.hooks }
-        change(&hooks)
-        state.withLock { $0.hooks = hooks }
+    /// Where events, the state document and reports go (while wiring, before `start()`).
+    func setHooks(
+        publish: @escaping @Sendable (DoorEvent, Int64) -> Void, publishState: @escaping @Sendable (JSONValue) -> Void,
+        publishReport: @escaping @Sendable () -> Void
+    ) {
+        state.withLock {
+            $0.hooks.publish = publish
+            $0.hooks.publishState = publishState
+            $0.hooks.publishReport = publishReport
+        }
+    }
+
+    /// Where the newest open goes (on `queue`, once the transport runs).
+    func setPublishLastAccess(_ hook: @escaping @Sendable (JSONValue) -> Void) {
+        state.withLock { $0.hooks.publishLastAccess = hook }
     }
 
     // MARK: What the door queue keeps (each read under the lock)

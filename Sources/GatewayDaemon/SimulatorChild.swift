@@ -8,13 +8,13 @@ import Synchronization
 /// and reaches it through the real libnfc path (`pn532_uart:<link>`).
 final class SimulatorChild: Sendable {
     /// The running emulator (started by `start`; `stop` reaps it).
-    private let process: Mutex<ChildProcess?>
+    private let process: Mutex<ChildProcess>
     let link: String
     let control: String
 
-    private init(runtimeDirectory: String, process: sending ChildProcess?) {
-        link = runtimeDirectory + "/pn532-sim.tty"
-        control = runtimeDirectory + "/pn532-sim.sock"
+    private init(link: String, control: String, process: sending ChildProcess) {
+        self.link = link
+        self.control = control
         self.process = Mutex(process)
     }
 
@@ -33,8 +33,8 @@ final class SimulatorChild: Sendable {
         guard let path = executable() else {
             throw DaemonError.startup("pn532-sim not found beside gatewayd or on PATH")
         }
-        let paths = SimulatorChild(runtimeDirectory: runtimeDirectory, process: nil)
-        let (link, control) = (paths.link, paths.control)
+        let link = runtimeDirectory + "/pn532-sim.tty"
+        let control = runtimeDirectory + "/pn532-sim.sock"
         unlink(link)
         unlink(control)
         // --parent-pid: the emulator exits when gatewayd dies, even by SIGKILL
@@ -56,13 +56,12 @@ final class SimulatorChild: Sendable {
         guard ready else {
             throw DaemonError.startup("pn532-sim did not come up (link \(link), control \(control))")
         }
-        return SimulatorChild(runtimeDirectory: runtimeDirectory, process: process)
+        return SimulatorChild(link: link, control: control, process: process)
     }
 
     /// SIGTERM, and waits until it has exited (the lock is this object's alone).
     func stop() {
         process.withLock { process in
-            guard let process else { return }
             if process.isRunning {
                 process.terminate()
                 process.waitUntilExit()
