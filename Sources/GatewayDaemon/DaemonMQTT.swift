@@ -38,7 +38,8 @@ extension Daemon {
         let hasSchedule =
             configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
         let approval = Self.approvalDiscovery(configuration)
-        let makeDiscovery: @Sendable (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { [mqtt] admin in
+        typealias Discovery = @Sendable (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])]
+        let makeDiscovery: Discovery = { [mqtt] admin in
             Payloads.discovery(
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
                 eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
