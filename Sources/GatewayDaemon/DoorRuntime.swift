@@ -189,13 +189,17 @@ final class DoorRuntime: Sendable {
         queue.async {
             let now = self.now()
             self.execute(self.state.withLock { $0.machine.start(at: now) })
+            // The floor as the door starts, on the queue's first turn: a
+            // timer firing "now" ran this store write whenever Dispatch got to
+            // it — under load, between a tap's relay and its pulse's end.
+            self.saveClockFloor()
         }
         // Each timer is made inside the lock: a Dispatch source is not
         // Sendable, so one made outside could not be handed to `state`.
         let queue = queue
         state.withLock {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now(), repeating: .seconds(60))
+            timer.schedule(deadline: .now() + .seconds(60), repeating: .seconds(60))
             timer.setEventHandler { [weak self] in self?.saveClockFloor() }
             timer.activate()
             $0.floorTimer = timer
