@@ -5,6 +5,7 @@ import GatewayControl
 import Glibc
 import GatewayStore
 import Logging
+import Synchronization
 
 /// Writes each door event to the audit log, with its outbox message in the
 /// same transaction. When the store cannot be written (a full disk, a
@@ -21,8 +22,11 @@ import Logging
 /// transaction on this writer's own serial queue, in the order written: the
 /// door queue never waits for a commit (a relay pulse's end, the next tap),
 /// and `flush` (the runtime's shutdown) waits for every event written before.
-// @unchecked: `backlog` is touched on the writer's own `queue` only; `current` and `lastDurable` under `lock`.
-final class AuditWriter: @unchecked Sendable {
+///
+/// The backlog is changed on `queue` only; it, the health and the last
+/// durable time are in `state`, a `Mutex` held around their reads and writes,
+/// never across a store commit or the outbox.
+final class AuditWriter: Sendable {
     struct Health: Equatable {
         var writable = true
         var lastError: String?
@@ -32,7 +36,7 @@ final class AuditWriter: @unchecked Sendable {
         var dropped = 0
     }
 
-    private struct Pending {
+    private struct Pending: Sendable {
         let event: DoorEvent
         let time: Int64
         let detail: String?
@@ -46,13 +50,16 @@ final class AuditWriter: @unchecked Sendable {
     private let backlogLimit: Int
     /// Where every commit runs, one at a time, in the order of `write`.
     private let queue = DispatchQueue(label: "gatewayd.audit")
-    /// Touched on `queue` only.
-    private var backlog: [Pending] = []
-    private let lock = Lock()
-    private var current = Health()
-    /// When the store last took the waiting events (CLOCK_MONOTONIC): status's
-    /// `last_event_durable_monotonic_ns`, which make bench-storage reads.
-    private var lastDurable: MonotonicInstant?
+    private struct State {
+        /// Changed on `queue` only (so a peek and the removal after its commit
+        /// may be two holds of the lock).
+        var backlog: [Pending] = []
+        var health = Health()
+        /// When the store last took the waiting events (CLOCK_MONOTONIC): status's
+        /// `last_event_durable_monotonic_ns`, which make bench-storage reads.
+        var lastDurable: MonotonicInstant?
+    }
+    private let state = Mutex(State())
 
     init(store: GatewayStore, outbox: Daemon.EventOutbox, log: Logger, backlogLimit: Int = 10_000) {
         self.store = store
@@ -61,9 +68,9 @@ final class AuditWriter: @unchecked Sendable {
         self.backlogLimit = backlogLimit
     }
 
-    var health: Health { lock.withLock { current } }
+    var health: Health { state.withLock { $0.health } }
 
-    var lastDurableAt: MonotonicInstant? { lock.withLock { lastDurable } }
+    var lastDurableAt: MonotonicInstant? { state.withLock { $0.lastDurable } }
 
     /// From the door queue (one writer keeps the events' order); returns at
     /// once, the commit follows on `queue`. `lastSeen`: the time to save as
@@ -79,24 +86,27 @@ final class AuditWriter: @unchecked Sendable {
 
     /// On `queue`.
     private func append(_ pending: Pending) {
-        backlog.append(pending)
-        var dropped = 0
-        if backlog.count > backlogLimit {
-            dropped = backlog.count - backlogLimit
-            backlog.removeFirst(dropped)
+        state.withLock { [backlogLimit] s in
+            s.backlog.append(pending)
+            if s.backlog.count > backlogLimit {
+                let dropped = s.backlog.count - backlogLimit
+                s.backlog.removeFirst(dropped)
+                s.health.dropped += dropped
+            }
         }
-        if dropped > 0 { lock.withLock { current.dropped += dropped } }
         drain()
     }
 
     /// Writes what waits, if the store takes it now (on `queue`).
     func retry() {
-        queue.async { if !self.backlog.isEmpty { self.drain() } }
+        queue.async { if !self.state.withLock({ $0.backlog.isEmpty }) { self.drain() } }
     }
 
+    /// On `queue`: commits the waiting events in order, the lock held only
+    /// to take the next and to drop it once committed.
     private func drain() {
         var written = 0
-        while let next = backlog.first {
+        while let next = state.withLock({ $0.backlog.first }) {
             let message = outbox.message(for: next.event, at: next.time)
             do {
                 try store.appendAudit(
@@ -105,15 +115,15 @@ final class AuditWriter: @unchecked Sendable {
                     detail: next.detail, outbox: message.map { [$0.entry] } ?? [], outboxLimit: message?.limit ?? .max,
                     activating: next.event.kind == .provisioningWritten ? next.event.uid?.hex : nil,
                     lastSeen: next.lastSeen.flatMap { t in next.event.uid.map { ($0.hex, t) } })
-                backlog.removeFirst()
+                state.withLock { _ = $0.backlog.removeFirst() }
                 written += 1
             } catch {
                 let text = "\(error)"
-                let first = lock.withLock { () -> Bool in
-                    let wasWritable = current.writable
-                    current.writable = false
-                    current.lastError = text
-                    current.unsaved = backlog.count
+                let first = state.withLock { s -> Bool in
+                    let wasWritable = s.health.writable
+                    s.health.writable = false
+                    s.health.lastError = text
+                    s.health.unsaved = s.backlog.count
                     return wasWritable
                 }
                 // Once per outage in the journal, not once per event.
@@ -122,14 +132,15 @@ final class AuditWriter: @unchecked Sendable {
             }
         }
         if written > 0 { outbox.committed() }
-        let recovered = lock.withLock { () -> Int? in
-            guard backlog.isEmpty else { return nil }
-            if written > 0 { lastDurable = MonotonicClock.now() }
+        let now = MonotonicClock.now()
+        let recovered = state.withLock { [written] s -> Int? in
+            guard s.backlog.isEmpty else { return nil }
+            if written > 0 { s.lastDurable = now }
             defer {
-                current.writable = true
-                current.unsaved = 0
+                s.health.writable = true
+                s.health.unsaved = 0
             }
-            return current.writable ? nil : current.dropped
+            return s.health.writable ? nil : s.health.dropped
         }
         if let dropped = recovered {
             let lost = dropped > 0 ? ", \(dropped) dropped while it could not" : ""

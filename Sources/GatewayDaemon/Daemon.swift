@@ -8,10 +8,15 @@ import GatewayMQTT
 import GatewayNATS
 import GatewayStore
 import Logging
+import Synchronization
 
 /// The running daemon: owns the adapters and wires them to the door runtime.
-// @unchecked: the links, timers and hooks are set on the main thread while wiring (before the queues start) and read after.
-final class Daemon: @unchecked Sendable {
+///
+/// What `init` makes is a `let`. What is made later, while wiring on the main
+/// thread in `run()` (the transport, the control server, the timers), is in
+/// `wiring`, a `Mutex` held only to read or replace those references, never
+/// across a call to one of them.
+final class Daemon: Sendable {
     let log: Logger
     let configPath: String
     let environment: [String: String]
@@ -25,26 +30,65 @@ final class Daemon: @unchecked Sendable {
     let simulator: SimulatorChild?
     let readerLoop: ReaderLoop
     let simulatorControl: String?
-    private var signalSources: [DispatchSourceSignal] = []
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
-    var control: ControlServer?
-    /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
-    var transport: (any RemoteTransport)?
-    /// Whether `transport` started (`startRemote`).
-    var transportRunning = false
-    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
-    var fleetReceiver: FleetReceiver?
-    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
-    var homeAssistantAdmin: HomeAssistantAdmin?
     /// Makes each event's outbox message once a transport is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
     let auditWriter: AuditWriter
-    var telemetryTimer: DispatchSourceTimer?
-    private var retentionTimer: DispatchSourceTimer?
-    private var auditRetryTimer: DispatchSourceTimer?
     let notify = SDNotify.fromEnvironment()
+
+    /// The dispatch sources the daemon keeps running (each stops when cancelled or dropped).
+    enum Source: Hashable {
+        case signal(Int32), telemetry, retention, auditRetry
+    }
+    private struct Wiring {
+        var sources: [Source: any DispatchSourceProtocol] = [:]
+        var control: ControlServer?
+        var transport: (any RemoteTransport)?
+        var transportRunning = false
+        var fleetReceiver: FleetReceiver?
+        var homeAssistantAdmin: HomeAssistantAdmin?
+    }
+    private let wiring = Mutex(Wiring())
+
+    var control: ControlServer? {
+        get { wiring.withLock { $0.control } }
+        set { wiring.withLock { $0.control = newValue } }
+    }
+    /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
+    var transport: (any RemoteTransport)? {
+        get { wiring.withLock { $0.transport } }
+        set { wiring.withLock { $0.transport = newValue } }
+    }
+    /// Whether `transport` started (`startRemote`).
+    var transportRunning: Bool {
+        get { wiring.withLock { $0.transportRunning } }
+        set { wiring.withLock { $0.transportRunning = newValue } }
+    }
+    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
+    var fleetReceiver: FleetReceiver? {
+        get { wiring.withLock { $0.fleetReceiver } }
+        set { wiring.withLock { $0.fleetReceiver = newValue } }
+    }
+    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
+    var homeAssistantAdmin: HomeAssistantAdmin? {
+        get { wiring.withLock { $0.homeAssistantAdmin } }
+        set { wiring.withLock { $0.homeAssistantAdmin = newValue } }
+    }
+
+    /// Keeps the source `make` makes (set up and activated) running under
+    /// `name`; one kept before under it is cancelled. `make` runs inside the
+    /// lock (a Dispatch source is not Sendable: one made outside could not be
+    /// handed in), so it only makes the source: it must not touch the wiring.
+    func keep(_ name: Source, _ make: () -> any DispatchSourceProtocol) {
+        wiring.withLock { $0.sources.updateValue(make(), forKey: name)?.cancel() }
+    }
+
+    /// Cancels the source kept under `name`, if any.
+    func cancel(_ name: Source) {
+        wiring.withLock { $0.sources.removeValue(forKey: name)?.cancel() }
+    }
     let started = MonotonicClock.now()
 
     /// Gives the store the audit key (docs/security.md "L4"), once, and
@@ -120,20 +164,12 @@ final class Daemon: @unchecked Sendable {
         let zone = try Zones.load(configuration.timeZone)
         log.info("time zone \(zone.name)")
         auditWriter = AuditWriter(store: store, outbox: eventOutbox, log: log)
-        runtime = DoorRuntime(
-            live: live, board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { [auditWriter] event, time, detail, lastSeen in
-                auditWriter.write(event, at: time, detail: detail, lastSeen: lastSeen)
-            },
-            flushAudit: { [auditWriter] in auditWriter.flush() },
-            log: log, zone: zone)
 
         // 3. The reader: a pn532-sim child on the simulated board unless one is named.
         var connstring = configuration.reader.connstring
         if configuration.board == .sim {
             if configuration.reader.simulator == "spawn" {
-                let child = SimulatorChild(runtimeDirectory: configuration.paths.runtimeDirectory)
-                try child.start()
+                let child = try SimulatorChild.start(runtimeDirectory: configuration.paths.runtimeDirectory)
                 simulator = child
                 simulatorControl = child.control
                 connstring = child.connstring
@@ -162,8 +198,14 @@ final class Daemon: @unchecked Sendable {
                 return nil
             }
         }
-        readerLoop = ReaderLoop(reader: port, log: log) { [runtime] in runtime.readerReport($0) }
-        runtime.reader = readerLoop
+        readerLoop = ReaderLoop(reader: port, log: log)
+        runtime = DoorRuntime(
+            live: live, board: board, store: store, registry: StoreRegistry(store: store), reader: readerLoop,
+            audit: { [auditWriter] event, time, detail, lastSeen in
+                auditWriter.write(event, at: time, detail: detail, lastSeen: lastSeen)
+            },
+            flushAudit: { [auditWriter] in auditWriter.flush() },
+            log: log, zone: zone)
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
     }
 
@@ -193,7 +235,7 @@ final class Daemon: @unchecked Sendable {
         // Before the door's first event ("started"), so it is announced too.
         prepareRemote()
         runtime.start()
-        readerLoop.start()
+        readerLoop.start { [runtime] in runtime.readerReport($0) }
         startRemote()
         startControl()
         let ms = MonotonicClock.now().since(started).millisecondsClamped
@@ -214,12 +256,14 @@ final class Daemon: @unchecked Sendable {
     private func installSignals() {
         for sig in [SIGTERM, SIGINT, SIGHUP] {
             signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
-            source.setEventHandler { [self] in
-                if sig == SIGHUP { reload() } else { stop(signal: sig) }
+            keep(.signal(sig)) {
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+                source.setEventHandler { [self] in
+                    if sig == SIGHUP { reload() } else { stop(signal: sig) }
+                }
+                source.activate()
+                return source
             }
-            source.activate()
-            signalSources.append(source)
         }
     }
 
@@ -322,31 +366,35 @@ final class Daemon: @unchecked Sendable {
 
     /// Events that waited for a full store are written once it takes writes again.
     private func startAuditRetry() {
-        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
-        timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
-        timer.setEventHandler { [auditWriter] in auditWriter.retry() }
-        timer.activate()
-        auditRetryTimer = timer
+        keep(.auditRetry) {
+            let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
+            timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
+            timer.setEventHandler { [auditWriter] in auditWriter.retry() }
+            timer.activate()
+            return timer
+        }
     }
 
     /// Audit retention: rows older than 400 days, and beyond the newest
     /// 500 000, are trimmed at start and every 6 hours; the chain stays
     /// verifiable from the anchor the trim records.
     private func startAuditRetention() {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
-        timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
-        timer.setEventHandler { [store, log] in
-            do {
-                let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
-                if trimmed > 0 {
-                    log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor")
+        keep(.retention) {
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
+            timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
+            timer.setEventHandler { [store, log] in
+                do {
+                    let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
+                    if trimmed > 0 {
+                        log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor")
+                    }
+                } catch {
+                    log.error("audit retention: \(error)")
                 }
-            } catch {
-                log.error("audit retention: \(error)")
             }
+            timer.activate()
+            return timer
         }
-        timer.activate()
-        retentionTimer = timer
     }
 
     /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue

@@ -18,12 +18,7 @@ extension Daemon {
             // (the door queue has handed them on, the writer committed them):
             // the log then shows what gatewayctl just did, as before the audit
             // commit moved after the relay onto its own queue.
-            defer {
-                if method.changesState {
-                    runtime.sync {}
-                    auditWriter.flush()
-                }
-            }
+            defer { if method.changesState { runtime.committed() } }
             let result = try answer(method, request.params, peer: peer)
             if method.changesState {
                 log.notice("control: \(method.rawValue) by uid \(peer.uid) (pid \(peer.pid))")

@@ -5,6 +5,7 @@ import Glibc
 import GatewayMQTT
 import GatewayStore
 import Logging
+import Synchronization
 
 /// Home Assistant as the admin screen (`[mqtt] home_assistant_admin`,
 /// docs/home-assistant.md). HA's selectors, text and buttons reach this
@@ -19,34 +20,38 @@ import Logging
 ///
 /// With the option off it only clears, at each connect, the retained
 /// documents an earlier run left on the broker (labels are often names).
-/// Its state is touched on `queue` only.
-// @unchecked: its state is touched only on `queue` (and read once while wiring, before the link starts).
-final class HomeAssistantAdmin: @unchecked Sendable {
+///
+/// Requests and events are handled on `queue`, one at a time; what they
+/// change is in `state`, a `Mutex` held around its reads and writes only,
+/// never across a call to the link, the store or the door runtime.
+final class HomeAssistantAdmin: Sendable {
     let queue = DispatchQueue(label: "gatewayd.ha-admin")
     let enabled: Bool
     private let link: MQTTLink
     private let store: GatewayStore
+    /// Where arming, cancelling and the audited selections go; its
+    /// `committed()` is waited for before the tags are read after an event.
     private let runtime: DoorRuntime
     private let log: Logger
     private let actions: [(index: ActionIndex, name: String)]
     private let hashed: @Sendable (TagUID) -> String?
     /// The discovery entries with a given menu (the revoke selector's options follow the tags).
-    private let discovery: (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
-    /// Returns once the audit rows of every event handed on so far are
-    /// committed (AuditWriter.flush): an event reaches `observe` right after
-    /// the relay, before its row — and a provisioned tag's row turns active in
-    /// that same transaction, so the tag list read before it would miss it.
-    private let afterAudit: @Sendable () -> Void
-    private var published: [String: [UInt8]] = [:]
-    private(set) var menu: HomeAssistantAdminMenu
-    private var action: ActionIndex
-    private var label = ""
-    private var chosenTag: TagUID?
-    private var lastTags: [UInt8]?
-    private var lastState: [UInt8]?
-    /// The machine's last provisioning arming came from HA: its label is
-    /// spent when that sticker is written.
-    private var armedFromHA = false
+    private let discovery: @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
+
+    private struct State {
+        var published: [String: [UInt8]] = [:]
+        var menu: HomeAssistantAdminMenu
+        var action: ActionIndex
+        var label = ""
+        var chosenTag: TagUID?
+        var lastTags: [UInt8]?
+        var lastState: [UInt8]?
+        /// The machine's last provisioning arming came from HA: its label is
+        /// spent when that sticker is written.
+        var armedFromHA = false
+    }
+    /// Changed on `queue` (and by `initialDiscovery` while wiring, before the link starts).
+    private let state: Mutex<State>
 
     static let source = CommandSource.homeAssistant
 
@@ -54,10 +59,8 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         enabled: Bool, link: MQTTLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
         actions: [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
         hashed: @escaping @Sendable (TagUID) -> String?,
-        discovery: @escaping (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])],
-        afterAudit: @escaping @Sendable () -> Void = {}
+        discovery: @escaping @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
     ) {
-        self.afterAudit = afterAudit
         self.enabled = enabled
         self.link = link
         self.store = store
@@ -66,15 +69,19 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         self.actions = actions
         self.hashed = hashed
         self.discovery = discovery
-        action = actions.contains { $0.index == defaultAction } ? defaultAction : (actions.first?.index ?? 0)
-        menu = HomeAssistantAdminMenu(actions: actions, tags: [])
-        if enabled { menu = HomeAssistantAdminMenu(actions: actions, tags: activeTags(store.issuedTagsOrEmpty(log))) }
+        let action = actions.contains { $0.index == defaultAction } ? defaultAction : (actions.first?.index ?? 0)
+        var menu = HomeAssistantAdminMenu(actions: actions, tags: [])
+        if enabled {
+            menu = HomeAssistantAdminMenu(
+                actions: actions, tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
+        }
+        state = Mutex(State(menu: menu, action: action))
     }
 
     /// The discovery entries for the link's first announcement.
     var initialDiscovery: [(topic: String, payload: [UInt8])] {
-        let entries = discovery(menu)
-        for e in entries { published[e.topic] = e.payload }
+        let entries = discovery(state.withLock { $0.menu })
+        state.withLock { s in for e in entries { s.published[e.topic] = e.payload } }
         return entries
     }
 
@@ -117,44 +124,44 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         }
         switch request {
         case .chooseAction(let option):
-            guard let index = menu.action(option) else {
+            guard let index = state.withLock({ $0.menu.action(option) }) else {
                 return refuse("unknown_option", "no action \"\(option)\" in the provisioning selector")
             }
-            action = index
+            state.withLock { $0.action = index }
             publishState()
             accepted("provision_action", detail: "provisioning action \(index) (\(option))")
         case .setLabel(let text):
-            label = text
+            state.withLock { $0.label = text }
             publishState()
             accepted("provision_label", detail: "label of the next sticker: \"\(text)\"")
         case .arm:
-            let job = ProvisioningJob(action: action, label: label)
+            let job = state.withLock { ProvisioningJob(action: $0.action, label: $0.label) }
             runtime.submit(.remoteCommand(.accepted(.provision(job), source: Self.source)))
         case .cancel:
             runtime.submit(.remoteCommand(.accepted(.cancelProvisioning, source: Self.source)))
         case .chooseTag(let option):
             if option == HomeAssistantAdminMenu.noTag {
-                chosenTag = nil
+                state.withLock { $0.chosenTag = nil }
                 publishState()
                 return accepted("revoke_tag", detail: "no tag chosen")
             }
             refreshTags()
-            guard let uid = menu.tag(option) else {
+            guard let uid = state.withLock({ $0.menu.tag(option) }) else {
                 publishState()
                 return refuse("unknown_option", "no active tag \"\(option)\" in the revoke selector")
             }
-            chosenTag = uid
+            state.withLock { $0.chosenTag = uid }
             publishState()
             runtime.note(
                 DoorEvent(.remoteAccepted, reason: "revoke_tag", uid: uid, source: Self.source.rawValue),
                 detail: "tag chosen to revoke: \(option)")
         case .revoke:
             refreshTags()
-            guard let uid = chosenTag else {
+            guard let uid = state.withLock({ $0.chosenTag }) else {
                 return refuse("no_tag_chosen", "choose a tag in the revoke selector first")
             }
-            guard let option = menu.tagOption(uid) else {
-                chosenTag = nil
+            guard let option = state.withLock({ $0.menu.tagOption(uid) }) else {
+                state.withLock { $0.chosenTag = nil }
                 publishState()
                 return refuse("unknown_tag", "the tag chosen is no longer active")
             }
@@ -164,7 +171,7 @@ final class HomeAssistantAdmin: @unchecked Sendable {
                 log.error("home assistant admin: revoking \(option) failed: \(error)")
                 return refuse("store", "revocation not saved: \(error)")
             }
-            chosenTag = nil
+            state.withLock { $0.chosenTag = nil }
             runtime.note(
                 DoorEvent(.tagRevoked, uid: uid, source: Self.source.rawValue),
                 detail: "revoked from Home Assistant: \(option)")
@@ -183,7 +190,9 @@ final class HomeAssistantAdmin: @unchecked Sendable {
 
     // MARK: What the door did
 
-    /// Every event, after the audit log has it (on the door queue: handed on).
+    /// Every event, as the door queue hands it on (right after the relay,
+    /// before its audit row commits: a provisioned tag's row turns active in
+    /// that commit, so the tag list is read once `runtime.committed()`).
     func observe(_ event: DoorEvent, at time: Int64) {
         guard enabled else { return }
         switch event.kind {
@@ -193,7 +202,7 @@ final class HomeAssistantAdmin: @unchecked Sendable {
         default: return
         }
         queue.async { [self] in
-            afterAudit()
+            runtime.committed()
             switch event.kind {
             case .accessDenied:
                 guard let uid = event.uid else { return }
@@ -208,16 +217,19 @@ final class HomeAssistantAdmin: @unchecked Sendable {
                         hashed: hashed(uid), reason: event.reason ?? "denied", time: time,
                         label: label.flatMap { $0.isEmpty ? nil : $0 }))
             case .provisioningArmed:
-                armedFromHA = event.source == Self.source.rawValue
+                let fromHA = event.source == Self.source.rawValue
+                state.withLock { $0.armedFromHA = fromHA }
             case .provisioningWritten:
-                if armedFromHA && !label.isEmpty {
-                    label = ""
-                    publishState()
+                let spent = state.withLock { s -> Bool in
+                    defer { s.armedFromHA = false }
+                    guard s.armedFromHA && !s.label.isEmpty else { return false }
+                    s.label = ""
+                    return true
                 }
-                armedFromHA = false
+                if spent { publishState() }
                 refreshTags()
             case .provisioningFailed, .provisioningCancelled:
-                armedFromHA = false
+                state.withLock { $0.armedFromHA = false }
                 refreshTags()
             default:
                 refreshTags()  // last_seen of a granted tag
@@ -247,33 +259,48 @@ final class HomeAssistantAdmin: @unchecked Sendable {
                     issued: $0.issued, lastSeen: $0.lastSeen
                 )
             })
-        if doc != lastTags {
-            lastTags = doc
-            link.publishKept(topic: link.topics.tags, payload: doc)
+        let tagsChanged = state.withLock {
+            guard doc != $0.lastTags else { return false }
+            $0.lastTags = doc
+            return true
         }
-        let fresh = HomeAssistantAdminMenu(actions: actions, tags: activeTags(tags))
-        guard fresh != menu else { return }
-        menu = fresh
-        if let chosen = chosenTag, menu.tagOption(chosen) == nil { chosenTag = nil }
-        let changed = discovery(menu).filter { published[$0.topic] != $0.payload }
-        for e in changed { published[e.topic] = e.payload }
+        if tagsChanged { link.publishKept(topic: link.topics.tags, payload: doc) }
+        let fresh = HomeAssistantAdminMenu(actions: actions, tags: Self.activeTags(tags, hashed: hashed))
+        let menuChanged = state.withLock { s -> Bool in
+            guard fresh != s.menu else { return false }
+            s.menu = fresh
+            if let chosen = s.chosenTag, fresh.tagOption(chosen) == nil { s.chosenTag = nil }
+            return true
+        }
+        guard menuChanged else { return }
+        let entries = discovery(fresh)
+        let changed = state.withLock { s in
+            let changed = entries.filter { s.published[$0.topic] != $0.payload }
+            for e in changed { s.published[e.topic] = e.payload }
+            return changed
+        }
         if !changed.isEmpty { link.updateDiscovery(changed) }
         publishState()
     }
 
-    private func activeTags(_ tags: [IssuedTag]) -> [HomeAssistantAdminMenu.Tag] {
+    private static func activeTags(
+        _ tags: [IssuedTag], hashed: @Sendable (TagUID) -> String?
+    ) -> [HomeAssistantAdminMenu.Tag] {
         tags.filter { $0.state == .active }.map { .init(uid: $0.uid, label: $0.label, hashed: hashed($0.uid)) }
     }
 
     /// `…/admin/state`: what the selectors and the label show.
     private func publishState() {
-        let doc = Payloads.adminState(
-            provisionAction: menu.actionOption(action) ?? "",
-            provisionLabel: label,
-            revokeTag: chosenTag.flatMap(menu.tagOption) ?? HomeAssistantAdminMenu.noTag)
-        guard doc != lastState else { return }
-        lastState = doc
-        link.publishKept(topic: link.topics.adminState, payload: doc)
+        let doc = state.withLock { s -> [UInt8]? in
+            let doc = Payloads.adminState(
+                provisionAction: s.menu.actionOption(s.action) ?? "",
+                provisionLabel: s.label,
+                revokeTag: s.chosenTag.flatMap(s.menu.tagOption) ?? HomeAssistantAdminMenu.noTag)
+            guard doc != s.lastState else { return nil }
+            s.lastState = doc
+            return doc
+        }
+        if let doc { link.publishKept(topic: link.topics.adminState, payload: doc) }
     }
 
     /// `…/denied` from the newest denial in the audit log, so a restart keeps it.

@@ -38,7 +38,8 @@ extension Daemon {
         let hasSchedule =
             configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
         let approval = Self.approvalDiscovery(configuration)
-        let makeDiscovery: (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])] = { admin in
+        typealias Discovery = @Sendable (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])]
+        let makeDiscovery: Discovery = { [mqtt] admin in
             Payloads.discovery(
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
                 eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
@@ -51,7 +52,7 @@ extension Daemon {
         let admin = HomeAssistantAdmin(
             enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
             actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
-            discovery: makeDiscovery, afterAudit: { [auditWriter] in auditWriter.flush() })
+            discovery: { makeDiscovery($0) })
         link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
         commands.admin = { admin.received($0) }
         admin.prepare()

@@ -66,13 +66,16 @@ extension Daemon {
             glue.outboxMessage(for: event, at: time)
         }
         let approval = approvalPublisher(link, uidText: glue.uidText, label: glue.label)
-        runtime.publish = { [homeAssistantAdmin] event, time in
-            glue.published(event)
-            homeAssistantAdmin?.observe(event, at: time)
-            approval?(event, time)
-        }
-        runtime.publishState = { link.publishState($0) }
-        runtime.publishReport = { [configuration] in link.publishReport(Self.deviceReport(configuration.deviceID)) }
+        let homeAssistantAdmin = homeAssistantAdmin
+        let deviceID = configuration.deviceID
+        runtime.setHooks(
+            publish: { event, time in
+                glue.published(event)
+                homeAssistantAdmin?.observe(event, at: time)
+                approval?(event, time)
+            },
+            publishState: { link.publishState($0) },
+            publishReport: { link.publishReport(Self.deviceReport(deviceID)) })
         fleetReceiver?.republish = { link.publishFleet($0) }
     }
 
@@ -114,7 +117,7 @@ extension Daemon {
         transportRunning = true
         // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
-            runtime.publishLastAccess = { link.publishLastAccess($0) }
+            runtime.setPublishLastAccess { link.publishLastAccess($0) }
             link.publishState(runtime.stateDocument())
             if let access = runtime.lastAccessDocument() { link.publishLastAccess(access) }
         }
@@ -150,29 +153,31 @@ extension Daemon {
     }
 
     private func startTelemetry(_ link: any RemoteTransport, every seconds: Int) {
-        let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
-        // The first soon after start, so HA's diagnostics do not wait a period.
-        timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
-        timer.setEventHandler { [runtime, started, auditWriter, store] in
-            let st = link.transportStatus
-            // NATS adds `nats_credentials` (state, subject, expires, expires_in).
-            let fields: [(String, JSONValue)] = [
-                ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
-                ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
-                ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
-                ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
-                ("store_writable", .bool(auditWriter.health.writable)),
-                ("unsaved_events", .int(auditWriter.health.unsaved)),
-                Daemon.auditHeadField(store),
-            ]
-            link.publishTelemetry(fields, at: Int64(time(nil)))
+        keep(.telemetry) {
+            let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
+            // The first soon after start, so HA's diagnostics do not wait a period.
+            timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
+            timer.setEventHandler { [runtime, started, auditWriter, store] in
+                let st = link.transportStatus
+                // NATS adds `nats_credentials` (state, subject, expires, expires_in).
+                let fields: [(String, JSONValue)] = [
+                    ("uptime_s", .int(Int(MonotonicClock.now().since(started).millisecondsClamped / 1000))),
+                    ("counters", .object(runtime.counters.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                    ("reader", .string(runtime.readerHealth)), ("outbox", .int(st.outboxDepth)),
+                    ("clock_synchronised", .bool(runtime.clockSynchronised())), ("broker_denied", .int(st.denied)),
+                    ("store_writable", .bool(auditWriter.health.writable)),
+                    ("unsaved_events", .int(auditWriter.health.unsaved)),
+                    Daemon.auditHeadField(store),
+                ]
+                link.publishTelemetry(fields, at: Int64(time(nil)))
+            }
+            timer.activate()
+            return timer
         }
-        timer.activate()
-        telemetryTimer = timer
     }
 
     func stopRemote() {
-        telemetryTimer?.cancel()
+        cancel(.telemetry)
         if transportRunning { transport?.stop(flushWithin: .seconds(2)) }
     }
 

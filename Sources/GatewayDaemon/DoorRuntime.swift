@@ -7,100 +7,117 @@ import Dispatch
 import GatewayConfig
 import GatewayStore
 import Logging
+import Synchronization
 
 /// Runs the pure `DoorMachine` on one serial queue (DESIGN.md "Shape of the
 /// program"): inputs from the reader, the board, MQTT and the control socket
 /// are queued here, and the effects it returns are executed here — outputs,
 /// feedback, timers, events, provisioning writes.
-// @unchecked: its state is touched only on `queue` (the hooks are set while wiring, before `start()`); beats under `beatLock`.
-final class DoorRuntime: @unchecked Sendable {
-    /// Everything below is touched only on `queue`.
+///
+/// `queue` orders the door: every input is decided and every effect executed
+/// on it, one at a time. What it changes lives in `state`, a `Mutex` held only
+/// around reads and writes of it — never across a call to the board, the
+/// store, a hook or another object (the lock is not recursive) — so the reads
+/// from other threads (status, telemetry) are checked, not a promise. The
+/// watchdog's beats have their own lock.
+final class DoorRuntime: Sendable {
     let queue = DispatchQueue(label: "gatewayd.door")
-    private(set) var machine: DoorMachine
-    /// The configuration in effect; a reload changes it here, on `queue`.
+    /// The configuration in effect; a reload changes it, on `queue`.
     let live: LiveConfiguration
     var configuration: GatewayConfiguration { live.current }
     let board: DoorBoard
     let store: GatewayStore
     let log: Logger
     private let patterns: PatternDriver
-    private var timers: [TimerID: DispatchSourceTimer] = [:]
-    private(set) var recentEvents: [JSONValue] = []
-    private(set) var counters: [String: Int] = [:]
-    private(set) var readerState = ReaderHealth.starting
-    /// `readerState` as status and telemetry print it.
-    var readerHealth: String { readerState.description }
-    private(set) var lastTag: (uid: TagUID, content: String, verdict: String)?
-    /// When an output was last driven unlocked (CLOCK_MONOTONIC, shared with
-    /// other processes on the machine: the tap→output benchmark reads it).
-    private(set) var lastUnlock: MonotonicInstant?
-    /// Set once at wiring, before `start()`.
-    var reader: ReaderLoop?
-    /// The NTAG 424 DNA last seen arriving, and the provisioning job the reader runs for one (NTAG424Door.swift).
-    var lastNTAG424: TagUID?
-    var ntag424Job: ProvisioningJob?
-    /// Every event, after the audit log has it (MQTT's outbox).
-    var publish: ((DoorEvent, Int64) -> Void)?
-    /// The device report of compat command 5.
-    var publishReport: (() -> Void)?
-    /// The door's state (lock, mode, reader, last access) when it changed.
-    var publishState: ((JSONValue) -> Void)?
-    private var lastPublishedState: JSONValue?
-    /// The newest open when it changed (MQTT `…/last_access`).
-    var publishLastAccess: ((JSONValue) -> Void)?
-    /// The newest open of any kind (time, source), from the audit log at
-    /// start so a restart does not forget it (Home Assistant's "last access").
-    private(set) var lastAccess: (time: Int64, source: String)?
-    /// Expiry is judged no earlier than the latest time seen with the clock
-    /// synchronised (DoorCore `ClockFloor`), kept in the store across restarts.
-    private(set) var clockFloor = ClockFloor()
-    /// The floor as last saved.
-    private var savedClockFloor: Int64 = 0
-    private var floorTimer: DispatchSourceTimer?
-    let registry: any TagRegistryView
-    /// The door's time zone (docs/policy.md): schedules read local wall-clock time in it.
-    private(set) var zone: TimeZoneRules
-    /// The passage schedule's state last applied (nil: apply at the next tick).
-    private var passageApplied: Bool?
-    private var scheduleTimer: DispatchSourceTimer?
-    /// `{name, active, next_change}` of the schedule Home Assistant is shown, from the last tick.
-    private(set) var scheduleInfo: JSONValue?
+    let registry: any TagRegistryView & Sendable
+    /// The reader loop provisioning writes go to (nil: none, unit tests).
+    let reader: ReaderLoop?
     /// Audit sink: the store's hash-chained log (event, time, detail, and the
     /// time to save as the event's tag's `last_seen` in the row's transaction).
-    let audit: (DoorEvent, Int64, String?, Int64?) -> Void
+    let audit: @Sendable (DoorEvent, Int64, String?, Int64?) -> Void
     /// Waits until every event given to `audit` is committed (AuditWriter's
-    /// own queue): `shutdown` calls it, so a stop right after a tap keeps its row.
-    let flushAudit: () -> Void
-    /// The `last_seen` of the tap being decided: not written before the relay
-    /// (it decides nothing), but with the tap's first event (`record`).
-    private var lastSeenToSave: (uid: TagUID, time: Int64)?
+    /// own queue): `shutdown` and `committed` call it, so a stop right after a
+    /// tap keeps its row.
+    let flushAudit: @Sendable () -> Void
+
+    /// Where the door's news goes (the remote transport, Home Assistant's
+    /// admin screen): set while wiring (`setHooks`), before `start()`, but for
+    /// `publishLastAccess`, set on `queue` once the transport runs.
+    private struct Hooks: Sendable {
+        /// Every event, after it is handed to the audit writer (MQTT's outbox).
+        var publish: (@Sendable (DoorEvent, Int64) -> Void)?
+        /// The device report of compat command 5.
+        var publishReport: (@Sendable () -> Void)?
+        /// The door's state (lock, mode, reader, last access) when it changed.
+        var publishState: (@Sendable (JSONValue) -> Void)?
+        /// The newest open when it changed (MQTT `…/last_access`).
+        var publishLastAccess: (@Sendable (JSONValue) -> Void)?
+    }
+
+    /// Everything the door queue changes. Written on `queue` only (so a
+    /// read-modify-write there may span two holds of the lock); read from
+    /// anywhere through the accessors below.
+    private struct State {
+        var machine: DoorMachine
+        var hooks = Hooks()
+        var timers: [TimerID: DispatchSourceTimer] = [:]
+        var recentEvents: [JSONValue] = []
+        var counters: [String: Int] = [:]
+        var readerState = ReaderHealth.starting
+        var lastTag: (uid: TagUID, content: String, verdict: String)?
+        /// When an output was last driven unlocked (CLOCK_MONOTONIC, shared with
+        /// other processes on the machine: the tap→output benchmark reads it).
+        var lastUnlock: MonotonicInstant?
+        /// The NTAG 424 DNA last seen arriving, and the provisioning job the reader runs for one (NTAG424Door.swift).
+        var lastNTAG424: TagUID?
+        var ntag424Job: ProvisioningJob?
+        var lastPublishedState: JSONValue?
+        /// The newest open of any kind (time, source), from the audit log at
+        /// start so a restart does not forget it (Home Assistant's "last access").
+        var lastAccess: (time: Int64, source: String)?
+        /// Expiry is judged no earlier than the latest time seen with the clock
+        /// synchronised (DoorCore `ClockFloor`), kept in the store across restarts.
+        var clockFloor: ClockFloor
+        /// The floor as last saved.
+        var savedClockFloor: Int64
+        var floorTimer: DispatchSourceTimer?
+        /// The door's time zone (docs/policy.md): schedules read local wall-clock time in it.
+        var zone: TimeZoneRules
+        /// The passage schedule's state last applied (nil: apply at the next tick).
+        var passageApplied: Bool?
+        var scheduleTimer: DispatchSourceTimer?
+        /// `{name, active, next_change}` of the schedule Home Assistant is shown, from the last tick.
+        var scheduleInfo: JSONValue?
+        /// The `last_seen` of the tap being decided: not written before the relay
+        /// (it decides nothing), but with the tap's first event (`record`).
+        var lastSeenToSave: (uid: TagUID, time: Int64)?
+    }
+    private let state: Mutex<State>
     /// Heartbeat of the event loop, read by the watchdog thread.
-    private let beatLock = Lock()
-    private var requestedBeats = 0
-    private var processedBeats = 0
+    private let beats = Mutex((requested: 0, processed: 0))
 
     init(
-        live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: any TagRegistryView,
-        audit: @escaping (DoorEvent, Int64, String?, Int64?) -> Void, flushAudit: @escaping () -> Void = {},
-        log: Logger, zone: TimeZoneRules = .utc
+        live: LiveConfiguration, board: DoorBoard, store: GatewayStore, registry: any TagRegistryView & Sendable,
+        reader: ReaderLoop? = nil, audit: @escaping @Sendable (DoorEvent, Int64, String?, Int64?) -> Void,
+        flushAudit: @escaping @Sendable () -> Void = {}, log: Logger, zone: TimeZoneRules = .utc
     ) {
         self.live = live
-        self.zone = zone
         let configuration = live.current
         self.board = board
         self.store = store
         self.registry = registry
+        self.reader = reader
         self.audit = audit
         self.flushAudit = flushAudit
         self.log = log
-        machine = DoorMachine(settings: configuration.door)
         patterns = PatternDriver(board: board, logger: log)
+        var savedClockFloor: Int64 = 0
         do {
             savedClockFloor = try store.clockFloor() ?? 0
-            clockFloor = ClockFloor(unix: savedClockFloor)
         } catch {
             log.error("clock floor not read; expiry is judged by the wall clock alone until it is saved: \(error)")
         }
+        var lastAccess: (time: Int64, source: String)?
         do {
             let kinds = DoorEvent.accessKinds.map(\.rawValue)
             lastAccess = try store.newestAudit(kinds: kinds, limit: 64).lazy.compactMap { row in
@@ -109,6 +126,46 @@ final class DoorRuntime: @unchecked Sendable {
         } catch {
             log.error("last access not read from the audit log: \(error)")
         }
+        state = Mutex(
+            State(
+                machine: DoorMachine(settings: configuration.door), lastAccess: lastAccess,
+                clockFloor: ClockFloor(unix: savedClockFloor), savedClockFloor: savedClockFloor, zone: zone))
+    }
+
+    /// Where events, the state document and reports go (while wiring, before `start()`).
+    func setHooks(
+        publish: @escaping @Sendable (DoorEvent, Int64) -> Void, publishState: @escaping @Sendable (JSONValue) -> Void,
+        publishReport: @escaping @Sendable () -> Void
+    ) {
+        state.withLock {
+            $0.hooks.publish = publish
+            $0.hooks.publishState = publishState
+            $0.hooks.publishReport = publishReport
+        }
+    }
+
+    /// Where the newest open goes (on `queue`, once the transport runs).
+    func setPublishLastAccess(_ hook: @escaping @Sendable (JSONValue) -> Void) {
+        state.withLock { $0.hooks.publishLastAccess = hook }
+    }
+
+    // MARK: What the door queue keeps (each read under the lock)
+
+    var machine: DoorMachine { state.withLock { $0.machine } }
+    var recentEvents: [JSONValue] { state.withLock { $0.recentEvents } }
+    var counters: [String: Int] { state.withLock { $0.counters } }
+    /// The reader's health as status and telemetry print it.
+    var readerHealth: String { state.withLock { $0.readerState.description } }
+    var lastTag: (uid: TagUID, content: String, verdict: String)? { state.withLock { $0.lastTag } }
+    var lastUnlock: MonotonicInstant? { state.withLock { $0.lastUnlock } }
+    var lastAccess: (time: Int64, source: String)? { state.withLock { $0.lastAccess } }
+    var clockFloor: ClockFloor { state.withLock { $0.clockFloor } }
+    var zone: TimeZoneRules { state.withLock { $0.zone } }
+    var scheduleInfo: JSONValue? { state.withLock { $0.scheduleInfo } }
+    /// The NTAG 424 provisioning the reader runs (NTAG424Door.swift; set on `queue`).
+    var ntag424Job: ProvisioningJob? {
+        get { state.withLock { $0.ntag424Job } }
+        set { state.withLock { $0.ntag424Job = newValue } }
     }
 
     // MARK: Clock
@@ -129,12 +186,24 @@ final class DoorRuntime: @unchecked Sendable {
     // MARK: Inputs
 
     func start() {
-        queue.async { self.execute(self.machine.start(at: self.now())) }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: .seconds(60))
-        timer.setEventHandler { [weak self] in self?.saveClockFloor() }
-        timer.activate()
-        floorTimer = timer
+        queue.async {
+            let now = self.now()
+            self.execute(self.state.withLock { $0.machine.start(at: now) })
+            // The floor as the door starts, on the queue's first turn: a
+            // timer firing "now" ran this store write whenever Dispatch got to
+            // it — under load, between a tap's relay and its pulse's end.
+            self.saveClockFloor()
+        }
+        // Each timer is made inside the lock: a Dispatch source is not
+        // Sendable, so one made outside could not be handed to `state`.
+        let queue = queue
+        state.withLock {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .seconds(60), repeating: .seconds(60))
+            timer.setEventHandler { [weak self] in self?.saveClockFloor() }
+            timer.activate()
+            $0.floorTimer = timer
+        }
         queue.async { self.scheduleTick() }
     }
 
@@ -154,35 +223,43 @@ final class DoorRuntime: @unchecked Sendable {
     /// with the clock unsynchronised the schedule reads as outside (normal
     /// mode: fail closed). Re-runs at the next edge, and at least every minute.
     private func scheduleTick() {
-        scheduleTimer?.cancel()
-        scheduleTimer = nil
+        state.withLock {
+            $0.scheduleTimer?.cancel()
+            $0.scheduleTimer = nil
+        }
         guard let name = shownSchedule, let schedule = accessPolicy.schedule(named: name) else {
-            scheduleInfo = nil
+            state.withLock { $0.scheduleInfo = nil }
             stateChanged()
             return
         }
+        let zone = self.zone
         let wall = now().wall
         let active = wall.synchronised && schedule.isActive(at: wall.unixSeconds, zone: zone)
         let next = wall.synchronised ? schedule.nextChange(after: wall.unixSeconds, zone: zone) : nil
-        scheduleInfo = .object([
+        let info = JSONValue.object([
             ("name", .string(name)), ("active", .bool(active)),
             ("next_change", .optional(next.map(UTCTime.iso8601))),
             ("clock_synchronised", .bool(wall.synchronised)),
         ])
-        if name == configuration.door.passageSchedule, passageApplied != active {
-            passageApplied = active
-            let target: DoorMode = active ? .passage : .normal
-            if machine.mode != .lockdown, machine.mode != target {
-                execute(machine.handle(.admin(.scheduledMode(target)), at: now()))
-            }
+        let isPassage = name == configuration.door.passageSchedule
+        let target: DoorMode = active ? .passage : .normal
+        let change = state.withLock { s -> Bool in
+            s.scheduleInfo = info
+            guard isPassage, s.passageApplied != active else { return false }
+            s.passageApplied = active
+            return s.machine.mode != .lockdown && s.machine.mode != target
         }
+        if change { handle(.admin(.scheduledMode(target))) }
         stateChanged()
         let wait = max(1, min(60, (next ?? .max) - wall.unixSeconds))
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .seconds(Int(wait)), leeway: .milliseconds(50))
-        timer.setEventHandler { [weak self] in self?.scheduleTick() }
-        timer.activate()
-        scheduleTimer = timer
+        let queue = queue
+        state.withLock {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .seconds(Int(wait)), leeway: .milliseconds(50))
+            timer.setEventHandler { [weak self] in self?.scheduleTick() }
+            timer.activate()
+            $0.scheduleTimer = timer
+        }
     }
 
     func submit(_ input: DoorInput) {
@@ -192,8 +269,15 @@ final class DoorRuntime: @unchecked Sendable {
     /// Runs `body` on the door queue and returns its result (control requests).
     func sync<T>(_ body: () throws -> T) rethrows -> T { try queue.sync(execute: body) }
 
+    /// On `queue`: the machine decides `input` (under the lock), then its
+    /// effects run (outside it).
     private func handle(_ input: DoorInput) {
-        execute(machine.handle(input, at: now()))
+        execute(decide(input))
+    }
+
+    private func decide(_ input: DoorInput) -> [DoorEffect] {
+        let now = now()
+        return state.withLock { $0.machine.handle(input, at: now) }
     }
 
     func readerReport(_ report: ReaderLoop.Report) {
@@ -202,13 +286,13 @@ final class DoorRuntime: @unchecked Sendable {
             case .arrived(let tag): tagArrived(tag)
             case .departed(let uid): handle(.tagDeparted(uid))
             case .fault(let why):
-                readerState = .lost(why)
+                state.withLock { $0.readerState = .lost(why) }
                 handle(.readerFault(why))
             case .recovered:
-                readerState = .ok
+                state.withLock { $0.readerState = .ok }
                 handle(.readerRecovered)
             case .opened:
-                readerState = .ok
+                state.withLock { $0.readerState = .ok }
                 stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
             case .ntag424Provisioned(let uid, let result): ntag424Provisioned(uid: uid, result)
@@ -226,8 +310,11 @@ final class DoorRuntime: @unchecked Sendable {
     }
 
     private func tagArrived(_ tag: ReadTag) {
-        if !readerState.isOK { readerState = .ok }
-        lastNTAG424 = tag.ntag424Tap != nil ? tag.uid : nil
+        let ntag424 = tag.ntag424Tap != nil ? tag.uid : nil
+        state.withLock {
+            if !$0.readerState.isOK { $0.readerState = .ok }
+            $0.lastNTAG424 = ntag424
+        }
         let wall = now().wall
         // A store that cannot be read fails closed: no secret, so no v2 grant.
         let secrets: [StickerSecret]
@@ -235,17 +322,20 @@ final class DoorRuntime: @unchecked Sendable {
             log.error("sticker secrets unreadable, v2 stickers are denied: \(error)")
             secrets = []
         }
-        clockFloor.observe(wall)
+        let expiry = state.withLock {
+            $0.clockFloor.observe(wall)
+            return $0.clockFloor.expiryTime(wall)
+        }
         let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
         var presentation: TagPresentation
         if let tap = tag.ntag424Tap {
-            presentation = judgeNTAG424(tap, wall: wall, policy: policy)
+            presentation = judgeNTAG424(tap, wall: wall, expiry: expiry, policy: policy)
         } else {
             presentation =
                 TapJudge.judge(
                     uid: tag.uid, message: tag.message, secrets: secrets,
                     actionCount: configuration.door.actions.count,
-                    registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+                    registry: registry, now: expiry, policy: policy
                 ).presentation
         }
         if presentation.content == .ours, case .grant = presentation.verdict {
@@ -256,13 +346,17 @@ final class DoorRuntime: @unchecked Sendable {
         case .grant(_, let reason): verdictText = "granted (\(reason))"
         case .deny(let reason, _): verdictText = "denied (\(reason))"
         }
-        lastTag = (tag.uid, presentation.content.rawValue, verdictText)
+        let content = presentation.content.rawValue
+        state.withLock { $0.lastTag = (tag.uid, content, verdictText) }
         supplyApprovalRandom()
         handle(.tagArrived(presentation))
         // No event took it (the machine ignored the tap: the same-tag quiet
         // time): saved on its own, still after the decision.
-        if let pending = lastSeenToSave {
-            lastSeenToSave = nil
+        let unsaved = state.withLock { s in
+            defer { s.lastSeenToSave = nil }
+            return s.lastSeenToSave
+        }
+        if let pending = unsaved {
             do { try store.touchLastSeen(uid: pending.uid, at: pending.time) } catch {
                 log.warning("last_seen of \(pending.uid.hex) not saved: \(error)")
             }
@@ -273,7 +367,9 @@ final class DoorRuntime: @unchecked Sendable {
     /// and stored here, in one store transaction that is on disk before the
     /// machine sees the tap (and so before the relay moves): a decision-relevant
     /// write, like a guest pass's use.
-    private func judgeNTAG424(_ tap: NTAG424TapFacts, wall: WallClock, policy: TapPolicy) -> TagPresentation {
+    private func judgeNTAG424(
+        _ tap: NTAG424TapFacts, wall: WallClock, expiry: Int64, policy: TapPolicy
+    ) -> TagPresentation {
         let siteKey: [UInt8]?
         do { siteKey = try store.ntag424SiteKey()?.key } catch {
             log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
@@ -282,7 +378,7 @@ final class DoorRuntime: @unchecked Sendable {
                 verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
         }
         return NTAG424Judge.judge(
-            tap: tap, siteKey: siteKey, registry: registry, now: clockFloor.expiryTime(wall), policy: policy
+            tap: tap, siteKey: siteKey, registry: registry, now: expiry, policy: policy
         ) { [store, log] uid, counter in
             switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall.unixSeconds) {
             case .accepted: return true
@@ -308,7 +404,7 @@ final class DoorRuntime: @unchecked Sendable {
                 uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
         }
         guard usesLeft != nil else {
-            lastSeenToSave = (uid, wall.unixSeconds)
+            state.withLock { $0.lastSeenToSave = (uid, wall.unixSeconds) }
             return presentation
         }
         var probe = machine
@@ -339,7 +435,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// produced (the control socket's approvals answer with them).
     func handleNow(_ input: DoorInput) -> [DoorEvent] {
         queue.sync {
-            let effects = machine.handle(input, at: now())
+            let effects = decide(input)
             execute(effects)
             return effects.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
         }
@@ -350,10 +446,11 @@ final class DoorRuntime: @unchecked Sendable {
     /// that needs approval (fail closed).
     private func supplyApprovalRandom() {
         guard configuration.door.actions.contains(where: { $0.approval != nil }) else { return }
-        do { machine.supplyRandom(try Crypto.randomBytes(32)) } catch {
+        var bytes: [UInt8] = []
+        do { bytes = try Crypto.randomBytes(32) } catch {
             log.error("approval: no random bytes for a code, a tap needing approval is denied: \(error)")
-            machine.supplyRandom([])
         }
+        state.withLock { [bytes] in $0.machine.supplyRandom(bytes) }
     }
 
     // MARK: Effects
@@ -386,7 +483,10 @@ final class DoorRuntime: @unchecked Sendable {
             case .drive(let output, let state):
                 do {
                     try board.drive(output, state)
-                    if state == .unlocked { lastUnlock = MonotonicClock.now() }
+                    if state == .unlocked {
+                        let now = MonotonicClock.now()
+                        self.state.withLock { $0.lastUnlock = now }
+                    }
                 } catch {
                     log.error("driving \(output) \(state) failed: \(error); locking every output")
                     board.lockAll()
@@ -398,37 +498,44 @@ final class DoorRuntime: @unchecked Sendable {
             case .startTimer(let id, let after):
                 startTimer(id, after: after)
             case .cancelTimer(let id):
-                timers.removeValue(forKey: id)?.cancel()
+                state.withLock { _ = $0.timers.removeValue(forKey: id)?.cancel() }
             case .emit(let event):
                 if let lastDrive, index < lastDrive { held.append(event) } else { record(event) }
             case .writeTag(let job):
                 beginWrite(job)
             case .publishReport:
-                publishReport?()
+                state.withLock { $0.hooks.publishReport }?()
             }
         }
         for event in held { record(event) }
     }
 
     private func startTimer(_ id: TimerID, after: Duration) {
-        timers.removeValue(forKey: id)?.cancel()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(after.nanosecondsClamped)), leeway: .milliseconds(1))
-        timer.setEventHandler { [weak self] in
-            guard let self, self.timers.removeValue(forKey: id) != nil else { return }
-            self.handle(.timerFired(id))
+        let queue = queue
+        state.withLock {
+            $0.timers.removeValue(forKey: id)?.cancel()
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .nanoseconds(Int(after.nanosecondsClamped)), leeway: .milliseconds(1))
+            timer.setEventHandler { [weak self] in
+                guard let self, self.state.withLock({ $0.timers.removeValue(forKey: id) != nil }) else { return }
+                self.handle(.timerFired(id))
+            }
+            // Its handler runs on `queue` (this is), so after the timer is kept.
+            timer.activate()
+            $0.timers[id] = timer
         }
-        timers[id] = timer
-        timer.activate()
     }
 
     /// The retained state document (MQTT `…/state`, Home Assistant's lock).
     func stateDocument() -> JSONValue {
         let first = configuration.outputs.first?.name ?? ""
+        let (machine, readerOK, lastAccess, scheduleInfo) = state.withLock {
+            ($0.machine, $0.readerState.isOK, $0.lastAccess, $0.scheduleInfo)
+        }
         return .object([
             ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
             ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
-            ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerState.isOK ? "ok" : "fault")),
+            ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerOK ? "ok" : "fault")),
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
@@ -437,17 +544,22 @@ final class DoorRuntime: @unchecked Sendable {
     }
 
     /// `{"time": ISO 8601, "source": …}` of the newest open; nil before any.
-    func lastAccessDocument() -> JSONValue? {
+    func lastAccessDocument() -> JSONValue? { Self.lastAccessDocument(lastAccess) }
+
+    private static func lastAccessDocument(_ lastAccess: (time: Int64, source: String)?) -> JSONValue? {
         lastAccess.map { .object([("time", .string(UTCTime.iso8601($0.time))), ("source", .string($0.source))]) }
     }
 
+    /// On `queue`: the state document to the hook, when it changed.
     private func stateChanged() {
-        guard let publishState else { return }
+        guard let publishState = state.withLock({ $0.hooks.publishState }) else { return }
         let doc = stateDocument()
-        if doc != lastPublishedState {
-            lastPublishedState = doc
-            publishState(doc)
+        let changed = state.withLock {
+            guard doc != $0.lastPublishedState else { return false }
+            $0.lastPublishedState = doc
+            return true
         }
+        if changed { publishState(doc) }
     }
 
     /// An event decided outside the door machine (Home Assistant's admin
@@ -459,11 +571,6 @@ final class DoorRuntime: @unchecked Sendable {
 
     private func record(_ event: DoorEvent, detail: String? = nil) {
         let wall = Int64(time(nil))
-        if let source = event.accessSource {
-            lastAccess = (wall, source)
-            if let doc = lastAccessDocument() { publishLastAccess?(doc) }
-        }
-        counters[event.kind.rawValue, default: 0] += 1
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
         ]
@@ -471,18 +578,29 @@ final class DoorRuntime: @unchecked Sendable {
         if let a = event.action { fields.append(("action", .int(a))) }
         if let u = event.uid { fields.append(("uid", .string(u.hex))) }
         if let s = event.source { fields.append(("source", .string(s))) }
-        recentEvents.append(.object(fields))
-        if recentEvents.count > 20 { recentEvents.removeFirst(recentEvents.count - 20) }
+        let recent = JSONValue.object(fields)
+        let (accessDoc, lastSeen, hooks) = state.withLock { s -> (JSONValue?, Int64?, Hooks) in
+            var accessDoc: JSONValue?
+            if let source = event.accessSource {
+                s.lastAccess = (wall, source)
+                accessDoc = Self.lastAccessDocument(s.lastAccess)
+            }
+            s.counters[event.kind.rawValue, default: 0] += 1
+            s.recentEvents.append(recent)
+            if s.recentEvents.count > 20 { s.recentEvents.removeFirst(s.recentEvents.count - 20) }
+            var lastSeen: Int64?
+            if let pending = s.lastSeenToSave, event.uid == pending.uid {
+                lastSeen = pending.time
+                s.lastSeenToSave = nil
+            }
+            return (accessDoc, lastSeen, s.hooks)
+        }
+        if let accessDoc { hooks.publishLastAccess?(accessDoc) }
         log.info(
             "event \(event.kind.rawValue)\(event.reason.map { " reason=\($0)" } ?? "")\(event.action.map { " action=\($0)" } ?? "")\(event.uid.map { " uid=\($0.hex)" } ?? "")\(event.source.map { " source=\($0)" } ?? "")"
         )
-        var lastSeen: Int64?
-        if let pending = lastSeenToSave, event.uid == pending.uid {
-            lastSeen = pending.time
-            lastSeenToSave = nil
-        }
         audit(event, wall, detail ?? event.approvalDetail, lastSeen)
-        publish?(event, wall)
+        hooks.publish?(event, wall)
     }
 
     // MARK: Provisioning
@@ -491,7 +609,7 @@ final class DoorRuntime: @unchecked Sendable {
     /// (created on first use); the registry row is pending before the write.
     private func beginWrite(_ job: ProvisioningJob) {
         guard let uid = job.uid else { return }
-        if uid == lastNTAG424 { return beginNTAG424(job, uid: uid) }
+        if uid == state.withLock({ $0.lastNTAG424 }) { return beginNTAG424(job, uid: uid) }
         let wall = Int64(time(nil))
         do {
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
@@ -534,22 +652,29 @@ final class DoorRuntime: @unchecked Sendable {
     /// the new machine's start); provisioning is disarmed.
     func reload(_ new: GatewayConfiguration, zone newZone: TimeZoneRules? = nil) {
         queue.async { [self] in
-            if let newZone { zone = newZone }
-            for t in timers.values { t.cancel() }
-            timers = [:]
+            let waiting = state.withLock { s -> ApprovalRequest? in
+                if let newZone { s.zone = newZone }
+                for t in s.timers.values { t.cancel() }
+                s.timers = [:]
+                return s.machine.pendingApproval
+            }
             patterns.stop()
             // A waiting approval request ends with the machine it lived in (audited).
-            if let r = machine.pendingApproval {
+            if let r = waiting {
                 record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
                 record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
             }
             var settings = live.applyReload(new).door
-            settings.initialMode = machine.mode
-            machine = DoorMachine(settings: settings)
-            execute(machine.start(at: now()))
+            settings.initialMode = state.withLock { $0.machine.mode }
+            let now = now()
+            let effects = state.withLock { [settings] in
+                $0.machine = DoorMachine(settings: settings)
+                return $0.machine.start(at: now)
+            }
+            execute(effects)
             record(DoorEvent(.configurationReloaded, reason: settings.initialMode.rawValue, source: "sighup"))
             // The schedules may have changed: the passage schedule applies again now.
-            passageApplied = nil
+            state.withLock { $0.passageApplied = nil }
             scheduleTick()
         }
     }
@@ -559,25 +684,32 @@ final class DoorRuntime: @unchecked Sendable {
     /// The watchdog's probe: a beat queued on the door queue; `processedBeat`
     /// reaches the returned number once the loop has run it.
     func requestBeat() -> Int {
-        let n = beatLock.withLock { () -> Int in
-            requestedBeats += 1
-            return requestedBeats
+        let n = beats.withLock {
+            $0.requested += 1
+            return $0.requested
         }
-        queue.async { self.beatLock.withLock { self.processedBeats = max(self.processedBeats, n) } }
+        queue.async { self.beats.withLock { $0.processed = max($0.processed, n) } }
         return n
     }
 
-    var processedBeat: Int { beatLock.withLock { processedBeats } }
+    var processedBeat: Int { beats.withLock { $0.processed } }
 
     /// Saves the clock floor once it has moved 10 minutes past the saved one
     /// (the precision expiry needs; fewer writes on the SD card), and at
     /// shutdown whatever it is.
     func saveClockFloor(force: Bool = false) {
-        clockFloor.observe(now().wall)
-        guard clockFloor.unix > savedClockFloor, force || clockFloor.unix - savedClockFloor >= 600 else { return }
+        let wall = now().wall
+        let raise = state.withLock { s -> Int64? in
+            s.clockFloor.observe(wall)
+            guard s.clockFloor.unix > s.savedClockFloor, force || s.clockFloor.unix - s.savedClockFloor >= 600 else {
+                return nil
+            }
+            return s.clockFloor.unix
+        }
+        guard let raise else { return }
         do {
-            try store.raiseClockFloor(to: clockFloor.unix)
-            savedClockFloor = clockFloor.unix
+            try store.raiseClockFloor(to: raise)
+            state.withLock { $0.savedClockFloor = raise }
         } catch {
             log.warning("clock floor not saved: \(error)")
         }
@@ -595,8 +727,10 @@ final class DoorRuntime: @unchecked Sendable {
         guard case .lowered(let from, let to) = outcome else { return outcome }
         try store.resetClockFloor(from: from, to: to, source: caller, now: wall.unixSeconds)
         queue.sync {
-            clockFloor = floor
-            savedClockFloor = to
+            state.withLock {
+                $0.clockFloor = floor
+                $0.savedClockFloor = to
+            }
         }
         log.notice(
             "clock floor lowered from \(UTCTime.iso8601(from)) to \(UTCTime.iso8601(to)) by \(caller): expiry is judged by the wall clock again"
@@ -607,16 +741,30 @@ final class DoorRuntime: @unchecked Sendable {
     /// Lock everything and stop patterns (SIGTERM, errors).
     func shutdown() {
         queue.sync {
-            for t in timers.values { t.cancel() }
-            timers = [:]
-            scheduleTimer?.cancel()
+            state.withLock {
+                for t in $0.timers.values { t.cancel() }
+                $0.timers = [:]
+                $0.scheduleTimer?.cancel()
+            }
             patterns.stop()
             board.lockAll()
             // Only once the outputs are locked: a store write may wait on the writer.
-            floorTimer?.cancel()
+            state.withLock { $0.floorTimer?.cancel() }
             saveClockFloor(force: true)
         }
         // Every event recorded so far (the last tap's, after its relay) is committed before the process goes.
+        flushAudit()
+    }
+
+    /// Returns once every event the door queue has handed on so far is
+    /// durable: the queue has run what was queued before the call (so its
+    /// events went to the audit writer, after their relay moves) and the
+    /// writer has committed them (or holds them while the store cannot take
+    /// them: AuditWriter.flush). A control request that changed something
+    /// answers after it, and Home Assistant's admin screen reads the tags
+    /// after it. Never from the door queue (it waits for that queue).
+    func committed() {
+        queue.sync {}
         flushAudit()
     }
 }

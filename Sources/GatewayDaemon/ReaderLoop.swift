@@ -3,6 +3,7 @@ import GatewayControl
 import Glibc
 import Dispatch
 import Logging
+import Synchronization
 
 /// A tag as the daemon needs it from the reader.
 struct ReadTag: Equatable {
@@ -32,8 +33,12 @@ protocol TagReaderPort: AnyObject {
 /// once when it arrives and again when it leaves, performs a pending
 /// provisioning write on the tag in the field, and reopens a lost reader with
 /// backoff (0.2 s doubling to 5 s) without restarting the process.
-// @unchecked: `running`, `pendingWrite` and `lastErrorText` are guarded by `lock`; `started` is written by start() and read by stop() on the caller's thread; the reader thread owns the reader port.
-final class ReaderLoop: @unchecked Sendable {
+///
+/// The reader port is not shared: it waits in `port` until `start()`, whose
+/// thread takes it out and is from then on its only user. What other threads
+/// ask of the loop (stop, a write, an NTAG 424 job) and read from it (the
+/// last error) is in `state`.
+final class ReaderLoop: Sendable {
     enum Report {
         case arrived(ReadTag)
         case departed(TagUID)
@@ -54,51 +59,69 @@ final class ReaderLoop: @unchecked Sendable {
         var protect: Bool
     }
 
-    private let reader: TagReaderPort
-    private let log: Logger
-    private let deliver: @Sendable (Report) -> Void
-    private let lock = Lock()
-    private var running = true
-    private var pendingWrite: WriteRequest?
-    private var pendingNTAG424: NTAG424Job?
-    private var started = false
-    private let stopped = DispatchSemaphore(value: 0)
-    private var lastErrorText: String?
-    /// The last reader error (read by `reader info` on a control thread).
-    var lastError: String? { lock.withLock { lastErrorText } }
-
-    init(reader: TagReaderPort, log: Logger, deliver: @escaping @Sendable (Report) -> Void) {
-        self.reader = reader
-        self.log = log
-        self.deliver = deliver
+    private struct State {
+        var running = true
+        var started = false
+        var pendingWrite: WriteRequest?
+        var pendingNTAG424: NTAG424Job?
+        var lastErrorText: String?
     }
 
-    func start() {
+    /// Until `start()`'s thread takes it (nil after).
+    private let port: Mutex<(any TagReaderPort)?>
+    private let log: Logger
+    private let state = Mutex(State())
+    private let stopped = DispatchSemaphore(value: 0)
+    /// The last reader error (read by `reader info` on a control thread).
+    var lastError: String? { state.withLock { $0.lastErrorText } }
+
+    init(reader: sending any TagReaderPort, log: Logger) {
+        port = Mutex(reader)
+        self.log = log
+    }
+
+    /// Starts the reader thread, which reports to `deliver` (the door runtime).
+    func start(deliver: @escaping @Sendable (Report) -> Void) {
         do {
             try Threads.detach(name: "gatewayd.reader") { [self] in
-                run(); stopped.signal()
+                let reader = port.withLock { slot -> (any TagReaderPort)? in
+                    let taken = slot
+                    slot = nil
+                    return taken
+                }
+                if let reader { run(reader, deliver: deliver) }
+                stopped.signal()
             }
-            started = true
+            state.withLock { $0.started = true }
         } catch {
-            lock.withLock { lastErrorText = "\(error)" }
+            state.withLock { $0.lastErrorText = "\(error)" }
             log.error("reader: \(error)")
         }
     }
 
     /// Asks the loop to finish its current (bounded) call and close the reader.
     func stop() {
-        lock.withLock { running = false }
+        let started = state.withLock {
+            $0.running = false
+            return $0.started
+        }
         if started { _ = stopped.wait(timeout: .now() + 3) }
     }
 
-    func requestWrite(_ request: WriteRequest) { lock.withLock { pendingWrite = request } }
+    func requestWrite(_ request: WriteRequest) { state.withLock { $0.pendingWrite = request } }
 
     /// Provisioning or reset of the NTAG 424 DNA in the field (NTAG424Door.swift).
-    func requestNTAG424(_ job: NTAG424Job) { lock.withLock { pendingNTAG424 = job } }
+    func requestNTAG424(_ job: NTAG424Job) { state.withLock { $0.pendingNTAG424 = job } }
 
-    private var isRunning: Bool { lock.withLock { running } }
+    private var isRunning: Bool { state.withLock { $0.running } }
 
-    private func run() {
+    private func noteError(_ error: any Error) {
+        let text = "\(error)"
+        state.withLock { $0.lastErrorText = text }
+    }
+
+    /// On the reader thread, which owns `reader`.
+    private func run(_ reader: any TagReaderPort, deliver: @Sendable (Report) -> Void) {
         var open = false
         var faulted = false
         var backoff = Duration.milliseconds(200)
@@ -116,7 +139,7 @@ final class ReaderLoop: @unchecked Sendable {
                         deliver(.opened)
                     }
                 } catch {
-                    lock.withLock { lastErrorText = "\(error)" }
+                    noteError(error)
                     if !faulted { faulted = true; deliver(.fault("\(error)")) }
                     sleep(backoff)
                     backoff = min(backoff * 2, .seconds(5))
@@ -124,8 +147,9 @@ final class ReaderLoop: @unchecked Sendable {
                 }
             }
             do {
-                if let request = lock.withLock({ () -> WriteRequest? in
-                    defer { pendingWrite = nil }; return pendingWrite
+                if let request = state.withLock({ s -> WriteRequest? in
+                    defer { s.pendingWrite = nil }
+                    return s.pendingWrite
                 }) {
                     var failure: String?
                     do {
@@ -139,8 +163,9 @@ final class ReaderLoop: @unchecked Sendable {
                     deliver(.written(uid: request.uid, error: failure))
                     continue
                 }
-                if let job = lock.withLock({ () -> NTAG424Job? in
-                    defer { pendingNTAG424 = nil }; return pendingNTAG424
+                if let job = state.withLock({ s -> NTAG424Job? in
+                    defer { s.pendingNTAG424 = nil }
+                    return s.pendingNTAG424
                 }) {
                     if let report = job.run(on: reader) { deliver(report) }
                     continue
@@ -157,7 +182,7 @@ final class ReaderLoop: @unchecked Sendable {
                     deliver(.arrived(tag))
                 }
             } catch {
-                lock.withLock { lastErrorText = "\(error)" }
+                noteError(error)
                 log.warning("reader: \(error)")
                 if let uid = current { current = nil; deliver(.departed(uid)) }
                 if !isReaderLevel(error) { continue }

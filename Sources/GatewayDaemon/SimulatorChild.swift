@@ -1,18 +1,21 @@
 import GatewayControl
 import Glibc
+import Synchronization
 
 /// On `board = "sim"` with `reader.simulator = "spawn"` the daemon starts its
 /// own `pn532-sim` (found beside its own executable, or on PATH) with the
 /// pseudo-terminal linked and the control socket in the runtime directory,
 /// and reaches it through the real libnfc path (`pn532_uart:<link>`).
-final class SimulatorChild {
-    private(set) var process: ChildProcess?
+final class SimulatorChild: Sendable {
+    /// The running emulator (started by `start`; `stop` reaps it).
+    private let process: Mutex<ChildProcess>
     let link: String
     let control: String
 
-    init(runtimeDirectory: String) {
-        link = runtimeDirectory + "/pn532-sim.tty"
-        control = runtimeDirectory + "/pn532-sim.sock"
+    private init(link: String, control: String, process: sending ChildProcess) {
+        self.link = link
+        self.control = control
+        self.process = Mutex(process)
     }
 
     var connstring: String { "pn532_uart:\(link)" }
@@ -25,10 +28,13 @@ final class SimulatorChild {
         return candidates.first { Files.isExecutable($0) }
     }
 
-    func start() throws {
-        guard let path = Self.executable() else {
+    /// Starts the emulator and returns once its pty link and control socket exist.
+    static func start(runtimeDirectory: String) throws -> SimulatorChild {
+        guard let path = executable() else {
             throw DaemonError.startup("pn532-sim not found beside gatewayd or on PATH")
         }
+        let link = runtimeDirectory + "/pn532-sim.tty"
+        let control = runtimeDirectory + "/pn532-sim.sock"
         unlink(link)
         unlink(control)
         // --parent-pid: the emulator exits when gatewayd dies, even by SIGKILL
@@ -37,23 +43,29 @@ final class SimulatorChild {
         let process = try ChildProcess(
             path: path, arguments: ["--link", link, "--control", control, "--parent-pid", String(getpid())],
             discardOutput: true)
-        self.process = process
         // Ready when both the pty link and the control socket exist.
+        var ready = false
         for _ in 0..<100 {
             if Files.exists(link) && Files.exists(control) {
-                return
+                ready = true
+                break
             }
             if !process.isRunning { break }
             usleep(20_000)
         }
-        throw DaemonError.startup("pn532-sim did not come up (link \(link), control \(control))")
+        guard ready else {
+            throw DaemonError.startup("pn532-sim did not come up (link \(link), control \(control))")
+        }
+        return SimulatorChild(link: link, control: control, process: process)
     }
 
+    /// SIGTERM, and waits until it has exited (the lock is this object's alone).
     func stop() {
-        guard let process else { return }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        process.withLock { process in
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
         }
     }
 }

@@ -113,8 +113,7 @@ final class RelayOrderTests: XCTestCase {
             flushAudit: { writer.flush() }, log: log)
         self.runtime = runtime
         runtime.start()
-        runtime.sync {}
-        writer.flush()
+        runtime.committed()
         return Door(runtime: runtime, store: store, board: board, writer: writer, state: state)
     }
 
@@ -235,6 +234,45 @@ final class RelayOrderTests: XCTestCase {
         XCTAssertEqual(try granted(door.store, uid), 1)
         XCTAssertNotNil(try door.store.issuedTag(uid)?.lastSeen)
         guard case .intact = try door.store.verifyAudit() else { return XCTFail("chain broken") }
+    }
+
+    /// `committed()` (the barrier a control request and Home Assistant's admin
+    /// screen wait on) returns only once the tap's row is durable: not while
+    /// the store's writer is held, though the door queue has long handed the
+    /// event on (the relay moved and locked again), and at once after.
+    func testCommittedWaitsForTheTapsAuditRow() throws {
+        let door = try makeDoor(pulseMs: 50)
+        let uid = TagUID(hex: "04A1B2C3D4E506")!
+        let tag = try issue(door, uid)
+        let locked = expectation(description: "strike locked again")
+        door.board.driven.withLock { $0 = { state in if state == .locked { locked.fulfill() } } }
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? door.store.pool.write { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        var released = false
+        defer { if !released { release.signal() } }
+
+        door.runtime.readerReport(.arrived(tag))
+        let returned = Mutex(false)
+        let committed = expectation(description: "committed() returned")
+        DispatchQueue.global().async {
+            door.runtime.committed()
+            returned.withLock { $0 = true }
+            committed.fulfill()
+        }
+        wait(for: [locked], timeout: 10)
+        XCTAssertFalse(returned.withLock { $0 }, "committed() returned while the tap's row could not be written")
+
+        release.signal()
+        released = true
+        wait(for: [committed], timeout: 10)
+        XCTAssertEqual(try granted(door.store, uid), 1, "the tap's row is durable once committed() returns")
     }
 
     /// A denied tap moves nothing and is audited as before.
