@@ -87,7 +87,8 @@ final class AuditKeyTests: XCTestCase {
         XCTAssertEqual(st.st_uid, 65534, "gatewayd runs as nobody")
 
         // The file itself: refused to gatewayd's user.
-        let cat = try Run.process(URL(fileURLWithPath: asNobody[0]), Array(asNobody.dropFirst()) + ["/bin/cat", keyFile])
+        let cat = try Run.process(
+            URL(fileURLWithPath: asNobody[0]), Array(asNobody.dropFirst()) + ["/bin/cat", keyFile])
         XCTAssertNotEqual(cat.status, 0, "nobody read the key: \(cat.stdout)")
         XCTAssertTrue(cat.stderr.contains("Permission denied"), cat.stderr)
 

@@ -279,7 +279,8 @@ final class FirmwareHoldCLITests: XCTestCase {
 
         let pem = { (kind: String) in "-----BEGIN \(kind)-----\nMIIB\n-----END \(kind)-----\n" }
         let evil = config.replacingOccurrences(
-            of: "[mqtt]\nenabled = false\nhost = \"localhost\"\n", with: "[mqtt]\nenabled = true\nhost = \"evil.example\"\n")
+            of: "[mqtt]\nenabled = false\nhost = \"localhost\"\n",
+            with: "[mqtt]\nenabled = true\nhost = \"evil.example\"\n")
         XCTAssertNotEqual(evil, config, "the attacker's configuration differs (update this test)")
         let dropped = [
             "mqtt-broker": "mqtts://evil.example:8883\n", "gateway.toml": evil, "ca.crt": pem("CERTIFICATE"),
@@ -291,7 +292,8 @@ final class FirmwareHoldCLITests: XCTestCase {
         let loaded = try GatewayConfiguration.load(file: path("etc/gateway.toml"))
         XCTAssertFalse(loaded.mqtt.enabled)
         XCTAssertNotEqual(loaded.mqtt.host, "evil.example")
-        XCTAssertEqual(FileManager.default.contents(atPath: path("etc/audit.key")), auditKey, "the audit key was remade")
+        XCTAssertEqual(
+            FileManager.default.contents(atPath: path("etc/audit.key")), auditKey, "the audit key was remade")
         for name in ["ca.crt", "door.crt", "door.key"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path("etc/\(name)")), "\(name) was installed")
         }
