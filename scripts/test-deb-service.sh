@@ -78,6 +78,27 @@ check "outsider refused" sh -c 'adduser --quiet --disabled-password --gecos "" b
 check "open through the socket" sh -c 'gatewayctl open --action 0 >/dev/null && sleep 0.5 &&
     journalctl -u gatewayd -o cat --no-pager | grep -c >/dev/null "event admin_open action=0"'
 
+# The audit key (docs/security.md L4: a local user cannot read it). The running
+# unit's key file is root 0400: gatewayd's own user, an admin and an outsider
+# each fail to open it; systemd handed it to gatewayd as standard input, and
+# once started gatewayd holds no descriptor on it (fd 0 is /dev/null).
+check "audit key: the daemon's user, an admin and an outsider cannot open it" sh -c '
+    [ "$(stat -c "%a %U:%G" /etc/doorgateway/audit.key)" = "400 root:root" ] || { stat -c "%a %U:%G" /etc/doorgateway/audit.key; exit 1; }
+    id alice >/dev/null && id bob >/dev/null || exit 1
+    for u in doorgateway alice bob; do
+        if err=$(setpriv --reuid="$u" --regid="$u" --init-groups cat /etc/doorgateway/audit.key 2>&1 >/dev/null); then
+            echo "$u read the audit key"; exit 1
+        fi
+        case "$err" in *"Permission denied"*) ;; *) echo "$u: $err"; exit 1 ;; esac
+    done'
+KEYPID=$(inside systemctl show -p MainPID --value gatewayd)
+check "audit key: read at start, then no descriptor of gatewayd on it (fd 0 is /dev/null)" sh -c "
+    journalctl -o cat --no-pager _PID=$KEYPID | grep -cE >/dev/null 'audit: keyed (from|since) row' || { echo 'gatewayd did not key its log'; exit 1; }
+    [ \"\$(readlink /proc/$KEYPID/fd/0)\" = /dev/null ] || { echo \"fd 0 -> \$(readlink /proc/$KEYPID/fd/0)\"; exit 1; }
+    for f in /proc/$KEYPID/fd/*; do
+        [ \"\$(readlink \"\$f\")\" != /etc/doorgateway/audit.key ] || { echo \"\$f -> the audit key\"; exit 1; }
+    done"
+
 # The clock read under the unit's filter (traced from the host).
 if command -v strace >/dev/null && [ -n "$HOSTPID" ]; then
     timeout 4 strace -f -qq -p "$HOSTPID" -e trace=clock_adjtime,adjtimex -o "$RUN/clock.log" &

@@ -265,6 +265,45 @@ final class FirmwareHoldCLITests: XCTestCase {
             "the file is left where it is, unread")
     }
 
+    /// The same for everything else the folder can carry into `/etc/doorgateway`:
+    /// after a complete first boot, a broker (`mqtt-broker`), a whole
+    /// `gateway.toml`, a CA, a client certificate and key dropped on the FAT
+    /// partition are not applied — the configuration, and the audit key made
+    /// at the first boot, stay byte for byte; no certificate or key is installed.
+    func testFirstBootAppliesNoBrokerConfigurationOrCertificateOnceTheDoorIsComplete() throws {
+        let complete = try firstBoot(["relay": "active-low\n", "lock": "strike\n"])
+        XCTAssertFalse(complete.statusFile.contains("ERROR"), complete.statusFile)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path("firstboot.done")), complete.status.stdout)
+        let config = try read("etc/gateway.toml")
+        let auditKey = FileManager.default.contents(atPath: path("etc/audit.key"))
+
+        let pem = { (kind: String) in "-----BEGIN \(kind)-----\nMIIB\n-----END \(kind)-----\n" }
+        let evil = config.replacingOccurrences(
+            of: "[mqtt]\nenabled = false\nhost = \"localhost\"\n",
+            with: "[mqtt]\nenabled = true\nhost = \"evil.example\"\n")
+        XCTAssertNotEqual(evil, config, "the attacker's configuration differs (update this test)")
+        let dropped = [
+            "mqtt-broker": "mqtts://evil.example:8883\n", "gateway.toml": evil, "ca.crt": pem("CERTIFICATE"),
+            "door.crt": pem("CERTIFICATE"), "door.key": pem("PRIVATE KEY"),
+        ]
+        let later = try firstBoot(dropped, again: true)
+        XCTAssertTrue(later.status.stdout.contains("provisioned already"), later.status.stdout)
+        XCTAssertEqual(try read("etc/gateway.toml"), config, "the configuration was changed")
+        let loaded = try GatewayConfiguration.load(file: path("etc/gateway.toml"))
+        XCTAssertFalse(loaded.mqtt.enabled)
+        XCTAssertNotEqual(loaded.mqtt.host, "evil.example")
+        XCTAssertEqual(
+            FileManager.default.contents(atPath: path("etc/audit.key")), auditKey, "the audit key was remade")
+        for name in ["ca.crt", "door.crt", "door.key"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path("etc/\(name)")), "\(name) was installed")
+        }
+        for name in dropped.keys {
+            XCTAssertTrue(
+                FileManager.default.fileExists(atPath: dir.appendingPathComponent("fb/\(name)").path),
+                "\(name) is left where it is, unread")
+        }
+    }
+
     /// A TOML string's escapes survive: a path holding a backslash is written
     /// as `\\` (awk -v used to turn it back into one `\`, an invalid escape).
     func testATOMLValueKeepsItsEscapes() throws {

@@ -277,6 +277,46 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
                 .contains(#"["(none)","Bob"]"#), true, "kept for the next connect")
     }
 
+    /// Home Assistant cannot forge anything the door publishes for it to show
+    /// — the admin documents (the sticker list, the last denied tag, the
+    /// admin selections) nor the door's other read-outs: each retained
+    /// publish with HA's certificate is denied by the shipped ACL. Checked
+    /// where it matters, on the door's own subscription to its prefix:
+    /// HA's `lock/set` marker, sent after every forgery was acknowledged,
+    /// arrives alone; then a reader of them all (phone-alice) finds none of
+    /// the forgeries retained.
+    func testHomeAssistantCannotForgeWhatTheDoorPublishesForIt() throws {
+        let forged: [String] = [
+            topics.tags, topics.denied, topics.adminState,
+            "doorgateway/front-door/state", "doorgateway/front-door/availability", "doorgateway/front-door/event",
+            "doorgateway/front-door/telemetry", "doorgateway/front-door/last_access", "doorgateway/front-door/tag",
+            "doorgateway/front-door/approval",
+        ]
+        var door: MosquittoBroker.Subscription? = try MosquittoBroker.Subscription(
+            arguments: broker.clientArguments("front-door") + [
+                "-q", "1", "-t", "doorgateway/front-door/#", "-F", "%t|%r|%p",
+            ])
+        for topic in forged {
+            XCTAssertEqual(
+                try broker.publish(topic, #"{"forged":"by-homeassistant"}"#, retain: true, as: "homeassistant").status,
+                0, topic)
+        }
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/lock/set", "LOCK", as: "homeassistant").status, 0)
+        let got = door?.wait { $0.contains { $0.hasSuffix("/lock/set|0|LOCK") } } ?? []
+        XCTAssertEqual(got, ["doorgateway/front-door/lock/set|0|LOCK"], "only the marker reached the door")
+        door = nil
+        for topic in forged { XCTAssertTrue(denied(topic), "\(topic): \(broker.log)") }
+
+        // Nothing forged is retained. mosquitto queues a new subscription's
+        // retained messages as it answers it, so the door's live event,
+        // published once the reader's subscription is answered, comes after
+        // any of them.
+        let reader = try broker.subscribe("doorgateway/front-door/#", as: "phone-alice")
+        XCTAssertEqual(try broker.publish("doorgateway/front-door/event", "barrier", as: "front-door").status, 0)
+        let retained = reader.wait { $0.contains { $0.hasSuffix("|barrier") } }
+        XCTAssertEqual(retained, ["doorgateway/front-door/event|0|barrier"], "a forgery was retained")
+    }
+
     /// The option turned off after being on: every admin entity leaves HA
     /// (an empty retained config) at the door's next connect.
     func testTurningTheOptionOffRemovesTheAdminEntities() throws {
