@@ -75,9 +75,20 @@ final class AuditWriter: Sendable {
     /// From the door queue (one writer keeps the events' order); returns at
     /// once, the commit follows on `queue`. `lastSeen`: the time to save as
     /// the event's tag's `last_seen`, in the same transaction as its row.
+    ///
+    /// One kind of event decides later taps: `provisioning_written` turns its
+    /// sticker's row active in the same transaction. Its write waits for
+    /// that commit, so the next tap the door queue judges (the new sticker
+    /// taken away and presented again) finds the row active; a slow commit
+    /// (a loaded SD card) once let that tap find it still pending. The wait
+    /// is one commit, at provisioning only; no relay waits on it.
     func write(_ event: DoorEvent, at time: Int64, detail: String?, lastSeen: Int64? = nil) {
         let pending = Pending(event: event, time: time, detail: detail, lastSeen: lastSeen)
-        queue.async { self.append(pending) }
+        if event.kind == .provisioningWritten {
+            queue.sync { self.append(pending) }
+        } else {
+            queue.async { self.append(pending) }
+        }
     }
 
     /// Returns once every event written before is committed (or waits in

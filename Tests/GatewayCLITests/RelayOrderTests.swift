@@ -275,6 +275,40 @@ final class RelayOrderTests: XCTestCase {
         XCTAssertEqual(try granted(door.store, uid), 1, "the tap's row is durable once committed() returns")
     }
 
+    /// A sticker just written is active before the door judges its next tap:
+    /// `provisioning_written` activates the row in its audit transaction, and
+    /// that write waits for its commit. Here the store's writer is held while
+    /// the event is recorded and the new sticker is presented; with the
+    /// commit left to follow (as every other event's), the tap was judged on
+    /// the pending row and denied (seen: the fault suite's flood, a loaded
+    /// host, "no strike pulse").
+    func testAStickerJustWrittenOpensOnItsNextTap() throws {
+        let door = try makeDoor(pulseMs: 50)
+        let uid = TagUID(hex: "04A1B2C3D4E507")!
+        let now = Int64(time(nil))
+        let secret = try door.store.newestGeneratedSecretCreatingIfNeeded(action: 0, now: now)
+        try door.store.createPendingTag(
+            uid: uid, action: 0, secretID: secret.id, label: "new", limits: TagLimits(), now: now)
+        let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
+        let tag = ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? door.store.pool.write { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        door.runtime.note(DoorEvent(.provisioningWritten, action: 0, uid: uid))
+        door.runtime.readerReport(.arrived(tag))
+        // Long enough for the door queue to judge the tap if nothing holds it.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { release.signal() }
+        door.runtime.committed()
+        XCTAssertEqual(try granted(door.store, uid), 1, "the new sticker's first tap opens")
+        XCTAssertEqual(try door.store.issuedTag(uid)?.state, .active)
+    }
+
     /// A denied tap moves nothing and is audited as before.
     func testADeniedTapIsAudited() throws {
         let door = try makeDoor()
