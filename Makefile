@@ -96,7 +96,8 @@ clean:
 ## test-deb: install, check, remove and purge the amd64 package in a Debian 12 chroot (debootstrap,
 ## cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/deb-test)
 ## test-deb-service: the unit really running under systemd 252 (systemd-nspawn boot of that chroot,
-## simulated board): READY, sandbox, socket modes and admission, clock read, reload, stop
+## simulated board): READY, sandbox, socket modes and admission, the audit key (no local user opens it;
+## gatewayd holds no descriptor on it), clock read, reload, stop
 DEB_TOOLS   = dpkg-dev lintian file xz-utils debootstrap systemd-container strace
 .PHONY: deb deb-tools deb-amd64 deb-arm64 test-deb test-deb-service
 deb-tools:
