@@ -198,7 +198,8 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
         }
         if entries.count > FleetAudit.skippedRowsPerDocument {
             log.warning(
-                "fleet: version \(version): and \(entries.count - FleetAudit.skippedRowsPerDocument) more entries skipped")
+                "fleet: version \(version): and \(entries.count - FleetAudit.skippedRowsPerDocument) more entries skipped"
+            )
         }
     }
 

@@ -17,7 +17,8 @@ final class FleetEntryKindRulesTests: XCTestCase {
             ("sticker-v2", false), ("ntag999", false),
         ] as [(String?, Bool)] {
             XCTAssertEqual(
-                FleetDocument.Tag(uid: x, action: 0, credential: credential).isCarried, carried, "\(credential ?? "nil")")
+                FleetDocument.Tag(uid: x, action: 0, credential: credential).isCarried, carried,
+                "\(credential ?? "nil")")
         }
     }
 

@@ -29,7 +29,8 @@ final class FleetEntryKindStoryTests: XCTestCase {
         XCTAssertEqual(keygen.status, 0, keygen.stderr)
         let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let seed = try XCTUnwrap(
-            Hex.decode(try String(contentsOfFile: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            Hex.decode(
+                try String(contentsOfFile: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         let boxKey = work.appendingPathComponent("site-box.key").path
         XCTAssertEqual(
             try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey]).status, 0)
@@ -55,7 +56,9 @@ final class FleetEntryKindStoryTests: XCTestCase {
             let deadline = Date() + E2ETiming.timeout(10)
             while Date() < deadline {
                 let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
-                if let hit = rows.first(where: { ["access_granted", "access_denied"].contains($0["kind"]?.stringValue) }) {
+                if let hit = rows.first(where: {
+                    ["access_granted", "access_denied"].contains($0["kind"]?.stringValue)
+                }) {
                     return hit
                 }
                 usleep(50_000)
@@ -108,7 +111,8 @@ final class FleetEntryKindStoryTests: XCTestCase {
         let status = try g.ctlJSON(["fleet", "status"])
         let entries = status["skipped_entries"]?.arrayValue ?? []
         XCTAssertEqual(
-            Set(entries.compactMap { e in e["credential"]?.stringValue.map { "\(e["uid"]?.stringValue ?? "") \($0)" } }),
+            Set(
+                entries.compactMap { e in e["credential"]?.stringValue.map { "\(e["uid"]?.stringValue ?? "") \($0)" } }),
             ["\(sun) ntag424-sun", "\(sticker) sticker-v2", "\(future) ntag999"], "\(status)")
         XCTAssertEqual(status["not_applied"], .null, "\(status)")
         let text = try g.ctl(["fleet", "status"])

@@ -35,7 +35,9 @@ public struct FleetDocument: Equatable, Sendable {
         /// name — `ntag424-sun` (an action's tier, never a row), a sticker
         /// kind spelled out, a newer build's kind — is an entry a door skips
         /// and reports (docs/fleet.md "Entries a door cannot store").
-        public static let carriedCredentials: Set<String> = [CredentialKind.ntag424.rawValue, CredentialKind.uid.rawValue]
+        public static let carriedCredentials: Set<String> = [
+            CredentialKind.ntag424.rawValue, CredentialKind.uid.rawValue,
+        ]
 
         /// Whether a door stores this entry as what it says: a sticker, or a kind the fleet carries.
         public var isCarried: Bool { credential.map(Self.carriedCredentials.contains) ?? true }
