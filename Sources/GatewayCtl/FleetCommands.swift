@@ -15,7 +15,9 @@ struct FleetCommand: ParsableCommand {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
-            abstract: "Site, applied version, origin, when, and the last refused document and why.")
+            abstract:
+                "Site, applied version, origin, when, entries skipped, a document not applied yet, and the last refused document and why."
+        )
         @OptionGroup var socket: SocketOptions
         func run() throws { try socket.call(.fleetStatus) }
     }

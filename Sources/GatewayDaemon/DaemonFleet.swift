@@ -35,7 +35,13 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
         /// stale retained document heard at every reconnect is audited once.
         var refused: Set<[UInt8]> = []
         var lastRefusal: (time: Int64, reason: String, detail: String, topic: String)?
+        /// A document the store has not taken yet (a storage failure: retried),
+        /// until a document applies.
+        var notApplied: (time: Int64, version: Int64, attempts: Int, why: String, topic: String, retrying: Bool)?
     }
+    /// Retries of a document the store did not take (every `retryDelay`).
+    static let retries = 60
+    static let retryDelay = 5
     private let seen = Mutex(Seen())
     /// Writes this door's own topic (or key) with the given envelope (security
     /// review L2, docs/security.md): set by `attachFleet` before the link
@@ -130,19 +136,33 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
             do {
                 let changes = try store.applyFleet(
                     accepted, actions: actions, secrets: secrets, secretsNote: note, now: now)
+                seen.withLock { $0.notApplied = nil }
                 log.notice(
                     "fleet: applied site \(doc.site) version \(doc.version) from \(doc.origin): \(changes.summary)")
+                logNotCarried(changes.notCarried, version: doc.version)
                 // Another door's document: carried on this door's topic too, so an
                 // older copy put back on the publisher's cannot win anywhere.
                 if source != publishTopic && source != Self.controlSource { republishPending = true }
             } catch FleetStoreError.superseded(let v, let a) {
                 refuse(.stale(version: v, applied: a), payload: payload, source: source, now: now)
+            } catch let error as SQLiteError where Self.isTheDocuments(error) {
+                // The same document breaks the same constraint every time: refused
+                // (audited once, `last_refused`), not retried in silence.
+                refuse(
+                    .notStorable(version: doc.version, why: error.description), payload: payload, source: source,
+                    now: now)
             } catch {
                 // The store did not take it (full disk, I/O): nothing was written; try again
                 // (the retained copy also comes back at the next reconnect or `fleet pull`).
-                log.error("fleet: version \(doc.version) not applied (attempt \(attempt)): \(error)")
-                if attempt < 60 {
-                    queue.asyncAfter(deadline: .now() + .seconds(5)) { [self] in
+                let retrying = attempt < Self.retries
+                seen.withLock {
+                    $0.notApplied = (now, doc.version, attempt, "\(error)", source, retrying)
+                }
+                let then =
+                    retrying ? "" : "; not retried again until the document is heard again (reconnect, `fleet pull`)"
+                log.error("fleet: version \(doc.version) not applied (attempt \(attempt)): \(error)\(then)")
+                if retrying {
+                    queue.asyncAfter(deadline: .now() + .seconds(Self.retryDelay)) { [self] in
                         _ = handle(payload, source: source, attempt: attempt + 1)
                     }
                 }
@@ -156,6 +176,43 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
     }
 
     static let controlSource = "control socket"
+
+    /// Whether the store refused a document for a reason of the document's
+    /// own, which retrying does not change: a constraint it breaks (or a
+    /// value too big, of the wrong type). Anything else — full disk, I/O,
+    /// busy, read-only, a damaged store — is the store's: retried.
+    static func isTheDocuments(_ error: SQLiteError) -> Bool {
+        // SQLITE_TOOBIG 18, SQLITE_CONSTRAINT 19, SQLITE_MISMATCH 20.
+        [18, 19, 20].contains(error.code)
+    }
+
+    /// One line per entry of a kind the fleet does not carry (at most 32,
+    /// then a count): the credential's name and the UID, no key material.
+    private func logNotCarried(_ entries: [FleetDocument.Tag], version: Int64) {
+        let carried = FleetDocument.Tag.carriedCredentials.sorted().joined(separator: ", ")
+        for tag in entries.prefix(FleetAudit.skippedRowsPerDocument) {
+            let name = tag.credential ?? "-"
+            log.warning(
+                "fleet: version \(version): entry \(tag.uid.hex) (credential \(name)) skipped: not a kind the fleet carries (\(carried)); nothing stored for it"
+            )
+        }
+        if entries.count > FleetAudit.skippedRowsPerDocument {
+            log.warning(
+                "fleet: version \(version): and \(entries.count - FleetAudit.skippedRowsPerDocument) more entries skipped"
+            )
+        }
+    }
+
+    /// The applied document's entries this door did not store (a kind the
+    /// fleet does not carry), from the kept envelope (verified when applied).
+    private func skippedEntries(_ applied: FleetAppliedRecord?) -> [FleetDocument.Tag] {
+        guard let envelope = applied?.document,
+            let body = try? FleetDocument.openEnvelope(envelope).body,
+            let document = try? FleetDocument.parseBody(body)
+        else { return [] }
+        var seen = Set<TagUID>()
+        return document.tags.filter { seen.insert($0.uid).inserted && !$0.isCarried }
+    }
 
     /// The applied envelope, when it still verifies with the site key (one
     /// kept from before a key rotation is not carried on).
@@ -206,6 +263,9 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
         }
     }
 
+    /// How many skipped entries `fleet status` lists (the total beside them).
+    static let listedSkippedEntries = 20
+
     func status(connected: Bool) throws -> JSONValue {
         let applied = try store.fleetApplied().flatMap { $0.site == settings.siteID ? $0 : nil }
         var refused: JSONValue = .null
@@ -220,12 +280,33 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
                 ("why", .optional(row.detail)), ("topic", .optional(row.source)),
             ])
         }
+        let skipped = skippedEntries(applied)
+        var notApplied: JSONValue = .null
+        if let n = seen.withLock({ $0.notApplied }) {
+            notApplied = .object([
+                ("version", .int(n.version)), ("attempts", .int(n.attempts)), ("retrying", .bool(n.retrying)),
+                ("time", .string(UTCTime.iso8601(n.time))), ("why", .string(n.why)), ("topic", .string(n.topic)),
+            ])
+        }
         return .object([
             ("site", .string(settings.siteID)),
             ("site_public_key", .string(Hex.encode(settings.sitePublicKey))),
             ("applied_version", applied.map { .int($0.version) } ?? .null),
             ("origin", .optional(applied?.origin)),
             ("applied_at", applied.map { .string(UTCTime.iso8601($0.applied)) } ?? .null),
+            // The applied document's entries of a kind the fleet does not carry: not stored here.
+            (
+                "skipped_entries",
+                .array(
+                    skipped.prefix(Self.listedSkippedEntries).map { tag in
+                        .object([
+                            ("uid", .string(tag.uid.hex)), ("credential", .optional(tag.credential)),
+                            ("action", .int(tag.action)), ("why", .string("credential not carried by the fleet")),
+                        ])
+                    })
+            ),
+            ("skipped_entries_total", .int(skipped.count)),
+            ("not_applied", notApplied),
             ("last_refused", refused),
             ("publish", .string(publishTopic)), ("subscribe", .string(subscription)),
             ("broker_connected", .bool(connected)), ("site_box_key", .bool(boxPrivateKey != nil)),

@@ -26,6 +26,12 @@ public enum FleetStoreError: Error, Equatable, CustomStringConvertible {
 public enum FleetAudit {
     public static let applied = "fleet_applied"
     public static let refused = "fleet_refused"
+    /// A tag entry of a credential kind the fleet does not carry, skipped
+    /// (docs/fleet.md "Entries a door cannot store"); reason `credential_not_carried`.
+    public static let entrySkipped = "fleet_entry_skipped"
+    public static let notCarried = "credential_not_carried"
+    /// Skipped entries audited one row each per document; past that, one row counts the rest.
+    public static let skippedRowsPerDocument = 32
 }
 
 extension GatewayStore {
@@ -63,7 +69,9 @@ extension GatewayStore {
             local.tags[tag.uid] = (tag.state, tag.action, tag.label, tag.validUntil)
             // Kinds that are not stickers travel by name (issue 26): a 424 row
             // opens another door only as a 424 (EV2 with the site's key).
-            if let kind = tag.kind, kind == .ntag424 || kind == .uid { local.tagCredentials[tag.uid] = kind.rawValue }
+            if let kind = tag.kind, FleetDocument.Tag.carriedCredentials.contains(kind.rawValue) {
+                local.tagCredentials[tag.uid] = kind.rawValue
+            }
         }
         if let site = try siteKey(db) {
             local.ntag424MasterKey = site.key
@@ -191,7 +199,9 @@ extension GatewayStore {
                         ON CONFLICT(signature) DO NOTHING
                         """, arguments: [Hex.encode(sig), now, "fleet v\(doc.version)"])
             }
-            for tag in changes.upsertTags {
+            // Only kinds the fleet carries (`FleetRules.changes` puts no other
+            // here): an entry is never stored as another kind.
+            for tag in changes.upsertTags where tag.isCarried {
                 try db.execute(
                     sql: """
                         INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state, kind)
@@ -222,6 +232,26 @@ extension GatewayStore {
                 AuditRow(
                     id: 0, time: now, kind: FleetAudit.applied, reason: nil, action: nil, uid: nil,
                     source: doc.origin, detail: "site \(doc.site) version \(doc.version): \(changes.summary)"))
+            let carried = FleetDocument.Tag.carriedCredentials.sorted().joined(separator: ", ")
+            for tag in changes.notCarried.prefix(FleetAudit.skippedRowsPerDocument) {
+                _ = try insertAudit(
+                    db,
+                    AuditRow(
+                        id: 0, time: now, kind: FleetAudit.entrySkipped, reason: FleetAudit.notCarried,
+                        action: tag.action, uid: tag.uid.hex, source: doc.origin,
+                        detail: "site \(doc.site) version \(doc.version): credential \(tag.credential ?? "-") is not "
+                            + "a kind the fleet carries (\(carried)): not stored"))
+            }
+            if changes.notCarried.count > FleetAudit.skippedRowsPerDocument {
+                _ = try insertAudit(
+                    db,
+                    AuditRow(
+                        id: 0, time: now, kind: FleetAudit.entrySkipped, reason: FleetAudit.notCarried, action: nil,
+                        uid: nil, source: doc.origin,
+                        detail: "site \(doc.site) version \(doc.version): and "
+                            + "\(changes.notCarried.count - FleetAudit.skippedRowsPerDocument) more entries of a kind "
+                            + "the fleet does not carry: not stored"))
+            }
             return changes
         }
     }

@@ -29,6 +29,19 @@ public struct FleetDocument: Equatable, Sendable {
             self.credential = credential
         }
 
+        /// The credential kinds a fleet carries besides stickers (an entry
+        /// without `credential`): what `fleet push` writes, from rows of
+        /// these kinds, and what a door stores from a document. Any other
+        /// name — `ntag424-sun` (an action's tier, never a row), a sticker
+        /// kind spelled out, a newer build's kind — is an entry a door skips
+        /// and reports (docs/fleet.md "Entries a door cannot store").
+        public static let carriedCredentials: Set<String> = [
+            CredentialKind.ntag424.rawValue, CredentialKind.uid.rawValue,
+        ]
+
+        /// Whether a door stores this entry as what it says: a sticker, or a kind the fleet carries.
+        public var isCarried: Bool { credential.map(Self.carriedCredentials.contains) ?? true }
+
         /// A credential name: 1–32 of a–z, 0–9 and `-`.
         static func isCredentialName(_ s: String) -> Bool {
             (1...32).contains(s.utf8.count)
@@ -287,6 +300,9 @@ public enum FleetError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongSite(String)
     /// Not newer than what this door applied.
     case stale(version: Int64, applied: Int64)
+    /// Accepted, but the door's store refuses it for a reason retrying does
+    /// not change (a database constraint it breaks): refused, not retried.
+    case notStorable(version: Int64, why: String)
 
     public var reason: String {
         switch self {
@@ -294,6 +310,7 @@ public enum FleetError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badSignature: return "bad_signature"
         case .wrongSite: return "wrong_site"
         case .stale: return "stale"
+        case .notStorable: return "not_storable"
         }
     }
 
@@ -303,6 +320,7 @@ public enum FleetError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badSignature: return "the signature does not verify with the site public key"
         case .wrongSite(let site): return "signed for site \"\(site.prefix(64))\", not this door's"
         case .stale(let v, let a): return "version \(v) is not newer than the applied version \(a)"
+        case .notStorable(let v, let why): return "version \(v) cannot be stored here: \(why)"
         }
     }
 }

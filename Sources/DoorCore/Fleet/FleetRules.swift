@@ -147,6 +147,11 @@ public enum FleetRules {
         public var upsertTags: [FleetDocument.Tag] = []
         /// Tags of the document this door leaves alone, with why (e.g. an action it does not define).
         public var skipped: [(uid: TagUID, why: String)] = []
+        /// Tag entries of a credential kind the fleet does not carry
+        /// (`FleetDocument.Tag.isCarried`): nothing is stored for them, a row
+        /// of their UID is left as it is, and each is audited
+        /// (`fleet_entry_skipped`) and shown by `fleet status`.
+        public var notCarried: [FleetDocument.Tag] = []
         /// Sticker secrets this door lacks, stored with their origin (a key
         /// the document says a gateway generated is stored generated).
         public var addSecrets: [FleetSecrets.Secret] = []
@@ -187,6 +192,7 @@ public enum FleetRules {
         public static func == (a: Changes, b: Changes) -> Bool {
             a.revokeUIDs == b.revokeUIDs && a.revokeSignatures == b.revokeSignatures && a.upsertTags == b.upsertTags
                 && a.skipped.map(\.uid) == b.skipped.map(\.uid) && a.skipped.map(\.why) == b.skipped.map(\.why)
+                && a.notCarried == b.notCarried
                 && a.addSecrets == b.addSecrets && a.restrictSecrets == b.restrictSecrets
                 && a.addTombstones == b.addTombstones && a.deactivateSecrets == b.deactivateSecrets
                 && a.refusedRemovedSecrets == b.refusedRemovedSecrets && a.setCompatTimestamp == b.setCompatTimestamp
@@ -199,6 +205,15 @@ public enum FleetRules {
             var s = "+\(revokeUIDs.count) uid revocations, +\(revokeSignatures.count) signature revocations, "
             s += "\(upsertTags.count) tags"
             if !skipped.isEmpty { s += ", \(skipped.count) skipped" }
+            if !notCarried.isEmpty {
+                // Names are a–z, 0–9 and `-` (the parser's check): safe to print.
+                var names: [String] = []
+                for name in notCarried.compactMap(\.credential) where !names.contains(name) {
+                    names.append(name)
+                    if names.count == 4 { break }
+                }
+                s += ", \(notCarried.count) entries skipped (credential not carried: \(names.joined(separator: ", ")))"
+            }
             // Counts and names only: never key material.
             if !addSecrets.isEmpty { s += ", +\(addSecrets.count) secrets" }
             if !restrictSecrets.isEmpty { s += ", \(restrictSecrets.count) secrets made v2-only" }
@@ -282,6 +297,13 @@ public enum FleetRules {
         var seenTags = Set<TagUID>()
         for tag in document.tags {
             guard seenTags.insert(tag.uid).inserted else { continue }
+            // A kind this door cannot store as what it says: nothing stored,
+            // nothing of a row of that UID changed (never another kind, never
+            // downgraded), and reported — revoked or not, its action defined or not.
+            guard tag.isCarried else {
+                c.notCarried.append(tag)
+                continue
+            }
             if revoked.contains(tag.uid) { continue }
             guard actions.contains(tag.action) else {
                 c.skipped.append((tag.uid, "action \(tag.action) is not defined here"))
