@@ -189,7 +189,8 @@ final class Simulator {
             switch fault {
             case nil: return "ok the NTAG 424 DNA is honest"
             case .keepsKeys?: return "ok the NTAG 424 DNA acknowledges ChangeKey and keeps its keys"
-            case .cardUID(let other)?: return "ok the NTAG 424 DNA's GetCardUID names \(Hex.encode(other, uppercase: true))"
+            case .cardUID(let other)?:
+                return "ok the NTAG 424 DNA's GetCardUID names \(Hex.encode(other, uppercase: true))"
             }
         case .remove:
             guard chip.hasTag else { return "error no tag in the field" }

@@ -21,7 +21,9 @@ final class NTAG424AttackTests: XCTestCase {
     }
 
     /// How often gatewayd drove the simulated strike unlocked, from its log.
-    func unlocks(_ g: GatewayUnderTest) -> Int { g.log.components(separatedBy: "sim output strike → unlocked").count - 1 }
+    func unlocks(_ g: GatewayUnderTest) -> Int {
+        g.log.components(separatedBy: "sim output strike → unlocked").count - 1
+    }
 
     /// A door on the external emulator `sim` (so the test holds its control socket and, with the door
     /// stopped, its reader).
@@ -110,7 +112,8 @@ final class NTAG424AttackTests: XCTestCase {
         // The denial is audited once the store takes writes again.
         try g.waitForEvent("access_denied", reason: "registry_unavailable", after: seen, timeout: 30)
         XCTAssertFalse(
-            try g.auditKinds().dropFirst(seen + 1).contains("access_granted"), "nothing opened while the store was locked")
+            try g.auditKinds().dropFirst(seen + 1).contains("access_granted"),
+            "nothing opened while the store was locked")
         // The tag itself was never at fault: the next tap opens.
         E2ETiming.outlastQuietWindow()
         let after = try g.eventCount()

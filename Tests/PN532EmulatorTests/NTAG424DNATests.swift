@@ -190,7 +190,8 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertEqual(try exchange(&tag, &s1, ins: 0x51, header: [], mode: .full), Self.anUID)
 
         XCTAssertEqual(try ControlCommand.parse("ntag424-fault keeps-keys"), .ntag424Fault(.keepsKeys))
-        XCTAssertEqual(try ControlCommand.parse("ntag424-fault card-uid 04111111111111"), .ntag424Fault(.cardUID(other)))
+        XCTAssertEqual(
+            try ControlCommand.parse("ntag424-fault card-uid 04111111111111"), .ntag424Fault(.cardUID(other)))
         XCTAssertEqual(try ControlCommand.parse("ntag424-fault off"), .ntag424Fault(nil))
         XCTAssertThrowsError(try ControlCommand.parse("ntag424-fault"))
         XCTAssertThrowsError(try ControlCommand.parse("ntag424-fault card-uid 0411"))
