@@ -29,10 +29,12 @@ final class NTAG424AttackTests: XCTestCase {
     /// stopped, its reader).
     func door(on sim: PN532SimProcess) throws -> GatewayUnderTest {
         let g = try GatewayUnderTest()
-        var toml = try String(contentsOf: g.configFile, encoding: .utf8)
-        toml = toml.replacingOccurrences(
-            of: "simulator = \"spawn\"", with: "simulator = \"\(sim.socket)\"\nconnstring = \"pn532_uart:\(sim.tty)\"")
-        try toml.write(to: g.configFile, atomically: true, encoding: .utf8)
+        try g.writeConfig(
+            reader: """
+                simulator = "\(sim.socket)"
+                connstring = "pn532_uart:\(sim.tty)"
+                """,
+            actions: GatewayUnderTest.baseActions)
         return g
     }
 
