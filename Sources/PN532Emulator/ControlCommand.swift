@@ -10,6 +10,11 @@ public enum ControlCommand: Equatable, Sendable {
     /// `insert ntag424 [UID]`: a factory-fresh NTAG 424 DNA (all keys zero, empty
     /// NDEF file) enters the field; random UID unless given.
     case insertNTAG424(uid: TagUID?)
+    /// `ntag424-fault keeps-keys|card-uid UID|off`: the NTAG 424 DNA in the
+    /// field (or the one `reinsert` brings back) lies: it acknowledges
+    /// ChangeKey but keeps its old keys, or its GetCardUID names another UID.
+    /// For tests of provisioning's verification; `off` makes it honest again.
+    case ntag424Fault(NTAG424Application.Fault?)
     /// `remove`: the tag leaves the field.
     case remove
     /// `reinsert`: the tag that last left the field comes back, memory and counters intact.
@@ -73,6 +78,15 @@ public enum ControlCommand: Equatable, Sendable {
             }
             if image != nil && type != nil { throw .usage(verb) }
             return .insert(uid: uid, image: image, type: type)
+        case "ntag424-fault":
+            switch args.map({ $0.lowercased() }).first {
+            case "keeps-keys" where args.count == 1: return .ntag424Fault(.keepsKeys)
+            case "off" where args.count == 1: return .ntag424Fault(nil)
+            case "card-uid" where args.count == 2:
+                guard let u = TagUID(hex: args[1]), u.bytes.count == 7 else { throw .badUID(args[1]) }
+                return .ntag424Fault(.cardUID(u.bytes))
+            default: throw .usage(verb)
+            }
         case "remove": return try noArgs(.remove)
         case "reinsert": return try noArgs(.reinsert)
         case "tear-after":
@@ -108,14 +122,15 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
         case .empty: return "empty command"
         case .unknown(let v):
             return
-                "unknown command '\(v)' (insert, remove, reinsert, tear-after, mute, hang, nad, mi-empty, unmute, dump, stats, status, absent, present)"
+                "unknown command '\(v)' (insert, ntag424-fault, remove, reinsert, tear-after, mute, hang, nad, mi-empty, unmute, dump, stats, status, absent, present)"
         case .usage(let v): return "usage: \(ControlError.usageText[v] ?? v)"
         case .badUID(let u): return "UID '\(u)' is not 7 bytes of hex"
         }
     }
 
     static let usageText = [
-        "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]", "remove": "remove", "reinsert": "reinsert",
+        "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]",
+        "ntag424-fault": "ntag424-fault keeps-keys|card-uid UID|off", "remove": "remove", "reinsert": "reinsert",
         "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "nad": "nad", "mi-empty": "mi-empty",
         "unmute": "unmute",
         "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status", "absent": "absent", "present": "present",

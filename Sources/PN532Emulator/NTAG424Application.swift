@@ -61,6 +61,17 @@ public struct NTAG424Application: Sendable {
     /// replay AN12196's exchanges with them.
     public var scriptedRandom: [[UInt8]] = []
 
+    /// A counterfeit or broken 424, for tests of what the door does with a
+    /// tag that lies (pn532-sim's `ntag424-fault`); nil: the data sheet's tag.
+    public enum Fault: Sendable, Equatable {
+        /// ChangeKey answers as done (and ends the session when it changes
+        /// key 0), but the tag keeps its old key and key version.
+        case keepsKeys
+        /// GetCardUID names this UID instead of the tag's own.
+        case cardUID([UInt8])
+    }
+    public var fault: Fault?
+
     private enum Selected: Equatable { case none, application, file(UInt8) }
     private var selected: Selected = .none
     /// A multi-frame command in progress (GetVersion, or the 2nd part of an authentication).
@@ -491,8 +502,10 @@ public struct NTAG424Application: Sendable {
             let (key, version) = NTAG424.newKey(
                 fromChangeKeyData: Array(d.dropFirst()), oldKey: same ? nil : keys[Int(n)])
         else { return fail(0x1E) }
-        keys[Int(n)] = key
-        keyVersions[Int(n)] = version
+        if fault != .keepsKeys {
+            keys[Int(n)] = key
+            keyVersions[Int(n)] = version
+        }
         if same {
             // The session's own key changed: a bare 9100 and the session ends (AN Table 27).
             session = nil
@@ -514,6 +527,7 @@ public struct NTAG424Application: Sendable {
         guard session != nil else { return fail(0xAE) }
         let (opened, error) = open(0x51, body, header: 0, mode: .full)
         guard opened != nil else { return error }
+        if case .cardUID(let other)? = fault { return seal(other, mode: .full) }
         return seal(uid, mode: .full)
     }
 

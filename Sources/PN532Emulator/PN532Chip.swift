@@ -245,6 +245,19 @@ public struct PN532Chip: Sendable {
         tearAfter = nil
     }
 
+    /// `ntag424-fault`: the NTAG 424 DNA in the field (else the one that
+    /// left it last, which `reinsert` brings back) lies from now on; false
+    /// when there is none.
+    public mutating func setNTAG424Fault(_ fault: NTAG424Application.Fault?) -> Bool {
+        if dna != nil {
+            dna!.application.fault = fault
+            return true
+        }
+        guard departedDNA != nil else { return false }
+        departedDNA!.application.fault = fault
+        return true
+    }
+
     /// `tear-after N`: the tag leaves the field after `n` more exchanges (0:
     /// now). With no tag in the field, the next tag to enter leaves after `n`
     /// exchanges (`tearNext`; 0 disarms it).

@@ -29,6 +29,9 @@ struct PN532Sim: ParsableCommand {
             A tag is in the field at start when --tag, --uid or --type is given.
             Control socket lines (each answered by one 'ok …' or 'error …' line):
               insert [UID] [IMAGE|ntag213|ntag215|ntag216]   remove   reinsert
+              insert ntag424 [UID] (a factory NTAG 424 DNA)
+              ntag424-fault keeps-keys|card-uid UID|off (tests: the 424 acknowledges
+                   ChangeKey but keeps its keys, or GetCardUID names another UID)
               tear-after N (no tag in the field: the next one)   mute   hang   unmute
               nad (the next InDataExchange/PowerDown/… status byte has bit 7 set:
                    libnfc 1.8.0 calls abort() on it)

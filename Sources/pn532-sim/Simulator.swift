@@ -184,6 +184,14 @@ final class Simulator {
             let tag = NTAG424DNA(uid: (uid ?? NTAG21x.randomUID(using: &rng)).bytes)
             try apply(chip.insert(tag))
             return "ok inserted NTAG424DNA \(tag.uid.hex)"
+        case .ntag424Fault(let fault):
+            guard chip.setNTAG424Fault(fault) else { return "error no NTAG 424 DNA in the field or to reinsert" }
+            switch fault {
+            case nil: return "ok the NTAG 424 DNA is honest"
+            case .keepsKeys?: return "ok the NTAG 424 DNA acknowledges ChangeKey and keeps its keys"
+            case .cardUID(let other)?:
+                return "ok the NTAG 424 DNA's GetCardUID names \(Hex.encode(other, uppercase: true))"
+            }
         case .remove:
             guard chip.hasTag else { return "error no tag in the field" }
             chip.remove()

@@ -96,6 +96,32 @@ final class NTAG424JudgeTests: XCTestCase {
         XCTAssertEqual(stored, [5, 6], "no denied tap stored a counter")
     }
 
+    struct DiskFull: Error {}
+
+    /// docs/security.md "NTAG 424 DNA at the door": the SUN counter is on
+    /// disk before the relay moves. A counter store that fails (a full disk,
+    /// a locked database) is a denial, `registry_unavailable`, counted: on
+    /// both tiers, for a tap that would otherwise open.
+    func testACounterThatCannotBeStoredIsADenial() throws {
+        for (credentials, proof) in [
+            (Set<CredentialKind>([.ntag424]), NTAG424TapFacts.Proof.authenticated(cardUID: uid.bytes)),
+            ([.ntag424SUN], .notTried),
+        ] {
+            var offered: [UInt32] = []
+            let presentation = NTAG424Judge.judge(
+                tap: NTAG424TapFacts(uid: uid, uri: try sun(counter: 7), proof: proof),
+                siteKey: master, registry: Registry(row: row), now: wall.unixSeconds, policy: policy(credentials)
+            ) { _, counter in
+                offered.append(counter)
+                throw DiskFull()
+            }
+            XCTAssertEqual(offered, [7], "\(credentials): the counter was offered")
+            XCTAssertEqual(
+                presentation.verdict, .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true),
+                "\(credentials)")
+        }
+    }
+
     /// The SUN-only tier (`"ntag424-sun"`): a verified, fresh SUN opens an
     /// action that lists it without the chip's proof, audited
     /// `valid_sun_only`; never an action that lists `"ntag424"` alone.

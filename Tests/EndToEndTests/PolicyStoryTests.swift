@@ -286,6 +286,51 @@ final class PolicyStoryTests: XCTestCase {
         XCTAssertEqual(g.stop(), 0)
     }
 
+    /// docs/policy.md "Lockdown is never changed by a schedule": a passage
+    /// schedule whose window opens at the next whole minute (UTC, at least
+    /// 15 s away), the door set to lockdown before it. The edge passes (the
+    /// door's status says the schedule is active): the door is still in
+    /// lockdown, the strike locked, no `mode_changed` from the schedule.
+    ///
+    /// gatewayd reads the wall clock itself (there is no clock to inject into
+    /// the static binary), so this waits for a real edge: up to 75 s.
+    func testAScheduleEdgeDuringLockdownLeavesTheDoorLockedDown() throws {
+        let g = try GatewayUnderTest()
+        var edge = (Int64(time(nil)) / 60 + 1) * 60
+        // Far enough ahead to set lockdown first; never midnight (00:00 has no window to open into).
+        while edge - Int64(time(nil)) < 15 || edge % 86_400 == 0 { edge += 60 }
+        let hhmm = String(UTCTime.iso8601(edge).dropFirst(11).prefix(5))
+        let all = #"["mon", "tue", "wed", "thu", "fri", "sat", "sun"]"#
+        try g.writeConfig(
+            extra: """
+                [[schedules]]
+                name = "shop"
+                windows = [{ days = \(all), from = "\(hhmm)", to = "24:00" }]
+                """,
+            door: "passage_schedule = \"shop\"", clock: "time_zone = \"Etc/UTC\"",
+            actions: GatewayUnderTest.baseActions)
+        try g.start()
+        try waitUntil { try g.status()["schedule"]?["active"]?.boolValue == false }
+        XCTAssertEqual(try g.status()["schedule"]?["next_change"]?.stringValue, UTCTime.iso8601(edge))
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "normal")
+        let seen = try g.eventCount()
+        try g.ctlJSON(["mode", "lockdown"])
+        try g.waitForEvent("mode_changed", reason: "lockdown", after: seen)
+        XCTAssertLessThan(Int64(time(nil)), edge, "lockdown was set before the edge")
+
+        // The edge passes: gatewayd's schedule timer has run once its status shows the window open.
+        try waitUntil(timeout: 90) { try g.status()["schedule"]?["active"]?.boolValue == true }
+        let status = try g.status()
+        XCTAssertEqual(status["mode"]?.stringValue, "lockdown", "the schedule changed lockdown")
+        XCTAssertEqual(status["outputs"]?["strike"]?.stringValue, "locked")
+        let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
+        XCTAssertFalse(
+            rows.contains { $0["kind"]?.stringValue == "mode_changed" && $0["source"]?.stringValue == "schedule" },
+            "\(rows)")
+
+        XCTAssertEqual(g.stop(), 0)
+    }
+
     func usesLeft(_ g: GatewayUnderTest, _ uid: String) throws -> Int? {
         let tags = try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []
         return tags.first { $0["uid"]?.stringValue == uid }?["uses_left"]?.intValue

@@ -164,6 +164,50 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertEqual(tag.keys[4], zeroKey)
     }
 
+    /// `ntag424-fault`: a tag that acknowledges ChangeKey exactly as a real
+    /// one does (a MAC'd answer, a bare 9100 that ends the session for key 0)
+    /// but keeps its factory keys; one whose GetCardUID names another UID.
+    func testAFaultyTagAcknowledgesChangeKeyButKeepsItsKeysOrLiesAboutItsUID() throws {
+        var tag = factoryTag()
+        tag.fault = .keepsKeys
+        var session = try authenticate(&tag)
+        let k2 = h("F3847D627727ED3BC9C4CC050489B966"), k0 = h("5004BF991F408672B1EF00F08F9E8647")
+        let d2 = try NTAG424.changeKeyData(newKey: k2, version: 1, oldKey: zeroKey)
+        XCTAssertEqual(try exchange(&tag, &session, ins: 0xC4, header: [0x02], data: d2, mode: .full), [])
+        let d0 = try NTAG424.changeKeyData(newKey: k0, version: 1, oldKey: nil)
+        let body0 = try session.sealCommand(ins: 0xC4, header: [0x00], data: d0, mode: .full)
+        XCTAssertEqual(tag.process(native(0xC4, body0)), h("9100"), "acknowledged as a real tag does")
+        XCTAssertNil(tag.session)
+        XCTAssertEqual(tag.keys, Array(repeating: zeroKey, count: 5), "but nothing changed")
+        XCTAssertEqual(tag.keyVersions, [0, 0, 0, 0, 0])
+        XCTAssertThrowsError(try authenticate(&tag, key: k0))
+        var s1 = try authenticate(&tag)
+
+        let other = h("04111111111111")
+        tag.fault = .cardUID(other)
+        XCTAssertEqual(try exchange(&tag, &s1, ins: 0x51, header: [], mode: .full), other)
+        tag.fault = nil
+        XCTAssertEqual(try exchange(&tag, &s1, ins: 0x51, header: [], mode: .full), Self.anUID)
+
+        XCTAssertEqual(try ControlCommand.parse("ntag424-fault keeps-keys"), .ntag424Fault(.keepsKeys))
+        XCTAssertEqual(
+            try ControlCommand.parse("ntag424-fault card-uid 04111111111111"), .ntag424Fault(.cardUID(other)))
+        XCTAssertEqual(try ControlCommand.parse("ntag424-fault off"), .ntag424Fault(nil))
+        XCTAssertThrowsError(try ControlCommand.parse("ntag424-fault"))
+        XCTAssertThrowsError(try ControlCommand.parse("ntag424-fault card-uid 0411"))
+        XCTAssertThrowsError(try ControlCommand.parse("ntag424-fault keeps-keys extra"))
+        // On the chip: the tag in the field, else the one reinsert brings back; none, none.
+        var chip = PN532Chip()
+        XCTAssertFalse(chip.setNTAG424Fault(.keepsKeys))
+        _ = chip.insert(NTAG424DNA(uid: Self.anUID))
+        XCTAssertTrue(chip.setNTAG424Fault(.keepsKeys))
+        XCTAssertEqual(chip.dna?.application.fault, .keepsKeys)
+        chip.remove()
+        XCTAssertTrue(chip.setNTAG424Fault(.cardUID(other)))
+        _ = chip.reinsert()
+        XCTAssertEqual(chip.dna?.application.fault, .cardUID(other))
+    }
+
     func testAWrongCRCInChangeKeyIsRefused() throws {
         var tag = factoryTag()
         let session = try authenticate(&tag)

@@ -31,6 +31,11 @@ commands alike:
   refused by the highest-accepted rule (`older_than_highest`:
   ts + tolerance < highest);
 - stepped forward 5 h: the old ones refused as `stale`, fresh ones accepted;
+- right after every step of hours, while the kernel says unsynchronised, a sticker
+  issued with a schedule (`tags issue --schedule shop`, a window over the
+  whole week) is denied `clock_unsynchronised` without a pulse, and the
+  sticker without limits still opens (docs/policy.md "An unsynchronised
+  clock"); synchronised, the scheduled sticker opens in every phase;
 - 3 h back, a v2 sticker whose registry expiry lies between the wall clock
   and the latest synchronised time the door saw is denied (its clock floor);
   one whose expiry lies after that floor and before the wall time of the
@@ -180,6 +185,15 @@ class Door:
         return int(self.guest.sh(f"grep -c 'sim output strike → unlocked' {self.g.log_path}", check_rc=False)[1]
                    .strip() or 0)
 
+    def last_access(self):
+        """The newest tap decision in the audit log: (kind, reason)."""
+        rows = json.loads(self.ctl("log", "--json", "--limit", "200")[1])
+        rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
+        taps = [r for r in rows if r.get("kind") in ("access_granted", "access_denied")]
+        key = "seq" if all("seq" in r for r in taps) else "id"
+        newest = max(taps, key=lambda r: r.get(key, 0)) if taps else {}
+        return newest.get("kind"), newest.get("reason")
+
     def remote_rows(self):
         rows = json.loads(self.ctl("log", "--json", "--limit", "200")[1])
         rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
@@ -242,8 +256,8 @@ class Door:
         time.sleep(1.2)
         return self.pulses() - before
 
-    def provision(self, uid, work):
-        self.ctl("provision", "arm", "--action", "0")
+    def provision(self, uid, work, arm=("provision", "arm", "--action", "0")):
+        self.ctl(*arm)
         self.ctl("sim", "tap", "--blank", "--uid", uid)
         wait_until(lambda: any(e.get("kind") == "provisioning_written" and uid in json.dumps(e)
                                for e in self.status().get("last_events", [])), 30, f"sticker {uid} written", 0.3)
@@ -262,7 +276,11 @@ def run(bindir, report):
         broker = Broker(work)
         g = Gateway(bindir, work, broker=broker,
                     # The stock setting: the kernel says whether the clock is synchronised.
-                    edits=[("declare_synchronised = true", "declare_synchronised = false")])
+                    edits=[("declare_synchronised = true", "declare_synchronised = false"),
+                           # A schedule open all week: only the clock's state can shut it.
+                           ('# [[schedules]]\n# name = "shop"\n# windows = [', '[[schedules]]\nname = "shop"\n'
+                            'windows = [{ days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], from = "00:00", '
+                            'to = "24:00" }]\n# windows = [')])
         extra = os.path.join(work, "extra")
         libs = _extra_tree(extra, work)
         vm = os.path.join(work, "vm")
@@ -309,6 +327,8 @@ def run(bindir, report):
         plain, limited = "04C10C00000001", "04C10C00000002"
         dump_plain = door.provision(plain, work)
         dump_limited = door.provision(limited, work)
+        scheduled = "04C10C00000003"
+        dump_scheduled = door.provision(scheduled, work, ("tags", "issue", "--action", "0", "--schedule", "shop"))
 
         grants = 0  # strike pulses the door owes: grants, accepted commands, exit presses
         phases = []
@@ -346,6 +366,8 @@ def run(bindir, report):
 
         def stickers(what, limited_granted):
             expect_open(door.tap(dump_plain, plain, f"{what}: sticker without expiry"), f"{what}: sticker")
+            expect_open(door.tap(dump_scheduled, scheduled, f"{what}: sticker with a schedule"),
+                        f"{what}: sticker with a schedule, synchronised")
             if limited_granted is not None:
                 r = door.tap(dump_limited, limited, f"{what}: sticker with expiry")
                 if limited_granted:
@@ -357,7 +379,20 @@ def run(bindir, report):
             check(n == 1, f"{what}: the exit button pulsed {n} times")
             grants += 1
 
-        def jump(delta, what):
+        def scheduled_unsynchronised(what):
+            """Right after a step, unsynchronised: access limited by a schedule fails closed, access
+            without limits does not."""
+            expect_shut(door.tap(dump_scheduled, scheduled, f"{what}, unsynchronised: sticker with a schedule"),
+                        f"{what}, unsynchronised: sticker with a schedule")
+            last = door.last_access()
+            check(last == ("access_denied", "clock_unsynchronised"),
+                  f"{what}, unsynchronised: the scheduled sticker's decision {last}, expected access_denied "
+                  f"(clock_unsynchronised)")
+            expect_open(door.tap(dump_plain, plain, f"{what}, unsynchronised: sticker without limits"),
+                        f"{what}, unsynchronised: sticker without limits")
+            check(door.clock()[1] is False, f"{what}: the clock synchronised itself during the taps")
+
+        def jump(delta, what, taps=True):
             phases[-1][2] = door.clock()[0]
             guest.sh(f"clockctl shift {delta}")
             wall, synced = door.clock()
@@ -367,6 +402,10 @@ def run(bindir, report):
                   f"status {st.get('clock_synchronised')}")
             reason = command(door.make(), f"{what}, unsynchronised: a fresh command", "remote_rejected",
                              {"clock_unsynchronised"})
+            # Access limited by a schedule fails closed; access without limits does not. (Not on the
+            # step of seconds: its logged block must still be fresh afterwards.)
+            if taps:
+                scheduled_unsynchronised(what)
             guest.sh("clockctl sync")
             st = door.status()
             check(st.get("clock_synchronised") is True,
@@ -381,7 +420,7 @@ def run(bindir, report):
         # A step back of seconds, so that the logged block is fresh again (the step lands 4 s before its
         # timestamp; resynchronising takes a few): only the replay record can refuse it.
         small = door.clock()[0] - b1_ts + 4
-        jump(-small, f"{small} s back")
+        jump(-small, f"{small} s back", taps=False)
         skew = door.clock()[0] - b1_ts
         check(abs(skew) <= 4, f"{small} s back: the logged block is {skew} s old, not fresh: the guest is too slow")
         command(b1, f"{small} s back: the logged block, fresh again ({skew:+d} s)", "remote_rejected", {"replay"})
@@ -511,7 +550,8 @@ def run(bindir, report):
         report["clockjump"] = (
             f"guest {initrd_mb:.0f} MB initramfs ({libs} mosquitto files), boot → agent {boot_s:.1f} s, gatewayd "
             f"connected {started_s:.1f} s after boot; wall clock +4 h → −3 h → +5 h (STA_UNSYNC after each step, "
-            f"commands refused until resynchronised); {small_step}; compat and native alike: the logged "
+            f"commands refused until resynchronised, a scheduled sticker denied clock_unsynchronised and one "
+            f"without limits granted meanwhile); {small_step}; compat and native alike: the logged "
             f"message 3 h back: "
             f"{replay_back}/{native_back}; one made for the earlier wall time: older_than_highest; after +5 h old "
             f"messages stale, fresh ones accepted; sticker "
