@@ -91,6 +91,10 @@ final class DoorRuntime: Sendable {
         /// The `last_seen` of the tap being decided: not written before the relay
         /// (it decides nothing), but with the tap's first event (`record`).
         var lastSeenToSave: (uid: TagUID, time: Int64)?
+        /// Set by `shutdown` before it locks the outputs: from then on the
+        /// door queue runs no effect and records no event (a reader report
+        /// or a tap still in flight while the daemon stops).
+        var stopped = false
     }
     private let state: Mutex<State>
     /// Heartbeat of the event loop, read by the watchdog thread.
@@ -468,6 +472,11 @@ final class DoorRuntime: Sendable {
     /// record): it precedes the relay. What a power cut keeps:
     /// docs/reliability.md.
     private func execute(_ effects: [DoorEffect]) {
+        // Stopped: the outputs were locked for good; nothing may move them,
+        // play a pattern or start a timer again (SIGTERM while the reader
+        // still reported, a tap in flight: the relay unlocked after "outputs
+        // locked", and a Pi keeps a released line at its last level).
+        guard !state.withLock({ $0.stopped }) else { return }
         defer { stateChanged() }
         let lastDrive = effects.lastIndex {
             if case .drive = $0 { return true }
@@ -570,6 +579,10 @@ final class DoorRuntime: Sendable {
     }
 
     private func record(_ event: DoorEvent, detail: String? = nil) {
+        // After shutdown's last flush nothing more reaches the audit writer:
+        // the process is exiting (an event of the stop itself, such as the
+        // reader failing as it closes, is not the door's).
+        guard !state.withLock({ $0.stopped }) else { return }
         let wall = Int64(time(nil))
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
@@ -742,6 +755,7 @@ final class DoorRuntime: Sendable {
     func shutdown() {
         queue.sync {
             state.withLock {
+                $0.stopped = true
                 for t in $0.timers.values { t.cancel() }
                 $0.timers = [:]
                 $0.scheduleTimer?.cancel()
