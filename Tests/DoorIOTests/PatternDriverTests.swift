@@ -55,7 +55,9 @@ final class PatternDriverTests: XCTestCase {
                 steps: [PatternStep(on: ["green", "buzzer"], duration: ms(1)), .off(ms(1))], repeats: true,
                 priority: 10),
             FeedbackPattern(
-                steps: [PatternStep(on: ["red"], duration: ms(2)), PatternStep(on: ["red", "buzzer"], duration: ms(1))],
+                steps: [
+                    PatternStep(on: ["red"], duration: ms(2)), PatternStep(on: ["red", "buzzer"], duration: ms(1)),
+                ],
                 repeats: true, priority: 10),
             FeedbackPattern(steps: [PatternStep(on: ["green", "red"], duration: ms(1))], priority: 20),
         ]
