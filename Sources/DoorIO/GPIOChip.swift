@@ -14,12 +14,10 @@ let gpioConsumer = "gatewayd"
 
 /// Owner of one `struct gpiod_chip *` (STYLE.md §6). Lines found on it stay
 /// valid while it lives; gpiod_chip_close releases them, so every line keeps
-/// its chip. Shared by the board and the input thread (whichever lets go
-/// last closes it); the handle is only used under `handle`'s lock.
-final class GPIOChip: Sendable {
-    /// libgpiod's chip: gpiod_chip_get_line / find_line fill the chip's line
-    /// table, so lookups are serialised here.
-    private let handle: Mutex<OpaquePointer>
+/// its chip, and the last to let go (the board's or the input thread) closes it.
+// @unchecked: a libgpiod chip handle: lines are looked up on it only while the board is built (one thread), then it is only kept open until deinit.
+final class GPIOChip: @unchecked Sendable {
+    let pointer: OpaquePointer
     /// The chip's kernel name, e.g. `gpiochip0`.
     let name: String
 
@@ -34,11 +32,11 @@ final class GPIOChip: Sendable {
             }
             throw GPIOError.call(function: "gpiod_chip_open_lookup", errno: code, subject: "chip '\(spec)'")
         }
-        name = String(cString: gpiod_chip_name(opened))
-        handle = Mutex(opened)
+        pointer = opened
+        name = String(cString: gpiod_chip_name(pointer))
     }
 
-    deinit { handle.withLock { gpiod_chip_close($0) } }
+    deinit { gpiod_chip_close(pointer) }
 
     /// Every chip as "name [label] (N lines)", for the not-found message
     /// (gpiod_chip_iter walks /dev/gpiochip*).
@@ -58,14 +56,14 @@ final class GPIOChip: Sendable {
     /// return NULL for a missing line (EINVAL: offset out of range; ENOENT or
     /// no errno: no such name); other errnos (ENOMEM, EIO) are real failures.
     func line(_ spec: LineSpec) throws -> OpaquePointer {
-        let (found, code) = handle.withLock { chip -> (OpaquePointer?, Int32) in
-            errno = 0
-            switch spec {
-            case .offset(let n): return (gpiod_chip_get_line(chip, n), errno)
-            case .name(let s): return (gpiod_chip_find_line(chip, s), errno)
-            }
+        errno = 0
+        let found: OpaquePointer?
+        switch spec {
+        case .offset(let n): found = gpiod_chip_get_line(pointer, n)
+        case .name(let s): found = gpiod_chip_find_line(pointer, s)
         }
         if let found { return found }
+        let code = errno
         if code == 0 || code == ENOENT || code == EINVAL { throw GPIOError.lineNotFound(chip: name, line: spec) }
         throw GPIOError.call(
             function: spec.isOffset ? "gpiod_chip_get_line" : "gpiod_chip_find_line",
