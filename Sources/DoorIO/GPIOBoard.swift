@@ -6,6 +6,7 @@
 import CDoorSafety
 import DoorCore
 import Logging
+import Synchronization
 
 /// The door's lines through libgpiod v1 — the only code that touches it.
 ///
@@ -14,8 +15,7 @@ import Logging
 /// path leaves the relays locked: `lockAll()`, deinit (each `OutputLine`
 /// drives itself safe before release), and the fatal-signal handler
 /// (`RelaySafety.installCrashHandler()`) for crashes.
-// @unchecked: `monitor` is set in init and cleared only in deinit; the rest are `let`s (libgpiod lines, see OutputLine).
-public final class GPIOBoard: DoorBoard, @unchecked Sendable {
+public final class GPIOBoard: DoorBoard, Sendable {
     public let outputs: [OutputDefinition]
     public let indicatorNames: [String]
     private let chip: GPIOChip
@@ -23,7 +23,8 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
     private let indicatorLines: [String: OutputLine]
     private let state: BoardState
     private let logger: Logger
-    private var monitor: InputMonitor?
+    /// The input thread; nil when the board has no inputs.
+    private let monitor: InputMonitor?
 
     public init(_ description: BoardDescription, logger: Logger) throws {
         try description.validateNames()
@@ -49,7 +50,7 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
             .compactMap { kind, input in input.map { (kind, $0) } }
         state = BoardState(outputs: outputs, indicators: indicatorNames, inputs: inputs.map(\.0))
         let chip = self.chip, state = self.state
-        monitor = try InputMonitor(
+        monitor = try InputMonitor.start(
             inputs: try inputs.map { kind, input in
                 (
                     kind, try EdgeInputLine(chip: chip, input: input, subject: kind.rawValue, logger: logger),
@@ -62,7 +63,7 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
     }
 
     deinit {
-        monitor = nil  // joins the input thread before its lines go
+        monitor?.stop()  // joins the input thread before its lines go
         logger.info("gpio board closed; outputs locked")
     }
 
@@ -134,17 +135,17 @@ public final class GPIOBoard: DoorBoard, @unchecked Sendable {
 /// The input thread: waits in poll(2) on the inputs' edge-event descriptors
 /// and a wake-up pipe — no busy polling — feeds each edge to its
 /// `Debouncer`, and sleeps only until the next debounce deadline.
-// @unchecked: `wakeWrite` and `thread` are set in init only; the input thread owns its InputLoop.
-final class InputMonitor: @unchecked Sendable {
-    private var wakeWrite: Int32 = -1
-    private var thread: pthread_t?
+final class InputMonitor: Sendable {
+    private let wakeWrite: Int32
+    /// The input thread until `stop()` has taken it (to join or detach it).
+    private let thread: Mutex<pthread_t?>
 
-    /// Starts the thread when there is at least one input.
-    init(
+    /// Starts the thread; nil when there are no inputs.
+    static func start(
         inputs: [(InputKind, EdgeInputLine, Duration)], logger: Logger,
         deliver: @escaping @Sendable (InputEvent) -> Void
-    ) throws {
-        guard !inputs.isEmpty else { return }
+    ) throws -> InputMonitor? {
+        guard !inputs.isEmpty else { return nil }
         var tracked: [InputLoop.Tracked] = []
         for (kind, line, debounce) in inputs {
             tracked.append(
@@ -152,7 +153,7 @@ final class InputMonitor: @unchecked Sendable {
         }
         var fds: [Int32] = [-1, -1]
         try gpiodCall("pipe", "input wake-up pipe") { pipe(&fds) }
-        wakeWrite = fds[1]
+        // The loop owns the read end (its deinit closes it) and the lines.
         let loop = InputLoop(wakeRead: fds[0], inputs: tracked, logger: logger, deliver: deliver)
         var tid = pthread_t()
         let context = Unmanaged.passRetained(loop).toOpaque()
@@ -165,31 +166,41 @@ final class InputMonitor: @unchecked Sendable {
             }, context)
         guard rc == 0 else {
             Unmanaged<InputLoop>.fromOpaque(context).release()
+            close(fds[1])
             throw GPIOError.call(function: "pthread_create", errno: rc, subject: "input thread")
         }
-        thread = tid
+        return InputMonitor(wakeWrite: fds[1], thread: tid)
+    }
+
+    private init(wakeWrite: Int32, thread: pthread_t) {
+        self.wakeWrite = wakeWrite
+        self.thread = Mutex(thread)
+    }
+
+    /// Wakes the input thread and waits for it to end. Once; later calls return at once.
+    func stop() {
+        guard let thread = thread.withLock({ $0.take() }) else { return }
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+        // An input handler may drop the last board reference on the
+        // input thread itself: it cannot join itself, it ends on the wake-up.
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
     }
 
     deinit {
-        guard wakeWrite >= 0 else { return }
-        if let thread {
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
-            // An input handler may drop the last board reference on the
-            // input thread itself: it cannot join itself, it ends on the wake-up.
-            if pthread_equal(thread, pthread_self()) != 0 {
-                pthread_detach(thread)
-            } else {
-                pthread_join(thread, nil)
-            }
-        }
+        stop()
         close(wakeWrite)
     }
 }
 
-/// The state the input thread owns.
-// @unchecked: handed to the input thread (pthread_create) and used there only.
-private final class InputLoop: @unchecked Sendable {
+/// The state the input thread owns. Not Sendable: made by `InputMonitor.start`,
+/// then handed over whole to the input thread (pthread_create's argument),
+/// which alone uses it from then on.
+private final class InputLoop {
     struct Tracked {
         var kind: InputKind
         var line: EdgeInputLine

@@ -6,14 +6,16 @@
 import CDoorSafety
 import CGPIOD
 import Logging
+import Synchronization
 
 /// The consumer label every request carries (shown by `gpioinfo`, and in our
 /// own EBUSY messages).
 let gpioConsumer = "gatewayd"
 
 /// Owner of one `struct gpiod_chip *` (STYLE.md §6). Lines found on it stay
-/// valid while it lives; gpiod_chip_close releases them.
-// @unchecked: a libgpiod chip handle; lines are requested from it at start only, then it is only kept open.
+/// valid while it lives; gpiod_chip_close releases them, so every line keeps
+/// its chip, and the last to let go (the board's or the input thread) closes it.
+// @unchecked: a libgpiod chip handle: lines are looked up on it only while the board is built (one thread), then it is only kept open until deinit.
 final class GPIOChip: @unchecked Sendable {
     let pointer: OpaquePointer
     /// The chip's kernel name, e.g. `gpiochip0`.
@@ -85,10 +87,15 @@ final class GPIOChip: @unchecked Sendable {
 /// (true = coil energised / LED on). Registered in the fatal-signal table
 /// (CDoorSafety) while requested; deinit drives it safe, unregisters it and
 /// releases it.
-// @unchecked: a libgpiod line handle; set from the door queue (DoorRuntime) and read by the fatal-signal handler (CDoorSafety).
-final class OutputLine: @unchecked Sendable {
+///
+/// Written from several threads (the door queue drives a relay, the pattern
+/// queue the indicators, `lockAll()` either from the daemon's stop path), so
+/// the handle is used only under `handle`'s lock: libgpiod's line keeps the
+/// last value written in its struct. The fatal-signal handler does not take
+/// the lock (it cannot); it only writes the safe value.
+final class OutputLine: Sendable {
     private let chip: GPIOChip
-    private let line: OpaquePointer
+    private let handle: Mutex<OpaquePointer>
     let spec: LineSpec
     /// The logical value that is safe: the locked level of a relay, off for an indicator.
     let safeValue: Bool
@@ -107,30 +114,42 @@ final class OutputLine: @unchecked Sendable {
         ) {
             gpiod_line_request_output_flags(line, gpioConsumer, flags, safeValue ? 1 : 0)
         }
-        self.line = line
+        // Registered before the object is complete: a failure here releases
+        // the line itself, and no deinit runs to release it twice.
         if door_safety_register(line, safeValue ? 1 : 0) != 0 {
             gpiod_line_release(line)
             throw GPIOError.call(function: "door_safety_register", errno: ENOSPC, subject: subject)
         }
+        handle = Mutex(line)
     }
 
     /// gpiod_line_set_value with a logical value.
     func set(_ value: Bool, subject: @autoclosure () -> String) throws {
-        try gpiodCall("gpiod_line_set_value", subject()) { gpiod_line_set_value(line, value ? 1 : 0) }
+        // gpiodCall's loop (EINTR retried, errno read on this thread right
+        // after the call), with only the C call under the lock.
+        let failure = handle.withLock { line -> Int32? in
+            while true {
+                if gpiod_line_set_value(line, value ? 1 : 0) >= 0 { return nil }
+                if errno != EINTR { return errno }
+            }
+        }
+        if let failure { throw GPIOError.call(function: "gpiod_line_set_value", errno: failure, subject: subject()) }
     }
 
     deinit {
-        _ = gpiod_line_set_value(line, safeValue ? 1 : 0)
-        door_safety_unregister(line)
-        gpiod_line_release(line)
+        handle.withLock { line in
+            _ = gpiod_line_set_value(line, safeValue ? 1 : 0)
+            door_safety_unregister(line)
+            gpiod_line_release(line)
+        }
     }
 }
 
 /// Owner of one input line requested for both-edge events
 /// (gpiod_line_request_both_edges_events_flags); the kernel queues edges on
-/// its event file descriptor.
-// @unchecked: a libgpiod line handle, read only by the input thread (InputLoop) after init.
-final class EdgeInputLine: @unchecked Sendable {
+/// its event file descriptor. Not Sendable: made on the board's thread, then
+/// handed over whole to the input thread (`InputLoop`), the only one to use it.
+final class EdgeInputLine {
     private let chip: GPIOChip
     private let line: OpaquePointer
     let spec: LineSpec

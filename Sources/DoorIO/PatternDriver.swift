@@ -1,35 +1,48 @@
 import Dispatch
 import DoorCore
 import Logging
+import Synchronization
 
 /// Runs a `PatternPlayer` on the monotonic clock: one serial queue, one
 /// DispatchSourceTimer set to the player's next deadline. Changes go to the
 /// board's indicator lines; lines the board does not have are skipped (a
 /// board with a single LED still plays the stock patterns).
-// @unchecked: `player` is touched only on `queue` (and in deinit, when nothing else can).
-public final class PatternDriver: @unchecked Sendable {
+///
+/// Every step runs on `queue`, so the board sees the changes in the order
+/// they were made; the player and the timer are in `state`, locked only to
+/// step the player and set the timer, never while the board is written.
+public final class PatternDriver: Sendable {
+    private struct State {
+        var player = PatternPlayer()
+        /// Not Sendable (libdispatch's protocol): it lives here, used under the lock.
+        let timer: DispatchSourceTimer
+    }
     private let board: DoorBoard
     private let logger: Logger
     private let queue = DispatchQueue(label: "gatewayd.patterns")
-    private let timer: DispatchSourceTimer
-    private var player = PatternPlayer()  // only touched on `queue`
+    private let state: Mutex<State>
 
     public init(board: DoorBoard, logger: Logger) {
         self.board = board
         self.logger = logger
-        timer = DispatchSource.makeTimerSource(queue: queue)
-        // Weak: a tick racing with deinit finds nil instead of a dying object.
-        timer.setEventHandler { [weak self] in self?.step { $0.advance(to: MonotonicClock.now()) } }
-        timer.schedule(deadline: .distantFuture)
-        timer.activate()
+        state = Mutex(State(timer: DispatchSource.makeTimerSource(queue: queue)))
+        state.withLock { s in
+            // Weak: a tick racing with deinit finds nil instead of a dying object.
+            s.timer.setEventHandler { [weak self] in self?.step { $0.advance(to: MonotonicClock.now()) } }
+            s.timer.schedule(deadline: .distantFuture)
+            s.timer.activate()
+        }
     }
 
     deinit {
-        timer.cancel()
         // Never leave a line on. No queue.sync: deinit may run on `queue` (a
         // tick's strong upgrade of its weak self can be the last reference),
-        // and nothing else can touch `player` once deinit has begun.
-        apply(player.stop())
+        // and no step can run once deinit has begun.
+        let changes = state.withLock { s in
+            s.timer.cancel()
+            return s.player.stop()
+        }
+        apply(changes)
     }
 
     /// Play `pattern` unless a more important one is playing. Synchronous
@@ -44,16 +57,22 @@ public final class PatternDriver: @unchecked Sendable {
     }
 
     /// Whether a pattern is playing.
-    public var isPlaying: Bool { queue.sync { player.pattern != nil } }
+    public var isPlaying: Bool { state.withLock { $0.player.pattern != nil } }
 
+    /// On `queue` only. The timer fires on `queue` too, so rescheduling it
+    /// before the changes are applied cannot let a tick overtake them.
     private func step(_ body: (inout PatternPlayer) -> [LineChange]) {
-        apply(body(&player))
-        if let deadline = player.nextDeadline {
-            let delay = deadline.since(MonotonicClock.now()).nanosecondsClamped
-            timer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
-        } else {
-            timer.schedule(deadline: .distantFuture)
+        let changes = state.withLock { s in
+            let changes = body(&s.player)
+            if let deadline = s.player.nextDeadline {
+                let delay = deadline.since(MonotonicClock.now()).nanosecondsClamped
+                s.timer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
+            } else {
+                s.timer.schedule(deadline: .distantFuture)
+            }
+            return changes
         }
+        apply(changes)
     }
 
     private func apply(_ changes: [LineChange]) {

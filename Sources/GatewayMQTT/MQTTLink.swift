@@ -50,7 +50,7 @@ public struct MQTTFleet: Sendable {
 /// deleted on PUBACK; after a reconnect or a restart the backlog goes out in
 /// order. Messages on command topics go, named by their channel, to the
 /// daemon's `RemoteCommandHandler`; deciding them is `RemoteJudge`'s.
-// @unchecked: libmosquitto's callbacks run on its network thread; shared state is in `shared` (Mutex) and `queue` (Condition); `client` and the hooks are set before the threads start and cleared after they are joined.
+// @unchecked: libmosquitto calls back on the network thread (userdata: this link); shared state is in `shared` (Mutex) and `queue` (Condition); `client`, `networkStarted` and the hooks are written before `start` returns, and `client` again by `stop` after the committer and the daemon's publishers have stopped.
 public final class MQTTLink: RemoteTransport, @unchecked Sendable {
     public var transportName: String { "mqtt" }
 

@@ -51,7 +51,7 @@ public struct NATSStatus: Equatable, Sendable {
 /// never displaces the one that works. When libnats gives up
 /// (CLOSED, after two authorisation violations) the link builds a new
 /// connection with a backoff of 1 s doubling to 30 s.
-// @unchecked: libnats C callbacks reach it through `box`; state is in `shared`/`connection`/`queue` (Mutexes, Condition); `commands`, `fleet`, `started` are set before `start()`.
+// @unchecked: libnats calls back on its own threads through `box`; shared state is in `shared`, `connection`, `fleetWatch`, `seed` (Mutexes) and `queue` (Condition); `commands` and `fleet` are set before `start`, `started` only by `start`/`stop`.
 public final class NATSLink: RemoteTransport, @unchecked Sendable {
     public var transportName: String { "nats" }
 
@@ -93,7 +93,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
 
     /// The connection and its subscriptions; held while libnats is called
     /// with them, so the manager thread never destroys one in use.
-    // @unchecked: libnats handles, used only while `connection` is locked (or by its C callbacks' thread).
+    // @unchecked: libnats handles: built by the manager thread, then used only with `connection` locked until `teardown` takes them out to destroy them.
     struct Connection: @unchecked Sendable {
         var nc: OpaquePointer?
         var js: OpaquePointer?
@@ -129,7 +129,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
     /// The seed, read at each connection build; only `nats_Sign` sees it.
     private let seed = Mutex<[CChar]?>(nil)
 
-    // @unchecked: the C callbacks' closure; `link` is a weak reference (the runtime's weak-reference locking guards it).
+    // @unchecked: the C callbacks' closure; `link` is assigned once in NATSLink.init, before libnats has the box, and a weak load is safe against the link's release.
     final class Box: @unchecked Sendable {
         weak var link: NATSLink?
     }
@@ -684,7 +684,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
     }
 
     /// What a trial connection's JWT callback hands libnats; the seed is the link's.
-    // @unchecked: handed to libnats' JWT callback; `link` is weak and set once, before libnats can call back.
+    // @unchecked: handed to libnats' JWT and signature callbacks; `jwt` and the weak `link` are set in init, before libnats can call back.
     final class TrialBox: @unchecked Sendable {
         // Both set once, before libnats can call back.
         let jwt: String

@@ -262,7 +262,7 @@ final class Statement {
 
 /// One SQLite connection. Not thread-safe by itself: `DatabasePool` hands
 /// it to one thread at a time (the library runs in multi-thread mode).
-// @unchecked: a sqlite3 handle (SQLITE_OPEN_NOMUTEX), used under DatabasePool's `writer`/`readers` Mutex only.
+// @unchecked: a sqlite3 handle opened SQLITE_OPEN_NOMUTEX, and its `cache`: one thread at a time (the writer inside DatabasePool's `writer` Mutex, a reader while one `read` has it out of `readers`).
 public final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     public let path: String

@@ -11,9 +11,9 @@
 
 /// A value guarded by a pthread mutex with a condition variable on
 /// CLOCK_MONOTONIC: what the committers and the shutdown handshakes wait on
-/// (Synchronization's `Mutex` has no condition variable).
-// @unchecked: `state` is guarded by the pthread mutex below (Mutex has no condition variable).
-public final class Condition<State>: @unchecked Sendable {
+/// (Synchronization's `Mutex` has no condition variable). Shareable only
+/// for a Sendable `State`: what the closures return leaves the lock.
+public final class Condition<State> {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var state: State
@@ -79,6 +79,9 @@ public final class Condition<State>: @unchecked Sendable {
         return true
     }
 }
+
+// @unchecked: `state` is read and written only with `mutex` (a pthread mutex, for its condition variable) held.
+extension Condition: @unchecked Sendable where State: Sendable {}
 
 /// A thread that could not be started (pthread_create's error).
 public struct ThreadStartError: Error, CustomStringConvertible {

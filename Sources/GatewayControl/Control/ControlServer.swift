@@ -1,5 +1,6 @@
 import DoorCore
 import Glibc
+import Synchronization
 
 /// A request on the control socket: one JSON object per line,
 /// `{"id": …, "method": "…", "params": {…}}`.
@@ -35,8 +36,11 @@ package struct Peer: Equatable {
 /// `maxClients` at once (the next is answered `busy` and closed), and a
 /// client silent for `idleSeconds` while a request is awaited, or not
 /// reading what it is sent for as long, is closed.
-// @unchecked: `listener`, `clients` and `stopping` are guarded by `lock`; each client thread owns its connection.
-package final class ControlServer: @unchecked Sendable {
+///
+/// The accept thread and the client threads share only `state`; each client
+/// thread owns its connection (`LineConnection`), and `stop` only shuts the
+/// descriptors down to wake them.
+package final class ControlServer: Sendable {
     static let maxLine = 64 * 1024
     static let maxClients = 32
     static let idleSeconds = 10
@@ -45,16 +49,20 @@ package final class ControlServer: @unchecked Sendable {
     /// Where users and groups are read: /etc/passwd and /etc/group, never NSS.
     let passwdPath: String
     let groupPath: String
-    private let handler: (ControlRequest, Peer) throws -> ControlAnswer
-    private var listener: Int32 = -1
-    private let lock = Lock()
-    private var clients: Set<Int32> = []
-    private var stopping = false
+    /// Called on the client threads, several at once.
+    private let handler: @Sendable (ControlRequest, Peer) throws -> ControlAnswer
+    private struct State {
+        var listener: Int32 = -1
+        /// The descriptors of the clients being served.
+        var clients: Set<Int32> = []
+        var stopping = false
+    }
+    private let state = Mutex(State())
 
     package init(
         path: String, adminGroup: String, passwdPath: String = Accounts.passwdPath,
         groupPath: String = Accounts.groupPath,
-        handler: @escaping (ControlRequest, Peer) throws -> ControlAnswer
+        handler: @escaping @Sendable (ControlRequest, Peer) throws -> ControlAnswer
     ) {
         self.path = path
         self.adminGroup = adminGroup
@@ -121,11 +129,11 @@ package final class ControlServer: @unchecked Sendable {
             unlink(path)
             throw error
         }
-        listener = fd
+        state.withLock { $0.listener = fd }
         do {
             try Threads.detach(name: "gatewayd.control") { [self] in acceptLoop(fd) }
         } catch {
-            listener = -1
+            state.withLock { $0.listener = -1 }
             close(fd)
             unlink(path)
             throw DaemonError.startup("control socket: \(error)")
@@ -193,12 +201,16 @@ package final class ControlServer: @unchecked Sendable {
     }
 
     package func stop() {
-        let (fd, open) = lock.withLock { () -> (Int32, Set<Int32>) in
-            stopping = true
-            return (listener, clients)
+        let fd = state.withLock { s -> Int32 in
+            s.stopping = true
+            // Under the lock: a client thread takes its descriptor out of the
+            // set before closing it, so none of these is closed (or its number
+            // reused) yet. shutdown(2) wakes the client thread; it never blocks.
+            for c in s.clients { shutdown(c, Int32(SHUT_RDWR)) }
+            defer { s.listener = -1 }  // closed once, however often stop runs
+            return s.listener
         }
         if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
-        for c in open { shutdown(c, Int32(SHUT_RDWR)) }
         unlink(path)
     }
 
@@ -207,13 +219,13 @@ package final class ControlServer: @unchecked Sendable {
             let client = accept(fd, nil, nil)
             if client < 0 {
                 if errno == EINTR { continue }
-                if lock.withLock({ stopping }) { return }
+                if state.withLock({ $0.stopping }) { return }
                 usleep(10_000)
                 continue
             }
-            let admitted = lock.withLock { () -> Bool in
-                guard clients.count < Self.maxClients else { return false }
-                clients.insert(client)
+            let admitted = state.withLock { s -> Bool in
+                guard s.clients.count < Self.maxClients else { return false }
+                s.clients.insert(client)
                 return true
             }
             guard admitted else {
@@ -230,11 +242,11 @@ package final class ControlServer: @unchecked Sendable {
             do {
                 try Threads.detach(name: "gatewayd.client") { [self] in
                     serve(client)
-                    lock.withLock { _ = clients.remove(client) }
+                    state.withLock { _ = $0.clients.remove(client) }
                     close(client)
                 }
             } catch {
-                lock.withLock { _ = clients.remove(client) }
+                state.withLock { _ = $0.clients.remove(client) }
                 close(client)
             }
         }
@@ -267,7 +279,7 @@ package final class ControlServer: @unchecked Sendable {
                 case .value(let v):
                     connection.send(.object([("id", request.id), ("ok", .bool(true)), ("result", v)]))
                 case .stream(let next):
-                    while !lock.withLock({ stopping }) {
+                    while !state.withLock({ $0.stopping }) {
                         for event in try next() {
                             guard connection.send(.object([("id", request.id), ("event", event)])) else { return }
                         }
