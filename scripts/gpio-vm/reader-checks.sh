@@ -492,8 +492,28 @@ granted_count() { dctl log --limit 100 2> /dev/null | grep -c granted; }
 # audit log and the relay never unlocks; at least one of them is torn after
 # activation ('the tag left the reader'). Then the whole tap grants and
 # pulses the relay.
+# hung NAME: what the daemon and pn532-sim wait on when a call of the check
+# did not return (their threads' wait channels, their logs' last lines).
+hung() {
+    for p in "$DAEMONPID" "$SIMPID"; do
+        [ -n "$p" ] || continue
+        printf '%s' " pid $p:"
+        for t in /proc/"$p"/task/*; do printf ' %s' "$(cat "$t/comm" 2> /dev/null)=$(cat "$t/wchan" 2> /dev/null)"; done
+        printf ';'
+    done
+    printf ' daemon: %s; sim: %s' "$(tail -4 "$D/daemon.log" | tr '\n' ' ')" "$(tail -4 "$WORKDIR/sim.log" | tr '\n' ' ')"
+}
+
 check_tear_tap() {
     bus=$1
+    # Every call bounded: a call that does not return fails the check with
+    # what the daemon and the emulator wait on, instead of hanging the guest.
+    simctl() { timeout $((10 * S)) "$PN532SIM" --control "$WORKDIR/sim.sock" --send "$*"; }
+    dctl() { DOORGATEWAY_SOCKET="$D/run/control.sock" timeout $((10 * S)) "$GATEWAY" ctl "$@"; }
+    granted_count() {
+        _log=$(dctl log --limit 100 2> /dev/null) || return 1
+        printf '%s\n' "$_log" | grep -c granted || true
+    }
     t0=$(date +%s)
     ok=yes detail= left=0 whole=
     simctl remove > /dev/null 2>&1
@@ -502,17 +522,22 @@ check_tear_tap() {
     n=0
     while [ $n -lt 24 ]; do
         n=$((n + 1))
-        granted=$(granted_count)
-        simctl tear-after "$n" > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused;"; }
+        granted=$(granted_count) || { ok=no; detail="$detail N=$n: log did not answer:$(hung);"; break; }
+        simctl tear-after "$n" > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused or hung:$(hung);"; break; }
         simctl reinsert > /dev/null
         # Until the tag has left (torn) or the relay moved (read whole).
         m=$((100 * S)) gone=no
         while [ $m -gt 0 ]; do
-            if simctl status | grep -c >/dev/null "tag=none"; then gone=yes; break; fi
+            st=$(simctl status) || { m=-1; break; }
+            case $st in *tag=none*) gone=yes && break ;; esac
             [ "$(cat "$SYS/sim_gpio0/value")" = 1 ] && break
             sleep 0.1
             m=$((m - 1))
         done
+        if [ $m = -1 ]; then
+            ok=no detail="$detail N=$n: pn532-sim's status did not answer:$(hung);"
+            break
+        fi
         if [ $m = 0 ]; then
             # Neither: the door did not read a tag left in its field. Say so
             # now, not after 24 more rounds of waiting.
@@ -545,6 +570,9 @@ check_tear_tap() {
         kill -0 "$SIMPID" 2> /dev/null || detail="pn532-sim exited: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ');$detail"
         fail "$bus-tear-tap" "$detail $(tail -3 "$D/daemon.log" | tr '\n' ' ')"
     fi
+    simctl() { "$PN532SIM" --control "$WORKDIR/sim.sock" --send "$*"; }
+    dctl() { DOORGATEWAY_SOCKET="$D/run/control.sock" "$GATEWAY" ctl "$@"; }
+    granted_count() { dctl log --limit 100 2> /dev/null | grep -c granted; }
 }
 
 check_daemon() {
