@@ -77,19 +77,30 @@ final class AuditWriter: Sendable {
     /// the event's tag's `last_seen`, in the same transaction as its row.
     ///
     /// One kind of event decides later taps: `provisioning_written` turns its
-    /// sticker's row active in the same transaction. Its write waits for
-    /// that commit, so the next tap the door queue judges (the new sticker
-    /// taken away and presented again) finds the row active; a slow commit
-    /// (a loaded SD card) once let that tap find it still pending. The wait
-    /// is one commit, at provisioning only; no relay waits on it.
+    /// sticker's row active in the same transaction. Its write waits for that
+    /// commit, so the next tap the door queue judges (the new sticker taken
+    /// away and presented again) finds the row active; with the commit left
+    /// to follow, a loaded host's first tap found it still pending. The wait
+    /// is bounded (`activationWait`): behind a long backlog (a store that
+    /// takes writes again after a full disk) the door queue goes on after it,
+    /// so a running pulse still ends on time; that tap may then find the row
+    /// pending, as before.
     func write(_ event: DoorEvent, at time: Int64, detail: String?, lastSeen: Int64? = nil) {
         let pending = Pending(event: event, time: time, detail: detail, lastSeen: lastSeen)
-        if event.kind == .provisioningWritten {
-            queue.sync { self.append(pending) }
-        } else {
+        guard event.kind == .provisioningWritten else {
             queue.async { self.append(pending) }
+            return
         }
+        let committed = DispatchSemaphore(value: 0)
+        queue.async {
+            self.append(pending)
+            committed.signal()
+        }
+        _ = committed.wait(timeout: .now() + activationWait)
     }
+
+    /// How long the door queue waits for a `provisioning_written` commit.
+    let activationWait: DispatchTimeInterval = .seconds(1)
 
     /// Returns once every event written before is committed (or waits in
     /// memory because the store cannot take it): shutdown, tests.

@@ -315,8 +315,10 @@ extension Daemon {
             if try p.bool("ntag424") {
                 // A factory-fresh NTAG 424 DNA (docs/ntag424.md).
                 _ = try? SimulatorControl.send("remove", to: control)
-                let answer = try SimulatorControl.send("insert ntag424 \(uid.hex)", to: control)
+                // Armed with no tag in the field, it counts from the tag's
+                // arrival (armed after it, the door's polling may have begun).
                 if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
+                let answer = try SimulatorControl.send("insert ntag424 \(uid.hex)", to: control)
                 return .object([("uid", .string(uid.hex)), ("simulator", .string(answer))])
             }
             let image: TagImage
@@ -334,8 +336,9 @@ extension Daemon {
             _ = try? SimulatorControl.send("remove", to: control)  // "error no tag in the field" is fine
             // A dump keeps its own UID unless one was given.
             let tagUID = p["dump"] != nil && p["uid"] == nil ? image.uid : uid
-            let answer = try SimulatorControl.send("insert \(tagUID.hex) \(file)", to: control)
+            // Armed before the tag comes (see above): N counts from its arrival.
             if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
+            let answer = try SimulatorControl.send("insert \(tagUID.hex) \(file)", to: control)
             return .object([("uid", .string(tagUID.hex)), ("simulator", .string(answer))])
         case .simRemove:
             // Removing when the tag already left (torn away) is not an error.

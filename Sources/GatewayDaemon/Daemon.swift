@@ -271,6 +271,10 @@ final class Daemon: Sendable {
     func stop(signal sig: Int32) -> Never {
         log.notice("signal \(sig): stopping")
         notify.send("STOPPING=1")
+        // First, from this thread: a door queue that is stuck (a store write
+        // that does not return) must not keep the strike from locking.
+        // `shutdown` locks again on the door queue and stops it.
+        board.lockAll()
         runtime.shutdown()
         stopControl()
         readerLoop.stop()

@@ -144,10 +144,13 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
                 // older copy put back on the publisher's cannot win anywhere.
                 if source != publishTopic && source != Self.controlSource { republishPending = true }
             } catch FleetStoreError.superseded(let v, let a) {
+                seen.withLock { if $0.notApplied?.version == doc.version { $0.notApplied = nil } }
                 refuse(.stale(version: v, applied: a), payload: payload, source: source, now: now)
             } catch let error as SQLiteError where Self.isTheDocuments(error) {
                 // The same document breaks the same constraint every time: refused
-                // (audited once, `last_refused`), not retried in silence.
+                // (audited once, `last_refused`), not retried in silence; a
+                // storage failure noted for it before is over.
+                seen.withLock { if $0.notApplied?.version == doc.version { $0.notApplied = nil } }
                 refuse(
                     .notStorable(version: doc.version, why: error.description), payload: payload, source: source,
                     now: now)

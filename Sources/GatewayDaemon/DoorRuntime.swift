@@ -227,6 +227,7 @@ final class DoorRuntime: Sendable {
     /// with the clock unsynchronised the schedule reads as outside (normal
     /// mode: fail closed). Re-runs at the next edge, and at least every minute.
     private func scheduleTick() {
+        guard !isStopped else { return }
         state.withLock {
             $0.scheduleTimer?.cancel()
             $0.scheduleTimer = nil
@@ -267,7 +268,7 @@ final class DoorRuntime: Sendable {
     }
 
     func submit(_ input: DoorInput) {
-        queue.async { self.handle(input) }
+        queue.async { if !self.isStopped { self.handle(input) } }
     }
 
     /// Runs `body` on the door queue and returns its result (control requests).
@@ -286,6 +287,10 @@ final class DoorRuntime: Sendable {
 
     func readerReport(_ report: ReaderLoop.Report) {
         queue.async { [self] in
+            // Stopped: a tap still in flight takes no guest-pass use, no
+            // counter, no last_seen, and the store is left alone while the
+            // process exits.
+            guard !isStopped else { return }
             switch report {
             case .arrived(let tag): tagArrived(tag)
             case .departed(let uid): handle(.tagDeparted(uid))
@@ -306,6 +311,7 @@ final class DoorRuntime: Sendable {
 
     func boardInput(_ event: InputEvent) {
         queue.async { [self] in
+            guard !isStopped else { return }
             switch event.input {
             case .button: handle(.button(pressed: event.active))
             case .doorContact: handle(.doorContact(open: event.active))
@@ -439,6 +445,7 @@ final class DoorRuntime: Sendable {
     /// produced (the control socket's approvals answer with them).
     func handleNow(_ input: DoorInput) -> [DoorEvent] {
         queue.sync {
+            guard !isStopped else { return [] }
             let effects = decide(input)
             execute(effects)
             return effects.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
@@ -471,12 +478,15 @@ final class DoorRuntime: Sendable {
     /// machine is asked (a guest pass's use, a remote command's replay
     /// record): it precedes the relay. What a power cut keeps:
     /// docs/reliability.md.
+    /// Set by `shutdown`; every door-queue entry checks it first.
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
     private func execute(_ effects: [DoorEffect]) {
         // Stopped: the outputs were locked for good; nothing may move them,
         // play a pattern or start a timer again (SIGTERM while the reader
         // still reported, a tap in flight: the relay unlocked after "outputs
         // locked", and a Pi keeps a released line at its last level).
-        guard !state.withLock({ $0.stopped }) else { return }
+        guard !isStopped else { return }
         defer { stateChanged() }
         let lastDrive = effects.lastIndex {
             if case .drive = $0 { return true }
@@ -582,7 +592,7 @@ final class DoorRuntime: Sendable {
         // After shutdown's last flush nothing more reaches the audit writer:
         // the process is exiting (an event of the stop itself, such as the
         // reader failing as it closes, is not the door's).
-        guard !state.withLock({ $0.stopped }) else { return }
+        guard !isStopped else { return }
         let wall = Int64(time(nil))
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
@@ -665,6 +675,7 @@ final class DoorRuntime: Sendable {
     /// the new machine's start); provisioning is disarmed.
     func reload(_ new: GatewayConfiguration, zone newZone: TimeZoneRules? = nil) {
         queue.async { [self] in
+            guard !isStopped else { return }
             let waiting = state.withLock { s -> ApprovalRequest? in
                 if let newZone { s.zone = newZone }
                 for t in s.timers.values { t.cancel() }

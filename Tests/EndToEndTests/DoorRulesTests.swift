@@ -42,9 +42,11 @@ final class DoorRulesTests: XCTestCase {
         try g.ctlJSON(["provision", "--action", "0"])
         try g.waitForEvent("provisioning_armed")
         // The tag arrives blank and is read; it leaves during the write's page
-        // writes (after READ 3 on the tap, then READ 0, GET_VERSION, READ 3,
-        // READ of the lock/config pages, and one WRITE).
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid, "--tear-after", "6"])
+        // writes. Counted from its arrival (the tear is armed before it
+        // comes): N = 1..12 tear the door's tap (two activations, InAutoPoll
+        // 20h then 10h, and its read), N >= 13 the provisioning write; 16 is
+        // a few pages into it.
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid, "--tear-after", "16"])
         let failed = try g.waitForEvent("provisioning_failed")
         XCTAssertEqual(failed["uid"]?.stringValue, uid)
         let tag = try XCTUnwrap(try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue?.first)

@@ -507,27 +507,30 @@ hung() {
 # scan over UART is EndToEndTests' TornTapTests. Every call is bounded: one
 # that does not return fails the check with what the daemon and the emulator
 # wait on, instead of hanging the guest.
+# The tear-tap check's calls, each bounded: one that does not return fails
+# the check (with `hung`) instead of hanging the guest.
+tsimctl() { timeout $((10 * S)) "$PN532SIM" --control "$WORKDIR/sim.sock" --send "$*"; }
+tdctl() { DOORGATEWAY_SOCKET="$D/run/control.sock" timeout $((10 * S)) "$GATEWAY" ctl "$@"; }
+tgranted() {
+    _log=$(tdctl log --limit 100 2> /dev/null) || return 1
+    printf '%s\n' "$_log" | grep -c granted || true
+}
+
 check_tear_tap() {
     bus=$1
-    simctl() { timeout $((10 * S)) "$PN532SIM" --control "$WORKDIR/sim.sock" --send "$*"; }
-    dctl() { DOORGATEWAY_SOCKET="$D/run/control.sock" timeout $((10 * S)) "$GATEWAY" ctl "$@"; }
-    granted_count() {
-        _log=$(dctl log --limit 100 2> /dev/null) || return 1
-        printf '%s\n' "$_log" | grep -c granted || true
-    }
     t0=$(date +%s)
     ok=yes detail= left=0
-    simctl remove > /dev/null 2>&1
+    tsimctl remove > /dev/null 2>&1
     sleep 2  # gone for longer than same_tag_quiet_ms
-    granted=$(granted_count) || { ok=no; detail="$detail log did not answer:$(hung);"; }
+    granted=$(tgranted) || { ok=no; detail="$detail log did not answer:$(hung);"; }
     left_before=$(grep -c "the tag left the reader" "$D/daemon.log")
     for n in 1 2 3 4 5 6 7 8 9; do
         [ $ok = yes ] || break
-        simctl tear-after $n > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused or hung:$(hung);"; break; }
-        simctl reinsert > /dev/null || { ok=no; detail="$detail N=$n: reinsert refused or hung:$(hung);"; break; }
+        tsimctl tear-after $n > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused or hung:$(hung);"; break; }
+        tsimctl reinsert > /dev/null || { ok=no; detail="$detail N=$n: reinsert refused or hung:$(hung);"; break; }
         m=$((100 * S)) gone=no
         while [ $m -gt 0 ]; do
-            st=$(simctl status) || { ok=no; detail="$detail N=$n: pn532-sim's status did not answer:$(hung);"; break; }
+            st=$(tsimctl status) || { ok=no; detail="$detail N=$n: pn532-sim's status did not answer:$(hung);"; break; }
             case $st in *tag=none*) gone=yes && break ;; esac
             sleep 0.1
             m=$((m - 1))
@@ -536,16 +539,16 @@ check_tear_tap() {
         [ $gone = yes ] || { ok=no; detail="$detail N=$n: the tag never left;"; break; }
         relay_quiet 20 || { ok=no; detail="$detail N=$n: the relay unlocked;"; }
     done
-    now=$(granted_count) || { ok=no; detail="$detail log did not answer:$(hung);"; }
+    now=$(tgranted) || { ok=no; detail="$detail log did not answer:$(hung);"; }
     [ "$now" = "$granted" ] || { ok=no; detail="$detail $((now - granted)) grant(s) for torn taps;"; }
     left=$(($(grep -c "the tag left the reader" "$D/daemon.log") - left_before))
     if [ $ok = yes ]; then
         sleep 1
-        simctl reinsert > /dev/null || { ok=no; detail="$detail the whole tap: reinsert refused or hung:$(hung);"; }
+        tsimctl reinsert > /dev/null || { ok=no; detail="$detail the whole tap: reinsert refused or hung:$(hung);"; }
         relay_pulse_seen $((400 * S)) || { ok=no; detail="$detail the whole tap after them: no relay pulse;"; }
         m=$((100 * S))
-        while [ $m -gt 0 ] && [ "$(granted_count)" -le "$granted" ]; do sleep 0.1; m=$((m - 1)); done
-        [ "$(granted_count)" -gt "$granted" ] || { ok=no; detail="$detail the whole tap after them: no grant;"; }
+        while [ $m -gt 0 ] && [ "$(tgranted)" -le "$granted" ]; do sleep 0.1; m=$((m - 1)); done
+        [ "$(tgranted)" -gt "$granted" ] || { ok=no; detail="$detail the whole tap after them: no grant;"; }
     fi
     if [ $ok = yes ]; then
         pass "$bus-tear-tap" "torn after N=1..9 exchanges: no grant, relay locked throughout ($left torn after activation: 'the tag left the reader'); the whole tap then granted and pulsed the relay ($(($(date +%s) - t0)) s)"
@@ -553,9 +556,6 @@ check_tear_tap() {
         kill -0 "$SIMPID" 2> /dev/null || detail="pn532-sim exited: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ');$detail"
         fail "$bus-tear-tap" "$detail $(tail -3 "$D/daemon.log" | tr '\n' ' ')"
     fi
-    simctl() { "$PN532SIM" --control "$WORKDIR/sim.sock" --send "$*"; }
-    dctl() { DOORGATEWAY_SOCKET="$D/run/control.sock" "$GATEWAY" ctl "$@"; }
-    granted_count() { dctl log --limit 100 2> /dev/null | grep -c granted; }
 }
 
 check_daemon() {
