@@ -129,6 +129,21 @@ final class RelayOrderTests: XCTestCase {
         return ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
     }
 
+    /// Holds the store's writer (a commit in progress) until the returned
+    /// semaphore is signalled.
+    func holdWriter(_ store: GatewayStore) -> DispatchSemaphore {
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? store.pool.write { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        return release
+    }
+
     func granted(_ store: GatewayStore, _ uid: TagUID) throws -> Int {
         try store.auditTail(100).filter { $0.kind == "access_granted" && $0.uid == uid.hex }.count
     }
@@ -212,15 +227,7 @@ final class RelayOrderTests: XCTestCase {
         door.board.driven.withLock {
             $0 = { state in state == .unlocked ? unlocked.fulfill() : locked.fulfill() }
         }
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            try? door.store.pool.write { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        held.wait()
+        let release = holdWriter(door.store)
         var released = false
         defer { if !released { release.signal() } }
 
@@ -246,15 +253,7 @@ final class RelayOrderTests: XCTestCase {
         let tag = try issue(door, uid)
         let locked = expectation(description: "strike locked again")
         door.board.driven.withLock { $0 = { state in if state == .locked { locked.fulfill() } } }
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            try? door.store.pool.write { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        held.wait()
+        let release = holdWriter(door.store)
         var released = false
         defer { if !released { release.signal() } }
 
@@ -291,15 +290,7 @@ final class RelayOrderTests: XCTestCase {
             uid: uid, action: 0, secretID: secret.id, label: "new", limits: TagLimits(), now: now)
         let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
         let tag = ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            try? door.store.pool.write { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        held.wait()
+        let release = holdWriter(door.store)
         door.runtime.note(DoorEvent(.provisioningWritten, action: 0, uid: uid))
         door.runtime.readerReport(.arrived(tag))
         // Long enough for the door queue to judge the tap if nothing holds it.
