@@ -18,7 +18,8 @@ import Synchronization
 
 /// Why an NTAG 424 job did not finish: an audit reason code and the detail.
 struct NTAG424JobFailure: Error, Equatable, CustomStringConvertible {
-    /// `tag_lost`, `foreign_content`, `not_ntag424`, `wrong_tag`, `no_tag`, `tag_error` or `reader`.
+    /// `tag_lost`, `foreign_content`, `not_ntag424`, `not_verified`, `wrong_tag`, `no_tag`, `tag_error`,
+    /// `reader`; from the door's side `revoked` and `registry_unavailable`.
     var reason: String
     var detail: String
     var description: String { "\(reason): \(detail)" }
@@ -34,6 +35,7 @@ struct NTAG424JobFailure: Error, Equatable, CustomStringConvertible {
         case .foreignContent?: self.init("foreign_content", "\(error)")
         case .notNTAG424?: self.init("not_ntag424", "\(error)")
         case .status?: self.init("tag_error", "\(error)")
+        case .notVerified?: self.init("not_verified", "\(error)")
         default: self.init("reader", "\(error)")
         }
     }
@@ -120,7 +122,8 @@ extension DoorRuntime {
             reader?.requestNTAG424(.provision(uid: uid, masterKey: site.key, base: Self.ntag424Base))
         } catch {
             log.error("provisioning NTAG 424 \(uid.hex): \(error)")
-            submit(.writeResult(uid: uid, .failed("\(error)")))
+            let revoked = if case RegistryError.revoked? = error as? RegistryError { true } else { false }
+            submit(.writeResult(uid: uid, .failed(revoked ? "revoked" : "registry_unavailable")))
         }
     }
 
@@ -148,7 +151,7 @@ extension DoorRuntime {
             } catch {
                 // The tag is provisioned but has no row: it opens nothing; the next attempt re-verifies it and commits.
                 log.error("registry: NTAG 424 \(uid.hex) verified but not recorded: \(error)")
-                submit(.writeResult(uid: uid, .failed("registry: \(error)")))
+                submit(.writeResult(uid: uid, .failed("registry_unavailable")))
             }
         }
     }

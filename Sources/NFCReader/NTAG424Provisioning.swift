@@ -87,11 +87,11 @@ extension NFCReader {
             let verdict = try? sun.verify(
                 metaReadKey: keys[NTAG424.DoorKeys.metaRead], fileReadKey: keys[NTAG424.DoorKeys.fileRead]),
             verdict.macOK, verdict.piccData.uid == uid.bytes, let counter = verdict.piccData.counter
-        else { throw .io("the provisioned tag's SUN read does not verify") }
+        else { throw .notVerified("the provisioned tag's SUN read does not verify") }
         guard case .authenticated(let cardUID) = try authenticate(keyNumber: 0, key: keys[0]).proof,
             cardUID == uid.bytes
         else {
-            throw .io("the provisioned tag does not authenticate with its new key 0")
+            throw .notVerified("the provisioned tag does not authenticate with its new key 0")
         }
         return NTAG424Provisioned(uid: uid, counter: counter)
     }

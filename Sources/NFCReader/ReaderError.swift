@@ -20,6 +20,9 @@ public enum ReaderError: Error, Equatable, CustomStringConvertible {
     case notNTAG424(String)
     /// An NTAG 424 DNA answered a command with an error status (91xx / 6xxx).
     case status(String)
+    /// A tag the door just provisioned does not prove the keys it was given
+    /// (its SUN read or its new key 0): the tag's fault, not the reader's.
+    case notVerified(String)
     /// Bad bytes from the chip or the tag, or a read-back that did not match.
     case io(String)
     case timeout(String)
@@ -37,6 +40,7 @@ public enum ReaderError: Error, Equatable, CustomStringConvertible {
         case .notNTAG(let m): return "not an NTAG213/215/216: \(m)"
         case .notNTAG424(let m): return "not an NTAG 424 DNA: \(m)"
         case .status(let m): return "the tag answered \(m)"
+        case .notVerified(let m): return "not verified: \(m)"
         case .io(let m): return "reader I/O: \(m)"
         case .timeout(let m): return "reader timeout: \(m)"
         }
