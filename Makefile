@@ -193,7 +193,8 @@ fuzz: deps
 	FUZZ_S="$(FUZZ_S)" ./scripts/fuzz.sh
 
 ## test-faults: the fault suite on the static binary — power cut during store writes, disk full,
-## clock jumps (in the gpio-vm guest), reader and broker pulled repeatedly, control-socket floods
+## clock jumps and taps across DST changes (in the gpio-vm guest), reader and broker pulled
+## repeatedly, control-socket floods
 test-faults: deps static
 	python3 scripts/no-leftovers.py --label test-faults -- python3 scripts/faults/run.py "$(STATIC_OUT)"
 

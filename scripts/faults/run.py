@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The fault suite (make test-faults): run.py BINDIR [SCENARIO...]
 
-Scenarios: powercut, diskfull, reader, broker, flood, abort, clock, clockjump (all by default; clockjump boots
-the gpio-vm guest). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
+Scenarios: powercut, diskfull, reader, broker, flood, abort, clock, clockjump, dst (all by default; clockjump
+and dst boot the gpio-vm guest). FAULTS_SEED fixes the random choices; FAULTS_CUTS the
 number of power cuts (default 200); FAULTS_KEEP=1 keeps the work directories.
 Prints one line per scenario and `test-faults: N passed, N failed`.
 """
@@ -17,6 +17,7 @@ import churn  # noqa: E402
 import clock  # noqa: E402
 import clockjump  # noqa: E402
 import diskfull  # noqa: E402
+import dst  # noqa: E402
 import powercut  # noqa: E402
 from lib import Failure  # noqa: E402
 
@@ -35,6 +36,7 @@ def main(argv):
         "abort": lambda report: abort.run(bindir, report, int(os.environ.get("FAULTS_ABORTS", "3"))),
         "clock": lambda report: clock.run_unsynchronised(bindir, report),
         "clockjump": lambda report: clockjump.run(bindir, report),
+        "dst": lambda report: dst.run(bindir, report),
     }
     chosen = argv[1:] or list(scenarios)
     passed = failed = 0
