@@ -32,6 +32,8 @@ final class Daemon: Sendable {
     let simulatorControl: String?
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
+    /// Home Assistant's entities redrawn after each reload, in reload order.
+    private let redrawQueue = DispatchQueue(label: "gatewayd.discovery")
     /// Makes each event's outbox message once a transport is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
@@ -49,6 +51,7 @@ final class Daemon: Sendable {
         var transportRunning = false
         var fleetReceiver: FleetReceiver?
         var homeAssistantAdmin: HomeAssistantAdmin?
+        var discoveryReload: (@Sendable () -> Void)?
     }
     private let wiring = Mutex(Wiring())
 
@@ -75,6 +78,13 @@ final class Daemon: Sendable {
     var homeAssistantAdmin: HomeAssistantAdmin? {
         get { wiring.withLock { $0.homeAssistantAdmin } }
         set { wiring.withLock { $0.homeAssistantAdmin = newValue } }
+    }
+    /// After a reload: Home Assistant's entities redrawn from the configuration
+    /// now in effect (an action's button, the provisioning selector, the
+    /// schedule and approval entities); set by `makeMQTT`.
+    var discoveryReload: (@Sendable () -> Void)? {
+        get { wiring.withLock { $0.discoveryReload } }
+        set { wiring.withLock { $0.discoveryReload = newValue } }
     }
 
     /// Keeps the source `make` makes (set up and activated) running under
@@ -341,6 +351,14 @@ final class Daemon: Sendable {
             return
         }
         runtime.reload(new, zone: zone)
+        if let redraw = discoveryReload {
+            // Once the door queue has applied it (discovery reads the live
+            // configuration), off the signal queue: SIGTERM must not wait on it.
+            redrawQueue.async { [runtime] in
+                runtime.committed()
+                redraw()
+            }
+        }
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
     }

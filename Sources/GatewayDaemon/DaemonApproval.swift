@@ -53,15 +53,14 @@ extension Daemon {
     }
 
     /// MQTT: each approval event also goes to `…/approval`, for HA's event
-    /// entity, with the tag's label when `label_in_events` gives one. Nil
+    /// entity, with the tag's label when `label_in_events` gives one (also
+    /// when no action asks for approval at start: a reload may add one). Nil
     /// for another transport (NATS: the requests are events on `P.D.event`).
     func approvalPublisher(
         _ link: any RemoteTransport, uidText: @escaping @Sendable (TagUID) -> String?,
         label: (@Sendable (TagUID) -> String?)?
     ) -> (@Sendable (DoorEvent, Int64) -> Void)? {
-        guard let mqtt = link as? MQTTLink, configuration.door.actions.contains(where: { $0.approval != nil }) else {
-            return nil
-        }
+        guard let mqtt = link as? MQTTLink else { return nil }
         let device = configuration.deviceID
         return { event, time in
             guard

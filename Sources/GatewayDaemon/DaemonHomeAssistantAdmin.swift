@@ -33,7 +33,8 @@ final class HomeAssistantAdmin: Sendable {
     /// `committed()` is waited for before the tags are read after an event.
     private let runtime: DoorRuntime
     private let log: Logger
-    private let actions: [(index: ActionIndex, name: String)]
+    /// The configuration's actions now (a reload changes them).
+    private let actions: @Sendable () -> [(index: ActionIndex, name: String)]
     private let hashed: @Sendable (TagUID) -> String?
     /// The discovery entries with a given menu (the revoke selector's options follow the tags).
     private let discovery: @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
@@ -57,7 +58,7 @@ final class HomeAssistantAdmin: Sendable {
 
     init(
         enabled: Bool, link: MQTTLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
-        actions: [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
+        actions: @escaping @Sendable () -> [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
         hashed: @escaping @Sendable (TagUID) -> String?,
         discovery: @escaping @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
     ) {
@@ -69,11 +70,13 @@ final class HomeAssistantAdmin: Sendable {
         self.actions = actions
         self.hashed = hashed
         self.discovery = discovery
-        let action = actions.contains { $0.index == defaultAction } ? defaultAction : (actions.first?.index ?? 0)
-        var menu = HomeAssistantAdminMenu(actions: actions, tags: [])
+        let configured = actions()
+        let action =
+            configured.contains { $0.index == defaultAction } ? defaultAction : (configured.first?.index ?? 0)
+        var menu = HomeAssistantAdminMenu(actions: configured, tags: [])
         if enabled {
             menu = HomeAssistantAdminMenu(
-                actions: actions, tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
+                actions: configured, tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
         }
         state = Mutex(State(menu: menu, action: action))
     }
@@ -246,6 +249,25 @@ final class HomeAssistantAdmin: Sendable {
         }
     }
 
+    /// A reload: the provisioning selector offers the actions now configured
+    /// (a removed one chosen falls back to the first), and every discovery
+    /// entry is offered again, so HA adds or removes an action's button.
+    func configurationReloaded() {
+        queue.async { [self] in
+            let fresh = HomeAssistantAdminMenu(
+                actions: actions(), tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
+            let entries = discovery(fresh)
+            state.withLock { s in
+                s.menu = fresh
+                if fresh.actionOption(s.action) == nil { s.action = fresh.actions.first?.index ?? 0 }
+                if let chosen = s.chosenTag, fresh.tagOption(chosen) == nil { s.chosenTag = nil }
+                s.published = Dictionary(entries.map { ($0.topic, $0.payload) }, uniquingKeysWith: { $1 })
+            }
+            link.replaceDiscovery(entries)
+            publishState()
+        }
+    }
+
     // MARK: Documents
 
     /// `…/tags` when it changed, and the revoke selector's options when
@@ -265,7 +287,7 @@ final class HomeAssistantAdmin: Sendable {
             return true
         }
         if tagsChanged { link.publishKept(topic: link.topics.tags, payload: doc) }
-        let fresh = HomeAssistantAdminMenu(actions: actions, tags: Self.activeTags(tags, hashed: hashed))
+        let fresh = HomeAssistantAdminMenu(actions: actions(), tags: Self.activeTags(tags, hashed: hashed))
         let menuChanged = state.withLock { s -> Bool in
             guard fresh != s.menu else { return false }
             s.menu = fresh

@@ -32,17 +32,23 @@ extension Daemon {
         link.commands = commands
         attachFleet(link)
         let topics = link.topics
-        let actions = configuration.door.actions.map { (index: $0.index, name: $0.name) }
         let eventTypes = DoorEvent.Kind.allCases.map(\.rawValue)
         let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
-        let hasSchedule =
-            configuration.door.passageSchedule != nil || configuration.door.actions.contains { $0.schedule != nil }
-        let approval = Self.approvalDiscovery(configuration)
+        // What a reload can change (the actions, schedules, approval) is read
+        // from the configuration in effect each time discovery is made; the
+        // rest ([mqtt], the board) is fixed until a restart.
+        let live = self.live
+        let actions: @Sendable () -> [(index: ActionIndex, name: String)] = {
+            live.current.door.actions.map { (index: $0.index, name: $0.name) }
+        }
         typealias Discovery = @Sendable (HomeAssistantAdminMenu?) -> [(topic: String, payload: [UInt8])]
         let makeDiscovery: Discovery = { [mqtt] admin in
-            Payloads.discovery(
+            let c = live.current
+            let hasSchedule = c.door.passageSchedule != nil || c.door.actions.contains { $0.schedule != nil }
+            let approval = Self.approvalDiscovery(c)
+            return Payloads.discovery(
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
-                eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions,
+                eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions(),
                 area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin, approval: approval.entity,
                 approvalButtons: approval.buttons)
         }
@@ -54,6 +60,11 @@ extension Daemon {
             actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
             discovery: { makeDiscovery($0) })
         link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
+        if mqtt.homeAssistantAdmin {
+            discoveryReload = { admin.configurationReloaded() }
+        } else {
+            discoveryReload = { link.replaceDiscovery(makeDiscovery(nil)) }
+        }
         commands.admin = { admin.received($0) }
         admin.prepare()
         homeAssistantAdmin = admin

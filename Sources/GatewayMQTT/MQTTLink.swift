@@ -485,6 +485,18 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         }
     }
 
+    /// Replaces every discovery entry (a reload: an action's button or the
+    /// schedule's sensor added or gone) and, when connected, announces them:
+    /// the offered ones published, the catalog's others emptied so HA
+    /// removes their entities.
+    public func replaceDiscovery(_ entries: [(topic: String, payload: [UInt8])]) {
+        announceLock.withLock { _ in
+            shared.withLock { $0.discovery = entries }
+            guard isConnected else { return }
+            announceLocked()
+        }
+    }
+
     /// A sticker was presented: `{"uid": …}` on `…/tag` (not retained, not
     /// through the outbox: a tag scan replayed later would fire automations late).
     public func publishTagScan(uidText: String) {

@@ -231,4 +231,90 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         XCTAssertEqual(stillActive.first { $0["uid"]?.stringValue == bob }?["state"]?.stringValue, "active")
         XCTAssertTrue(g.log.contains("remote_rejected reason=ha_admin_disabled source=homeassistant"), g.log)
     }
+
+    /// Issue 25 §3 (one owner of the live configuration) at Home Assistant's
+    /// edge: a reload that adds an action gives it its HA button and a place
+    /// in the provisioning selector, where HA can choose it; a reload that
+    /// removes it takes both away (an empty retained config: HA drops the
+    /// entity) and the selector falls back to the first action. With the
+    /// admin screen off, the buttons follow the reload the same way. Before,
+    /// HA kept the actions gatewayd started with until a restart.
+    func testAReloadRedrawsHomeAssistantsEntities() throws {
+        let broker = try MosquittoBroker()
+        self.broker = broker
+        defer {
+            broker.stop()
+            self.broker = nil
+        }
+        try broker.start()
+        let garage = """
+            [[actions]]
+            index = 2
+            name = "garage"
+            steps = [{ pulse = "strike", ms = 300 }]
+            """
+        let button2 = "homeassistant/button/doorgateway_front-door/action_2/config"
+        let selector = "homeassistant/select/doorgateway_front-door/provision_action/config"
+        for adminScreen in [false, true] {
+            // The actions' buttons are offered where HA may open the door.
+            var extra = broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
+                of: "[mqtt]\n", with: "[mqtt]\nhome_assistant_open = true\n")
+            if adminScreen {
+                extra = extra.replacingOccurrences(of: "[mqtt]\n", with: "[mqtt]\nhome_assistant_admin = true\n")
+            }
+            let g = try GatewayUnderTest(extra: extra, deviceID: MosquittoBroker.doorID)
+            try g.start()
+            defer { g.stop() }
+            try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
+            func reload(_ actions: String) throws {
+                try g.writeConfig(extra: extra, actions: actions)
+                let seen = try g.eventCount()
+                kill(try XCTUnwrap(g.process?.processIdentifier), SIGHUP)
+                try g.waitForEvent("configuration_reloaded", after: seen)
+            }
+            func options() throws -> [String] {
+                try latest(selector)["options"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            }
+            let what = adminScreen ? "admin screen on" : "admin screen off"
+            XCTAssertTrue(
+                try retained("homeassistant/button/doorgateway_front-door/action_1/config") { !$0.isEmpty }.first?
+                    .contains("long") ?? false, what)
+            XCTAssertEqual(try retained(button2), [], "\(what): no action 2 yet")
+
+            try reload(GatewayUnderTest.baseActions + "\n" + garage)
+            let added = try retained(button2) { $0.first?.contains("garage") ?? false }
+            XCTAssertTrue(added.first?.contains("garage") ?? false, "\(what): the new action's button: \(added)")
+            if adminScreen {
+                var offered = try options()
+                XCTAssertEqual(offered.count, 3, "\(offered)")
+                let option = try XCTUnwrap(offered.first { $0.contains("garage") }, "\(offered)")
+                let seen = try g.eventCount()
+                XCTAssertEqual(
+                    try broker.publish("\(prefix)/admin/provision_action/set", option, as: "homeassistant").status, 0)
+                try g.waitForEvent("remote_accepted", after: seen)
+                XCTAssertEqual(
+                    try latest("\(prefix)/admin/state") { $0["provision_action"]?.stringValue == option }[
+                        "provision_action"]?.stringValue, option)
+
+                try reload(GatewayUnderTest.baseActions)
+                offered =
+                    try latest(selector) { ($0["options"]?.arrayValue?.count ?? 0) == 2 }["options"]?
+                    .arrayValue?.compactMap(\.stringValue) ?? []
+                XCTAssertFalse(offered.contains(option), "\(offered)")
+                let first = try XCTUnwrap(offered.first)
+                XCTAssertEqual(
+                    try latest("\(prefix)/admin/state") { $0["provision_action"]?.stringValue == first }[
+                        "provision_action"]?.stringValue, first, "a removed action chosen falls back to the first")
+                let refused = try g.eventCount()
+                _ = try broker.publish("\(prefix)/admin/provision_action/set", option, as: "homeassistant")
+                XCTAssertEqual(
+                    try g.waitForEvent("remote_rejected", after: refused)["reason"]?.stringValue, "unknown_option")
+            } else {
+                try reload(GatewayUnderTest.baseActions)
+            }
+            XCTAssertEqual(
+                try retained(button2, timeout: 10) { $0.isEmpty }, [], "\(what): the removed action's button is gone")
+            XCTAssertEqual(g.stop(), 0)
+        }
+    }
 }
