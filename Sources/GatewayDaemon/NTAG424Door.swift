@@ -122,8 +122,9 @@ extension DoorRuntime {
             reader?.requestNTAG424(.provision(uid: uid, masterKey: site.key, base: Self.ntag424Base))
         } catch {
             log.error("provisioning NTAG 424 \(uid.hex): \(error)")
-            let revoked = if case RegistryError.revoked? = error as? RegistryError { true } else { false }
-            submit(.writeResult(uid: uid, .failed(revoked ? "revoked" : "registry_unavailable")))
+            var reason = "registry_unavailable"
+            if case RegistryError.revoked? = error as? RegistryError { reason = "revoked" }
+            submit(.writeResult(uid: uid, .failed(reason)))
         }
     }
 
