@@ -20,7 +20,9 @@ import Synchronization
 final class FleetReceiver: FleetDocumentHandler, Sendable {
     let settings: GatewayConfiguration.Fleet
     let store: GatewayStore
-    let actions: Set<ActionIndex>
+    /// The actions configured now (a reload may add one: the next document's
+    /// tags for it are then taken).
+    let actions: @Sendable () -> Set<ActionIndex>
     let log: Logger
     /// Where this door publishes (its own retained topic, or its key in the
     /// NATS bucket) and what it reads.
@@ -63,7 +65,7 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
 
     init(
         settings: GatewayConfiguration.Fleet, publishTopic: String, subscription: String, store: GatewayStore,
-        actions: Set<ActionIndex>, log: Logger
+        actions: @escaping @Sendable () -> Set<ActionIndex>, log: Logger
     ) {
         self.settings = settings
         self.store = store
@@ -135,7 +137,7 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
             }
             do {
                 let changes = try store.applyFleet(
-                    accepted, actions: actions, secrets: secrets, secretsNote: note, now: now)
+                    accepted, actions: actions(), secrets: secrets, secretsNote: note, now: now)
                 seen.withLock { $0.notApplied = nil }
                 log.notice(
                     "fleet: applied site \(doc.site) version \(doc.version) from \(doc.origin): \(changes.summary)")
@@ -323,7 +325,7 @@ extension Daemon {
     func makeFleetReceiver(publish: String, subscription: String) -> FleetReceiver {
         let receiver = FleetReceiver(
             settings: configuration.fleet, publishTopic: publish, subscription: subscription, store: store,
-            actions: Set(configuration.door.actions.map(\.index)), log: log)
+            actions: { [live] in Set(live.current.door.actions.map(\.index)) }, log: log)
         fleetReceiver = receiver
         log.info("fleet: site \(configuration.fleet.siteID), reading \(subscription)")
         return receiver

@@ -1,6 +1,7 @@
 import DoorCore
 import Foundation
 import GatewayConfig
+import Synchronization
 @testable import GatewayDaemon
 @testable import GatewayStore
 import TestSupport
@@ -24,7 +25,9 @@ final class FleetReceiverTests: XCTestCase {
     let seed = Array(repeating: UInt8(5), count: 32)
     let site = "main-site"
 
-    func receiver() throws -> (FleetReceiver, GatewayStore, LogCapture) {
+    func receiver(actions: @escaping @Sendable () -> Set<ActionIndex> = { [0, 1, 2, 3] }) throws -> (
+        FleetReceiver, GatewayStore, LogCapture
+    ) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("frecv-\(UUID().uuidString)").path
         dirs.append(dir)
         let store = try GatewayStore(stateDirectory: dir)
@@ -34,7 +37,7 @@ final class FleetReceiverTests: XCTestCase {
             enabled: true, siteID: site, sitePublicKey: try Crypto.Ed25519.publicKey(seed: seed), subscribe: nil)
         let r = FleetReceiver(
             settings: settings, publishTopic: "doorgateway/door-a/fleet/\(site)",
-            subscription: "doorgateway/+/fleet/\(site)", store: store, actions: [0, 1, 2, 3], log: capture.logger)
+            subscription: "doorgateway/+/fleet/\(site)", store: store, actions: actions, log: capture.logger)
         return (r, store, capture)
     }
 
@@ -71,6 +74,29 @@ final class FleetReceiverTests: XCTestCase {
         XCTAssertEqual(try store.fleetApplied()?.version, 2)
     }
 
+    /// The receiver reads the actions configured now, not those at start: a
+    /// tag for an action this door lacks is skipped; after a reload adds the
+    /// action, the next document's tag for it is taken. (Before, the set was
+    /// fixed when gatewayd started, so it stayed skipped until a restart.)
+    func testATagForAnActionAddedByAReloadIsTakenFromTheNextDocument() throws {
+        let configured = ConfiguredActions([0, 1])
+        let (r, store, _) = try receiver(actions: { configured.now.withLock { $0 } })
+        try store.syncActions(DoorSettings().actions + [ActionDefinition(index: 2, name: "garage", steps: [])])
+        let uid = TagUID(hex: "04A2A2A2A2A2A2")!
+        func doc(_ version: Int64) throws -> [UInt8] {
+            try FleetDocument(
+                site: site, version: version, origin: "door-e/root", issued: version,
+                tags: [.init(uid: uid, action: 2, label: "garage")]
+            ).signed(seed: seed)
+        }
+        r.queue.sync { _ = r.handle(try! doc(1), source: "doorgateway/door-e/fleet/main-site") }
+        XCTAssertEqual(try store.fleetApplied()?.version, 1)
+        XCTAssertNil(try store.issuedTag(uid), "action 2 is not configured here yet")
+        configured.now.withLock { _ = $0.insert(2) }
+        r.queue.sync { _ = r.handle(try! doc(2), source: "doorgateway/door-e/fleet/main-site") }
+        XCTAssertEqual(try store.issuedTag(uid)?.action, 2, "taken once the action exists")
+    }
+
     func testAStorageFailureIsRetriedAndShownUntilADocumentApplies() throws {
         let (r, store, capture) = try receiver()
         try store.pool.write {
@@ -98,4 +124,10 @@ final class FleetReceiverTests: XCTestCase {
         XCTAssertEqual(try store.fleetApplied()?.version, 1)
         XCTAssertEqual(try r.queue.sync { try r.status(connected: true) }["not_applied"], .null)
     }
+}
+
+/// The door's configured actions, as a reload changes them.
+private final class ConfiguredActions: Sendable {
+    let now: Mutex<Set<ActionIndex>>
+    init(_ actions: Set<ActionIndex>) { now = Mutex(actions) }
 }
