@@ -258,9 +258,7 @@ final class HomeAssistantAdmin: Sendable {
                 actions: actions(), tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
             let entries = discovery(fresh)
             state.withLock { s in
-                s.menu = fresh
-                if fresh.actionOption(s.action) == nil { s.action = fresh.actions.first?.index ?? 0 }
-                if let chosen = s.chosenTag, fresh.tagOption(chosen) == nil { s.chosenTag = nil }
+                Self.adopt(fresh, &s)
                 s.published = Dictionary(entries.map { ($0.topic, $0.payload) }, uniquingKeysWith: { $1 })
             }
             link.replaceDiscovery(entries)
@@ -290,8 +288,7 @@ final class HomeAssistantAdmin: Sendable {
         let fresh = HomeAssistantAdminMenu(actions: actions(), tags: Self.activeTags(tags, hashed: hashed))
         let menuChanged = state.withLock { s -> Bool in
             guard fresh != s.menu else { return false }
-            s.menu = fresh
-            if let chosen = s.chosenTag, fresh.tagOption(chosen) == nil { s.chosenTag = nil }
+            Self.adopt(fresh, &s)
             return true
         }
         guard menuChanged else { return }
@@ -303,6 +300,15 @@ final class HomeAssistantAdmin: Sendable {
         }
         if !changed.isEmpty { link.updateDiscovery(changed) }
         publishState()
+    }
+
+    /// A new menu, wherever it comes from: a chosen action or tag it no longer
+    /// offers falls back (the first action; no tag), so the state published
+    /// never names an option HA does not have.
+    private static func adopt(_ fresh: HomeAssistantAdminMenu, _ s: inout State) {
+        s.menu = fresh
+        if fresh.actionOption(s.action) == nil { s.action = fresh.actions.first?.index ?? 0 }
+        if let chosen = s.chosenTag, fresh.tagOption(chosen) == nil { s.chosenTag = nil }
     }
 
     private static func activeTags(

@@ -152,7 +152,10 @@ extension DoorRuntime {
             } catch {
                 // The tag is provisioned but has no row: it opens nothing; the next attempt re-verifies it and commits.
                 log.error("registry: NTAG 424 \(uid.hex) verified but not recorded: \(error)")
-                submit(.writeResult(uid: uid, .failed("registry_unavailable")))
+                var reason = "registry_unavailable"
+                // Revoked while it was being provisioned (gatewayctl, the fleet).
+                if case RegistryError.revoked? = error as? RegistryError { reason = "revoked" }
+                submit(.writeResult(uid: uid, .failed(reason)))
             }
         }
     }

@@ -60,6 +60,23 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
     let outbox: any Outbox
     let log: Logger
     private var client: OpaquePointer?
+    /// Calls into `client` from other threads than the network thread
+    /// (`borrowClient`): `stop` marks it closing, waits for the calls in
+    /// flight and only then destroys it. Before, a publish from another queue
+    /// (Home Assistant's redraw after a reload, a tag scan) could read the
+    /// handle just before `stop` destroyed it.
+    private let clientUse = Mutex((closing: false, inUse: 0))
+
+    /// `client` for one call, or nil once `stop` has begun; `returnClient()` after it.
+    private func borrowClient() -> OpaquePointer? {
+        clientUse.withLock { u in
+            guard !u.closing, let c = client else { return nil }
+            u.inUse += 1
+            return c
+        }
+    }
+
+    private func returnClient() { clientUse.withLock { $0.inUse -= 1 } }
 
     /// Everything libmosquitto's thread and the callers share.
     private struct Shared {
@@ -316,11 +333,21 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         // The loop returns within its 250 ms select timeout once told to stop.
         guard !networkStarted || queue.wait(for: .seconds(5), until: { $0.networkDone }) else {
             log.error("mqtt: the network thread did not stop within 5 s; leaving it to the exit")
-            client = nil
+            clientUse.withLock { u in
+                u.closing = true
+                client = nil
+            }
             return
         }
-        mosquitto_destroy(m)
-        client = nil
+        clientUse.withLock { $0.closing = true }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while clientUse.withLock({ $0.inUse }) > 0 && ContinuousClock.now < deadline { usleep(1_000) }
+        let idle = clientUse.withLock { u in
+            defer { client = nil }
+            return u.inUse == 0
+        }
+        // A call still in libmosquitto after 2 s keeps the handle (the process is on its way out).
+        if idle { mosquitto_destroy(m) } else { log.error("mqtt: a publish did not return within 2 s; handle left") }
     }
 
     /// Rows in the outbox; a store that cannot say counts as empty (and is noted).
@@ -522,7 +549,8 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
     /// libmosquitto's calls are made without `shared` held (its network thread
     /// takes it in the PUBACK callback); `flushLock` keeps flushes in order.
     func flush() {
-        guard let m = client else { return }
+        guard let m = borrowClient() else { return }
+        defer { returnClient() }
         flushLock.withLock { _ in
             while true {
                 guard let after = shared.withLock({ $0.connected ? $0.publishedUpTo : nil }) else { return }
@@ -556,7 +584,8 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
     }
 
     private func publishDirect(_ topic: String, _ bytes: [UInt8], retain: Bool) {
-        guard let m = client else { return }
+        guard let m = borrowClient() else { return }
+        defer { returnClient() }
         var mid: Int32 = 0
         let rc = mosquitto_publish(m, &mid, topic, Int32(bytes.count), bytes, 1, retain)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { return noteError("publish \(topic): \(Self.describe(rc))") }
@@ -717,7 +746,8 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
     /// Subscribes the fleet filter again: the broker sends its retained
     /// documents anew (MQTT 3.1.1 §3.8.4). False when not connected.
     public func refreshFleet() -> Bool {
-        guard isConnected, let m = client, let fleet else { return false }
+        guard isConnected, let fleet, let m = borrowClient() else { return false }
+        defer { returnClient() }
         return mosquitto_subscribe(m, nil, fleet.subscription, 1) == MOSQ_ERR_SUCCESS.rawValue
     }
 

@@ -247,12 +247,20 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
             self.broker = nil
         }
         try broker.start()
+        // Action 2 also brings the first schedule and the first approval.
         let garage = """
             [[actions]]
             index = 2
             name = "garage"
             steps = [{ pulse = "strike", ms = 300 }]
+            schedule = "always"
+            approval = { timeout_s = 60, by = ["home_assistant"] }
+            [[schedules]]
+            name = "always"
+            windows = [{ days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], from = "00:00", to = "24:00" }]
             """
+        let scheduleSensor = "homeassistant/binary_sensor/doorgateway_front-door/schedule/config"
+        let approvalEvent = "homeassistant/event/doorgateway_front-door/approval/config"
         let button2 = "homeassistant/button/doorgateway_front-door/action_2/config"
         let selector = "homeassistant/select/doorgateway_front-door/provision_action/config"
         for adminScreen in [false, true] {
@@ -272,20 +280,23 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
                 kill(try XCTUnwrap(g.process?.processIdentifier), SIGHUP)
                 try g.waitForEvent("configuration_reloaded", after: seen)
             }
-            func options() throws -> [String] {
-                try latest(selector)["options"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            }
             let what = adminScreen ? "admin screen on" : "admin screen off"
             XCTAssertTrue(
                 try retained("homeassistant/button/doorgateway_front-door/action_1/config") { !$0.isEmpty }.first?
                     .contains("long") ?? false, what)
             XCTAssertEqual(try retained(button2), [], "\(what): no action 2 yet")
+            XCTAssertEqual(try retained(scheduleSensor), [], "\(what): no schedule yet")
+            XCTAssertEqual(try retained(approvalEvent), [], "\(what): no approval yet")
 
             try reload(GatewayUnderTest.baseActions + "\n" + garage)
             let added = try retained(button2) { $0.first?.contains("garage") ?? false }
             XCTAssertTrue(added.first?.contains("garage") ?? false, "\(what): the new action's button: \(added)")
+            XCTAssertFalse(try retained(scheduleSensor) { !$0.isEmpty }.isEmpty, "\(what): the schedule's sensor")
+            XCTAssertFalse(try retained(approvalEvent) { !$0.isEmpty }.isEmpty, "\(what): the approval entity")
             if adminScreen {
-                var offered = try options()
+                var offered =
+                    try latest(selector) { ($0["options"]?.arrayValue?.count ?? 0) == 3 }["options"]?.arrayValue?
+                    .compactMap(\.stringValue) ?? []
                 XCTAssertEqual(offered.count, 3, "\(offered)")
                 let option = try XCTUnwrap(offered.first { $0.contains("garage") }, "\(offered)")
                 let seen = try g.eventCount()
@@ -314,6 +325,8 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
             }
             XCTAssertEqual(
                 try retained(button2, timeout: 10) { $0.isEmpty }, [], "\(what): the removed action's button is gone")
+            XCTAssertEqual(try retained(scheduleSensor, timeout: 10) { $0.isEmpty }, [], "\(what): schedule gone")
+            XCTAssertEqual(try retained(approvalEvent, timeout: 10) { $0.isEmpty }, [], "\(what): approval gone")
             XCTAssertEqual(g.stop(), 0)
         }
     }

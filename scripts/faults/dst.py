@@ -8,7 +8,8 @@ The door runs the stock sim example with `[clock] time_zone =
 file there) and two Sunday schedules: "spring" 02:30–04:00 and "autumn"
 02:00–03:00. A sticker is issued with each (`tags issue --schedule`). The
 clock then moves forward only (as a clock floor would want) through 2027's
-changes, and at each instant the sticker is tapped and the daemon's `policy
+changes (from 2027-03-27, where the stickers are issued), and at each
+instant the sticker is tapped and the daemon's `policy
 explain --at` asked:
 
 - Sunday 2027-03-28, 02:00 CET becomes 03:00 CEST; 02:30 does not happen:
@@ -81,7 +82,8 @@ def run(bindir, report):
         check(guest.sh(f"test -f {zone_file}", check_rc=False)[0] == 0, f"the guest has no {zone_file}")
         localtime = guest.sh("test -e /etc/localtime", check_rc=False)[0] == 0
 
-        guest.sh(f"clockctl set {int(time.time())}")
+        # A fixed start before the first instant (not the host's now, which passes 2027 one day).
+        guest.sh(f"clockctl set {_unix('2027-03-27T12:00:00Z')}")
         guest.sh("clockctl sync")
         door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
         wait_until(lambda: door.ctl("status", check_rc=False)[0] == 0, 60, "gatewayd answering status", 0.5)
