@@ -15,6 +15,21 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
 
     var broker: MosquittoBroker!
 
+    /// A running broker for this test. XCTest keeps the test case (and so
+    /// `broker`) until the whole run ends, so tearDown stops it, failed or not.
+    func startBroker() throws -> MosquittoBroker {
+        let broker = try MosquittoBroker()
+        self.broker = broker
+        try broker.start()
+        return broker
+    }
+
+    override func tearDown() {
+        broker?.stop()
+        broker = nil
+        super.tearDown()
+    }
+
     /// The retained messages on `topic` now, as `topic|retain|payload` lines, read as Home
     /// Assistant reads them. One short-lived client at a time: the doors' listener ties a
     /// client's id to its certificate (`use_username_as_clientid`), so two clients with HA's
@@ -52,14 +67,7 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
     }
 
     func testHomeAssistantProvisionsListsRevokesAndSeesTheDenial() throws {
-        let broker = try MosquittoBroker()
-        self.broker = broker
-        // XCTest keeps the test case (and so `self.broker`) until the run ends: stop it here.
-        defer {
-            broker.stop()
-            self.broker = nil
-        }
-        try broker.start()
+        let broker = try startBroker()
         let section = broker.configurationSection(compatTopic: "phone/front-door")
         let g = try GatewayUnderTest(
             extra: section.replacingOccurrences(of: "[mqtt]\n", with: "[mqtt]\nhome_assistant_admin = true\n"),
@@ -240,13 +248,7 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
     /// admin screen off, the buttons follow the reload the same way. Before,
     /// HA kept the actions gatewayd started with until a restart.
     func testAReloadRedrawsHomeAssistantsEntities() throws {
-        let broker = try MosquittoBroker()
-        self.broker = broker
-        defer {
-            broker.stop()
-            self.broker = nil
-        }
-        try broker.start()
+        let broker = try startBroker()
         // Action 2 also brings the first schedule and the first approval.
         let garage = """
             [[actions]]
