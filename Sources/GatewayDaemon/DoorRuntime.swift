@@ -466,6 +466,9 @@ final class DoorRuntime: Sendable {
 
     // MARK: Effects
 
+    /// Set by `shutdown`; every door-queue entry checks it first.
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
     /// Runs the machine's effects in their order, but for one thing: the
     /// relay off the store's path (issue 25 §5). The machine lists an event
     /// before the output it explains (`.emit` then `.drive`), and an event's
@@ -478,9 +481,6 @@ final class DoorRuntime: Sendable {
     /// machine is asked (a guest pass's use, a remote command's replay
     /// record): it precedes the relay. What a power cut keeps:
     /// docs/reliability.md.
-    /// Set by `shutdown`; every door-queue entry checks it first.
-    private var isStopped: Bool { state.withLock { $0.stopped } }
-
     private func execute(_ effects: [DoorEffect]) {
         // Stopped: the outputs were locked for good; nothing may move them,
         // play a pattern or start a timer again (SIGTERM while the reader
