@@ -174,10 +174,13 @@ func insertSoon(_ line: String) -> Inserted {
     let base = "https://door.example/t"
     _ = send("remove")
     _ = send("insert ntag424 \(uid.hex)")
-    guard let provisioned = try reader.provisionNTAG424(masterKey: master, base: base) else {
+    // A salted issue, as the door gives (docs/ntag424.md "Re-issuing a tag").
+    let issue = NTAG424.KeyIssue.next(after: nil, salt: try Crypto.randomBytes(NTAG424.KeyIssue.saltLength))
+    let plan = NTAG424IssuePlan(uid: uid, fresh: { issue })
+    guard let provisioned = try reader.provisionNTAG424(masterKey: master, base: base, plan: plan) else {
         fatalError("the NTAG 424 did not answer for provisioning")
     }
-    let keys = try NTAG424.DoorKeys(masterKey: master, uid: uid.bytes)
+    let keys = try NTAG424.DoorKeys(masterKey: master, uid: uid.bytes, issue: provisioned.issue)
     let lastCounter = Mutex(provisioned.counter)
 
     /// The door's checks on one tap; nil when they hold.

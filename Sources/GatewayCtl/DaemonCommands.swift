@@ -152,14 +152,20 @@ struct ProvisionCommand: ParsableCommand {
         @Option(help: "Valid from: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds.") var from: String?
         @Option(help: "Valid until: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds.") var until: String?
         @Option(help: "A [[schedules]] name the tag is held to.") var schedule: String?
+        @Option(
+            help:
+                "Re-issue the NTAG 424 DNA with this UID (hex) that the registry already holds: new keys, its row replaced; any other tag is refused."
+        ) var reissue: String?
         func validate() throws {
             try TagsIssue.validateLimits(uses: uses, from: from, until: until)
+            if let reissue, TagUID(hex: reissue) == nil { throw ValidationError("--reissue: a UID in hex (4, 7 or 10 bytes)") }
         }
         func run() throws {
             try socket.call(
                 .provision,
                 TagsIssue.limits(action: action, guest: guest, uses: uses, from: from, until: until, schedule: schedule)
-                    + [("label", .string(label)), ("protect", .bool(protect)), ("overwrite", .bool(overwrite))])
+                    + [("label", .string(label)), ("protect", .bool(protect)), ("overwrite", .bool(overwrite))]
+                    + (reissue.map { [("reissue", JSONValue.string($0))] } ?? []))
         }
     }
 

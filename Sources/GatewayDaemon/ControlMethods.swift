@@ -39,6 +39,12 @@ extension Daemon {
                 action: action, label: try p.string("label", default: ""), protect: try p.bool("protect"),
                 overwrite: try p.bool("overwrite"))
             try guestLimits(p, into: &job)
+            if p["reissue"] != nil {
+                guard let uid = TagUID(hex: try p.string("reissue")) else {
+                    throw DaemonError.request("reissue: a UID in hex")
+                }
+                job.reissue = uid
+            }
             runtime.submit(.admin(.armProvisioning(job)))
             return .object([("armed", .bool(true)), ("action", .int(action))])
         case .provisionCancel:

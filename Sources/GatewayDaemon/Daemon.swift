@@ -198,8 +198,8 @@ final class Daemon: Sendable {
         }
         let port = LibnfcReaderPort(
             connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
-            wantsEV2: { [store, live] in
-                NTAG424Judge.wantsEV2(
+            ev2Issue: { [store, live] in
+                NTAG424Judge.ev2Issue(
                     uid: $0, registry: StoreRegistry(store: store), actions: live.current.door.actions)
             }
         ) { [store, log] in

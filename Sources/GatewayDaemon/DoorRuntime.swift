@@ -635,6 +635,15 @@ final class DoorRuntime: Sendable {
         if uid == state.withLock({ $0.lastNTAG424 }) { return beginNTAG424(job, uid: uid) }
         let wall = Int64(time(nil))
         do {
+            // A UID the registry holds as another kind (a 424, an enrolled fob) is
+            // never turned into a sticker row by a tap (docs/security.md L-1): only
+            // by name, with `provision --reissue UID`.
+            if let row = try store.issuedTag(uid), let kind = row.kind, kind == .ntag424 || kind == .uid,
+                job.reissue != uid
+            {
+                log.warning("provisioning \(uid.hex) refused: the registry holds it as \(kind.rawValue)")
+                return handle(.writeResult(uid: uid, .failed("already_registered")))
+            }
             let secret = try store.newestGeneratedSecretCreatingIfNeeded(action: job.action, now: wall)
             let url = StickerSigner.signV2(action: job.action, timestamp: wall, key: secret.key, uid: uid)
             try store.createPendingTag(

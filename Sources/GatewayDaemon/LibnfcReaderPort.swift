@@ -12,17 +12,19 @@ final class LibnfcReaderPort: TagReaderPort {
     /// The NTAG 424 site master key (docs/ntag424.md), read at each 424 tap
     /// (nil: none yet, so no 424 can prove a key). Never logged.
     let siteKey: () -> [UInt8]?
-    /// Whether a 424's tap runs AuthenticateEV2First: not when its action
-    /// opens on the SUN alone (`"ntag424-sun"`, docs/ntag424.md).
-    let wantsEV2: (TagUID) -> Bool
+    /// The key issue a 424's tap runs AuthenticateEV2First with (its registry
+    /// row's salt and version), or nil when it skips EV2: its action opens on
+    /// the SUN alone (`"ntag424-sun"`, docs/ntag424.md).
+    let ev2Issue: (TagUID) -> NTAG424.KeyIssue?
 
     init(
-        connstring: String, authLimit: Int, log: Logger, wantsEV2: @escaping (TagUID) -> Bool = { _ in true },
+        connstring: String, authLimit: Int, log: Logger,
+        ev2Issue: @escaping (TagUID) -> NTAG424.KeyIssue? = { _ in .legacy },
         siteKey: @escaping () -> [UInt8]? = { nil }
     ) {
         reader = NFCReader(connstring: connstring)
         self.authLimit = authLimit
-        self.wantsEV2 = wantsEV2
+        self.ev2Issue = ev2Issue
         self.siteKey = siteKey
     }
 
@@ -30,11 +32,11 @@ final class LibnfcReaderPort: TagReaderPort {
     func close() { reader.close() }
 
     func waitForTag(timeout: Duration) throws -> ReadTag? {
-        // Key 0 of each 424, diversified for its UID (AN10922, NTAG424.DoorKeys).
+        // Key 0 of each 424, diversified for its UID and its row's issue (AN10922, NTAG424.DoorKeys).
         let master = siteKey()
-        let key = { [wantsEV2] (uid: TagUID) -> [UInt8]? in
-            guard let master, uid.bytes.count == 7, wantsEV2(uid) else { return nil }
-            return try? NTAG424.tagKey(masterKey: master, uid: uid.bytes, keyNumber: 0)
+        let key = { [ev2Issue] (uid: TagUID) -> [UInt8]? in
+            guard let master, uid.bytes.count == 7, let issue = ev2Issue(uid) else { return nil }
+            return try? NTAG424.tagKey(masterKey: master, uid: uid.bytes, keyNumber: 0, issue: issue)
         }
         guard let polled = try reader.pollTap(ntag424Key: key) else { return nil }
         isoDep = polled.isISODEP ? polled.uid : nil

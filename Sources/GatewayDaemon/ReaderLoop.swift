@@ -48,7 +48,7 @@ final class ReaderLoop: Sendable {
         case opened
         case written(uid: TagUID, error: String?)
         /// An NTAG 424 DNA provisioned and verified (its SUN counter), or why not.
-        case ntag424Provisioned(uid: TagUID, Result<UInt32, NTAG424JobFailure>)
+        case ntag424Provisioned(uid: TagUID, Result<NTAG424Issued, NTAG424JobFailure>)
     }
 
     struct WriteRequest {

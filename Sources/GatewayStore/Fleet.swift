@@ -72,6 +72,7 @@ extension GatewayStore {
             if let kind = tag.kind, FleetDocument.Tag.carriedCredentials.contains(kind.rawValue) {
                 local.tagCredentials[tag.uid] = kind.rawValue
             }
+            if tag.kind == .ntag424, let issue = tag.keyIssue, issue.salt != nil { local.tagKeyIssues[tag.uid] = issue }
         }
         if let site = try siteKey(db) {
             local.ntag424MasterKey = site.key
@@ -204,12 +205,16 @@ extension GatewayStore {
             for tag in changes.upsertTags where tag.isCarried {
                 try db.execute(
                     sql: """
-                        INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state, kind)
-                        VALUES (?, ?, NULL, ?, ?, ?, 'active', ?)
+                        INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state, kind,
+                          key_salt, key_version)
+                        VALUES (?, ?, NULL, ?, ?, ?, 'active', ?, ?, ?)
                         ON CONFLICT(uid) DO UPDATE SET action = excluded.action, label = excluded.label,
                           valid_until = excluded.valid_until, state = 'active',
                           kind = CASE WHEN excluded.kind IS NOT NULL THEN excluded.kind
-                                      WHEN issued_tag.kind IN ('ntag424', 'uid') THEN NULL ELSE issued_tag.kind END
+                                      WHEN issued_tag.kind IN ('ntag424', 'uid') THEN NULL ELSE issued_tag.kind END,
+                          key_salt = CASE WHEN excluded.key_version IS NOT NULL THEN excluded.key_salt
+                                          ELSE issued_tag.key_salt END,
+                          key_version = COALESCE(excluded.key_version, issued_tag.key_version)
                         WHERE issued_tag.state IN ('active', 'failed') AND issued_tag.uses IS NULL
                           AND issued_tag.uses_left IS NULL AND issued_tag.valid_from IS NULL
                           AND issued_tag.schedule IS NULL
@@ -217,6 +222,10 @@ extension GatewayStore {
                     arguments: [
                         tag.uid.hex, tag.action, tag.label, now, tag.validUntil,
                         tag.credential.flatMap(CredentialKind.init(rawValue:)).map(\.rawValue),
+                        // A 424's issue; a legacy 424 (version 1, no salt) and other kinds: NULL.
+                        tag.credential == CredentialKind.ntag424.rawValue ? tag.keyIssue?.salt : nil,
+                        tag.credential == CredentialKind.ntag424.rawValue && tag.keyIssue?.salt != nil
+                            ? tag.keyIssue.map { Int64($0.version) } : nil,
                     ])
             }
             try db.execute(

@@ -135,6 +135,19 @@ public enum StoreMigrations {
                 #"CREATE TABLE "sun_counter" ("uid" TEXT PRIMARY KEY NOT NULL, "counter" INTEGER NOT NULL CHECK (counter >= 0), "updated" INTEGER NOT NULL)"#,
                 #"ALTER TABLE "issued_tag" ADD COLUMN "kind" TEXT CHECK (kind IS NULL OR kind IN ('ntag424', 'sticker-v2', 'sticker-v1', 'uid'))"#,
             ]),
+        // NTAG 424 key issues (docs/ntag424.md "Re-issuing a tag"): each 424
+        // row's random salt and key version (NULL: provisioned before salts,
+        // the legacy derivation at version 1), and the issue a provisioning
+        // in progress drew for a UID the registry does not hold yet — kept
+        // until its row is written, so an attempt torn after some ChangeKey
+        // resumes with the same keys.
+        Migration(
+            name: "v12-ntag424-key-issue",
+            statements: [
+                #"ALTER TABLE "issued_tag" ADD COLUMN "key_salt" BLOB CHECK (key_salt IS NULL OR length(key_salt) = 16)"#,
+                #"ALTER TABLE "issued_tag" ADD COLUMN "key_version" INTEGER CHECK (key_version IS NULL OR key_version BETWEEN 1 AND 255)"#,
+                #"CREATE TABLE "ntag424_attempt" ("uid" TEXT PRIMARY KEY NOT NULL, "key_salt" BLOB NOT NULL CHECK (length(key_salt) = 16), "key_version" INTEGER NOT NULL CHECK (key_version BETWEEN 2 AND 255), "created" INTEGER NOT NULL)"#,
+            ]),
     ]
 
     /// The migration names, in order.

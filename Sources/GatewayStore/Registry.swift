@@ -21,6 +21,9 @@ public struct IssuedTag: Equatable, Sendable {
     public var schedule: String? = nil
     /// The credential kind (`v11-ntag424`); nil: a sticker issued before kinds were recorded.
     public var kind: CredentialKind? = nil
+    /// An NTAG 424's key issue (`v12-ntag424-key-issue`); nil for other kinds
+    /// and for a 424 provisioned before salts (legacy keys).
+    public var keyIssue: NTAG424.KeyIssue? = nil
 }
 
 /// What provisioning gives a tag besides its action and label (docs/policy.md).
@@ -48,7 +51,22 @@ extension IssuedTag {
             issued: try row.get("issued"), validUntil: try row.get("valid_until"), state: state,
             lastSeen: try row.get("last_seen"), validFrom: try row.get("valid_from"), uses: try row.get("uses"),
             usesLeft: try row.get("uses_left"), schedule: try row.get("schedule"),
-            kind: try (row.get("kind", as: String?.self)).flatMap(CredentialKind.init(rawValue:)))
+            kind: try (row.get("kind", as: String?.self)).flatMap(CredentialKind.init(rawValue:)),
+            keyIssue: try Self.keyIssue(salt: row.get("key_salt"), version: row.get("key_version")))
+    }
+
+    /// The issue a row's columns hold: nil when neither is set; a salt needs a
+    /// version of 2…255, a version alone is the legacy one (1).
+    static func keyIssue(salt: [UInt8]?, version: Int64?) throws -> NTAG424.KeyIssue? {
+        guard let version else {
+            if salt != nil { throw StoreError.invalidValue("issued_tag key_salt without key_version") }
+            return nil
+        }
+        let issue = NTAG424.KeyIssue(salt: salt, version: UInt8(clamping: version))
+        guard (1...255).contains(version), issue.isWellFormed else {
+            throw StoreError.invalidValue("issued_tag key issue (version \(version))")
+        }
+        return issue
     }
 }
 
@@ -57,7 +75,7 @@ extension IssuedTag {
     public var view: IssuedTagView {
         IssuedTagView(
             state: state, validUntil: validUntil, validFrom: validFrom, usesLeft: usesLeft, schedule: schedule,
-            kind: kind, action: action)
+            kind: kind, action: action, keyIssue: keyIssue)
     }
 }
 
@@ -144,7 +162,8 @@ extension GatewayStore {
                 ON CONFLICT(uid) DO UPDATE SET action = excluded.action, secret_id = excluded.secret_id,
                   label = excluded.label, issued = excluded.issued, valid_until = excluded.valid_until,
                   state = excluded.state, last_seen = NULL, valid_from = excluded.valid_from, uses = excluded.uses,
-                  uses_left = excluded.uses_left, schedule = excluded.schedule, kind = excluded.kind
+                  uses_left = excluded.uses_left, schedule = excluded.schedule, kind = excluded.kind,
+                  key_salt = NULL, key_version = NULL
                 """,
             arguments: [
                 uid.hex, action, secretID, label, now, limits.validUntil, state.rawValue, limits.validFrom,

@@ -10,11 +10,20 @@ public enum ControlCommand: Equatable, Sendable {
     /// `insert ntag424 [UID]`: a factory-fresh NTAG 424 DNA (all keys zero, empty
     /// NDEF file) enters the field; random UID unless given.
     case insertNTAG424(uid: TagUID?)
-    /// `ntag424-fault keeps-keys|card-uid UID|off`: the NTAG 424 DNA in the
-    /// field (or the one `reinsert` brings back) lies: it acknowledges
-    /// ChangeKey but keeps its old keys, or its GetCardUID names another UID.
+    /// `ntag424-fault keeps-keys|card-uid UID|versions V0,…,V4|off`: the NTAG 424
+    /// DNA in the field (or the one `reinsert` brings back) lies: it acknowledges
+    /// ChangeKey but keeps its old keys, its GetCardUID names another UID, or
+    /// its GetKeyVersion names the given versions.
     /// For tests of provisioning's verification; `off` makes it honest again.
     case ntag424Fault(NTAG424Application.Fault?)
+    /// `ntag424-changekeys`: how many ChangeKey commands the NTAG 424 DNA in the
+    /// field (else the one that left it last) has received.
+    case ntag424ChangeKeys
+    /// `stash`: keep a copy of the NTAG 424 DNA in the field (else the one that
+    /// left it last), keys, files and counter as they are now.
+    case stash
+    /// `unstash`: the stashed NTAG 424 DNA enters the field (as `insert`).
+    case unstash
     /// `remove`: the tag leaves the field.
     case remove
     /// `reinsert`: the tag that last left the field comes back, memory and counters intact.
@@ -85,8 +94,15 @@ public enum ControlCommand: Equatable, Sendable {
             case "card-uid" where args.count == 2:
                 guard let u = TagUID(hex: args[1]), u.bytes.count == 7 else { throw .badUID(args[1]) }
                 return .ntag424Fault(.cardUID(u.bytes))
+            case "versions" where args.count == 2:
+                let parts = args[1].split(separator: ",").compactMap { UInt8($0) }
+                guard parts.count == 5 else { throw .usage(verb) }
+                return .ntag424Fault(.keyVersions(parts))
             default: throw .usage(verb)
             }
+        case "ntag424-changekeys": return try noArgs(.ntag424ChangeKeys)
+        case "stash": return try noArgs(.stash)
+        case "unstash": return try noArgs(.unstash)
         case "remove": return try noArgs(.remove)
         case "reinsert": return try noArgs(.reinsert)
         case "tear-after":
@@ -122,7 +138,7 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
         case .empty: return "empty command"
         case .unknown(let v):
             return
-                "unknown command '\(v)' (insert, ntag424-fault, remove, reinsert, tear-after, mute, hang, nad, mi-empty, unmute, dump, stats, status, absent, present)"
+                "unknown command '\(v)' (insert, ntag424-fault, ntag424-changekeys, stash, unstash, remove, reinsert, tear-after, mute, hang, nad, mi-empty, unmute, dump, stats, status, absent, present)"
         case .usage(let v): return "usage: \(ControlError.usageText[v] ?? v)"
         case .badUID(let u): return "UID '\(u)' is not 7 bytes of hex"
         }
@@ -130,7 +146,7 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
 
     static let usageText = [
         "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]",
-        "ntag424-fault": "ntag424-fault keeps-keys|card-uid UID|off", "remove": "remove", "reinsert": "reinsert",
+        "ntag424-fault": "ntag424-fault keeps-keys|card-uid UID|versions V0,V1,V2,V3,V4|off", "remove": "remove", "reinsert": "reinsert",
         "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "nad": "nad", "mi-empty": "mi-empty",
         "unmute": "unmute",
         "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status", "absent": "absent", "present": "present",

@@ -69,8 +69,14 @@ public struct NTAG424Application: Sendable {
         case keepsKeys
         /// GetCardUID names this UID instead of the tag's own.
         case cardUID([UInt8])
+        /// GetKeyVersion names these versions of keys 0–4 whatever the tag holds
+        /// (an emulator posing as a tag half way through provisioning).
+        case keyVersions([UInt8])
     }
     public var fault: Fault?
+    /// Every ChangeKey command the tag received (sealed key material, whether
+    /// it took it or not): what a test of a door that must send none reads.
+    public private(set) var changeKeyCommands = 0
 
     private enum Selected: Equatable { case none, application, file(UInt8) }
     private var selected: Selected = .none
@@ -185,7 +191,9 @@ public struct NTAG424Application: Sendable {
         case 0x5F: return changeFileSettings(data)
         case 0xAD: return readData(data)
         case 0x8D: return writeData(data)
-        case 0xC4: return changeKey(data)
+        case 0xC4:
+            changeKeyCommands += 1
+            return changeKey(data)
         case 0x51: return getCardUID(data)
         case 0xF6: return getFileCounters(data)
         case 0x64: return getKeyVersion(data)
@@ -520,6 +528,7 @@ public struct NTAG424Application: Sendable {
         let (opened, error) = open(0x64, body, header: 1, mode: m)
         guard let d = opened else { return error }
         guard d.count == 1, d[0] < 5 else { return fail(0x40) }
+        if case .keyVersions(let lie)? = fault, lie.count == 5 { return seal([lie[Int(d[0])]], mode: m) }
         return seal([keyVersions[Int(d[0])]], mode: m)
     }
 

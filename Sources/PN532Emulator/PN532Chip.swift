@@ -245,6 +245,9 @@ public struct PN532Chip: Sendable {
         tearAfter = nil
     }
 
+    /// The NTAG 424 DNA in the field, else the one that left it last.
+    public var currentOrDepartedDNA: NTAG424DNA? { dna ?? departedDNA }
+
     /// `ntag424-fault`: the NTAG 424 DNA in the field (else the one that
     /// left it last, which `reinsert` brings back) lies from now on; false
     /// when there is none.

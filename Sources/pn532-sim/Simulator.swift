@@ -22,6 +22,8 @@ final class Simulator {
     }
 
     var chip: PN532Chip
+    /// `stash`: a copy of an NTAG 424 DNA kept aside, which `unstash` brings into the field.
+    private var stashed: NTAG424DNA?
     /// The host link: a pty (HSU), or a bus device through CUSE (I2C, SPI).
     private let pty: PseudoTerminal?
     let bus: BusFront?
@@ -191,7 +193,20 @@ final class Simulator {
             case .keepsKeys?: return "ok the NTAG 424 DNA acknowledges ChangeKey and keeps its keys"
             case .cardUID(let other)?:
                 return "ok the NTAG 424 DNA's GetCardUID names \(Hex.encode(other, uppercase: true))"
+            case .keyVersions(let v)?:
+                return "ok the NTAG 424 DNA's GetKeyVersion names \(v.map(String.init).joined(separator: ","))"
             }
+        case .ntag424ChangeKeys:
+            guard let dna = chip.currentOrDepartedDNA else { return "error no NTAG 424 DNA in the field or to reinsert" }
+            return "ok \(dna.application.changeKeyCommands)"
+        case .stash:
+            guard let dna = chip.currentOrDepartedDNA else { return "error no NTAG 424 DNA in the field or to reinsert" }
+            stashed = dna
+            return "ok stashed NTAG424DNA \(dna.uid.hex)"
+        case .unstash:
+            guard let dna = stashed else { return "error nothing stashed" }
+            try apply(chip.insert(dna))
+            return "ok inserted NTAG424DNA \(dna.uid.hex)"
         case .remove:
             guard chip.hasTag else { return "error no tag in the field" }
             chip.remove()

@@ -384,8 +384,8 @@ final class NTAG424CryptoTests: XCTestCase {
 
     func testDoorKeysDiversifyAllButTheMetaReadKey() throws {
         let master = h("00112233445566778899AABBCCDDEEFF")
-        let a = try NTAG424.DoorKeys(masterKey: master, uid: h("04DE5F1EACC040"))
-        let b = try NTAG424.DoorKeys(masterKey: master, uid: h("04DE5F1EACC041"))
+        let a = try NTAG424.DoorKeys(masterKey: master, uid: h("04DE5F1EACC040"), issue: .legacy)
+        let b = try NTAG424.DoorKeys(masterKey: master, uid: h("04DE5F1EACC041"), issue: .legacy)
         XCTAssertEqual(a[2], b[2], "K_SDMMetaRead is the site's")
         for n in [0, 1, 3, 4] { XCTAssertNotEqual(a[n], b[n], "key \(n)") }
         XCTAssertEqual(Set(a.keys).count, 5)

@@ -21,7 +21,7 @@ final class NTAG424JudgeTests: XCTestCase {
     func sun(counter: UInt32, uid sunUID: [UInt8]? = nil, master m: [UInt8]? = nil, badMAC: Bool = false) throws
         -> String
     {
-        let keys = try NTAG424.DoorKeys(masterKey: m ?? master, uid: sunUID ?? uid.bytes)
+        let keys = try NTAG424.DoorKeys(masterKey: m ?? master, uid: sunUID ?? uid.bytes, issue: .legacy)
         let block = NTAG424.PICCData(tag: 0xC7, uid: sunUID ?? uid.bytes, counter: counter).block(
             random: [1, 2, 3, 4, 5])
         let e = try Crypto.aes128CBC(

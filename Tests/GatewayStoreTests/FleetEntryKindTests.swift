@@ -37,7 +37,7 @@ final class FleetEntryKindTests: XCTestCase {
         let store = try GatewayStore(stateDirectory: dir)
         try store.syncActions(DoorSettings().actions)
         _ = try store.ensureNTAG424SiteKey(now: 1)
-        try store.recordProvisionedNTAG424(uid: mine, action: 0, label: "alice", counter: 1, now: 1)
+        try store.recordProvisionedNTAG424(uid: mine, action: 0, label: "alice", issue: .legacy, counter: 1, now: 1)
         _ = try store.appendAudit(time: 1, kind: "provisioning_written", uid: mine.hex, activating: mine.hex)
         return store
     }

@@ -122,7 +122,7 @@ final class NTAG424ReaderTests: XCTestCase {
     static let base = "https://door.example/t"
 
     func doorKeys(_ uid: [UInt8] = uid) throws -> NTAG424.DoorKeys {
-        try NTAG424.DoorKeys(masterKey: Self.master, uid: uid)
+        try NTAG424.DoorKeys(masterKey: Self.master, uid: uid, issue: .legacy)
     }
 
     func testProvisioningAFactoryTagThenTapping() throws {

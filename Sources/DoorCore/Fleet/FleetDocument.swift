@@ -19,9 +19,16 @@ public struct FleetDocument: Equatable, Sendable {
         /// for an NTAG 424 DNA the site's master key provisioned. Nil in the
         /// body of a sticker and in an older build's document (a sticker).
         public var credential: String?
+        /// An NTAG 424's key issue (salt and key version, docs/ntag424.md
+        /// "Re-issuing a tag"): a door derives the tag's keys from it, so a
+        /// reissue at one door retires the old keys at every door that applies
+        /// the document. Nil for other kinds and for a 424 provisioned before salts.
+        public var keyIssue: NTAG424.KeyIssue?
         public init(
-            uid: TagUID, action: ActionIndex, label: String = "", validUntil: Int64? = nil, credential: String? = nil
+            uid: TagUID, action: ActionIndex, label: String = "", validUntil: Int64? = nil, credential: String? = nil,
+            keyIssue: NTAG424.KeyIssue? = nil
         ) {
+            self.keyIssue = keyIssue
             self.uid = uid
             self.action = action
             self.label = label
@@ -126,7 +133,11 @@ public struct FleetDocument: Equatable, Sendable {
                             [
                                 ("uid", .string(t.uid.hex)), ("action", .int(t.action)), ("label", .string(t.label)),
                                 ("valid_until", t.validUntil.map { .int($0) } ?? .null),
-                            ] + (t.credential.map { [("credential", JSONValue.string($0))] } ?? []))
+                            ] + (t.credential.map { [("credential", JSONValue.string($0))] } ?? [])
+                                + (t.keyIssue.map { issue in
+                                    [("key_version", JSONValue.int(Int(issue.version)))]
+                                        + (issue.salt.map { [("key_salt", JSONValue.string(Hex.encode($0)))] } ?? [])
+                                } ?? []))
                     })
             ),
         ]
@@ -222,8 +233,29 @@ public struct FleetDocument: Equatable, Sendable {
             case .null?, nil: credential = nil
             default: throw .malformed("tags[\(hex)].credential: a credential name (a–z, 0–9, -) is expected")
             }
+            var keyIssue: NTAG424.KeyIssue?
+            switch (item["key_version"], item["key_salt"]) {
+            case (nil, nil), (.null?, nil), (.null?, .null?), (nil, .null?): keyIssue = nil
+            case (.int(let v)?, let salt):
+                var bytes: [UInt8]?
+                switch salt {
+                case .string(let h)?:
+                    guard let b = Hex.decode(h) else { throw .malformed("tags[\(hex)].key_salt: hex expected") }
+                    bytes = b
+                case .null?, nil: bytes = nil
+                default: throw .malformed("tags[\(hex)].key_salt: hex expected")
+                }
+                let issue = NTAG424.KeyIssue(salt: bytes, version: UInt8(clamping: v))
+                guard (1...255).contains(v), issue.isWellFormed else {
+                    throw .malformed("tags[\(hex)].key_version/key_salt: a 16-byte salt with version 2…255, or version 1 alone")
+                }
+                keyIssue = issue
+            default: throw .malformed("tags[\(hex)].key_version: an integer is expected with key_salt")
+            }
             tags.append(
-                Tag(uid: uid, action: ActionIndex(action), label: label, validUntil: until, credential: credential))
+                Tag(
+                    uid: uid, action: ActionIndex(action), label: label, validUntil: until, credential: credential,
+                    keyIssue: keyIssue))
         }
         var tombstones: [[UInt8]] = []
         if let present = json["secret_tombstones"] {

@@ -86,6 +86,8 @@ public enum FleetRules {
         public var nativeCommandGeneration: Int64 = 0
         /// The credential of each issued tag that is not a sticker (`ntag424`).
         public var tagCredentials: [TagUID: String] = [:]
+        /// The key issue of each NTAG 424 row that has one (salted).
+        public var tagKeyIssues: [TagUID: NTAG424.KeyIssue] = [:]
         /// The site's NTAG 424 DNA master key as this door holds it, and
         /// whether a tag this door provisioned depends on it.
         public var ntag424MasterKey: [UInt8]? = nil
@@ -118,6 +120,7 @@ public enum FleetRules {
                 && a.nativeCommandKey == b.nativeCommandKey
                 && a.compatTimestampGeneration == b.compatTimestampGeneration
                 && a.nativeCommandGeneration == b.nativeCommandGeneration && a.tagCredentials == b.tagCredentials
+                && a.tagKeyIssues == b.tagKeyIssues
                 && a.ntag424MasterKey == b.ntag424MasterKey && a.ntag424MasterKeyInUse == b.ntag424MasterKeyInUse
                 && a.tags.count == b.tags.count
                 && a.tags.allSatisfy { uid, t in
@@ -319,6 +322,7 @@ public enum FleetRules {
                     merged.validUntil = [mine.validUntil, tag.validUntil].compactMap { $0 }.min()
                     if mine.action != merged.action || mine.label != merged.label
                         || mine.validUntil != merged.validUntil || local.tagCredentials[tag.uid] != tag.credential
+                        || (tag.keyIssue != nil && local.tagKeyIssues[tag.uid] != tag.keyIssue)
                     {
                         c.upsertTags.append(merged)
                     }
@@ -327,7 +331,17 @@ public enum FleetRules {
                 case .revoked:
                     c.skipped.append((tag.uid, "revoked here"))
                 case .failed:
-                    c.upsertTags.append(tag)
+                    // A 424 reset here (`provision reset`) holds factory keys: the same
+                    // issue does not make its row active again; a reissue (a new issue) does.
+                    // (A document without an issue, from an older build, changes no issue.)
+                    if local.tagCredentials[tag.uid] == CredentialKind.ntag424.rawValue,
+                        tag.credential == CredentialKind.ntag424.rawValue,
+                        tag.keyIssue == nil || (local.tagKeyIssues[tag.uid] ?? .legacy) == tag.keyIssue
+                    {
+                        c.skipped.append((tag.uid, "reset here (re-issue it to use it again)"))
+                    } else {
+                        c.upsertTags.append(tag)
+                    }
                 }
             } else {
                 c.upsertTags.append(tag)
@@ -371,7 +385,7 @@ public enum FleetRules {
             .map {
                 FleetDocument.Tag(
                     uid: $0.key, action: $0.value.action, label: $0.value.label, validUntil: $0.value.validUntil,
-                    credential: local.tagCredentials[$0.key])
+                    credential: local.tagCredentials[$0.key], keyIssue: local.tagKeyIssues[$0.key])
             }
             .sorted { $0.uid.hex < $1.uid.hex }
         return FleetDocument(

@@ -115,7 +115,7 @@ public enum NTAG424Judge {
         if let sun = sunURL {
             guard let siteKey else { return deny(TapDenial.authFailed) }
             do {
-                let keys = try NTAG424.DoorKeys(masterKey: siteKey, uid: uid.bytes)
+                let keys = try NTAG424.DoorKeys(masterKey: siteKey, uid: uid.bytes, issue: row.keyIssue ?? .legacy)
                 let verdict = try sun.verify(
                     metaReadKey: keys[NTAG424.DoorKeys.metaRead], fileReadKey: keys[NTAG424.DoorKeys.fileRead])
                 guard verdict.macOK, let c = verdict.piccData.counter, let piccUID = verdict.piccData.uid else {
@@ -152,6 +152,17 @@ public enum NTAG424Judge {
             let definition = actions.first(where: { $0.index == action })
         else { return true }
         return definition.credentials.contains(.ntag424) || !definition.credentials.contains(.ntag424SUN)
+    }
+
+    /// The key issue a tap of `uid` authenticates key 0 with, or nil when it
+    /// skips EV2 (`wantsEV2`): the registry row's issue, the legacy one for a
+    /// row without a salt or no row at all (such a tap is denied either way).
+    public static func ev2Issue(uid: TagUID, registry: some TagRegistryView, actions: [ActionDefinition])
+        -> NTAG424.KeyIssue?
+    {
+        guard wantsEV2(uid: uid, registry: registry, actions: actions) else { return nil }
+        guard let row = try? registry.issuedTag(uid), row.kind == .ntag424 else { return .legacy }
+        return row.keyIssue ?? .legacy
     }
 }
 

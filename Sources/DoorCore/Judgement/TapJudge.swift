@@ -17,10 +17,15 @@ public struct IssuedTagView: Equatable, Sendable {
     public var kind: CredentialKind?
     /// The action it was issued for (a sticker carries its own; a 424 or a fob does not).
     public var action: ActionIndex?
+    /// An NTAG 424's key issue (its salt and key version); nil for other kinds
+    /// and for a 424 provisioned before salts (`NTAG424.KeyIssue.legacy`).
+    public var keyIssue: NTAG424.KeyIssue?
     public init(
         state: RegistryState, validUntil: Int64? = nil, validFrom: Int64? = nil, usesLeft: Int? = nil,
-        schedule: String? = nil, kind: CredentialKind? = nil, action: ActionIndex? = nil
+        schedule: String? = nil, kind: CredentialKind? = nil, action: ActionIndex? = nil,
+        keyIssue: NTAG424.KeyIssue? = nil
     ) {
+        self.keyIssue = keyIssue
         self.kind = kind
         self.action = action
         self.state = state

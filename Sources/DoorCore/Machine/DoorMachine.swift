@@ -243,6 +243,16 @@ public struct DoorMachine: Sendable {
         case .writing:
             return  // the reader is busy writing; other tags wait
         case .armed(var job, let source):
+            if let named = job.reissue, named != p.uid {
+                // A reissue names its tag: any other stays untouched, the job armed.
+                fx.append(
+                    .emit(
+                        DoorEvent(
+                            .provisioningRefused, reason: "not_reissue_tag", action: job.action, uid: p.uid,
+                            source: source)))
+                fx.append(.feedback(.writeFailed))
+                return
+            }
             if p.content == .foreign && !job.overwrite {
                 fx.append(
                     .emit(

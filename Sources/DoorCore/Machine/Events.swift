@@ -86,6 +86,11 @@ public struct ProvisioningJob: Equatable, Hashable, Sendable {
     public var validUntil: Int64? = nil
     public var uses: Int? = nil
     public var schedule: String? = nil
+    /// `provision --reissue UID`: the one tag this job may give new keys to
+    /// although the registry holds its UID (docs/ntag424.md "Re-issuing a
+    /// tag"). Only an operator names it; a button hold never does. Any other
+    /// tag presented while armed is refused and the job stays armed.
+    public var reissue: TagUID? = nil
     public init(
         action: ActionIndex, label: String = "", protect: Bool = false, overwrite: Bool = false, uid: TagUID? = nil
     ) {

@@ -2,9 +2,52 @@
 /// template (issue 26 "Provisioning a factory 424 at the door"). Pure: the
 /// reader performs it (NFCReader.provisionNTAG424).
 extension NTAG424 {
-    /// The version the door gives every key it sets (factory keys are version 0), so
-    /// GetKeyVersion tells after a tear which keys the tag already holds.
+    /// The version of the keys of a tag provisioned before issues were salted
+    /// (`KeyIssue.legacy`; factory keys are version 0), so GetKeyVersion tells
+    /// after a tear which keys the tag already holds.
     public static let doorKeyVersion: UInt8 = 1
+
+    /// One issue of a tag's keys: a random salt the chip cannot choose, drawn by
+    /// the door for each provisioning (and each reissue), and the key version
+    /// the tag's keys 0, 1, 3 and 4 carry for it. The keys are a function of
+    /// the site master key, the UID *and* the salt, so a chip that claimed a
+    /// UID once holds keys for that issue only: a reissue draws a new salt and
+    /// every copy of the earlier keys stops opening wherever the new row is.
+    /// Stored in the registry row and carried by the fleet. The salt is not a
+    /// secret (the master key is); it is never chosen by a tag.
+    public struct KeyIssue: Equatable, Hashable, Sendable {
+        /// 16 random bytes; nil for a tag provisioned before salts (the legacy
+        /// derivation, version 1).
+        public var salt: [UInt8]?
+        /// 1 (legacy) or 2…255 (salted); never 0, the factory version.
+        public var version: UInt8
+
+        public init(salt: [UInt8]?, version: UInt8) {
+            self.salt = salt
+            self.version = version
+        }
+
+        /// A tag provisioned before salts: keys from the master key and the UID alone.
+        public static let legacy = KeyIssue(salt: nil, version: doorKeyVersion)
+
+        public static let saltLength = 16
+
+        /// A fresh issue following `previous` (nil: the tag's first): a new
+        /// random salt, and a version other than the previous one's and 0
+        /// (2…255, wrapping), so GetKeyVersion tells the two issues apart.
+        public static func next(after previous: KeyIssue?, salt: [UInt8]) -> KeyIssue {
+            let v = previous.map { $0.version >= 2 && $0.version < 255 ? $0.version + 1 : 2 } ?? 2
+            return KeyIssue(salt: salt, version: v)
+        }
+
+        /// Whether the salt and version are ones the door could have made.
+        public var isWellFormed: Bool {
+            switch salt {
+            case nil: return version == doorKeyVersion
+            case let s?: return s.count == Self.saltLength && version >= 2
+            }
+        }
+    }
 
     /// A tag's five application keys (DS §8.2.1), from the site master key:
     /// - 0 (AppMasterKey), 3, 4 and 1 (SDM file read: the SUN MAC, SDMCtrRet): diversified by UID;
@@ -13,17 +56,36 @@ extension NTAG424 {
     public struct DoorKeys: Equatable, Sendable {
         public var keys: [[UInt8]]
 
-        public init(masterKey: [UInt8], uid: [UInt8]) throws {
+        /// `issue`: the row's issue (`KeyIssue.legacy` for a tag provisioned before salts).
+        public init(masterKey: [UInt8], uid: [UInt8], issue: KeyIssue) throws {
+            let issueKey = try NTAG424.issueKey(masterKey: masterKey, issue: issue)
             keys = try (0..<5).map { n in
                 n == 2
                     ? try NTAG424.siteMetaReadKey(masterKey: masterKey)
-                    : try NTAG424.tagKey(masterKey: masterKey, uid: uid, keyNumber: UInt8(n))
+                    : try NTAG424.tagKey(masterKey: issueKey, uid: uid, keyNumber: UInt8(n))
             }
         }
 
         public subscript(_ n: Int) -> [UInt8] { keys[n] }
         public static let metaRead = 2
         public static let fileRead = 1
+    }
+
+    /// The key a tag's keys 0, 1, 3 and 4 are diversified from for `issue`: the
+    /// master key itself for a legacy issue; else AN10922 of the master key with
+    /// `M = salt(16) ‖ "DoorGateway key"` (31 bytes).
+    public static func issueKey(masterKey: [UInt8], issue: KeyIssue) throws -> [UInt8] {
+        guard let salt = issue.salt else { return masterKey }
+        guard salt.count == KeyIssue.saltLength else {
+            throw Failure.length("key salt", expected: KeyIssue.saltLength, got: salt.count)
+        }
+        return try diversifyAN10922(masterKey: masterKey, input: salt + Array("DoorGateway key".utf8))
+    }
+
+    /// Key `keyNumber` of the tag `uid` for `issue` (key 2 is the site's meta-read key).
+    public static func tagKey(masterKey: [UInt8], uid: [UInt8], keyNumber: UInt8, issue: KeyIssue) throws -> [UInt8] {
+        if keyNumber == UInt8(DoorKeys.metaRead) { return try siteMetaReadKey(masterKey: masterKey) }
+        return try tagKey(masterKey: try issueKey(masterKey: masterKey, issue: issue), uid: uid, keyNumber: keyNumber)
     }
 
     /// K_SDMMetaRead of a site: AN10922 with `M = "DoorGateway SDM meta"` (no UID).
