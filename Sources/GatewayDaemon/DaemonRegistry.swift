@@ -14,6 +14,8 @@ extension IssuedTag {
             ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
             ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
             ("schedule", .optional(schedule)), ("kind", .optional(kind?.rawValue)),
+            // An NTAG 424's key version (its salt is not shown: it names the issue, the site key opens it).
+            ("key_version", kind == .ntag424 ? .int(Int((keyIssue ?? .legacy).version)) : .null),
         ])
     }
 }

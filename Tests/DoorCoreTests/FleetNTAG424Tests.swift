@@ -46,6 +46,50 @@ final class FleetNTAG424Tests: XCTestCase {
         XCTAssertEqual(snapshot.tags, [tag], "a door's push carries the credential on")
     }
 
+    /// docs/ntag424.md "Re-issuing a tag": a 424 entry carries its key issue
+    /// (signed with the body); a reissue elsewhere (a new issue) replaces the
+    /// row's, a document without one (an older build) never erases it, and a
+    /// row reset here is made active again only by a new issue (review L-4).
+    func testA424EntryCarriesItsKeyIssueAndOnlyANewIssueRevivesAResetRow() throws {
+        let first = NTAG424.KeyIssue(salt: Array(repeating: 1, count: 16), version: 2)
+        let second = NTAG424.KeyIssue(salt: Array(repeating: 2, count: 16), version: 3)
+        let tag = FleetDocument.Tag(uid: uid, action: 0, label: "alice", credential: "ntag424", keyIssue: first)
+        let parsed = try FleetDocument.parseBody(document([tag]).bodyBytes)
+        XCTAssertEqual(parsed.tags, [tag])
+        for bad in [
+            #""key_version":1,"key_salt":"0101""#, #""key_version":2"#, #""key_version":0"#,
+            #""key_version":"2","key_salt":"01010101010101010101010101010101""#,
+        ] {
+            let body = String(decoding: document([tag]).bodyBytes, as: UTF8.self)
+            let good = #""key_version":2,"key_salt":"01010101010101010101010101010101""#
+            XCTAssertTrue(body.contains(good), body)
+            XCTAssertThrowsError(
+                try FleetDocument.parseBody(Array(body.replacingOccurrences(of: good, with: bad).utf8)), bad)
+        }
+
+        var held = FleetRules.Local(tags: [uid: (.active, 0, "alice", nil)])
+        held.tagCredentials = [uid: "ntag424"]
+        held.tagKeyIssues = [uid: first]
+        XCTAssertTrue(FleetRules.changes(document([tag]), to: held, actions: [0]).isEmpty)
+        var reissued = tag
+        reissued.keyIssue = second
+        XCTAssertEqual(FleetRules.changes(document([reissued]), to: held, actions: [0]).upsertTags, [reissued])
+        var older = tag
+        older.keyIssue = nil
+        XCTAssertTrue(
+            FleetRules.changes(document([older]), to: held, actions: [0]).isEmpty,
+            "a document without an issue changes none")
+        XCTAssertEqual(FleetRules.snapshot(held, site: "acme-hq", version: 4, origin: "b", now: 2).tags, [tag])
+
+        held.tags[uid] = (.failed, 0, "alice", nil)  // `provision reset` here
+        for same in [tag, older] {
+            let c = FleetRules.changes(document([same]), to: held, actions: [0])
+            XCTAssertTrue(c.upsertTags.isEmpty, "a reset row came back active")
+            XCTAssertEqual(c.skipped.map(\.uid), [uid])
+        }
+        XCTAssertEqual(FleetRules.changes(document([reissued]), to: held, actions: [0]).upsertTags, [reissued])
+    }
+
     func testRevocationByUIDReachesA424Row() {
         var doc = document([])
         doc.revokedUIDs = [uid]

@@ -164,6 +164,24 @@ final class MachineTests: XCTestCase {
         XCTAssertEqual(h.machine.provisioning, .idle)
     }
 
+    /// `provision --reissue UID` (docs/ntag424.md "Re-issuing a tag"): any
+    /// other tag is refused and the job stays armed; the named one is written.
+    func testAReissueJobTakesOnlyTheTagItNames() {
+        var h = harness()
+        var job = ProvisioningJob(action: 1, label: "again")
+        job.reissue = TagUID(hex: b)
+        h.send(.admin(.armProvisioning(job)))
+        let other = h.send(MachineHarness.tag(a, grant, content: .ours))
+        XCTAssertEqual(other.events.map(\.reason), ["not_reissue_tag"])
+        XCTAssertFalse(other.contains { if case .writeTag = $0 { return true } else { return false } })
+        guard case .armed = h.machine.provisioning else { return XCTFail("the job did not stay armed") }
+        let named = h.send(MachineHarness.tag(b, grant, content: .ours))
+        XCTAssertEqual(named.eventKinds, [.provisioningWriting])
+        var written = job
+        written.uid = TagUID(hex: b)
+        XCTAssertTrue(named.contains(.writeTag(written)))
+    }
+
     func testProvisioningFailureAndOverwrite() {
         var h = harness()
         h.send(.admin(.armProvisioning(ProvisioningJob(action: 0, overwrite: true))))

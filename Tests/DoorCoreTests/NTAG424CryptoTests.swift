@@ -391,4 +391,37 @@ final class NTAG424CryptoTests: XCTestCase {
         XCTAssertEqual(Set(a.keys).count, 5)
         XCTAssertEqual(a[2], try NTAG424.diversifyAN10922(masterKey: master, input: Array("DoorGateway SDM meta".utf8)))
     }
+
+    /// docs/ntag424.md "Re-issuing a tag": keys 0, 1, 3 and 4 depend on the
+    /// issue's salt (a chip that took one issue's keys holds nothing of the
+    /// next), key 2 stays the site's; versions step 2…255 and never repeat the last.
+    func testASaltedIssueGivesKeysOfItsOwn() throws {
+        let master = h("00112233445566778899AABBCCDDEEFF")
+        let uid = h("04DE5F1EACC040")
+        let legacy = try NTAG424.DoorKeys(masterKey: master, uid: uid, issue: .legacy)
+        let s1 = NTAG424.KeyIssue(salt: Array(repeating: 1, count: 16), version: 2)
+        let s2 = NTAG424.KeyIssue(salt: Array(repeating: 2, count: 16), version: 3)
+        let a = try NTAG424.DoorKeys(masterKey: master, uid: uid, issue: s1)
+        let b = try NTAG424.DoorKeys(masterKey: master, uid: uid, issue: s2)
+        for n in [0, 1, 3, 4] {
+            XCTAssertNotEqual(a[n], legacy[n], "key \(n)")
+            XCTAssertNotEqual(a[n], b[n], "key \(n)")
+        }
+        XCTAssertEqual(a[2], legacy[2])
+        XCTAssertEqual(b[2], legacy[2])
+        // The documented derivation: AN10922 of the master with salt ‖ "DoorGateway key", then per UID and key.
+        let issueKey = try NTAG424.diversifyAN10922(masterKey: master, input: s1.salt! + Array("DoorGateway key".utf8))
+        XCTAssertEqual(a[0], try NTAG424.tagKey(masterKey: issueKey, uid: uid, keyNumber: 0))
+        XCTAssertEqual(legacy[0], try NTAG424.tagKey(masterKey: master, uid: uid, keyNumber: 0))
+        // Versions: the first issue 2, then one up, 255 wraps to 2; 0 and 1 never for a salted issue.
+        XCTAssertEqual(NTAG424.KeyIssue.next(after: nil, salt: []).version, 2)
+        XCTAssertEqual(NTAG424.KeyIssue.next(after: .legacy, salt: []).version, 2)
+        XCTAssertEqual(NTAG424.KeyIssue.next(after: s2, salt: []).version, 4)
+        XCTAssertEqual(NTAG424.KeyIssue.next(after: .init(salt: s1.salt, version: 255), salt: []).version, 2)
+        XCTAssertTrue(s1.isWellFormed)
+        XCTAssertTrue(NTAG424.KeyIssue.legacy.isWellFormed)
+        XCTAssertFalse(NTAG424.KeyIssue(salt: [1], version: 2).isWellFormed)
+        XCTAssertFalse(NTAG424.KeyIssue(salt: s1.salt, version: 1).isWellFormed)
+        XCTAssertFalse(NTAG424.KeyIssue(salt: nil, version: 2).isWellFormed)
+    }
 }

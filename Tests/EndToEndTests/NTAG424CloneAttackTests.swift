@@ -1,0 +1,248 @@
+import DoorCore
+import Foundation
+import NFCReader
+import TestSupport
+import XCTest
+
+/// docs/security.md "An armed door gives a registered tag's keys to no other
+/// chip" (review round two, H-1 and L-1): the attacks performed against the
+/// real gatewayd (the static binary under make test), real libnfc to a
+/// pn532-sim on a pty the test runs, and the door's SQLite store on disk. The
+/// emulator counts every ChangeKey command a tag receives
+/// (`ntag424-changekeys`), so "no key sent" is read off the chip, not the door.
+///
+/// - armed provisioning (button or `provision`) and a factory chip claiming a
+///   registered 424's UID: `already_registered`, no ChangeKey, the row as it
+///   was, the clone denied, the real tag still granted;
+/// - `provision reset` and a chip claiming that UID with key 0 at the factory
+///   version and keys 1–4 at the row's version: refused, no ChangeKey;
+/// - a blank NTAG213 under a 424's UID while armed: refused, the 424 row kept;
+/// - `provision --reissue UID` names the one tag it re-keys: any other is
+///   refused and the job stays armed.
+final class NTAG424CloneAttackTests: XCTestCase {
+    func tag(_ g: GatewayUnderTest, _ uid: String) throws -> JSONValue? {
+        (try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
+    }
+
+    /// A door on the test's emulator: it holds the control socket, so it can
+    /// swap chips and read what each received.
+    func door(on sim: PN532SimProcess) throws -> GatewayUnderTest {
+        let g = try GatewayUnderTest()
+        try g.writeConfig(
+            reader: """
+                simulator = "\(sim.socket)"
+                connstring = "pn532_uart:\(sim.tty)"
+                """,
+            actions: GatewayUnderTest.baseActions)
+        return g
+    }
+
+    /// How many ChangeKey commands the 424 in the field (or the last to leave it) received.
+    func changeKeys(_ sim: PN532SimProcess) throws -> Int {
+        let answer = try sim.control("ntag424-changekeys")
+        XCTAssertTrue(answer.hasPrefix("ok "), answer)
+        return try XCTUnwrap(Int(answer.dropFirst(3).trimmingCharacters(in: .whitespaces)), answer)
+    }
+
+    /// The door's decision on the next tap after `seen` (the tag already put in the field).
+    func decision(_ g: GatewayUnderTest, after seen: Int) throws -> JSONValue {
+        var row: JSONValue?
+        try waitUntil {
+            let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
+            row = rows.first { ["access_granted", "access_denied"].contains($0["kind"]?.stringValue ?? "") }
+            return row != nil
+        }
+        return try XCTUnwrap(row)
+    }
+
+    /// Provisions a factory 424 under `uid` at the door for `action`; it stays in the field.
+    func provisionAtDoor(_ g: GatewayUnderTest, _ sim: PN532SimProcess, _ uid: String, action: Int, label: String)
+        throws
+    {
+        let seen = try g.eventCount()
+        try g.ctlJSON(["provision", "--action", "\(action)", "--label", label])
+        try g.waitForEvent("provisioning_armed", after: seen)
+        XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
+        let written = try g.waitForEvent("provisioning_written", after: seen, timeout: 20)
+        XCTAssertEqual(written["uid"]?.stringValue, uid)
+    }
+
+    /// The fields of a registry row an attack must not change.
+    func fields(_ row: JSONValue?) -> [String] {
+        ["action", "label", "state", "kind", "key_version", "issued"].map { "\($0)=\(row?[$0].map { "\($0)" } ?? "nil")" }
+    }
+
+    // MARK: H-1 — the confirmed sequence
+
+    /// The review's reproduction: an admin's 424 is registered; during a
+    /// guest's provisioning (armed by the button, then by `provision`) a
+    /// second chip — a factory 424 whose UID is set to the admin's — is
+    /// presented. The door must refuse it before any key leaves: the chip
+    /// records no ChangeKey, the row is unchanged, the clone is denied and
+    /// the admin's real tag still opens its action. On 0cee1d2 the clone
+    /// received ChangeKey 1–4 and key 0 (`provisioning_failed not_verified`).
+    func testAnArmedDoorGivesAChipClaimingARegisteredUIDNoKeys() throws {
+        let sim = try PN532SimProcess()
+        let g = try door(on: sim)
+        try g.start()
+        let admin = "04AD0424C10E01"
+        try provisionAtDoor(g, sim, admin, action: 1, label: "admin")
+        let before = try XCTUnwrap(try tag(g, admin))
+        XCTAssertEqual(before["state"]?.stringValue, "active")
+        XCTAssertTrue(try sim.control("stash").hasPrefix("ok"), "the admin's real tag, kept aside")
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        for arm in [["sim", "press", "--hold", "5.5"], ["provision", "--action", "0", "--label", "guest"]] {
+            let seen = try g.eventCount()
+            try g.ctlJSON(arm)
+            try g.waitForEvent("provisioning_armed", after: seen, timeout: 10)
+            E2ETiming.outlastQuietWindow()
+            // The clone: a factory 424 (all keys zero, settable UID) claiming the admin's UID.
+            XCTAssertTrue(try sim.control("insert ntag424 \(admin)").hasPrefix("ok"))
+            let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+            XCTAssertEqual(failed["uid"]?.stringValue, admin)
+            XCTAssertEqual(failed["reason"]?.stringValue, "already_registered", "armed by \(arm[0]): \(failed)")
+            XCTAssertEqual(try changeKeys(sim), 0, "armed by \(arm[0]): the clone received key material")
+            XCTAssertEqual(fields(try tag(g, admin)), fields(before), "armed by \(arm[0]): the row changed")
+            XCTAssertFalse(try g.auditKinds().dropFirst(seen).contains("provisioning_written"))
+            XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+        }
+
+        // The clone, tapped: it cannot prove the admin's key 0.
+        E2ETiming.outlastQuietWindow()
+        var seen = try g.eventCount()
+        XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+        let clone = try decision(g, after: seen)
+        XCTAssertEqual(clone["kind"]?.stringValue, "access_denied", "\(clone)")
+        XCTAssertEqual(clone["reason"]?.stringValue, "auth_failed", "\(clone)")
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        // The admin's real tag still opens the admin's action.
+        E2ETiming.outlastQuietWindow()
+        seen = try g.eventCount()
+        XCTAssertTrue(try sim.control("unstash").hasPrefix("ok"))
+        let real = try decision(g, after: seen)
+        XCTAssertEqual(real["kind"]?.stringValue, "access_granted", "\(real)\n\(g.log.suffix(2000))")
+        XCTAssertEqual(real["reason"]?.stringValue, "ntag424")
+        XCTAssertEqual(real["action"]?.intValue, 1)
+        XCTAssertEqual(g.stop(), 0)
+    }
+
+    // MARK: H-1 — reset proves key 0 first
+
+    /// `provision reset` with a chip that claims a registered 424's UID and
+    /// reports key 0 at the factory version and keys 1–4 at the row's key
+    /// version (what a half-provisioned real tag would say): it cannot prove
+    /// the door's key 0, so it gets no ChangeKey at all, the reset fails, and
+    /// the row stays active. On 0cee1d2 the door authenticated with the
+    /// factory key 0 and sent ChangeKey 1–4 carrying the tag's keys.
+    func testResetGivesAChipThatCannotProveTheDoorsKey0Nothing() throws {
+        let sim = try PN532SimProcess()
+        let g = try door(on: sim)
+        try g.start()
+        let uid = "04AD0424C10E02"
+        try provisionAtDoor(g, sim, uid, action: 0, label: "desk")
+        let version = try XCTUnwrap(try tag(g, uid))["key_version"]?.intValue ?? 1
+        XCTAssertTrue(try sim.control("stash").hasPrefix("ok"))
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
+        XCTAssertTrue(
+            try sim.control("ntag424-fault versions 0,\(version),\(version),\(version),\(version)").hasPrefix("ok"))
+        let reset = try g.ctl(["provision", "reset"])
+        XCTAssertNotEqual(reset.status, 0, "reset of a chip that cannot prove key 0 claimed success: \(reset.stdout)")
+        XCTAssertEqual(try changeKeys(sim), 0, "the chip received key material")
+        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active", "the row was marked for a chip that is not it")
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        // The real tag proves key 0 and is reset (its row marked, no key of it left on the tag).
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try sim.control("unstash").hasPrefix("ok"))
+        let done = try g.ctlJSON(["provision", "reset"])
+        XCTAssertEqual(done["uid"]?.stringValue, uid)
+        XCTAssertEqual(done["row_marked"]?.boolValue, true)
+        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
+        XCTAssertEqual(g.stop(), 0)
+    }
+
+    // MARK: L-1 — a sticker never replaces a 424's row
+
+    /// Armed provisioning and a blank NTAG213 under a registered 424's UID:
+    /// refused (`already_registered`), nothing written to the sticker, the
+    /// 424 row unchanged. On 0cee1d2 the sticker was written and its row
+    /// replaced the 424's.
+    func testABlankStickerUnderA424sUIDDoesNotReplaceItsRow() throws {
+        let sim = try PN532SimProcess()
+        let g = try door(on: sim)
+        try g.start()
+        let uid = "04AD0424C10E03"
+        try provisionAtDoor(g, sim, uid, action: 1, label: "admin")
+        let before = try XCTUnwrap(try tag(g, uid))
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        let seen = try g.eventCount()
+        try g.ctlJSON(["provision", "--action", "0", "--label", "sticker"])
+        try g.waitForEvent("provisioning_armed", after: seen)
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try sim.control("insert \(uid) ntag213").hasPrefix("ok"))
+        let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+        XCTAssertEqual(failed["reason"]?.stringValue, "already_registered", "\(failed)")
+        XCTAssertEqual(fields(try tag(g, uid)), fields(before))
+        let dump = try sim.control("dump")
+        XCTAssertTrue(dump.hasPrefix("ok "), dump)
+        XCTAssertFalse(dump.lowercased().contains(Data("smp://".utf8).map { String(format: "%02x", $0) }.joined()))
+        XCTAssertEqual(g.stop(), 0)
+    }
+
+    // MARK: Reissue names its tag
+
+    /// `provision --reissue UID`: a tag with another UID presented while armed
+    /// is refused and the job stays armed (`not_reissue_tag`); the named tag,
+    /// which proves its current key 0, then gets a new issue (a new key
+    /// version) and still opens. The old keys — a copy of the tag as it was
+    /// before — no longer open.
+    func testAReissueRekeysOnlyTheNamedTagAndRetiresItsOldKeys() throws {
+        let sim = try PN532SimProcess()
+        let g = try door(on: sim)
+        try g.start()
+        let uid = "04AD0424C10E04"
+        try provisionAtDoor(g, sim, uid, action: 0, label: "alice")
+        let first = try XCTUnwrap(try tag(g, uid)?["key_version"]?.intValue)
+        XCTAssertTrue(try sim.control("stash").hasPrefix("ok"), "a copy of the tag with its first keys")
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        // Armed for `uid`: another factory 424 is refused, nothing sent, still armed.
+        var seen = try g.eventCount()
+        try g.ctlJSON(["provision", "--action", "1", "--label", "alice-2", "--reissue", uid])
+        try g.waitForEvent("provisioning_armed", after: seen)
+        XCTAssertTrue(try sim.control("insert ntag424 04AD0424C10EFF").hasPrefix("ok"))
+        let refused = try g.waitForEvent("provisioning_refused", after: seen, timeout: 10)
+        XCTAssertEqual(refused["reason"]?.stringValue, "not_reissue_tag", "\(refused)")
+        XCTAssertEqual(try changeKeys(sim), 0)
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        // The named tag: re-keyed, its row replaced (action 1, a new key version).
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try sim.control("unstash").hasPrefix("ok"))
+        try g.waitForEvent("provisioning_written", after: seen, timeout: 20)
+        let row = try XCTUnwrap(try tag(g, uid))
+        XCTAssertEqual(row["action"]?.intValue, 1)
+        XCTAssertEqual(row["state"]?.stringValue, "active")
+        XCTAssertNotEqual(row["key_version"]?.intValue, first, "a reissue gives a new key version")
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+        E2ETiming.outlastQuietWindow()
+        seen = try g.eventCount()
+        XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+        XCTAssertEqual(try decision(g, after: seen)["kind"]?.stringValue, "access_granted")
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        // The copy with the first keys (the stash still holds it): denied.
+        E2ETiming.outlastQuietWindow()
+        seen = try g.eventCount()
+        XCTAssertTrue(try sim.control("unstash").hasPrefix("ok"))
+        let copy = try decision(g, after: seen)
+        XCTAssertEqual(copy["kind"]?.stringValue, "access_denied", "\(copy)")
+        XCTAssertEqual(copy["reason"]?.stringValue, "auth_failed", "\(copy)")
+        XCTAssertEqual(g.stop(), 0)
+    }
+}
