@@ -165,9 +165,9 @@ final class NTAG424ProvisioningTests: XCTestCase {
         let done = try g.ctlJSON(["provision", "reset"])
         XCTAssertEqual(done["uid"]?.stringValue, uid)
         XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
-        // Factory keys: provisioning runs from the factory state again.
+        // Factory keys: a reissue by name provisions it from the factory state again.
         let before = try g.eventCount()
-        try presentAgain(g)
+        try presentAgain(g, arm: ["provision", "--action", "0", "--label", "reset-me", "--reissue", uid])
         try g.waitForEvent("provisioning_written", after: before, timeout: 20)
         XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active")
         XCTAssertEqual(g.stop(), 0)
