@@ -89,7 +89,8 @@ final class StockMosquittoInstallTests: XCTestCase {
         guard p.waitUntilReady({ self.log.contains(" running") }) else {
             let why = (try? String(contentsOfFile: pki.path("stderr"), encoding: .utf8)) ?? ""
             throw NSError(
-                domain: "broker", code: 1, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not start: \(why)\(log)"])
+                domain: "broker", code: 1,
+                userInfo: [NSLocalizedDescriptionKey: "mosquitto did not start: \(why)\(log)"])
         }
     }
 
@@ -123,8 +124,6 @@ final class StockMosquittoInstallTests: XCTestCase {
             arguments: tlsArguments("front-door") + [
                 "-q", "1", "-t", "doorgateway/front-door/#", "-t", "phone/front-door", "-F", "%t|%r|%p",
             ])
-        let phone = try MosquittoBroker.Subscription(
-            arguments: tlsArguments("phone-alice") + ["-q", "1", "-t", "doorgateway/front-door/event", "-F", "%t|%r|%p"])
 
         // A local process cannot press HA's button nor send a phone-app command;
         // the phone's command on TLS reaches the door (sent last: the barrier).
@@ -134,6 +133,10 @@ final class StockMosquittoInstallTests: XCTestCase {
         let heard = door?.wait { $0.contains { $0.hasSuffix("|real-command") } } ?? []
         XCTAssertEqual(heard, ["phone/front-door|0|real-command"], log)
         door = nil  // one certificate, one connection: the door publishes next
+        let phone = try MosquittoBroker.Subscription(
+            arguments: tlsArguments("phone-alice") + [
+                "-q", "1", "-t", "doorgateway/front-door/event", "-F", "%t|%r|%p",
+            ])
 
         // The door's event reaches the phone, not the local client; the local
         // client's own traffic (published after it: the barrier) reaches it.
