@@ -94,7 +94,7 @@ final class FirstBootMQTTLoginTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path("fb/mqtt.conf")), "mqtt.conf left on the FAT")
     }
 
-    func testPlainTCPWithAPortAndAnIncompleteFileThatChangesNothing() throws {
+    func testPlainTCPPublicCAsAndAnIncompleteFileThatChangesNothing() throws {
         let fb = try firstBoot([
             "mqtt.conf": "host=192.168.1.10\nport=1883\ntls=off\nuser=front-door\npassword=pw\n",
             "relay": "active-low\n", "lock": "strike\n",
@@ -105,6 +105,19 @@ final class FirstBootMQTTLoginTests: XCTestCase {
         XCTAssertEqual(config.mqtt.port, 1883)
         XCTAssertFalse(config.mqtt.tls.enabled)
         XCTAssertEqual(config.mqtt.username, "front-door")
+
+        // TLS without a ca.crt: the add-on's certificate is checked against the system's CAs.
+        try tearDownWithError()
+        try setUpWithError()
+        let publicCA = try firstBoot([
+            "mqtt.conf": "host=ha.example.org\nuser=front-door\npassword=pw\n", "relay": "active-low\n",
+            "lock": "strike\n",
+        ])
+        XCTAssertFalse(publicCA.status.contains("ERROR"), publicCA.status)
+        let tls = try GatewayConfiguration.load(file: path("etc/gateway.toml")).mqtt.tls
+        XCTAssertTrue(tls.enabled)
+        XCTAssertNil(tls.caFile)
+        XCTAssertEqual(tls.caDirectory, "/etc/ssl/certs")
 
         try tearDownWithError()
         try setUpWithError()
