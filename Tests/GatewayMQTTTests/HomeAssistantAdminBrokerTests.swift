@@ -283,7 +283,8 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
     /// publish with HA's certificate is denied by the shipped ACL. Checked
     /// where it matters, on the door's own subscription to its prefix:
     /// HA's `lock/set` marker, sent after every forgery was acknowledged,
-    /// arrives alone; then a reader of them all (phone-alice) finds none of
+    /// arrives alone; then a reader of them all (Home Assistant: the phone may
+    /// not read the admin documents or approval requests, L-7) finds none of
     /// the forgeries retained.
     func testHomeAssistantCannotForgeWhatTheDoorPublishesForIt() throws {
         let forged: [String] = [
@@ -311,7 +312,7 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
         // retained messages as it answers it, so the door's live event,
         // published once the reader's subscription is answered, comes after
         // any of them.
-        let reader = try broker.subscribe("doorgateway/front-door/#", as: "phone-alice")
+        let reader = try broker.subscribe("doorgateway/front-door/#", as: "homeassistant")
         XCTAssertEqual(try broker.publish("doorgateway/front-door/event", "barrier", as: "front-door").status, 0)
         let retained = reader.wait { $0.contains { $0.hasSuffix("|barrier") } }
         XCTAssertEqual(retained, ["doorgateway/front-door/event|0|barrier"], "a forgery was retained")

@@ -23,6 +23,10 @@
 #   device-id        one line: [device] id (the certificate's CN; letters, digits, - _)
 #   mqtt-broker      one line: mqtts://HOST[:PORT] (TLS, default 8883) or
 #                    mqtt://HOST[:PORT] (plain, 1883): enables [mqtt]
+#   mqtt.conf        a broker with a login (Home Assistant's Mosquitto add-on):
+#                    host=…, user=…, password=…, optional port=…, tls=on|off;
+#                    enables [mqtt] with username and password_file
+#                    (/etc/doorgateway/mqtt.password, 0640 root:doorgateway)
 #   gateway.toml     a whole configuration, replacing /etc/doorgateway/gateway.toml
 #                    (applied first; relay, lock, device-id and mqtt-broker then edit it)
 #   ca.crt           the broker's CA           -> /etc/doorgateway/ca.crt   0644
@@ -55,6 +59,8 @@ STAMP=${DOORGATEWAY_FIRSTBOOT_STAMP:-/var/lib/doorgateway-firstboot.done}
 WPA=${DOORGATEWAY_WPA:-/etc/wpa_supplicant/wpa_supplicant-wlan0.conf}
 SYSTEMD_ETC=${DOORGATEWAY_SYSTEMD_ETC:-/etc/systemd/system}
 SSH_DIR=${DOORGATEWAY_ROOT_SSH:-/root/.ssh}
+# The group gatewayd runs as: it reads the MQTT password file (mqtt.conf).
+GROUP=${DOORGATEWAY_GROUP:-doorgateway}
 applied=""
 errors=0
 
@@ -267,6 +273,58 @@ if [ -f "$DIR/mqtt-broker" ]; then
     fi
     consume "$DIR/mqtt-broker"
 fi
+# mqtt.conf: the broker and the door's login on it (issue 33 §3: Home
+# Assistant OS's Mosquitto add-on, where the door is a Home Assistant user), so
+# nobody edits gateway.toml or writes a password file over ssh. key=value
+# lines: host (required), user (required), password (required), port, tls
+# (on, the default: checked against ca.crt when one is installed, else the
+# system's CAs; off: plain TCP). The password goes to $ETC/mqtt.password
+# (0640 root:$GROUP, gatewayd's group), never into gateway.toml or STATUS.txt.
+mqttconf_value() { tr -d '\r' < "$DIR/mqtt.conf" | sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" | head -1; }
+apply_mqtt_conf() {
+    [ -f "$DIR/mqtt.conf" ] || return 0
+    m_host=$(mqttconf_value host | sed 's/[[:space:]]*$//')
+    m_user=$(mqttconf_value user | sed 's/[[:space:]]*$//')
+    m_password=$(mqttconf_value password)
+    m_port=$(mqttconf_value port | sed 's/[[:space:]]*$//')
+    m_tls=$(mqttconf_value tls | sed 's/[[:space:]]*$//' | tr '[:upper:]' '[:lower:]')
+    case "$m_tls" in "" | on | yes | true) m_tls=true ;; off | no | false) m_tls=false ;; *) m_tls= ;; esac
+    if [ -z "$m_host" ] || [ -z "$m_user" ] || [ -z "$m_password" ]; then
+        problem "mqtt.conf needs host=, user= and password= lines; not applied"
+    elif ! printf '%s' "$m_host" | grep -cxE >/dev/null '[A-Za-z0-9.:-]{1,253}'; then
+        problem "mqtt.conf: host '$m_host' is not a host name or address; not applied"
+    elif ! printf '%s' "$m_user" | grep -cxE >/dev/null '[ -~]{1,256}'; then
+        problem "mqtt.conf: user must be 1 to 256 printable ASCII characters; not applied"
+    elif [ -n "$m_port" ] && ! printf '%s' "$m_port" | grep -cxE >/dev/null '[0-9]{1,5}'; then
+        problem "mqtt.conf: port '$m_port' is not a port number; not applied"
+    elif [ -z "$m_tls" ]; then
+        problem "mqtt.conf: tls must be on or off; not applied"
+    elif ! (umask 077 && printf '%s\n' "$m_password" > "$ETC/mqtt.password.new") \
+        || ! chown "root:$GROUP" "$ETC/mqtt.password.new" || ! chmod 0640 "$ETC/mqtt.password.new" \
+        || ! mv -f "$ETC/mqtt.password.new" "$ETC/mqtt.password"; then
+        rm -f "$ETC/mqtt.password.new"
+        problem "mqtt.conf: could not write $ETC/mqtt.password (root:$GROUP 0640); not applied"
+    else
+        toml_set mqtt enabled true
+        toml_set mqtt host "$(tomlstr "$m_host")"
+        [ -n "$m_port" ] && toml_set mqtt port "$m_port"
+        toml_set mqtt username "$(tomlstr "$m_user")"
+        toml_set mqtt password_file "$(tomlstr "$ETC/mqtt.password")"
+        toml_set mqtt.tls enabled "$m_tls"
+        if [ "$m_tls" = true ]; then
+            if [ -f "$ETC/ca.crt" ]; then
+                toml_set mqtt.tls ca_file "$(tomlstr "$ETC/ca.crt")"
+            else
+                toml_set mqtt.tls ca_dir '"/etc/ssl/certs"'
+            fi
+        fi
+        changed=1
+        note "mqtt broker $m_host${m_port:+ port $m_port} (tls $m_tls), login $m_user (password in $ETC/mqtt.password, 0640 root:$GROUP)"
+    fi
+    unset m_password
+    consume "$DIR/mqtt.conf"
+}
+apply_mqtt_conf
 if [ "$changed" = 1 ]; then
     if out=$("$GATEWAYCTL" config check "$CONF.new" 2>&1); then
         [ -f "$CONF" ] && cp -p "$CONF" "$CONF.before-firstboot"
