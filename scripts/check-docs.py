@@ -6,6 +6,10 @@ make test runs it on the static binary (out/static/gatewayctl); DEVELOPERS.md,
 
 - gatewayctl: every command, subcommand and --option README names exists in the
   binary's --help, and every subcommand --help lists is in README's reference;
+- the manual page (board/debian/gatewayctl.1): every entry of its COMMANDS
+  section is a command of the binary with options its --help lists, and every
+  command and subcommand --help lists has an entry; the gatewayctl commands
+  docs/troubleshooting.md gives exist;
 - configuration: every section README lists is one `config example` prints, and
   every `[section] key` README names is a key of that section;
 - pins: the pin tables of README and board/wiring.md agree with the Pi's 40-pin
@@ -176,6 +180,79 @@ def check_gatewayctl(exe, readme):
             near = re.search(rf"(?<![\w-]){re.escape(top)}(?![\w-])[^\n]*?(?<![\w-]){re.escape(sub)}(?![\w-])", sec)
             if not near:
                 fail("README.md gatewayctl section", f"gatewayctl {top} {sub} (in --help) is not in README's reference")
+
+
+# --- the manual page --------------------------------------------------------------
+
+def troff_text(line):
+    """A troff line without its macro, font escapes and quotes: `.B "tags revoke" \\fIUID\\fR` -> `tags revoke UID`."""
+    line = re.sub(r"^\.[A-Z]{1,2}\s*", "", line)
+    line = re.sub(r"\\f[BIRP]|\\f\(..|\\&|\\c", "", line)
+    return line.replace("\\-", "-").replace("\\ ", " ").replace('"', "")
+
+
+def help_paths(help_, top_level):
+    """Every command path the binary's --help lists, three levels deep (`keys otp new`)."""
+    out = []
+    for top in top_level:
+        if top == "help":
+            continue
+        out.append((top,))
+        for sub in help_.subcommands([top]) or []:
+            out.append((top, sub))
+            for more in help_.subcommands([top, sub]) or []:
+                out.append((top, sub, more))
+    return out
+
+
+def check_manpage(help_, top_level, rel="board/debian/gatewayctl.1"):
+    """The manual page's COMMANDS section against the binary, both ways: each
+    `.TP` entry's tag line names a command the binary has (with options its
+    --help lists), and every command and subcommand --help lists has an entry."""
+    page = read(rel)
+    m = re.search(r"^\.SH COMMANDS\n(.*?)(?=^\.SH )", page, re.S | re.M)
+    if not m:
+        fail(rel, "no .SH COMMANDS section (one .TP entry per command)")
+        # Still say which commands the page does not name at all.
+        text = " ".join(troff_text(l) for l in page.splitlines())
+        for path in help_paths(help_, top_level):
+            if not re.search(r"(?<![\w-])" + r"\s+".join(map(re.escape, path)) + r"(?![\w-])", text):
+                fail(rel, f"gatewayctl {' '.join(path)} (in --help) is not in the page")
+        return
+    lines = m.group(1).splitlines()
+    named = set()
+    for i, line in enumerate(lines):
+        if line.strip() != ".TP" or i + 1 >= len(lines):
+            continue
+        tag = troff_text(lines[i + 1]).strip()
+        where = f"{rel} COMMANDS entry `{tag}`"
+        w = words(tag)
+        if not w or w[0] not in top_level:
+            fail(where, f"no command {w[0] if w else tag!r} in gatewayctl --help")
+            continue
+        path = [w[0]]
+        for more in w[1:]:
+            subs = help_.subcommands(path) or []
+            if more in subs:
+                path.append(more)
+            else:
+                break
+        subs = help_.subcommands(path) or []
+        rest = w[len(path):]
+        # a command with subcommands is named with one (except a default one: `provision --action N`)
+        if subs and rest and rest[0] not in subs:
+            fail(where, f"gatewayctl {' '.join(path)} has no subcommand {rest[0]!r} (it has {', '.join(subs)})")
+        named.add(tuple(path))
+        known = set(GLOBAL_OPTIONS) | help_.options(path)
+        for s in subs:
+            known |= help_.options(path + [s])
+        for opt in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", tag):
+            if opt not in known:
+                fail(where, f"option {opt} is not in gatewayctl {' '.join(path)} --help")
+    for path in help_paths(help_, top_level):
+        # a command whose subcommands are all listed counts as listed itself
+        if path not in named and not any(n[: len(path)] == path for n in named):
+            fail(rel, f"gatewayctl {' '.join(path)} (in --help) has no entry in COMMANDS")
 
 
 # --- configuration -------------------------------------------------------------
@@ -459,6 +536,14 @@ def main():
         secs.setdefault(k, set()).update(v)
 
     check_gatewayctl(exe, readme)
+    help_ = Help(exe)
+    top_level = help_.subcommands([]) or []
+    check_manpage(help_, top_level)
+    # The troubleshooting page's commands are what a person at the door types: each must exist.
+    for rel in ("docs/troubleshooting.md",):
+        for i, line in enumerate(read(rel).splitlines(), 1):
+            for m in re.finditer(r"gatewayctl ((?:[a-z][a-z0-9-]*)(?:[^`#\n]*))", line):
+                check_command_text(help_, f"{rel}:{i}", m.group(1).split("  ")[0], top_level)
     check_config(readme, secs)
     from_example = example_lines(pi)
     for want in ("strike", "green", "red", "buzzer", "button", "door_contact"):
