@@ -85,7 +85,8 @@ final class FirstBootTimeZoneTests: XCTestCase {
     }
 
     func testAZoneThatIsNotThereOrAPathIsRefusedAndTheZoneStays() throws {
-        for bad in ["Mars/Olympus_Mons", "../../../etc/passwd", "/etc/shadow", "zone.tab", "Europe/Berlin; reboot", ""] {
+        let names = ["Mars/Olympus_Mons", "../../../etc/passwd", "/etc/shadow", "zone.tab", "Europe/Berlin; reboot", ""]
+        for bad in names {
             try tearDownWithError()
             try setUpWithError()
             let run = try firstBoot(timezone: bad + "\n")
