@@ -85,7 +85,9 @@ final class FirstBootTimeZoneTests: XCTestCase {
     }
 
     func testAZoneThatIsNotThereOrAPathIsRefusedAndTheZoneStays() throws {
-        let names = ["Mars/Olympus_Mons", "../../../etc/passwd", "/etc/shadow", "zone.tab", "Europe/Berlin; reboot", ""]
+        let names = [
+            "Mars/Olympus_Mons", "../../../etc/passwd", "/etc/shadow", "zone.tab", "Europe/Berlin; reboot", "",
+        ]
         for bad in names {
             try tearDownWithError()
             try setUpWithError()
