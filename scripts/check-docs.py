@@ -9,7 +9,9 @@ make test runs it on the static binary (out/static/gatewayctl); DEVELOPERS.md,
 - the manual page (board/debian/gatewayctl.1): every entry of its COMMANDS
   section is a command of the binary with options its --help lists, and every
   command and subcommand --help lists has an entry; the gatewayctl commands
-  docs/troubleshooting.md gives exist;
+  docs/troubleshooting.md gives exist, and its legend of LED and buzzer
+  patterns has one row per stock pattern with its length, and their
+  repeating set and priority order, as `config example` prints them;
 - configuration: every section README lists is one `config example` prints, and
   every `[section] key` README names is a key of that section;
 - pins: the pin tables of README and board/wiring.md agree with the Pi's 40-pin
@@ -253,6 +255,82 @@ def check_manpage(help_, top_level, rel="board/debian/gatewayctl.1"):
         # a command whose subcommands are all listed counts as listed itself
         if path not in named and not any(n[: len(path)] == path for n in named):
             fail(rel, f"gatewayctl {' '.join(path)} (in --help) has no entry in COMMANDS")
+
+
+# --- the LED and buzzer legend -------------------------------------------------------
+
+def stock_patterns(example_text):
+    """name -> (steps [(lines, ms)], repeat, priority) from config example's commented [feedback.NAME] tables."""
+    out, cur = {}, None
+    for line in example_text.splitlines():
+        m = re.match(r"^# \[feedback\.([a-z_]+)\]$", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = ([], False, None)
+            continue
+        if cur is None:
+            continue
+        steps, rep, prio = out[cur]
+        m = re.match(r"^#\s+\{ on = \[([^\]]*)\], ms = (\d+) \},?$", line)
+        if m:
+            steps.append((set(re.findall(r'"([a-z_]+)"', m.group(1))), int(m.group(2))))
+        elif re.match(r"^# repeat = (true|false)$", line):
+            rep = line.endswith("true")
+        elif re.match(r"^# priority = \d+$", line):
+            prio = int(line.split("=")[1])
+        elif not line.startswith("#"):
+            cur = None
+            continue
+        out[cur] = (steps, rep, prio)
+    return out
+
+
+def seconds(ms):
+    return f"{ms / 1000:g} s"
+
+
+def check_legend(example_text, rel="docs/troubleshooting.md"):
+    """The legend of LED and buzzer patterns against the stock patterns the binary prints:
+    one row per pattern, both ways; each row states the pattern's length (one pass);
+    the repeating ones and the priority order are the binary's."""
+    pats = stock_patterns(example_text)
+    if len(pats) < 5 or any(p[2] is None or not p[0] for p in pats.values()):
+        fail("config example", f"could not read the stock feedback patterns ({sorted(pats)})")
+        return
+    text = read(rel)
+    rows = {}
+    for head, body, ln in tables(text):
+        if head and head[0] == "Pattern":
+            for row in body:
+                m = re.fullmatch(r"`([a-z_]+)`", row[0])
+                if m:
+                    rows[m.group(1)] = (" | ".join(row[1:]), ln)
+    if not rows:
+        fail(rel, "no legend table (a `Pattern` column)")
+        return
+    for name in sorted(set(pats) - set(rows)):
+        fail(rel, f"feedback pattern {name} (config example) has no row in the legend")
+    for name in sorted(set(rows) - set(pats)):
+        fail(rel, f"legend row `{name}` is not a stock feedback pattern")
+    for name in sorted(set(rows) & set(pats)):
+        steps, rep, _ = pats[name]
+        total = sum(ms for _, ms in steps)
+        if not re.search(rf"(?<![\d.]){re.escape(seconds(total))}", rows[name][0]):
+            fail(rel, f"legend row `{name}`: one pass is {seconds(total)} (config example), the row does not say so")
+    m = re.search(r"A repeating pattern \(([^)]*)\)", text)
+    said = set(re.findall(r"`([a-z_]+)`", m.group(1))) if m else set()
+    want = {n for n, p in pats.items() if p[1]}
+    if said != want:
+        fail(rel, f"repeating patterns: the text says {sorted(said)}, config example {sorted(want)}")
+    m = re.search(r"From high to low: (.*?)\.\s", text, re.S)
+    groups = [set(re.findall(r"`([a-z_]+)`", g)) for g in m.group(1).split(";")] if m else []
+    by_prio = {}
+    for n, p in pats.items():
+        by_prio.setdefault(p[2], set()).add(n)
+    want_groups = [by_prio[k] for k in sorted(by_prio, reverse=True)]
+    if groups != want_groups:
+        fail(rel, f"priority order: the text says {[sorted(g) for g in groups]}, config example "
+                  f"{[sorted(g) for g in want_groups]}")
 
 
 # --- configuration -------------------------------------------------------------
@@ -572,6 +650,7 @@ def main():
                 line = read(rel).count("\n", 0, m.start()) + 1
                 fail(f"{rel}:{line}", f"refers to {bad!r}, which is not in this repository")
     check_credential(pi)
+    check_legend(pi)
     if not re.search(r"`make test`", readme):
         fail("README.md", "does not name `make test` as the test command")
 
