@@ -8,8 +8,9 @@ make test runs it on the static binary (out/static/gatewayctl); DEVELOPERS.md,
   binary's --help, and every subcommand --help lists is in README's reference;
 - the manual page (board/debian/gatewayctl.1): every entry of its COMMANDS
   section is a command of the binary with options its --help lists, and every
-  command and subcommand --help lists has an entry; the gatewayctl commands
-  docs/troubleshooting.md gives exist, and its legend of LED and buzzer
+  command and subcommand --help lists has an entry; every gatewayctl command
+  docs/, board/ and provisioning/README.md give as code exists with its
+  options; docs/troubleshooting.md's legend of LED and buzzer
   patterns has one row per stock pattern with its length, and their
   repeating set and priority order, as `config example` prints them;
 - configuration: every section README lists is one `config example` prints, and
@@ -112,6 +113,8 @@ def check_command_text(help_, where, text, top_level):
             if not w:
                 continue
             cand = w[0]
+            if cand not in subs and help_.text([top, cand])[0] == 0:
+                subs = subs + [cand]  # a hidden subcommand (reader bench): not listed, but there
             if cand in subs:
                 paths.append([top, cand])
                 nested = help_.subcommands([top, cand]) or []
@@ -137,6 +140,23 @@ def check_command_text(help_, where, text, top_level):
     for opt in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest):
         if opt not in known:
             fail(where, f"`gatewayctl {text}`: option {opt} is not in the help of {' '.join(paths[-1])}")
+
+
+def code_commands(text):
+    """(line, command without `gatewayctl`) for each gatewayctl command given as code: in an
+    inline code span, or on a line of a code block (indented or fenced; after `$ `, `# `, `sudo`)."""
+    fenced = False
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith("    "):
+            m = re.match(r"\s*(?:[$#] )?(?:sudo )?gatewayctl ((?:[a-z][a-z0-9-]*)(?:[^#\n]*))", line)
+            if m:
+                yield i, m.group(1).split("  ")[0]
+            continue
+        for m in re.finditer(r"`(?:sudo )?gatewayctl ((?:[a-z][a-z0-9-]*)[^`]*)`", line):
+            yield i, m.group(1)
 
 
 def check_gatewayctl(exe, readme):
@@ -617,11 +637,14 @@ def main():
     help_ = Help(exe)
     top_level = help_.subcommands([]) or []
     check_manpage(help_, top_level)
-    # The troubleshooting page's commands are what a person at the door types: each must exist.
-    for rel in ("docs/troubleshooting.md",):
-        for i, line in enumerate(read(rel).splitlines(), 1):
-            for m in re.finditer(r"gatewayctl ((?:[a-z][a-z0-9-]*)(?:[^`#\n]*))", line):
-                check_command_text(help_, f"{rel}:{i}", m.group(1).split("  ")[0], top_level)
+    # Every gatewayctl command the other docs give as code (inline or a code block) exists,
+    # with its options: what a person at the door types (docs/troubleshooting.md above all).
+    docs = sorted(f"docs/{f}" for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md")) \
+        + sorted(f"board/{f}" for f in os.listdir(os.path.join(ROOT, "board")) if f.endswith(".md")) \
+        + ["provisioning/README.md"]
+    for rel in docs:
+        for i, cmd in code_commands(read(rel)):
+            check_command_text(help_, f"{rel}:{i}", cmd, top_level)
     check_config(readme, secs)
     from_example = example_lines(pi)
     for want in ("strike", "green", "red", "buzzer", "button", "door_contact"):
