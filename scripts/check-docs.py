@@ -6,6 +6,13 @@ make test runs it on the static binary (out/static/gatewayctl); DEVELOPERS.md,
 
 - gatewayctl: every command, subcommand and --option README names exists in the
   binary's --help, and every subcommand --help lists is in README's reference;
+- the manual page (board/debian/gatewayctl.1): every entry of its COMMANDS
+  section is a command of the binary with options its --help lists, and every
+  command and subcommand --help lists has an entry; every gatewayctl command
+  docs/, board/ and provisioning/README.md give as code exists with its
+  options; docs/troubleshooting.md's legend of LED and buzzer
+  patterns has one row per stock pattern with its length, and their
+  repeating set and priority order, as `config example` prints them;
 - configuration: every section README lists is one `config example` prints, and
   every `[section] key` README names is a key of that section;
 - pins: the pin tables of README and board/wiring.md agree with the Pi's 40-pin
@@ -106,6 +113,8 @@ def check_command_text(help_, where, text, top_level):
             if not w:
                 continue
             cand = w[0]
+            if cand not in subs and help_.text([top, cand])[0] == 0:
+                subs = subs + [cand]  # a hidden subcommand (reader bench): not listed, but there
             if cand in subs:
                 paths.append([top, cand])
                 nested = help_.subcommands([top, cand]) or []
@@ -131,6 +140,23 @@ def check_command_text(help_, where, text, top_level):
     for opt in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest):
         if opt not in known:
             fail(where, f"`gatewayctl {text}`: option {opt} is not in the help of {' '.join(paths[-1])}")
+
+
+def code_commands(text):
+    """(line, command without `gatewayctl`) for each gatewayctl command given as code: in an
+    inline code span, or on a line of a code block (indented or fenced; after `$ `, `# `, `sudo`)."""
+    fenced = False
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith("    "):
+            m = re.match(r"\s*(?:[$#] )?(?:sudo )?gatewayctl ((?:[a-z][a-z0-9-]*)(?:[^#\n]*))", line)
+            if m:
+                yield i, m.group(1).split("  ")[0]
+            continue
+        for m in re.finditer(r"`(?:sudo )?gatewayctl ((?:[a-z][a-z0-9-]*)[^`]*)`", line):
+            yield i, m.group(1)
 
 
 def check_gatewayctl(exe, readme):
@@ -176,6 +202,155 @@ def check_gatewayctl(exe, readme):
             near = re.search(rf"(?<![\w-]){re.escape(top)}(?![\w-])[^\n]*?(?<![\w-]){re.escape(sub)}(?![\w-])", sec)
             if not near:
                 fail("README.md gatewayctl section", f"gatewayctl {top} {sub} (in --help) is not in README's reference")
+
+
+# --- the manual page --------------------------------------------------------------
+
+def troff_text(line):
+    """A troff line without its macro, font escapes and quotes: `.B "tags revoke" \\fIUID\\fR` -> `tags revoke UID`."""
+    line = re.sub(r"^\.[A-Z]{1,2}\s*", "", line)
+    line = re.sub(r"\\f[BIRP]|\\f\(..|\\&|\\c", "", line)
+    return line.replace("\\-", "-").replace("\\ ", " ").replace('"', "")
+
+
+def help_paths(help_, top_level):
+    """Every command path the binary's --help lists, three levels deep (`keys otp new`)."""
+    out = []
+    for top in top_level:
+        if top == "help":
+            continue
+        out.append((top,))
+        for sub in help_.subcommands([top]) or []:
+            out.append((top, sub))
+            for more in help_.subcommands([top, sub]) or []:
+                out.append((top, sub, more))
+    return out
+
+
+def check_manpage(help_, top_level, rel="board/debian/gatewayctl.1"):
+    """The manual page's COMMANDS section against the binary, both ways: each
+    `.TP` entry's tag line names a command the binary has (with options its
+    --help lists), and every command and subcommand --help lists has an entry."""
+    page = read(rel)
+    m = re.search(r"^\.SH COMMANDS\n(.*?)(?=^\.SH )", page, re.S | re.M)
+    if not m:
+        fail(rel, "no .SH COMMANDS section (one .TP entry per command)")
+        # Still say which commands the page does not name at all.
+        text = " ".join(troff_text(l) for l in page.splitlines())
+        for path in help_paths(help_, top_level):
+            if not re.search(r"(?<![\w-])" + r"\s+".join(map(re.escape, path)) + r"(?![\w-])", text):
+                fail(rel, f"gatewayctl {' '.join(path)} (in --help) is not in the page")
+        return
+    lines = m.group(1).splitlines()
+    named = set()
+    for i, line in enumerate(lines):
+        if line.strip() != ".TP" or i + 1 >= len(lines):
+            continue
+        tag = troff_text(lines[i + 1]).strip()
+        where = f"{rel} COMMANDS entry `{tag}`"
+        w = words(tag)
+        if not w or w[0] not in top_level:
+            fail(where, f"no command {w[0] if w else tag!r} in gatewayctl --help")
+            continue
+        path = [w[0]]
+        for more in w[1:]:
+            subs = help_.subcommands(path) or []
+            if more in subs:
+                path.append(more)
+            else:
+                break
+        subs = help_.subcommands(path) or []
+        rest = w[len(path):]
+        # a command with subcommands is named with one (except a default one: `provision --action N`)
+        if subs and rest and rest[0] not in subs:
+            fail(where, f"gatewayctl {' '.join(path)} has no subcommand {rest[0]!r} (it has {', '.join(subs)})")
+        named.add(tuple(path))
+        known = set(GLOBAL_OPTIONS) | help_.options(path)
+        for s in subs:
+            known |= help_.options(path + [s])
+        for opt in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", tag):
+            if opt not in known:
+                fail(where, f"option {opt} is not in gatewayctl {' '.join(path)} --help")
+    for path in help_paths(help_, top_level):
+        # a command whose subcommands are all listed counts as listed itself
+        if path not in named and not any(n[: len(path)] == path for n in named):
+            fail(rel, f"gatewayctl {' '.join(path)} (in --help) has no entry in COMMANDS")
+
+
+# --- the LED and buzzer legend -------------------------------------------------------
+
+def stock_patterns(example_text):
+    """name -> (steps [(lines, ms)], repeat, priority) from config example's commented [feedback.NAME] tables."""
+    out, cur = {}, None
+    for line in example_text.splitlines():
+        m = re.match(r"^# \[feedback\.([a-z_]+)\]$", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = ([], False, None)
+            continue
+        if cur is None:
+            continue
+        steps, rep, prio = out[cur]
+        m = re.match(r"^#\s+\{ on = \[([^\]]*)\], ms = (\d+) \},?$", line)
+        if m:
+            steps.append((set(re.findall(r'"([a-z_]+)"', m.group(1))), int(m.group(2))))
+        elif re.match(r"^# repeat = (true|false)$", line):
+            rep = line.endswith("true")
+        elif re.match(r"^# priority = \d+$", line):
+            prio = int(line.split("=")[1])
+        elif not line.startswith("#"):
+            cur = None
+            continue
+        out[cur] = (steps, rep, prio)
+    return out
+
+
+def seconds(ms):
+    return f"{ms / 1000:g} s"
+
+
+def check_legend(example_text, rel="docs/troubleshooting.md"):
+    """The legend of LED and buzzer patterns against the stock patterns the binary prints:
+    one row per pattern, both ways; each row states the pattern's length (one pass);
+    the repeating ones and the priority order are the binary's."""
+    pats = stock_patterns(example_text)
+    if len(pats) < 5 or any(p[2] is None or not p[0] for p in pats.values()):
+        fail("config example", f"could not read the stock feedback patterns ({sorted(pats)})")
+        return
+    text = read(rel)
+    rows = {}
+    for head, body, ln in tables(text):
+        if head and head[0] == "Pattern":
+            for row in body:
+                m = re.fullmatch(r"`([a-z_]+)`", row[0])
+                if m:
+                    rows[m.group(1)] = (" | ".join(row[1:]), ln)
+    if not rows:
+        fail(rel, "no legend table (a `Pattern` column)")
+        return
+    for name in sorted(set(pats) - set(rows)):
+        fail(rel, f"feedback pattern {name} (config example) has no row in the legend")
+    for name in sorted(set(rows) - set(pats)):
+        fail(rel, f"legend row `{name}` is not a stock feedback pattern")
+    for name in sorted(set(rows) & set(pats)):
+        steps, rep, _ = pats[name]
+        total = sum(ms for _, ms in steps)
+        if not re.search(rf"(?<![\d.]){re.escape(seconds(total))}", rows[name][0]):
+            fail(rel, f"legend row `{name}`: one pass is {seconds(total)} (config example), the row does not say so")
+    m = re.search(r"A repeating pattern \(([^)]*)\)", text)
+    said = set(re.findall(r"`([a-z_]+)`", m.group(1))) if m else set()
+    want = {n for n, p in pats.items() if p[1]}
+    if said != want:
+        fail(rel, f"repeating patterns: the text says {sorted(said)}, config example {sorted(want)}")
+    m = re.search(r"From high to low: (.*?)\.\s", text, re.S)
+    groups = [set(re.findall(r"`([a-z_]+)`", g)) for g in m.group(1).split(";")] if m else []
+    by_prio = {}
+    for n, p in pats.items():
+        by_prio.setdefault(p[2], set()).add(n)
+    want_groups = [by_prio[k] for k in sorted(by_prio, reverse=True)]
+    if groups != want_groups:
+        fail(rel, f"priority order: the text says {[sorted(g) for g in groups]}, config example "
+                  f"{[sorted(g) for g in want_groups]}")
 
 
 # --- configuration -------------------------------------------------------------
@@ -459,6 +634,17 @@ def main():
         secs.setdefault(k, set()).update(v)
 
     check_gatewayctl(exe, readme)
+    help_ = Help(exe)
+    top_level = help_.subcommands([]) or []
+    check_manpage(help_, top_level)
+    # Every gatewayctl command the other docs give as code (inline or a code block) exists,
+    # with its options: what a person at the door types (docs/troubleshooting.md above all).
+    docs = sorted(f"docs/{f}" for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md")) \
+        + sorted(f"board/{f}" for f in os.listdir(os.path.join(ROOT, "board")) if f.endswith(".md")) \
+        + ["provisioning/README.md"]
+    for rel in docs:
+        for i, cmd in code_commands(read(rel)):
+            check_command_text(help_, f"{rel}:{i}", cmd, top_level)
     check_config(readme, secs)
     from_example = example_lines(pi)
     for want in ("strike", "green", "red", "buzzer", "button", "door_contact"):
@@ -487,6 +673,7 @@ def main():
                 line = read(rel).count("\n", 0, m.start()) + 1
                 fail(f"{rel}:{line}", f"refers to {bad!r}, which is not in this repository")
     check_credential(pi)
+    check_legend(pi)
     if not re.search(r"`make test`", readme):
         fail("README.md", "does not name `make test` as the test command")
 

@@ -171,6 +171,7 @@ d "$DOC/board"
 d "$DOC/provisioning"
 f 0644 README.md "$DOC/README.md"
 f 0644 docs/mqtt.md "$DOC/docs/mqtt.md"
+f 0644 docs/troubleshooting.md "$DOC/docs/troubleshooting.md"
 for m in README.md wiring.md libnfc.md; do f 0644 "board/$m" "$DOC/board/$m"; done
 f 0644 provisioning/README.md "$DOC/provisioning/README.md"
 f 0644 board/debian/copyright "$DOC/copyright"

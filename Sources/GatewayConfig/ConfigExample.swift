@@ -88,7 +88,8 @@ public enum ConfigExample {
 
             [reader]
             # libnfc connstring of the PN532 (real board): "pn532_i2c:/dev/i2c-1",
-            # "pn532_spi:/dev/spidev0.0:500000" or "pn532_uart:/dev/ttyS0".
+            # "pn532_spi:/dev/spidev0.0:500000" or "pn532_uart:/dev/ttyS1" (the header's
+            # UART under Debian's kernel; Raspberry Pi OS: "pn532_uart:/dev/serial0").
             connstring = "\(D.connstring)"
             # Simulated board: "spawn" starts a pn532-sim child; an absolute path
             # is the control socket of a pn532-sim already running.

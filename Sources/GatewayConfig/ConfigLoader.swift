@@ -770,7 +770,7 @@ enum Check {
     /// `pn532_spi:DEVICE[:SPEED]`, `pn532_uart:DEVICE[:BAUD]`.
     static func connstring(_ s: String) -> String? {
         let parts = s.split(separator: ":", omittingEmptySubsequences: false)
-        let usage = "expected pn532_i2c:/dev/i2c-1, pn532_spi:/dev/spidev0.0[:500000] or pn532_uart:/dev/ttyS0[:115200]"
+        let usage = "expected pn532_i2c:/dev/i2c-1, pn532_spi:/dev/spidev0.0[:500000] or pn532_uart:/dev/ttyS1[:115200]"
         guard parts.count >= 2, ["pn532_i2c", "pn532_spi", "pn532_uart"].contains(parts[0]), parts[1].hasPrefix("/"),
             text(max: 1023)(s) == nil
         else { return "\"\(s)\": \(usage)" }

@@ -63,7 +63,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
 
     public struct Reader: Equatable, Sendable {
         /// libnfc connstring on a real board (`pn532_i2c:/dev/i2c-1`,
-        /// `pn532_spi:/dev/spidev0.0:500000`, `pn532_uart:/dev/ttyS0`).
+        /// `pn532_spi:/dev/spidev0.0:500000`, `pn532_uart:/dev/ttyS1`).
         public var connstring: String
         /// On the simulated board: `spawn` starts a pn532-sim child; an absolute
         /// path is a running pn532-sim's control socket.

@@ -17,7 +17,7 @@ struct ReaderScan: ParsableCommand {
         commandName: "scan",
         abstract: "Wait for one tag and print its UID, type, capacity, lock and protection state and NDEF records.",
         discussion: "Exit status: 0 a tag was read, 1 no tag within the timeout, 2 reader error.")
-    @Option(help: "libnfc connstring, e.g. pn532_i2c:/dev/i2c-1 or pn532_uart:/dev/ttyS0.") var device: String
+    @Option(help: "libnfc connstring, e.g. pn532_i2c:/dev/i2c-1 or pn532_uart:/dev/ttyS1.") var device: String
     @Option(help: "Seconds to wait for a tag.") var timeout: Double = 10
     @Flag(help: "Print JSON.") var json = false
 

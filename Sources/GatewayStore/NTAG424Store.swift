@@ -1,6 +1,6 @@
 import DoorCore
 
-/// Where the site's NTAG 424 master key came from (docs/ntag424.md "Site master key").
+/// Where the site's NTAG 424 master key came from (docs/ntag424-internals.md "Site master key and counters").
 public enum SiteKeyOrigin: String, Sendable, CaseIterable {
     /// This door drew it from the CSPRNG the first time it needed one.
     case generated
@@ -129,7 +129,7 @@ extension GatewayStore {
     /// Forgets the stored counter of `uid`, so the next SUN of that tag is
     /// accepted whatever its counter. Only for a tag whose counter was reset
     /// on purpose (re-provisioned with SDM re-enabled): it re-opens every
-    /// URL that tag produced before (docs/ntag424.md "Counters").
+    /// URL that tag produced before (docs/ntag424-internals.md "Site master key and counters").
     public func forgetSUNCounter(uid: TagUID) throws {
         try pool.write { try $0.execute(sql: "DELETE FROM sun_counter WHERE uid = ?", arguments: [uid.hex]) }
     }

@@ -9,7 +9,7 @@ public struct NTAG424Tap: Equatable, Sendable {
     public var ats: [UInt8]
     /// GetVersion's three parts (7 + 7 + 13 or 14 bytes: UID, batch, production week and year).
     /// Empty when the door's tap (`pollTap`) did not need it: a tag that showed the NTAG 424
-    /// DNA's ATS and then proved the door's key for its UID (docs/ntag424.md "Measured").
+    /// DNA's ATS and then proved the door's key for its UID (docs/ntag424-internals.md "The door's tap").
     public var version: [UInt8]
     /// The NDEF message (NLEN stripped), read before authenticating so the SUN mirror and counter are live.
     public var ndef: [UInt8]

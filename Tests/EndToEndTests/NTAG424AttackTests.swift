@@ -182,8 +182,8 @@ final class NTAG424AttackTests: XCTestCase {
     // MARK: A revoked UID is refused before anything is written
 
     /// docs/security.md "A revoked 424 cannot be provisioned again",
-    /// docs/ntag424.md "A revoked UID is refused before anything is written
-    /// to the tag": the UID is revoked, provisioning armed, and a factory 424
+    /// docs/ntag424.md "Setting one up" (reason `revoked`: refused before
+    /// anything is written to the tag): the UID is revoked, provisioning armed, and a factory 424
     /// with that UID presented. `provisioning_failed`, no row, no grant, and
     /// (the door stopped, the test's own reader on the emulator) the tag still
     /// answers to the factory key 0 with an empty NDEF file: nothing was written.

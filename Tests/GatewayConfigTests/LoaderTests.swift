@@ -487,7 +487,7 @@ final class LoaderTests: XCTestCase {
         assertIssue(
             "[control]\nadmin_group = \"Door Admins\"\n", "control.admin_group", line: 6,
             "\"Door Admins\" is not a group name (lower-case letters, digits, '-' and '_', 1…32)")
-        let usage = "expected pn532_i2c:/dev/i2c-1, pn532_spi:/dev/spidev0.0[:500000] or pn532_uart:/dev/ttyS0[:115200]"
+        let usage = "expected pn532_i2c:/dev/i2c-1, pn532_spi:/dev/spidev0.0[:500000] or pn532_uart:/dev/ttyS1[:115200]"
         assertIssue(
             "[reader]\nconnstring = \"acr122_usb:\"\n", "reader.connstring", line: 6, "\"acr122_usb:\": \(usage)")
         assertIssue(

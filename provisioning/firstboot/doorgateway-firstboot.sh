@@ -38,6 +38,9 @@
 #   wpa_supplicant.conf  or a whole wpa_supplicant configuration for wlan0
 #   authorized_keys  ssh public keys, added to root's
 #   hostname         one line: the host name
+#   timezone         one line: a zone under /usr/share/zoneinfo (Europe/Berlin) -> the
+#                    system's zone (/etc/localtime, /etc/timezone), which gatewayd reads
+#                    when gateway.toml has no [clock] time_zone
 #
 # Consumed files are overwritten (shred) and deleted, then the FAT is synced:
 # nothing secret stays on the boot partition. A configuration that fails
@@ -431,6 +434,33 @@ if [ -f "$DIR/hostname" ]; then
     fi
     consume "$DIR/hostname"
 fi
+
+# --- time zone --------------------------------------------------------------------
+# timezone: one line, a zone name under /usr/share/zoneinfo (Europe/Berlin). It
+# becomes the system's zone (/etc/localtime, /etc/timezone, as Debian's tzdata
+# keeps them), which gatewayd's schedules read unless gateway.toml sets
+# [clock] time_zone; the journal and `date` then show that local time too.
+# Only a name that is a TZif file there is taken (no path of the card's making).
+apply_timezone() {
+    [ -f "$DIR/timezone" ] || return 0
+    zoneinfo=${DOORGATEWAY_ZONEINFO:-/usr/share/zoneinfo}
+    localtime=${DOORGATEWAY_LOCALTIME:-/etc/localtime}
+    tzfile=${DOORGATEWAY_TIMEZONE_FILE:-/etc/timezone}
+    tz=$(firstline "$DIR/timezone")
+    consume "$DIR/timezone"
+    if ! printf '%s' "$tz" | grep -cxE >/dev/null '[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*'; then
+        problem "timezone '$tz': want a zone name such as Europe/Berlin or UTC (timedatectl list-timezones)"
+    elif [ ! -f "$zoneinfo/$tz" ] || [ "$(head -c 4 "$zoneinfo/$tz" 2>/dev/null)" != TZif ]; then
+        problem "timezone '$tz': no such zone in $zoneinfo (timedatectl list-timezones); the zone stays $(readlink "$localtime" 2>/dev/null || echo UTC)"
+    elif ln -sf "$zoneinfo/$tz" "$localtime.new" && mv -f "$localtime.new" "$localtime" \
+        && printf '%s\n' "$tz" > "$tzfile.new" && chmod 0644 "$tzfile.new" && mv -f "$tzfile.new" "$tzfile"; then
+        note "time zone $tz ($localtime)"
+    else
+        rm -f "$localtime.new" "$tzfile.new"
+        problem "timezone '$tz': could not set $localtime"
+    fi
+}
+apply_timezone
 
 # --- anything else is left, and said so ---------------------------------------------
 for f in "$DIR"/* "$DIR"/.[!.]*; do
