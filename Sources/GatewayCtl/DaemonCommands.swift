@@ -431,7 +431,7 @@ struct TagsCommand: ParsableCommand {
                 let tags = (answer["tags"]?.arrayValue ?? []).map { t in
                     [
                         t["uid"], t["state"], t["action"], t["label"], t["issued"], t["valid_until"],
-                        TagsCommand.uses(t), t["schedule"], t["last_seen"],
+                        TagsCommand.uses(t), t["schedule"], t["last_seen"], TagsCommand.kind(t),
                     ]
                     .map { v -> String in
                         guard let v, v != .null else { return "-" }
@@ -444,10 +444,17 @@ struct TagsCommand: ParsableCommand {
                 }
                 let header = [
                     "UID", "STATE", "ACTION", "LABEL", "ISSUED", "VALID-UNTIL", "USES-LEFT", "SCHEDULE", "LAST-SEEN",
+                    "KIND",
                 ]
                 return (TextTable.render(header, tags) + revoked).joined(separator: "\n")
             }
         }
+    }
+    /// The credential kind, with an NTAG 424's key version (`ntag424 v2`).
+    static func kind(_ t: JSONValue) -> JSONValue? {
+        guard let kind = t["kind"]?.stringValue else { return nil }
+        guard let version = t["key_version"]?.intValue else { return .string(kind) }
+        return .string("\(kind) v\(version)")
     }
     /// `2/5` for a guest pass (left of issued), nil otherwise.
     static func uses(_ t: JSONValue) -> JSONValue? {
