@@ -112,4 +112,70 @@ final class NTAG424SUNTierTests: XCTestCase {
         XCTAssertEqual(granted.count, 2, "the owner's tap and the one pre-play, nothing else opened")
         XCTAssertEqual(try door.status()["outputs"]?["strike"]?.stringValue, "locked")
     }
+
+    /// docs/security.md "NTAG 424 — review round two", M-2, said plainly: the
+    /// SUN-only tier's counters are per door. One skimmed URL, on an emulated
+    /// 424 under the tag's UID, opens the gate once at door A and is then
+    /// `counter_replay` there — and opens once more at door B, which holds the
+    /// same row and site key but has not seen that counter; then it is
+    /// `counter_replay` at B too. (Were counters shared by the fleet, B would
+    /// refuse it, and this test would say the docs are wrong.)
+    func testTheSUNOnlyTiersCountersArePerDoor() throws {
+        let rig = try NTAG424SimDoor(
+            deviceID: "e2e-424-sun-a", siteKey: Self.siteKey, secondAction: "gate",
+            secondCredentials: #"["ntag424-sun"]"#)
+        let (sim, doorA) = (rig.sim, rig.door)
+        let doorB = try GatewayUnderTest(deviceID: "e2e-424-sun-b")
+        try doorB.writeConfig(
+            reader: """
+                simulator = "\(sim.socket)"
+                connstring = "pn532_uart:\(sim.tty)"
+                """,
+            actions: """
+                [[actions]]
+                index = 0
+                name = "front"
+                steps = [{ pulse = "strike", ms = 300 }]
+                [[actions]]
+                index = 1
+                name = "gate"
+                steps = [{ pulse = "strike", ms = 300 }]
+                credentials = ["ntag424-sun"]
+                """)
+        defer {
+            doorA.stop()
+            doorB.stop()
+        }
+        do {
+            let storeA = try rig.store()
+            XCTAssertEqual(try rig.insertAndProvision(tagA), 1)
+            try rig.register(storeA, tagA, action: 1, label: "gate")
+            let storeB = try GatewayStore(stateDirectory: doorB.dir.path + "/state")
+            try storeB.setNTAG424SiteKey(Self.siteKey, origin: .fleet, now: 1)
+            try storeB.syncActions([
+                ActionDefinition(index: 0, name: "front", steps: []), ActionDefinition(index: 1, name: "gate", steps: []),
+            ])
+            try rig.register(storeB, tagA, action: 1, label: "gate")
+        }
+        let skimmed = try rig.skim()
+        _ = try sim.control("remove")
+        try insertEmulated424(rig, uid: tagA, url: skimmed)
+
+        for door in [doorA, doorB] {
+            try door.start()
+            func present() throws -> Int {
+                let seen = try door.eventCount()
+                XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+                return seen
+            }
+            var seen = try present()
+            let granted = try door.waitForEvent("access_granted", after: seen)
+            XCTAssertEqual(granted["reason"]?.stringValue, "valid_sun_only", "\(granted)")
+            try rig.leave()
+            seen = try present()
+            try door.waitForEvent("access_denied", reason: "counter_replay", after: seen)
+            try rig.leave()
+            XCTAssertEqual(door.stop(), 0)
+        }
+    }
 }
