@@ -162,7 +162,8 @@ let package = Package(
         .testTarget(name: "DoorIOTests", dependencies: ["DoorIO", "TestSupport"]),
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
         .testTarget(
-            name: "GatewayMQTTTests", dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayDaemon", "TestSupport"]),
+            name: "GatewayMQTTTests",
+            dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayDaemon", "GatewayStore", "TestSupport"]),
         .testTarget(
             name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),

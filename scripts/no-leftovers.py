@@ -7,9 +7,20 @@ instead of to pid 1. When COMMAND has exited, any such process still alive
 is a leftover: it is named, killed (SIGTERM, then SIGKILL) and reaped, and
 the run fails even if COMMAND passed.
 
---xunit: after the run, count the test cases in these xUnit files (what
-`swift test --xunit-output` writes) and print one closing line,
-`N passed, N failed, N skipped`; a missing or empty file fails the run.
+--xunit: COMMAND is `swift test --parallel --verbose --xunit-output FILE`.
+After the run, count the test cases in these xUnit files (and in the
+Swift Testing file SwiftPM writes beside each, FILE-swift-testing.xml, when
+there is one) and print one closing line, `N passed, N failed, N skipped`;
+a missing or empty file fails the run.
+SwiftPM's parallel xUnit file has no `<skipped>`: an XCTSkip'd test is a
+plain `<testcase>` there. The skips are read from what the run prints:
+with --verbose, `swift test --parallel` prints every test's XCTest output
+(`Test Case 'Class.test' skipped (…)`), so COMMAND's standard output is
+read here. The output of a test that passed is left out (the log stays
+what it was without --verbose); a test that failed, skipped or printed no
+result is shown in full. A test case the xUnit file has as not failed but
+the output gives no result for fails the run (no --verbose: the skips
+could not be seen).
 
 --allowed-skips: a skipped test case fails the run unless its
 `Module.Class/testName` matches a line of FILE (fnmatch patterns; `#` starts
@@ -17,12 +28,13 @@ a comment, and every line must say which missing tool the skip stands for). A
 skip is how a regression hides: a helper that skips instead of failing turns
 a broken feature into a green run.
 
-Exit status: COMMAND's, or 1 when it passed but left processes behind or
-its test counts could not be read.
+Exit status: COMMAND's, or 1 when it passed but left processes behind, its
+test counts could not be read, or a skip was not on the list.
 """
 import ctypes
 import fnmatch
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -85,20 +97,129 @@ def leftovers():
     return found
 
 
-def count_xunit(paths):
-    """(passed, failed, names of the skipped cases as Module.Class/testName)"""
-    passed = failed = 0
-    skipped = []
-    for path in paths:
-        root = ET.parse(path).getroot()
-        for case in root.iter("testcase"):
-            if case.find("failure") is not None or case.find("error") is not None:
-                failed += 1
-            elif case.find("skipped") is not None:
-                skipped.append(f"{case.get('classname', '?')}/{case.get('name', '?')}")
+# What `swift test --parallel --verbose` prints: the tests' names as they end
+# ("[3/5] Testing Module.Class/test"), then each test's XCTest output in the
+# same order, one "Selected tests" suite per test.
+PROGRESS = re.compile(r"^\[\d+/\d+\] Testing (\S+)$")
+SUITE_START = re.compile(r"^Test Suite 'Selected tests' started at ")
+SUITE_END = re.compile(r"^Test Suite 'Selected tests' (passed|failed) at ")
+CASE_START = re.compile(r"^Test Case '([^']+)' started at ")
+CASE_END = re.compile(r"^Test Case '([^']+)' (passed|failed|skipped) \(")
+
+
+class XCTestOutput:
+    """Reads the run's standard output line by line: each test's result
+    (`Class.test` and passed/failed/skipped, in order), what it shows."""
+
+    def __init__(self, write):
+        self.write = write
+        self.progress = []  # Module.Class/test, in the order the tests ended
+        self.results = []  # (Class.test or None, outcome or None), one per test output
+        self.block = None  # the lines of the test output being read
+        self.case = self.outcome = None
+        self.ended = False  # its "Selected tests ... passed|failed" line was read
+        self.drop_blank = False
+
+    def feed(self, raw):
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        if self.block is not None:
+            if self.ended and not line.startswith("\t Executed "):
+                self.close()
+            elif SUITE_START.match(line):  # the last one ended without its suite lines (a crash)
+                self.close()
             else:
-                passed += 1
-    return passed, failed, skipped
+                self.block.append(raw)
+                m = CASE_START.match(line)
+                if m and self.case is None:
+                    self.case = m.group(1)
+                m = CASE_END.match(line)
+                if m and m.group(1) == self.case and self.outcome is None:
+                    self.outcome = m.group(2)
+                if self.ended:
+                    self.close()
+                elif SUITE_END.match(line):
+                    self.ended = True
+                return
+        if SUITE_START.match(line):
+            self.block, self.case, self.outcome, self.ended = [raw], None, None, False
+            self.drop_blank = False
+            return
+        if self.drop_blank and line == "":
+            self.drop_blank = False
+            return
+        self.drop_blank = False
+        m = PROGRESS.match(line)
+        if m:
+            self.progress.append(m.group(1))
+        self.write(raw)
+
+    def close(self):
+        self.results.append((self.case, self.outcome))
+        if self.outcome == "passed":  # left out, as without --verbose
+            self.drop_blank = True
+        else:
+            for raw in self.block:
+                self.write(raw)
+        self.block = None
+
+    def finish(self):
+        if self.block is not None:
+            self.close()
+
+    def outcomes(self, xctest_cases):
+        """{Module.Class/test: outcome}. The module comes from the progress line
+        of the same position; if that line names another test (or is missing),
+        every test case of that class and name gets the outcome (two modules
+        may have a class of the same name: a skip is then never missed)."""
+        named = {}
+        for k, (case, outcome) in enumerate(self.results):
+            if case is None or outcome is None:
+                continue
+            cls, _, test = case.rpartition(".")
+            candidates = [f"{c}/{n}" for c, n in xctest_cases if n == test and (c == cls or c.endswith("." + cls))]
+            if k < len(self.progress) and self.progress[k] in candidates:
+                candidates = [self.progress[k]]
+            for name in candidates or [f"?.{cls}/{test}"]:
+                if named.get(name) != "skipped":
+                    named[name] = outcome
+        return named
+
+
+def swift_testing_file(path):
+    """Where SwiftPM writes the Swift Testing results beside an xUnit file."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}-swift-testing{ext}"
+
+
+def read_xunit(path):
+    """[(classname, name, failed, skipped)] of one xUnit file."""
+    cases = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        failed = case.find("failure") is not None or case.find("error") is not None
+        cases.append((case.get("classname", "?"), case.get("name", "?"), failed, case.find("skipped") is not None))
+    return cases
+
+
+def count_xunit(paths, output=None):
+    """(passed, failed, names of the skipped cases as Module.Class/testName,
+    names of the XCTest cases the output gave no result for)"""
+    xctest = [c for path in paths for c in read_xunit(path)]
+    swift_testing = [c for path in paths if os.path.exists(swift_testing_file(path))
+                     for c in read_xunit(swift_testing_file(path))]
+    printed = output.outcomes([(c, n) for c, n, _, _ in xctest]) if output else {}
+    passed = failed = 0
+    skipped, silent = [], []
+    for classname, name, is_failed, is_skipped in xctest + swift_testing:
+        full = f"{classname}/{name}"
+        if is_failed:
+            failed += 1
+        elif is_skipped or printed.get(full) == "skipped":
+            skipped.append(full)
+        else:
+            passed += 1
+            if output and (classname, name, is_failed, is_skipped) in xctest and full not in printed:
+                silent.append(full)
+    return passed, failed, skipped, silent
 
 
 def read_allowed_skips(path):
@@ -138,13 +259,25 @@ def main(argv):
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.exit(f"no-leftovers: prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
-    for path in xunit:
+    for path in xunit + [swift_testing_file(p) for p in xunit]:
         if os.path.exists(path):
             os.unlink(path)
 
-    proc = subprocess.Popen(command)
+    output = None
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE if xunit else None)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda s, _f: proc.send_signal(s))
+    if xunit:
+        sys.stdout.flush()
+
+        def write(raw):
+            sys.stdout.buffer.write(raw)
+            sys.stdout.buffer.flush()
+
+        output = XCTestOutput(write)
+        for raw in proc.stdout:
+            output.feed(raw)
+        output.finish()
     status = proc.wait()
     status = status if status >= 0 else 128 - status
 
@@ -180,7 +313,7 @@ def main(argv):
 
     if xunit:
         try:
-            passed, failed, skipped = count_xunit(xunit)
+            passed, failed, skipped, silent = count_xunit(xunit, output)
         except (OSError, ET.ParseError) as e:
             print(f"no-leftovers: cannot count the test cases: {e}", file=sys.stderr)
             return status or 1
@@ -190,6 +323,10 @@ def main(argv):
         print(f"{label}: {passed} passed, {failed} failed, {len(skipped)} skipped")
         if failed and not result:
             result = 1
+        if silent:
+            print(f"no-leftovers: {label}: the run printed no result for {len(silent)} test case(s), e.g. "
+                  f"{silent[0]}: without `swift test --verbose` a skip cannot be seen", file=sys.stderr)
+            result = result or 1
         if allowed_skips is not None:
             try:
                 patterns = read_allowed_skips(allowed_skips)

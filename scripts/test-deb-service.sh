@@ -111,8 +111,11 @@ if command -v strace >/dev/null && [ -n "$HOSTPID" ]; then
     *"modes=0"*"= "[0-9]*) pass "clock flag read (clock_adjtime modes=0 allowed): ${line##*= }" ;;
     *) fail "clock flag read" "${line:-no clock_adjtime seen}" ;;
     esac
+elif [ -n "$HOSTPID" ]; then
+    # make deb-tools installs strace: its absence is this harness's setup failing, not a skip.
+    fail "clock trace" "strace missing (make deb-tools installs it)"
 else
-    echo "SKIP clock trace: no strace"
+    fail "clock trace" "no host pid of gatewayd to trace"
 fi
 
 check "reload (SIGHUP through ExecReload=)" sh -c 'systemctl reload gatewayd && sleep 0.5 &&
@@ -128,27 +131,37 @@ check "no pn532-sim left behind" sh -c '! pgrep -x pn532-sim'
 # filter: EPERM) and to loopback (allowed: the closed port answers
 # ECONNREFUSED). IPAccounting= on the same drop-in tells whether this systemd
 # has cgroup BPF at all (no counters: it runs without the filter, silently).
-inside sh -c '
+# The drop-in, the restart and the reads are this harness's own setup: when one
+# fails, the check fails (it used to print SKIP, as if systemd had no BPF). Only
+# IPEgressBytes answering "[no data]" (systemd runs without cgroup BPF) is a skip.
+setup=ok
+out=$(inside sh -c '
     mkdir -p /etc/systemd/system/gatewayd.service.d
     cat > /etc/systemd/system/gatewayd.service.d/probe.conf <<EOF
 [Service]
 IPAccounting=yes
 ExecStartPre=-/bin/bash -c "timeout 5 bash -c \"exec 3<>/dev/tcp/1.1.1.1/53\" 2>&1 | sed \"s/^/probe public: /\"; timeout 5 bash -c \"exec 3<>/dev/tcp/127.0.0.1/9\" 2>&1 | sed \"s/^/probe loopback: /\"; true"
 EOF
-    systemctl daemon-reload && systemctl restart gatewayd' >/dev/null 2>&1 || true
-counters=$(inside systemctl show -p IPEgressBytes --value gatewayd 2>/dev/null || true)
+    systemctl daemon-reload && systemctl restart gatewayd' 2>&1) \
+    || { setup=failed; fail "IP allow list: the probe drop-in and restart" "$(printf '%s' "$out" | tail -5)"; }
+counters=$(inside systemctl show -p IPEgressBytes --value gatewayd 2>&1) \
+    || { setup=failed; fail "IP allow list: systemctl show IPEgressBytes" "$counters"; }
 probe=$(inside sh -c 'journalctl -u gatewayd -o cat --no-pager | grep "^probe"' || true)
-inside sh -c 'rm -r /etc/systemd/system/gatewayd.service.d && systemctl daemon-reload' || true
-case "$counters" in
-[0-9]*)
+out=$(inside sh -c 'rm -r /etc/systemd/system/gatewayd.service.d && systemctl daemon-reload' 2>&1) \
+    || fail "IP allow list: removing the probe drop-in" "$out"
+case "$setup:$counters" in
+failed:*) ;;
+ok:[0-9]*)
     if printf '%s\n' "$probe" | grep -c >/dev/null "probe public: .*Operation not permitted" \
         && printf '%s\n' "$probe" | grep -c >/dev/null "probe loopback: .*Connection refused"; then
         pass "IP allow list: public address refused (EPERM), loopback allowed"
     else
         fail "IP allow list" "$probe"
     fi ;;
-*)
+"ok:[no data]")
     echo "SKIP IP allow list: systemd has no cgroup BPF here (IPAccounting: '$counters'), IPAddressDeny= is not enforced in this container" ;;
+*)
+    fail "IP allow list: IPEgressBytes neither a count nor [no data]" "'$counters'" ;;
 esac
 
 echo "test-deb-service: $passed passed, $failed failed"

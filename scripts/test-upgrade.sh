@@ -106,8 +106,9 @@ check "gatewayd $OLD_VERSION running (READY) on the edited configuration" sh -c 
 check "stickers issued under $OLD_VERSION: alice 04A11CE0000001, bob 04B0B000000002" sh -c \
     'door issue 04A11CE0000001 alice /root/alice.dump && door issue 04B0B000000002 bob /root/bob.dump'
 # The door ignores a tag read again within same_tag_quiet_ms (1000 ms, stock)
-# of its last read, here the write: the one wait on time, past that window.
-sleep 1.2
+# of its last read, here the write: the one wait on time, past that window, as
+# the end-to-end suite waits it (2 s x DOORGATEWAY_E2E_TIME_SCALE; 1.2 s was short).
+sleep "$(awk -v s="${DOORGATEWAY_E2E_TIME_SCALE:-1}" 'BEGIN { print 2 * (s + 0 > 1 ? s + 0 : 1) }')"
 expect "alice's sticker opens under $OLD_VERSION" access_granted door tap /root/alice.dump
 check "bob's sticker revoked under $OLD_VERSION" gatewayctl tags revoke 04B0B000000002
 before=$(inside gatewayctl log --verify 2>&1 || true)
@@ -138,7 +139,7 @@ else
 fi
 expect "$NEW_VERSION installed" "install ok installed $NEW_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 expect "gateway.toml kept byte for byte (the admin's edits)" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
-expect "no .dpkg-new / .dpkg-dist / .dpkg-old left beside it" "" sh -c 'ls /etc/doorgateway | grep "\.dpkg-" || true'
+expect "no .dpkg-new / .dpkg-dist / .dpkg-old left beside it" "gateway.toml" sh -c 'ls /etc/doorgateway | grep -e "\.dpkg-" -e "^gateway\.toml$"'
 PID_AFTER=$(inside systemctl show -P MainPID gatewayd)
 NEW_UPSTREAM=${NEW_VERSION%-*}
 if [ "$(inside systemctl is-active gatewayd)" = active ] && [ "$PID_AFTER" != "$PID_BEFORE" ] && [ "$PID_AFTER" != 0 ] \

@@ -153,14 +153,31 @@ final class CommandTests: XCTestCase {
             one.admit(keyID: "compat", fingerprint: "c", timestamp: t0, now: t0 + 1, tolerance: 5)?.code, .replay)
     }
 
+    /// Timestamps and tolerances at the ends of Int64: nothing traps, and each
+    /// message is still judged by the rules (the window clamped to 0…30 s).
     func testExtremeValuesNeverTrap() {
         var replay = ReplayGuard()
-        for (ts, now, tol) in [
-            (Int64.min, Int64.max, Int64.max), (Int64.max, Int64.min, Int64.min), (Int64.max, Int64.max, 30),
-        ] {
-            _ = replay.admit(keyID: "k", fingerprint: "\(ts)", timestamp: ts, now: now, tolerance: tol)
-            replay.prune(tolerance: tol)
-        }
+        // The oldest message there can be: recorded, and kept by pruning (its
+        // horizon, Int64.min minus two windows, would underflow).
+        XCTAssertNil(replay.admit(keyID: "k", fingerprint: "a", timestamp: .min, now: .max, tolerance: .max))
+        replay.prune(tolerance: .max)
+        XCTAssertEqual(replay.entries.map(\.timestamp), [.min])
+        // The newest, with a negative tolerance (a window of 0): recorded; the
+        // oldest is now far below the horizon and pruned.
+        XCTAssertNil(replay.admit(keyID: "k", fingerprint: "b", timestamp: .max, now: .min, tolerance: .min))
+        replay.prune(tolerance: .min)
+        XCTAssertEqual(replay.entries.map(\.timestamp), [.max])
+        XCTAssertEqual(replay.highest["k"], .max)
+        // Against a highest of Int64.max: the same message is a replay, one more
+        // than a window older is refused, one a window older is accepted.
+        XCTAssertEqual(
+            replay.admit(keyID: "k", fingerprint: "b", timestamp: .max, now: .max, tolerance: 30)?.code, .replay)
+        XCTAssertEqual(
+            replay.admit(keyID: "k", fingerprint: "c", timestamp: .max - 31, now: .max, tolerance: .max)?.code,
+            .olderThanHighest)
+        XCTAssertNil(replay.admit(keyID: "k", fingerprint: "d", timestamp: .max - 30, now: .max, tolerance: .max))
+        replay.prune(tolerance: .max)
+        XCTAssertEqual(replay.entries.map(\.fingerprint), ["b", "d"])
     }
 
     func testFullReplayRecordRejectsInsteadOfEvicting() throws {

@@ -87,11 +87,19 @@ final class DoorStoryTests: XCTestCase {
         try g.ctlJSON(["sim", "reinsert"])
         try g.waitForEvent("access_granted", after: before)
         // Held on the reader well past same_tag_quiet_ms: a deliberate hold (the
-        // property is "no second grant for that long"; no event marks it), so
-        // stretched like outlastQuietWindow when the daemon runs emulated.
+        // property is "no second grant for that long"), stretched like
+        // outlastQuietWindow when the daemon runs emulated.
         usleep(UInt32(2_500_000 * E2ETiming.scale))
+        // The barrier: the tag taken off and put back is granted again. The reader
+        // reports in order and the door decides on one queue, so a grant the hold
+        // had caused would be in the log before this one.
+        try g.ctlJSON(["sim", "remove"])
+        E2ETiming.outlastQuietWindow()
+        let barrier = try g.eventCount()
+        try g.ctlJSON(["sim", "reinsert"])
+        try g.waitForEvent("access_granted", after: barrier)
         let grants = try g.auditKinds().dropFirst(before).filter { $0 == "access_granted" }
-        XCTAssertEqual(grants.count, 1, "a tag left on the reader fires once")
+        XCTAssertEqual(grants.count, 2, "a tag left on the reader fires once (again once it left and came back)")
 
         try g.ctlJSON(["tags", "revoke", uid])
         try g.ctlJSON(["sim", "remove"])

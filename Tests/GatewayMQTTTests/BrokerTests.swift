@@ -2,22 +2,35 @@ import DoorCore
 import Foundation
 import GatewayConfig
 import GatewayMQTT
+import GatewayStore
 import Logging
 import Synchronization
 import TestSupport
 import XCTest
 
+@testable import GatewayDaemon
+
 /// The MQTT link against Debian's mosquitto with mutual TLS.
 final class BrokerTests: XCTestCase {
     var broker: MosquittoBroker!
-    /// The replay record, kept across the links of one test (the store's, in the daemon).
-    var saved = SavedReplay()
+    /// The door's state directory: its store holds the keys and the replay
+    /// record, kept across the links of one test (as across a daemon's restarts).
+    var stateDirectory: String!
     let compatKey = Hex.decode("000102030405060708090a0b0c0d0e0f")!
-    let nativeKey = [UInt8](repeating: 0x42, count: 32)
+    /// The site command key in the store; a native command is MAC'd with this door's key made from it.
+    let siteCommandKey = [UInt8](repeating: 0x42, count: 32)
+    var nativeKey: [UInt8] { CommandJudge.doorCommandKey(siteKey: siteCommandKey, device: "front-door") }
 
     override func setUpWithError() throws {
         try XCTSkipUnless(
             FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto"), "mosquitto is not installed")
+        stateDirectory =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("broker-tests-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        let store = try GatewayStore(stateDirectory: stateDirectory)
+        try store.setKey(.compatTimestamp, compatKey, now: 0)
+        try store.setKey(.nativeCommand, siteCommandKey, now: 0)
         broker = try MosquittoBroker()
         try broker.start()
     }
@@ -26,6 +39,7 @@ final class BrokerTests: XCTestCase {
         // XCTest keeps test-case instances to the end of the run: stop the broker now.
         broker?.stop()
         broker = nil
+        if let stateDirectory { try? FileManager.default.removeItem(atPath: stateDirectory) }
     }
 
     /// `mqtt` lines are added to the broker's `[mqtt]` table.
@@ -59,9 +73,12 @@ final class BrokerTests: XCTestCase {
         link.discovery = Payloads.discovery(
             device: "front-door", name: "Front", topics: link.topics, doorContact: doorContact,
             eventTypes: ["access_granted"], canOpen: false)
-        link.commands = JudgingHandler(
-            policy: RemotePolicy(c, deviceID: "front-door"), keys: [.compat: compatKey, .native: nativeKey],
-            saved: saved, onOutcome: { outcomes?.add($0) })
+        // The daemon's own handler (the store's keys and replay record), opened
+        // afresh for each link as a restarted daemon opens its store.
+        link.commands = try StoreCommands(
+            store: GatewayStore(stateDirectory: stateDirectory),
+            policy: RemotePolicy(c, deviceID: "front-door", actionCount: 4),
+            actionCount: { 4 }, clockSynchronised: { true }, submit: { outcomes?.add($0) }, log: Logger(label: "test"))
         try link.start()
         XCTAssertTrue(try waitUntil { link.isConnected }, "connected with mutual TLS")
         return link

@@ -48,7 +48,7 @@ import subprocess
 import time
 
 from churn import granted_tap, provision, strike_pulses
-from lib import Broker, Failure, Gateway, Subscriber, check, remove, wait_until, work_dir
+from lib import Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, remove, wait_until, work_dir
 
 UID = "04ABAB00000001"
 
@@ -175,7 +175,7 @@ def run(bindir, report, aborts=3):
             wait_until(lambda: strike_pulses(g) > pulses0, 10, f"{fault} {i}: the re-read after recovery granted")
             g.ctl("sim", "remove")
             wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, f"{fault} {i}: locked again")
-            time.sleep(1.2)
+            outlast_quiet_window(g.gateway)
             after = g.log_text()[log0:]
             check(g.alive() and g.process.pid == pid, f"{fault} {i}: gatewayd exited or was replaced")
             check(children(pid) == sims and all(pid_alive(s) for s in sims),

@@ -21,8 +21,8 @@ import subprocess
 import threading
 import time
 
-from lib import (Broker, Failure, Gateway, Subscriber, check, popen, proc_cpu_s, proc_fds, proc_rss_kb, remove,
-                 wait_until, work_dir)
+from lib import (Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, popen, proc_cpu_s, proc_fds,
+                 proc_rss_kb, remove, wait_until, work_dir)
 
 
 class Sim:
@@ -98,7 +98,7 @@ def provision(g, uid, work):
     dump = os.path.join(work, "sticker.dump")
     g.ctl("sim", "dump", dump)
     g.ctl("sim", "remove")
-    time.sleep(1.2)
+    outlast_quiet_window(g.gateway)
     return dump
 
 
@@ -108,7 +108,7 @@ def granted_tap(g, dump, uid, what):
     wait_until(lambda: strike_pulses(g) > pulses, 10, f"{what}: the strike pulses")
     g.ctl("sim", "remove")
     wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, f"{what}: locked again")
-    time.sleep(1.2)
+    outlast_quiet_window(g.gateway)
 
 
 def run_reader(bindir, report, pulls=100):
@@ -271,7 +271,7 @@ def run_flood(bindir, report, clients=1000, taps=12):
                 sim.control("remove")
                 # The log, not status: the flooded socket is not asked.
                 wait_until(lambda: strike_locks(g) > locks, 10, f"{what}: locked again")
-                time.sleep(1.2)
+                outlast_quiet_window(g.gateway)
             return out
 
         quiet = latencies(taps // 2, "baseline")

@@ -20,7 +20,7 @@ import struct
 import time
 
 from churn import provision, strike_pulses
-from lib import Broker, Gateway, check, remove, wait_until, work_dir
+from lib import Broker, Gateway, check, outlast_quiet_window, remove, wait_until, work_dir
 
 TIME_ERROR = 5
 STA_UNSYNC = 0x0040
@@ -78,7 +78,7 @@ def run_unsynchronised(bindir, report):
         wait_until(lambda: strike_pulses(g) > pulses0, 10, "a sticker opens with the clock unsynchronised")
         g.ctl("sim", "remove")
         wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, "locked after the sticker")
-        time.sleep(1.2)
+        outlast_quiet_window(g.gateway)
         pulses1 = strike_pulses(g)
         g.ctl("sim", "press")
         wait_until(lambda: strike_pulses(g) > pulses1, 10, "the exit button opens with the clock unsynchronised")

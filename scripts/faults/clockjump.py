@@ -64,7 +64,8 @@ import subprocess
 import sys
 import time
 
-from lib import PROVISIONING, ROOT, Broker, Failure, Gateway, check, popen, remove, wait_until, work_dir
+from lib import (PROVISIONING, ROOT, Broker, Failure, Gateway, check, outlast_quiet_window, popen, remove, wait_until,
+                 work_dir)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from harness import GUEST_ETC, guest_extra  # noqa: E402
@@ -245,7 +246,7 @@ class Door:
         time.sleep(1.5)
         self.ctl("sim", "remove")
         self.wait_locked(what)
-        time.sleep(1.2)
+        outlast_quiet_window()
         return before, self.pulses()
 
     def press(self, what):
@@ -253,7 +254,7 @@ class Door:
         self.ctl("sim", "press")
         wait_until(lambda: self.pulses() > before, 10, f"{what}: the exit button opens")
         self.wait_locked(what)
-        time.sleep(1.2)
+        outlast_quiet_window()
         return self.pulses() - before
 
     def provision(self, uid, work, arm=("provision", "arm", "--action", "0")):
@@ -264,7 +265,7 @@ class Door:
         dump = os.path.join(work, f"sticker-{uid}.dump")
         self.ctl("sim", "dump", dump)
         self.ctl("sim", "remove")
-        time.sleep(1.2)
+        outlast_quiet_window()
         return dump
 
 

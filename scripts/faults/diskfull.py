@@ -12,9 +12,8 @@ while gatewayd runs.
 """
 import os
 import subprocess
-import time
 
-from lib import Failure, Gateway, check, remove, wait_until, work_dir
+from lib import Failure, Gateway, check, outlast_quiet_window, remove, wait_until, work_dir
 
 UID = "04D15CF0111111"
 
@@ -54,7 +53,7 @@ def run(bindir, report):
         free = os.statvfs(state)
         check(free.f_bavail == 0, f"tmpfs not full: {free.f_bavail} blocks free")
 
-        time.sleep(1.2)  # the same tag's quiet time since it left the reader
+        outlast_quiet_window(g.gateway)
         pulses = strike_pulses(g)
         decided = []
         for n in range(3):
@@ -71,7 +70,7 @@ def run(bindir, report):
                        f"full disk, tap {n}: the forged sticker denied")
             decided.append("denied")
             g.ctl("sim", "remove")
-            time.sleep(1.2)
+            outlast_quiet_window(g.gateway)
         wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, "the strike back to locked")
         st = g.status()["store"]
         check(st["writable"] is False, f"status does not show the full store: {st}")

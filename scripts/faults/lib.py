@@ -47,6 +47,45 @@ def check(cond, what):
         raise Failure(what)
 
 
+def _elf_machine(path):
+    """e_machine of an ELF file (bytes 18-19, little endian), None if unreadable."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    return int.from_bytes(head[18:20], "little")
+
+
+def time_scale(binary=None):
+    """The end-to-end suite's factor for waits on time (Tests/TestSupport/Wait.swift,
+    TestTiming.scale): DOORGATEWAY_E2E_TIME_SCALE when set (>= 1), else 3 when `binary`
+    is for another CPU than this machine (it runs through qemu-user), else 1."""
+    try:
+        scale = float(os.environ.get("DOORGATEWAY_E2E_TIME_SCALE", ""))
+        if scale >= 1:
+            return scale
+    except ValueError:
+        pass
+    if binary:
+        theirs, ours = _elf_machine(binary), _elf_machine("/proc/self/exe")
+        if theirs is not None and ours is not None and theirs != ours:
+            return 3.0
+    return 1.0
+
+
+def outlast_quiet_window(binary=None):
+    """Waits out the door's same-tag quiet window (same_tag_quiet_ms = 1000, stock) after a
+    `sim remove`, so the next tap of that tag is judged again: the end-to-end suite's
+    E2ETiming.outlastQuietWindow, 2 s x time_scale(). The window runs from when the
+    daemon's reader notices the removal, which on a loaded machine came up to ~1 s after
+    gatewayctl returned (a 1.2 s sleep then let a reinsert count as the same tap); the
+    daemon does not say when it noticed, so this is a bound on time, not a condition."""
+    time.sleep(2.0 * time_scale(binary))
+
+
 def wait_until(predicate, timeout, what, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -24,7 +24,7 @@ import os
 import random
 import time
 
-from lib import Broker, Failure, Gateway, Subscriber, check, remove, wait_until, work_dir
+from lib import Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, remove, wait_until, work_dir
 
 UID_GRANTED = "04A1B2C3D4E5F6"
 UID_GUEST = "04A1B2C3D4E5F7"
@@ -75,7 +75,7 @@ def run(bindir, cuts, seed, report):
         guest_dump = os.path.join(work, "guest.dump")
         g.ctl("sim", "dump", guest_dump)
         g.ctl("sim", "remove")
-        time.sleep(1.2)  # the same-tag quiet window
+        outlast_quiet_window(g.gateway)
         guest_unlocks = 0  # relay moves the guest pass made, from gatewayd's log
         promises = collections.Counter()
 

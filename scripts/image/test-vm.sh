@@ -316,8 +316,10 @@ printf '%s\n' "$fw" | grep -c >/dev/null 'holds these already' \
 wpa=$(vm 'stat -c "%a" /etc/wpa_supplicant/wpa_supplicant-wlan0.conf; grep -c not-a-real-passphrase /etc/wpa_supplicant/wpa_supplicant-wlan0.conf || true')
 [ "$(echo $wpa)" = "600 0" ] && pass "wifi.conf -> wpa_supplicant-wlan0.conf 0600, hashed key only" || fail "wifi" "$wpa"
 [ "$(vm hostname)" = vm-door-host ] && pass "host name from the FAT partition" || fail "hostname" "$(vm hostname)"
-fat_secret=$(vm 'grep -rl -e "PRIVATE KEY" -e not-a-real-passphrase /boot/firmware/ 2>/dev/null | tr "\n" " "' || true)
-[ -z "$fat_secret" ] && pass "no private key or passphrase left anywhere on the FAT partition" || fail "secrets on FAT" "$fat_secret"
+# grep exits 1 when nothing matches; an empty answer (ssh failing) is not a pass.
+fat_secret=$(vm 'grep -rl -e "PRIVATE KEY" -e not-a-real-passphrase /boot/firmware/ 2>/dev/null; echo "grep=$?"' | tr "\n" " ")
+[ "$fat_secret" = "grep=1 " ] && pass "no private key or passphrase left anywhere on the FAT partition" \
+    || fail "secrets on FAT (or the check could not run)" "$fat_secret"
 vm 'ls /etc/ssh/ssh_host_ed25519_key' > /dev/null && pass "ssh host keys generated on this machine at first boot" || fail "ssh host keys"
 [ -n "$(vm ls -A /var/lib/doorgateway)" ] \
     && pass "state directory holds the store (the device key is made there by gatewayd at first start)" \
@@ -325,8 +327,9 @@ vm 'ls /etc/ssh/ssh_host_ed25519_key' > /dev/null && pass "ssh host keys generat
 root_blocks=$(vm "stat -f -c '%b %S' /" | awk '{ print $1 * $2 / 4096 }')
 [ "${root_blocks%.*}" -gt "$ROOT_BLOCKS_BEFORE" ] && pass "growroot: root file system grown from $ROOT_BLOCKS_BEFORE to ~${root_blocks%.*} blocks (the extra 512 MiB)" \
     || fail "growroot" "$root_blocks <= $ROOT_BLOCKS_BEFORE"
-failed_units=$(vm systemctl --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')
-[ -z "$failed_units" ] && pass "no failed systemd units" || fail "failed units" "$failed_units"
+# Likewise: systemctl's own exit status closes the list, so ssh failing is not "none failed".
+failed_units=$(vm 'systemctl --failed --plain --no-legend; echo "systemctl=$?"' | awk '{print $1}' | tr '\n' ' ')
+[ "$failed_units" = "systemctl=0 " ] && pass "no failed systemd units" || fail "failed units (or the check could not run)" "$failed_units"
 
 # Hold the strike unlocked (passage mode), then stop the service: the daemon
 # must lock it on SIGTERM. (A 3 s `open` pulse could end on its own before the
