@@ -106,6 +106,11 @@ extension GatewayConfiguration {
                     + (mqtt.username == nil ? "" : "the login, ")
                     + "events and commands cross the network readable and forgeable; use TLS outside a trusted LAN")
         }
+        if remote.transport == .mqtt && mqtt.sendsPasswordOverPlainMulticastDNS {
+            w.append(
+                "mqtt.allow_password_over_plain_mdns = true: the broker password goes over plain TCP to whoever "
+                    + "answers the multicast DNS query for \(mqtt.host) first")
+        }
         if mqtt.enabled && remote.transport == .mqtt && mqtt.tls.enabled && mqtt.tls.insecure {
             w.append(
                 "mqtt.tls.insecure = true: the broker's host name is not checked against its certificate; "
