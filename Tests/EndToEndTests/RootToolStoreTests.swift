@@ -46,13 +46,20 @@ final class RootToolStoreTests: XCTestCase {
         let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", siteKey])
         XCTAssertEqual(keygen.status, 0, keygen.stderr)
         let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // [fleet] on, over an MQTT broker that is not there (fleet push reads the store before publishing).
         let g = try GatewayUnderTest(
-            stockExample: "sim",
-            edits: [
-                ("(docs/fleet.md).\nenabled = false\n", "(docs/fleet.md).\nenabled = true\n"),
-                ("# site_id = \"main-site\"", "site_id = \"main-site\""),
-                ("# site_public_key = \"\(String(repeating: "0", count: 64))\"", "site_public_key = \"\(publicKey)\""),
-            ])
+            extra: """
+                [mqtt]
+                enabled = true
+                host = "127.0.0.1"
+                port = 9
+                [mqtt.tls]
+                enabled = false
+                [fleet]
+                enabled = true
+                site_id = "main-site"
+                site_public_key = "\(publicKey)"
+                """)
         let auditKey = work.appendingPathComponent("audit.key").path
         XCTAssertTrue(
             FileManager.default.createFile(
@@ -83,8 +90,10 @@ final class RootToolStoreTests: XCTestCase {
         XCTAssertFalse(written.stderr.contains("device key"), written.stderr)
         XCTAssertTrue(written.stderr.contains("no reader") || written.stderr.contains("/nonexistent"), written.stderr)
 
-        try FileManager.default.moveItem(atPath: db, toPath: state + "/real.db")
-        for side in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + side) }
+        // The real store aside (its WAL with it: the daemon's rows may still be there).
+        for side in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: db + side) {
+            try FileManager.default.moveItem(atPath: db + side, toPath: state + "/real.db" + side)
+        }
 
         // A setuid file, and an empty root-owned file, each behind a symbolic link.
         let setuid = try target(
@@ -130,7 +139,9 @@ final class RootToolStoreTests: XCTestCase {
 
         // The real store back: the commands read it again.
         try FileManager.default.removeItem(atPath: db)
-        try FileManager.default.moveItem(atPath: state + "/real.db", toPath: db)
+        for side in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: state + "/real.db" + side) {
+            try FileManager.default.moveItem(atPath: state + "/real.db" + side, toPath: db + side)
+        }
         let again = try g.ctl(commands[0].1)
         XCTAssertEqual(again.status, 0, again.stdout + again.stderr)
     }
