@@ -401,8 +401,7 @@ public final class DatabasePool: Sendable {
     /// `prepare` runs on each new connection (pragmas). `readOnly`: every
     /// connection, the writer too, is opened `SQLITE_OPEN_READONLY |
     /// SQLITE_OPEN_NOFOLLOW`, and the journal mode is left as the file has it.
-    init(path: String, readOnly: Bool = false, prepare: @escaping @Sendable (SQLiteConnection) throws -> Void) throws
-    {
+    init(path: String, readOnly: Bool = false, prepare: @escaping @Sendable (SQLiteConnection) throws -> Void) throws {
         self.path = path
         self.prepare = prepare
         self.readOnly = readOnly

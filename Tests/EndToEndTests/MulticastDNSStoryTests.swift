@@ -392,7 +392,8 @@ final class MulticastDNSStoryTests: XCTestCase {
                 except OSError: pass
                 c.close()
             """
-        try spawn(in: net.broker, [Self.python, "-c", listener, net.brokerAddress, received], log: path("listener.out"))
+        try spawn(
+            in: net.broker, [Self.python, "-c", listener, net.brokerAddress, received], log: path("listener.out"))
         try waitForText(path("listener.out"), "listening")
         _ = try startResponder("broker.local", net.brokerAddress)
         func door(allow: Bool) throws -> GatewayUnderTest {

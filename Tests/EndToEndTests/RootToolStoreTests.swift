@@ -39,7 +39,8 @@ final class RootToolStoreTests: XCTestCase {
     func testRootToolsRefuseWhatACompromisedDaemonPlantsInItsStateDirectory() throws {
         try XCTSkipUnless(getuid() == 0, "the attack is on gatewayctl run as root")
         // The site key first: the stock example's [fleet] turned on with it.
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("roottool-\(UUID().uuidString.prefix(8))")
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roottool-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let siteKey = work.appendingPathComponent("site.key").path
@@ -110,7 +111,8 @@ final class RootToolStoreTests: XCTestCase {
                 assertUnchanged(t, "\(name) through the link")
                 for side in ["-wal", "-shm"] {
                     XCTAssertFalse(FileManager.default.fileExists(atPath: db + side), "\(name) made \(db)\(side)")
-                    XCTAssertFalse(FileManager.default.fileExists(atPath: t.path + side), "\(name) made \(t.path)\(side)")
+                    XCTAssertFalse(
+                        FileManager.default.fileExists(atPath: t.path + side), "\(name) made \(t.path)\(side)")
                 }
             }
         }

@@ -95,12 +95,15 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(
             Daemon.restartRequired(
                 from: running,
-                to: try load("home_assistant_open = true\nhome_assistant_admin = true", commands: "tolerance_s = 3\n[mqtt.commands.mapping]\n1 = \"report\"")),
+                to: try load(
+                    "home_assistant_open = true\nhome_assistant_admin = true",
+                    commands: "tolerance_s = 3\n[mqtt.commands.mapping]\n1 = \"report\"")),
             [], "applied live")
         XCTAssertEqual(
             Daemon.restartRequired(
                 from: running,
-                to: try load("home_assistant_open = true\nhome_assistant_admin = true", commands: "compat_topics = [\"x/y\"]")),
+                to: try load(
+                    "home_assistant_open = true\nhome_assistant_admin = true", commands: "compat_topics = [\"x/y\"]")),
             ["[mqtt.commands] compat_topics"])
         // An operator taking a compromised account key out of the list.
         let nats = { (keys: String) in
@@ -108,7 +111,8 @@ final class ReloadTests: XCTestCase {
         }
         XCTAssertEqual(
             Daemon.restartRequired(
-                from: try load(extra: nats("\"\(ConfigExample.natsAccountKeyExample)\"")), to: try load(extra: nats(""))),
+                from: try load(extra: nats("\"\(ConfigExample.natsAccountKeyExample)\"")), to: try load(extra: nats(""))
+            ),
             ["[nats] account_keys"])
     }
 }

@@ -36,7 +36,8 @@ final class MulticastDNSPasswordTests: XCTestCase {
             let accepted = try GatewayConfiguration.load(toml: toml(host: host, allow: true))
             XCTAssertTrue(accepted.mqtt.allowPasswordOverPlainMulticastDNS)
             XCTAssertTrue(
-                accepted.warnings.contains { $0.contains("allow_password_over_plain_mdns = true") }, "\(accepted.warnings)")
+                accepted.warnings.contains { $0.contains("allow_password_over_plain_mdns = true") },
+                "\(accepted.warnings)")
         }
         // Not affected: TLS, a DNS name, an address, no password.
         XCTAssertNoThrow(try GatewayConfiguration.load(toml: toml(host: "broker.local", tls: true)))
