@@ -345,6 +345,9 @@ public enum ConfigExample {
             #   user = "\(deviceID)"
             #   password_file = "/etc/doorgateway/nats.password"
             #   token_file = "/etc/doorgateway/nats.token"
+            # Either over plain TCP to a *.local server (found by multicast DNS,
+            # which anyone may answer) is refused unless
+            #   allow_password_over_plain_mdns = true
             # Delete outbox rows on JetStream's acknowledgement (a stream must
             # cover the door's subjects); otherwise after a publish and a flush.
             jetstream = false

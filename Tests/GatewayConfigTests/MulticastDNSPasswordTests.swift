@@ -46,4 +46,39 @@ final class MulticastDNSPasswordTests: XCTestCase {
         XCTAssertNoThrow(try GatewayConfiguration.load(toml: toml(host: "local")))
         XCTAssertNoThrow(try GatewayConfiguration.load(toml: toml(host: "broker.local", password: false)))
     }
+
+    /// The same for a NATS server: a password or token over `nats://` to a `*.local` name.
+    func testNATSPasswordsAndTokensOverPlainTCPToALocalNameAreRefusedUnlessAccepted() throws {
+        func nats(_ server: String, login: String, tls: Bool = false, allow: Bool = false) -> String {
+            """
+            [device]
+            id = "d1"
+            [board]
+            kind = "sim"
+            [remote]
+            transport = "nats"
+            [nats]
+            servers = ["\(server)"]
+            \(login)
+            \(allow ? "allow_password_over_plain_mdns = true" : "")
+            [nats.tls]
+            enabled = \(tls)
+            \(tls ? "ca_file = \"/etc/doorgateway/ca.crt\"" : "")
+            """
+        }
+        let password = "user = \"d1\"\npassword_file = \"/etc/doorgateway/nats.password\""
+        let token = "token_file = \"/etc/doorgateway/nats.token\""
+        for (login, key) in [(password, "nats.password_file"), (token, "nats.token_file")] {
+            XCTAssertThrowsError(try GatewayConfiguration.load(toml: nats("nats://broker.local:4222", login: login))) {
+                XCTAssertTrue("\($0)".contains(key), "\($0)")
+                XCTAssertTrue("\($0)".contains("allow_password_over_plain_mdns = true"), "\($0)")
+            }
+            let accepted = try GatewayConfiguration.load(
+                toml: nats("nats://broker.local:4222", login: login, allow: true))
+            XCTAssertTrue(accepted.warnings.contains { $0.contains("nats.allow_password_over_plain_mdns") })
+            XCTAssertNoThrow(
+                try GatewayConfiguration.load(toml: nats("tls://broker.local:4222", login: login, tls: true)))
+            XCTAssertNoThrow(try GatewayConfiguration.load(toml: nats("nats://10.0.0.2:4222", login: login)))
+        }
+    }
 }
