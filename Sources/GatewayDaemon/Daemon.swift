@@ -382,6 +382,7 @@ final class Daemon: Sendable {
         // the NATS account keys), the lines, the reader, the paths. Before,
         // such a reload said "configuration reloaded" while the old powers
         // (home_assistant_open, home_assistant_admin, account_keys) stayed.
+        if old.deviceID != new.deviceID { changed.append("[device] id") }
         if old.remote != new.remote { changed.append("[remote] transport") }
         if old.mqtt.enabled || new.mqtt.enabled { changed += mqttChanges(old.mqtt, new.mqtt) }
         if old.remote.transport == .nats || new.remote.transport == .nats { changed += natsChanges(old.nats, new.nats) }
