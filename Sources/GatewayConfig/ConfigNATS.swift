@@ -63,8 +63,9 @@ extension GatewayConfiguration {
 
         /// `nats://NAME.local:4222`: the host part of a server URL ends in `.local`.
         static func isMulticastDNSServer(_ url: String) -> Bool {
-            var rest = Substring(url)
-            if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
+            // `scheme://rest` splits as [scheme:, "", rest…] (no regex: the static binary keeps it out).
+            let parts = url.split(separator: "/", omittingEmptySubsequences: false)
+            var rest = parts.count >= 3 && parts[0].hasSuffix(":") && parts[1].isEmpty ? parts[2] : parts[0]
             if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
             return MQTT.isMulticastDNSName(String(rest.prefix { $0 != ":" && $0 != "/" }))
         }
