@@ -177,10 +177,14 @@ public enum ConfigExample {
             \(feedback)
 
             [lockout]
-            # Repeated denials of stickers in our format (never other cards) lock the
-            # reader out; never the exit button, remote or admin commands.
+            # Repeated denials lock out: one tag after per_tag_threshold denials of its
+            # UID (unknown, revoked, expired, forged, …; never a foreign card or one
+            # outside its schedule); the whole reader only after global_threshold failed
+            # proofs (forged or copied stickers, a 424 failing its key or SUN) of any
+            # UIDs, so unknown tags (a factory NTAG 424) never lock the others out.
+            # Never the exit button, remote or admin commands.
             enabled = true
-            # Denials of one sticker, and of all stickers, within window_s.
+            # Denials of one UID, and failed proofs of any, within window_s.
             per_tag_threshold = 3
             global_threshold = 10
             window_s = 60
@@ -272,6 +276,10 @@ public enum ConfigExample {
             # systemd credential (LoadCredential=mqtt.password:/etc/doorgateway/mqtt.password).
             # username = "front-door"
             # password_file = "/etc/doorgateway/mqtt.password"
+            # A password over plain TCP (tls off) to a *.local broker is refused: the
+            # name is found by multicast DNS, and whoever answers first gets the
+            # password. true sends it all the same (config check warns).
+            # allow_password_over_plain_mdns = false
 
             [mqtt.tls]
             # With TLS on (the default) and MQTT enabled, ca_file or ca_dir is
@@ -338,6 +346,9 @@ public enum ConfigExample {
             #   user = "\(deviceID)"
             #   password_file = "/etc/doorgateway/nats.password"
             #   token_file = "/etc/doorgateway/nats.token"
+            # Either over plain TCP to a *.local server (found by multicast DNS,
+            # which anyone may answer) is refused unless
+            #   allow_password_over_plain_mdns = true
             # Delete outbox rows on JetStream's acknowledgement (a stream must
             # cover the door's subjects); otherwise after a publish and a flush.
             jetstream = false

@@ -687,6 +687,17 @@ extension GatewayConfiguration {
         if let m, m.has("password_file"), !m.has("username") {
             m.fail("username", "is required with password_file: the broker matches the password to a user")
         }
+        mqtt.allowPasswordOverPlainMulticastDNS = m?.bool("allow_password_over_plain_mdns", false) ?? false
+        if let m, mqtt.sendsPasswordOverPlainMulticastDNS, !mqtt.allowPasswordOverPlainMulticastDNS {
+            // Issue 32 L-6: the CONNECT carrying it goes to whatever address
+            // the first multicast DNS answer names.
+            m.fail(
+                "password_file",
+                "would be sent over plain TCP to \(mqtt.host), a name found by multicast DNS: whoever on the "
+                    + "network answers the query for it first receives the password. Use TLS ([mqtt.tls], the "
+                    + "broker's certificate checked by name), or a DNS name or address; to send it all the same, "
+                    + "set [mqtt] allow_password_over_plain_mdns = true")
+        }
         m?.finish()
         return mqtt
     }

@@ -50,7 +50,25 @@ extension GatewayConfiguration {
         /// A server's `authorization { token: … }`: the token in a file (or
         /// the systemd credential `nats.token`).
         public var tokenFile: String?
+        /// Send the password or token over plain TCP to a `*.local` server
+        /// all the same (issue 32 L-6: whoever answers multicast DNS gets it).
+        public var allowPasswordOverPlainMulticastDNS = false
         public init() {}
+
+        /// A password or token would go in the clear to whoever answers
+        /// multicast DNS for one of `servers`.
+        public var sendsSecretOverPlainMulticastDNS: Bool {
+            login != .jwt && !tls.enabled && servers.contains { Self.isMulticastDNSServer($0) }
+        }
+
+        /// `nats://NAME.local:4222`: the host part of a server URL ends in `.local`.
+        static func isMulticastDNSServer(_ url: String) -> Bool {
+            // `scheme://rest` splits as [scheme:, "", rest…] (no regex: the static binary keeps it out).
+            let parts = url.split(separator: "/", omittingEmptySubsequences: false)
+            var rest = parts.count >= 3 && parts[0].hasSuffix(":") && parts[1].isEmpty ? parts[2] : parts[0]
+            if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+            return MQTT.isMulticastDNSName(String(rest.prefix { $0 != ":" && $0 != "/" }))
+        }
 
         /// How the door logs in: the decentralised JWT (the default), a
         /// user and password, or a token.
@@ -104,6 +122,14 @@ extension GatewayConfiguration {
             tls.fail(
                 tls.has("cert_file") ? "key_file" : "cert_file",
                 "is required with the other: the client certificate and its key go together")
+        }
+        n.allowPasswordOverPlainMulticastDNS = t?.bool("allow_password_over_plain_mdns", false) ?? false
+        if let t, required, n.sendsSecretOverPlainMulticastDNS, !n.allowPasswordOverPlainMulticastDNS {
+            t.fail(
+                n.login == .token ? "token_file" : "password_file",
+                "would be sent over plain TCP (nats.tls.enabled = false) to a server named *.local, found by "
+                    + "multicast DNS: whoever on the network answers the query first receives it. Use TLS, or a "
+                    + "DNS name or address; to send it all the same, set [nats] allow_password_over_plain_mdns = true")
         }
         if required && n.tls.enabled && n.tls.caFile == nil {
             root.sink.add(

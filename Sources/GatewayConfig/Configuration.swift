@@ -117,6 +117,23 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// (`$CREDENTIALS_DIRECTORY/NAME`) — never in gateway.toml.
         public var username: String? = nil
         public var passwordFile: String? = nil
+        /// Send the password over plain TCP to a `*.local` broker all the same
+        /// (issue 32 L-6): whoever answers the multicast DNS query for the
+        /// name receives it. Off: such a file is refused.
+        public var allowPasswordOverPlainMulticastDNS: Bool = false
+
+        /// A `*.local` name: the door finds it by multicast DNS, which anyone
+        /// on the link may answer (MulticastDNS.isLocalName's rule).
+        public static func isMulticastDNSName(_ host: String) -> Bool {
+            var h = host.lowercased()
+            if h.hasSuffix(".") { h.removeLast() }
+            return h.hasSuffix(".local") && h.count > ".local".count
+        }
+
+        /// The password would go in the clear to whoever answers multicast DNS.
+        public var sendsPasswordOverPlainMulticastDNS: Bool {
+            enabled && passwordFile != nil && !tls.enabled && Self.isMulticastDNSName(host)
+        }
     }
 
     public struct Control: Equatable, Sendable {

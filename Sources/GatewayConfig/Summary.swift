@@ -106,10 +106,21 @@ extension GatewayConfiguration {
                     + (mqtt.username == nil ? "" : "the login, ")
                     + "events and commands cross the network readable and forgeable; use TLS outside a trusted LAN")
         }
+        if remote.transport == .mqtt && mqtt.sendsPasswordOverPlainMulticastDNS {
+            w.append(
+                "mqtt.allow_password_over_plain_mdns = true: the broker password goes over plain TCP to whoever "
+                    + "answers the multicast DNS query for \(mqtt.host) first")
+        }
         if mqtt.enabled && remote.transport == .mqtt && mqtt.tls.enabled && mqtt.tls.insecure {
             w.append(
                 "mqtt.tls.insecure = true: the broker's host name is not checked against its certificate; "
                     + "a server certificate from the same CA on another host passes")
+        }
+        if remote.transport == .nats && nats.sendsSecretOverPlainMulticastDNS {
+            w.append(
+                "nats.allow_password_over_plain_mdns = true: the "
+                    + (nats.login == .token ? "token" : "password")
+                    + " goes over plain TCP to whoever answers the multicast DNS query for the server first")
         }
         if remote.transport == .nats && !nats.tls.enabled {
             let login = nats.login == .jwt ? "" : nats.login == .token ? "the token, " : "the password, "

@@ -561,7 +561,7 @@ struct LogCommand: ParsableCommand {
         }
         let check: AuditCheck
         do {
-            check = try GatewayStore.existing(stateDirectory: configuration.paths.stateDirectory).checkAudit(
+            check = try GatewayStore.forRootTool(stateDirectory: configuration.paths.stateDirectory).checkAudit(
                 key: auditKey)
         } catch {
             throw fail("log --verify with the audit key reads the door's store itself, so it runs as root: \(error)")

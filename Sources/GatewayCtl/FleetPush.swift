@@ -273,7 +273,7 @@ extension FleetCommand {
             }
 
             let store: GatewayStore
-            do { store = try GatewayStore.existing(stateDirectory: configuration.paths.stateDirectory) } catch {
+            do { store = try GatewayStore.forRootTool(stateDirectory: configuration.paths.stateDirectory) } catch {
                 throw fail(
                     "fleet push reads the door's store itself, not through gatewayd, so it runs as root: \(error)")
             }

@@ -134,8 +134,25 @@ struct ReaderWrite: ParsableCommand {
                     String.init)
                 ?? "/var/lib/doorgateway"
             do {
-                deviceKey = try GatewayStore(stateDirectory: dir).ensureDeviceKey(now: Int64(time(nil))) {
-                    try Crypto.randomBytes(32)
+                var st = stat()
+                if lstat(dir, &st) != 0 && errno == ENOENT {
+                    // No state directory yet (a bench write before any gatewayd):
+                    // a fresh one of this user's own, made here (mkdir, not
+                    // "exists already"), holds the device key gatewayd takes over.
+                    guard mkdir(dir, 0o700) == 0 else {
+                        throw StoreError.cannotCreate(path: dir, String(cString: strerror(errno)))
+                    }
+                    deviceKey = try GatewayStore(stateDirectory: dir).ensureDeviceKey(now: Int64(time(nil))) {
+                        try Crypto.randomBytes(32)
+                    }
+                } else {
+                    // gatewayd's store: read only (it makes the device key at its
+                    // first start); a root tool never creates, migrates or chmods
+                    // the daemon's files (issue 32 M-1).
+                    guard let key = try GatewayStore.forRootTool(stateDirectory: dir).key(KeyName.device) else {
+                        throw StoreError.notFound("no device key in the store yet; start gatewayd once, it makes it")
+                    }
+                    deviceKey = key
                 }
             } catch {
                 fputs("gatewayctl: the device key: \(error)\n", stderr)

@@ -323,16 +323,10 @@ final class Daemon: Sendable {
         guard refused.isEmpty else {
             let what = refused.joined(separator: ", ")
             log.error(
-                "reload refused, keeping the running configuration: \(what) changed; [fleet] and [control] are read at start only: restart gatewayd to apply them (systemctl restart gatewayd)"
+                "reload refused, keeping the running configuration: \(what) changed; these are read at start only: restart gatewayd to apply them (systemctl restart gatewayd)"
             )
             notify.send("STATUS=reload refused: \(what) changed; restart gatewayd")
             return
-        }
-        if new.boardDescription != configuration.boardDescription || new.reader != configuration.reader
-            || new.mqtt != configuration.mqtt || new.paths != configuration.paths
-            || new.remote != configuration.remote || new.nats != configuration.nats
-        {
-            log.warning("reload: board, reader, MQTT, NATS or path changes take effect at the next restart")
         }
         if new.board == .real, let holds = try? new.firmwareHolds(),
             holds != (try? configuration.firmwareHolds())
@@ -383,6 +377,64 @@ final class Daemon: Sendable {
         }
         if old.control.socket != new.control.socket { changed.append("[control] socket") }
         if old.control.adminGroup != new.control.adminGroup { changed.append("[control] admin_group") }
+        // Issue 32 L-3: everything else a reload does not apply live — the
+        // transports (made at start: their topics, Home Assistant's powers,
+        // the NATS account keys), the lines, the reader, the paths. Before,
+        // such a reload said "configuration reloaded" while the old powers
+        // (home_assistant_open, home_assistant_admin, account_keys) stayed.
+        if old.deviceID != new.deviceID { changed.append("[device] id") }
+        if old.remote != new.remote { changed.append("[remote] transport") }
+        if old.mqtt.enabled || new.mqtt.enabled { changed += mqttChanges(old.mqtt, new.mqtt) }
+        if old.remote.transport == .nats || new.remote.transport == .nats { changed += natsChanges(old.nats, new.nats) }
+        if old.board != new.board || old.chip != new.chip || old.boardDescription != new.boardDescription {
+            changed.append("[board] or its lines")
+        }
+        if old.reader != new.reader { changed.append("[reader]") }
+        if old.paths != new.paths { changed.append("[paths]") }
+        return changed
+    }
+
+    /// Each `[mqtt]` key that changed, but `[mqtt.commands]`' mapping and
+    /// tolerance (applied live: StoreCommands reads them at each message).
+    static func mqttChanges(_ a: GatewayConfiguration.MQTT, _ b: GatewayConfiguration.MQTT) -> [String] {
+        var changed: [String] = []
+        func key(_ name: String, _ differs: Bool) { if differs { changed.append(name) } }
+        key("[mqtt] home_assistant_open", a.homeAssistantOpen != b.homeAssistantOpen)
+        key("[mqtt] home_assistant_admin", a.homeAssistantAdmin != b.homeAssistantAdmin)
+        key("[mqtt.commands] compat_topics", a.compatCommandTopics != b.compatCommandTopics)
+        key("[mqtt] enabled", a.enabled != b.enabled)
+        key("[mqtt] host", a.host != b.host)
+        key("[mqtt] port", a.port != b.port)
+        key("[mqtt] client_id", a.clientID != b.clientID)
+        key("[mqtt] protocol", a.protocolVersion != b.protocolVersion)
+        key("[mqtt.tls]", a.tls != b.tls)
+        key("[mqtt] topic_prefix", a.topicPrefix != b.topicPrefix)
+        key("[mqtt] uid_in_events", a.uidInEvents != b.uidInEvents)
+        key("[mqtt] label_in_events", a.labelInEvents != b.labelInEvents)
+        key("[mqtt] home_assistant_discovery", a.homeAssistantDiscovery != b.homeAssistantDiscovery)
+        key("[mqtt] username", a.username != b.username)
+        key("[mqtt] password_file", a.passwordFile != b.passwordFile)
+        key(
+            "[mqtt] allow_password_over_plain_mdns",
+            a.allowPasswordOverPlainMulticastDNS != b.allowPasswordOverPlainMulticastDNS)
+        // The rest, named by section (a key added later is refused too until named here).
+        var (x, y) = (a, b)
+        (x.commandMapping, y.commandMapping) = ([:], [:])
+        (x.toleranceSeconds, y.toleranceSeconds) = (0, 0)
+        if changed.isEmpty && x != y { changed.append("[mqtt] (keepalive_s, outbox_limit, telemetry_s or a name)") }
+        return changed
+    }
+
+    /// Each `[nats]` key that changed: the link is made at start.
+    static func natsChanges(_ a: GatewayConfiguration.NATS, _ b: GatewayConfiguration.NATS) -> [String] {
+        var changed: [String] = []
+        if a.accountKeys != b.accountKeys { changed.append("[nats] account_keys") }
+        if a.servers != b.servers { changed.append("[nats] servers") }
+        if a.tls != b.tls { changed.append("[nats.tls]") }
+        if a.user != b.user || a.passwordFile != b.passwordFile || a.tokenFile != b.tokenFile {
+            changed.append("[nats] login (user, password_file, token_file)")
+        }
+        if changed.isEmpty && a != b { changed.append("[nats]") }
         return changed
     }
 

@@ -35,11 +35,13 @@ extension Daemon {
     func makeRemoteCommands(_ name: String) -> StoreCommands? {
         for warning in configuration.warnings { log.warning("configuration: \(warning)") }
         do {
+            let deviceID = configuration.deviceID
             return try StoreCommands(
                 store: store,
-                policy: RemotePolicy(
-                    configuration.mqtt, deviceID: configuration.deviceID,
-                    actionCount: configuration.door.actions.count),
+                livePolicy: { [live] in
+                    let c = live.current
+                    return RemotePolicy(c.mqtt, deviceID: deviceID, actionCount: c.door.actions.count)
+                },
                 actionCount: { [live] in live.current.door.actions.count },
                 clockSynchronised: { [runtime] in runtime.clockSynchronised() },
                 submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
@@ -356,12 +358,14 @@ extension BrokerCheck {
 /// the store (a slow or full disk must not stall keepalives and acks).
 final class StoreCommands: RemoteCommandHandler, Sendable {
     let store: GatewayStore
-    private let basePolicy: RemotePolicy
+    /// The rules in effect, read at each message: a reload changes
+    /// `[mqtt.commands]`'s mapping and tolerance live (issue 32 L-3).
+    private let basePolicy: @Sendable () -> RemotePolicy
     /// The number of actions in effect, read at each message (a reload may change it).
     private let actionCount: @Sendable () -> Int
-    /// The policy a message is judged by: the one made at start, with today's actions.
+    /// The policy a message is judged by: the one in effect, with today's actions.
     var policy: RemotePolicy {
-        var p = basePolicy
+        var p = basePolicy()
         p.commands.actionCount = actionCount()
         return p
     }
@@ -380,13 +384,23 @@ final class StoreCommands: RemoteCommandHandler, Sendable {
     /// Where messages are judged, one after the other.
     let queue = DispatchQueue(label: "gatewayd.commands")
 
-    init(
+    convenience init(
         store: GatewayStore, policy: RemotePolicy, actionCount: @escaping @Sendable () -> Int,
         clockSynchronised: @escaping @Sendable () -> Bool,
         submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
     ) throws {
+        try self.init(
+            store: store, livePolicy: { policy }, actionCount: actionCount, clockSynchronised: clockSynchronised,
+            submit: submit, log: log)
+    }
+
+    init(
+        store: GatewayStore, livePolicy: @escaping @Sendable () -> RemotePolicy,
+        actionCount: @escaping @Sendable () -> Int, clockSynchronised: @escaping @Sendable () -> Bool,
+        submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
+    ) throws {
         self.store = store
-        self.basePolicy = policy
+        self.basePolicy = livePolicy
         self.actionCount = actionCount
         self.clockSynchronised = clockSynchronised
         self.submit = submit

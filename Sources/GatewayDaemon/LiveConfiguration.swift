@@ -11,9 +11,10 @@ import Synchronization
 /// never disagree about which actions exist.
 ///
 /// It holds what *runs*, not what the file says: a reload applies the door
-/// settings and the clock declaration; lines, reader, broker and paths stay
-/// as they were started until a restart (Daemon.reload says so), and status
-/// keeps showing those.
+/// settings, the clock declaration and `[mqtt.commands]`' mapping and
+/// tolerance; a reload that changes anything else (lines, reader, broker,
+/// Home Assistant's powers, NATS, paths) is refused, naming it
+/// (Daemon.restartRequired, issue 32 L-3).
 final class LiveConfiguration: Sendable {
     private let value: Mutex<GatewayConfiguration>
 
@@ -31,6 +32,10 @@ final class LiveConfiguration: Sendable {
             running.door = new.door
             running.declareClockSynchronised = new.declareClockSynchronised
             running.timeZone = new.timeZone
+            // Read at each remote command (StoreCommands); every other
+            // `[mqtt]` key is fixed at start and a change refused (Daemon.restartRequired).
+            running.mqtt.commandMapping = new.mqtt.commandMapping
+            running.mqtt.toleranceSeconds = new.mqtt.toleranceSeconds
             return running
         }
     }

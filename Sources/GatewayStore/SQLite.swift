@@ -269,11 +269,15 @@ public final class SQLiteConnection: @unchecked Sendable {
     private var cache: [String: Statement] = [:]
 
     /// Opens `path` (read-write and created when missing, or read-only),
-    /// with a busy timeout and foreign keys on.
-    init(path: String, readOnly: Bool, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
+    /// with a busy timeout and foreign keys on. `noFollow`: a path through a
+    /// symbolic link is refused (`SQLITE_OPEN_NOFOLLOW`; root tools, Store.swift).
+    init(path: String, readOnly: Bool, noFollow: Bool = false, busyTimeoutMilliseconds: Int32 = 5000)
+        throws(SQLiteError)
+    {
         var db: OpaquePointer?
         let flags =
             (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+            | (noFollow ? SQLITE_OPEN_NOFOLLOW : 0)
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
@@ -391,17 +395,24 @@ public final class DatabasePool: Sendable {
     private let writer: Mutex<SQLiteConnection>
     private let readers: Mutex<[SQLiteConnection]>
     private let prepare: @Sendable (SQLiteConnection) throws -> Void
+    /// Every connection read-only and refusing symbolic links (a root tool's view, Store.swift).
+    private let readOnly: Bool
 
-    /// `prepare` runs on each new connection (pragmas).
-    init(path: String, prepare: @escaping @Sendable (SQLiteConnection) throws -> Void) throws {
+    /// `prepare` runs on each new connection (pragmas). `readOnly`: every
+    /// connection, the writer too, is opened `SQLITE_OPEN_READONLY |
+    /// SQLITE_OPEN_NOFOLLOW`, and the journal mode is left as the file has it.
+    init(path: String, readOnly: Bool = false, prepare: @escaping @Sendable (SQLiteConnection) throws -> Void) throws {
         self.path = path
         self.prepare = prepare
-        let connection = try SQLiteConnection(path: path, readOnly: false)
+        self.readOnly = readOnly
+        let connection = try SQLiteConnection(path: path, readOnly: readOnly, noFollow: readOnly)
         try prepare(connection)
-        // WAL: gatewayctl reads while the daemon writes. The mode is kept in the file.
-        let mode = try connection.scalar(String.self, sql: "PRAGMA journal_mode = WAL")
-        guard mode?.lowercased() == "wal" else {
-            throw SQLiteError(code: SQLITE_ERROR, message: "could not switch to WAL (journal mode \(mode ?? "?"))")
+        if !readOnly {
+            // WAL: gatewayctl reads while the daemon writes. The mode is kept in the file.
+            let mode = try connection.scalar(String.self, sql: "PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw SQLiteError(code: SQLITE_ERROR, message: "could not switch to WAL (journal mode \(mode ?? "?"))")
+            }
         }
         writer = Mutex(connection)
         readers = Mutex([])
@@ -429,7 +440,7 @@ public final class DatabasePool: Sendable {
     }
 
     private func openReader() throws -> SQLiteConnection {
-        let connection = try SQLiteConnection(path: path, readOnly: true)
+        let connection = try SQLiteConnection(path: path, readOnly: true, noFollow: readOnly)
         try prepare(connection)
         return connection
     }

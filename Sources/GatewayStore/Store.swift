@@ -49,16 +49,90 @@ public final class GatewayStore: Sendable {
         }
     }
 
-    /// Opens the store a daemon already made in `stateDirectory`; never
-    /// creates one (`gatewayctl` reading it as root must not leave a fresh,
-    /// empty store where a wrong `state_dir` points).
-    public static func existing(stateDirectory: String) throws -> GatewayStore {
+    /// A read-only view over `pool` (`forRootTool`).
+    private init(path: String, readOnlyPool: DatabasePool) {
+        self.path = path
+        pool = readOnlyPool
+    }
+
+    /// The store gatewayd made in `stateDirectory`, as a root tool reads it
+    /// (`gatewayctl log --verify`, `fleet push`, `reader write --protect`;
+    /// issue 32 M-1). The directory and its files are the daemon's user's:
+    /// a compromised daemon can put anything there, so nothing in it is
+    /// followed, changed or created:
+    /// - the directory is opened `O_DIRECTORY | O_NOFOLLOW` and must not be
+    ///   writable by group or others;
+    /// - `gateway.db` is opened from it with `openat(…, O_NOFOLLOW)` and must
+    ///   be a regular file with one link, owned by the directory's owner (the
+    ///   daemon's user, or root for a daemon run as root); `-wal` and `-shm`,
+    ///   where present, likewise;
+    /// - SQLite opens it `SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW` (every
+    ///   connection), and the file it opened must still be the one checked;
+    /// - no mode is changed and no migration runs: a store this build has
+    ///   migrations for that are not applied yet is refused, with "start or
+    ///   restart gatewayd" (the daemon migrates its own store).
+    public static func forRootTool(stateDirectory: String) throws -> GatewayStore {
         let file = join(stateDirectory, fileName)
-        var st = stat()
-        guard stat(file, &st) == 0 else {
-            throw StoreError.notFound("\(file): \(errnoText())")
+        func refuse(_ why: String) -> StoreError { .untrusted(path: file, why) }
+        let dir = open(stateDirectory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard dir >= 0 else {
+            let e = errno
+            if e == ENOENT { throw StoreError.notFound("\(stateDirectory): \(errnoText()); start gatewayd once") }
+            throw StoreError.untrusted(
+                path: stateDirectory,
+                e == ELOOP || e == ENOTDIR
+                    ? "the state directory is a symbolic link or not a directory" : errnoText())
         }
-        return try GatewayStore(stateDirectory: stateDirectory)
+        defer { close(dir) }
+        var dst = stat()
+        guard fstat(dir, &dst) == 0 else { throw refuse(errnoText()) }
+        guard dst.st_mode & 0o022 == 0 else {
+            throw StoreError.untrusted(path: stateDirectory, "the state directory is writable by group or others")
+        }
+        let owner = dst.st_uid
+        func check(_ st: stat, _ name: String) throws {
+            guard st.st_mode & S_IFMT == S_IFREG else { throw refuse("\(name) is not a regular file") }
+            guard st.st_nlink == 1 else { throw refuse("\(name) has \(st.st_nlink) hard links") }
+            guard st.st_uid == owner else {
+                throw refuse("\(name) is owned by uid \(st.st_uid), the state directory by uid \(owner)")
+            }
+        }
+        let fd = openat(dir, fileName, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENOENT { throw StoreError.notFound("\(file): \(errnoText()); start gatewayd once") }
+            throw refuse(e == ELOOP ? "\(fileName) is a symbolic link" : errnoText())
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw refuse(errnoText()) }
+        try check(st, fileName)
+        for suffix in ["-wal", "-shm"] {
+            var side = stat()
+            if fstatat(dir, fileName + suffix, &side, AT_SYMLINK_NOFOLLOW) == 0 {
+                try check(side, fileName + suffix)
+            } else if errno != ENOENT {
+                throw refuse("\(fileName + suffix): \(errnoText())")
+            }
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: file, readOnly: true) { db in
+                try db.execute(sql: "PRAGMA cache_size = \(Self.pageCacheKiB)")
+            }
+        } catch {
+            throw StoreError.sqlite(path: file, error)
+        }
+        // SQLite opened the path again: it must still name the file checked above.
+        var now = stat()
+        guard fstatat(dir, fileName, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_dev == st.st_dev, now.st_ino == st.st_ino
+        else { throw refuse("\(fileName) was replaced while it was opened") }
+        let store = GatewayStore(path: file, readOnlyPool: pool)
+        let applied: [String]
+        do { applied = try store.appliedMigrations() } catch { throw StoreError.sqlite(path: file, error) }
+        let pending = StoreMigrations.names.filter { !applied.contains($0) }
+        guard pending.isEmpty else { throw StoreError.notMigrated(path: file, pending: pending) }
+        return store
     }
 
     /// The names of the migrations applied to this database, in order.
@@ -92,7 +166,8 @@ public final class GatewayStore: Sendable {
     }
 
     static func ensurePrivateFile(_ path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Never through a symbolic link (issue 32 M-1: the fchmod below went to its target).
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError.cannotCreate(path: path, errnoText()) }
         defer { close(fd) }
         // An existing file keeps its mode on open(2): tighten it.
@@ -106,6 +181,10 @@ public enum StoreError: Error, CustomStringConvertible, Equatable {
     case sqlite(path: String, String)
     case invalidValue(String)
     case notFound(String)
+    /// A root tool refused the daemon's store: a link, another owner, … (issue 32 M-1).
+    case untrusted(path: String, String)
+    /// The store lacks migrations this build has: the daemon applies them, never a root tool.
+    case notMigrated(path: String, pending: [String])
     /// The sticker secret's key is already held, as this secret.
     case alreadyHeld(id: Int64, action: ActionIndex, origin: SecretOrigin)
     /// The sticker secret's key was removed (its tombstone is held, issue 24 M1).
@@ -124,6 +203,12 @@ public enum StoreError: Error, CustomStringConvertible, Equatable {
         case .sqlite(let p, let why): return "store \(p): \(why)"
         case .invalidValue(let why): return "invalid value: \(why)"
         case .notFound(let what): return "not found: \(what)"
+        case .untrusted(let p, let why):
+            return "refusing the daemon's store \(p): \(why); nothing was read or changed"
+        case .notMigrated(let p, let pending):
+            return "the store \(p) is not migrated for this version (\(pending.count) pending: "
+                + "\(pending.joined(separator: ", "))): start or restart gatewayd, which migrates it, then run "
+                + "this again (a root tool never changes the daemon's store)"
         case .alreadyHeld(let id, let action, let origin):
             return "this key is already held as secret \(id) (action \(action), \(origin.rawValue)); nothing was stored"
         case .removedKey:

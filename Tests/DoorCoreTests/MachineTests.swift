@@ -264,6 +264,42 @@ final class MachineTests: XCTestCase {
         XCTAssertEqual(h.send(MachineHarness.tag("04000000000008", grant)).eventKinds, [.accessGranted])
     }
 
+    /// Issue 32 L-2 / docs/security.md L8: unknown, revoked or expired tags
+    /// (a factory NTAG 424 is `unknown_tag`) count toward their own UID's
+    /// lockout only; the global threshold counts failed proofs alone.
+    func testOnlyFailedProofsCountTowardTheGlobalLockout() {
+        var s = DoorSettings()
+        s.lockout = LockoutPolicy(perTagThreshold: 3, globalThreshold: 3)
+        var h = harness(s)
+        for (i, reason) in ["unknown_tag", "revoked", "expired", "not_issued", "tag_revoked"].enumerated() {
+            for n in 1...3 {
+                let uid = "040000000001\(i)\(n)"
+                h.send(MachineHarness.tag(uid, .deny(reason: reason, countsTowardLockout: true)))
+                h.send(.tagDeparted(TagUID(hex: uid)!))
+            }
+            XCTAssertNil(h.machine.lockoutStatus(at: h.clock.monotonic).globalUntil, reason)
+        }
+        XCTAssertEqual(h.send(MachineHarness.tag("04000000000009", grant)).eventKinds, [.accessGranted])
+        // One UID denied again and again is locked out on its own.
+        let unknown = AccessVerdict.deny(reason: "unknown_tag", countsTowardLockout: true)
+        var kinds: [DoorEvent.Kind] = []
+        for _ in 1...3 {
+            kinds += h.send(MachineHarness.tag(b, unknown)).eventKinds
+            h.send(.tagDeparted(TagUID(hex: b)!))
+            h.advance(.seconds(2))
+        }
+        XCTAssertEqual(kinds.filter { $0 == .lockout }.count, 1)
+        XCTAssertEqual(Array(h.machine.lockoutStatus(at: h.clock.monotonic).tags.keys), [TagUID(hex: b)!])
+        XCTAssertNil(h.machine.lockoutStatus(at: h.clock.monotonic).globalUntil)
+        // Failed proofs of different UIDs still lock the reader out.
+        for (i, reason) in ["auth_failed", "sun_invalid", "uid_mismatch"].enumerated() {
+            let uid = "0400000000002\(i)"
+            h.send(MachineHarness.tag(uid, .deny(reason: reason, countsTowardLockout: true)))
+            h.send(.tagDeparted(TagUID(hex: uid)!))
+        }
+        XCTAssertNotNil(h.machine.lockoutStatus(at: h.clock.monotonic).globalUntil)
+    }
+
     func testModes() {
         var h = harness()
         let passage = h.send(.admin(.setMode(.passage)))

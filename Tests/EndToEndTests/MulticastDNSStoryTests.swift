@@ -362,6 +362,92 @@ final class MulticastDNSStoryTests: XCTestCase {
         XCTAssertEqual(refused.stop(), 0, refused.log)
     }
 
+    /// Issue 32 L-6: `host = "broker.local"`, plain TCP and a password: the
+    /// one who answers the multicast DNS query (here the real responder,
+    /// sending the door to a listener that records every byte) would get
+    /// the CONNECT with the password. The file is refused — by gatewayd at
+    /// start and by `config check`, each naming the key that accepts it —
+    /// and the listener receives nothing; with
+    /// `allow_password_over_plain_mdns = true` the door starts, warns, and
+    /// sends it (the key does what it says). Before the fix the door started
+    /// and the listener got the password.
+    func testAPasswordOverPlainTCPToAnMDNSNameIsRefused() throws {
+        let password = "mdns-secret-\(UUID().uuidString.prefix(8))"
+        let passwordFile = path("mqtt.password")
+        try (password + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(passwordFile, 0o600), 0)
+        // Whoever answers for broker.local: a listener that records what it is sent.
+        let received = path("listener.bin")
+        let listener = """
+            import socket, sys
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((sys.argv[1], 1883)); s.listen(8); print("listening", flush=True)
+            while True:
+                c, _ = s.accept(); c.settimeout(2)
+                try:
+                    while True:
+                        b = c.recv(4096)
+                        if not b: break
+                        open(sys.argv[2], "ab").write(b)
+                except OSError: pass
+                c.close()
+            """
+        try spawn(
+            in: net.broker, [Self.python, "-c", listener, net.brokerAddress, received], log: path("listener.out"))
+        try waitForText(path("listener.out"), "listening")
+        _ = try startResponder("broker.local", net.brokerAddress)
+        func door(allow: Bool) throws -> GatewayUnderTest {
+            let g = try GatewayUnderTest(
+                extra: """
+                    [mqtt]
+                    enabled = true
+                    host = "broker.local"
+                    username = "\(MosquittoBroker.doorID)"
+                    password_file = "\(passwordFile)"
+                    \(allow ? "allow_password_over_plain_mdns = true" : "")
+                    [mqtt.tls]
+                    enabled = false
+                    """,
+                deviceID: MosquittoBroker.doorID)
+            g.launcher = [Self.ip!, "netns", "exec", net.door]
+            cleanups.append { [g] in
+                g.stop()
+                g.killOrphanedSimulator()
+            }
+            return g
+        }
+        func sent() -> String {
+            String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: received))) ?? Data(), as: UTF8.self)
+        }
+
+        let g = try door(allow: false)
+        let check = try Run.process(GatewayUnderTest.gateway, ["ctl", "config", "check", g.configFile.path])
+        XCTAssertEqual(check.status, 1, check.stdout)
+        XCTAssertTrue(check.stderr.contains("mqtt.password_file"), check.stderr)
+        XCTAssertTrue(check.stderr.contains("allow_password_over_plain_mdns = true"), check.stderr)
+        do {
+            try g.start()
+            // The old door: it resolves broker.local and sends its CONNECT.
+            _ = try? waitUntil(timeout: 20) { sent().contains(password) }
+            XCTFail("gatewayd started with a password over plain TCP to broker.local:\n\(g.log.suffix(2000))")
+        } catch {
+            XCTAssertTrue("\(error)".contains("mqtt.password_file"), "\(error)")
+            XCTAssertTrue("\(error)".contains("multicast DNS"), "\(error)")
+        }
+        XCTAssertFalse(sent().contains(password), "the password reached whoever answered for broker.local")
+        XCTAssertEqual(sent(), "", "nothing was sent to whoever answered for broker.local")
+
+        // Accepted by name: it starts, says so, and the password goes where the answer pointed.
+        let allowed = try door(allow: true)
+        let warned = try Run.process(GatewayUnderTest.gateway, ["ctl", "config", "check", allowed.configFile.path])
+        XCTAssertEqual(warned.status, 0, warned.stderr)
+        XCTAssertTrue(warned.stderr.contains("warning: mqtt.allow_password_over_plain_mdns = true"), warned.stderr)
+        try allowed.start()
+        XCTAssertTrue(try waitUntil(timeout: 20) { sent().contains(password) }, allowed.log)
+        XCTAssertFalse(allowed.log.contains(password), "the password is never logged")
+        XCTAssertEqual(allowed.stop(), 0, allowed.log)
+    }
+
     /// A tag is issued and then opens the door, with no broker.
     private func decidesLocally(_ g: GatewayUnderTest) throws {
         try g.ctlJSON(["provision", "--action", "0", "--label", "desk"])

@@ -59,4 +59,60 @@ final class ReloadTests: XCTestCase {
                 from: try configuration(fleet: false),
                 to: try configuration(fleet: false, key: String(repeating: "cd", count: 32))), [])
     }
+
+    /// Issue 32 L-3: Home Assistant's powers, the NATS account keys and the
+    /// other transport keys are fixed at start: a change is named and
+    /// refused; `[mqtt.commands]`' mapping and tolerance are applied live
+    /// (not named), and so is adding an action (which changes the default mapping).
+    func testTransportPowersAreNamedAndTheCommandMappingIsLive() throws {
+        func load(_ mqtt: String = "", commands: String = "", nats: String = "", extra: String = "") throws
+            -> GatewayConfiguration
+        {
+            try GatewayConfiguration.load(
+                toml: """
+                    [device]
+                    id = "door-a"
+                    [board]
+                    kind = "sim"
+                    \(extra)
+                    [mqtt]
+                    enabled = true
+                    \(mqtt)
+                    [mqtt.tls]
+                    enabled = false
+                    [mqtt.commands]
+                    \(commands)
+                    \(nats)
+                    """)
+        }
+        let running = try load("home_assistant_open = true\nhome_assistant_admin = true")
+        XCTAssertEqual(
+            Daemon.restartRequired(from: running, to: try load("home_assistant_admin = true")),
+            ["[mqtt] home_assistant_open"])
+        XCTAssertEqual(
+            Daemon.restartRequired(from: running, to: try load("home_assistant_open = true")),
+            ["[mqtt] home_assistant_admin"])
+        XCTAssertEqual(
+            Daemon.restartRequired(
+                from: running,
+                to: try load(
+                    "home_assistant_open = true\nhome_assistant_admin = true",
+                    commands: "tolerance_s = 3\n[mqtt.commands.mapping]\n1 = \"report\"")),
+            [], "applied live")
+        XCTAssertEqual(
+            Daemon.restartRequired(
+                from: running,
+                to: try load(
+                    "home_assistant_open = true\nhome_assistant_admin = true", commands: "compat_topics = [\"x/y\"]")),
+            ["[mqtt.commands] compat_topics"])
+        // An operator taking a compromised account key out of the list.
+        let nats = { (keys: String) in
+            "[remote]\ntransport = \"nats\"\n[nats]\nservers = [\"tls://n.example:4222\"]\naccount_keys = [\(keys)]\n[nats.tls]\nca_file = \"/etc/ca.crt\""
+        }
+        XCTAssertEqual(
+            Daemon.restartRequired(
+                from: try load(extra: nats("\"\(ConfigExample.natsAccountKeyExample)\"")), to: try load(extra: nats(""))
+            ),
+            ["[nats] account_keys"])
+    }
 }

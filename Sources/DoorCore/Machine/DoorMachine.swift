@@ -302,7 +302,7 @@ public struct DoorMachine: Sendable {
         case .deny(let reason, let counts):
             fx.append(.feedback(.denied))
             fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: p.uid, source: "tag")))
-            if counts { countDenial(p.uid, now, &fx) }
+            if counts { countDenial(p.uid, global: Self.isFailedProof(reason), now, &fx) }
         }
     }
 
@@ -315,17 +315,34 @@ public struct DoorMachine: Sendable {
         return false
     }
 
-    private mutating func countDenial(_ uid: TagUID, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+    /// Denials that are a failed proof — a forged or copied sticker, a 424
+    /// that did not prove its key, a SUN that does not verify or is replayed,
+    /// a chip naming another UID than it answered anticollision with. Only
+    /// these count toward the global lockout (docs/security.md "L8"): anyone
+    /// can tap unknown, revoked or expired tags (a factory NTAG 424 is
+    /// `unknown_tag`), and ten of them must not lock every holder out; they
+    /// count toward their own UID's lockout only.
+    public static let failedProofs: Set<String> = [
+        StickerVerdict.Reason.badSignature.rawValue, StickerVerdict.Reason.uidMismatch.rawValue,
+        StickerVerdict.Reason.v1NotAllowed.rawValue, TapDenial.authFailed, TapDenial.sunInvalid,
+        TapDenial.counterReplay, TapDenial.sunCopy,
+    ]
+
+    static func isFailedProof(_ reason: String) -> Bool { failedProofs.contains(reason) }
+
+    private mutating func countDenial(
+        _ uid: TagUID, global: Bool, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+    ) {
         let policy = settings.lockout
         guard policy.enabled else { return }
         let window = policy.window
-        globalDenials = globalDenials.filter { now.since($0) < window } + [now]
+        globalDenials = globalDenials.filter { now.since($0) < window } + (global ? [now] : [])
         denials = denials.compactMapValues { times in
             let kept = times.filter { now.since($0) < window }
             return kept.isEmpty ? nil : kept
         }
         denials[uid, default: []].append(now)
-        if globalDenials.count >= policy.globalThreshold {
+        if global && globalDenials.count >= policy.globalThreshold {
             globalDenials = []
             lockOut(nil, now, &fx)
         } else if denials[uid]!.count >= policy.perTagThreshold {
