@@ -2,7 +2,7 @@
 import PackageDescription
 
 // One system-library target per C library (STYLE.md §5), a pure core, and
-// adapters at the edge. See README.md "Layout" for where each piece lives.
+// adapters at the edge. See DEVELOPERS.md "Layout" for where each piece lives.
 let package = Package(
     name: "DoorGateway",
     platforms: [.macOS(.v13)],

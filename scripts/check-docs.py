@@ -187,7 +187,7 @@ def check_gatewayctl(exe, readme):
             for more in help_.subcommands([top, sub]) or []:
                 help_.text([top, sub, more])
     for path, (_, out) in list(help_.cache.items()):
-        for bad in ("COMPAT §", "DESIGN.md"):
+        for bad in ("COMPAT §", "COMPAT.md", "DESIGN.md", "STYLE.md"):
             if bad in out:
                 fail(f"gatewayctl {' '.join(path)} --help", f"refers to {bad!r}, which is not in this repository")
     # 4. Completeness: every subcommand (two levels) appears in the section.
@@ -607,6 +607,137 @@ def check_links(rel, text):
                     fail(rel, f"link to {target}: no heading #{anchor}")
 
 
+# --- citations: what the code and the docs cite is in the repository -------------
+
+# Where citations are held to the repository (every file under these, and these files).
+CITING_TREES = ["Sources", "Tests", "scripts", "docs", "board", "provisioning", "Fuzz", "Benchmarks"]
+CITING_FILES = ["Package.swift", "Makefile", "README.md", "DEVELOPERS.md", "CHANGELOG.md"]
+# Papers that live outside the repository (the product's first notes): citing them fails.
+OUTSIDE = re.compile(r"\b(?:DESIGN|STYLE|COMPAT)\.md\b|\bCOMPAT\b|(?:\.\./|/work/)shared/|\bshared/(?:vectors|notes)/")
+# ... except the names `gatewayctl fleet push` prints for the two remote keys (the program's
+# output, asserted by its tests and quoted by docs/security.md): docs/formats.md says that
+# COMPAT §3 and §5 are its own §3 and §5, and this check holds it to saying so.
+PRINTED = re.compile(r"\b(?:otp|command) key \(COMPAT §([35])\)")
+# A cited repository file, then optionally a section: `docs/formats.md §4`,
+# `docs/design.md "Keys"`, `DEVELOPERS.md "Conventions" §13`, `docs/formats.md §1, §4`.
+CITED = re.compile(
+    r"(?<![\w./$-])((?:docs|board|provisioning|scripts|Tests|Sources|Fuzz|Benchmarks)/[\w.+/-]*\.(?:md|swift|py|sh|json)"
+    r"|DEVELOPERS\.md|README\.md|CHANGELOG\.md)(?![\w/-])"
+    r'(?:,? "([^"\n$/]+)")?'
+    r"((?:,? §\d+)(?:(?:, | and | or |/)§\d+)*)?")
+CODE_SUFFIXES = (".swift", ".h", ".c", ".sh", ".modulemap", ".toml", ".conf", ".acl", ".service")
+
+
+def citing_files():
+    for tree in CITING_TREES:
+        for d, dirs, files in os.walk(os.path.join(ROOT, tree)):
+            dirs[:] = sorted(x for x in dirs if x not in (".build", "corpus"))
+            for f in sorted(files):
+                full = os.path.join(d, f)
+                try:
+                    with open(full, encoding="utf-8") as fh:
+                        yield os.path.relpath(full, ROOT), fh.read()
+                except (UnicodeDecodeError, OSError):
+                    continue  # binary fixtures (device trees, dumps)
+    for rel in CITING_FILES:
+        yield rel, read(rel)
+
+
+def cited_text(rel, text):
+    """(line number, text) where a citation may stand: all of a doc or a Python file; in code
+    (Swift, C, shell, Makefile) the comments only, so a path a command works on is not taken
+    for a citation (scripts/arm64/inside.sh's sed patches a file of swift-log's checkout)."""
+    code = rel.endswith(CODE_SUFFIXES) or os.path.basename(rel) == "Makefile"
+    for i, line in enumerate(text.splitlines(), 1):
+        if not code:
+            yield i, line
+            continue
+        m = re.search(r"(?:(?:^|\s)(?://|#)|^\s*\*|^\s*/\*)(.*)$", line)
+        if m:
+            yield i, m.group(1)
+
+
+def headings(text):
+    """Heading texts (without #, backticks or link brackets) with their offsets, code blocks skipped."""
+    out, in_code, pos = [], False, 0
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and re.match(r"^#{1,6} ", line):
+            out.append((re.sub(r"[`\[\]]", "", line.lstrip("#")).strip(), pos, len(line) - len(line.lstrip("#"))))
+        pos += len(line)
+    return out
+
+
+def find_section(text, name):
+    """The text of the section whose heading is `name` (or starts with it, then a non-word
+    character: "M3" names "## M3 — one phone key…"), up to the next heading of its level; else
+    the paragraph or list item that starts with `name` in bold ("- **Lockdown is never changed
+    by a schedule.**"), up to the next heading; None."""
+    hs = headings(text)
+    for k, (h, at, level) in enumerate(hs):
+        labels = [x.strip().lower() for x in h.split(" — ")[0].split(" / ")]  # "L-2 / L8 — …"
+        if name.lower() in labels or re.match(re.escape(name.lower()) + r"(?!\w)", h.lower()):
+            end = next((a for (_, a, lv) in hs[k + 1:] if lv <= level), len(text))
+            return text[at:end]
+    m = re.search(r"(?m)^(?:[-*] |\d+\. )?\*\*" + re.escape(name) + r"(?!\w)", text)
+    if m:
+        end = next((a for (_, a, _) in headings(text) if a > m.start()), len(text))
+        return text[m.start():end]
+    return None
+
+
+def has_numbered(text, n):
+    """A heading "N. …" or a list item "N. …" in `text`."""
+    return re.search(rf"(?m)^(?:#{{1,6}} )?{n}\. ", text) is not None
+
+
+def check_citations():
+    texts = {}
+
+    def target(rel):
+        if rel not in texts:
+            full = os.path.join(ROOT, rel)
+            texts[rel] = read(rel) if os.path.isfile(full) else None
+        return texts[rel]
+
+    count = 0
+    for rel, text in citing_files():
+        for i, line in cited_text(rel, text):
+            allowed = [m.span() for m in PRINTED.finditer(line)]
+            for m in OUTSIDE.finditer(line):
+                if any(a <= m.start() < b for a, b in allowed):
+                    continue
+                fail(f"{rel}:{i}", f"cites {m.group(0)!r}, which is not in this repository "
+                                   "(docs/design.md, docs/formats.md, DEVELOPERS.md \"Conventions\")")
+            for m in CITED.finditer(line):
+                path, name, numbers = m.group(1), m.group(2), m.group(3)
+                if os.path.normpath(path) == os.path.normpath(rel) and not (name or numbers):
+                    continue
+                count += 1
+                doc = target(path)
+                if doc is None:
+                    if not os.path.isdir(os.path.join(ROOT, path)):
+                        fail(f"{rel}:{i}", f"cites {path}, which does not exist")
+                    continue
+                where = doc
+                if name:
+                    where = find_section(doc, name)
+                    if where is None:
+                        fail(f"{rel}:{i}", f"cites {path} \"{name}\": no such section")
+                        continue
+                cited = f'{path} "{name}"' if name else path
+                for n in re.findall(r"§(\d+)", numbers or ""):
+                    if not has_numbered(where, n):
+                        fail(f"{rel}:{i}", f"cites {cited} §{n}: no such section")
+    # The printed names resolve: formats.md has §3 and §5 and says they are COMPAT §3 and §5.
+    formats = target("docs/formats.md") or ""
+    for n, printed in (("3", "otp key (COMPAT §3)"), ("5", "command key (COMPAT §5)")):
+        if not has_numbered(formats, n) or f"`{printed}`" not in formats:
+            fail("docs/formats.md", f"gatewayctl prints `{printed}`: §{n} and that name must be here")
+    return count
+
+
 def section(text, heading):
     i = text.find("\n" + heading)
     if i < 0:
@@ -664,14 +795,8 @@ def main():
         if rel in USER_DOCS or rel.startswith("board/"):
             check_switches(rel, text)
     check_switches("provisioning/README.md", read("provisioning/README.md"))
-    # docs/security.md still cites the wire-format sections by number (its findings' owners
-    # keep it); every other doc states the facts.
-    standalone = [r for r in sorted(set(md)) if r != "docs/security.md"] + ["provisioning/README.md"]
-    for rel in standalone:
-        for bad in ("COMPAT §", "COMPAT.md", "DESIGN.md", "../shared"):
-            for m in re.finditer(re.escape(bad), read(rel)):
-                line = read(rel).count("\n", 0, m.start()) + 1
-                fail(f"{rel}:{line}", f"refers to {bad!r}, which is not in this repository")
+    # Sources, Tests, scripts, the docs: every citation is of a file and section in the repository.
+    check_citations()
     check_credential(pi)
     check_legend(pi)
     if not re.search(r"`make test`", readme):

@@ -22,7 +22,7 @@ public enum FleetStoreError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Audit kinds of the fleet (docs/fleet.md "Audit").
+/// Audit kinds of the fleet (docs/fleet.md "Persistence and audit").
 public enum FleetAudit {
     public static let applied = "fleet_applied"
     public static let refused = "fleet_refused"

@@ -14,7 +14,7 @@
 #   HOSTNAME_PI  the image's host name (default doorgateway)
 #   DOORGATEWAY_CACHE, DOORGATEWAY_DEBIAN_MIRROR
 #
-# Two stages (docs/pi-image.md, "How it is built"):
+# Two stages (docs/pi-image.md, "Build"):
 #   base  (cold, emulated, cached): debootstrap --arch=arm64 bookworm (second
 #         stage under qemu-user), then Debian's kernel, raspi-firmware, Wi-Fi
 #         firmware, openssh-server … with update-initramfs diverted to a no-op so

@@ -142,7 +142,7 @@ public enum FleetRules {
     }
 
     /// The changes a document makes to a door. Additive: a document never
-    /// un-revokes, and never removes a tag (docs/fleet.md "What a document changes").
+    /// un-revokes, and never removes a tag (docs/fleet.md "What it changes").
     public struct Changes: Equatable, Sendable {
         public var revokeUIDs: [TagUID] = []
         public var revokeSignatures: [[UInt8]] = []
