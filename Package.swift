@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// One system-library target per C library (STYLE.md §5), a pure core, and
+// One system-library target per C library (DEVELOPERS.md "Conventions" §5), a pure core, and
 // adapters at the edge. See DEVELOPERS.md "Layout" for where each piece lives.
 let package = Package(
     name: "DoorGateway",

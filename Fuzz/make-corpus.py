@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora Fuzz/corpus/<target>/ from the interop vectors
-(Tests/Fixtures/compat.json, a copy of shared/vectors/compat.json), the
+(Tests/Fixtures/compat.json, docs/formats.md "Test vectors"), the
 configuration example and the requests gatewayctl sends.
 
     swift build --product fuzz-targets && python3 Fuzz/make-corpus.py

@@ -704,7 +704,9 @@ def check_citations():
     count = 0
     for rel, text in citing_files():
         for i, line in cited_text(rel, text):
-            allowed = [m.span() for m in PRINTED.finditer(line)]
+            # this file names the outside papers to refuse them
+            allowed = [(0, len(line))] if rel == "scripts/check-docs.py" else []
+            allowed += [m.span() for m in PRINTED.finditer(line)]
             for m in OUTSIDE.finditer(line):
                 if any(a <= m.start() < b for a, b in allowed):
                     continue
@@ -736,6 +738,78 @@ def check_citations():
         if not has_numbered(formats, n) or f"`{printed}`" not in formats:
             fail("docs/formats.md", f"gatewayctl prints `{printed}`: §{n} and that name must be here")
     return count
+
+
+# --- the formats page and its vectors ----------------------------------------------
+
+def check_formats(rel="docs/formats.md", vectors="Tests/Fixtures/compat.json"):
+    """Recomputes Tests/Fixtures/compat.json from the rules docs/formats.md states (HMAC-SHA256,
+    base64url, percent-encoding, the OTP block's layout and AES-128-ECB, dump sizes and UID check
+    bytes) and the page's worked native command, so the page and the vectors cannot drift."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+    from urllib.parse import quote
+
+    def mac(key_hex, text):
+        return hmac.new(bytes.fromhex(key_hex), text.encode(), hashlib.sha256).digest()
+
+    v = json.loads(read(vectors))
+    where = f"{vectors} vs {rel}"
+    for t in v["tags_v1"] + v["tags_v2"]:
+        signed = f"idx={t['idx']}&ts={t['ts']}"
+        url = f"smp://action?{signed}&sig={mac(t['secret'], signed).hex()}"  # §1
+        if "uid" in t:  # §4
+            u = mac(t["secret"], f"v2|{t['uid'].upper()}|{signed}")[:16]
+            url += "&u=" + base64.urlsafe_b64encode(u).decode().rstrip("=")
+            tlv = bytes.fromhex(t["ndef_tlv"])
+            if len(tlv) != t["ndef_bytes"] or t["ndef_bytes"] > 144 or tlv[-1] != 0xFE:
+                fail(where, f"§4: {t['uid']}'s TLV is {len(tlv)} bytes, ndef_bytes {t['ndef_bytes']}, "
+                            "NTAG213 holds 144 with the terminator")
+        if url != t["url"]:
+            fail(where, f"§1/§4: the rules give {url}, the vector is {t['url']}")
+        if url.encode().hex() not in t["ndef_tlv"]:
+            fail(where, f"§1: the NDEF TLV of {t['url']} does not carry it after prefix code 0x00")
+    for sh in v["share"]:  # §2
+        link = f"smpshare://secret?idx={sh['idx']}&key={sh['key']}&label={quote(sh['label'], safe='-._~')}"
+        if link != sh["link"]:
+            fail(where, f"§2: the rules give {link}, the vector is {sh['link']}")
+    for o in v["otp"]:  # §3
+        plain = bytes.fromhex(o["plain"])
+        if int.from_bytes(plain[4:8], "little") != o["ts"]:
+            fail(where, f"§3: bytes 4-7 of {o['plain']} are not ts {o['ts']} little-endian")
+        if (sum(plain[:15]) % 256 == plain[15]) == bool(o.get("bad_checksum")):
+            fail(where, f"§3: the checksum byte of {o['plain']} is not what bad_checksum says")
+        r = subprocess.run(["openssl", "enc", "-d", "-aes-128-ecb", "-nopad", "-K", o["key"]],
+                           input=bytes.fromhex(o["otp_auth"]), capture_output=True, timeout=30)
+        if r.returncode != 0 or r.stdout != plain:
+            fail(where, f"§3: AES-128-ECB of {o['otp_auth']} under {o['key']} is not {o['plain']} "
+                        f"({r.stderr.decode(errors='replace').strip() or r.stdout.hex()})")
+        if "message" in o and not re.fullmatch(r'\{"command": \d+, "otp-auth": "' + o["otp_auth"] + r'"\}', o["message"]):
+            fail(where, f"§3: {o['message']} is not a compat command carrying its block")
+    sizes = {"NTAG213": 180, "NTAG215": 540, "NTAG216": 924}
+    for d in v["dumps"]:  # §6
+        b = bytes.fromhex(d["hex"])
+        uid = (b[0:3] + b[4:8]).hex().upper() if len(b) > 8 else ""
+        if len(b) != d["bytes"] or sizes.get(d["type"]) != len(b) or uid != d["uid"].upper() \
+                or b[3] != 0x88 ^ b[0] ^ b[1] ^ b[2] or b[8] != b[4] ^ b[5] ^ b[6] ^ b[7] \
+                or d["url"].encode() not in b:
+            fail(where, f"§6: the {d['type']} dump of {d['uid']} is not {sizes.get(d['type'])} bytes of pages "
+                        "with that UID, its check bytes and its URL")
+    # §5's worked example: HKDF-SHA256 (salt doorgateway-command-v1, info = device id) and the MAC.
+    text = read(rel)
+    m = re.search(r"site key = bytes 00 01 02 … 1f,\s+device `([^`]+)`, action (\d+), ts (\d+), nonce\s+`([0-9a-f]{32})`"
+                  r".*?door key\s+([0-9a-f]{64})\s+MAC'd\s+(\S+)\s+mac\s+([0-9a-f]{64})", text, re.S)
+    if not m:
+        fail(rel, "§5: the worked example (site key, device, action, ts, nonce; door key, MAC'd, mac) is not found")
+        return
+    device, action, ts, nonce, door_key, macd, mac_hex = m.groups()
+    prk = hmac.new(b"doorgateway-command-v1", bytes(range(32)), hashlib.sha256).digest()
+    key = hmac.new(prk, device.encode() + b"\x01", hashlib.sha256).digest()
+    want = f"cmd1|{device}|{action}|{ts}|{nonce}"
+    if key.hex() != door_key or macd != want or hmac.new(key, want.encode(), hashlib.sha256).hexdigest() != mac_hex:
+        fail(rel, f"§5: the worked example does not follow its own rules (door key {key.hex()}, MAC'd {want})")
 
 
 def section(text, heading):
@@ -797,6 +871,7 @@ def main():
     check_switches("provisioning/README.md", read("provisioning/README.md"))
     # Sources, Tests, scripts, the docs: every citation is of a file and section in the repository.
     check_citations()
+    check_formats()
     check_credential(pi)
     check_legend(pi)
     if not re.search(r"`make test`", readme):

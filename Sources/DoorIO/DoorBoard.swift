@@ -153,7 +153,7 @@ public enum DoorBoardError: Error, Equatable, CustomStringConvertible {
 }
 
 /// The door's lines, real (`GPIOBoard`, libgpiod) or simulated
-/// (`SimulatedBoard`) behind one protocol (STYLE.md §8).
+/// (`SimulatedBoard`) behind one protocol (DEVELOPERS.md "Conventions" §8).
 public protocol DoorBoard: AnyObject, Sendable {
     var outputs: [OutputDefinition] { get }
     var indicatorNames: [String] { get }

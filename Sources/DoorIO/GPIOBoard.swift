@@ -111,7 +111,7 @@ public final class GPIOBoard: DoorBoard, Sendable {
 
     public func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { state.setHandler(handler) }
 
-    /// STYLE.md §13: the effective wiring, once, at start.
+    /// DEVELOPERS.md "Conventions" §13: the effective wiring, once, at start.
     private func logConfiguration(_ d: BoardDescription) {
         let outs = d.outputs.map {
             "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : ""), locked \($0.lockedLevel.rawValue)"

@@ -12,7 +12,7 @@ import Synchronization
 /// own EBUSY messages).
 let gpioConsumer = "gatewayd"
 
-/// Owner of one `struct gpiod_chip *` (STYLE.md §6). Lines found on it stay
+/// Owner of one `struct gpiod_chip *` (DEVELOPERS.md "Conventions" §6). Lines found on it stay
 /// valid while it lives; gpiod_chip_close releases them, so every line keeps
 /// its chip, and the last to let go (the board's or the input thread) closes it.
 // @unchecked: a libgpiod chip handle: lines are looked up on it only while the board is built (one thread), then it is only kept open until deinit.

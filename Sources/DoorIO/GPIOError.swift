@@ -4,7 +4,7 @@
     import Musl
 #endif
 
-/// Every libgpiod failure (STYLE.md §7): the C function and errno are kept;
+/// Every libgpiod failure (DEVELOPERS.md "Conventions" §7): the C function and errno are kept;
 /// the common cases get their own message.
 public enum GPIOError: Error, Equatable, CustomStringConvertible {
     /// gpiod_chip_open_lookup found nothing by that name, path, label or number.

@@ -1,7 +1,7 @@
 import DoorCore
 
 /// The timing of feedback patterns on the indicator lines, as a pure value
-/// on the monotonic clock (STYLE.md §2: tests drive it with a manual clock).
+/// on the monotonic clock (DEVELOPERS.md "Conventions" §2: tests drive it with a manual clock).
 ///
 /// Rules (FeedbackPattern's doc): a pattern of higher priority preempts the
 /// playing one, an equal one replaces it, a lesser one is ignored; a

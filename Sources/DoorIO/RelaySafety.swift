@@ -6,7 +6,7 @@
 import CDoorSafety
 import DoorCore
 
-/// Relay safety beyond the normal paths (DESIGN.md: every exit path drives
+/// Relay safety beyond the normal paths (docs/design.md: every exit path drives
 /// outputs to their locked level).
 public enum RelaySafety {
     /// Install the async-signal-safe handler (CDoorSafety, sigaction on an

@@ -1,7 +1,7 @@
 import DoorCore
 import Logging
 
-/// The door's lines without hardware (STYLE.md §8): the same protocol as
+/// The door's lines without hardware (DEVELOPERS.md "Conventions" §8): the same protocol as
 /// `GPIOBoard`, every line change logged through the injected logger and
 /// kept in the snapshot; button presses and door-contact changes are
 /// injected with `inject(_:)`. The simulated daemon and tests use it.

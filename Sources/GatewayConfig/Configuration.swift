@@ -28,7 +28,7 @@ public enum LineLevel: String, Sendable, CaseIterable { case high, low }
 public enum MQTTProtocol: String, Sendable, CaseIterable { case v311 = "3.1.1", v5 = "5" }
 
 /// How events name a sticker's UID: in full, or as an HMAC with the device key
-/// (DESIGN.md "Keys"), so the broker never learns raw UIDs.
+/// (docs/design.md "Keys"), so the broker never learns raw UIDs.
 public enum UIDInEvents: String, Sendable, CaseIterable { case full, hmac }
 
 /// The whole gateway's configuration (`/etc/doorgateway/gateway.toml`), as
@@ -88,11 +88,11 @@ public struct GatewayConfiguration: Equatable, Sendable {
         public var tls: TLS
         public var keepaliveSeconds: Int
         public var topicPrefix: String
-        /// Topics where phone-app compat commands (COMPAT §3) arrive.
+        /// Topics where phone-app compat commands (docs/formats.md §3) arrive.
         public var compatCommandTopics: [String]
-        /// Compat command number → what it does (COMPAT §3).
+        /// Compat command number → what it does (docs/formats.md §3).
         public var commandMapping: [Int: CommandTarget]
-        /// Freshness window of remote commands, `|now − ts| ≤ tolerance` (COMPAT §3).
+        /// Freshness window of remote commands, `|now − ts| ≤ tolerance` (docs/formats.md §3).
         public var toleranceSeconds: Int
         public var uidInEvents: UIDInEvents
         public var homeAssistantDiscovery: Bool

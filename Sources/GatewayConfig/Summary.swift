@@ -2,7 +2,7 @@ import DoorCore
 
 extension GatewayConfiguration {
     /// The effective configuration, one line per section, for the daemon's
-    /// start log and `gatewayctl config check` (STYLE.md §13). The file holds
+    /// start log and `gatewayctl config check` (DEVELOPERS.md "Conventions" §13). The file holds
     /// no secrets; key and certificate files are named, never read here.
     public var summary: [String] {
         func ms(_ d: Duration) -> String { "\(d.millisecondsClamped) ms" }

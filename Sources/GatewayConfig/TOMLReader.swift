@@ -186,7 +186,7 @@ final class TableReader {
         return out
     }
 
-    /// Reports keys nobody read: unknown keys are errors (DESIGN.md "Ownership").
+    /// Reports keys nobody read: unknown keys are errors (docs/design.md "Ownership").
     func finish() {
         for (k, _) in members where !used.contains(k) {
             fail(k, "unknown key")

@@ -98,7 +98,7 @@ struct FleetPushPlan {
             }
             var plain = try store.fleetSecrets()
             // The phone's OTP key stays this door's unless asked (issue 24
-            // M3): a COMPAT §3 block names no door, so a block seen at one
+            // M3): a docs/formats.md §3 block names no door, so a block seen at one
             // door would open every door holding the same key.
             if !shareOTPKey {
                 plain.compatTimestampKey = nil

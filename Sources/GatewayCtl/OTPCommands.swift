@@ -94,7 +94,7 @@ struct OTPInspect: ParsableCommand {
 }
 
 /// `gatewayctl otp make`: the message the phone app sends for a template with
-/// `%T` (COMPAT §3), for testing a door from a shell with mosquitto_pub.
+/// `%T` (docs/formats.md §3), for testing a door from a shell with mosquitto_pub.
 struct OTPMake: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "make",

@@ -25,7 +25,7 @@ struct ReaderBench: ParsableCommand {
         guard parts.count == 2, let hz = Double(parts[1]), hz > 0, ["uart", "i2c", "spi"].contains(parts[0]) else {
             throw ValidationError("--wire: uart:BAUD, i2c:HZ or spi:HZ")
         }
-        // A v2 sticker on an NTAG213: the first COMPAT tags_v2 vector.
+        // A v2 sticker on an NTAG213: the first tags_v2 vector of Tests/Fixtures/compat.json.
         let url =
             "smp://action?idx=1&ts=1758686540&sig=eeaa6b04b4a2a004c1e52585799713f461eafa81573a7a23e255963a3ce13e69&u=Kxpen2V3lbY5yg2NFWxRgA"
         let uid = TagUID(hex: "04F11AE6510705")!

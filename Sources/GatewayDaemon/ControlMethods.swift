@@ -217,7 +217,7 @@ extension Daemon {
         }
     }
 
-    /// A secret's share link (COMPAT §2). The link has no room for an
+    /// A secret's share link (docs/formats.md §2). The link has no room for an
     /// origin (the phone app's and older gateways' parsers take idx, key and
     /// label only), so whoever imports it holds the key as imported, and v1
     /// stickers signed with it open there. For a key this gateway generated

@@ -192,7 +192,7 @@ extension Daemon {
         return link.transportStatus.json
     }
 
-    /// COMPAT §3 device report (command 5): TT_ID, event_timestamp,
+    /// docs/formats.md §3 device report (command 5): TT_ID, event_timestamp,
     /// firmware_version, tt_net_info.ipv4.
     static func deviceReport(_ device: String) -> JSONValue {
         .object([

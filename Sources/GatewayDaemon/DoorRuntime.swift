@@ -9,7 +9,7 @@ import GatewayStore
 import Logging
 import Synchronization
 
-/// Runs the pure `DoorMachine` on one serial queue (DESIGN.md "Shape of the
+/// Runs the pure `DoorMachine` on one serial queue (docs/design.md "Shape of the
 /// program"): inputs from the reader, the board, MQTT and the control socket
 /// are queued here, and the effects it returns are executed here — outputs,
 /// feedback, timers, events, provisioning writes.
@@ -628,7 +628,7 @@ final class DoorRuntime: Sendable {
 
     // MARK: Provisioning
 
-    /// DESIGN.md: sign with the action's newest active generated secret
+    /// docs/design.md: sign with the action's newest active generated secret
     /// (created on first use); the registry row is pending before the write.
     private func beginWrite(_ job: ProvisioningJob) {
         guard let uid = job.uid else { return }

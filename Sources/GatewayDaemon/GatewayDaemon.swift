@@ -7,7 +7,7 @@ import GatewayConfig
 import GatewayStore
 import Logging
 
-/// `gatewayd`: the door controller. Start order (DESIGN.md, issue "daemon"):
+/// `gatewayd`: the door controller. Start order (docs/design.md, issue "daemon"):
 /// crash handler → configuration → board with every output requested at its
 /// locked level → store → reader, MQTT, control socket → READY=1.
 public struct GatewayDaemon: ParsableCommand {

@@ -24,7 +24,7 @@ protocol TagReaderPort: AnyObject {
     func waitForTag(timeout: Duration) throws -> ReadTag?
     func isPresent(_ uid: TagUID) throws -> Bool
     /// Writes, reads back and verifies; the device key derives the tag's
-    /// password (COMPAT §4), used when the tag is protected or `protect` is set.
+    /// password (docs/formats.md §4), used when the tag is protected or `protect` is set.
     func write(_ message: NDEFMessage, to uid: TagUID, overwrite: Bool, deviceKey: [UInt8], protect: Bool) throws
     var healthText: String { get }
 }

@@ -3,7 +3,7 @@ import GatewayControl
 import GatewayStore
 
 extension GatewayStore {
-    /// DESIGN.md: provisioning signs with the action's newest active generated
+    /// docs/design.md: provisioning signs with the action's newest active generated
     /// secret, created on first use — never with an imported one.
     func newestGeneratedSecretCreatingIfNeeded(action: ActionIndex, now: Int64) throws -> StickerSecret {
         if let s = try newestGeneratedSecret(action: action) { return s }

@@ -539,7 +539,7 @@ public final class MQTTLink: RemoteTransport, @unchecked Sendable {
         publishDirect(topics.approval, payload, retain: false)
     }
 
-    /// The device report of compat command 5 (COMPAT §3), on the compat topics.
+    /// The device report of compat command 5 (docs/formats.md §3), on the compat topics.
     public func publishReport(_ report: JSONValue) {
         let bytes = Array(report.serialized.utf8)
         for topic in settings.compatCommandTopics + [topics.report] { publishDirect(topic, bytes, retain: false) }

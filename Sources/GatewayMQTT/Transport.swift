@@ -42,7 +42,7 @@ public struct MQTTSettings: Equatable, Sendable {
     public var tls: TLS
     public var keepaliveSeconds: Int
     public var topicPrefix: String
-    /// Topics where phone-app compat commands (COMPAT §3) arrive; device
+    /// Topics where phone-app compat commands (docs/formats.md §3) arrive; device
     /// reports (command 5) are published there too.
     public var compatCommandTopics: [String]
     /// Publish Home Assistant discovery and answer `homeassistant/status`.

@@ -1,8 +1,8 @@
-/// The keys of DESIGN.md "Keys" other than sticker secrets.
+/// The keys of docs/design.md "Keys" other than sticker secrets.
 public enum KeyName: String, CaseIterable, Sendable {
-    /// COMPAT §3: 16-byte AES-128 key of the phone app's `%T` OTP block.
+    /// docs/formats.md §3: 16-byte AES-128 key of the phone app's `%T` OTP block.
     case compatTimestamp = "compat_timestamp"
-    /// COMPAT §5: the per-door HMAC key of native commands (32 bytes).
+    /// docs/formats.md §5: the per-door HMAC key of native commands (32 bytes).
     case nativeCommand = "native_command"
     /// Derives NTAG write passwords and the HMAC of UIDs in events (32 bytes).
     case device

@@ -1,6 +1,6 @@
 import DoorCore
 
-/// A sticker the gateway wrote (DESIGN.md "Issued-tag registry").
+/// A sticker the gateway wrote (docs/design.md "Issued-tag registry").
 public struct IssuedTag: Equatable, Sendable {
     /// The core's registry state (DoorCore `RegistryState`), stored as its raw value.
     public typealias State = RegistryState

@@ -1,7 +1,7 @@
 import DoorCore
 
 extension GatewayStore {
-    /// The replay record and highest accepted timestamps (COMPAT §3), as last saved.
+    /// The replay record and highest accepted timestamps (docs/formats.md §3), as last saved.
     public func replayGuard() throws -> ReplayGuard {
         try pool.read { db in
             guard let data = try db.scalar([UInt8].self, sql: "SELECT replay FROM remote_state WHERE one = 1") else {

@@ -42,7 +42,7 @@ extension GatewayStore {
     /// already held (under any action, with either origin) is refused
     /// (`StoreError.alreadyHeld`): a second row could only change its origin,
     /// and a gateway-generated key turned imported would let the v2 stickers
-    /// it signed pass as v1 with their `u` cut off (COMPAT §4).
+    /// it signed pass as v1 with their `u` cut off (docs/formats.md §4).
     @discardableResult
     public func addSecret(
         action: ActionIndex, key: [UInt8], label: String, origin: SecretOrigin,
@@ -100,7 +100,7 @@ extension GatewayStore {
     }
 
     /// Removes a secret: exactly the stickers signed with it stop validating
-    /// (COMPAT §1). The row is deactivated, not deleted (its label, origin,
+    /// (docs/formats.md §1). The row is deactivated, not deleted (its label, origin,
     /// dates and the issued tags pointing at it stay as history), and the
     /// key's tombstone is recorded in the same transaction: the next fleet
     /// push carries it, every door deactivates the key, and no document nor

@@ -7,7 +7,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// The gateway's one SQLite database (DESIGN.md "Ownership": one database,
+/// The gateway's one SQLite database (docs/design.md "Ownership": one database,
 /// one ordered migration list each part appends to), on SQLite's C API
 /// (SQLite.swift).
 ///

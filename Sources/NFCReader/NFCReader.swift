@@ -26,7 +26,7 @@ public struct TagRead: Equatable, Sendable {
     }
 }
 
-/// NTAG21x write password (COMPAT §4): PWD = bytes 0–3 and PACK = bytes 4–5
+/// NTAG21x write password (docs/formats.md §4): PWD = bytes 0–3 and PACK = bytes 4–5
 /// of HMAC-SHA256(device key, "ntag-pwd|" ‖ the 7 raw UID bytes).
 public struct NTAGPassword: Equatable, Sendable {
     public var pwd: [UInt8]
@@ -42,7 +42,7 @@ public struct NTAGPassword: Equatable, Sendable {
 }
 
 public struct WriteOptions: Sendable {
-    /// Write over foreign content (DESIGN.md: only when an admin said so).
+    /// Write over foreign content (docs/design.md: only when an admin said so).
     public var overwrite: Bool
     /// Authenticate with this password first (a protected tag), and protect
     /// the tag with it after the write when `protect` is set.
@@ -65,7 +65,7 @@ public struct WriteReport: Equatable, Sendable {
     public var protected: Bool
 }
 
-/// The reader adapter: the only code that touches libnfc (DESIGN.md). It
+/// The reader adapter: the only code that touches libnfc (docs/design.md). It
 /// opens the PN532 by connstring, lets the chip poll for type A targets with
 /// InAutoPoll (UM0701-02 §7.3.13: PollNr 1, Period 1 = 150 ms, type 10h
 /// MIFARE/ISO14443A 106 kbps), so a tag is answered the moment it enters the
@@ -314,7 +314,7 @@ public final class NFCReader {
 
     /// Writes `message` on the tag `uid` (in the field and activated), reads
     /// it back and verifies it. Only a blank tag or one of our stickers
-    /// (DESIGN.md) unless `overwrite`. The NDEF TLV's length is written as 0
+    /// (docs/design.md) unless `overwrite`. The NDEF TLV's length is written as 0
     /// first and set last (T2T 1.0 §6.4.2), so a tag torn away mid-write holds
     /// an empty message, never a half sticker.
     @discardableResult

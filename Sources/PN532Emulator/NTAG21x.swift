@@ -6,7 +6,7 @@ import DoorCore
 /// air frames (CRC included) and answers with air frames, so the chip model
 /// in front of it decides what the CIU does with CRC, parity and bit framing.
 ///
-/// Memory is a dump image (COMPAT §6): pages from page 0, PWD and PACK
+/// Memory is a dump image (docs/formats.md §6): pages from page 0, PWD and PACK
 /// included (they read back as zeros on air, §8.8.1).
 public struct NTAG21x: Sendable {
     /// ISO/IEC 14443-3 states (DS §9, Figure 7).

@@ -41,7 +41,7 @@ public struct ChipStats: Equatable, Sendable {
 
 /// A PN532 on its HSU link with an antenna field that may hold one
 /// NTAG21x. I/O-free: bytes from the host and control events go in,
-/// `ChipEffect`s come out (STYLE.md §1). Command set and status codes from
+/// `ChipEffect`s come out (DEVELOPERS.md "Conventions" §1). Command set and status codes from
 /// the PN532 User Manual UM0701-02 §7; libnfc 1.8.0 `pn53x.c` shows which
 /// commands and registers a host really uses.
 public struct PN532Chip: Sendable {

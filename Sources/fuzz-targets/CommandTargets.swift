@@ -1,6 +1,6 @@
 import DoorCore
 
-/// Phone-app compat commands (COMPAT §3): `{"command": n, "otp-auth": "<32 hex>"}`.
+/// Phone-app compat commands (docs/formats.md §3): `{"command": n, "otp-auth": "<32 hex>"}`.
 enum CompatTarget {
     static let judge = CommandJudge(tolerance: 5, deviceID: Vectors.deviceID)
 
@@ -49,7 +49,7 @@ enum CompatTarget {
     }
 }
 
-/// Native commands (COMPAT §5): `{"action","ts","nonce","device","mac"}`.
+/// Native commands (docs/formats.md §5): `{"action","ts","nonce","device","mac"}`.
 enum NativeTarget {
     static let judge = CommandJudge(tolerance: 5, deviceID: Vectors.deviceID, actionCount: 4)
     static let now = WallClock(unixSeconds: 1_757_216_934, synchronised: true)

@@ -44,7 +44,7 @@ enum MQTTTarget {
             return
         }
         expect(!retained, "a retained message accepted")
-        // Compat command 5 asks for a device report and needs no OTP (COMPAT §3).
+        // Compat command 5 asks for a device report and needs no OTP (docs/formats.md §3).
         if target == .report {
             expect(source == .compat, "a report requested through \(source)")
             return

@@ -1,7 +1,7 @@
 import DoorCore
 
-/// A URI record's text as the door judges it (COMPAT §1, §4), and share
-/// links as `secrets import` reads them (COMPAT §2).
+/// A URI record's text as the door judges it (docs/formats.md §1, §4), and share
+/// links as `secrets import` reads them (docs/formats.md §2).
 enum StickerTarget {
     static func run(_ data: [UInt8]) {
         let text = String(decoding: data, as: UTF8.self)

@@ -1,7 +1,7 @@
 import DoorCore
 
-/// Keys and identities from the interop vectors (shared/vectors/compat.json,
-/// copied to Tests/Fixtures/compat.json), so seeds from those vectors get past
+/// Keys and identities from the interop vectors (Tests/Fixtures/compat.json,
+/// docs/formats.md "Test vectors"), so seeds from those vectors get past
 /// the cryptographic checks and reach what follows them.
 enum Vectors {
     static func hex(_ s: String) -> [UInt8] { Hex.decode(s)! }

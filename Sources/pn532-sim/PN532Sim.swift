@@ -198,7 +198,7 @@ struct PN532Sim: ParsableCommand {
         let sim = Simulator(
             chip: chip, pty: pty, bus: bus, control: server,
             options: .init(baud: baud, rfTiming: rfTiming, trace: trace, defaultType: defaultType))
-        // Effective configuration at start (STYLE.md §13).
+        // Effective configuration at start (DEVELOPERS.md "Conventions" §13).
         sim.log(
             (bus.map { $0.name + ($0.absent ? " (absent)" : "") }
                 ?? "pty \(pty!.slavePath)\(link.map { " (link \($0))" } ?? "")")

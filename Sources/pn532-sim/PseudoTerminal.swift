@@ -5,7 +5,7 @@
 #endif
 import CPseudoTerminal
 
-/// A failed system call: the C function and its errno (STYLE.md §7).
+/// A failed system call: the C function and its errno (DEVELOPERS.md "Conventions" §7).
 struct SystemError: Error, CustomStringConvertible {
     let function: String
     let errno: Int32

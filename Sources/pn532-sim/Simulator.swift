@@ -12,7 +12,7 @@ nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
 
 /// The driver around `PN532Chip`: moves bytes between the pty and the chip,
 /// runs the control socket and the chip's timers, and carries out effects
-/// (STYLE.md §1: effects at the edge).
+/// (DEVELOPERS.md "Conventions" §1: effects at the edge).
 final class Simulator {
     struct Options {
         var baud: Int?

@@ -152,7 +152,7 @@ final class StickerTests: XCTestCase {
                 let uid = TagUID(hex: v.uid)!
                 XCTAssertEqual(StickerJudge.judge(v.url, uid: uid, secrets: secrets, actionCount: 4).reason, .validV2)
             }
-            // Only an imported key: the phone's v1 stickers, as COMPAT §1 says.
+            // Only an imported key: the phone's v1 stickers, as docs/formats.md §1 says.
             XCTAssertEqual(StickerJudge.judge(copy.text, uid: nil, secrets: [imp], actionCount: 4).reason, .validV1)
         }
     }

@@ -156,7 +156,7 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(try a.ctlJSON(["keys", "command", "export", "--device", "door-b"])["key"], commandB["key"])
         XCTAssertNotEqual(try a.ctlJSON(["keys", "command", "export"])["key"], commandB["key"])
         // Generated at A, so generated at B too: v2 stickers only (a v1 copy of
-        // a v2 sticker, its u= cut off, must not pass with it; COMPAT §4).
+        // a v2 sticker, its u= cut off, must not pass with it; docs/formats.md §4).
         XCTAssertEqual(try b.ctlJSON(["secrets", "list"]).arrayValue?.first?["origin"]?.stringValue, "generated")
         try waitUntil { !documentsOfA().isEmpty }
         let onTheWire = try XCTUnwrap(documentsOfA().first)

@@ -231,7 +231,7 @@ final class FleetPushTests: XCTestCase {
         return a
     }
 
-    /// The phone app's block (COMPAT §3) names no door: one seen on door
+    /// The phone app's block (docs/formats.md §3) names no door: one seen on door
     /// B's topic, replayed at door A within the window, opened A whenever A
     /// held B's OTP key — which `fleet push --secrets` at B gave every door.
     /// Now the push leaves the OTP key out (`--share-otp-key` carries it):
@@ -290,7 +290,7 @@ final class FleetPushTests: XCTestCase {
         XCTAssertEqual(try doorA(otpKey: nil).key(.compatTimestamp), compatKey)
     }
 
-    /// Native commands (COMPAT §5): the push shares the site command key,
+    /// Native commands (docs/formats.md §5): the push shares the site command key,
     /// but each door checks commands with its own key derived from it and
     /// its device id, and that is the key a client is given (`keys command
     /// export`). A client holding door B's key cannot make a command door A

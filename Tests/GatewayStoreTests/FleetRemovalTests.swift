@@ -89,7 +89,7 @@ final class FleetRemovalTests: XCTestCase {
     }
 
     /// The attack on the remote keys: the command key (COMPAT §5) and the
-    /// phone's OTP key (COMPAT §3) rotated at A after a leak, then a push
+    /// phone's OTP key (docs/formats.md §3) rotated at A after a leak, then a push
     /// from B with the old ones. Before M1 every door took the old keys back.
     func testARotatedRemoteKeyIsNotRolledBackByAnotherDoorsPushOfTheOldOne() throws {
         let a = try door(), b = try door(), c = try door()

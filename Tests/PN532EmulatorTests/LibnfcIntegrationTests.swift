@@ -9,7 +9,7 @@ import XCTest
 
 /// The built `pn532-sim` driven by the real libnfc 1.8.0 `pn532_uart`
 /// driver (Debian libnfc-bin tools) and by a raw host on the pty
-/// (STYLE.md §8: the real library against a real peer).
+/// (DEVELOPERS.md "Conventions" §8: the real library against a real peer).
 final class LibnfcIntegrationTests: XCTestCase {
     static let tools = URL(fileURLWithPath: "/usr/bin")
 

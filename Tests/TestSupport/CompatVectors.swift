@@ -1,7 +1,7 @@
 import Foundation
 
-/// The interop vectors of `shared/vectors/compat.json`, copied into the
-/// repository at `Tests/Fixtures/compat.json` so a fresh clone has them.
+/// The interop vectors, `Tests/Fixtures/compat.json`; docs/formats.md "Test vectors"
+/// says which group belongs to which format.
 public struct CompatVectors: Decodable, Sendable {
     public struct TagV1: Decodable, Sendable {
         public let secret: String; public let idx: Int; public let ts: Int; public let url: String;

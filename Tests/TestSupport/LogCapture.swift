@@ -2,7 +2,7 @@ import Logging
 import Synchronization
 
 /// Every log line, to assert on (and to check no secret is ever in one);
-/// STYLE.md §12: tests read logs through a handler. The one copy for every
+/// DEVELOPERS.md "Conventions" §12: tests read logs through a handler. The one copy for every
 /// test target.
 public final class LogCapture: Sendable {
     private let lines = Mutex<[(level: Logger.Level, message: String)]>([])

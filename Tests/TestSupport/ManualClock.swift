@@ -1,6 +1,6 @@
 import DoorCore
 
-/// A manual clock: time moves only when a test says so (STYLE.md §2). The
+/// A manual clock: time moves only when a test says so (DEVELOPERS.md "Conventions" §2). The
 /// wall clock follows the monotonic one from where it was set, like a
 /// synchronised system clock, until a test sets it again (a clock jump).
 public struct ManualClock: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Black-box process runner for CLI and integration tests (STYLE.md §10).
+/// Black-box process runner for CLI and integration tests (DEVELOPERS.md "Conventions" §10).
 public struct ProcessResult: Sendable {
     public let status: Int32
     public let stdout: String

@@ -2,7 +2,7 @@
 without a real-time clock after boot, before NTP), with the stock
 `declare_synchronised = false`.
 
-COMPAT §3: compat commands are refused while the system clock is not
+docs/formats.md §3: compat commands are refused while the system clock is not
 synchronised; stickers and the exit button keep working. Checked: status
 reports the clock unsynchronised; a freshly made phone command (right key,
 timestamp now) is refused with reason `clock_unsynchronised` and opens

@@ -1,5 +1,5 @@
 """Clock jumps: CLOCK_REALTIME stepped back 3 h and forward 5 h while
-gatewayd runs (COMPAT §3, §4, §5).
+gatewayd runs (docs/formats.md §3, §4, §5).
 
 The host's clock is never touched. The door runs in the gpio-vm guest
 (Debian 12's 6.1 kernel under QEMU TCG, scripts/gpio-vm/run.sh PREPARE=…),
@@ -230,7 +230,7 @@ class Door:
         return self.ctl("otp", "make", "--key-file", self.key_file, "--command", "1", *extra)[1].strip()
 
     def native(self, ts=None, action=0):
-        """A native command (COMPAT §5) signed here with the exported command key; ts: the guest's now."""
+        """A native command (docs/formats.md §5) signed here with the exported command key; ts: the guest's now."""
         ts = self.clock()[0] if ts is None else ts
         nonce = os.urandom(16).hex()
         mac = hmac.new(self.command_key, f"cmd1|front-door|{action}|{ts}|{nonce}".encode(), hashlib.sha256).hexdigest()

@@ -1,5 +1,5 @@
 // The kernel's view of the wall clock, for remote-command freshness
-// (COMPAT §3: phone commands are refused while the clock is not synchronised).
+// (docs/formats.md §3: phone commands are refused while the clock is not synchronised).
 #ifndef DOORGATEWAY_CLOCK_SYNC_H
 #define DOORGATEWAY_CLOCK_SYNC_H
 

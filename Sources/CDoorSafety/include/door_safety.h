@@ -1,6 +1,6 @@
 // Relay safety on fatal signals: an async-signal-safe handler that drives
 // every registered relay output to its locked level, then lets the process
-// die with the original signal (DESIGN.md "Vocabulary": every exit path drives
+// die with the original signal (docs/design.md "Vocabulary": every exit path drives
 // outputs to their locked level).
 #ifndef DOORGATEWAY_DOOR_SAFETY_H
 #define DOORGATEWAY_DOOR_SAFETY_H

@@ -65,7 +65,7 @@ public struct CommandVerdict: Equatable, Sendable {
     public var accepted: Bool { rejection == nil }
 }
 
-/// Judges remote commands, COMPAT §3 (compat) and §5 (native). The replay
+/// Judges remote commands, docs/formats.md §3 (compat) and §5 (native). The replay
 /// guard is passed in so the caller owns its persistence.
 public struct CommandJudge: Equatable, Sendable {
     /// Compat command number → target (default 1→0, 2→1, 3→2, 4→3, 5→report).
@@ -136,7 +136,7 @@ public struct CommandJudge: Equatable, Sendable {
         return v
     }
 
-    /// The key a door checks native commands (COMPAT §5) with: derived from
+    /// The key a door checks native commands (docs/formats.md §5) with: derived from
     /// the site command key (the store's `native_command` key, the one the
     /// fleet shares) and the door's device id, HKDF-SHA256 (RFC 5869) with
     /// salt `doorgateway-command-v1` and info = the device id, 32 bytes
@@ -149,7 +149,7 @@ public struct CommandJudge: Equatable, Sendable {
         return Crypto.hmacSHA256(key: prk, message: Array(device.utf8) + [1])
     }
 
-    /// A native command (`{"action","ts","nonce","device","mac"}`, COMPAT §5).
+    /// A native command (`{"action","ts","nonce","device","mac"}`, docs/formats.md §5).
     public func judgeNative(
         payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
         replay: inout ReplayGuard
@@ -217,7 +217,7 @@ public struct CommandJudge: Equatable, Sendable {
     }
 
     /// What a native command and a native approval answer share once their
-    /// own fields are read (COMPAT §5): the nonce (32 hex digits) and MAC (64),
+    /// own fields are read (docs/formats.md §5): the nonce (32 hex digits) and MAC (64),
     /// the timestamp and skew recorded, addressed to this door, `message`'s
     /// HMAC-SHA256 under `key` compared in constant time, then `target` (the
     /// command's own check after the MAC, e.g. the action's range), freshness
@@ -286,7 +286,7 @@ public struct CommandJudge: Equatable, Sendable {
         "cmd1|\(device)|\(action)|\(ts)|\(nonce)"
     }
 
-    /// Retained messages and device reports are never commands (COMPAT §3).
+    /// Retained messages and device reports are never commands (docs/formats.md §3).
     static func screen(payload: [UInt8], retained: Bool) -> CommandRejection? {
         if retained { return CommandRejection(.retained, "retained messages are ignored") }
         if payload.starts(with: Array(#"{"TT_ID""#.utf8)) {

@@ -1,4 +1,4 @@
-/// The phone app's `%T` one-time block (COMPAT §3): AES-128-ECB of
+/// The phone app's `%T` one-time block (docs/formats.md §3): AES-128-ECB of
 /// random(4) | Unix seconds LE uint32 (4) | random(7) | checksum(1),
 /// checksum = sum of bytes 0–14 mod 256.
 public struct OTPBlock: Equatable, Sendable {

@@ -1,9 +1,9 @@
 /// Where a remote message came in: the transport names the channel from the
 /// topic, the core decides what the message may do.
 public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
-    /// `PREFIX/command`: MAC-signed native commands (COMPAT §5).
+    /// `PREFIX/command`: MAC-signed native commands (docs/formats.md §5).
     case native
-    /// A phone-app compat topic (COMPAT §3); device reports share it.
+    /// A phone-app compat topic (docs/formats.md §3); device reports share it.
     case compat
     /// Home Assistant's lock (`PREFIX/lock/set`: OPEN, UNLOCK, LOCK).
     case homeAssistantLock
@@ -118,7 +118,7 @@ public struct RemotePolicy: Equatable, Sendable {
 /// The verdict on one remote message.
 public struct RemoteJudgement: Equatable, Sendable {
     /// Nil when the message is not a command at all (a device report on a
-    /// shared compat topic, COMPAT §3): nothing to audit, nothing to do.
+    /// shared compat topic, docs/formats.md §3): nothing to audit, nothing to do.
     public var outcome: RemoteOutcome?
     /// The replay record to persist before the command acts, when accepting
     /// it changed the record (a crash after the door opened must not revive
@@ -166,7 +166,7 @@ extension RemoteOutcome {
     }
 }
 
-/// Every remote decision (COMPAT §3, §5, Home Assistant's topics): message +
+/// Every remote decision (docs/formats.md §3, §5, Home Assistant's topics): message +
 /// key + replay record + clock → verdict + the new replay record. Pure; the
 /// daemon reads the key and the record from the store and persists the new
 /// record before submitting an accepted command to the door.
@@ -178,7 +178,7 @@ public enum RemoteJudge {
         switch message.channel {
         case .native, .compat:
             let native = message.channel == .native
-            // A device report on a shared topic (COMPAT §3) is not a command.
+            // A device report on a shared topic (docs/formats.md §3) is not a command.
             if !native && message.payload.starts(with: Array(#"{"TT_ID""#.utf8)) {
                 return RemoteJudgement(outcome: nil)
             }

@@ -1,4 +1,4 @@
-/// Replay protection for remote commands (COMPAT §3, §5), stricter than the
+/// Replay protection for remote commands (docs/formats.md §3, §5), stricter than the
 /// ESP32 firmware: the highest accepted timestamp per key is kept, and a
 /// message more than one window older than it is refused; every accepted
 /// block or nonce is remembered until its own key's highest timestamp is two

@@ -1,4 +1,4 @@
-/// base64url without padding (RFC 4648 §5), as COMPAT §4's `u` field uses.
+/// base64url without padding (RFC 4648 §5), as docs/formats.md §4's `u` field uses.
 public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     private static let reverse: [Int8] = {

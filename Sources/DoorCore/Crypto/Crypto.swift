@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// The gateway's cryptography, through OpenSSL's libcrypto only (DESIGN.md:
+/// The gateway's cryptography, through OpenSSL's libcrypto only (docs/design.md:
 /// a thin wrapper). Every failure is a typed error naming the OpenSSL
 /// function and its error code, never a trap.
 public enum Crypto {
@@ -69,7 +69,7 @@ public enum Crypto {
 
     public enum Direction { case encrypt, decrypt }
 
-    /// One AES-128-ECB block, no padding (COMPAT §3 `otp-auth`): `EVP_aes_128_ecb`
+    /// One AES-128-ECB block, no padding (docs/formats.md §3 `otp-auth`): `EVP_aes_128_ecb`
     /// with `EVP_CIPHER_CTX_set_padding(ctx, 0)`.
     public static func aes128ECB(_ direction: Direction, key: [UInt8], block: [UInt8]) throws -> [UInt8] {
         guard key.count == 16 else { throw Failure(function: "aes128ECB: key must be 16 bytes", code: 0) }

@@ -23,7 +23,7 @@ public struct FleetDiff: Equatable, Sendable {
         }
     }
 
-    /// One of the remote keys (COMPAT §3 otp key, COMPAT §5 command key).
+    /// One of the remote keys (docs/formats.md §3 otp key, docs/formats.md §5 command key).
     public enum KeyChange: Equatable, Sendable {
         /// In neither document.
         case absent

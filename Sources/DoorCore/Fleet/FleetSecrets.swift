@@ -1,6 +1,6 @@
 /// What a fleet document carries sealed to the site box (docs/fleet.md
-/// "Secrets"): action secrets (sticker signing keys, COMPAT §1) and the
-/// remote keys (COMPAT §3 `otp-auth` AES key, COMPAT §5 native command key).
+/// "Secrets"): action secrets (sticker signing keys, docs/formats.md §1) and the
+/// remote keys (docs/formats.md §3 `otp-auth` AES key, docs/formats.md §5 native command key).
 /// Never on the broker in clear: `seal` encrypts the JSON to the site box
 /// public key, bound to the site and version (the AEAD's additional data),
 /// so a sealed part cannot be moved into another document.
@@ -11,7 +11,7 @@ public struct FleetSecrets: Equatable, Sendable {
         public var label: String
         /// Kept from the door that sealed it: a gateway-generated secret must
         /// stay one at every door, or the v2 stickers it signed would pass as
-        /// v1 (COMPAT §4: v1 is never accepted with generated secrets) once
+        /// v1 (docs/formats.md §4: v1 is never accepted with generated secrets) once
         /// their `u=` is cut off.
         public var origin: SecretOrigin
         public init(action: ActionIndex, key: [UInt8], label: String = "", origin: SecretOrigin) {
@@ -22,9 +22,9 @@ public struct FleetSecrets: Equatable, Sendable {
         }
     }
     public var secrets: [Secret]
-    /// COMPAT §3: 16 bytes.
+    /// docs/formats.md §3: 16 bytes.
     public var compatTimestampKey: [UInt8]?
-    /// COMPAT §5: 32 bytes.
+    /// docs/formats.md §5: 32 bytes.
     public var nativeCommandKey: [UInt8]?
     /// Each remote key's generation (issue 24 M1): one more at every local
     /// `keys … new|import`; a door takes a document's key only when its

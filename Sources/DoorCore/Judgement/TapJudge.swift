@@ -1,4 +1,4 @@
-/// A row of the issued-tag registry (DESIGN.md "Issued-tag registry"), as the
+/// A row of the issued-tag registry (docs/design.md "Issued-tag registry"), as the
 /// tap judgement sees it.
 public enum RegistryState: String, Equatable, Hashable, Sendable, CaseIterable {
     case pending, active, revoked, failed
@@ -58,8 +58,8 @@ public protocol TagRegistryView {
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool
 }
 
-/// The door's verdict on a tap: DESIGN.md's blank / ours / foreign, the
-/// sticker verdict of COMPAT §1/§4, then the registry's rules on top — a v2
+/// The door's verdict on a tap: docs/design.md's blank / ours / foreign, the
+/// sticker verdict of docs/formats.md §1/§4, then the registry's rules on top — a v2
 /// sticker needs its UID active here, revocation by UID and (v1) by
 /// signature, expiry. Pure but for the registry reads, which fail closed.
 public enum TapJudge {

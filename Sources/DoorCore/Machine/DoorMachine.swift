@@ -1,4 +1,4 @@
-/// The pure door logic: `handle(event, at: now) -> [effect]` (DESIGN.md
+/// The pure door logic: `handle(event, at: now) -> [effect]` (docs/design.md
 /// "Shape of the program"). No I/O, no clock reads, no sleeping: timers are
 /// effects and their firing is an input.
 ///

@@ -18,7 +18,7 @@ public enum DoorInput: Equatable, Sendable {
     case readerRecovered
 }
 
-/// A tag in the field, classified (DESIGN.md "blank", "ours", foreign) and judged.
+/// A tag in the field, classified (docs/design.md "blank", "ours", foreign) and judged.
 public struct TagPresentation: Equatable, Sendable {
     public enum Content: String, Equatable, Sendable { case blank, ours, foreign }
     public var uid: TagUID
@@ -120,7 +120,7 @@ public enum TimerID: Hashable, Sendable {
     case approvalTimeout(id: UInt64)
 }
 
-/// What the machine asks the runtime to do (STYLE.md §1).
+/// What the machine asks the runtime to do (DEVELOPERS.md "Conventions" §1).
 public enum DoorEffect: Equatable, Sendable {
     case drive(output: String, OutputState)
     case feedback(FeedbackKind)

@@ -8,7 +8,7 @@ public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Comparable
     /// fresh) opens, without AuthenticateEV2First. Weaker: pre-play (docs/ntag424.md
     /// "The SUN-only tier"). Opt-in; an action's kind, never a registry row's.
     case ntag424SUN = "ntag424-sun"
-    /// A signed sticker bound to its tag's UID (COMPAT §4).
+    /// A signed sticker bound to its tag's UID (docs/formats.md §4).
     case stickerV2 = "sticker-v2"
     /// A phone-written signed sticker (imported secret, no UID binding).
     case stickerV1 = "sticker-v1"

@@ -1,4 +1,4 @@
-// The door's vocabulary (DESIGN.md "Vocabulary"): actions, outputs, modes.
+// The door's vocabulary (docs/design.md "Vocabulary"): actions, outputs, modes.
 
 /// An action index, `0…N-1`: a sticker's `idx`, `gatewayctl --action N`.
 public typealias ActionIndex = Int
@@ -81,7 +81,7 @@ public struct PulseLimits: Equatable, Sendable, Hashable {
     }
 }
 
-/// Door modes (DESIGN.md): normal; passage = outputs held unlocked (office
+/// Door modes (docs/design.md): normal; passage = outputs held unlocked (office
 /// hours); lockdown = only the exit button and admin commands open.
 public enum DoorMode: String, Sendable, Hashable, Codable, CaseIterable {
     case normal, passage, lockdown

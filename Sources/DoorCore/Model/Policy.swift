@@ -1,4 +1,4 @@
-/// Lockout (DESIGN.md "Ownership"): counts only denials of stickers in our
+/// Lockout (docs/design.md "Ownership"): counts only denials of stickers in our
 /// format, per UID and globally, with a short cap. It never blocks the exit
 /// button, remote commands or admin commands.
 public struct LockoutPolicy: Equatable, Sendable, Hashable {
@@ -45,13 +45,13 @@ public struct ButtonPolicy: Equatable, Sendable, Hashable {
     }
 }
 
-/// Provisioning (DESIGN.md): a button hold arms the configured action unless
+/// Provisioning (docs/design.md): a button hold arms the configured action unless
 /// disabled; refused in lockdown; cancelled after `timeout`; one tag per arming.
 public struct ProvisioningPolicy: Equatable, Sendable, Hashable {
     public var buttonArmed: Bool
     public var action: ActionIndex
     public var timeout: Duration
-    /// Password-protect written stickers (COMPAT §4 PWD/PACK).
+    /// Password-protect written stickers (docs/formats.md §4 PWD/PACK).
     public var protect: Bool
     /// NTAG AUTHLIM, the raw 3-bit field of ACCESS: 0 = unlimited failed
     /// PWD_AUTH attempts, 1…7 = at most 2^n failures before the tag locks.

@@ -8,7 +8,7 @@ public struct TagUID: Hashable, Sendable, Comparable, CustomStringConvertible {
         guard let b = Hex.decode(clean), [4, 7, 10].contains(b.count) else { return nil }
         bytes = b
     }
-    /// Uppercase hex, no separators (the form COMPAT §4 signs).
+    /// Uppercase hex, no separators (the form docs/formats.md §4 signs).
     public var hex: String { Hex.encode(bytes, uppercase: true) }
     public var description: String { hex }
     public static func < (a: TagUID, b: TagUID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }

@@ -74,7 +74,7 @@ public struct ClockFloor: Equatable, Sendable {
     }
 }
 
-/// What `DoorMachine.handle(_:at:)` is told about "now" (STYLE.md §1).
+/// What `DoorMachine.handle(_:at:)` is told about "now" (DEVELOPERS.md "Conventions" §1).
 public struct Now: Equatable, Hashable, Sendable {
     public var monotonic: MonotonicInstant
     public var wall: WallClock

@@ -95,7 +95,7 @@ public struct NDEFMessage: Equatable, Sendable, Hashable {
         return out
     }
 
-    /// The first URI record's URI, wherever it stands in the message (COMPAT §7).
+    /// The first URI record's URI, wherever it stands in the message (docs/formats.md §7).
     /// A malformed URI record (reserved code, bad UTF-8) is an error, not skipped.
     public func firstURI() throws(NDEFError) -> String {
         guard !records.isEmpty else { throw .emptyMessage }

@@ -132,7 +132,7 @@ public enum URIPrefix {
     public static func prefix(for code: UInt8) -> String? { Int(code) < table.count ? table[Int(code)] : nil }
 
     /// The code of the longest prefix `uri` starts with (0x00 when none does,
-    /// as for COMPAT's `smp://` stickers) and the UTF-8 bytes that follow it.
+    /// as for the `smp://` stickers, docs/formats.md §1) and the UTF-8 bytes that follow it.
     /// Compared byte for byte: every prefix is ASCII.
     public static func split(_ uri: String) -> (code: UInt8, rest: [UInt8]) {
         let bytes = Array(uri.utf8)

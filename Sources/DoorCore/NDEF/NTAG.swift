@@ -62,7 +62,7 @@ public enum NTAGType: String, Sendable, Hashable, CaseIterable, CustomStringConv
     }
 
     /// Bytes an NDEF TLV (with its Terminator) may take: the data area the
-    /// factory CC announces, which is what readers honour. COMPAT §4: a v2
+    /// factory CC announces, which is what readers honour. docs/formats.md §4: a v2
     /// sticker's 134 bytes fit NTAG213's 144.
     public var ndefCapacity: Int { ccDataAreaSize }
 
@@ -122,7 +122,7 @@ public struct StaticLock: Equatable, Sendable, Hashable {
     }
 }
 
-/// A whole tag image: pages from page 0, 4 bytes each (COMPAT §6 dump files,
+/// A whole tag image: pages from page 0, 4 bytes each (docs/formats.md §6 dump files,
 /// the layout `nfc-mfultralight` reads and writes).
 public struct TagImage: Equatable, Sendable, Hashable {
     public var type: NTAGType
@@ -155,7 +155,7 @@ public struct TagImage: Equatable, Sendable, Hashable {
     /// lock bytes 00 00 00 BD, CFG0 04 00 00 FF — AUTH0 0xFF, no password —,
     /// CFG1 00 05 00 00, PWD and PACK read as zeros), holding `message` (the
     /// empty message when nil: a blank sticker, TLV 03 00 FE). Reproduces
-    /// COMPAT's dumps byte for byte.
+    /// the dumps of Tests/Fixtures/compat.json byte for byte (docs/formats.md §6).
     public static func make(type: NTAGType, uid: TagUID, message: NDEFMessage? = nil) throws(NDEFError) -> TagImage {
         guard uid.bytes.count == 7 else { throw .badDump("an NTAG21x UID is 7 bytes, not \(uid.bytes.count)") }
         let u = uid.bytes
@@ -194,7 +194,7 @@ public struct TagImage: Equatable, Sendable, Hashable {
     /// The first NDEF message on the tag.
     public func message() throws(NDEFError) -> NDEFMessage { try Type2.message(inArea: dataArea()) }
 
-    /// Blank (DESIGN.md: no NDEF TLV or an empty message) or a message.
+    /// Blank (docs/design.md: no NDEF TLV or an empty message) or a message.
     public func content() throws(NDEFError) -> TagContent { try Type2.content(ofArea: dataArea()) }
 
     public func isBlank() throws(NDEFError) -> Bool { try content() == .blank }

@@ -10,7 +10,7 @@ public enum TLV: Equatable, Sendable, Hashable {
     case terminator
 }
 
-/// What a tag's data area holds, as the door sees it. DESIGN.md: "blank" = no
+/// What a tag's data area holds, as the door sees it. docs/design.md: "blank" = no
 /// NDEF TLV, or an empty NDEF message.
 public enum TagContent: Equatable, Sendable {
     case blank
@@ -74,7 +74,7 @@ public enum Type2 {
         return try NDEFMessage.decode(value)
     }
 
-    /// Blank or a message (DESIGN.md "blank").
+    /// Blank or a message (docs/design.md "blank").
     public static func content(ofArea area: [UInt8]) throws(NDEFError) -> TagContent {
         try TagContent(ndefValue: firstNDEFValue(area))
     }

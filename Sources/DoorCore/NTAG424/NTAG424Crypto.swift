@@ -3,7 +3,7 @@
 /// Pure functions over `Crypto`'s AES-128 and AES-CMAC; the door's reader
 /// and the emulator's tag both use this core, so AN12196's published values
 /// (DoorCoreTests/NTAG424CryptoTests) are what pin it — a bug shared by both
-/// sides would otherwise go unseen. See ../shared/notes/ntag424.md.
+/// sides would otherwise go unseen. See docs/ntag424-internals.md "Crypto core".
 public enum NTAG424 {
     public static let keyLength = 16
     public static let blockLength = 16

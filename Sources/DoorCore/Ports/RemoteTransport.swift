@@ -39,7 +39,7 @@ public protocol RemoteTransport: AnyObject, Sendable {
     /// A sticker was presented: `{"uid": …}`, only while connected (a scan
     /// replayed later would fire automations late).
     func publishTagScan(uidText: String)
-    /// The device report of compat command 5 (COMPAT §3).
+    /// The device report of compat command 5 (docs/formats.md §3).
     func publishReport(_ report: JSONValue)
 
     // MARK: State

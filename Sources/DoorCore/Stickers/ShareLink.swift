@@ -1,4 +1,4 @@
-/// The phone app's secret share link (COMPAT §2, its QR code):
+/// The phone app's secret share link (docs/formats.md §2, its QR code):
 /// `smpshare://secret?idx=<i>&key=<64 hex>&label=<percent-encoded, optional>`.
 public struct ShareLink: Equatable, Sendable, Hashable {
     public static let prefix = "smpshare://secret?"

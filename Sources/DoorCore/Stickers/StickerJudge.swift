@@ -1,4 +1,4 @@
-/// The verdict on a sticker, with a stable reason code (COMPAT §1, §4).
+/// The verdict on a sticker, with a stable reason code (docs/formats.md §1, §4).
 public struct StickerVerdict: Equatable, Sendable, Hashable, CustomStringConvertible {
     public enum Outcome: String, Sendable, Hashable { case valid, invalid, undecided }
 
@@ -32,7 +32,7 @@ public struct StickerVerdict: Equatable, Sendable, Hashable, CustomStringConvert
     public var action: Int? { url?.action }
 
     /// Denials of stickers in our format count toward lockout; a foreign tag
-    /// (a bank card, a web link) is "not ours", not an attack (DESIGN.md).
+    /// (a bank card, a web link) is "not ours", not an attack (docs/design.md).
     public var countsTowardLockout: Bool { !isValid && reason != .notOurs }
 
     public var description: String {
@@ -54,7 +54,7 @@ public struct StickerVerdict: Equatable, Sendable, Hashable, CustomStringConvert
     }
 }
 
-/// Judges signatures and origin only (COMPAT §4 acceptance rules). The
+/// Judges signatures and origin only (docs/formats.md §4 acceptance rules). The
 /// issued-tag registry and revocations are the daemon's, on top of this.
 public enum StickerJudge {
     /// - Parameters:

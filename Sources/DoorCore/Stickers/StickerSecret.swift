@@ -1,4 +1,4 @@
-/// Where a sticker secret came from (DESIGN.md "Keys"). v1 stickers verify
+/// Where a sticker secret came from (docs/design.md "Keys"). v1 stickers verify
 /// only with imported secrets; the gateway's own stickers are v2.
 public enum SecretOrigin: String, Sendable, Hashable, Codable, CaseIterable {
     case generated, imported

@@ -1,4 +1,4 @@
-/// A signed sticker URL, COMPAT §1 (v1) and §4 (v2):
+/// A signed sticker URL, docs/formats.md §1 (v1) and §4 (v2):
 /// `smp://action?idx=<i>&ts=<t>&sig=<64 hex>[&u=<22 base64url>]`.
 public struct StickerURL: Equatable, Sendable, Hashable {
     public static let prefix = "smp://action?"
