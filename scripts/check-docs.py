@@ -21,8 +21,14 @@ make test runs it on the static binary (out/static/gatewayctl); DEVELOPERS.md,
 - the PN532's interface switches (I0/I1) read the same wherever they are stated;
 - the example's MQTT key_file is the credential board/gatewayd.service loads;
 - relative links (and their #anchors) in README, DEVELOPERS.md, CHANGELOG.md,
-  docs/ and board/ resolve; the user docs refer to nothing outside the
-  repository; README names `make test` as the test command.
+  docs/ and board/ resolve; README names `make test` as the test command;
+- citations: nothing in Sources/, Tests/, scripts/, docs/, board/,
+  provisioning/, Fuzz/, Benchmarks/ or the top-level files cites the papers
+  outside the repository (DESIGN.md, STYLE.md, COMPAT, shared/), and every
+  cited repository file and section (`docs/formats.md §4`, `docs/design.md
+  "Keys"`, `DEVELOPERS.md "Conventions" §13`) exists;
+- docs/formats.md and Tests/Fixtures/compat.json: the vectors follow the
+  page's rules, and so does its worked native command.
 
 Exit 0 when all hold; otherwise each failure on its own line and exit 1.
 """
