@@ -761,6 +761,10 @@ def check_formats(rel="docs/formats.md", vectors="Tests/Fixtures/compat.json"):
     def mac(key_hex, text):
         return hmac.new(bytes.fromhex(key_hex), text.encode(), hashlib.sha256).digest()
 
+    for must in (rel, vectors):
+        if not os.path.isfile(os.path.join(ROOT, must)):
+            fail(must, "missing: the formats the code cites and their vectors live here")
+            return
     v = json.loads(read(vectors))
     where = f"{vectors} vs {rel}"
     for t in v["tags_v1"] + v["tags_v2"]:
