@@ -158,7 +158,9 @@ struct ProvisionCommand: ParsableCommand {
         ) var reissue: String?
         func validate() throws {
             try TagsIssue.validateLimits(uses: uses, from: from, until: until)
-            if let reissue, TagUID(hex: reissue) == nil { throw ValidationError("--reissue: a UID in hex (4, 7 or 10 bytes)") }
+            if let reissue, TagUID(hex: reissue) == nil {
+                throw ValidationError("--reissue: a UID in hex (4, 7 or 10 bytes)")
+            }
         }
         func run() throws {
             try socket.call(

@@ -146,7 +146,8 @@ public enum ControlError: Error, Equatable, Sendable, CustomStringConvertible {
 
     static let usageText = [
         "insert": "insert [UID] [IMAGE|ntag213|ntag215|ntag216]",
-        "ntag424-fault": "ntag424-fault keeps-keys|card-uid UID|versions V0,V1,V2,V3,V4|off", "remove": "remove", "reinsert": "reinsert",
+        "ntag424-fault": "ntag424-fault keeps-keys|card-uid UID|versions V0,V1,V2,V3,V4|off", "remove": "remove",
+        "reinsert": "reinsert",
         "tear-after": "tear-after N", "mute": "mute", "hang": "hang", "nad": "nad", "mi-empty": "mi-empty",
         "unmute": "unmute",
         "dump": "dump [PATH]", "stats": "stats [reset]", "status": "status", "absent": "absent", "present": "present",

@@ -197,10 +197,14 @@ final class Simulator {
                 return "ok the NTAG 424 DNA's GetKeyVersion names \(v.map(String.init).joined(separator: ","))"
             }
         case .ntag424ChangeKeys:
-            guard let dna = chip.currentOrDepartedDNA else { return "error no NTAG 424 DNA in the field or to reinsert" }
+            guard let dna = chip.currentOrDepartedDNA else {
+                return "error no NTAG 424 DNA in the field or to reinsert"
+            }
             return "ok \(dna.application.changeKeyCommands)"
         case .stash:
-            guard let dna = chip.currentOrDepartedDNA else { return "error no NTAG 424 DNA in the field or to reinsert" }
+            guard let dna = chip.currentOrDepartedDNA else {
+                return "error no NTAG 424 DNA in the field or to reinsert"
+            }
             stashed = dna
             return "ok stashed NTAG424DNA \(dna.uid.hex)"
         case .unstash:

@@ -69,7 +69,9 @@ final class NTAG424CloneAttackTests: XCTestCase {
 
     /// The fields of a registry row an attack must not change.
     func fields(_ row: JSONValue?) -> [String] {
-        ["action", "label", "state", "kind", "key_version", "issued"].map { "\($0)=\(row?[$0].map { "\($0)" } ?? "nil")" }
+        ["action", "label", "state", "kind", "key_version", "issued"].map {
+            "\($0)=\(row?[$0].map { "\($0)" } ?? "nil")"
+        }
     }
 
     // MARK: H-1 — the confirmed sequence

@@ -153,7 +153,8 @@ final class NTAG424SUNTierTests: XCTestCase {
             let storeB = try GatewayStore(stateDirectory: doorB.dir.path + "/state")
             try storeB.setNTAG424SiteKey(Self.siteKey, origin: .fleet, now: 1)
             try storeB.syncActions([
-                ActionDefinition(index: 0, name: "front", steps: []), ActionDefinition(index: 1, name: "gate", steps: []),
+                ActionDefinition(index: 0, name: "front", steps: []),
+                ActionDefinition(index: 1, name: "gate", steps: []),
             ])
             try rig.register(storeB, tagA, action: 1, label: "gate")
         }

@@ -33,7 +33,8 @@ final class FleetNTAG424StoreTests: XCTestCase {
         throws
     {
         _ = try store.ensureNTAG424SiteKey(now: 1)
-        try store.recordProvisionedNTAG424(uid: uid, action: 0, label: label, limits: limits, issue: .legacy, counter: 1, now: 1)
+        try store.recordProvisionedNTAG424(
+            uid: uid, action: 0, label: label, limits: limits, issue: .legacy, counter: 1, now: 1)
         _ = try store.appendAudit(time: 1, kind: "provisioning_written", uid: uid.hex, activating: uid.hex)
     }
 
@@ -88,7 +89,8 @@ final class FleetNTAG424StoreTests: XCTestCase {
         XCTAssertEqual(try a.issuedTag(uid)?.state, .revoked)
         XCTAssertTrue(try a.isRevoked(uid: uid, signature: nil))
         // And a revoked UID cannot be provisioned again at A (until `tags forget`).
-        XCTAssertThrowsError(try a.recordProvisionedNTAG424(uid: uid, action: 0, label: "x", issue: .legacy, counter: 9, now: 9))
+        XCTAssertThrowsError(
+            try a.recordProvisionedNTAG424(uid: uid, action: 0, label: "x", issue: .legacy, counter: 9, now: 9))
     }
 
     func testADoorWhoseOwn424sDependOnItsKeyKeepsIt() throws {

@@ -247,7 +247,8 @@ public struct FleetDocument: Equatable, Sendable {
                 }
                 let issue = NTAG424.KeyIssue(salt: bytes, version: UInt8(clamping: v))
                 guard (1...255).contains(v), issue.isWellFormed else {
-                    throw .malformed("tags[\(hex)].key_version/key_salt: a 16-byte salt with version 2…255, or version 1 alone")
+                    throw .malformed(
+                        "tags[\(hex)].key_version/key_salt: a 16-byte salt with version 2…255, or version 1 alone")
                 }
                 keyIssue = issue
             default: throw .malformed("tags[\(hex)].key_version: an integer is expected with key_salt")
