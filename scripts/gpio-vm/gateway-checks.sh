@@ -381,7 +381,7 @@ check_fatal() {
 
 # --- gatewayd released: the relay while gatewayd is not running (issue 33) ---
 # A chip shaped like the Pi's header lines the door uses (GPIO17 relay, GPIO22
-# green, GPIO23 red, GPIO24 buzzer), made afresh for each polarity so every
+# green, GPIO23 red, GPIO24 buzzer, GPIO27 the button), made afresh for each polarity so every
 # line starts as GPIO17 does at reset: pulled down. gatewayd runs from a
 # configuration like the image's (line "GPIO17", a strike) with no reader
 # (libnfc retries; the relay is what is watched). The relay's level is read
@@ -400,12 +400,12 @@ PI=$CFG/doorgateway-pi
 setup_pi() {
     [ -d "$PI" ] && teardown_pi
     mkdir "$PI" "$PI/bank0" || return 1
-    echo 4 > "$PI/bank0/num_lines"
+    echo 5 > "$PI/bank0/num_lines"
     echo doorgateway-pi > "$PI/bank0/label"
     i=0
-    for name in GPIO17 GPIO22 GPIO23 GPIO24; do
+    for _line in GPIO17 GPIO22 GPIO23 GPIO24 GPIO27; do   # not $name: the caller's (sh has no locals)
         mkdir "$PI/bank0/line$i"
-        echo "$name" > "$PI/bank0/line$i/name"
+        echo "$_line" > "$PI/bank0/line$i/name"
         i=$((i + 1))
     done
     echo 1 > "$PI/live"
@@ -445,6 +445,10 @@ line = "GPIO22"
 line = "GPIO23"
 [indicators.buzzer]
 line = "GPIO24"
+[inputs.button]
+line = "GPIO27"
+active_low = true
+bias = "pull-up"
 [clock]
 declare_synchronised = true
 [control]
@@ -493,7 +497,8 @@ check_released() {
     # SIGTERM, then a start again: sampled from before the stop until the new
     # process is ready.
     samples=$WORKDIR/$name-restart.samples
-    ctl sample --file "$PISYS/sim_gpio0/value" --duration-ms "$((60000 * ${TIME_SCALE:-1}))" > "$samples" &
+    # Not through ctl(): $! must be the sampler itself, which is killed below.
+    "$GATEWAY" ctl gpio sample --file "$PISYS/sim_gpio0/value" --duration-ms "$((60000 * ${TIME_SCALE:-1}))" > "$samples" &
     sampler=$!
     wait_for "$samples" . 50 || true
     kill -TERM "$PID"
