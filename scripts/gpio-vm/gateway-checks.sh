@@ -494,6 +494,11 @@ check_released() {
     fi
     running=$(pi_value 0)
     [ "$running" = "$locked" ] || problems="$problems; running: $running"
+    # Its start-up line names the pull it requested (the locked level's).
+    want_pull=$([ "$locked" = 1 ] && echo pull-up || echo pull-down)
+    grep -q "strike=line GPIO17.* locked deenergised $want_pull" "$WORKDIR/$name-1.log" \
+        || problems="$problems; start-up line without '$want_pull': $(grep 'gpio board ready' "$WORKDIR/$name-1.log")"
+    ! grep -q 'kernel refused' "$WORKDIR/$name-1.log" || problems="$problems; $(grep 'kernel refused' "$WORKDIR/$name-1.log")"
     # SIGTERM, then a start again: sampled from before the stop until the new
     # process is ready.
     samples=$WORKDIR/$name-restart.samples
@@ -560,7 +565,7 @@ check_released() {
     teardown_pi
 
     echo "# $name: no hold (the image before relay and lock are chosen, gpio=17=ip,pd): fresh line $fresh, after exit $rc_unheld $unheld (the reset pull-down)"
-    detail="locked level $locked (line at reset $reset): running $running; after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
+    detail="locked level $locked (line at reset $reset): running $running, requested $want_pull; after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
     if [ -z "$problems" ]; then
         pass "$name" "$detail"
     else
