@@ -565,7 +565,7 @@ check_released() {
     teardown_pi
 
     echo "# $name: no hold (the image before relay and lock are chosen, gpio=17=ip,pd): fresh line $fresh, after exit $rc_unheld $unheld (the reset pull-down)"
-    detail="locked level $locked (line at reset $reset): running $running, requested $want_pull; after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
+    detail="locked level $locked (line at reset $reset): running $running (start-up line checked for $want_pull); after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
     if [ -z "$problems" ]; then
         pass "$name" "$detail"
     else
