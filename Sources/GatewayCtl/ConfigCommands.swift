@@ -246,7 +246,7 @@ enum FirmwareFiles {
             return now == h.line || now == h.lineWithoutPull
         }
         return pullOnly
-            ? "the relay is driven locked from power-on but not pulled there, so once gatewayd has run and stopped it is not held locked"
+            ? "the relay is driven locked from power-on but not pulled there: while gatewayd is not running only the pull gatewayd requested holds it (none on a kernel that refuses it)"
             : "from power-on until gatewayd starts the relay is not held locked"
     }
 

@@ -121,9 +121,9 @@ final class FirmwareHoldCLITests: XCTestCase {
 
     /// Issue 33: a door whose config.txt holds the relay without a pull (the
     /// hold before issue 33: `gpio=17=op,dh`) is told, and `--write` adds the pull
-    /// — Debian's kernel leaves a released line at its pull, so a hold that
-    /// drives the line but leaves GPIO17's reset pull-down energises an
-    /// active-low relay once gatewayd has run and stopped.
+    /// — Debian's kernel leaves a released line at its pull, and a hold that
+    /// drives the line but leaves GPIO17's reset pull-down leaves an
+    /// active-low relay to gatewayd's own pull alone once the line is released.
     func testAHoldWithoutThePullIsStaleAndRewrittenWithIt() throws {
         let conf = try write("gateway.toml", Self.chosen(activeLow: true, lock: .deenergised))
         let old = try stockConfigTxt().replacingOccurrences(of: "gpio=17=ip,pd", with: "gpio=17=op,dh")
@@ -134,8 +134,8 @@ final class FirmwareHoldCLITests: XCTestCase {
         XCTAssertEqual(
             check.stderr,
             "warning: \(txt): GPIO17 (strike) is gpio=17=op,dh, not gpio=17=op,dh,pu: the relay is driven locked "
-                + "from power-on but not pulled there, so once gatewayd has run and stopped it is not held locked; "
-                + "run `gatewayctl config firmware --write` as root, then reboot\n"
+                + "from power-on but not pulled there: while gatewayd is not running only the pull gatewayd requested "
+                + "holds it (none on a kernel that refuses it); run `gatewayctl config firmware --write` as root, then reboot\n"
         )
         let told = try Run.gatewayctl(["config", "firmware", "--config-txt", txt, conf])
         XCTAssertEqual(told.status, 0, told.stderr)
