@@ -164,7 +164,7 @@ expect "stock config refused: the relay's active_low and locked_level, no defaul
     sh -c 'gatewayctl config check 2>/tmp/err >/dev/null; rc=$?;
         echo $rc $(sed -n "s/^[^ ]*: \(outputs\[0\]\.[a-z_]*\): .*/\1/p" /tmp/err) $(wc -l < /tmp/err)'
 cp "$(dirname "$0")/../provisioning/firstboot/config.txt.custom" "$ROOT/tmp/config.txt"
-expect "relay chosen (active-low strike): config check ok, firmware hold gpio=17=op,dh written" "ok gpio=17=op,dh" \
+expect "relay chosen (active-low strike): config check ok, firmware hold gpio=17=op,dh,pu written" "ok gpio=17=op,dh,pu" \
     sh -c 'sed -e "0,/^# active_low = /s/^# \(active_low = \)/\1/" -e "0,/^# locked_level = /s/^# \(locked_level = \)/\1/" \
             /etc/doorgateway/gateway.toml > /tmp/chosen.toml &&
         gatewayctl config check /tmp/chosen.toml >/dev/null &&

@@ -14,7 +14,9 @@ import Synchronization
 /// (so they never glitch), then indicators (off), then inputs. Every exit
 /// path leaves the relays locked: `lockAll()`, deinit (each `OutputLine`
 /// drives itself safe before release), and the fatal-signal handler
-/// (`RelaySafety.installCrashHandler()`) for crashes.
+/// (`RelaySafety.installCrashHandler()`) for crashes. Every output is
+/// requested with the pull of its locked level, so once released (any exit,
+/// SIGKILL too) the line stays there while gatewayd is not running.
 public final class GPIOBoard: DoorBoard, Sendable {
     public let outputs: [OutputDefinition]
     public let indicatorNames: [String]
@@ -34,14 +36,16 @@ public final class GPIOBoard: DoorBoard, Sendable {
         for o in description.outputs {
             relays[o.name] = try OutputLine(
                 chip: chip, spec: o.line, activeLow: o.activeLow,
-                safeValue: o.lockedLevel == .energised, subject: "output '\(o.name)'")
+                safeValue: o.lockedLevel == .energised, subject: "output '\(o.name)'", logger: logger)
         }
         var indicators: [String: OutputLine] = [:]
         for i in description.indicators {
             indicators[i.name] = try OutputLine(
                 chip: chip, spec: i.line, activeLow: i.activeLow,
-                safeValue: false, subject: "indicator '\(i.name)'")
+                safeValue: false, subject: "indicator '\(i.name)'", logger: logger)
         }
+        // The pull of each output, for the start-up line (nil: the kernel refused it).
+        let pulls = relays.mapValues(\.pull).merging(indicators.mapValues(\.pull)) { a, _ in a }
         outputs = description.outputs.map(\.definition)
         indicatorNames = description.indicators.map(\.name)
         relayLines = relays
@@ -58,7 +62,7 @@ public final class GPIOBoard: DoorBoard, Sendable {
                 )
             },
             logger: logger, deliver: { state.deliver($0) })
-        logConfiguration(description)
+        logConfiguration(description, pulls: pulls)
         if let warning = RelaySafety.persistWarning() { logger.warning("\(warning)") }
     }
 
@@ -112,11 +116,12 @@ public final class GPIOBoard: DoorBoard, Sendable {
     public func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { state.setHandler(handler) }
 
     /// DEVELOPERS.md "Conventions" §13: the effective wiring, once, at start.
-    private func logConfiguration(_ d: BoardDescription) {
+    private func logConfiguration(_ d: BoardDescription, pulls: [String: BoardDescription.Bias?]) {
+        func pull(_ name: String) -> String { (pulls[name] ?? nil).map { " \($0.rawValue)" } ?? " no pull" }
         let outs = d.outputs.map {
-            "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : ""), locked \($0.lockedLevel.rawValue)"
+            "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : ""), locked \($0.lockedLevel.rawValue)\(pull($0.name))"
         }
-        let inds = d.indicators.map { "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : "")" }
+        let inds = d.indicators.map { "\($0.name)=line \($0.line)\($0.activeLow ? " active-low" : "")\(pull($0.name))" }
         func input(_ i: BoardDescription.Input?) -> String {
             i.map {
                 "line \($0.line)\($0.activeLow ? " active-low" : "") bias \($0.bias.rawValue) debounce \($0.debounce)"

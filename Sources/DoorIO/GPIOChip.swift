@@ -88,6 +88,16 @@ final class GPIOChip: @unchecked Sendable {
 /// (CDoorSafety) while requested; deinit drives it safe, unregisters it and
 /// releases it.
 ///
+/// The request also carries the bias of the safe level (pull-up when the
+/// safe level is electrically high, pull-down when low): Debian's
+/// pinctrl-bcm2835 returns a released line to an input (bcm2835_pmx_free),
+/// where its level is its pull — after every exit of the process, SIGKILL
+/// included, and until the next request. With the bias the pull *is* the
+/// locked level; without it GPIO17's reset pull-down would energise an
+/// active-low relay whenever gatewayd is not running. A kernel that refuses
+/// the bias (before 5.5: EINVAL) gets the request without it and a warning
+/// naming the line (`pull` is then nil).
+///
 /// Written from several threads (the door queue drives a relay, the pattern
 /// queue the indicators, `lockAll()` either from the daemon's stop path), so
 /// the handle is used only under `handle`'s lock: libgpiod's line keeps the
@@ -99,20 +109,52 @@ final class OutputLine: Sendable {
     let spec: LineSpec
     /// The logical value that is safe: the locked level of a relay, off for an indicator.
     let safeValue: Bool
+    /// The pull requested with the line (the safe level's), nil when the kernel refused it.
+    let pull: BoardDescription.Bias?
 
-    init(chip: GPIOChip, spec: LineSpec, activeLow: Bool, safeValue: Bool, subject: String) throws {
+    /// The bias that holds a released line at the safe level: the pull is
+    /// electrical, so an active-low line whose safe logical value is false
+    /// (coil off) is pulled up.
+    static func pull(activeLow: Bool, safeValue: Bool) -> BoardDescription.Bias {
+        safeValue != activeLow ? .pullUp : .pullDown
+    }
+
+    init(chip: GPIOChip, spec: LineSpec, activeLow: Bool, safeValue: Bool, subject: String, logger: Logger) throws {
         self.chip = chip
         self.spec = spec
         self.safeValue = safeValue
         let line = try chip.line(spec)
-        let flags = activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
-        try gpiodCall(
-            "gpiod_line_request_output_flags", "\(subject) (line \(spec) on \(chip.name))",
-            handle: { code in
-                code == EBUSY ? chip.busyError(line, spec) : nil
+        let base = activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
+        let wanted = Self.pull(activeLow: activeLow, safeValue: safeValue)
+        let bias =
+            wanted == .pullUp
+            ? Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP) : Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN)
+        let what = "\(subject) (line \(spec) on \(chip.name))"
+        func request(_ flags: Int32) throws {
+            try gpiodCall(
+                "gpiod_line_request_output_flags", what,
+                handle: { code in
+                    code == EBUSY ? chip.busyError(line, spec) : nil
+                }
+            ) {
+                gpiod_line_request_output_flags(line, gpioConsumer, flags, safeValue ? 1 : 0)
             }
-        ) {
-            gpiod_line_request_output_flags(line, gpioConsumer, flags, safeValue ? 1 : 0)
+        }
+        do {
+            try request(base | bias)
+            pull = wanted
+        } catch GPIOError.call(_, let code, _) where Self.biasRefusals.contains(code) {
+            // Kernels before 5.5 (uAPI v1 without bias flags) refuse the
+            // flag; the line is still requested at its safe level, but once
+            // released it sits at whatever pull it had.
+            logger.warning(
+                "kernel refused the \(wanted.rawValue) bias on an output; requested without it: while gatewayd is not running the line sits at its own pull, not at its safe level — fit a \(wanted.rawValue) resistor (board/wiring.md)",
+                metadata: [
+                    "output": "\(subject)", "line": "\(spec)", "chip": "\(chip.name)", "bias": "\(wanted.rawValue)",
+                    "errno": "\(code)",
+                ])
+            try request(base)
+            pull = nil
         }
         // Registered before the object is complete: a failure here releases
         // the line itself, and no deinit runs to release it twice.
@@ -122,6 +164,11 @@ final class OutputLine: Sendable {
         }
         handle = Mutex(line)
     }
+
+    /// What a kernel answers to a bias flag it cannot apply: EINVAL (uAPI v1
+    /// before 5.5 knows no bias flags), EOPNOTSUPP, and the kernel-internal
+    /// ENOTSUPP (524) some drivers let out.
+    static let biasRefusals: Set<Int32> = [EINVAL, EOPNOTSUPP, 524]
 
     /// gpiod_line_set_value with a logical value.
     func set(_ value: Bool, subject: @autoclosure () -> String) throws {
@@ -178,7 +225,7 @@ final class EdgeInputLine {
         }
         do {
             try request(base | bias)
-        } catch GPIOError.call(_, let code, _) where bias != 0 && (code == EINVAL || code == EOPNOTSUPP) {
+        } catch GPIOError.call(_, let code, _) where bias != 0 && OutputLine.biasRefusals.contains(code) {
             // Kernels before 5.5 (uAPI v1 without bias flags) and chips that
             // cannot pull refuse the bias; use the board's own resistor.
             logger.warning(

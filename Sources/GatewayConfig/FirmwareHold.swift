@@ -1,9 +1,12 @@
 import DoorCore
 
 /// The Raspberry Pi firmware's hold of one relay line: a `gpio=` line in
-/// config.txt (`gpio=17=op,dh`: output, drive high), which the VideoCore
-/// firmware applies at power-on, before Linux and gatewayd run, so the relay
-/// sits in its *locked* state from the first instant (board/wiring.md).
+/// config.txt (`gpio=17=op,dh,pu`: output, drive high, pull up), which the
+/// VideoCore firmware applies at power-on, before Linux and gatewayd run, so
+/// the relay sits in its *locked* state from the first instant
+/// (board/wiring.md). The pull is the locked level's too: Debian's kernel
+/// returns a released line to an input, where only the pull holds it, and it
+/// is the same pull gatewayd requests with the line (DoorIO's OutputLine).
 public struct FirmwareHold: Equatable, Sendable {
     public var output: String
     /// The BCM GPIO number, as config.txt's `gpio=` counts (`GPIO17` → 17).
@@ -23,14 +26,19 @@ public struct FirmwareHold: Equatable, Sendable {
         GatewayConfiguration.Output.lineLevel(of: lockedLevel, activeLow: activeLow)
     }
 
-    /// `gpio=17=op,dh` (or `op,dl`): output, driven to the locked level.
-    public var line: String { "gpio=\(pin)=op,\(level == .high ? "dh" : "dl")" }
+    /// `gpio=17=op,dh,pu` (or `op,dl,pd`): output, driven to the locked
+    /// level, and pulled to it for when the line is an input again.
+    public var line: String { "gpio=\(pin)=op,\(level == .high ? "dh,pu" : "dl,pd")" }
+
+    /// The hold as written before it carried the pull (`gpio=17=op,dh`): the
+    /// right drive, but a released line falls to GPIO17's reset pull-down.
+    public var lineWithoutPull: String { "gpio=\(pin)=op,\(level == .high ? "dh" : "dl")" }
 
     /// One comment line saying why: `# strike (GPIO17): active-low relay, locked de-energised (strike): line high while locked`.
     public var explanation: String {
         "# \(output) (GPIO\(pin)): \(activeLow ? "active-low" : "active-high") relay, locked "
             + (lockedLevel == .deenergised ? "de-energised (strike)" : "energised (maglock)")
-            + ": line \(level.rawValue) while locked"
+            + ": line \(level.rawValue) while locked, pulled \(level == .high ? "up" : "down")"
     }
 
     public static let beginMarker = "# >>> doorgateway relay hold"

@@ -156,7 +156,8 @@ struct ConfigFirmwareCommand: ParsableCommand {
         abstract: "Print (or --write) the config.txt lines that hold the relays locked from power-on.",
         discussion: """
             The Raspberry Pi firmware sets a pin from config.txt before Linux boots: \
-            `gpio=17=op,dh` holds GPIO17 high. The level is the locked state's, from each \
+            `gpio=17=op,dh,pu` holds GPIO17 high and pulls it up (the pull keeps the level \
+            while no process holds the line). The level is the locked state's, from each \
             output's active_low and locked_level (active-low module with a strike: high; \
             active-high with a strike: low; a maglock the opposite). Prints the block to put in \
             config.txt and says on standard error whether config.txt holds it. With --write \
@@ -237,6 +238,18 @@ enum FirmwareFiles {
         }
     }
 
+    /// What a stale hold costs: only the pull missing (a hold written before
+    /// it carried one), or the level itself.
+    static func consequence(_ holds: [FirmwareHold], in text: String) -> String {
+        let pullOnly = holds.allSatisfy { h in
+            let now = FirmwareHold.current(in: text, pin: h.pin)
+            return now == h.line || now == h.lineWithoutPull
+        }
+        return pullOnly
+            ? "the relay is driven locked from power-on but not pulled there: while gatewayd is not running only the pull gatewayd requested holds it (none on a kernel that refuses it)"
+            : "from power-on until gatewayd starts the relay is not held locked"
+    }
+
     /// Says on stderr whether `configTxt` holds the relays as they are configured.
     static func report(_ holds: [FirmwareHold], configTxt: String) {
         guard let bytes = Files.contents(configTxt) else {
@@ -245,13 +258,18 @@ enum FirmwareFiles {
                     + "compare by hand, or run as root\n")
             return
         }
-        let stale = stale(holds, in: String(decoding: bytes, as: UTF8.self))
+        let text = String(decoding: bytes, as: UTF8.self)
+        let stale = stale(holds, in: text)
         if stale.isEmpty {
             printError("config firmware: \(configTxt) holds these already\n")
-        } else {
+        } else if consequence(holds, in: text).hasPrefix("from power-on") {
             printError(
                 "config firmware: \(configTxt): \(stale.joined(separator: ", ")): the relay is not held locked "
                     + "from power-on; run `gatewayctl config firmware --write` as root, then reboot\n")
+        } else {
+            printError(
+                "config firmware: \(configTxt): \(stale.joined(separator: ", ")): \(consequence(holds, in: text)); "
+                    + "run `gatewayctl config firmware --write` as root, then reboot\n")
         }
     }
 
@@ -259,12 +277,13 @@ enum FirmwareFiles {
     /// valid) when a readable config.txt holds a relay otherwise.
     static func warnIfStale(_ config: GatewayConfiguration, configTxt: String) {
         guard let holds = try? config.firmwareHolds(), let bytes = Files.contents(configTxt) else { return }
-        let stale = stale(holds, in: String(decoding: bytes, as: UTF8.self))
+        let text = String(decoding: bytes, as: UTF8.self)
+        let stale = stale(holds, in: text)
         guard !stale.isEmpty else { return }
         printError(
             "warning: \(configTxt): \(stale.joined(separator: ", ")), not "
                 + holds.map(\.line).joined(separator: " ")
-                + ": from power-on until gatewayd starts the relay is not held locked; "
+                + ": \(consequence(holds, in: text)); "
                 + "run `gatewayctl config firmware --write` as root, then reboot\n")
     }
 

@@ -1,4 +1,5 @@
 import DoorCore
+import Glibc
 import Logging
 import Synchronization
 import TestSupport
@@ -119,6 +120,33 @@ final class RelaySafetyTests: XCTestCase {
         XCTAssertEqual(limits.clamp(.milliseconds(500)), .milliseconds(500))
         XCTAssertEqual(limits.clamp(.seconds(3600)), .seconds(10))
         XCTAssertEqual(PulseLimits(maximum: .seconds(120)).clamp(.seconds(120)), PulseLimits.absoluteMaximum)
+    }
+}
+
+/// Issue 33: the pull each output is requested with is its safe level's
+/// (electrical: an active-low strike relay, off while locked, is pulled up),
+/// so the line stays there once released. The VM checks (released-active-high,
+/// released-active-low) show it on a kernel GPIO chip.
+final class OutputPullTests: XCTestCase {
+    func testTheRequestedPullIsTheSafeLevelsElectricalLevel() {
+        // (active_low, safe logical value, pull): relays locked de-energised
+        // (a strike) or energised (a maglock); indicators are safe off.
+        let cases: [(Bool, Bool, BoardDescription.Bias)] = [
+            (true, false, .pullUp),  // opto module + strike: coil off = line high
+            (false, false, .pullDown),  // transistor stage + strike, and every active-high LED/buzzer
+            (true, true, .pullDown),  // opto module + maglock: coil on = line low
+            (false, true, .pullUp),  // transistor stage + maglock
+        ]
+        for (activeLow, safe, pull) in cases {
+            XCTAssertEqual(
+                OutputLine.pull(activeLow: activeLow, safeValue: safe), pull, "active_low \(activeLow), safe \(safe)")
+        }
+    }
+
+    func testABiasRefusalIsWhatOldKernelsAnswer() {
+        XCTAssertTrue(OutputLine.biasRefusals.contains(EINVAL), "uAPI v1 before 5.5: unknown flags")
+        XCTAssertFalse(OutputLine.biasRefusals.contains(EBUSY), "a busy line is not retried without the bias")
+        XCTAssertFalse(OutputLine.biasRefusals.contains(EPERM))
     }
 }
 

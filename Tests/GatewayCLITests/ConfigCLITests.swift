@@ -92,7 +92,7 @@ final class ConfigCLITests: XCTestCase {
                     of: "  outputs strike@GPIO17 locked deenergised\n",
                     with: """
                           outputs strike@GPIO17 active-low locked deenergised
-                          firmware hold gpio=17=op,dh (config.txt: gatewayctl config firmware)
+                          firmware hold gpio=17=op,dh,pu (config.txt: gatewayctl config firmware)
 
                         """))
     }

@@ -50,8 +50,8 @@ final class FirmwareHoldCLITests: XCTestCase {
     static let block = """
         # >>> doorgateway relay hold (written by `gatewayctl config firmware --write` from gateway.toml; board/wiring.md)
         # Each relay line at its locked level from power-on, before Linux and gatewayd.
-        # strike (GPIO17): active-low relay, locked de-energised (strike): line high while locked
-        gpio=17=op,dh
+        # strike (GPIO17): active-low relay, locked de-energised (strike): line high while locked, pulled up
+        gpio=17=op,dh,pu
         # <<< doorgateway relay hold
 
         """
@@ -94,7 +94,7 @@ final class FirmwareHoldCLITests: XCTestCase {
         for name in ["config.txt", "raspi-firmware-custom"] {
             let text = try read(name)
             XCTAssertEqual(text.components(separatedBy: "\ngpio=17=").count, 2, "one line for GPIO17 in \(name)")
-            XCTAssertEqual(FirmwareHold.current(in: text, pin: 17), "gpio=17=op,dh", name)
+            XCTAssertEqual(FirmwareHold.current(in: text, pin: 17), "gpio=17=op,dh,pu", name)
             XCTAssertTrue(text.contains("\ndtparam=strict_gpiod\n"), "the rest is kept")
         }
         XCTAssertTrue(try read("config.txt").hasPrefix("# Do not modify this file!\n[all]\narm_64bit=1\n"))
@@ -111,12 +111,43 @@ final class FirmwareHoldCLITests: XCTestCase {
         let maglock = try write("maglock.toml", Self.chosen(activeLow: true, lock: .energised))
         let stale = try Run.gatewayctl(["config", "check", "--config-txt", txt, maglock])
         XCTAssertEqual(stale.status, 0, stale.stderr)
-        XCTAssertTrue(stale.stdout.contains("  firmware hold gpio=17=op,dl (config.txt"), stale.stdout)
+        XCTAssertTrue(stale.stdout.contains("  firmware hold gpio=17=op,dl,pd (config.txt"), stale.stdout)
         XCTAssertEqual(
             stale.stderr,
-            "warning: \(txt): GPIO17 (strike) is gpio=17=op,dh, not gpio=17=op,dl: from power-on until gatewayd "
+            "warning: \(txt): GPIO17 (strike) is gpio=17=op,dh,pu, not gpio=17=op,dl,pd: from power-on until gatewayd "
                 + "starts the relay is not held locked; run `gatewayctl config firmware --write` as root, then reboot\n"
         )
+    }
+
+    /// Issue 33: a door whose config.txt holds the relay without a pull (the
+    /// hold before issue 33: `gpio=17=op,dh`) is told, and `--write` adds the pull
+    /// — Debian's kernel leaves a released line at its pull, and a hold that
+    /// drives the line but leaves GPIO17's reset pull-down leaves an
+    /// active-low relay to gatewayd's own pull alone once the line is released.
+    func testAHoldWithoutThePullIsStaleAndRewrittenWithIt() throws {
+        let conf = try write("gateway.toml", Self.chosen(activeLow: true, lock: .deenergised))
+        let old = try stockConfigTxt().replacingOccurrences(of: "gpio=17=ip,pd", with: "gpio=17=op,dh")
+        XCTAssertNotEqual(old, try stockConfigTxt(), "the stock hold line moved (update this test)")
+        let txt = try write("config.txt", old)
+        let check = try Run.gatewayctl(["config", "check", "--config-txt", txt, conf])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(
+            check.stderr,
+            "warning: \(txt): GPIO17 (strike) is gpio=17=op,dh, not gpio=17=op,dh,pu: the relay is driven locked "
+                + "from power-on but not pulled there: while gatewayd is not running only the pull gatewayd requested "
+                + "holds it (none on a kernel that refuses it); run `gatewayctl config firmware --write` as root, then reboot\n"
+        )
+        let told = try Run.gatewayctl(["config", "firmware", "--config-txt", txt, conf])
+        XCTAssertEqual(told.status, 0, told.stderr)
+        XCTAssertTrue(told.stderr.contains("but not pulled there"), told.stderr)
+        let r = try Run.gatewayctl([
+            "config", "firmware", "--write", "--config-txt", txt, "--custom", path("none"), conf,
+        ])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("wrote \(txt) (was: GPIO17 (strike) is gpio=17=op,dh)"), r.stderr)
+        let text = try read("config.txt")
+        XCTAssertEqual(FirmwareHold.current(in: text, pin: 17), "gpio=17=op,dh,pu")
+        XCTAssertEqual(text.components(separatedBy: "\ngpio=17=").count, 2, "one line for GPIO17")
     }
 
     func testNoHoldIsWrittenFromAFileThatLeavesTheRelayUnchosen() throws {
@@ -185,10 +216,10 @@ final class FirmwareHoldCLITests: XCTestCase {
 
     func testFirstBootWritesTheOutputsAndTheFirmwareHoldForAllFourCombinations() throws {
         let cases: [(String, String, Bool, CoilLevel, String)] = [
-            ("active-low", "strike", true, .deenergised, "gpio=17=op,dh"),
-            ("active-high", "strike", false, .deenergised, "gpio=17=op,dl"),
-            ("active-low", "maglock", true, .energised, "gpio=17=op,dl"),
-            ("active-high", "maglock", false, .energised, "gpio=17=op,dh"),
+            ("active-low", "strike", true, .deenergised, "gpio=17=op,dh,pu"),
+            ("active-high", "strike", false, .deenergised, "gpio=17=op,dl,pd"),
+            ("active-low", "maglock", true, .energised, "gpio=17=op,dl,pd"),
+            ("active-high", "maglock", false, .energised, "gpio=17=op,dh,pu"),
         ]
         for (relay, lock, activeLow, level, line) in cases {
             try tearDownWithError()

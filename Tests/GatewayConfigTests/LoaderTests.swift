@@ -645,7 +645,7 @@ final class LoaderTests: XCTestCase {
             summary[2...3],
             [
                 "outputs strike@GPIO17 active-low locked deenergised",
-                "firmware hold gpio=17=op,dh (config.txt: gatewayctl config firmware)",
+                "firmware hold gpio=17=op,dh,pu (config.txt: gatewayctl config firmware)",
             ])
         let sim = try XCTUnwrap(load(Self.base))
         XCTAssertFalse(sim.summary.contains { $0.hasPrefix("firmware") }, "the simulated board has no firmware hold")

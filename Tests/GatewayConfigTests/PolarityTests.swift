@@ -151,10 +151,10 @@ final class PolarityTests: XCTestCase {
 
     func testTheFirmwareHoldIsTheLockedStatesLevelForAllFourCombinations() throws {
         let expected: [(Bool, CoilLevel, String)] = [
-            (true, .deenergised, "gpio=17=op,dh"),  // opto module + strike: de-energised = input high
-            (false, .deenergised, "gpio=17=op,dl"),  // transistor stage + strike
-            (true, .energised, "gpio=17=op,dl"),  // opto module + maglock: energised = input low
-            (false, .energised, "gpio=17=op,dh"),  // transistor stage + maglock
+            (true, .deenergised, "gpio=17=op,dh,pu"),  // opto module + strike: de-energised = input high
+            (false, .deenergised, "gpio=17=op,dl,pd"),  // transistor stage + strike
+            (true, .energised, "gpio=17=op,dl,pd"),  // opto module + maglock: energised = input low
+            (false, .energised, "gpio=17=op,dh,pu"),  // transistor stage + maglock
         ]
         for (activeLow, level, line) in expected {
             let c = try GatewayConfiguration.load(toml: Self.chosen(activeLow: activeLow, level: level))
@@ -173,7 +173,7 @@ final class PolarityTests: XCTestCase {
             toml: Self.real
                 + "[[outputs]]\nname = \"a\"\nline = \"GPIO6\"\nactive_low = true\nlocked_level = \"energised\"\n"
                 + "[[outputs]]\nname = \"b\"\nline = 26\nactive_low = false\nlocked_level = \"deenergised\"\n")
-        XCTAssertEqual(try c.firmwareHolds().map(\.line), ["gpio=6=op,dl", "gpio=26=op,dl"])
+        XCTAssertEqual(try c.firmwareHolds().map(\.line), ["gpio=6=op,dl,pd", "gpio=26=op,dl,pd"])
 
         let expander = try GatewayConfiguration.load(
             toml: "[device]\nid = \"d1\"\n[board]\nkind = \"real\"\nchip = \"gpiochip2\"\n"
@@ -203,14 +203,14 @@ final class PolarityTests: XCTestCase {
             arm_64bit=1
             # >>> doorgateway relay hold (written by `gatewayctl config firmware --write` from gateway.toml; board/wiring.md)
             # Each relay line at its locked level from power-on, before Linux and gatewayd.
-            # strike (GPIO17): active-low relay, locked de-energised (strike): line high while locked
-            gpio=17=op,dh
+            # strike (GPIO17): active-low relay, locked de-energised (strike): line high while locked, pulled up
+            gpio=17=op,dh,pu
             # <<< doorgateway relay hold
             dtparam=strict_gpiod
 
             """)
         XCTAssertEqual(try FirmwareHold.rewrite(after, holds: [Self.hold]), after, "idempotent")
-        XCTAssertEqual(FirmwareHold.current(in: after, pin: 17), "gpio=17=op,dh")
+        XCTAssertEqual(FirmwareHold.current(in: after, pin: 17), "gpio=17=op,dh,pu")
         XCTAssertEqual(FirmwareHold.current(in: before, pin: 17), "gpio=17=ip,pd")
     }
 
@@ -219,9 +219,9 @@ final class PolarityTests: XCTestCase {
         let old = "[all]\ndtparam=i2c_arm=on\ngpio=17=op,dl\ngpio=22=op,dl\n[pi4]\ngpio=17=op,dl\n"
         let new = try FirmwareHold.rewrite(old, holds: [Self.hold])
         let lines = new.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.filter { $0.hasPrefix("gpio=") }, ["gpio=17=op,dh", "gpio=22=op,dl"])
-        XCTAssertEqual(lines.firstIndex(of: "gpio=17=op,dh"), 5, "in place of the first line for the pin")
-        XCTAssertEqual(FirmwareHold.current(in: new, pin: 17), "gpio=17=op,dh")
+        XCTAssertEqual(lines.filter { $0.hasPrefix("gpio=") }, ["gpio=17=op,dh,pu", "gpio=22=op,dl"])
+        XCTAssertEqual(lines.firstIndex(of: "gpio=17=op,dh,pu"), 5, "in place of the first line for the pin")
+        XCTAssertEqual(FirmwareHold.current(in: new, pin: 17), "gpio=17=op,dh,pu")
     }
 
     func testTheRewriteAppendsUnderAllAndRefusesALineSharingThePin() throws {

@@ -18,7 +18,7 @@
 #                    A real board's configuration has no default for either:
 #                    gatewayd does not start until both are set (board/wiring.md).
 #                    Once the configuration is installed, config.txt's relay hold
-#                    (gpio=PIN=op,dh|dl: the locked state's level from power-on)
+#                    (gpio=PIN=op,dh,pu|op,dl,pd: the locked state's level and pull from power-on)
 #                    is rewritten from it: gatewayctl config firmware --write.
 #   device-id        one line: [device] id (the certificate's CN; letters, digits, - _)
 #   mqtt-broker      one line: mqtts://HOST[:PORT] (TLS, default 8883) or

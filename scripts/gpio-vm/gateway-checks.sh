@@ -16,7 +16,11 @@
 # gpio-sim facts relied on (drivers/gpio/gpio-sim.c): a released line's value
 # falls back to its pull (gpio_sim_free); a line requested as output shows the
 # driven value; writing `pull` on an input line changes its value and fires
-# edge events; a bias flag in a request sets the pull (gpio_sim_set_config).
+# edge events; a bias flag in a request sets the pull (gpio_sim_set_config),
+# and the pull outlives the request; a new line starts pulled down. That is
+# what a Raspberry Pi under Debian's kernel does with GPIO17: pinctrl-bcm2835
+# returns a released line to an input (bcm2835_pmx_free), where its level is
+# its pull, reset pull-down unless a request or the firmware set another.
 
 set -u
 
@@ -103,7 +107,8 @@ nth_time() { sed -n "${2}p" "$WORKDIR/$1" | awk '{ print $1 }'; }
 
 # The relay stays locked from request until the pulse, then pulses for the
 # requested length. The pull is set to the unlocked level so that anything but
-# an output request at the locked level would show.
+# an output request at the locked level would show; the request's bias pulls
+# the line to its locked level, so after the release it stays there.
 # --linger-ms keeps the lines requested at the locked level for 100 ms after
 # the pulse: without it the locked level lasts from the locking drive to the
 # release at exit, well under a millisecond, and two fresh-clone CI runs saw
@@ -130,7 +135,7 @@ check_pulse() {
         reported_ok=0
         [ -n "$reported" ] && [ "$reported" -ge $requested ] && [ "$reported" -le $((requested + 250)) ] && reported_ok=1
         sampled_ok=0
-        [ "$seq" = "1 0 1 0 1" ] && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ] \
+        [ "$seq" = "1 0 1 0" ] && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ] \
             && sampled_ok=1
         # Once more only when the gateway's own timing was right and the
         # sampler's view was not: a sampler descheduled for seconds under TCG
@@ -140,11 +145,12 @@ check_pulse() {
         echo "# pulse check: sampler saw levels $seq and ${seen} ms with the pulse reported at $reported ms; sampling again"
         attempt=2
     done
-    # 1: pull before the request, 0: requested locked, 1/0: the pulse, 1: released to the pull.
-    if [ "$seq" = "1 0 1 0 1" ]; then
-        pass no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq; attempt $attempt)"
+    # 1: the unlocked pull before the request, 0: requested locked (its bias
+    # pulls down), 1/0: the pulse; released, it stays at the pull the request set.
+    if [ "$seq" = "1 0 1 0" ] && [ "$(cat "$SYS/sim_gpio0/pull")" = pull-down ]; then
+        pass no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq; released at the request's pull-down; attempt $attempt)"
     else
-        fail no-glitch "expected levels 1 0 1 0 1, sampled: $seq"
+        fail no-glitch "expected levels 1 0 1 0 and pull-down after release, sampled: $seq, pull $(cat "$SYS/sim_gpio0/pull")"
     fi
     # The gateway's own figure is strict (timed from the unlocking ioctl's
     # return to the locking one's). The sampler confirms it on the line; it
@@ -259,7 +265,7 @@ start_pulse() {
 
 # SIGTERM mid-pulse: the graceful path locks before exit. --linger-ms keeps
 # the lines requested briefly after locking, so the locked level is readable
-# before the release drops the line to its (unlocked) pull.
+# while requested; after the exit the line stays at the request's pull.
 check_sigterm() {
     set_pull 0 pull-up
     if ! start_pulse sigterm --linger-ms 500; then
@@ -271,15 +277,18 @@ check_sigterm() {
     wait_for "$WORKDIR/sigterm.out" 'outputs locked' 30
     locked=$(value 0)
     rc=$(status sigterm)
-    if [ "$during" = 1 ] && [ "$locked" = 0 ] && [ "$rc" = 143 ]; then
-        pass sigterm "mid-pulse SIGTERM: line $during -> $locked (locked) before exit, exit status $rc"
+    released=$(value 0)
+    if [ "$during" = 1 ] && [ "$locked" = 0 ] && [ "$rc" = 143 ] && [ "$released" = 0 ]; then
+        pass sigterm "mid-pulse SIGTERM: line $during -> $locked (locked) before exit, exit status $rc, $released after exit"
     else
-        fail sigterm "during pulse $during, after SIGTERM $locked, exit status $rc"
+        fail sigterm "during pulse $during, after SIGTERM $locked, exit status $rc, after exit $released"
     fi
 }
 
-# SIGKILL mid-pulse: nothing runs, the released line falls to its pull; the
-# restarted process drives it locked at request, before anything else.
+# SIGKILL mid-pulse: nothing runs, the released line falls to its pull — the
+# locked level's, which the request set. Then the pull is set to the unlocked
+# level (a line whose bias a kernel refused) and the restarted process drives
+# it locked at request, before anything else.
 check_sigkill_restart() {
     set_pull 0 pull-up
     if ! start_pulse sigkill; then
@@ -289,6 +298,7 @@ check_sigkill_restart() {
     kill -KILL $PID
     status sigkill > /dev/null
     after_kill=$(value 0)
+    set_pull 0 pull-up
     # The sampler records level changes only, so a window longer than the
     # sequence costs time, not accuracy: a fresh process under TCG on a busy
     # host took over 2 s to reach its pulse, and a 2.5 s window cut it ("1 0 1");
@@ -302,10 +312,10 @@ check_sigkill_restart() {
     wait $pid
     wait "$SAMPLER"
     seq=$(values restart.samples)
-    if [ "$after_kill" = 1 ] && [ "$at_ready" = 0 ] && [ "$seq" = "1 0 1 0 1" ]; then
-        pass sigkill-restart "killed mid-pulse: line fell to its pull ($after_kill); restart locked it at request ($at_ready), levels $seq"
+    if [ "$after_kill" = 0 ] && [ "$at_ready" = 0 ] && [ "$seq" = "1 0 1 0" ]; then
+        pass sigkill-restart "killed mid-pulse: line fell to its pull, the locked level ($after_kill); pulled up again, restart locked it at request ($at_ready), levels $seq"
     else
-        fail sigkill-restart "after SIGKILL $after_kill (pull 1), at ready $at_ready, levels after restart: $seq"
+        fail sigkill-restart "after SIGKILL $after_kill (want 0, the request's pull), at ready $at_ready, levels after restart: $seq (want 1 0 1 0)"
     fi
 }
 
@@ -361,10 +371,205 @@ check_fatal() {
     rc=$(status "$name")
     probe=$(cat "$WORKDIR/core-value.$PID" 2>/dev/null)
     case " $expected " in *" $rc "*) ok_status=yes ;; *) ok_status=no ;; esac
-    if [ "$probe" = 0 ] && [ $ok_status = yes ]; then
-        pass "$name" "line locked (0) while the process died, exit status $rc; after exit $(value 0) (its pull)"
+    after=$(value 0)
+    if [ "$probe" = 0 ] && [ $ok_status = yes ] && [ "$after" = 0 ]; then
+        pass "$name" "line locked (0) while the process died, exit status $rc; after exit $after (the request's pull)"
     else
-        fail "$name" "line while dying: ${probe:-no probe ran}, exit status ${rc:-?} (want $expected); $(tail -3 "$WORKDIR/$name.err" | tr '\n' ';')"
+        fail "$name" "line while dying: ${probe:-no probe ran}, exit status ${rc:-?} (want $expected), after exit ${after} (want 0); $(tail -3 "$WORKDIR/$name.err" | tr '\n' ';')"
+    fi
+}
+
+# --- gatewayd released: the relay while gatewayd is not running (issue 33) ---
+# A chip shaped like the Pi's header lines the door uses (GPIO17 relay, GPIO22
+# green, GPIO23 red, GPIO24 buzzer, GPIO27 the button), made afresh for each polarity so every
+# line starts as GPIO17 does at reset: pulled down. gatewayd runs from a
+# configuration like the image's (line "GPIO17", a strike) with no reader
+# (libnfc retries; the relay is what is watched). The relay's level is read
+# from outside gatewayd, the sim line's sysfs value, after each way gatewayd
+# stops: SIGTERM, a stop → start (sampled throughout), SIGKILL, and a start
+# with a bad configuration (exit 78: gatewayd refuses it before touching a
+# line, so the level is whatever the line's pull was before — here the pull
+# gatewayd's earlier run requested). Then the boot case: a fresh line (reset
+# pull-down), the firmware hold's pull from `gatewayctl config firmware`
+# applied as the firmware would, and the bad configuration again. gpio-sim
+# models the hold's pull, not its drive (`op,dh`: the firmware leaves the line
+# an output, high, until something requests and releases it): the pull is what
+# holds the line once anything has released it.
+PI=$CFG/doorgateway-pi
+
+setup_pi() {
+    [ -d "$PI" ] && teardown_pi
+    mkdir "$PI" "$PI/bank0" || return 1
+    echo 5 > "$PI/bank0/num_lines"
+    echo doorgateway-pi > "$PI/bank0/label"
+    i=0
+    for _line in GPIO17 GPIO22 GPIO23 GPIO24 GPIO27; do   # not $name: the caller's (sh has no locals)
+        mkdir "$PI/bank0/line$i"
+        echo "$_line" > "$PI/bank0/line$i/name"
+        i=$((i + 1))
+    done
+    echo 1 > "$PI/live"
+    PICHIP=$(cat "$PI/bank0/chip_name")
+    PISYS=/sys/devices/platform/$(cat "$PI/dev_name")/$PICHIP
+    [ -e "$PISYS/sim_gpio0/value" ]
+}
+
+teardown_pi() {
+    [ -d "$PI" ] || return 0
+    echo 0 > "$PI/live" 2>/dev/null
+    for d in "$PI"/bank0/line*; do [ -d "$d" ] && rmdir "$d"; done
+    rmdir "$PI/bank0" "$PI" 2>/dev/null
+}
+
+pi_value() { cat "$PISYS/sim_gpio$1/value"; }
+
+# pi_config FILE ACTIVE_LOW: the image's door, a strike on GPIO17.
+pi_config() {
+    mkdir -p "$WORKDIR/pi-state" "$WORKDIR/pi-run"
+    cat > "$1" <<EOF
+[device]
+id = "vm-released"
+[board]
+kind = "real"
+chip = "$PICHIP"
+[reader]
+connstring = "pn532_uart:/dev/no-reader-here"
+[[outputs]]
+name = "strike"
+line = "GPIO17"
+active_low = $2
+locked_level = "deenergised"
+[indicators.green]
+line = "GPIO22"
+[indicators.red]
+line = "GPIO23"
+[indicators.buzzer]
+line = "GPIO24"
+[inputs.button]
+line = "GPIO27"
+active_low = true
+bias = "pull-up"
+[clock]
+declare_synchronised = true
+[control]
+admin_group = "root"
+[paths]
+state_dir = "$WORKDIR/pi-state"
+runtime_dir = "$WORKDIR/pi-run"
+EOF
+}
+
+# start_daemon NAME CONFIG: gatewayd in the background (pid in $PID, exit
+# status in NAME.status once it ends); waits for "ready".
+start_daemon() {
+    rm -f "$WORKDIR/$1.pid" "$WORKDIR/$1.status"
+    (
+        sh -c 'echo $$ > "$0"; exec "$@"' "$WORKDIR/$1.pid" "$GATEWAY" daemon --config "$2" > "$WORKDIR/$1.log" 2>&1
+        echo $? > "$WORKDIR/$1.status"
+    ) &
+    n=50
+    while [ ! -s "$WORKDIR/$1.pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+    PID=$(cat "$WORKDIR/$1.pid")
+    wait_for "$WORKDIR/$1.log" 'ready in' 300
+}
+
+# check_released ACTIVE_LOW: the relay's level while gatewayd is not running.
+check_released() {
+    al=$1
+    name=released-active-$([ "$al" = true ] && echo low || echo high)
+    locked=$([ "$al" = true ] && echo 1 || echo 0)   # a strike: coil off; active-low, off is high
+    good=$WORKDIR/$name.toml bad=$WORKDIR/$name-bad.toml
+    problems=""
+    setup_pi || { fail "$name" "no gpio-sim chip"; return; }
+    reset=$(pi_value 0)
+    pi_config "$good" "$al"
+    # Bad: the relay's polarity left out, as a half-edited file would.
+    grep -v '^active_low' "$good" > "$bad"
+
+    if ! start_daemon "$name-1" "$good"; then
+        fail "$name" "gatewayd not ready: $(tail -3 "$WORKDIR/$name-1.log" | tr '\n' ' ')"
+        kill -KILL "$PID" 2>/dev/null
+        teardown_pi
+        return
+    fi
+    running=$(pi_value 0)
+    [ "$running" = "$locked" ] || problems="$problems; running: $running"
+    # Its start-up line names the pull it requested (the locked level's).
+    want_pull=$([ "$locked" = 1 ] && echo pull-up || echo pull-down)
+    grep -q "strike=line GPIO17.* locked deenergised $want_pull" "$WORKDIR/$name-1.log" \
+        || problems="$problems; start-up line without '$want_pull': $(grep 'gpio board ready' "$WORKDIR/$name-1.log")"
+    ! grep -q 'kernel refused' "$WORKDIR/$name-1.log" || problems="$problems; $(grep 'kernel refused' "$WORKDIR/$name-1.log")"
+    # SIGTERM, then a start again: sampled from before the stop until the new
+    # process is ready.
+    samples=$WORKDIR/$name-restart.samples
+    # Not through ctl(): $! must be the sampler itself, which is killed below.
+    "$GATEWAY" ctl gpio sample --file "$PISYS/sim_gpio0/value" --duration-ms "$((60000 * ${TIME_SCALE:-1}))" > "$samples" &
+    sampler=$!
+    wait_for "$samples" . 50 || true
+    kill -TERM "$PID"
+    rc_term=$(status "$name-1")
+    after_term=$(pi_value 0)
+    [ "$rc_term" = 0 ] || problems="$problems; SIGTERM exit status $rc_term"
+    [ "$after_term" = "$locked" ] || problems="$problems; after SIGTERM: $after_term"
+    start_daemon "$name-2" "$good" || problems="$problems; restart not ready: $(tail -2 "$WORKDIR/$name-2.log" | tr '\n' ' ')"
+    sleep 0.5
+    kill "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null
+    across=$(grep -v end "$samples" | awk '{ printf "%s%s", sep, $2; sep=" " }')
+    [ "$across" = "$locked" ] || problems="$problems; across stop → start: levels $across"
+    # SIGKILL: nothing of gatewayd runs.
+    kill -KILL "$PID"
+    rc_kill=$(status "$name-2")
+    after_kill=$(pi_value 0)
+    [ "$after_kill" = "$locked" ] || problems="$problems; after SIGKILL: $after_kill"
+    indicators="$(pi_value 1)$(pi_value 2)$(pi_value 3)"
+    [ "$indicators" = 000 ] || problems="$problems; indicators after SIGKILL: $indicators"
+    # Exit 78 after gatewayd has run on this boot (a crash loop after an edit).
+    "$GATEWAY" daemon --config "$bad" > "$WORKDIR/$name-bad.log" 2>&1
+    rc_bad=$?
+    after_bad=$(pi_value 0)
+    [ "$rc_bad" = 78 ] || problems="$problems; bad configuration: exit status $rc_bad"
+    [ "$after_bad" = "$locked" ] || problems="$problems; after exit 78: $after_bad"
+    grep -q 'no GPIO line touched' "$WORKDIR/$name-bad.log" \
+        || problems="$problems; exit 78 without its message: $(tail -2 "$WORKDIR/$name-bad.log" | tr '\n' ' ')"
+
+    # A fresh boot: the line at reset (pull-down), then the firmware hold's pull.
+    if ! setup_pi; then
+        fail "$name" "no gpio-sim chip for the boot case"
+        return
+    fi
+    pi_config "$good" "$al"
+    grep -v '^active_low' "$good" > "$bad"
+    fresh=$(pi_value 0)
+    "$GATEWAY" daemon --config "$bad" > "$WORKDIR/$name-boot.log" 2>&1
+    rc_unheld=$?
+    unheld=$(pi_value 0)
+    hold=$("$GATEWAY" ctl config firmware --config-txt /dev/null "$good" 2> /dev/null | grep '^gpio=17=')
+    case $hold in
+        *,pu) pull="pull-up" ;;
+        *,pd) pull="pull-down" ;;
+        *) pull="" ;;   # no pull in the hold: the line keeps its reset pull
+    esac
+    case $hold in
+        gpio=17=op,dh*) drive=1 ;;
+        gpio=17=op,dl*) drive=0 ;;
+        *) drive="?" ;;
+    esac
+    [ "$drive" = "$locked" ] || problems="$problems; firmware hold '$hold' drives $drive"
+    [ -n "$pull" ] && echo "$pull" > "$PISYS/sim_gpio0/pull"
+    "$GATEWAY" daemon --config "$bad" > "$WORKDIR/$name-boot.log" 2>&1
+    rc_held=$?
+    held=$(pi_value 0)
+    [ "$rc_held" = 78 ] || problems="$problems; bad configuration at boot: exit status $rc_held"
+    [ "$held" = "$locked" ] || problems="$problems; fresh line with the hold's pull ('$hold'), after exit 78: $held"
+    teardown_pi
+
+    echo "# $name: no hold (the image before relay and lock are chosen, gpio=17=ip,pd): fresh line $fresh, after exit $rc_unheld $unheld (the reset pull-down)"
+    detail="locked level $locked (line at reset $reset): running $running (start-up line checked for $want_pull); after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
+    if [ -z "$problems" ]; then
+        pass "$name" "$detail"
+    else
+        fail "$name" "${problems#; } — $detail"
     fi
 }
 
@@ -384,6 +589,10 @@ main() {
     # A stack overflow: the handler runs on its alternate stack (sigaltstack).
     check_fatal stack-overflow 139 overflow
     restore_core_pattern
+    # gatewayd reads the admin group from /etc/group (never NSS).
+    [ -f /etc/group ] || { mkdir -p /etc && echo "root:x:0:" > /etc/group && echo "root:x:0:0:root:/:/bin/sh" > /etc/passwd; }
+    check_released false
+    check_released true
     teardown_sim
     return $FAILED
 }

@@ -34,7 +34,9 @@ PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-2400}              # all checks: 10–17 min warm on a loaded host (the torn writes most, SPI's above all)
 BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
-CHECKS=31                                      # result lines: gateway-checks.sh 10, reader-checks.sh 21
+CHECKS=33                                      # result lines: gateway-checks.sh 12, reader-checks.sh 21
+ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh alone (12 results; a quick rerun of the GPIO checks)
+case $ONLY in "") ;; gateway) CHECKS=12 ;; *) echo "gpio-vm: GPIO_VM_ONLY is empty or gateway" >&2; exit 2 ;; esac
 log() { echo "gpio-vm: $*" >&2; }
 
 # What differs per architecture: emulator and machine, console, strip, the
@@ -187,6 +189,7 @@ echo "=== gateway checks ($(uname -r))"
 set -a; . /checks.env; set +a
 GATEWAY=/bin/gateway sh /gateway-checks.sh
 echo "=== checks exit $?"
+if grep -q GATEWAY_ONLY /proc/cmdline; then poweroff -f; fi
 insmod /lib/modules/fuse.ko; insmod /lib/modules/cuse.ko
 GATEWAY=/bin/gateway PN532SIM=/bin/pn532-sim sh /reader-checks.sh
 echo "=== reader checks exit $?"
@@ -206,7 +209,7 @@ log "booting $KREL under QEMU TCG (timeout ${TIMEOUT}s)"
 set +e
 timeout "$TIMEOUT" "${QEMU[@]}" \
   -kernel "$D/root/boot/vmlinuz-$KREL" -initrd "$W/initrd.gz" \
-  -append "console=$CONSOLE quiet loglevel=3 panic=-1${BENCH:+ READER_BENCH}" -nographic -no-reboot -monitor none \
+  -append "console=$CONSOLE quiet loglevel=3 panic=-1${BENCH:+ READER_BENCH}${ONLY:+ GATEWAY_ONLY}" -nographic -no-reboot -monitor none \
   </dev/null > "$W/console.log" 2>&1
 qrc=$?
 set -e
@@ -221,7 +224,8 @@ pass=$(tr -d '\r' < "$W/console.log" | grep -c '^PASS' || true)
 fail=$(tr -d '\r' < "$W/console.log" | grep -c '^FAIL' || true)
 # Every check must report, and the checks script must exit 0: a VM that hangs
 # or a script that stops early is a failure even with no FAIL line.
-if [ "$qrc" = 124 ] || ! grep -c >/dev/null '=== checks exit 0' "$W/console.log" || ! grep -c >/dev/null '=== reader checks exit 0' "$W/console.log" \
+if [ "$qrc" = 124 ] || ! grep -c >/dev/null '=== checks exit 0' "$W/console.log" \
+  || { [ -z "$ONLY" ] && ! grep -c >/dev/null '=== reader checks exit 0' "$W/console.log"; } \
   || [ $((pass + fail)) -lt "$CHECKS" ]; then
   log "checks incomplete (qemu rc $qrc, $((pass + fail)) of $CHECKS results); console tail:"
   tr -d '\r' < "$W/console.log" | tail -25 >&2

@@ -20,7 +20,7 @@
 # (device id, reader, relay locked, broker connected with the first-boot
 # certificates), the first-boot files consumed (gone from FAT, in /etc with
 # the key 0600), the relay's polarity from the card in gateway.toml and its
-# firmware hold in config.txt (active-low strike: gpio=17=op,dh), the relay opened and then locked by `systemctl stop
+# firmware hold in config.txt (active-low strike: gpio=17=op,dh,pu), the relay opened and then locked by `systemctl stop
 # gatewayd`, host keys made, root grown. Printed: image size, boot to READY.
 #
 # Environment: PN532_SIM (default out/static-arm64/pn532-sim), VM_TIMEOUT
@@ -151,7 +151,7 @@ rm -f "$VM/bin/gateway"
 printf '\n' >> "$VM/fb/gateway.toml"
 # The relay as a door installer gives it: an opto module (active-low) on a
 # fail-secure strike. First boot sets the outputs and the firmware hold, whose
-# locked level is then high: gpio=17=op,dh.
+# locked level is then high, pulled up: gpio=17=op,dh,pu.
 printf 'active-low\r\n' > "$VM/fb/relay"
 echo strike > "$VM/fb/lock"
 grep -c >/dev/null '^gpio=17=ip,pd$' "$VM/config.txt" || die "the image's config.txt lacks the undecided relay hold: $(grep '^gpio=' "$VM/config.txt")"
@@ -307,8 +307,8 @@ outs=$(vm "sed -n '/^\[\[outputs\]\]/,/^\[/p' /etc/doorgateway/gateway.toml | gr
 [ "$outs" = 'active_low = true locked_level = "deenergised" ' ] \
     && pass "relay/lock files -> [[outputs]] active_low = true, locked_level = \"deenergised\"" || fail "outputs from relay/lock" "$outs"
 holds=$(vm "grep -h '^gpio=17=' /boot/firmware/config.txt /etc/default/raspi-firmware-custom" | tr '\n' ' ')
-[ "$holds" = "gpio=17=op,dh gpio=17=op,dh " ] \
-    && pass "firmware hold for an active-low strike: gpio=17=op,dh in config.txt and raspi-firmware-custom (only line for GPIO17)" \
+[ "$holds" = "gpio=17=op,dh,pu gpio=17=op,dh,pu " ] \
+    && pass "firmware hold for an active-low strike: gpio=17=op,dh,pu in config.txt and raspi-firmware-custom (only line for GPIO17)" \
     || fail "firmware hold" "$holds"
 fw=$(vm 'gatewayctl config firmware 2>&1')
 printf '%s\n' "$fw" | grep -c >/dev/null 'holds these already' \
