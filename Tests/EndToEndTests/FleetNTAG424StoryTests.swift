@@ -11,22 +11,38 @@ import XCTest
 /// pn532-sim run by this test — one door on it at a time — so the tag A
 /// provisioned is the tag B sees.
 final class FleetNTAG424StoryTests: XCTestCase {
-    func testA424ProvisionedAtOneDoorOpensAnotherAndARevocationReachesBack() throws {
-        let broker = try MosquittoBroker()
-        defer { broker.stop() }
-        try broker.start()
-        let site = try MQTTFleetSite(broker)
-        let sim = try PN532SimProcess()
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("f424-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let keyFile = work.appendingPathComponent("site.key").path
-        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
-        XCTAssertEqual(keygen.status, 0, keygen.stderr)
-        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let boxKey = work.appendingPathComponent("site-box.key").path
-        XCTAssertEqual(
-            try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey]).status, 0)
+    /// Two doors of one site (the shipped example, MQTT with mutual TLS and the
+    /// shipped ACL) on the test's pn532-sim, the site's signing and box keys.
+    final class Site {
+        let broker: MosquittoBroker
+        let site: MQTTFleetSite
+        let sim: PN532SimProcess
+        let work: URL
+        let keyFile: String
+        let publicKey: String
+        let boxKey: String
+
+        init() throws {
+            broker = try MosquittoBroker()
+            try broker.start()
+            site = try MQTTFleetSite(broker)
+            sim = try PN532SimProcess()
+            work = FileManager.default.temporaryDirectory.appendingPathComponent("f424-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            keyFile = work.appendingPathComponent("site.key").path
+            let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
+            XCTAssertEqual(keygen.status, 0, keygen.stderr)
+            publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            boxKey = work.appendingPathComponent("site-box.key").path
+            XCTAssertEqual(
+                try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey]).status,
+                0)
+        }
+
+        func close() {
+            broker.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
 
         /// A door of the site on the test's pn532-sim.
         func door(_ name: String) throws -> GatewayUnderTest {
@@ -51,12 +67,12 @@ final class FleetNTAG424StoryTests: XCTestCase {
                 g.configFile.path,
             ])
         }
-        /// The tag back in the field; the access event it makes.
-        func tap(_ g: GatewayUnderTest) throws -> JSONValue {
+        /// The tag back in the field (`reinsert`, or `how`); the access event it makes.
+        func tap(_ g: GatewayUnderTest, _ how: String = "reinsert") throws -> JSONValue {
             _ = try sim.control("remove")
             E2ETiming.outlastQuietWindow()
             let seen = try g.eventCount()
-            XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
+            XCTAssertTrue(try sim.control(how).hasPrefix("ok"))
             let deadline = Date() + E2ETiming.timeout(10)
             while Date() < deadline {
                 let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
@@ -69,8 +85,16 @@ final class FleetNTAG424StoryTests: XCTestCase {
             }
             throw E2EError("no access event\n\(g.log.suffix(2000))")
         }
+    }
 
-        let a = try door("door-a"), b = try door("door-b")
+    func testA424ProvisionedAtOneDoorOpensAnotherAndARevocationReachesBack() throws {
+        let s = try Site()
+        defer { s.close() }
+        let sim = s.sim
+        func tap(_ g: GatewayUnderTest) throws -> JSONValue { try s.tap(g) }
+        func push(_ g: GatewayUnderTest) throws -> JSONValue { try s.push(g) }
+        func applied(_ g: GatewayUnderTest) throws -> Int? { try s.applied(g) }
+        let a = try s.door("door-a"), b = try s.door("door-b")
         defer {
             a.stop()
             b.stop()
@@ -109,5 +133,62 @@ final class FleetNTAG424StoryTests: XCTestCase {
         let atA = try tap(a)
         XCTAssertEqual(atA["kind"]?.stringValue, "access_denied")
         XCTAssertEqual(atA["reason"]?.stringValue, "revoked")
+    }
+
+    /// docs/security.md "NTAG 424 — review round two" (H-1): a copy of a tag
+    /// — its keys as they were — opens at door B until the real tag is
+    /// re-issued at door A and pushed; once B has applied that document, the
+    /// copy is `auth_failed` at B and the re-issued tag opens there.
+    func testAReissuedTagsOldKeysAreDeniedAtASecondDoorAfterThePush() throws {
+        let s = try Site()
+        defer { s.close() }
+        let a = try s.door("door-a"), b = try s.door("door-b")
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let uid = "04DE5F1EACC042"
+        try a.start()
+        try waitUntil(timeout: 15) { (try a.status()["broker"]?["connected"]) == .bool(true) }
+        try a.ctlJSON(["provision", "--action", "0", "--label", "alice"])
+        try a.waitForEvent("provisioning_armed")
+        XCTAssertTrue(try s.sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
+        try a.waitForEvent("provisioning_written", timeout: 20)
+        XCTAssertTrue(try s.sim.control("stash").hasPrefix("ok"), "a copy of the tag with its first keys")
+        _ = try s.sim.control("remove")
+        XCTAssertEqual(try s.push(a)["version"]?.intValue, 1)
+        try waitUntil { try s.applied(a) == 1 }
+        XCTAssertEqual(a.stop(), 0)
+
+        // B takes the row; the copy opens there as the tag would.
+        try b.start()
+        try waitUntil(timeout: 15) { try s.applied(b) == 1 }
+        let first = try s.tap(b, "unstash")
+        XCTAssertEqual(first["kind"]?.stringValue, "access_granted", "\(first)\n\(b.log.suffix(3000))")
+        XCTAssertEqual(b.stop(), 0)
+
+        // The real tag (back in the field: `reinsert` swaps it with the copy) is re-issued at A and pushed.
+        XCTAssertTrue(try s.sim.control("reinsert").hasPrefix("ok"))
+        try a.start()
+        let seen = try a.eventCount()
+        try a.ctlJSON(["provision", "--action", "0", "--label", "alice", "--reissue", uid])
+        try a.waitForEvent("provisioning_armed", after: seen)
+        _ = try s.sim.control("remove")
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try s.sim.control("reinsert").hasPrefix("ok"))
+        try a.waitForEvent("provisioning_written", after: seen, timeout: 20)
+        XCTAssertEqual(try s.push(a)["version"]?.intValue, 2)
+        try waitUntil { try s.applied(a) == 2 }
+        XCTAssertEqual(a.stop(), 0)
+
+        // B applies it: the re-issued tag opens there, the copy's keys open nothing.
+        try b.start()
+        try waitUntil(timeout: 15) { try s.applied(b) == 2 }
+        let real = try s.tap(b, "reinsert")
+        XCTAssertEqual(real["kind"]?.stringValue, "access_granted", "the re-issued tag: \(real)\n\(b.log.suffix(2000))")
+        let copy = try s.tap(b, "unstash")
+        XCTAssertEqual(copy["kind"]?.stringValue, "access_denied", "\(copy)")
+        XCTAssertEqual(copy["reason"]?.stringValue, "auth_failed", "\(copy)")
+        XCTAssertEqual(b.stop(), 0)
     }
 }
