@@ -51,9 +51,20 @@ public final class PatternDriver: Sendable {
         queue.sync { self.step { $0.start(pattern, at: MonotonicClock.now()) } }
     }
 
-    /// Stop whatever plays; every line it lit goes off.
+    /// Stop whatever plays, the background too; every line it lit goes off.
     public func stop() {
         queue.sync { self.step { $0.stop() } }
+    }
+
+    /// Stop the pattern playing in front of the background, which plays again.
+    public func stopForeground() {
+        queue.sync { self.step { $0.stopForeground(at: MonotonicClock.now()) } }
+    }
+
+    /// What plays when nothing else does (the door's idle heartbeat, a reader
+    /// fault, provisioning armed); it comes back after any pattern ends.
+    public func setBackground(_ pattern: FeedbackPattern?) {
+        queue.sync { self.step { $0.setBackground(pattern, at: MonotonicClock.now()) } }
     }
 
     /// Whether a pattern is playing.

@@ -487,7 +487,13 @@ final class DoorRuntime: Sendable {
         // still reported, a tap in flight: the relay unlocked after "outputs
         // locked", and a Pi keeps a released line at its last level).
         guard !isStopped else { return }
-        defer { stateChanged() }
+        defer {
+            // What the door shows between patterns follows its state (a pattern
+            // that interrupted it gives the lines back to it when it ends).
+            let ambient = state.withLock { $0.machine.ambientFeedback }
+            patterns.setBackground(configuration.door.patterns[ambient])
+            stateChanged()
+        }
         let lastDrive = effects.lastIndex {
             if case .drive = $0 { return true }
             return false
@@ -513,7 +519,7 @@ final class DoorRuntime: Sendable {
             case .feedback(let kind):
                 if let pattern = configuration.door.patterns[kind] { patterns.play(pattern) }
             case .stopFeedback:
-                patterns.stop()
+                patterns.stopForeground()
             case .startTimer(let id, let after):
                 startTimer(id, after: after)
             case .cancelTimer(let id):

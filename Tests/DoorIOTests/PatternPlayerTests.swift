@@ -60,6 +60,43 @@ final class PatternPlayerTests: XCTestCase {
         XCTAssertEqual(player.stop(), off("green", "red"))
     }
 
+    /// The background (the idle heartbeat, a reader fault) plays when nothing
+    /// else does and comes back after a pattern that interrupted it ends or is
+    /// stopped; `stop` ends it too. (Before, the heartbeat stopped at the first
+    /// tap and a reader-fault blink ended after any grant.)
+    func testTheBackgroundComesBackAfterAnInterruption() {
+        var player = PatternPlayer()
+        XCTAssertEqual(player.setBackground(patterns[.readerFault]!, at: ms(0)), on("red"))
+        XCTAssertTrue(player.playingBackground)
+        // A grant interrupts it, and when the grant ends the reader fault shows again.
+        XCTAssertEqual(player.start(patterns[.granted]!, at: ms(100)), off("red") + on("buzzer", "green"))
+        XCTAssertFalse(player.playingBackground)
+        XCTAssertEqual(player.advance(to: ms(200)), off("buzzer", "green"))
+        XCTAssertEqual(player.advance(to: ms(500)), on("red"))
+        XCTAssertTrue(player.playingBackground)
+        XCTAssertEqual(player.pattern, patterns[.readerFault])
+        // A new background while another pattern plays waits for it to end.
+        _ = player.start(patterns[.denied]!, at: ms(1000))
+        XCTAssertEqual(player.setBackground(patterns[.heartbeat]!, at: ms(1001)), [])
+        XCTAssertEqual(player.pattern, patterns[.denied])
+        _ = player.advance(to: ms(60_000))
+        XCTAssertEqual(player.pattern, patterns[.heartbeat])
+        XCTAssertTrue(player.playingBackground)
+        // A repeating pattern in front (provisioning armed) stopped: the background again.
+        _ = player.start(patterns[.provisioningArmed]!, at: ms(61_000))
+        _ = player.stopForeground(at: ms(62_000))
+        XCTAssertEqual(player.pattern, patterns[.heartbeat])
+        // Stopping the background's own pattern from the front does nothing.
+        XCTAssertEqual(player.stopForeground(at: ms(63_000)), [])
+        XCTAssertEqual(player.pattern, patterns[.heartbeat])
+        // `stop` (shutdown, reload) ends everything.
+        _ = player.stop()
+        XCTAssertNil(player.pattern)
+        XCTAssertNil(player.background)
+        XCTAssertEqual(player.lit, [])
+        XCTAssertEqual(player.advance(to: ms(100_000)), [])
+    }
+
     func testDegeneratePatternsEndInsteadOfSpinning() {
         var player = PatternPlayer()
         XCTAssertEqual(player.start(FeedbackPattern(steps: [], priority: 1), at: ms(0)), [])

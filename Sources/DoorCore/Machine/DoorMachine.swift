@@ -41,6 +41,19 @@ public struct DoorMachine: Sendable {
         }
     }
 
+    /// What the door shows when no other pattern plays: a reader fault,
+    /// provisioning armed (and writing), an approval waiting, else the idle
+    /// heartbeat. The runtime plays it behind every other pattern, so it comes
+    /// back when one ends.
+    public var ambientFeedback: FeedbackKind {
+        switch state {
+        case .readerFault: return .readerFault
+        case .provisioningArmed, .writing: return .provisioningArmed
+        case .awaitingApproval: return .awaitingApproval
+        case .idle, .running: return .heartbeat
+        }
+    }
+
     /// The approval request waiting for an answer, if any.
     public var pendingApproval: ApprovalRequest? { approvals.pending }
 
