@@ -282,7 +282,7 @@ extension GatewayStore {
     /// PrivateTmp=).
     public func snapshot() throws -> Int32 {
         let directory = path.hasSuffix("/" + Self.fileName) ? String(path.dropLast(Self.fileName.count)) : "./"
-        let token = Hex.encode(try Crypto.randomBytes(6))
+        let token = try Hex.encode(Crypto.randomBytes(6))
         let file = directory + ".backup-\(token).tmp"
         unlink(file)
         defer { unlink(file) }
