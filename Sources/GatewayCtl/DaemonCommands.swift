@@ -577,7 +577,8 @@ struct LogCommand: ParsableCommand {
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
-        abstract: "A consistent snapshot of the store, keys and secrets included, to FILE (0600) or - (standard output).",
+        abstract:
+            "A consistent snapshot of the store, keys and secrets included, to FILE (0600) or - (standard output).",
         discussion: """
             The daemon streams the snapshot over the control socket and gatewayctl writes it, \
             as the user who runs it: any path that user can write works (the daemon's sandbox \
@@ -589,13 +590,17 @@ struct BackupCommand: ParsableCommand {
     func run() throws {
         let toStdout = file == "-"
         if toStdout && isatty(STDOUT_FILENO) == 1 {
-            fputs("gatewayctl: refusing to write the backup (every secret) to a terminal; redirect it to a file\n", stderr)
+            fputs(
+                "gatewayctl: refusing to write the backup (every secret) to a terminal; redirect it to a file\n", stderr
+            )
             throw ExitCode(2)
         }
         let path = toStdout || file.hasPrefix("/") ? file : Files.currentDirectory + "/" + file
         let fd = toStdout ? STDOUT_FILENO : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            fputs("gatewayctl: \(path): \(String(cString: strerror(errno)))\(errno == EEXIST ? " (not overwriting it)" : "")\n", stderr)
+            fputs(
+                "gatewayctl: \(path): \(String(cString: strerror(errno)))\(errno == EEXIST ? " (not overwriting it)" : "")\n",
+                stderr)
             throw ExitCode(1)
         }
         var written = 0
@@ -695,7 +700,8 @@ struct RestoreCommand: ParsableCommand {
             """)
     @Argument(help: "The backup file.") var file: String
     @Option(help: "The state directory (default: $STATE_DIRECTORY or /var/lib/doorgateway).") var stateDir: String?
-    @Option(help: "The user who owns the restored store, with its primary group (default: see above).") var owner: String?
+    @Option(help: "The user who owns the restored store, with its primary group (default: see above).") var owner:
+        String?
     func run() throws {
         let env = Environment.current
         let dir =

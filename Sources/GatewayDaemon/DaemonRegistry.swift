@@ -110,7 +110,8 @@ extension Daemon {
     func backupStream(_ p: [String: JSONValue]) throws -> () throws -> JSONValue? {
         if p["path"] != nil {
             throw DaemonError.request(
-                "this gatewayd streams backups to gatewayctl and writes no file itself: use the gatewayctl of the same version")
+                "this gatewayd streams backups to gatewayctl and writes no file itself: use the gatewayctl of the same version"
+            )
         }
         let snapshot = BackupSnapshot(fd: try store.snapshot())
         return { try snapshot.next() }
@@ -149,7 +150,9 @@ final class BackupSnapshot {
         while filled < buffer.count {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw DaemonError.request("backup: reading the snapshot: \(String(cString: strerror(errno)))") }
+            guard n >= 0 else {
+                throw DaemonError.request("backup: reading the snapshot: \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             filled += n
         }

@@ -300,14 +300,16 @@ final class FirmwareHoldCLITests: XCTestCase {
         for name in ["ca.crt", "door.crt", "door.key"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path("etc/\(name)")), "\(name) was installed")
         }
-        XCTAssertFalse(FileManager.default.fileExists(atPath: path("wpa/wpa_supplicant-wlan0.conf")), "Wi-Fi was configured")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: path("wpa/wpa_supplicant-wlan0.conf")), "Wi-Fi was configured")
         // Not applied, and not left on the FAT partition in clear either (a
         // Wi-Fi passphrase, a private key): deleted unread, and STATUS.txt says so.
         for name in dropped.keys {
             XCTAssertFalse(
                 FileManager.default.fileExists(atPath: dir.appendingPathComponent("fb/\(name)").path),
                 "\(name) was left on the FAT partition")
-            XCTAssertTrue(later.statusFile.contains(" \(name)"), "STATUS.txt does not list \(name): \(later.statusFile)")
+            XCTAssertTrue(
+                later.statusFile.contains(" \(name)"), "STATUS.txt does not list \(name): \(later.statusFile)")
         }
         XCTAssertTrue(later.statusFile.contains("NOT applied"), later.statusFile)
         XCTAssertFalse(later.statusFile.contains("secret passphrase"), later.statusFile)
