@@ -47,15 +47,22 @@ enum UnitSandbox {
             text += buffer[..<n]
         }
         guard pclose(pipe) == 0 else { return nil }
+        return parse(String(decoding: text, as: UTF8.self))
+    }
+
+    /// The [Service] `KEY=VALUE` lines of unit text (a unit file, or
+    /// `systemctl cat`'s file and drop-ins), in order; an empty value (a reset)
+    /// is kept.
+    static func parse(_ text: String) -> [(String, String)] {
         var section = ""
         var out: [(String, String)] = []
         var pending = ""
-        for raw in String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
             var line = pending + raw.trimmingLeadingBlanks
             pending = ""
             if line.hasSuffix("\\") {  // a continued line
                 line.removeLast()
-                pending = line + " "
+                pending = line.trimmingBlanks + " "
                 continue
             }
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
