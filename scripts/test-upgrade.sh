@@ -313,6 +313,25 @@ if [ "$(broker_connected)" = '"connected":true' ] && [ "$(inside systemctl show 
 else
     fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
 fi
+# config check --broker as the door sees the broker: inside the unit's sandbox
+# (systemd-run with its user, filters and credentials). gateway.toml names the
+# key by the unit's credential path, which exists only for the unit: with
+# gatewayd stopped, a check from outside cannot read it. systemd-run --wait
+# needs D-Bus, which a stock Debian 12 has (systemd recommends it) and this
+# minbase container lacks: installed first, without it gatewayctl says so.
+nodbus=$(inside sh -c 'systemctl stop gatewayd; gatewayctl config check --broker 2>&1; systemctl start gatewayd' || true)
+if printf '%s\n' "$nodbus" | grep -c >/dev/null 'no D-Bus system bus.*outside gatewayd.service'; then
+    pass "without D-Bus, config check --broker says it checks outside the unit's sandbox: $(printf '%s\n' "$nodbus" | grep 'D-Bus')"
+else
+    fail "config check --broker without D-Bus" "$(printf '%s' "$nodbus" | tail -3 | tr '\n' '|')"
+fi
+inside apt-get install -y -q --no-install-recommends dbus < /dev/null > "$RUN/dbus.log" 2>&1 || fail "apt-get install dbus in the container" "$(tail -3 "$RUN/dbus.log")"
+if out=$(inside sh -c 'systemctl stop gatewayd && gatewayctl config check --broker 2>&1; rc=$?; systemctl start gatewayd; exit $rc') \
+    && printf '%s\n' "$out" | grep -c >/dev/null "checking inside gatewayd.service's sandbox"; then
+    pass "config check --broker ran in the unit's sandbox and passed (key from the unit's credential): $(printf '%s\n' "$out" | tail -1)"
+else
+    fail "config check --broker in the unit's sandbox" "$(printf '%s' "$out" | tail -4 | tr '\n' '|')"
+fi
 stop_broker
 # The admin's file now, broker settings included, for the next upgrade.
 CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)

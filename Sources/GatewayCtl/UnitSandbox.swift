@@ -27,6 +27,11 @@ enum UnitSandbox {
         guard access("/run/systemd/system", F_OK) == 0 else { return "systemd is not running here" }
         guard getuid() == 0 else { return "not root (systemd-run needs root)" }
         guard systemdRun() != nil else { return "no systemd-run" }
+        // systemd-run --wait --pipe talks to systemd over D-Bus (its direct
+        // socket does not carry them).
+        guard access("/run/dbus/system_bus_socket", F_OK) == 0 else {
+            return "no D-Bus system bus (systemd-run --wait needs it; apt install dbus)"
+        }
         return nil
     }
 
