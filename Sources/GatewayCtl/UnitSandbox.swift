@@ -98,11 +98,22 @@ enum UnitSandbox {
                 let source = String(value[value.index(after: colon)...])
                 if source.hasPrefix("/") && access(source, F_OK) != 0 { continue }
             }
-            args.append("--property=\(key)=\(value)")
+            args.append("--property=\(key)=\(key.hasPrefix("IPAddress") ? expandingIPNames(value) : value)")
         }
         // The file under check, wherever it is (ProtectHome= would hide /root).
         args.append("--property=BindReadOnlyPaths=\(configFile)")
         return args + ["--", binary, "ctl"] + check
+    }
+
+    /// IPAddressAllow=/IPAddressDeny= with the unit file's symbolic names
+    /// written out (systemd 252's systemd-run parses only prefixes there:
+    /// "Failed to parse IP address prefix: localhost").
+    static func expandingIPNames(_ value: String) -> String {
+        let names: [String: String] = [
+            "any": "0.0.0.0/0 ::/0", "localhost": "127.0.0.0/8 ::1/128", "link-local": "169.254.0.0/16 fe80::/64",
+            "multicast": "224.0.0.0/4 ff00::/8",
+        ]
+        return value.split(separator: " ").map { names[String($0)] ?? String($0) }.joined(separator: " ")
     }
 
     /// Replaces this process with the sandboxed check (returns only if exec

@@ -16,7 +16,7 @@ final class UnitSandboxTests: XCTestCase {
             settings: try shippedSettings(), configFile: "/root/g.toml", check: ["config", "check", "--broker"],
             binary: "/usr/bin/gateway")
         for wanted in [
-            "--property=User=doorgateway", "--property=Group=doorgateway", "--property=IPAddressDeny=any",
+            "--property=User=doorgateway", "--property=Group=doorgateway", "--property=IPAddressDeny=0.0.0.0/0 ::/0",
             "--property=IPAddressAllow=224.0.0.251 ff02::fb",
             "--property=RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
             "--property=ProtectHome=yes", "--property=PrivateTmp=yes", "--property=ProtectSystem=strict",
@@ -24,7 +24,12 @@ final class UnitSandboxTests: XCTestCase {
         ] {
             XCTAssertTrue(args.contains(wanted), "\(wanted) missing from \(args)")
         }
-        XCTAssertTrue(args.contains { $0.hasPrefix("--property=IPAddressAllow=localhost") }, "\(args)")
+        // The unit file's names written out: systemd-run takes only prefixes.
+        XCTAssertTrue(
+            args.contains(
+                "--property=IPAddressAllow=127.0.0.0/8 ::1/128 169.254.0.0/16 fe80::/64 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7"
+            ),
+            "\(args)")
         XCTAssertTrue(args.contains { $0.hasPrefix("--setenv=\(UnitSandbox.marker)=") }, "\(args)")
         for daemonOnly in [
             "ExecStart", "ExecReload", "WatchdogSec", "Type", "StandardInput", "Restart", "SetCredential",
@@ -70,7 +75,7 @@ final class UnitSandboxTests: XCTestCase {
         XCTAssertEqual(
             allow,
             [
-                "--property=IPAddressAllow=localhost", "--property=IPAddressAllow=",
+                "--property=IPAddressAllow=127.0.0.0/8 ::1/128", "--property=IPAddressAllow=",
                 "--property=IPAddressAllow=203.0.113.10 224.0.0.251",
             ])
         XCTAssertTrue(args.contains("--property=LoadCredential=door.key:\(key)"), "\(args)")
