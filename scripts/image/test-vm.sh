@@ -364,7 +364,7 @@ sed -e "s/^listener .*/listener $BROKER2_PORT $TAP_NET.1/" -e "s|^log_dest file 
 chown mosquitto "$VM/mosquitto-mdns.log" 2>/dev/null || chmod 0666 "$VM/mosquitto-mdns.log"
 mosquitto -c "$VM/mosquitto-mdns.conf" > /dev/null 2>&1 &
 BROKER2_PID=$!
-python3 "$REPO/scripts/mdns/responder.py" doorbroker.local "$TAP_NET.1" "$BROKER2_PORT" "$TAP_NET.1" > "$VM/responder.log" 2>&1 &
+/usr/bin/python3 "$REPO/scripts/mdns/responder.py" doorbroker.local "$TAP_NET.1" "$BROKER2_PORT" "$TAP_NET.1" > "$VM/responder.log" 2>&1 &
 MDNS_PID=$!
 for _ in $(seq 1 100); do grep -c >/dev/null '^ready' "$VM/responder.log" && break; sleep 0.2; done
 if vm "ip -4 -o addr show" | grep -c >/dev/null "inet $TAP_NET.2/" && grep -c >/dev/null '^ready' "$VM/responder.log"; then
@@ -400,7 +400,7 @@ if printf '%s\n' "$inside_old" | grep -c >/dev/null "checking inside gatewayd.se
     && ! printf '%s\n' "$inside_old" | grep -c >/dev/null '^exit=0$' && printf '%s\n' "$outside_old" | grep -c >/dev/null '^exit=0$'; then
     pass "config check --broker in the unit's sandbox fails as gatewayd does; from outside it passes: $(printf '%s\n' "$inside_old" | grep '^broker:' | tail -1 | cut -c1-160)"
 else
-    fail "config check --broker under the old allow list" "inside: $(printf '%s' "$inside_old" | tail -3 | tr '\n' '|') outside: $(printf '%s' "$outside_old" | tail -2 | tr '\n' '|')"
+    fail "config check --broker under the old allow list" "inside: $(printf '%s\n' "$inside_old" | grep -v '^  ' | tail -4 | tr '\n' '|') outside: $(printf '%s\n' "$outside_old" | grep -v '^  ' | tail -3 | tr '\n' '|')"
 fi
 # The shipped unit: the mDNS group allowed.
 vm "rm /etc/systemd/system/gatewayd.service.d/zz-old-allow.conf && systemctl daemon-reload && systemctl restart gatewayd" > /dev/null 2>&1
@@ -413,7 +413,7 @@ inside_new=$(vm 'gatewayctl config check --broker --while-running 2>&1; echo "ex
 if printf '%s\n' "$inside_new" | grep -c >/dev/null "checking inside gatewayd.service's sandbox" && printf '%s\n' "$inside_new" | grep -c >/dev/null '^exit=0$'; then
     pass "config check --broker in the shipped unit's sandbox reaches doorbroker.local"
 else
-    fail "config check --broker under the shipped unit" "$(printf '%s' "$inside_new" | tail -4 | tr '\n' '|')"
+    fail "config check --broker under the shipped unit" "$(printf '%s\n' "$inside_new" | grep -v '^  ' | tail -4 | tr '\n' '|')"
 fi
 vm "cp /root/gateway.toml.before-mdns /etc/doorgateway/gateway.toml && systemctl restart gatewayd" > /dev/null 2>&1 \
     || fail "gateway.toml back to the first-boot broker"
