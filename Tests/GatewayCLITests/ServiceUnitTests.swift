@@ -49,7 +49,8 @@ final class ServiceUnitTests: XCTestCase {
             XCTAssertTrue(devices.contains("char-\(d)"), "DeviceAllow=char-\(d)")
         }
         let families = Set((s["RestrictAddressFamilies"] ?? []).joined(separator: " ").split(separator: " "))
-        XCTAssertEqual(families, ["AF_UNIX", "AF_INET", "AF_INET6"])
+        // AF_NETLINK for getifaddrs: the mDNS query goes out on every interface.
+        XCTAssertEqual(families, ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"])
         let allowed = (s["IPAddressAllow"] ?? []).joined(separator: " ")
         XCTAssertTrue(allowed.contains("localhost"), "IPAddressAllow= keeps loopback (local broker)")
         // A NAME.local broker: the one-shot mDNS query goes to the mDNS group,

@@ -18,7 +18,7 @@ final class UnitSandboxTests: XCTestCase {
         for wanted in [
             "--property=User=doorgateway", "--property=Group=doorgateway", "--property=IPAddressDeny=0.0.0.0/0 ::/0",
             "--property=IPAddressAllow=224.0.0.251 ff02::fb",
-            "--property=RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
+            "--property=RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
             "--property=ProtectHome=yes", "--property=PrivateTmp=yes", "--property=ProtectSystem=strict",
             "--property=BindReadOnlyPaths=/root/g.toml", "--wait", "--pipe",
         ] {
