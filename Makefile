@@ -159,7 +159,8 @@ test-ha: deps static
 ## devices. SSH_KEY=~/.ssh/id_ed25519.pub authorises root (or ALLOW_NO_SSH_KEY=1). The emulated
 ## base is cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/image.
 ## test-arm64-vm: boot a copy of the image in qemu-system-aarch64 (virt, TCG) with its own kernel
-## and initrd; first boot, gatewayd READY on the simulated board, gatewayctl over ssh, stop locks.
+## and initrd; first boot, gatewayd READY on the simulated board, gatewayctl over ssh, stop locks;
+## a .local broker through a real mDNS responder under the shipped unit; later first-boot files removed.
 IMAGE_OUT ?= out/image
 .PHONY: image image-base test-arm64-vm
 image: deb
