@@ -123,10 +123,11 @@ test-deb: deb-amd64
 test-deb-service: test-deb
 	./scripts/test-deb-service.sh out/deb/doorgateway_*_amd64.deb "$(STATIC_OUT)/pn532-sim"
 
-## test-upgrade: `apt install` of this amd64 package over a running 0.1.0 door (systemd-nspawn boot of
+## test-upgrade: `apt install` of this amd64 package over a running 0.2.0 door (systemd-nspawn boot of
 ## the test-deb chroot, simulated board; run make test-deb once first): no conffile prompt, the admin's
-## gateway.toml kept, the relay locked through the restart, 0.1.0's stickers, revocations and audit
-## chain kept, the store migrated, exit 78 not restarted. The 0.1.0 package is built once from its
+## gateway.toml kept, the relay locked through the restart, 0.2.0's stickers, revocations and audit
+## chain kept, the store migrated, docs/upgrade.md's backup and restore lines under the unit, exit 78
+## not restarted. The 0.2.0 package is built once from its
 ## commit (scripts/upgrade/old-deb.sh; cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/upgrade)
 .PHONY: test-upgrade
 test-upgrade: deb-amd64
@@ -162,7 +163,8 @@ test-ha: deps static
 ## devices. SSH_KEY=~/.ssh/id_ed25519.pub authorises root (or ALLOW_NO_SSH_KEY=1). The emulated
 ## base is cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/image.
 ## test-arm64-vm: boot a copy of the image in qemu-system-aarch64 (virt, TCG) with its own kernel
-## and initrd; first boot, gatewayd READY on the simulated board, gatewayctl over ssh, stop locks.
+## and initrd; first boot, gatewayd READY on the simulated board, gatewayctl over ssh, stop locks;
+## a .local broker through a real mDNS responder under the shipped unit; later first-boot files removed.
 IMAGE_OUT ?= out/image
 .PHONY: image image-base test-arm64-vm
 image: deb

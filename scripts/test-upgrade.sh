@@ -1,26 +1,33 @@
 #!/bin/sh
 # scripts/test-upgrade.sh NEW_DEB PN532_SIM — `apt install` of this tree's
-# package over a running 0.1.0 door, under systemd 252 in the test-deb chroot
+# package over a running 0.2.0 door, under systemd 252 in the test-deb chroot
 # booted with systemd-nspawn (as scripts/test-deb-service.sh does). amd64: the
 # package's scripts, unit and conffile are the same for arm64, and the store
 # and the binary's upgrade path do not depend on the architecture.
 #
-# The 0.1.0 package is built once from that release's commit
+# The 0.2.0 package is built once from that release's commit
 # (scripts/upgrade/old-deb.sh; OLD_DEB=FILE uses another, with migrations.txt
 # beside it). The door runs it on the simulated board with an admin-edited
-# gateway.toml; alice's and bob's stickers are issued under 0.1.0, alice's
-# opens, bob's is revoked. Then `apt-get install ./NEW_DEB` with no terminal
+# gateway.toml; alice's and bob's stickers are issued under 0.2.0, alice's
+# opens, bob's is revoked, and the store is backed up with docs/upgrade.md's
+# "From 0.2.0" lines (run as the document writes them). Then
+# `apt-get install ./NEW_DEB` with no terminal
 # (a conffile prompt would fail it) and the checks: the package upgraded
 # without a prompt, gateway.toml byte for byte the admin's (and again after a
 # further upgrade whose stock gateway.toml changed), the old daemon
 # locked the relay on SIGTERM and the new one set nothing but locked up to
-# READY, the new unit (no network-online ordering), alice's 0.1.0 sticker
+# READY, the new unit (no network-online ordering), alice's 0.2.0 sticker
 # still opens and bob's stays refused, the audit chain verifies across both
 # versions with the MACs, and the store holds every migration of this tree
-# (0.1.0's list a prefix of it: a shipped migration is never edited). Last, a
-# broken gateway.toml: exit 78 and no restart loop (RestartPreventExitStatus).
-# On the way, with 0.2.0 running: the broker's name not resolving yet is
-# retried, not fatal, and the door decides meanwhile.
+# (0.2.0's list a prefix of it: a shipped migration is never edited).
+# Backup and restore under the running unit: the new gatewayctl backs up to
+# /root, /tmp and standard output (the daemon streams, gatewayctl writes), and
+# docs/upgrade.md's restore lines, run as written, bring the 0.2.0 backup back
+# with a store gatewayd (User=doorgateway) opens: active, no restart, the
+# stickers' verdicts and the chain as before. On the way, with the new version
+# running: the broker's name not resolving yet is retried, not fatal, and the
+# door decides meanwhile. Last, a broken gateway.toml: exit 78 and no restart
+# loop (RestartPreventExitStatus).
 set -eu
 HARNESS_NAME=test-upgrade
 # shellcheck source=scripts/deb-harness.sh
@@ -49,9 +56,9 @@ NEW_MIGRATIONS_LIST=$(sed -n 's/^ *name: "\(v[0-9][^"]*\)",* *$/\1/p' Sources/Ga
 OLD_MIGRATIONS_LIST=$(cat "$OLD_MIGRATIONS")
 old_n=$(printf '%s\n' "$OLD_MIGRATIONS_LIST" | wc -l)
 if [ "$(printf '%s\n' "$NEW_MIGRATIONS_LIST" | head -n "$old_n")" = "$OLD_MIGRATIONS_LIST" ]; then
-    pass "0.1.0's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order"
+    pass "$OLD_VERSION's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order"
 else
-    fail "shipped migrations changed" "0.1.0: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
+    fail "shipped migrations changed" "$OLD_VERSION: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
 fi
 
 # --- the container ------------------------------------------------------------------
@@ -83,8 +90,18 @@ print("\n".join(r[0] for r in db.execute("SELECT identifier FROM grdb_migrations
         "$ROOT/var/lib/doorgateway/gateway.db"
 }
 verify_field() { printf '%s\n' "$1" | sed -n "s/^$2: //p"; }
+# recipe NAME: the commands of docs/upgrade.md's block marked
+# <!-- test-upgrade: NAME --> … <!-- end --> (its indented lines, comments
+# dropped), run in the container as a user would type them, stopping at the
+# first that fails; each is echoed.
+recipe() {
+    lines=$(awk -v name="$1" '$0 == "<!-- test-upgrade: " name " -->" { on = 1; next }
+        on && /^<!-- end -->$/ { exit } on && /^    [^ ]/ { sub(/^    /, ""); sub(/[ ]+# .*$/, ""); print }' docs/upgrade.md)
+    [ -n "$lines" ] || { echo "no block '$1' in docs/upgrade.md"; return 1; }
+    inside sh -exc "$lines"
+}
 
-# --- a 0.1.0 door in service ---------------------------------------------------------
+# --- a 0.2.0 door in service ---------------------------------------------------------
 echo "== $OLD_VERSION"
 if out=$(inside apt-get install -y -q "/root/doorgateway_${OLD_VERSION}_amd64.deb" < /dev/null 2>&1); then
     pass "apt-get install ./doorgateway_${OLD_VERSION}_amd64.deb"
@@ -94,15 +111,15 @@ fi
 expect "$OLD_VERSION installed" "install ok installed $OLD_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 # The admin's edits: the simulated board (this test has no PN532), a device id
 # and a comment of their own.
-check "the admin edits /etc/doorgateway/gateway.toml (0.1.0's conffile)" sh -c \
+check "the admin edits /etc/doorgateway/gateway.toml" sh -c \
     '{ echo "# front door, edited by the site admin before the upgrade"; gatewayctl config example --board sim |
         sed "s/^id = \"front-door\"/id = \"upgrade-door\"/"; } > /root/admin.toml &&
     grep -c >/dev/null "^id = \"upgrade-door\"" /root/admin.toml && gatewayctl config check /root/admin.toml >/dev/null &&
     cp /root/admin.toml /etc/doorgateway/gateway.toml'
 CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)
 check "gatewayd $OLD_VERSION running (READY) on the edited configuration" sh -c \
-    'systemctl reset-failed gatewayd; systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null &&
-    gatewayctl version | grep -c >/dev/null "^gateway 0.1.0$" && gatewayctl status | grep -c >/dev/null "^device: upgrade-door"'
+    "systemctl reset-failed gatewayd; systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null &&
+    gatewayctl version | grep -c >/dev/null '^gateway ${OLD_VERSION%-*}\$' && gatewayctl status | grep -c >/dev/null '^device: upgrade-door'"
 check "stickers issued under $OLD_VERSION: alice 04A11CE0000001, bob 04B0B000000002" sh -c \
     'door issue 04A11CE0000001 alice /root/alice.dump && door issue 04B0B000000002 bob /root/bob.dump'
 # The door ignores a tag read again within same_tag_quiet_ms (1000 ms, stock)
@@ -117,8 +134,14 @@ HEAD_BEFORE=$(verify_field "$before" head_row)
 [ "$(verify_field "$before" intact)" = true ] && [ "$(verify_field "$before" macs_checked)" = true ] \
     && pass "audit chain verifies under $OLD_VERSION with the key ($ROWS_BEFORE rows)" || fail "audit under $OLD_VERSION" "$before"
 MIG_BEFORE=$(migrations)
-[ "$MIG_BEFORE" = "$OLD_MIGRATIONS_LIST" ] && pass "the $OLD_VERSION store holds 0.1.0's migrations ($(echo $MIG_BEFORE | wc -w))" \
+[ "$MIG_BEFORE" = "$OLD_MIGRATIONS_LIST" ] && pass "the $OLD_VERSION store holds its release's migrations ($(echo $MIG_BEFORE | wc -w))" \
     || fail "store migrations under $OLD_VERSION" "$(echo $MIG_BEFORE)"
+# The backup before the upgrade, as docs/upgrade.md tells a 0.2.0 door to take it.
+if out=$(recipe backup-0.2.0 2>&1) && inside test -s /root/door-before-0.3.0.backup; then
+    pass "docs/upgrade.md's 0.2.0 backup lines under $OLD_VERSION's unit: /root/door-before-0.3.0.backup"
+else
+    fail "docs/upgrade.md's 0.2.0 backup lines" "$(printf '%s' "$out" | tail -4 | tr '\n' '|')"
+fi
 PID_BEFORE=$(inside systemctl show -P MainPID gatewayd)
 JOURNAL_FROM=$(inside sh -c 'journalctl -u gatewayd -o cat --no-pager | wc -l')
 
@@ -192,6 +215,44 @@ if [ "$(verify_field "$after" intact)" = true ] && [ "$(verify_field "$after" ma
 else
     fail "audit chain after the upgrade" "$after"
 fi
+# --- backup and restore under the unit ---------------------------------------------------
+echo "== backup and restore under the $NEW_UPSTREAM unit"
+# gatewayd runs with ProtectHome=yes and PrivateTmp=yes: the daemon streams the
+# snapshot over the control socket, gatewayctl (root, outside the sandbox) writes it.
+check "gatewayctl backup /root/door-now.backup: a 0600 root file, a store" sh -c \
+    'gatewayctl backup /root/door-now.backup && [ "$(stat -c "%a %U" /root/door-now.backup)" = "600 root" ] &&
+    [ "$(head -c 15 /root/door-now.backup)" = "SQLite format 3" ]'
+check "gatewayctl backup /tmp/door-now.backup: in the caller's /tmp, not the unit's private one" sh -c \
+    'rm -f /tmp/door-now.backup; gatewayctl backup /tmp/door-now.backup && test -s /tmp/door-now.backup'
+check "gatewayctl backup - > FILE (standard output): the same store, byte count and header" sh -c \
+    'gatewayctl backup - > /root/door-stdout.backup && [ "$(head -c 15 /root/door-stdout.backup)" = "SQLite format 3" ] &&
+    [ "$(stat -c %s /root/door-stdout.backup)" -gt 4096 ]'
+check "gatewayctl backup refuses an existing file and leaves it as it was" sh -c \
+    'echo keep > /root/exists.backup; ! gatewayctl backup /root/exists.backup 2>/dev/null && [ "$(cat /root/exists.backup)" = keep ]'
+check "no snapshot left in the state directory" sh -c '! ls -A /var/lib/doorgateway | grep -c >/dev/null "backup"'
+# The restore, as docs/upgrade.md writes it, with the backup the 0.2.0 door made.
+RESTARTS_FROM=$(inside systemctl show -P NRestarts gatewayd)
+if out=$(recipe restore 2>&1); then
+    pass "docs/upgrade.md's restore lines ran: $(printf '%s\n' "$out" | grep '^restored' | head -1)"
+else
+    fail "docs/upgrade.md's restore lines" "$(printf '%s' "$out" | tail -4 | tr '\n' '|')"
+fi
+expect "the restored store belongs to gatewayd's user, 0600" "600 doorgateway doorgateway" \
+    stat -c '%a %U %G' /var/lib/doorgateway/gateway.db
+# Type=notify: the recipe's `systemctl start` returned only after READY=1, which
+# gatewayd sends once its store is open (one it cannot open fails the start).
+if [ "$(inside systemctl is-active gatewayd)" = active ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = "$RESTARTS_FROM" ]; then
+    pass "gatewayd active on the restored store, not restarted"
+else
+    fail "gatewayd after the restore" "$(inside sh -c 'systemctl show -P NRestarts gatewayd; journalctl -u gatewayd -o cat --no-pager | tail -4' | tr '\n' '|')"
+fi
+expect "alice's sticker opens on the restored store" access_granted door tap /root/alice.dump
+expect "bob's stays refused on the restored store" access_denied door tap /root/bob.dump
+restored=$(inside gatewayctl log --verify 2>&1 || true)
+[ "$(verify_field "$restored" intact)" = true ] && [ "$(verify_field "$restored" macs_checked)" = true ] \
+    && pass "audit chain of the restored store verifies with the key ($(verify_field "$restored" rows) rows)" \
+    || fail "audit chain after the restore" "$restored"
+
 # --- the broker's name does not resolve yet (power cut: DNS not up) ---------------------
 # A mosquitto on the host's loopback (nspawn shares the network), mutual TLS,
 # the shipped ACL, reached as broker.door.test, which the container's
@@ -254,14 +315,38 @@ if [ "$(broker_connected)" = '"connected":true' ] && [ "$(inside systemctl show 
 else
     fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
 fi
+# config check --broker as the door sees the broker: inside the unit's sandbox
+# (systemd-run with its user, filters and credentials). gateway.toml names the
+# key by the unit's credential path, which exists only for the unit: with
+# gatewayd stopped, a check from outside cannot read it. systemd-run --wait
+# needs D-Bus, which a stock Debian 12 has (systemd recommends it) and this
+# minbase container lacks: installed first, without it gatewayctl says so.
+nodbus=$(inside sh -c 'systemctl stop gatewayd; gatewayctl config check --broker 2>&1; systemctl start gatewayd' || true)
+if printf '%s\n' "$nodbus" | grep -c >/dev/null 'no D-Bus system bus.*outside gatewayd.service'; then
+    pass "without D-Bus, config check --broker says it checks outside the unit's sandbox: $(printf '%s\n' "$nodbus" | grep 'D-Bus')"
+else
+    fail "config check --broker without D-Bus" "$(printf '%s' "$nodbus" | tail -3 | tr '\n' '|')"
+fi
+if inside apt-get install -y -q --no-install-recommends dbus < /dev/null > "$RUN/dbus.log" 2>&1 \
+    && inside sh -c 'systemctl start dbus.socket dbus.service && test -S /run/dbus/system_bus_socket' >> "$RUN/dbus.log" 2>&1; then
+    pass "D-Bus installed and running in the container (as on a stock Debian 12)"
+else
+    fail "D-Bus in the container" "$(tail -3 "$RUN/dbus.log" | tr '\n' '|')"
+fi
+if out=$(inside sh -c 'systemctl stop gatewayd && gatewayctl config check --broker 2>&1; rc=$?; systemctl start gatewayd; exit $rc') \
+    && printf '%s\n' "$out" | grep -c >/dev/null "checking inside gatewayd.service's sandbox"; then
+    pass "config check --broker ran in the unit's sandbox and passed (key from the unit's credential): $(printf '%s\n' "$out" | tail -1)"
+else
+    fail "config check --broker in the unit's sandbox" "$(printf '%s\n' "$out" | grep -v '^  ' | tail -6 | tr '\n' '|')"
+fi
 stop_broker
 # The admin's file now, broker settings included, for the next upgrade.
 CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)
 
 # The next upgrade whose stock file changed (a repack of NEW_DEB with a line
 # added to /usr/share/doorgateway/gateway.toml): still no question, the
-# admin's file still untouched. (0.1.0 shipped gateway.toml as a conffile;
-# since 0.2.0 it is the admin's file, installed by the postinst only where absent.)
+# admin's file still untouched. (Since 0.2.0 gateway.toml is the admin's
+# file, installed by the postinst only where absent.)
 NEXT_VERSION="${NEW_VERSION}+example1"
 dpkg-deb -R "$NEW_DEB" "$RUN/next"
 echo "# a changed default in $NEXT_VERSION" >> "$RUN/next/usr/share/doorgateway/gateway.toml"

@@ -34,6 +34,12 @@ struct ConfigCheck: ParsableCommand {
             session. It refuses while gatewayd's control socket answers: stop gatewayd first, or \
             give --while-running when the broker keeps the two apart (a password login on a \
             broker that leaves client ids alone).
+
+            Where systemd runs and gatewayd.service is installed, the broker check runs inside \
+            that unit's sandbox (systemd-run with the unit's user, network filters, file system \
+            view and credentials, drop-ins included), so it reaches the broker exactly as gatewayd \
+            would; without systemd it says so and checks from its own process \
+            (--outside-sandbox does that on purpose).
             """)
 
     @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
@@ -44,6 +50,9 @@ struct ConfigCheck: ParsableCommand {
 
     @Flag(help: "With --broker: check even though gatewayd runs (it may knock the door off the broker).")
     var whileRunning = false
+
+    @Flag(help: "With --broker: check from this process, not inside gatewayd.service's sandbox.")
+    var outsideSandbox = false
 
     @Option(
         help:
@@ -86,9 +95,26 @@ struct ConfigCheck: ParsableCommand {
                 """)
             throw ExitCode(1)
         }
+        if environment[UnitSandbox.marker] == nil && !outsideSandbox {
+            if let why = UnitSandbox.unavailable() {
+                printError(
+                    "broker: \(why): checking from gatewayctl's own process, outside \(UnitSandbox.unit)'s sandbox\n")
+            } else {
+                let absolute = path.hasPrefix("/") ? path : Files.currentDirectory + "/" + path
+                print("broker: checking inside \(UnitSandbox.unit)'s sandbox (systemd-run with the unit's settings)")
+                let failure = UnitSandbox.exec(
+                    configFile: absolute,
+                    check: ["config", "check", "--broker", "--while-running", "--config-txt", configTxt, absolute])
+                printError("broker: \(failure): checking from gatewayctl's own process instead\n")
+            }
+        }
+        var mqtt = config.mqtt
+        mqtt.tls.keyFile = UnitSandbox.credentialPath(mqtt.tls.keyFile, environment: environment)
+        mqtt.tls.certFile = UnitSandbox.credentialPath(mqtt.tls.certFile, environment: environment)
+        mqtt.tls.caFile = UnitSandbox.credentialPath(mqtt.tls.caFile, environment: environment)
         do {
             for line in try BrokerCheck.run(
-                configuration: config.mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
+                configuration: mqtt, credentials: environment["CREDENTIALS_DIRECTORY"])
             {
                 print(line)
             }

@@ -592,13 +592,88 @@ struct LogCommand: ParsableCommand {
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
-        abstract: "A consistent snapshot of the store, keys and secrets included, to FILE (0600).")
+        abstract:
+            "A consistent snapshot of the store, keys and secrets included, to FILE (0600) or - (standard output).",
+        discussion: """
+            The daemon streams the snapshot over the control socket and gatewayctl writes it, \
+            as the user who runs it: any path that user can write works (the daemon's sandbox \
+            hides /root, /home and /tmp from the daemon, not from gatewayctl). FILE must not \
+            exist; an interrupted backup leaves no file.
+            """)
     @OptionGroup var socket: SocketOptions
-    @Argument(help: "The backup file (must not exist).") var file: String
+    @Argument(help: "The backup file (must not exist), or - for standard output.") var file: String
     func run() throws {
-        let path = file.hasPrefix("/") ? file : Files.currentDirectory + "/" + file
-        try socket.call(.backup, [("path", .string(path))])
+        let toStdout = file == "-"
+        if toStdout && isatty(STDOUT_FILENO) == 1 {
+            fputs(
+                "gatewayctl: refusing to write the backup (every secret) to a terminal; redirect it to a file\n", stderr
+            )
+            throw ExitCode(2)
+        }
+        let path = toStdout || file.hasPrefix("/") ? file : Files.currentDirectory + "/" + file
+        let fd = toStdout ? STDOUT_FILENO : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            fputs(
+                "gatewayctl: \(path): \(String(cString: strerror(errno)))\(errno == EEXIST ? " (not overwriting it)" : "")\n",
+                stderr)
+            throw ExitCode(1)
+        }
+        var written = 0
+        var end: Int?
+        func abandon(_ message: String) -> ExitCode {
+            if !toStdout {
+                close(fd)
+                unlink(path)
+            }
+            fputs("gatewayctl: backup failed: \(message)\(toStdout ? "" : " (\(path) removed)")\n", stderr)
+            return ExitCode(1)
+        }
+        do {
+            if !toStdout { fchmod(fd, 0o600) }  // whatever the umask
+            let client = try ControlClient(path: socket.path)
+            _ = try client.chunks(.backup) { event in
+                if let bytes = event["end"].flatMap({ _ in event["bytes"]?.intValue }) {
+                    end = bytes
+                    return
+                }
+                guard end == nil, let text = event["data"]?.stringValue, let data = Base64URL.decode(text) else {
+                    throw ControlClientError.io("an unexpected event in the backup stream")
+                }
+                try Self.writeAll(fd, data)
+                written += data.count
+            }
+        } catch let e as ExitCode {
+            throw e
+        } catch {
+            throw abandon("\(error)")
+        }
+        guard let end, end == written, written > 0 else {
+            throw abandon("the stream ended after \(written) bytes\(end.map { " of \($0)" } ?? " without its end")")
+        }
+        if toStdout { return }
+        guard fsync(fd) == 0 else { throw abandon("fsync: \(String(cString: strerror(errno)))") }
+        close(fd)
+        do { try GatewayStore.checkBackup(path) } catch {
+            unlink(path)
+            fputs("gatewayctl: backup failed: \(error) (\(path) removed)\n", stderr)
+            throw ExitCode(1)
+        }
+        if socket.json {
+            print(JSONValue.object([("path", .string(path)), ("bytes", .int(Int64(written)))]).serialized)
+        } else {
+            print("\(written) bytes to \(path)")
+        }
         fputs("gatewayctl: warning: \(path) holds every sticker secret and command key; keep it offline\n", stderr)
+    }
+
+    static func writeAll(_ fd: Int32, _ data: [UInt8]) throws {
+        var done = 0
+        while done < data.count {
+            let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw ControlClientError.io("write: \(String(cString: strerror(errno)))") }
+            done += n
+        }
     }
 }
 
@@ -632,20 +707,64 @@ struct ClockCommand: ParsableCommand {
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Restore a backup into a fresh state directory (with the daemon stopped).")
+        abstract: "Restore a backup into a fresh state directory (with the daemon stopped).",
+        discussion: """
+            Run as root, the restored store (and the state directory) is given to the daemon's \
+            user, mode 0600 (0700): --owner, else the state directory's owner when that is not \
+            root, else the doorgateway account; gatewayd runs as that user under the unit.
+            """)
     @Argument(help: "The backup file.") var file: String
     @Option(help: "The state directory (default: $STATE_DIRECTORY or /var/lib/doorgateway).") var stateDir: String?
+    @Option(help: "The user who owns the restored store, with its primary group (default: see above).") var owner:
+        String?
     func run() throws {
         let env = Environment.current
         let dir =
             stateDir ?? env["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/doorgateway"
+        if let owner, getuid() == 0, Self.owner(owner, of: dir) == nil {
+            fputs("gatewayctl: no user \(owner) for --owner\n", stderr)
+            throw ExitCode(2)
+        }
+        let path: String
         do {
-            let store = try GatewayStore.restore(backup: file, into: dir)
-            print("restored \(file) into \(store.path)")
+            // The store is opened (newer migrations run) and closed again before
+            // it is handed over.
+            path = try GatewayStore.restore(backup: file, into: dir).path
         } catch {
             fputs("gatewayctl: \(error)\n", stderr)
             throw ExitCode(1)
         }
+        guard getuid() == 0 else {
+            print("restored \(file) into \(path)")
+            return
+        }
+        guard let (name, uid, gid) = Self.owner(owner, of: dir) else {
+            print("restored \(file) into \(path)")
+            fputs(
+                "gatewayctl: warning: \(path) stays owned by root (no doorgateway account here): give --owner USER, the daemon's user\n",
+                stderr)
+            return
+        }
+        do { try GatewayStore.handOver(stateDirectory: dir, uid: uid, gid: gid) } catch {
+            fputs("gatewayctl: restored \(file) into \(path), but: \(error)\n", stderr)
+            throw ExitCode(1)
+        }
+        print("restored \(file) into \(path) (owner \(name), mode 0600)")
+    }
+
+    /// The restored store's owner: `--owner`, else the state directory's
+    /// owner when it is not root, else the doorgateway account.
+    static func owner(_ requested: String?, of dir: String) -> (String, UInt32, UInt32)? {
+        let users = Accounts.load().users
+        if let requested {
+            return users.first { $0.name == requested }.map { ($0.name, $0.uid, $0.gid) }
+        }
+        var st = stat()
+        if stat(dir, &st) == 0, st.st_uid != 0 {
+            let name = users.first { $0.uid == st.st_uid }?.name ?? "uid \(st.st_uid)"
+            return (name, st.st_uid, st.st_gid)
+        }
+        return users.first { $0.name == "doorgateway" }.map { ($0.name, $0.uid, $0.gid) }
     }
 }
 

@@ -14,6 +14,11 @@ extension Daemon {
                 throw DaemonError.request("unknown method \(request.method)")
             }
             if method == .logFollow { return .stream(try followAudit(after: request.params)) }
+            if method == .backup {
+                let stream = try backupStream(request.params)
+                log.notice("control: backup by uid \(peer.uid) (pid \(peer.pid)), streamed to gatewayctl")
+                return .chunks(stream)
+            }
             // A change answers once the events it raised are in the audit log
             // (the door queue has handed them on, the writer committed them):
             // the log then shows what gatewayctl just did, as before the audit

@@ -274,14 +274,27 @@ extension GatewayStore {
         }
     }
 
-    /// Restores a backup into an empty state directory (refuses to replace
-    /// an existing store), then opens it (running newer migrations).
-    public static func restore(backup file: String, into stateDirectory: String) throws -> GatewayStore {
-        let target = join(stateDirectory, fileName)
-        guard access(target, F_OK) != 0 else {
-            throw StoreError.invalidValue("\(target) exists; restore only into a fresh state directory")
-        }
-        // Check it is a store before copying.
+    /// A consistent snapshot of the whole store (`VACUUM INTO`) in a new file
+    /// beside the store, opened and unlinked at once: the returned descriptor
+    /// (read-only, the caller closes it) is the only way to it. The daemon
+    /// streams a backup from it over the control socket, so it never writes
+    /// the admin's file itself (under the unit it could not: ProtectHome=,
+    /// PrivateTmp=).
+    public func snapshot() throws -> Int32 {
+        let directory = path.hasSuffix("/" + Self.fileName) ? String(path.dropLast(Self.fileName.count)) : "./"
+        let token = try Hex.encode(Crypto.randomBytes(6))
+        let file = directory + ".backup-\(token).tmp"
+        unlink(file)
+        defer { unlink(file) }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [file]) }
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.cannotCreate(path: file, Self.errnoText()) }
+        return fd
+    }
+
+    /// Throws unless `file` is a DoorGateway store (a backup): SQLite opens
+    /// it read-only and it has the key and secret tables.
+    public static func checkBackup(_ file: String) throws {
         do {
             let db = try SQLiteConnection(path: file, readOnly: true)
             let tables = try db.fetchAll(
@@ -292,10 +305,39 @@ extension GatewayStore {
         } catch {
             throw StoreError.invalidValue("\(file) is not a DoorGateway backup: \(error)")
         }
+    }
+
+    /// Restores a backup into an empty state directory (refuses to replace
+    /// an existing store), then opens it (running newer migrations).
+    public static func restore(backup file: String, into stateDirectory: String) throws -> GatewayStore {
+        let target = join(stateDirectory, fileName)
+        guard access(target, F_OK) != 0 else {
+            throw StoreError.invalidValue("\(target) exists; restore only into a fresh state directory")
+        }
+        // Check it is a store before copying.
+        try checkBackup(file)
         try ensurePrivateDirectory(stateDirectory)
         try ensurePrivateFile(target)
         try copyFile(file, to: target)
         return try GatewayStore(stateDirectory: stateDirectory)
+    }
+
+    /// Gives the store files in `stateDirectory` (gateway.db and SQLite's
+    /// -wal/-shm beside it) and the directory itself to `uid`:`gid`, modes
+    /// 0600 and 0700: a restore run as root leaves a store the daemon's own
+    /// user (the unit's User=) can open. Call it after the restored store is
+    /// closed.
+    public static func handOver(stateDirectory: String, uid: UInt32, gid: UInt32) throws {
+        for name in [fileName, fileName + "-wal", fileName + "-shm"] {
+            let file = join(stateDirectory, name)
+            guard access(file, F_OK) == 0 else { continue }
+            guard chown(file, uid, gid) == 0, chmod(file, 0o600) == 0 else {
+                throw StoreError.cannotCreate(path: file, "chown \(uid):\(gid): \(errnoText())")
+            }
+        }
+        guard chown(stateDirectory, uid, gid) == 0, chmod(stateDirectory, 0o700) == 0 else {
+            throw StoreError.cannotCreate(path: stateDirectory, "chown \(uid):\(gid): \(errnoText())")
+        }
     }
 
     /// Copies `source` over the (existing, private) `target`, then fsyncs it.

@@ -291,9 +291,11 @@ final class FirmwareHoldCLITests: XCTestCase {
         let later = try firstBoot(["authorized_keys": key + "\n"], again: true)
         XCTAssertTrue(later.status.stdout.contains("provisioned already"), later.status.stdout)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path("root-ssh/authorized_keys")), "a key was installed")
-        XCTAssertTrue(
+        XCTAssertFalse(
             FileManager.default.fileExists(atPath: dir.appendingPathComponent("fb/authorized_keys").path),
-            "the file is left where it is, unread")
+            "the file was left on the FAT partition (it is deleted unread)")
+        XCTAssertTrue(later.statusFile.contains("NOT applied"), later.statusFile)
+        XCTAssertTrue(later.statusFile.contains(" authorized_keys"), later.statusFile)
     }
 
     /// The same for everything else the folder can carry into `/etc/doorgateway`:
@@ -316,6 +318,7 @@ final class FirmwareHoldCLITests: XCTestCase {
         let dropped = [
             "mqtt-broker": "mqtts://evil.example:8883\n", "gateway.toml": evil, "ca.crt": pem("CERTIFICATE"),
             "door.crt": pem("CERTIFICATE"), "door.key": pem("PRIVATE KEY"),
+            "wifi.conf": "ssid=Neighbours\npsk=a secret passphrase\ncountry=DE\n",
         ]
         let later = try firstBoot(dropped, again: true)
         XCTAssertTrue(later.status.stdout.contains("provisioned already"), later.status.stdout)
@@ -328,11 +331,19 @@ final class FirmwareHoldCLITests: XCTestCase {
         for name in ["ca.crt", "door.crt", "door.key"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path("etc/\(name)")), "\(name) was installed")
         }
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: path("wpa/wpa_supplicant-wlan0.conf")), "Wi-Fi was configured")
+        // Not applied, and not left on the FAT partition in clear either (a
+        // Wi-Fi passphrase, a private key): deleted unread, and STATUS.txt says so.
         for name in dropped.keys {
-            XCTAssertTrue(
+            XCTAssertFalse(
                 FileManager.default.fileExists(atPath: dir.appendingPathComponent("fb/\(name)").path),
-                "\(name) is left where it is, unread")
+                "\(name) was left on the FAT partition")
+            XCTAssertTrue(
+                later.statusFile.contains(" \(name)"), "STATUS.txt does not list \(name): \(later.statusFile)")
         }
+        XCTAssertTrue(later.statusFile.contains("NOT applied"), later.statusFile)
+        XCTAssertFalse(later.statusFile.contains("secret passphrase"), later.statusFile)
     }
 
     /// A TOML string's escapes survive: a path holding a backslash is written

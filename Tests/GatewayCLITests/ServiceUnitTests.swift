@@ -49,9 +49,19 @@ final class ServiceUnitTests: XCTestCase {
             XCTAssertTrue(devices.contains("char-\(d)"), "DeviceAllow=char-\(d)")
         }
         let families = Set((s["RestrictAddressFamilies"] ?? []).joined(separator: " ").split(separator: " "))
-        XCTAssertEqual(families, ["AF_UNIX", "AF_INET", "AF_INET6"])
+        // AF_NETLINK for getifaddrs: the mDNS query goes out on every interface.
+        XCTAssertEqual(families, ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"])
         let allowed = (s["IPAddressAllow"] ?? []).joined(separator: " ")
         XCTAssertTrue(allowed.contains("localhost"), "IPAddressAllow= keeps loopback (local broker)")
+        // A NAME.local broker: the one-shot mDNS query goes to the mDNS group,
+        // which IPAddressDeny=any drops unless allowed; exactly that group, no
+        // other multicast.
+        let entries = Set(allowed.split(separator: " ").map(String.init))
+        XCTAssertTrue(entries.contains("224.0.0.251"), "IPAddressAllow= lacks the mDNS group 224.0.0.251: \(allowed)")
+        XCTAssertTrue(entries.contains("ff02::fb"), "IPAddressAllow= lacks the mDNS group ff02::fb: \(allowed)")
+        for wide in ["multicast", "224.0.0.0/4", "224.0.0.0/24", "ff00::/8", "ff02::/16", "any"] {
+            XCTAssertFalse(entries.contains(wide), "IPAddressAllow= allows \(wide), more than the mDNS group")
+        }
         XCTAssertNil(s["PrivateNetwork"], "MQTT needs the network")
         XCTAssertNil(s["PrivateDevices"], "GPIO, I2C and SPI need /dev")
         // gatewayctl reaches the 0660 socket through the runtime directory.

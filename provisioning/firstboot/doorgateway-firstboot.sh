@@ -5,10 +5,12 @@
 # Run by doorgateway-firstboot.service before gatewayd.service and ssh.service;
 # docs/pi-image.md lists the files. It runs at every boot until one ends with
 # the door fully provisioned (no error, and a configuration gatewayd starts
-# with); then it writes its stamp, and from then on the folder is never read
-# again (docs/security.md "L5": someone with the SD card for a minute must not
-# add an ssh key or a broker). To apply the folder again, as root:
-# rm /var/lib/doorgateway-firstboot.done, and reboot.
+# with); then it writes its stamp, and from then on no file in the folder is
+# applied again (docs/security.md "L5": someone with the SD card for a minute
+# must not add an ssh key or a broker): a file put there later is overwritten
+# and deleted unread at the next boot, and STATUS.txt says so
+# (after_provisioning). To apply files again, as root:
+# rm /var/lib/doorgateway-firstboot.done, put them there, and reboot.
 #
 #   relay            one line: active-low (opto-isolated relay module: the common
 #                    1/2/4-channel boards) or active-high (transistor/MOSFET stage,
@@ -79,8 +81,36 @@ consume() {
 }
 firstline() { sed -n '1{s/\r$//;s/^[[:space:]]*//;s/[[:space:]]*$//;p;q}' "$1"; }
 
+# after_provisioning: the door was provisioned on an earlier boot, so files
+# put in the folder since are not applied (docs/security.md "L5": whoever
+# holds the card for a minute must not add an ssh key, a broker or a Wi-Fi);
+# but they may be secrets (a Wi-Fi passphrase, door.key), so each is
+# overwritten and deleted like an applied one, and STATUS.txt says which were
+# ignored and how an admin applies files again. Runs at every boot after the
+# stamp (the unit has no condition on the stamp for this reason).
+after_provisioning() {
+    ignored=""
+    for f in "$DIR"/* "$DIR"/.[!.]*; do
+        [ -e "$f" ] || continue
+        case "${f##*/}" in README.txt | STATUS.txt) continue ;; esac
+        ignored="$ignored ${f##*/}"
+        if [ -d "$f" ]; then rm -rf "$f"; else consume "$f"; fi
+    done
+    [ -n "$ignored" ] || { log "provisioned already ($STAMP): nothing new in $DIR"; return 0; }
+    log "provisioned already ($STAMP): ignored and removed from $DIR:$ignored"
+    {
+        echo "DoorGateway first-boot provisioning, $(date -u +%Y-%m-%dT%H:%M:%SZ) (clock may be unsynchronised)"
+        echo "This door was provisioned on $(cat "$STAMP" 2>/dev/null || echo 'an earlier boot'); files put here"
+        echo "after that are NOT applied. Ignored, overwritten and deleted on this boot:"
+        echo " $ignored"
+        echo "To apply files again: as root on the door, rm $STAMP, then put the files"
+        echo "here and reboot."
+    } > "$STATUS.tmp" && mv "$STATUS.tmp" "$STATUS"
+    sync -f "$DIR" 2>/dev/null || sync
+}
+
 if [ -e "$STAMP" ]; then
-    log "provisioned already ($STAMP): $DIR is not read (rm $STAMP and reboot to apply it again)"
+    [ -d "$DIR" ] && after_provisioning
     exit 0
 fi
 [ -d "$DIR" ] || { log "no $DIR: nothing to do"; exit 0; }

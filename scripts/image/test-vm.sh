@@ -22,6 +22,14 @@
 # the key 0600), the relay's polarity from the card in gateway.toml and its
 # firmware hold in config.txt (active-low strike: gpio=17=op,dh,pu), the relay opened and then locked by `systemctl stop
 # gatewayd`, host keys made, root grown. Printed: image size, boot to READY.
+# Under the shipped unit (issue 33): a broker named doorbroker.local, answered
+# by a real mDNS responder (scripts/mdns/responder.py, python3-zeroconf) on a
+# second NIC (a host tap, 10.253.19.0/24), reached by gatewayd — and not with
+# the 0.2.0 unit's allow list (a drop-in restoring it), where `gatewayctl config
+# check --broker` (run in the unit's sandbox) fails as gatewayd does while the
+# same check from outside the sandbox passes. Files put on the FAT partition
+# after the first boot (a new wifi.conf and door.key) are not applied and are
+# gone from the card after the next boot, which STATUS.txt says.
 #
 # Environment: PN532_SIM (default out/static-arm64/pn532-sim), VM_TIMEOUT
 # (seconds for the whole VM, default 900), DOORGATEWAY_CACHE.
@@ -41,15 +49,21 @@ T0=$SECONDS
 [ "$(id -u)" = 0 ] || die "needs root (apt-get)"
 [ -f "$IMG" ] || die "no $IMG (make image)"
 [ -x "$PN532_SIM" ] || die "no $PN532_SIM (make static-arm64)"
-ensure_host_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk openssh-client mosquitto openssl
+ensure_host_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk openssh-client mosquitto openssl \
+    python3-zeroconf iproute2
 IMG=$(readlink -f "$IMG")
 
 VM=$IMG_CACHE/vm
 QEMU_PID=
 BROKER_PID=
+MDNS_PID=
+BROKER2_PID=
+# The second NIC's host side (the mDNS check): a tap of this run's own.
+TAP=dgvm$$
+TAP_NET=10.253.19
 cleanup() {
     local rc=$?
-    for p in $QEMU_PID $BROKER_PID; do
+    for p in $QEMU_PID $BROKER_PID $MDNS_PID $BROKER2_PID; do
         if kill -0 "$p" 2>/dev/null; then
             kill "$p" 2>/dev/null || true
             for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
@@ -57,6 +71,7 @@ cleanup() {
         fi
         wait "$p" 2>/dev/null || true
     done
+    ip link del "$TAP" 2>/dev/null || true
     rm -rf "$VM"
     exit $rc
 }
@@ -104,7 +119,7 @@ cert() { # NAME SAN
     openssl x509 -req -in "$VM/pki/$1.csr" -CA "$VM/pki/ca.crt" -CAkey "$VM/pki/ca.key" -CAcreateserial \
         -days 30 -extfile "$VM/pki/$1.ext" -out "$VM/pki/$1.crt" 2>/dev/null
 }
-cert broker "IP:10.0.2.2,DNS:localhost"
+cert broker "IP:10.0.2.2,DNS:localhost,DNS:doorbroker.local"
 cert vm-door "DNS:vm-door"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 BROKER_PORT=$(free_port)
@@ -217,6 +232,9 @@ qemu_start() {
     shift 2
     case $net in
     user) netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0) ;;
+    # usertap: user, and a second NIC on the host's tap $TAP (the mDNS check's link)
+    usertap) netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0
+        -netdev "tap,id=n1,ifname=$TAP,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:d0:0d:01") ;;
     nodhcp) netargs=(-netdev hubport,id=n0,hubid=0 -device virtio-net-pci,netdev=n0) ;;
     none) netargs=(-nic none) ;;
     esac
@@ -228,7 +246,11 @@ qemu_start() {
         -display none -monitor none -serial file:"$console" -no-reboot &
     QEMU_PID=$!
 }
-qemu_start "$VM/console.log" user
+# The mDNS link's host end: a tap with $TAP_NET.1, where the responder and a
+# second broker listen (only there: nothing of this reaches the host's LAN).
+ip tuntap add dev "$TAP" mode tap || die "cannot create tap $TAP"
+ip addr add "$TAP_NET.1/24" dev "$TAP" && ip link set "$TAP" up || die "cannot configure tap $TAP"
+qemu_start "$VM/console.log" usertap
 say "qemu pid $QEMU_PID (-cpu $CPU, TCG, 2 vCPUs, 1 GiB), ssh on 127.0.0.1:$SSH_PORT, broker on :$BROKER_PORT"
 deadline=$((SECONDS + VM_TIMEOUT))
 SSH=(ssh -q -i "$VM/id_test" -p "$SSH_PORT" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
@@ -331,6 +353,74 @@ root_blocks=$(vm "stat -f -c '%b %S' /" | awk '{ print $1 * $2 / 4096 }')
 failed_units=$(vm 'systemctl --failed --plain --no-legend; echo "systemctl=$?"' | awk '{print $1}' | tr '\n' ' ')
 [ "$failed_units" = "systemctl=0 " ] && pass "no failed systemd units" || fail "failed units (or the check could not run)" "$failed_units"
 
+# --- a .local broker under the shipped unit (mDNS) ------------------------------------------
+# The guest's second NIC gets $TAP_NET.2 (a .network file of its own, before the
+# image's eth*/en* DHCP one); the host answers doorbroker.local with $TAP_NET.1
+# from a real mDNS responder and runs a second broker there.
+vm "printf '[Match]\nMACAddress=52:54:00:d0:0d:01\n\n[Network]\nAddress=$TAP_NET.2/24\nLinkLocalAddressing=no\n' \
+    > /etc/systemd/network/10-vmtest-mdns.network && networkctl reload" > /dev/null 2>&1
+for _ in $(seq 1 30); do vm "ip -4 -o addr show" 2>/dev/null | grep -c >/dev/null "inet $TAP_NET.2/" && break; sleep 2; done
+BROKER2_PORT=$(free_port)
+sed -e "s/^listener .*/listener $BROKER2_PORT $TAP_NET.1/" -e "s|^log_dest file .*|log_dest file $VM/mosquitto-mdns.log|" \
+    "$VM/mosquitto.conf" > "$VM/mosquitto-mdns.conf"
+: > "$VM/mosquitto-mdns.log"
+chown mosquitto "$VM/mosquitto-mdns.log" 2>/dev/null || chmod 0666 "$VM/mosquitto-mdns.log"
+mosquitto -c "$VM/mosquitto-mdns.conf" > /dev/null 2>&1 &
+BROKER2_PID=$!
+/usr/bin/python3 "$REPO/scripts/mdns/responder.py" doorbroker.local "$TAP_NET.1" "$BROKER2_PORT" "$TAP_NET.1" > "$VM/responder.log" 2>&1 &
+MDNS_PID=$!
+for _ in $(seq 1 100); do grep -c >/dev/null '^ready' "$VM/responder.log" && break; sleep 0.2; done
+if vm "ip -4 -o addr show" | grep -c >/dev/null "inet $TAP_NET.2/" && grep -c >/dev/null '^ready' "$VM/responder.log"; then
+    pass "mDNS link: guest $TAP_NET.2 on its second NIC, responder for doorbroker.local -> $TAP_NET.1, broker on :$BROKER2_PORT"
+else
+    fail "mDNS link set-up" "$(vm 'ip -4 -o addr show' | tr '\n' '|') $(tr '\n' '|' < "$VM/responder.log")"
+fi
+vm "cp /etc/doorgateway/gateway.toml /root/gateway.toml.before-mdns &&
+    sed -i '/^\[mqtt\]\$/,/^\[/ { s/^host = .*/host = \"doorbroker.local\"/; s/^port = .*/port = $BROKER2_PORT/ }' /etc/doorgateway/gateway.toml &&
+    grep -c '^host = \"doorbroker.local\"' /etc/doorgateway/gateway.toml" > /dev/null \
+    || fail "gateway.toml with host = doorbroker.local"
+connected_via() { # SECONDS: until gatewayctl status says connected (prints True), or the time is up
+    local i
+    for i in $(seq 1 "$1"); do
+        [ "$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["broker"]["connected"])' 2>/dev/null)" = True ] \
+            && { echo True; return; }
+        sleep 1
+    done
+    echo False
+}
+# The 0.2.0 unit's allow list (no mDNS group), as a drop-in over the shipped unit.
+vm "printf '[Service]\nIPAddressAllow=\nIPAddressAllow=localhost link-local 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7\n' \
+    > /etc/systemd/system/gatewayd.service.d/zz-old-allow.conf && systemctl daemon-reload && systemctl restart gatewayd" > /dev/null 2>&1
+old_allow=$(vm systemctl show -P IPAddressAllow gatewayd)
+if [ "$(connected_via 45)" = False ] && vm journalctl -u gatewayd -b --no-pager -o cat | grep -c >/dev/null 'doorbroker\.local\|224\.0\.0\.251'; then
+    pass "with 0.2.0's allow list (IPAddressAllow=$old_allow) doorbroker.local never resolves: $(vm journalctl -u gatewayd -b --no-pager -o cat | grep 'doorbroker\.local\|224\.0\.0\.251' | tail -1 | cut -c1-160)"
+else
+    fail "the old allow list did not stop the mDNS query (is IPAddressDeny= enforced in this guest?)" "$old_allow"
+fi
+inside_old=$(vm 'gatewayctl config check --broker --while-running 2>&1; echo "exit=$?"')
+outside_old=$(vm 'gatewayctl config check --broker --while-running --outside-sandbox 2>&1; echo "exit=$?"')
+if printf '%s\n' "$inside_old" | grep -c >/dev/null "checking inside gatewayd.service's sandbox" \
+    && ! printf '%s\n' "$inside_old" | grep -c >/dev/null '^exit=0$' && printf '%s\n' "$outside_old" | grep -c >/dev/null '^exit=0$'; then
+    pass "config check --broker in the unit's sandbox fails as gatewayd does; from outside it passes: $(printf '%s\n' "$inside_old" | grep '^broker:' | tail -1 | cut -c1-160)"
+else
+    fail "config check --broker under the old allow list" "inside: $(printf '%s\n' "$inside_old" | grep -v '^  ' | tail -4 | tr '\n' '|') outside: $(printf '%s\n' "$outside_old" | grep -v '^  ' | tail -3 | tr '\n' '|')"
+fi
+# The shipped unit: the mDNS group allowed.
+vm "rm /etc/systemd/system/gatewayd.service.d/zz-old-allow.conf && systemctl daemon-reload && systemctl restart gatewayd" > /dev/null 2>&1
+if [ "$(connected_via 60)" = True ] && grep -c >/dev/null "$TAP_NET.2" "$VM/mosquitto-mdns.log"; then
+    pass "the shipped unit (IPAddressAllow=$(vm systemctl show -P IPAddressAllow gatewayd)): gatewayd reached doorbroker.local through mDNS"
+else
+    fail "gatewayd under the shipped unit did not reach doorbroker.local" "$(vm journalctl -u gatewayd -b --no-pager -o cat | grep -i 'mqtt\|doorbroker' | tail -4 | tr '\n' '|')"
+fi
+inside_new=$(vm 'gatewayctl config check --broker --while-running 2>&1; echo "exit=$?"')
+if printf '%s\n' "$inside_new" | grep -c >/dev/null "checking inside gatewayd.service's sandbox" && printf '%s\n' "$inside_new" | grep -c >/dev/null '^exit=0$'; then
+    pass "config check --broker in the shipped unit's sandbox reaches doorbroker.local"
+else
+    fail "config check --broker under the shipped unit" "$(printf '%s\n' "$inside_new" | grep -v '^  ' | tail -4 | tr '\n' '|')"
+fi
+vm "cp /root/gateway.toml.before-mdns /etc/doorgateway/gateway.toml && systemctl restart gatewayd" > /dev/null 2>&1 \
+    || fail "gateway.toml back to the first-boot broker"
+
 # Hold the strike unlocked (passage mode), then stop the service: the daemon
 # must lock it on SIGTERM. (A 3 s `open` pulse could end on its own before the
 # stop arrives under TCG; passage holds until something locks it.)
@@ -426,7 +516,34 @@ power_cut_boot() { # NAME UNIT NET NEXT: boot, wait until the guest powers itsel
     figures_of "$name" "$unit" "$net" "$log" "$seen"
 }
 figures_of "first boot" new user "$VM/console.log" "$ready_at"
+# --- files put on the card after the first boot ----------------------------------------------
+# As a laptop would, with the Pi off: a new wifi.conf and door.key in doorgateway/.
+# The next boot must not apply them (L5) and must not leave them in clear.
+printf 'ssid=later-net\r\npsk=a-later-passphrase\r\ncountry=DE\r\n' > "$VM/later-wifi.conf"
+openssl genpkey -algorithm ec -pkeyopt ec_paramgen_curve:P-256 -out "$VM/later-door.key" 2>/dev/null
+mcopy -o -i "$FATI" "$VM/later-wifi.conf" ::/doorgateway/wifi.conf
+mcopy -o -i "$FATI" "$VM/later-door.key" ::/doorgateway/door.key
 power_cut_boot "power cut, network" new user new
+fat_later=$(mdir -b -i "$FATI" ::/doorgateway/ 2>&1 | sed 's|.*/||' | sort | tr '\n' ' ')
+status_later=$(mtype -i "$FATI" ::/doorgateway/STATUS.txt 2>/dev/null | tr -d '\r')
+[ "$fat_later" = "README.TXT STATUS.TXT " ] || [ "$fat_later" = "README.txt STATUS.txt " ] \
+    && pass "files put on the card after the first boot are gone from the FAT partition after the next boot" \
+    || fail "later first-boot files left on the FAT partition" "$fat_later"
+if printf '%s\n' "$status_later" | grep -c >/dev/null 'NOT applied' && printf '%s\n' "$status_later" | grep -c >/dev/null 'wifi.conf' \
+    && printf '%s\n' "$status_later" | grep -c >/dev/null 'door.key' && ! printf '%s\n' "$status_later" | grep -c >/dev/null 'a-later-passphrase'; then
+    pass "STATUS.txt: wifi.conf and door.key not applied, deleted ($(printf '%s\n' "$status_later" | sed -n 2p))"
+else
+    fail "STATUS.txt after later files" "$(printf '%s' "$status_later" | tr '\n' '|')"
+fi
+read -r ROOT_START ROOT_SIZE <<< "$(part 1)" # grown by the first boot
+dd if="$DISK" of="$VM/root-after.ext4" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=none
+if [ "$(debugfs -R 'cat /etc/doorgateway/door.key' "$VM/root-after.ext4" 2>/dev/null | sha256sum)" = "$DOOR_KEY_SUM" ] \
+    && ! debugfs -R 'cat /etc/wpa_supplicant/wpa_supplicant-wlan0.conf' "$VM/root-after.ext4" 2>/dev/null | grep -c >/dev/null 'later-net\|6c617465722d6e6574'; then
+    pass "the later door.key and wifi.conf were not applied (door.key and the Wi-Fi network those of the first boot)"
+else
+    fail "later first-boot files were applied" "$(debugfs -R 'cat /etc/wpa_supplicant/wpa_supplicant-wlan0.conf' "$VM/root-after.ext4" 2>/dev/null | grep ssid)"
+fi
+rm -f "$VM/root-after.ext4"
 if [ "${VM_COMPARE_OLD_UNIT:-0}" = 1 ]; then
     power_cut_boot "power cut, no DHCP" new nodhcp old
     power_cut_boot "old unit, no DHCP" old nodhcp old

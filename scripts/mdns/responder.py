@@ -4,7 +4,10 @@
 whose host is NAME at ADDRESS, so it answers A queries for NAME — multicast
 and, for a one-shot querier on another port, unicast (RFC 6762 §6.7).
 
-    responder.py NAME ADDRESS [PORT]
+    responder.py NAME ADDRESS [PORT [INTERFACE_ADDRESS]]
+
+INTERFACE_ADDRESS: answer only on the interface holding that address (the
+arm64 VM test's tap), not on every interface of the machine.
 
 Prints "ready" when the records are registered; runs until SIGTERM/SIGINT.
 """
@@ -26,7 +29,10 @@ def main():
         port=port,
         server=host,
     )
-    zc = Zeroconf(ip_version=IPVersion.V4Only)
+    if len(sys.argv) > 4:
+        zc = Zeroconf(interfaces=[sys.argv[4]], ip_version=IPVersion.V4Only)
+    else:
+        zc = Zeroconf(ip_version=IPVersion.V4Only)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))

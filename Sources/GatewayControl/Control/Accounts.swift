@@ -14,7 +14,7 @@ package struct Accounts: Equatable {
     package struct User: Equatable {
         package var name: String
         package var uid: UInt32
-        var gid: UInt32
+        package var gid: UInt32
     }
 
     struct Group: Equatable {

@@ -59,6 +59,19 @@ package final class ControlClient {
         return try readAnswer()["result"] ?? .null
     }
 
+    /// A finite stream (`backup`): `onEvent` for each event until the
+    /// daemon's closing answer (its result). Each read keeps the 30 s timeout.
+    package func chunks(
+        _ method: ControlMethod, _ params: JSONValue = .object([]), onEvent: (JSONValue) throws -> Void
+    ) throws -> JSONValue {
+        send(method, params)
+        while true {
+            let answer = try readAnswer()
+            guard let event = answer["event"] else { return answer["result"] ?? .null }
+            try onEvent(event)
+        }
+    }
+
     /// A streaming request: `onEvent` for each event until the daemon stops.
     package func follow(
         _ method: ControlMethod, _ params: JSONValue = .object([]), onEvent: (JSONValue) -> Void

@@ -17,6 +17,10 @@ package enum ControlAnswer {
     /// Called again and again on the client's thread; returns the next
     /// events (possibly none) and how long to wait before asking again.
     case stream(() throws -> [JSONValue])
+    /// A finite stream (`backup`): each value is sent as an event at once,
+    /// nil ends it with `{"ok": true, "result": {}}`; an error on the way is
+    /// the usual error answer. The connection then takes the next request.
+    case chunks(() throws -> JSONValue?)
 }
 
 /// Who is on the other end (SO_PEERCRED).
@@ -287,6 +291,11 @@ package final class ControlServer: Sendable {
                         usleep(200_000)
                     }
                     return
+                case .chunks(let next):
+                    while let event = try next() {
+                        guard connection.send(.object([("id", request.id), ("event", event)])) else { return }
+                    }
+                    connection.send(.object([("id", request.id), ("ok", .bool(true)), ("result", .object([]))]))
                 }
             } catch {
                 connection.send(Self.error(request.id, "failed", "\(error)"))
