@@ -642,11 +642,9 @@ final class DoorRuntime: Sendable {
         let wall = Int64(time(nil))
         do {
             // A UID the registry holds as another kind (a 424, an enrolled fob) is
-            // never turned into a sticker row by a tap (docs/security.md L-1): only
-            // by name, with `provision --reissue UID`.
-            if let row = try store.issuedTag(uid), let kind = row.kind, kind == .ntag424 || kind == .uid,
-                job.reissue != uid
-            {
+            // never turned into a sticker row (docs/security.md L-1), not even by
+            // `--reissue` (which re-keys a 424): `tags forget` the row first.
+            if let row = try store.issuedTag(uid), let kind = row.kind, kind == .ntag424 || kind == .uid {
                 log.warning("provisioning \(uid.hex) refused: the registry holds it as \(kind.rawValue)")
                 return handle(.writeResult(uid: uid, .failed("already_registered")))
             }

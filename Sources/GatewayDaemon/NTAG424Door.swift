@@ -53,18 +53,28 @@ struct NTAG424Issued: Equatable, Sendable {
     var issue: NTAG424.KeyIssue
 }
 
+/// A reset the reader finished: the UID, and whether the tag proved the door's key 0.
+struct NTAG424ResetDone: Equatable, Sendable {
+    var uid: TagUID
+    var provedKey0: Bool
+}
+
 /// The NTAG 424 side of the reader port (LibnfcReaderPort).
 protocol NTAG424ReaderPort: AnyObject {
     func provisionNTAG424(masterKey: [UInt8], base: String, plan: NTAG424IssuePlan) throws -> NTAG424Provisioned?
-    func resetNTAG424(masterKey: [UInt8], issue: (TagUID) -> NTAG424.KeyIssue?) throws -> TagUID?
+    func resetNTAG424(masterKey: [UInt8], issue: (TagUID) -> NTAG424.KeyIssue?) throws -> (
+        uid: TagUID, provedKey0: Bool
+    )?
 }
 
 extension LibnfcReaderPort: NTAG424ReaderPort {
     func provisionNTAG424(masterKey: [UInt8], base: String, plan: NTAG424IssuePlan) throws -> NTAG424Provisioned? {
         try reader.provisionNTAG424(masterKey: masterKey, base: base, plan: plan)
     }
-    func resetNTAG424(masterKey: [UInt8], issue: (TagUID) -> NTAG424.KeyIssue?) throws -> TagUID? {
-        try reader.resetNTAG424(masterKey: masterKey, issue: issue)
+    func resetNTAG424(masterKey: [UInt8], issue: (TagUID) -> NTAG424.KeyIssue?) throws -> (
+        uid: TagUID, provedKey0: Bool
+    )? {
+        try reader.resetNTAG424Proving(masterKey: masterKey, issue: issue)
     }
 }
 
@@ -77,7 +87,7 @@ enum NTAG424Job: CustomStringConvertible {
     /// `done` is called on the reader thread.
     case reset(
         masterKey: [UInt8], issue: @Sendable (TagUID) -> NTAG424.KeyIssue?,
-        done: @Sendable (Result<TagUID, NTAG424JobFailure>) -> Void)
+        done: @Sendable (Result<NTAG424ResetDone, NTAG424JobFailure>) -> Void)
 
     var description: String {
         switch self {
@@ -112,11 +122,11 @@ enum NTAG424Job: CustomStringConvertible {
                 return nil
             }
             do {
-                guard let uid = try port.resetNTAG424(masterKey: key, issue: issue) else {
+                guard let reset = try port.resetNTAG424(masterKey: key, issue: issue) else {
                     done(.failure(.init("no_tag", "no tag in the field")))
                     return nil
                 }
-                done(.success(uid))
+                done(.success(NTAG424ResetDone(uid: reset.uid, provedKey0: reset.provedKey0)))
             } catch {
                 done(.failure(NTAG424JobFailure(error)))
             }
@@ -150,9 +160,13 @@ extension DoorRuntime {
             let site = try store.ensureNTAG424SiteKey(now: wall)
             let next = NTAG424.KeyIssue.next(after: replacing, salt: []).version
             let resume = try store.ntag424Attempt(uid: uid).flatMap { $0.version == next ? $0 : nil }
-            let plan = NTAG424IssuePlan(
+            var plan = NTAG424IssuePlan(
                 uid: uid, replacing: replacing, resume: resume,
                 fresh: { [store] in try store.newNTAG424Attempt(uid: uid, following: replacing, now: wall) })
+            // Re-issuing a tag that opens now: it must prove its key 0; a factory chip only after a reset.
+            if let row, row.kind == .ntag424, row.state == .active || row.state == .pending {
+                plan.factoryAllowed = false
+            }
             ntag424Job = job
             reader?.requestNTAG424(.provision(uid: uid, masterKey: site.key, base: Self.ntag424Base, plan: plan))
         } catch {
@@ -206,7 +220,7 @@ extension DoorRuntime {
         guard sync({ machine.provisioning == .idle && ntag424Job == nil }) else {
             throw DaemonError.request("provisioning is armed or running; cancel it first")
         }
-        let answer = Mutex<Result<TagUID, NTAG424JobFailure>?>(nil)
+        let answer = Mutex<Result<NTAG424ResetDone, NTAG424JobFailure>?>(nil)
         let done = DispatchSemaphore(value: 0)
         reader?.requestNTAG424(
             .reset(
@@ -227,9 +241,15 @@ extension DoorRuntime {
         case .failure(let why):
             log.warning("NTAG 424 reset did not finish: \(why)")
             throw DaemonError.request("reset did not finish (\(why)); present the tag again and repeat")
-        case .success(let uid):
-            let marked = try store.markNTAG424Reset(uid: uid)
-            note(DoorEvent(.tagReset, uid: uid, source: caller), detail: marked ? "row marked failed" : "no active row")
+        case .success(let done):
+            let uid = done.uid
+            // Only a tag that proved the door's key 0 is the row's tag: a chip that was
+            // already at factory keys (a clone claiming the UID) leaves the row as it is.
+            let marked = done.provedKey0 ? try store.markNTAG424Reset(uid: uid) : false
+            let detail =
+                !done.provedKey0
+                ? "already at factory keys: row left as it is" : marked ? "row marked failed" : "no active row"
+            note(DoorEvent(.tagReset, uid: uid, source: caller), detail: detail)
             return (uid, marked)
         }
     }

@@ -203,6 +203,17 @@ extension GatewayStore {
             // Only kinds the fleet carries (`FleetRules.changes` puts no other
             // here): an entry is never stored as another kind.
             for tag in changes.upsertTags where tag.isCarried {
+                // A 424 whose issue changes (re-issued at another door, SDM perhaps
+                // restarted): its old SUN counter is forgotten — URLs of the old issue
+                // fail the new key's MAC anyway — so the new issue's counter is not
+                // `counter_replay` here until it passes the old one.
+                if tag.credential == CredentialKind.ntag424.rawValue, let salt = tag.keyIssue?.salt,
+                    let held = try db.fetchOne(
+                        sql: "SELECT key_salt FROM issued_tag WHERE uid = ?", arguments: [tag.uid.hex]),
+                    try held.get("key_salt", as: [UInt8]?.self) != salt
+                {
+                    try db.execute(sql: "DELETE FROM sun_counter WHERE uid = ?", arguments: [tag.uid.hex])
+                }
                 try db.execute(
                     sql: """
                         INSERT INTO issued_tag (uid, action, secret_id, label, issued, valid_until, state, kind,

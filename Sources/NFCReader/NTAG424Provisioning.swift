@@ -27,6 +27,10 @@ public struct NTAG424IssuePlan: Sendable {
     /// The issue an earlier, torn attempt for this UID drew: taken again only
     /// when the chip proves (EV2) it holds one of its keys.
     public var resume: NTAG424.KeyIssue?
+    /// Whether a chip whose key 0 is the factory key may take the new issue.
+    /// False for the re-issue of a row that is active or pending: the tag must
+    /// prove the row's key 0 (a factory chip claiming the UID gets nothing).
+    public var factoryAllowed = true
     /// Draws (and durably stores) a fresh issue; called at most once, before
     /// the first key leaves the door, only when the chip is not resuming.
     public var fresh: @Sendable () throws -> NTAG424.KeyIssue
@@ -85,6 +89,10 @@ extension NFCReader {
         let key0: [UInt8]
         var proven: (NTAG424.KeyIssue, NTAG424.DoorKeys)?
         if v0 == 0 {
+            guard plan.factoryAllowed else {
+                throw .foreignContent(
+                    "key 0 is the factory key, but this re-issue needs the tag's current key 0 (reset it first)")
+            }
             key0 = zero
         } else if let old, v0 == old.0.version {
             key0 = old.1[0]
@@ -195,6 +203,15 @@ extension NFCReader {
     public func resetNTAG424(
         masterKey: [UInt8], issue: (TagUID) -> NTAG424.KeyIssue? = { _ in .legacy }
     ) throws(ReaderError) -> TagUID? {
+        try resetNTAG424Proving(masterKey: masterKey, issue: issue)?.uid
+    }
+
+    /// `resetNTAG424`, also saying whether the tag proved the door's key 0 (false:
+    /// it was already at the factory key, so nothing shows it is the row's tag —
+    /// the door then leaves the row as it is).
+    public func resetNTAG424Proving(
+        masterKey: [UInt8], issue: (TagUID) -> NTAG424.KeyIssue?
+    ) throws(ReaderError) -> (uid: TagUID, provedKey0: Bool)? {
         guard let (uid, _, _) = try activateNTAG424() else { return nil }
         guard uid.bytes.count == 7 else { throw .notNTAG424("a \(uid.bytes.count)-byte UID (Random ID on?)") }
         let mine = issue(uid) ?? .legacy
@@ -234,7 +251,7 @@ extension NFCReader {
         _ = try command([0x32, 0x01, 0x00], timeoutMs: Self.exchangeTimeoutMs)
         guard let (again, _, _) = try activateNTAG424(), again == uid else { throw .tagLost }
         try writeTemplate([UInt8](repeating: 0, count: 256))
-        return uid
+        return (uid, ours0)
     }
 
     /// The NDEF file's factory FileOption and access rights (DS §8.2.2): plain, `E0EE`.

@@ -157,6 +157,17 @@ final class NTAG424CloneAttackTests: XCTestCase {
         XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active", "the row was marked for a chip that is not it")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
+        // A chip that is already at factory keys (all versions 0): the reset has nothing
+        // to undo and succeeds, but nothing shows it is the row's tag — the row stays active.
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
+        let factory = try g.ctlJSON(["provision", "reset"])
+        XCTAssertEqual(factory["row_marked"]?.boolValue, false, "\(factory)")
+        XCTAssertEqual(
+            try tag(g, uid)?["state"]?.stringValue, "active", "a factory chip claiming the UID marked its row")
+        XCTAssertEqual(try changeKeys(sim), 0)
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
         // The real tag proves key 0 and is reset (its row marked, no key of it left on the tag).
         E2ETiming.outlastQuietWindow()
         XCTAssertTrue(try sim.control("unstash").hasPrefix("ok"))
@@ -164,6 +175,32 @@ final class NTAG424CloneAttackTests: XCTestCase {
         XCTAssertEqual(done["uid"]?.stringValue, uid)
         XCTAssertEqual(done["row_marked"]?.boolValue, true)
         XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
+        XCTAssertEqual(g.stop(), 0)
+    }
+
+    /// A re-issue of a tag that opens now (`--reissue UID`, the row active)
+    /// must be answered by that tag's key 0: a factory chip claiming the UID —
+    /// someone who copied it, hoping to be the one re-issued — gets nothing
+    /// (`foreign_content`, no ChangeKey), and the row keeps its issue. Only
+    /// after a reset (row `failed`) does a factory tag take a re-issue.
+    func testAReissueOfAnActiveTagNeedsItsKey0() throws {
+        let sim = try PN532SimProcess()
+        let g = try door(on: sim)
+        try g.start()
+        let uid = "04AD0424C10E05"
+        try provisionAtDoor(g, sim, uid, action: 0, label: "alice")
+        let before = try XCTUnwrap(try tag(g, uid))
+        XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
+
+        let seen = try g.eventCount()
+        try g.ctlJSON(["provision", "--action", "0", "--label", "alice", "--reissue", uid])
+        try g.waitForEvent("provisioning_armed", after: seen)
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
+        let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+        XCTAssertEqual(failed["reason"]?.stringValue, "foreign_content", "\(failed)")
+        XCTAssertEqual(try changeKeys(sim), 0, "the factory chip received key material")
+        XCTAssertEqual(fields(try tag(g, uid)), fields(before))
         XCTAssertEqual(g.stop(), 0)
     }
 

@@ -129,4 +129,23 @@ final class FirstBootMQTTLoginTests: XCTestCase {
         XCTAssertEqual(
             try String(contentsOfFile: path("etc/gateway.toml"), encoding: .utf8), ConfigExample.text(board: .pi))
     }
+
+    /// `tls=off` with a `.local` host would send the password to whoever answers
+    /// the mDNS query, which gatewayd refuses to start with: only mqtt.conf is
+    /// refused, and the relay and lock files still give the door its relay hold
+    /// and configuration (before, the whole generated configuration was
+    /// rejected, leaving an active-low relay at the stock `ip,pd` hold: on).
+    func testAPlainTCPDotLocalLoginIsRefusedAloneAndTheRelayHoldStillLands() throws {
+        let fb = try firstBoot([
+            "mqtt.conf": "host=homeassistant.local\ntls=off\nuser=front-door\npassword=pw\n",
+            "relay": "active-low\n", "lock": "strike\n",
+        ])
+        XCTAssertTrue(fb.status.contains("ERROR: mqtt.conf: tls=off with the .local name"), fb.status)
+        XCTAssertFalse(fb.status.contains("rejected"), fb.status)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("etc/mqtt.password")))
+        let config = try GatewayConfiguration.load(file: path("etc/gateway.toml"))
+        XCTAssertNotEqual(config.mqtt.host, "homeassistant.local")
+        let hold = try String(contentsOfFile: path("config.txt"), encoding: .utf8)
+        XCTAssertTrue(hold.contains("gpio=17=op,dh,pu"), hold)
+    }
 }

@@ -78,6 +78,33 @@ final class FleetNTAG424StoreTests: XCTestCase {
         XCTAssertEqual(try a.ntag424SiteKey()?.generation, 1, "A's key is not replaced by itself")
     }
 
+    /// A re-issue at door A (a new salt; after a reset SDM restarts the tag's
+    /// counter) reaches door B with its issue, and B forgets the SUN counter
+    /// it held for the old issue: otherwise every tap of the re-issued tag
+    /// would be `counter_replay` there (a failed proof, counted toward the
+    /// global lockout) until its counter passed the old one. A document that
+    /// leaves the issue as it is keeps B's counter.
+    func testAReissueReachesAnotherDoorWithItsIssueAndResetsItsCounterThere() throws {
+        let a = try door(), b = try door()
+        let first = NTAG424.KeyIssue(salt: Array(repeating: 1, count: 16), version: 2)
+        _ = try a.ensureNTAG424SiteKey(now: 1)
+        try a.recordProvisionedNTAG424(uid: uid, action: 0, label: "alice", issue: first, counter: 1, now: 1)
+        _ = try a.appendAudit(time: 1, kind: "provisioning_written", uid: uid.hex, activating: uid.hex)
+        try apply(try push(from: a, version: 1), at: b)
+        XCTAssertEqual(try b.issuedTag(uid)?.keyIssue, first)
+        XCTAssertEqual(try b.acceptSUNCounter(uid: uid, counter: 40, now: 2), .accepted(previous: nil))
+        try apply(try push(from: a, version: 2), at: b)
+        XCTAssertEqual(try b.sunCounter(uid: uid), 40, "the same issue keeps B's counter")
+
+        let second = NTAG424.KeyIssue(salt: Array(repeating: 2, count: 16), version: 3)
+        try a.recordProvisionedNTAG424(uid: uid, action: 0, label: "alice", issue: second, counter: 2, now: 3)
+        _ = try a.appendAudit(time: 3, kind: "provisioning_written", uid: uid.hex, activating: uid.hex)
+        try apply(try push(from: a, version: 3), at: b)
+        XCTAssertEqual(try b.issuedTag(uid)?.keyIssue, second)
+        XCTAssertNil(try b.sunCounter(uid: uid), "the old issue's counter is forgotten")
+        XCTAssertEqual(try b.acceptSUNCounter(uid: uid, counter: 3, now: 4), .accepted(previous: nil))
+    }
+
     func testRevocationByUIDReachesA424RowAtEveryDoor() throws {
         let a = try door(), b = try door()
         try provision(uid, at: a)

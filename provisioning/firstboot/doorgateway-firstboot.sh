@@ -332,6 +332,11 @@ apply_mqtt_conf() {
         problem "mqtt.conf: port '$m_port' is not a port number; not applied"
     elif [ -z "$m_tls" ]; then
         problem "mqtt.conf: tls must be on or off; not applied"
+    elif [ "$m_tls" = false ] && printf '%s' "$m_host" | grep -ciE >/dev/null '\.local\.?$'; then
+        # gatewayd refuses a password over plain TCP to an mDNS name (whoever
+        # answers the query gets it): applying it would reject the whole
+        # configuration, relay hold included. Only this file is refused.
+        problem "mqtt.conf: tls=off with the .local name '$m_host' would send the password to whoever answers on the LAN; use tls=on, or the broker's address; not applied"
     elif ! (umask 077 && printf '%s\n' "$m_password" > "$ETC/mqtt.password.new") \
         || ! chown "root:$GROUP" "$ETC/mqtt.password.new" || ! chmod 0640 "$ETC/mqtt.password.new" \
         || ! mv -f "$ETC/mqtt.password.new" "$ETC/mqtt.password"; then

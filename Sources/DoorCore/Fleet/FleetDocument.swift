@@ -110,6 +110,23 @@ public struct FleetDocument: Equatable, Sendable {
 
     // MARK: Body
 
+    /// One tag entry of the body. `credential` only when there is one, `key_version`
+    /// and `key_salt` only for a 424 with an issue: a sticker's entry is byte for byte
+    /// an older build's. (Built step by step: Swift 6.0.3, the Pi's compiler, gives up
+    /// type-checking it as one expression.)
+    static func tagJSON(_ t: Tag) -> JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("uid", .string(t.uid.hex)), ("action", .int(t.action)), ("label", .string(t.label)),
+        ]
+        fields.append(("valid_until", t.validUntil.map { JSONValue.int($0) } ?? .null))
+        if let credential = t.credential { fields.append(("credential", .string(credential))) }
+        if let issue = t.keyIssue {
+            fields.append(("key_version", .int(Int(issue.version))))
+            if let salt = issue.salt { fields.append(("key_salt", .string(Hex.encode(salt)))) }
+        }
+        return .object(fields)
+    }
+
     /// The body's JSON (key order fixed; what gets signed).
     public var bodyJSON: JSONValue {
         var fields: [(String, JSONValue)] = [
@@ -124,22 +141,7 @@ public struct FleetDocument: Equatable, Sendable {
                     ("signatures", .array(revokedSignatures.map { .string(Hex.encode($0)) })),
                 ])
             ),
-            (
-                "tags",
-                .array(
-                    tags.map { t in
-                        // `credential` only when there is one: a sticker's entry is byte for byte an older build's.
-                        .object(
-                            [
-                                ("uid", .string(t.uid.hex)), ("action", .int(t.action)), ("label", .string(t.label)),
-                                ("valid_until", t.validUntil.map { .int($0) } ?? .null),
-                            ] + (t.credential.map { [("credential", JSONValue.string($0))] } ?? [])
-                                + (t.keyIssue.map { issue in
-                                    [("key_version", JSONValue.int(Int(issue.version)))]
-                                        + (issue.salt.map { [("key_salt", JSONValue.string(Hex.encode($0)))] } ?? [])
-                                } ?? []))
-                    })
-            ),
+            ("tags", .array(tags.map(Self.tagJSON))),
         ]
         // Only when there are some: a body without removals is byte for byte
         // what builds before M1 signed.
@@ -250,7 +252,8 @@ public struct FleetDocument: Equatable, Sendable {
                     throw .malformed(
                         "tags[\(hex)].key_version/key_salt: a 16-byte salt with version 2…255, or version 1 alone")
                 }
-                keyIssue = issue
+                // Version 1 without a salt is the legacy issue: the same as none (it changes no door's issue).
+                keyIssue = issue.salt == nil ? nil : issue
             default: throw .malformed("tags[\(hex)].key_version: an integer is expected with key_salt")
             }
             tags.append(
