@@ -75,6 +75,29 @@ final class GatewayUnderTest {
         try writeConfig(extra: extra, door: door, actions: Self.baseActions)
     }
 
+    /// The `[reader]` lines of a door on an external pn532-sim `sim` (the test
+    /// holds its control socket and, with the door stopped, its reader).
+    static func readerLines(_ sim: PN532SimProcess) -> String {
+        """
+        simulator = "\(sim.socket)"
+        connstring = "pn532_uart:\(sim.tty)"
+        """
+    }
+
+    /// A door with the base configuration (or `actions`) on the external pn532-sim `sim`.
+    static func onSim(_ sim: PN532SimProcess, deviceID: String? = nil, actions: String = baseActions) throws
+        -> GatewayUnderTest
+    {
+        let g = try deviceID.map { try GatewayUnderTest(deviceID: $0) } ?? GatewayUnderTest()
+        try g.writeConfig(reader: readerLines(sim), actions: actions)
+        return g
+    }
+
+    /// The registry row of `uid` (`tags list`), nil when there is none.
+    func issuedTag(_ uid: String) throws -> JSONValue? {
+        (try ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
+    }
+
     /// The base configuration's two actions: 0 "front" (a 300 ms pulse), 1 "long" (3 s).
     static let baseActions = """
         [[actions]]

@@ -16,26 +16,9 @@ import XCTest
 ///   GetCardUID names another UID (pn532-sim's `ntag424-fault`): no row, no grant;
 /// - a revoked UID presented for provisioning: refused, nothing written to the tag.
 final class NTAG424AttackTests: XCTestCase {
-    func tag(_ g: GatewayUnderTest, _ uid: String) throws -> JSONValue? {
-        (try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
-    }
-
     /// How often gatewayd drove the simulated strike unlocked, from its log.
     func unlocks(_ g: GatewayUnderTest) -> Int {
         g.log.components(separatedBy: "sim output strike → unlocked").count - 1
-    }
-
-    /// A door on the external emulator `sim` (so the test holds its control socket and, with the door
-    /// stopped, its reader).
-    func door(on sim: PN532SimProcess) throws -> GatewayUnderTest {
-        let g = try GatewayUnderTest()
-        try g.writeConfig(
-            reader: """
-                simulator = "\(sim.socket)"
-                connstring = "pn532_uart:\(sim.tty)"
-                """,
-            actions: GatewayUnderTest.baseActions)
-        return g
     }
 
     /// Arms provisioning and brings the tag that left the field back into it.
@@ -140,7 +123,7 @@ final class NTAG424AttackTests: XCTestCase {
         XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
         XCTAssertTrue(try sim.control("ntag424-fault keeps-keys").hasPrefix("ok"))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
 
         // Acknowledges ChangeKey, keeps its keys.
@@ -148,7 +131,7 @@ final class NTAG424AttackTests: XCTestCase {
         var failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
         XCTAssertEqual(failed["uid"]?.stringValue, uid)
         XCTAssertEqual(failed["reason"]?.stringValue, "not_verified", "\(failed)")
-        XCTAssertNil(try tag(g, uid), "no row for a tag that kept its factory keys")
+        XCTAssertNil(try g.issuedTag(uid), "no row for a tag that kept its factory keys")
         XCTAssertTrue(g.log.contains("the provisioned tag's SUN read does not verify"), "\(g.log.suffix(2000))")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
         var tap = try tapAgain(g, sim)
@@ -161,7 +144,7 @@ final class NTAG424AttackTests: XCTestCase {
         failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
         XCTAssertEqual(failed["uid"]?.stringValue, uid)
         XCTAssertEqual(failed["reason"]?.stringValue, "not_verified", "\(failed)")
-        XCTAssertNil(try tag(g, uid), "no row for a tag whose GetCardUID names another UID")
+        XCTAssertNil(try g.issuedTag(uid), "no row for a tag whose GetCardUID names another UID")
         XCTAssertTrue(g.log.contains("does not authenticate with its new key 0"), "\(g.log.suffix(2000))")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
         tap = try tapAgain(g, sim)
@@ -172,7 +155,7 @@ final class NTAG424AttackTests: XCTestCase {
         XCTAssertTrue(try sim.control("ntag424-fault off").hasPrefix("ok"))
         seen = try armAndReinsert(g, sim, label: "honest")
         try g.waitForEvent("provisioning_written", after: seen, timeout: 20)
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active")
+        XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "active")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
         tap = try tapAgain(g, sim)
         XCTAssertEqual(tap["kind"]?.stringValue, "access_granted", "\(tap)")
@@ -192,7 +175,7 @@ final class NTAG424AttackTests: XCTestCase {
         let uid = TagUID(hex: "04DEAD0424BEEF")!
         XCTAssertTrue(try sim.control("insert ntag424 \(uid.hex)").hasPrefix("ok"))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
         try g.ctlJSON(["tags", "revoke", uid.hex])
 
@@ -201,7 +184,7 @@ final class NTAG424AttackTests: XCTestCase {
         XCTAssertEqual(failed["uid"]?.stringValue, uid.hex)
         XCTAssertEqual(failed["reason"]?.stringValue, "revoked", "\(failed)")
         XCTAssertTrue(g.log.contains("revoked"), "\(g.log.suffix(2000))")
-        XCTAssertNil(try tag(g, uid.hex), "no row for a revoked UID")
+        XCTAssertNil(try g.issuedTag(uid.hex), "no row for a revoked UID")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
         let tap = try tapAgain(g, sim)
         XCTAssertEqual(tap["kind"]?.stringValue, "access_denied", "\(tap)")

@@ -20,23 +20,6 @@ import XCTest
 /// - `provision --reissue UID` names the one tag it re-keys: any other is
 ///   refused and the job stays armed.
 final class NTAG424CloneAttackTests: XCTestCase {
-    func tag(_ g: GatewayUnderTest, _ uid: String) throws -> JSONValue? {
-        (try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
-    }
-
-    /// A door on the test's emulator: it holds the control socket, so it can
-    /// swap chips and read what each received.
-    func door(on sim: PN532SimProcess) throws -> GatewayUnderTest {
-        let g = try GatewayUnderTest()
-        try g.writeConfig(
-            reader: """
-                simulator = "\(sim.socket)"
-                connstring = "pn532_uart:\(sim.tty)"
-                """,
-            actions: GatewayUnderTest.baseActions)
-        return g
-    }
-
     /// How many ChangeKey commands the 424 in the field (or the last to leave it) received.
     func changeKeys(_ sim: PN532SimProcess) throws -> Int {
         let answer = try sim.control("ntag424-changekeys")
@@ -67,6 +50,22 @@ final class NTAG424CloneAttackTests: XCTestCase {
         XCTAssertEqual(written["uid"]?.stringValue, uid)
     }
 
+    /// Arms provisioning with `arm`, brings `chip` (a pn532-sim `insert` line)
+    /// into the field once the door's quiet window has passed, and returns the
+    /// `provisioning_failed` event the door must answer with.
+    func armAndPresent(_ g: GatewayUnderTest, _ sim: PN532SimProcess, arm: [String], chip: String) throws
+        -> JSONValue
+    {
+        let seen = try g.eventCount()
+        try g.ctlJSON(arm)
+        try g.waitForEvent("provisioning_armed", after: seen, timeout: 10)
+        E2ETiming.outlastQuietWindow()
+        XCTAssertTrue(try sim.control(chip).hasPrefix("ok"))
+        let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+        XCTAssertFalse(try g.auditKinds().dropFirst(seen).contains("provisioning_written"))
+        return failed
+    }
+
     /// The fields of a registry row an attack must not change.
     func fields(_ row: JSONValue?) -> [String] {
         ["action", "label", "state", "kind", "key_version", "issued"].map {
@@ -85,28 +84,22 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// received ChangeKey 1–4 and key 0 (`provisioning_failed not_verified`).
     func testAnArmedDoorGivesAChipClaimingARegisteredUIDNoKeys() throws {
         let sim = try PN532SimProcess()
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
         let admin = "04AD0424C10E01"
         try provisionAtDoor(g, sim, admin, action: 1, label: "admin")
-        let before = try XCTUnwrap(try tag(g, admin))
+        let before = try XCTUnwrap(try g.issuedTag(admin))
         XCTAssertEqual(before["state"]?.stringValue, "active")
         XCTAssertTrue(try sim.control("stash").hasPrefix("ok"), "the admin's real tag, kept aside")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
         for arm in [["sim", "press", "--hold", "5.5"], ["provision", "--action", "0", "--label", "guest"]] {
-            let seen = try g.eventCount()
-            try g.ctlJSON(arm)
-            try g.waitForEvent("provisioning_armed", after: seen, timeout: 10)
-            E2ETiming.outlastQuietWindow()
             // The clone: a factory 424 (all keys zero, settable UID) claiming the admin's UID.
-            XCTAssertTrue(try sim.control("insert ntag424 \(admin)").hasPrefix("ok"))
-            let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+            let failed = try armAndPresent(g, sim, arm: arm, chip: "insert ntag424 \(admin)")
             XCTAssertEqual(failed["uid"]?.stringValue, admin)
             XCTAssertEqual(failed["reason"]?.stringValue, "already_registered", "armed by \(arm[0]): \(failed)")
             XCTAssertEqual(try changeKeys(sim), 0, "armed by \(arm[0]): the clone received key material")
-            XCTAssertEqual(fields(try tag(g, admin)), fields(before), "armed by \(arm[0]): the row changed")
-            XCTAssertFalse(try g.auditKinds().dropFirst(seen).contains("provisioning_written"))
+            XCTAssertEqual(fields(try g.issuedTag(admin)), fields(before), "armed by \(arm[0]): the row changed")
             XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
         }
 
@@ -140,11 +133,11 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// factory key 0 and sent ChangeKey 1–4 carrying the tag's keys.
     func testResetGivesAChipThatCannotProveTheDoorsKey0Nothing() throws {
         let sim = try PN532SimProcess()
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
         let uid = "04AD0424C10E02"
         try provisionAtDoor(g, sim, uid, action: 0, label: "desk")
-        let version = try XCTUnwrap(try tag(g, uid))["key_version"]?.intValue ?? 1
+        let version = try XCTUnwrap(try g.issuedTag(uid))["key_version"]?.intValue ?? 1
         XCTAssertTrue(try sim.control("stash").hasPrefix("ok"))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
@@ -154,7 +147,8 @@ final class NTAG424CloneAttackTests: XCTestCase {
         let reset = try g.ctl(["provision", "reset"])
         XCTAssertNotEqual(reset.status, 0, "reset of a chip that cannot prove key 0 claimed success: \(reset.stdout)")
         XCTAssertEqual(try changeKeys(sim), 0, "the chip received key material")
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active", "the row was marked for a chip that is not it")
+        XCTAssertEqual(
+            try g.issuedTag(uid)?["state"]?.stringValue, "active", "the row was marked for a chip that is not it")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
         // A chip that is already at factory keys (all versions 0): the reset has nothing
@@ -164,7 +158,7 @@ final class NTAG424CloneAttackTests: XCTestCase {
         let factory = try g.ctlJSON(["provision", "reset"])
         XCTAssertEqual(factory["row_marked"]?.boolValue, false, "\(factory)")
         XCTAssertEqual(
-            try tag(g, uid)?["state"]?.stringValue, "active", "a factory chip claiming the UID marked its row")
+            try g.issuedTag(uid)?["state"]?.stringValue, "active", "a factory chip claiming the UID marked its row")
         XCTAssertEqual(try changeKeys(sim), 0)
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
@@ -174,7 +168,7 @@ final class NTAG424CloneAttackTests: XCTestCase {
         let done = try g.ctlJSON(["provision", "reset"])
         XCTAssertEqual(done["uid"]?.stringValue, uid)
         XCTAssertEqual(done["row_marked"]?.boolValue, true)
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
+        XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "failed")
         XCTAssertEqual(g.stop(), 0)
     }
 
@@ -185,22 +179,19 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// after a reset (row `failed`) does a factory tag take a re-issue.
     func testAReissueOfAnActiveTagNeedsItsKey0() throws {
         let sim = try PN532SimProcess()
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
         let uid = "04AD0424C10E05"
         try provisionAtDoor(g, sim, uid, action: 0, label: "alice")
-        let before = try XCTUnwrap(try tag(g, uid))
+        let before = try XCTUnwrap(try g.issuedTag(uid))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
-        let seen = try g.eventCount()
-        try g.ctlJSON(["provision", "--action", "0", "--label", "alice", "--reissue", uid])
-        try g.waitForEvent("provisioning_armed", after: seen)
-        E2ETiming.outlastQuietWindow()
-        XCTAssertTrue(try sim.control("insert ntag424 \(uid)").hasPrefix("ok"))
-        let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+        let failed = try armAndPresent(
+            g, sim, arm: ["provision", "--action", "0", "--label", "alice", "--reissue", uid],
+            chip: "insert ntag424 \(uid)")
         XCTAssertEqual(failed["reason"]?.stringValue, "foreign_content", "\(failed)")
         XCTAssertEqual(try changeKeys(sim), 0, "the factory chip received key material")
-        XCTAssertEqual(fields(try tag(g, uid)), fields(before))
+        XCTAssertEqual(fields(try g.issuedTag(uid)), fields(before))
         XCTAssertEqual(g.stop(), 0)
     }
 
@@ -212,21 +203,17 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// replaced the 424's.
     func testABlankStickerUnderA424sUIDDoesNotReplaceItsRow() throws {
         let sim = try PN532SimProcess()
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
         let uid = "04AD0424C10E03"
         try provisionAtDoor(g, sim, uid, action: 1, label: "admin")
-        let before = try XCTUnwrap(try tag(g, uid))
+        let before = try XCTUnwrap(try g.issuedTag(uid))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
-        let seen = try g.eventCount()
-        try g.ctlJSON(["provision", "--action", "0", "--label", "sticker"])
-        try g.waitForEvent("provisioning_armed", after: seen)
-        E2ETiming.outlastQuietWindow()
-        XCTAssertTrue(try sim.control("insert \(uid) ntag213").hasPrefix("ok"))
-        let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
+        let failed = try armAndPresent(
+            g, sim, arm: ["provision", "--action", "0", "--label", "sticker"], chip: "insert \(uid) ntag213")
         XCTAssertEqual(failed["reason"]?.stringValue, "already_registered", "\(failed)")
-        XCTAssertEqual(fields(try tag(g, uid)), fields(before))
+        XCTAssertEqual(fields(try g.issuedTag(uid)), fields(before))
         let dump = try sim.control("dump")
         XCTAssertTrue(dump.hasPrefix("ok "), dump)
         XCTAssertFalse(dump.lowercased().contains(Data("smp://".utf8).map { String(format: "%02x", $0) }.joined()))
@@ -242,11 +229,11 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// before — no longer open.
     func testAReissueRekeysOnlyTheNamedTagAndRetiresItsOldKeys() throws {
         let sim = try PN532SimProcess()
-        let g = try door(on: sim)
+        let g = try GatewayUnderTest.onSim(sim)
         try g.start()
         let uid = "04AD0424C10E04"
         try provisionAtDoor(g, sim, uid, action: 0, label: "alice")
-        let first = try XCTUnwrap(try tag(g, uid)?["key_version"]?.intValue)
+        let first = try XCTUnwrap(try g.issuedTag(uid)?["key_version"]?.intValue)
         XCTAssertTrue(try sim.control("stash").hasPrefix("ok"), "a copy of the tag with its first keys")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
@@ -264,7 +251,7 @@ final class NTAG424CloneAttackTests: XCTestCase {
         E2ETiming.outlastQuietWindow()
         XCTAssertTrue(try sim.control("unstash").hasPrefix("ok"))
         try g.waitForEvent("provisioning_written", after: seen, timeout: 20)
-        let row = try XCTUnwrap(try tag(g, uid))
+        let row = try XCTUnwrap(try g.issuedTag(uid))
         XCTAssertEqual(row["action"]?.intValue, 1)
         XCTAssertEqual(row["state"]?.stringValue, "active")
         XCTAssertNotEqual(row["key_version"]?.intValue, first, "a reissue gives a new key version")

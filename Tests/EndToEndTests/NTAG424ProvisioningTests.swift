@@ -11,10 +11,6 @@ import XCTest
 /// 424 (`sim tap --ntag424`) provisioned by the button or `provision`, torn
 /// away at every point, reset to factory keys by `provision reset`.
 final class NTAG424ProvisioningTests: XCTestCase {
-    func tag(_ g: GatewayUnderTest, _ uid: String) throws -> JSONValue? {
-        (try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
-    }
-
     /// Arms provisioning and brings the tag (already on the reader, or
     /// reinserted) into the field again, so the armed machine picks it.
     func presentAgain(_ g: GatewayUnderTest, arm: [String] = ["provision", "--action", "0", "--label", "desk"]) throws {
@@ -36,7 +32,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         try g.ctlJSON(["sim", "tap", "--ntag424", "--uid", uid])
         let written = try g.waitForEvent("provisioning_written", timeout: 20)
         XCTAssertEqual(written["uid"]?.stringValue, uid)
-        let row = try XCTUnwrap(try tag(g, uid))
+        let row = try XCTUnwrap(try g.issuedTag(uid))
         XCTAssertEqual(row["state"]?.stringValue, "active")
         XCTAssertEqual(row["kind"]?.stringValue, "ntag424")
         XCTAssertFalse(g.log.contains("ntag424_site_key"), "no key material in the log")
@@ -55,7 +51,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         let reset = try g.ctlJSON(["provision", "reset"])
         XCTAssertEqual(reset["uid"]?.stringValue, uid)
         XCTAssertEqual(reset["row_marked"]?.boolValue, true)
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
+        XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "failed")
         try g.waitForEvent("tag_reset")
         // Factory keys: the door's key no longer authenticates, so it opens nothing.
         _ = try g.ctl(["sim", "remove"])
@@ -76,7 +72,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         before = try g.eventCount()
         try presentAgain(g, arm: ["provision", "--action", "0", "--label", "desk", "--reissue", uid])
         try g.waitForEvent("provisioning_written", after: before, timeout: 20)
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active")
+        XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "active")
         // Provisioned again after a reset: SDM restarted its counter, the door set its stored one to the verifying read's.
         _ = try g.ctl(["sim", "remove"])
         E2ETiming.outlastQuietWindow()
@@ -106,7 +102,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
             {
                 if end["kind"]?.stringValue == "provisioning_failed" {
                     torn += 1
-                    XCTAssertNil(try tag(g, uid), "torn after \(n): no row for an unverified tag")
+                    XCTAssertNil(try g.issuedTag(uid), "torn after \(n): no row for an unverified tag")
                     let next = try g.eventCount()
                     try presentAgain(g)
                     try g.waitForEvent("provisioning_written", after: next, timeout: 20)
@@ -114,12 +110,12 @@ final class NTAG424ProvisioningTests: XCTestCase {
             } else {
                 // Torn while the door was still tapping it: it never arrived, nothing was written.
                 beforeArrival += 1
-                XCTAssertNil(try tag(g, uid), "torn after \(n) before arrival: no row")
+                XCTAssertNil(try g.issuedTag(uid), "torn after \(n) before arrival: no row")
                 let next = try g.eventCount()
                 try g.ctlJSON(["sim", "reinsert"])  // still armed: the machine picks it now
                 try g.waitForEvent("provisioning_written", after: next, timeout: 20)
             }
-            XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active", "torn after \(n), then finished")
+            XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "active", "torn after \(n), then finished")
             _ = try g.ctl(["sim", "remove"])
             if i % 4 == 0 {
                 // And the finished tag opens (its keys and SUN are the door's).
@@ -154,7 +150,8 @@ final class NTAG424ProvisioningTests: XCTestCase {
             let reset = try g.ctl(["provision", "reset"])
             if reset.status != 0 {
                 failures += 1
-                XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active", "torn reset after \(n): row untouched")
+                XCTAssertEqual(
+                    try g.issuedTag(uid)?["state"]?.stringValue, "active", "torn reset after \(n): row untouched")
                 XCTAssertFalse(try g.auditKinds().contains("tag_reset"))
             }
             _ = try g.ctl(["sim", "remove"])
@@ -164,12 +161,12 @@ final class NTAG424ProvisioningTests: XCTestCase {
         XCTAssertGreaterThan(failures, 0, "a tear reached the reset")
         let done = try g.ctlJSON(["provision", "reset"])
         XCTAssertEqual(done["uid"]?.stringValue, uid)
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "failed")
+        XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "failed")
         // Factory keys: a reissue by name provisions it from the factory state again.
         let before = try g.eventCount()
         try presentAgain(g, arm: ["provision", "--action", "0", "--label", "reset-me", "--reissue", uid])
         try g.waitForEvent("provisioning_written", after: before, timeout: 20)
-        XCTAssertEqual(try tag(g, uid)?["state"]?.stringValue, "active")
+        XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "active")
         XCTAssertEqual(g.stop(), 0)
     }
 
@@ -206,7 +203,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         XCTAssertTrue(try sim.control("reinsert").hasPrefix("ok"))
         let failed = try g.waitForEvent("provisioning_failed", after: seen, timeout: 20)
         XCTAssertEqual(failed["reason"]?.stringValue, "foreign_content", "\(failed)")
-        XCTAssertNil(try tag(g, uid.hex), "no row for a tag the door could not provision")
+        XCTAssertNil(try g.issuedTag(uid.hex), "no row for a tag the door could not provision")
         // Reset refuses it too.
         seen = try g.eventCount()
         let reset = try g.ctl(["provision", "reset"])

@@ -125,23 +125,9 @@ final class NTAG424SUNTierTests: XCTestCase {
             deviceID: "e2e-424-sun-a", siteKey: Self.siteKey, secondAction: "gate",
             secondCredentials: #"["ntag424-sun"]"#)
         let (sim, doorA) = (rig.sim, rig.door)
-        let doorB = try GatewayUnderTest(deviceID: "e2e-424-sun-b")
-        try doorB.writeConfig(
-            reader: """
-                simulator = "\(sim.socket)"
-                connstring = "pn532_uart:\(sim.tty)"
-                """,
-            actions: """
-                [[actions]]
-                index = 0
-                name = "front"
-                steps = [{ pulse = "strike", ms = 300 }]
-                [[actions]]
-                index = 1
-                name = "gate"
-                steps = [{ pulse = "strike", ms = 300 }]
-                credentials = ["ntag424-sun"]
-                """)
+        let doorB = try GatewayUnderTest.onSim(
+            sim, deviceID: "e2e-424-sun-b",
+            actions: NTAG424SimDoor.actions(second: "gate", credentials: #"["ntag424-sun"]"#))
         defer {
             doorA.stop()
             doorB.stop()

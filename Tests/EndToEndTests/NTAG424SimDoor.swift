@@ -30,23 +30,23 @@ final class NTAG424SimDoor {
         self.siteKey = siteKey
         self.secondAction = secondAction
         sim = try PN532SimProcess()
-        door = try GatewayUnderTest(deviceID: deviceID)
-        try door.writeConfig(
-            reader: """
-                simulator = "\(sim.socket)"
-                connstring = "pn532_uart:\(sim.tty)"
-                """,
-            actions: """
-                [[actions]]
-                index = 0
-                name = "front"
-                steps = [{ pulse = "strike", ms = 300 }]
-                [[actions]]
-                index = 1
-                name = "\(secondAction)"
-                steps = [{ pulse = "strike", ms = 300 }]
-                credentials = \(secondCredentials)
-                """)
+        door = try GatewayUnderTest.onSim(
+            sim, deviceID: deviceID, actions: Self.actions(second: secondAction, credentials: secondCredentials))
+    }
+
+    /// Action 0 "front" (the default credentials) and action 1 `second` with `credentials` (TOML).
+    static func actions(second: String, credentials: String) -> String {
+        """
+        [[actions]]
+        index = 0
+        name = "front"
+        steps = [{ pulse = "strike", ms = 300 }]
+        [[actions]]
+        index = 1
+        name = "\(second)"
+        steps = [{ pulse = "strike", ms = 300 }]
+        credentials = \(credentials)
+        """
     }
 
     /// The door's store (the door stopped), given the site key as the fleet
