@@ -14,7 +14,6 @@ final class FirmwareHoldCLITests: XCTestCase {
     static let repo = Fixtures.root
     /// The image's firmware settings as shipped (the undecided hold block).
     static let stockCustom = repo.appendingPathComponent("provisioning/firstboot/config.txt.custom")
-    static let firstboot = repo.appendingPathComponent("provisioning/firstboot/doorgateway-firstboot.sh")
 
     override func setUpWithError() throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -189,17 +188,7 @@ final class FirmwareHoldCLITests: XCTestCase {
             try write("raspi-firmware-custom", try String(contentsOf: Self.stockCustom, encoding: .utf8))
         }
         for (name, text) in files { try Data(text.utf8).write(to: fb.appendingPathComponent(name)) }
-        var env = ProcessInfo.processInfo.environment
-        env["DOORGATEWAY_FIRSTBOOT_DIR"] = fb.path
-        env["DOORGATEWAY_ETC"] = etc.path
-        env["GATEWAYCTL"] = bin.appendingPathComponent("gatewayctl").path
-        env["DOORGATEWAY_CONFIG_TXT"] = path("config.txt")
-        env["DOORGATEWAY_FIRMWARE_CUSTOM"] = path("raspi-firmware-custom")
-        env["DOORGATEWAY_FIRSTBOOT_STAMP"] = path("firstboot.done")
-        env["DOORGATEWAY_WPA"] = path("wpa/wpa_supplicant-wlan0.conf")
-        env["DOORGATEWAY_SYSTEMD_ETC"] = path("systemd")
-        env["DOORGATEWAY_ROOT_SSH"] = path("root-ssh")
-        let r = try Run.process(URL(fileURLWithPath: "/bin/sh"), [Self.firstboot.path], environment: env)
+        let r = try FirstBootScript.run(dir, etcName: etcName)
         XCTAssertEqual(r.status, 0, r.stderr)
         if FileManager.default.fileExists(atPath: path("firstboot.done")) && again {
             return FirstBoot(

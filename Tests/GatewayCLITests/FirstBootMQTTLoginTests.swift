@@ -13,7 +13,6 @@ import XCTest
 /// group is `nogroup` here (the test machine has no `doorgateway` group).
 final class FirstBootMQTTLoginTests: XCTestCase {
     var dir: URL!
-    static let firstboot = Fixtures.root.appendingPathComponent("provisioning/firstboot/doorgateway-firstboot.sh")
     static let stockCustom = Fixtures.root.appendingPathComponent("provisioning/firstboot/config.txt.custom")
     static let group = "nogroup"
 
@@ -38,19 +37,7 @@ final class FirstBootMQTTLoginTests: XCTestCase {
     /// Runs the shipped first-boot script with `files` on the boot partition.
     func firstBoot(_ files: [String: String]) throws -> (run: ProcessResult, status: String) {
         for (name, text) in files { try text.write(toFile: path("fb/\(name)"), atomically: true, encoding: .utf8) }
-        var env = ProcessInfo.processInfo.environment
-        env["DOORGATEWAY_FIRSTBOOT_DIR"] = path("fb")
-        env["DOORGATEWAY_ETC"] = path("etc")
-        env["DOORGATEWAY_STATE"] = path("state")
-        env["GATEWAYCTL"] = path("bin/gatewayctl")
-        env["DOORGATEWAY_CONFIG_TXT"] = path("config.txt")
-        env["DOORGATEWAY_FIRMWARE_CUSTOM"] = path("raspi-firmware-custom")
-        env["DOORGATEWAY_FIRSTBOOT_STAMP"] = path("firstboot.done")
-        env["DOORGATEWAY_WPA"] = path("wpa/wpa_supplicant-wlan0.conf")
-        env["DOORGATEWAY_SYSTEMD_ETC"] = path("systemd")
-        env["DOORGATEWAY_ROOT_SSH"] = path("root-ssh")
-        env["DOORGATEWAY_GROUP"] = Self.group
-        let r = try Run.process(URL(fileURLWithPath: "/bin/sh"), [Self.firstboot.path], environment: env)
+        let r = try FirstBootScript.run(dir, ["DOORGATEWAY_GROUP": Self.group])
         XCTAssertEqual(r.status, 0, r.stderr)
         return (r, (try? String(contentsOfFile: path("fb/STATUS.txt"), encoding: .utf8)) ?? "")
     }

@@ -45,24 +45,12 @@ final class FirstBootTimeZoneTests: XCTestCase {
         try FileManager.default.createSymbolicLink(
             atPath: path("localtime"), withDestinationPath: zoneinfo.appendingPathComponent("UTC").path)
         try Data(timezone.utf8).write(to: fb.appendingPathComponent("timezone"))
-        var env = ProcessInfo.processInfo.environment
-        env["DOORGATEWAY_FIRSTBOOT_DIR"] = fb.path
-        env["DOORGATEWAY_ETC"] = etc.path
-        env["DOORGATEWAY_STATE"] = path("state")
-        env["GATEWAYCTL"] = bin.appendingPathComponent("gatewayctl").path
-        env["DOORGATEWAY_CONFIG_TXT"] = path("config.txt")
-        env["DOORGATEWAY_FIRMWARE_CUSTOM"] = path("raspi-firmware-custom")
-        env["DOORGATEWAY_FIRSTBOOT_STAMP"] = path("firstboot.done")
-        env["DOORGATEWAY_WPA"] = path("wpa/wpa_supplicant-wlan0.conf")
-        env["DOORGATEWAY_SYSTEMD_ETC"] = path("systemd")
-        env["DOORGATEWAY_ROOT_SSH"] = path("root-ssh")
-        env["DOORGATEWAY_ZONEINFO"] = zoneinfo.path
-        env["DOORGATEWAY_LOCALTIME"] = path("localtime")
-        env["DOORGATEWAY_TIMEZONE_FILE"] = path("timezone")
-        let r = try Run.process(
-            URL(fileURLWithPath: "/bin/sh"),
-            [Fixtures.root.appendingPathComponent("provisioning/firstboot/doorgateway-firstboot.sh").path],
-            environment: env)
+        let r = try FirstBootScript.run(
+            dir,
+            [
+                "DOORGATEWAY_ZONEINFO": zoneinfo.path, "DOORGATEWAY_LOCALTIME": path("localtime"),
+                "DOORGATEWAY_TIMEZONE_FILE": path("timezone"),
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertFalse(
             FileManager.default.fileExists(atPath: fb.appendingPathComponent("timezone").path),
