@@ -64,6 +64,9 @@ public final class PatternDriver: Sendable {
     /// What plays when nothing else does (the door's idle heartbeat, a reader
     /// fault, provisioning armed); it comes back after any pattern ends.
     public func setBackground(_ pattern: FeedbackPattern?) {
+        // Called after every batch of the door's effects: most leave it as it is,
+        // and then no hop to the pattern queue is needed.
+        if state.withLock({ $0.player.background == PatternPlayer.playable(pattern) }) { return }
         queue.sync { self.step { $0.setBackground(pattern, at: MonotonicClock.now()) } }
     }
 

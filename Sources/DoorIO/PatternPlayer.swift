@@ -44,11 +44,16 @@ public struct PatternPlayer: Sendable {
     /// Sets what plays when nothing else does (nil: nothing). Shown at once
     /// when nothing else plays (or the old background did).
     public mutating func setBackground(_ new: FeedbackPattern?, at now: MonotonicInstant) -> [LineChange] {
-        let usable = new.flatMap { $0.steps.isEmpty ? nil : $0 }
+        let usable = Self.playable(new)
         guard usable != background else { return [] }
         background = usable
         guard pattern == nil || playingBackground else { return [] }
         return resumeBackground(at: now)
+    }
+
+    /// `pattern` unless it has no steps (nothing to play).
+    static func playable(_ pattern: FeedbackPattern?) -> FeedbackPattern? {
+        pattern.flatMap { $0.steps.isEmpty ? nil : $0 }
     }
 
     /// Stops the pattern playing in front of the background; the background

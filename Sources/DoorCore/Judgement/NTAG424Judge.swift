@@ -148,7 +148,11 @@ public enum NTAG424Judge {
     /// so the tap skips the EV2 round trip. Any doubt (no such row, an
     /// unreadable registry, an unknown action) answers true.
     public static func wantsEV2(uid: TagUID, registry: some TagRegistryView, actions: [ActionDefinition]) -> Bool {
-        guard let row = try? registry.issuedTag(uid), row.kind == .ntag424, let action = row.action,
+        wantsEV2(try? registry.issuedTag(uid), actions: actions)
+    }
+
+    private static func wantsEV2(_ row: IssuedTagView?, actions: [ActionDefinition]) -> Bool {
+        guard let row, row.kind == .ntag424, let action = row.action,
             let definition = actions.first(where: { $0.index == action })
         else { return true }
         return definition.credentials.contains(.ntag424) || !definition.credentials.contains(.ntag424SUN)
@@ -160,8 +164,10 @@ public enum NTAG424Judge {
     public static func ev2Issue(uid: TagUID, registry: some TagRegistryView, actions: [ActionDefinition])
         -> NTAG424.KeyIssue?
     {
-        guard wantsEV2(uid: uid, registry: registry, actions: actions) else { return nil }
-        guard let row = try? registry.issuedTag(uid), row.kind == .ntag424 else { return .legacy }
+        // One registry read per tap (this runs on the reader thread before EV2).
+        let row = try? registry.issuedTag(uid)
+        guard wantsEV2(row, actions: actions) else { return nil }
+        guard let row, row.kind == .ntag424 else { return .legacy }
         return row.keyIssue ?? .legacy
     }
 }
