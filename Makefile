@@ -137,7 +137,8 @@ test-upgrade: deb-amd64
 ## static-arm64: fully static aarch64 (Raspberry Pi) binaries in $(STATIC_ARM64_OUT): gateway
 ## (+ gatewayd, gatewayctl links) and pn532-sim, cross-built with Debian trixie's swiftlang 6.0.3
 ## in a cached trixie chroot (root; cache ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/arm64)
-## test-e2e-arm64: the x86_64 end-to-end tests against those aarch64 binaries through qemu-user
+## test-e2e-arm64: the end-to-end tests named in Tests/aarch64-e2e.txt (E2E_ALL=1: all) against those aarch64
+## binaries through qemu-user
 ## test-gpio-vm-arm64: the gpio-vm checks on Debian 12's arm64 kernel in qemu-system-aarch64 (TCG)
 ## with gpio-sim cross-built out of tree, on the aarch64 static binary
 STATIC_ARM64_OUT ?= out/static-arm64
@@ -164,7 +165,9 @@ test-ha: deps static
 ## base is cached in ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/image.
 ## test-arm64-vm: boot a copy of the image in qemu-system-aarch64 (virt, TCG) with its own kernel
 ## and initrd; first boot, gatewayd READY on the simulated board, gatewayctl over ssh, stop locks;
-## a .local broker through a real mDNS responder under the shipped unit; later first-boot files removed.
+## a .local broker through a real mDNS responder under the shipped unit; later first-boot files removed;
+## the relay line on gpio-sim (built for the image's kernel) sampled through systemctl stop/restart,
+## SIGKILL, exit 78 and `apt install` of the next version, active-low and active-high: always locked.
 IMAGE_OUT ?= out/image
 .PHONY: image image-base test-arm64-vm
 image: deb

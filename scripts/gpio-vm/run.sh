@@ -20,12 +20,17 @@
 # port (the clock-jump fault scenario, scripts/faults/clockjump.py, with
 # `door_agent` on the kernel command line). clockctl (clockctl.c, built
 # static here) sets the guest's CLOCK_REALTIME and its NTP status.
+# MODULE=file boots nothing either: it builds gpio-sim-ext.ko for ARCH's kernel
+# (KREL=release picks one, e.g. the Pi image's own 6.1.0-57-arm64; default:
+# linux-image-ARCH's current one) and copies it to file (scripts/image/test-vm.sh
+# loads it in the booted image to watch the relay line under systemd).
 # Usage: scripts/gpio-vm/run.sh [ARCH=amd64|arm64] [GATEWAY=path] [PN532SIM=path] [PREPARE=dir [EXTRA=dir]]
+#        scripts/gpio-vm/run.sh ARCH=arm64 MODULE=file [KREL=release]
 #   Ends with "N passed, N failed" (PREPARE: with the two paths).
 set -euo pipefail
-PREPARE= EXTRA=
+PREPARE= EXTRA= MODULE= KREL=
 for a in "$@"; do case $a in ARCH=*) ARCH=${a#ARCH=};; GATEWAY=*) GATEWAY=${a#GATEWAY=};; PN532SIM=*) PN532SIM=${a#PN532SIM=};;
-  PREPARE=*) PREPARE=${a#PREPARE=};; EXTRA=*) EXTRA=${a#EXTRA=};; esac; done
+  PREPARE=*) PREPARE=${a#PREPARE=};; EXTRA=*) EXTRA=${a#EXTRA=};; MODULE=*) MODULE=${a#MODULE=};; KREL=*) KREL=${a#KREL=};; esac; done
 HERE=$(cd "$(dirname "$0")" && pwd)
 ARCH=${ARCH:-amd64}
 case $ARCH in amd64) DEFAULT_OUT=out/static;; arm64) DEFAULT_OUT=out/static-arm64;; *) echo "gpio-vm: ARCH is amd64 or arm64" >&2; exit 2;; esac
@@ -69,8 +74,10 @@ if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-[ -f "$GATEWAY" ] || { log "no gateway binary at $GATEWAY (run make static)"; exit 1; }
-[ -f "$PN532SIM" ] || { log "no pn532-sim binary at $PN532SIM (run make static)"; exit 1; }
+if [ -z "$MODULE" ]; then
+  [ -f "$GATEWAY" ] || { log "no gateway binary at $GATEWAY (run make static)"; exit 1; }
+  [ -f "$PN532SIM" ] || { log "no pn532-sim binary at $PN532SIM (run make static)"; exit 1; }
+fi
 
 # The cache (kernel packages, the built module) is shared by concurrent runs
 # (.ci/run's lanes boot this guest from make test and from the fault suite):
@@ -101,10 +108,11 @@ if [ "$ARCH" = arm64 ]; then
 fi
 
 # 2. Packages matching linux-image-$ARCH's current ABI.
-KREL=$("${APT_CACHE[@]}" depends "linux-image-$ARCH" | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+[ -n "$KREL" ] || KREL=$("${APT_CACHE[@]}" depends "linux-image-$ARCH" | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
 KREL=${KREL#linux-image-}                      # e.g. 6.1.0-56-amd64
 ABI=${KREL%-"$ARCH"}                           # e.g. 6.1.0-56
 KVER=$("${APT_CACHE[@]}" policy "linux-image-$KREL" | awk '/Candidate:/{print $2}')
+[ -n "$KVER" ] && [ "$KVER" != "(none)" ] || { log "Debian 12 no longer has linux-image-$KREL (an image built on an older kernel: rebuild it)"; exit 1; }
 SVER=$("${APT_CACHE[@]}" policy linux-source-6.1 | awk '/Candidate:/{print $2}')
 [ "$KVER" = "$SVER" ] || { log "linux-source-6.1 $SVER does not match linux-image-$KREL $KVER"; exit 1; }
 D=$CACHE/$KREL; mkdir -p "$D/deb"
@@ -142,6 +150,12 @@ if [ ! -f "$MOD" ]; then
   log "building gpio-sim-ext.ko for $KREL"
   make -s -C "$D/root/usr/src/linux-headers-$KREL" M="$B" "${KMAKE[@]}" -j"$(nproc)" modules >&2
   cp "$B/gpio-sim-ext.ko" "$MOD.tmp" && mv "$MOD.tmp" "$MOD"
+fi
+
+if [ -n "$MODULE" ]; then
+  cp "$MOD" "$MODULE.tmp" && mv "$MODULE.tmp" "$MODULE"
+  log "gpio-sim-ext.ko for $KREL: $MODULE"
+  exit 0
 fi
 
 # 4. Initramfs: busybox, configfs.ko, gpio-sim-ext.ko, stripped gateway, checks.

@@ -22,6 +22,14 @@
 # the key 0600), the relay's polarity from the card in gateway.toml and its
 # firmware hold in config.txt (active-low strike: gpio=17=op,dh,pu), the relay opened and then locked by `systemctl stop
 # gatewayd`, host keys made, root grown. Printed: image size, boot to READY.
+# The relay line while gatewayd is not running, under systemd (issue 33): the
+# image's kernel with gpio-sim (built for it, scripts/gpio-vm/run.sh MODULE=)
+# as the Pi's header lines, gatewayd on them under the shipped unit, and the
+# relay line's level sampled from outside (scripts/image/vm/vmtest-relay.sh)
+# through `systemctl stop`, `systemctl restart`, a SIGKILL and systemd's
+# restart, an edit that makes gatewayd exit 78, and `apt install` of the next
+# version of the package — for an active-low and an active-high relay: always
+# the locked level.
 # Under the shipped unit (issue 33): a broker named doorbroker.local, answered
 # by a real mDNS responder (scripts/mdns/responder.py, python3-zeroconf) on a
 # second NIC (a host tap, 10.253.19.0/24), reached by gatewayd — and not with
@@ -31,8 +39,10 @@
 # after the first boot (a new wifi.conf and door.key) are not applied and are
 # gone from the card after the next boot, which STATUS.txt says.
 #
-# Environment: PN532_SIM (default out/static-arm64/pn532-sim), VM_TIMEOUT
-# (seconds for the whole VM, default 900), DOORGATEWAY_CACHE.
+# Environment: PN532_SIM (default out/static-arm64/pn532-sim), NEXT_DEB_FROM
+# (the arm64 package the "next version" is made from, default the newest
+# out/deb/doorgateway_*_arm64.deb), VM_TIMEOUT (seconds for the whole VM,
+# default 900), DOORGATEWAY_CACHE.
 # QEMU and mosquitto are started here and killed and reaped on every exit path.
 set -euo pipefail
 
@@ -43,12 +53,14 @@ REPO=$(pwd)
 . scripts/image/lib.sh
 say() { echo "test-arm64-vm: $*" >&2; }
 PN532_SIM=${PN532_SIM:-out/static-arm64/pn532-sim}
+NEXT_DEB_FROM=${NEXT_DEB_FROM:-$(ls -t out/deb/doorgateway_*_arm64.deb 2>/dev/null | head -1)}
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 T0=$SECONDS
 
 [ "$(id -u)" = 0 ] || die "needs root (apt-get)"
 [ -f "$IMG" ] || die "no $IMG (make image)"
 [ -x "$PN532_SIM" ] || die "no $PN532_SIM (make static-arm64)"
+[ -f "$NEXT_DEB_FROM" ] || die "no arm64 package to make the next version from (make deb, or NEXT_DEB_FROM=)"
 ensure_host_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk openssh-client mosquitto openssl \
     python3-zeroconf iproute2
 IMG=$(readlink -f "$IMG")
@@ -160,6 +172,11 @@ dd if="$DISK" of="$ROOTFS" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=n
 mkdir -p "$VM/bin"
 debugfs -R "dump /usr/bin/gateway $VM/bin/gateway" "$ROOTFS" > /dev/null 2>&1
 chmod 0755 "$VM/bin/gateway"
+# gpio-sim for the image's own kernel (its one release under /usr/lib/modules).
+KREL=$(debugfs -R 'ls -p /usr/lib/modules' "$ROOTFS" 2>/dev/null | awk -F/ '$6 ~ /^[0-9]/ { print $6 }' | head -1)
+[ -n "$KREL" ] || die "no kernel release under the image's /usr/lib/modules"
+scripts/gpio-vm/run.sh ARCH=arm64 MODULE="$VM/gpio-sim-ext.ko" KREL="$KREL" > "$VM/gpio-sim-build.log" 2>&1 \
+    || { cat "$VM/gpio-sim-build.log" >&2; die "cannot build gpio-sim for the image's kernel $KREL"; }
 qemu-aarch64-static "$VM/bin/gateway" ctl config example --board sim > "$VM/fb/gateway.toml" \
     || die "cannot run the image's /usr/bin/gateway (qemu-aarch64-static) for the sim configuration"
 rm -f "$VM/bin/gateway"
@@ -200,6 +217,11 @@ write $REPO/scripts/image/vm/vmtest-figures.service /etc/systemd/system/vmtest-f
 set_inode_field /etc/systemd/system/vmtest-figures.service mode 0100644
 mkdir /etc/systemd/system/multi-user.target.wants
 symlink /etc/systemd/system/multi-user.target.wants/vmtest-figures.service /etc/systemd/system/vmtest-figures.service
+write $REPO/scripts/image/vm/vmtest-relay.sh /usr/local/sbin/vmtest-relay
+set_inode_field /usr/local/sbin/vmtest-relay mode 0100755
+mkdir /usr/local/lib/vmtest
+write $VM/gpio-sim-ext.ko /usr/local/lib/vmtest/gpio-sim-ext.ko
+set_inode_field /usr/local/lib/vmtest/gpio-sim-ext.ko mode 0100644
 mkdir /etc/systemd/system/gatewayd.service.d
 write $VM/vmtest.conf /etc/systemd/system/gatewayd.service.d/vmtest.conf
 set_inode_field /etc/systemd/system/gatewayd.service.d/vmtest.conf mode 0100644
@@ -209,7 +231,18 @@ debugfs -R 'stat /usr/bin/pn532-sim' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 
 debugfs -R 'stat /etc/systemd/system/multi-user.target.wants/vmtest-figures.service' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 'Type: symlink' \
     || { cat "$VM/debugfs.log" >&2; die "vmtest-figures.service not enabled"; }
 dd if="$ROOTFS" of="$DISK" bs=512 seek="$ROOT_START" conv=notrunc,sparse status=none
-rm -f "$ROOTFS" "$VM/pn532-sim"
+debugfs -R 'stat /usr/local/lib/vmtest/gpio-sim-ext.ko' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 'Mode:  0644' \
+    || { cat "$VM/debugfs.log" >&2; die "gpio-sim-ext.ko not written"; }
+rm -f "$ROOTFS" "$VM/pn532-sim" "$VM/gpio-sim-ext.ko"
+# Two next versions of this package (VERSION+vmtest1, +vmtest2: upgrades as
+# apt sees them, the same files), one for each relay polarity's `apt install`.
+dpkg-deb -R "$NEXT_DEB_FROM" "$VM/next"
+DEB_VERSION=$(sed -n 's/^Version: //p' "$VM/next/DEBIAN/control")
+for n in 1 2; do
+    sed -i "s/^Version: .*/Version: $DEB_VERSION+vmtest$n/" "$VM/next/DEBIAN/control"
+    dpkg-deb --root-owner-group -Zgzip -b "$VM/next" "$VM/next$n.deb" > /dev/null || die "cannot build the next package"
+done
+rm -rf "$VM/next"
 say "copy prepared in $((SECONDS - T0)) s"
 
 # --- boot ----------------------------------------------------------------------------------
@@ -420,6 +453,131 @@ else
 fi
 vm "cp /root/gateway.toml.before-mdns /etc/doorgateway/gateway.toml && systemctl restart gatewayd" > /dev/null 2>&1 \
     || fail "gateway.toml back to the first-boot broker"
+
+# --- the relay line while gatewayd is not running, under systemd (issue 33) ----------------
+# gatewayd on gpio-sim lines named as the Pi's (the image's kernel, the shipped
+# unit and udev rule), its relay's level sampled from outside gatewayd through
+# each way systemd and apt stop or replace it. gpio-sim releases a line to its
+# pull, as Debian's pinctrl-bcm2835 returns a freed pin to input; gatewayd's
+# request sets that pull to the locked level's, so the line stays locked while
+# no gatewayd runs. The first-boot gateway.toml, its board made real on the
+# gpio-sim chip (the reader left at a bus this machine lacks: libnfc retries).
+vm "cp /etc/doorgateway/gateway.toml /root/gateway.toml.before-relay"
+vm cat /root/gateway.toml.before-relay > "$VM/gateway-firstboot.toml"
+RELAY_CHIP=$(vm vmtest-relay chip)
+if [ -n "$RELAY_CHIP" ]; then
+    pass "gpio-sim on the image's kernel $KREL: $RELAY_CHIP, lines GPIO17 GPIO22 GPIO23 GPIO24 GPIO27 (node $(vm "stat -c '%U:%G %a' /dev/$RELAY_CHIP") by the shipped udev rule)"
+else
+    fail "gpio-sim chip in the image" "$(vm 'dmesg | tail -5' | tr '\n' '|')"
+fi
+relay_config() { # ACTIVE_LOW [bad]: the first-boot file on the chip; bad: active_low left out (exit 78)
+    python3 - "$VM/gateway-firstboot.toml" "$RELAY_CHIP" "$1" "${2:-}" <<'EOF'
+import sys
+src, chip, active_low, bad = sys.argv[1:]
+out, section = [], None
+for line in open(src).read().splitlines():
+    s = line.strip()
+    if s.startswith('['):
+        section = s
+    if section == '[board]' and s.startswith('kind ='):
+        line = 'kind = "real"'
+    elif section == '[board]' and s.startswith('chip ='):
+        line = f'chip = "{chip}"'
+    elif section == '[reader]' and s.startswith('simulator ='):
+        continue
+    elif section == '[[outputs]]' and s.startswith('active_low ='):
+        if bad:
+            continue
+        line = f'active_low = {active_low}'
+    out.append(line)
+print('\n'.join(out))
+EOF
+}
+put_relay_config() { relay_config "$@" | vm "cat > /etc/doorgateway/gateway.toml"; }
+until_active() { # SECONDS [NOT_PID]: until gatewayd is active (with a main pid other than NOT_PID)
+    local i st pid
+    for i in $(seq 1 "$1"); do
+        st=$(vm systemctl is-active gatewayd)
+        pid=$(vm systemctl show -P MainPID gatewayd)
+        [ "$st" = active ] && [ "$pid" != 0 ] && [ "$pid" != "${2:-}" ] && { echo active; return; }
+        sleep 1
+    done
+    echo "${st:-unknown}"
+}
+main_pid() { vm systemctl show -P MainPID gatewayd; }
+relay_polarity() { # ACTIVE_LOW LOCKED N: one polarity through stop, restart, kill, exit 78, apt install
+    local al=$1 locked=$2 n=$3 name st v levels pid strike journal
+    name="relay active-$([ "$al" = true ] && echo low || echo high)"
+    put_relay_config "$al"
+    vm systemctl restart gatewayd > /dev/null 2>&1
+    st=$(until_active 90)
+    v=$(vm vmtest-relay value)
+    strike=$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["outputs"]["strike"])' 2>/dev/null)
+    journal=$(vm journalctl -u gatewayd -b --no-pager -o cat | grep 'gpio board ready' | tail -1)
+    if [ "$st" = active ] && [ "$v" = "$locked" ] && [ "$strike" = locked ]; then
+        pass "$name: gatewayd on $RELAY_CHIP under the shipped unit, strike locked, line at $v, pull $(vm vmtest-relay pull): $(printf '%s' "$journal" | grep -o 'strike=.*' | cut -c1-90)"
+    else
+        fail "$name: gatewayd on gpio-sim" "state $st, line $v (locked is $locked), strike $strike; $(vm journalctl -u gatewayd -b --no-pager -o cat | tail -4 | tr '\n' '|')"
+        return
+    fi
+    # The sampler sees a change when there is one: an open pulses the relay.
+    vm vmtest-relay start pulse
+    vm gatewayctl open --action 0 > /dev/null 2>&1
+    sleep 6
+    levels=$(vm vmtest-relay stop pulse)
+    [ "$levels" = "$locked $((1 - locked)) $locked" ] && pass "$name: gatewayctl open pulses the line, sampled: $levels" \
+        || fail "$name: an open's pulse on the line" "levels $levels (locked is $locked)"
+    vm systemctl stop gatewayd > /dev/null 2>&1
+    v=$(vm vmtest-relay value)
+    [ "$v" = "$locked" ] && pass "$name: after systemctl stop the released line is at $v, the locked level (pull $(vm vmtest-relay pull))" \
+        || fail "$name: after systemctl stop" "line at $v, locked is $locked (pull $(vm vmtest-relay pull))"
+    vm systemctl start gatewayd > /dev/null 2>&1
+    st=$(until_active 90)
+    # systemctl restart: stop, the line released, start again (READY).
+    vm vmtest-relay start restart
+    vm systemctl restart gatewayd > /dev/null 2>&1
+    st=$(until_active 90)
+    levels=$(vm vmtest-relay stop restart)
+    [ "$st" = active ] && [ "$levels" = "$locked" ] && pass "$name: the line through systemctl restart, sampled: $levels" \
+        || fail "$name: systemctl restart" "state $st, levels $levels (locked is $locked)"
+    # SIGKILL: nothing of gatewayd runs; systemd starts it again (Restart=always).
+    pid=$(main_pid)
+    vm vmtest-relay start kill
+    vm systemctl kill -s KILL gatewayd > /dev/null 2>&1
+    st=$(until_active 90 "$pid")
+    levels=$(vm vmtest-relay stop kill)
+    [ "$st" = active ] && [ "$levels" = "$locked" ] && pass "$name: the line through a SIGKILL and systemd's restart of gatewayd, sampled: $levels" \
+        || fail "$name: SIGKILL and restart" "state $st, levels $levels (locked is $locked)"
+    # An edit gatewayd refuses: exit 78, not restarted (RestartPreventExitStatus=78).
+    vm vmtest-relay start exit78
+    put_relay_config "$al" bad
+    vm systemctl restart gatewayd > /dev/null 2>&1
+    sleep 3
+    st=$(vm systemctl show -P ExecMainStatus gatewayd)/$(vm systemctl is-active gatewayd)
+    levels=$(vm vmtest-relay stop exit78)
+    [ "$st" = 78/failed ] && [ "$levels" = "$locked" ] && pass "$name: the line through a restart into a refused gateway.toml (exit 78, left stopped), sampled: $levels" \
+        || fail "$name: exit 78" "status/state $st, levels $levels (locked is $locked)"
+    put_relay_config "$al"
+    vm "systemctl reset-failed gatewayd; systemctl start gatewayd" > /dev/null 2>&1
+    st=$(until_active 90)
+    # apt install of the next version: prerm stops gatewayd, dpkg unpacks, postinst starts it.
+    pid=$(main_pid)
+    vm "cat > /root/next$n.deb" < "$VM/next$n.deb"
+    vm vmtest-relay start upgrade
+    vm "DEBIAN_FRONTEND=noninteractive apt-get install -y /root/next$n.deb" > "$VM/apt-$n.log" 2>&1
+    st=$(until_active 90 "$pid")
+    levels=$(vm vmtest-relay stop upgrade)
+    v=$(vm "dpkg-query -W -f '\${Version}' doorgateway")
+    [ "$st" = active ] && [ "$v" = "$DEB_VERSION+vmtest$n" ] && [ "$levels" = "$locked" ] \
+        && pass "$name: the line through apt install of $v (gatewayd stopped, unpacked, started), sampled: $levels" \
+        || fail "$name: apt install of the next version" "state $st, version $v, levels $levels (locked is $locked); $(tail -3 "$VM/apt-$n.log" | tr '\n' '|')"
+}
+# An opto module (active-low: locked is high) and a plain relay board (active-high: locked is low).
+relay_polarity true 1 1
+relay_polarity false 0 2
+vm "cp /root/gateway.toml.before-relay /etc/doorgateway/gateway.toml && systemctl restart gatewayd" > /dev/null 2>&1 \
+    || fail "gateway.toml back to the simulated board"
+[ "$(until_active 90)" = active ] || fail "gatewayd on the simulated board again"
 
 # Hold the strike unlocked (passage mode), then stop the service: the daemon
 # must lock it on SIGTERM. (A 3 s `open` pulse could end on its own before the
