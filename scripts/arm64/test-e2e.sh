@@ -100,13 +100,37 @@ nice -n 10 "$SWIFT" build --build-tests --scratch-path "$SCRATCH" -j "$(nproc)" 
 grep -E 'error:|Compiling|Build complete' out/e2e-arm64-build.log | grep -v '^\[' >&2 || true
 [ "$build_status" = 0 ] || die "test build failed (exit $build_status; log out/e2e-arm64-build.log)"
 
-say "swift test --filter ${E2E_FILTER:-EndToEndTests} against $BIN (aarch64, qemu-user, time scale ${DOORGATEWAY_E2E_TIME_SCALE:-3})"
+# What runs: E2E_FILTER (a regular expression), or with E2E_ALL=1 all of
+# EndToEndTests, or by default the set in Tests/aarch64-e2e.txt (one test or
+# suite per line, with what it proves on aarch64). Each name of the set must
+# match a test the build has, so a rename cannot drop it unnoticed.
+filters=()
+if [ -n "${E2E_FILTER:-}" ]; then
+    filters=(--filter "$E2E_FILTER")
+elif [ "${E2E_ALL:-0}" = 1 ]; then
+    filters=(--filter EndToEndTests)
+else
+    "$SWIFT" test list --skip-build --scratch-path "$SCRATCH" >out/e2e-arm64-list.txt 2>/dev/null \
+        || die "swift test list failed"
+    missing=0
+    while read -r name _; do
+        case $name in '' | '#'*) continue ;; esac
+        if ! grep -c >/dev/null "^EndToEndTests\.$name\(/\|\$\)" out/e2e-arm64-list.txt; then
+            say "Tests/aarch64-e2e.txt names $name, which is no test of EndToEndTests"
+            missing=1
+        fi
+        filters+=(--filter "^EndToEndTests\.$name(/|\$)")
+    done <Tests/aarch64-e2e.txt
+    [ "$missing" = 0 ] || die "Tests/aarch64-e2e.txt is out of date"
+    say "the aarch64 set: ${#filters[@]} entries of Tests/aarch64-e2e.txt ($(grep -c '^EndToEndTests\.' out/e2e-arm64-list.txt) end-to-end tests in all; E2E_ALL=1 runs them all)"
+fi
+say "swift test ${filters[*]} against $BIN (aarch64, qemu-user, time scale ${DOORGATEWAY_E2E_TIME_SCALE:-3})"
 export DOORGATEWAY_E2E_BIN="$BIN" DOORGATEWAY_E2E_TIME_SCALE="${DOORGATEWAY_E2E_TIME_SCALE:-3}"
 status=0
 # E2E_SKIP: a regular expression of tests to leave out (none by default).
 skip=()
 [ -z "${E2E_SKIP:-}" ] || skip=(--skip "$E2E_SKIP")
-"$SWIFT" test --skip-build --scratch-path "$SCRATCH" --filter "${E2E_FILTER:-EndToEndTests}" "${skip[@]}" || status=$?
+"$SWIFT" test --skip-build --scratch-path "$SCRATCH" "${filters[@]}" "${skip[@]}" || status=$?
 # A gatewayd or pn532-sim that outlived a failed test would be a leak.
 if pgrep -f "^/usr/bin/qemu-aarch64-static .*$(realpath "$BIN")" >/dev/null 2>&1; then
     say "warning: emulated processes from $BIN are still running:"
