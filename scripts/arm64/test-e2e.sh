@@ -122,7 +122,7 @@ else
         filters+=(--filter "^EndToEndTests\.$name(/|\$)")
     done <Tests/aarch64-e2e.txt
     [ "$missing" = 0 ] || die "Tests/aarch64-e2e.txt is out of date"
-    say "the aarch64 set: ${#filters[@]} entries of Tests/aarch64-e2e.txt ($(grep -c '^EndToEndTests\.' out/e2e-arm64-list.txt) end-to-end tests in all; E2E_ALL=1 runs them all)"
+    say "the aarch64 set: $((${#filters[@]} / 2)) entries of Tests/aarch64-e2e.txt ($(grep -c '^EndToEndTests\.' out/e2e-arm64-list.txt) end-to-end tests in all; E2E_ALL=1 runs them all)"
 fi
 say "swift test ${filters[*]} against $BIN (aarch64, qemu-user, time scale ${DOORGATEWAY_E2E_TIME_SCALE:-3})"
 export DOORGATEWAY_E2E_BIN="$BIN" DOORGATEWAY_E2E_TIME_SCALE="${DOORGATEWAY_E2E_TIME_SCALE:-3}"
