@@ -179,6 +179,16 @@ test-arm64-vm:
 	$(MAKE) --no-print-directory image $(if $(SSH_KEY),,ALLOW_NO_SSH_KEY=1)
 	./scripts/image/test-vm.sh "$$(ls -t $(IMAGE_OUT)/doorgateway-*-arm64.img | head -1)"
 
+## test-raspi3b: the image's kernel and device tree (+ the SPI0 overlay) on QEMU 10's raspi3b machine
+## (unpacked from bookworm-backports, not installed): gatewayd from a small initramfs on pinctrl-bcm2835's
+## GPIO17, the PN532 (pn532-sim) on the mini UART (ttyS1), GPIO17's edges recorded from power-on through
+## qtest with the firmware hold emulated, both polarities; I2C/SPI nodes against an EEPROM and a flash
+## model; a control boot with a deliberate glitch that must be caught
+.PHONY: test-raspi3b
+test-raspi3b:
+	$(MAKE) --no-print-directory image $(if $(SSH_KEY),,ALLOW_NO_SSH_KEY=1)
+	./scripts/raspi3b/run.sh "$$(ls -t $(IMAGE_OUT)/doorgateway-*-arm64.img | head -1)"
+
 ## bench-bus: insertion → decoded NDEF through libnfc on each transport — pn532_i2c at 100 and
 ## 400 kHz, pn532_spi at 1 MHz (pn532-sim's CUSE fronts) and pn532_uart at 115200 — in the
 ## gpio-vm guest (TCG), beside each wire's minimal exchange; figures, not tests
