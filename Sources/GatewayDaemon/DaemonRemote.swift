@@ -6,6 +6,7 @@ import GatewayControl
 import GatewayMQTT
 import GatewayStore
 import Logging
+import RemoteLink
 import Synchronization
 
 #if canImport(Glibc)
@@ -19,14 +20,15 @@ extension Daemon {
     /// (DaemonMQTT.swift, DaemonNATS.swift); everything after is the same
     /// for both.
     func prepareRemote() {
-        let made: (any RemoteTransport)?
+        let made: (link: any RemoteTransport, wiring: RemoteWiring)?
         switch configuration.remote.transport {
-        case .mqtt: made = makeMQTT()
-        case .nats: made = makeNATS()
+        case .mqtt: made = makeMQTT().map { ($0.link, $0.wiring) }
+        case .nats: made = makeNATS().map { ($0.link, $0.wiring) }
         }
         guard let made else { return }
-        wireRemote(made)
-        transport = made
+        wireRemote(made.link)
+        remoteWiring = made.wiring
+        transport = made.link
     }
 
     /// The configuration's warnings, then the handler every remote command
@@ -67,14 +69,14 @@ extension Daemon {
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
             glue.outboxMessage(for: event, at: time)
         }
-        let approval = approvalPublisher(link, uidText: glue.uidText, label: glue.label)
+        let approval = Self.approvalPublisher(link, uidText: glue.uidText, label: glue.label)
         let homeAssistantAdmin = homeAssistantAdmin
         let deviceID = configuration.deviceID
         runtime.setHooks(
             publish: { event, time in
                 glue.published(event)
                 homeAssistantAdmin?.observe(event, at: time)
-                approval?(event, time)
+                approval(event, time)
             },
             publishState: { link.publishState($0) },
             publishReport: { link.publishReport(Self.deviceReport(deviceID)) })
@@ -93,17 +95,17 @@ extension Daemon {
     static func eventUIDText(
         _ mode: UIDInEvents, transport: String, log: Logger, deviceKey: () throws -> [UInt8]?
     ) -> @Sendable (TagUID) -> String? {
-        guard mode == .hmac else { return { Payloads.uidText($0, hashed: false, deviceKey: []) } }
+        guard mode == .hmac else { return { LinkPayloads.uidText($0, hashed: false, deviceKey: []) } }
         var key: [UInt8] = []
         var problem = "missing"
         do { key = try deviceKey() ?? [] } catch { problem = "unreadable (\(error))" }
-        if key.count < Payloads.minimumDeviceKeyLength {
+        if key.count < LinkPayloads.minimumDeviceKeyLength {
             log.error(
                 "\(transport): the device key is \(problem); with uid_in_events = \"hmac\" events carry no UID and no tag scans are sent (restart gatewayd once the store is readable)"
             )
         }
         let frozen = key
-        return { Payloads.uidText($0, hashed: true, deviceKey: frozen) }
+        return { LinkPayloads.uidText($0, hashed: true, deviceKey: frozen) }
     }
 
     /// Connects the prepared transport: events through the durable outbox,
@@ -111,7 +113,7 @@ extension Daemon {
     func startRemote() {
         guard let link = transport else { return }
         do {
-            try link.start()
+            try link.start(remoteWiring)
         } catch {
             log.error("\(link.transportName): \(error)")
             return
