@@ -53,9 +53,10 @@ let package = Package(
             ]),
         // MARK: MQTT adapter: the only code that touches libmosquitto. A transport: the
         // daemon gives it settings, an outbox and a command handler; decisions are DoorCore's.
-        // The transports' own threads, the condition they hand work over with, and the outbox
-        // committer both share (DoorCore's Outbox port).
-        .target(name: "LinkThreads", dependencies: ["DoorCore"]),
+        // The remote link core both transports compose: their threads, the outbox round, status
+        // counters and error notes, kept documents, and the transport-neutral payloads (events, telemetry).
+        .target(
+            name: "RemoteLink", dependencies: ["DoorCore", .product(name: "Logging", package: "swift-log")]),
         // `*.local` broker names by a one-shot multicast DNS query (the static binary's NSS does
         // not do mDNS), and a TLS context that checks the broker's name while connecting by address.
         .target(name: "MulticastDNS"),
@@ -63,7 +64,7 @@ let package = Package(
         .target(
             name: "GatewayMQTT",
             dependencies: [
-                "DoorCore", "CMosquitto", "LinkThreads", "MulticastDNS", "CBrokerTLS",
+                "DoorCore", "CMosquitto", "RemoteLink", "MulticastDNS", "CBrokerTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // MARK: NATS adapter: the only code that touches libnats; a transport like GatewayMQTT
@@ -71,7 +72,7 @@ let package = Package(
         .target(
             name: "GatewayNATS",
             dependencies: [
-                "DoorCore", "CNATS", "COpenSSL", "LinkThreads", "MulticastDNS",
+                "DoorCore", "CNATS", "COpenSSL", "RemoteLink", "MulticastDNS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Async-signal-safe relay lock on fatal signals (C: sigaction + libgpiod).
@@ -113,7 +114,7 @@ let package = Package(
             name: "GatewayDaemon",
             dependencies: [
                 "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
-                "GatewayNATS", "TerminalQR", "CClockSync", "Arguments",
+                "GatewayNATS", "RemoteLink", "TerminalQR", "CClockSync", "Arguments",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // gatewayctl: the admin commands (a few run the daemon's own code: config check, the simulator).
@@ -133,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "mqtt-bench",
             dependencies: [
-                "GatewayMQTT", "GatewayStore", "DoorCore",
+                "GatewayMQTT", "RemoteLink", "GatewayStore", "DoorCore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/MQTTBench"),
@@ -163,9 +164,11 @@ let package = Package(
         .testTarget(name: "PN532EmulatorTests", dependencies: ["PN532Emulator", "TestSupport"]),
         .testTarget(
             name: "GatewayMQTTTests",
-            dependencies: ["GatewayMQTT", "GatewayConfig", "GatewayDaemon", "GatewayStore", "TestSupport"]),
+            dependencies: [
+                "GatewayMQTT", "RemoteLink", "GatewayConfig", "GatewayDaemon", "GatewayStore", "TestSupport",
+            ]),
         .testTarget(
-            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "GatewayConfig", "TestSupport"]),
+            name: "GatewayNATSTests", dependencies: ["GatewayNATS", "RemoteLink", "GatewayConfig", "TestSupport"]),
         .testTarget(name: "TerminalQRTests", dependencies: ["TerminalQR", "CQRencode"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "GatewayStore", "NFCReader", "TestSupport"]),
         .testTarget(
@@ -173,7 +176,9 @@ let package = Package(
             dependencies: ["GatewayCLI", "GatewayDaemon", "GatewayCtl", "GatewayControl", "TestSupport"]),
         .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
         .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),
-        .testTarget(name: "LinkThreadsTests", dependencies: ["LinkThreads", "TestSupport"]),
+        .testTarget(
+            name: "RemoteLinkTests",
+            dependencies: ["RemoteLink", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

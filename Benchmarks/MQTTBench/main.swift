@@ -8,6 +8,7 @@ import Foundation
 import GatewayMQTT
 import GatewayStore
 import Logging
+import RemoteLink
 
 let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 5000 : 5000
 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-bench-\(getpid())").path
@@ -104,7 +105,7 @@ link.stop(flushWithin: .zero)
 // mosquitto_pub -l -q 1 with the same payloads, in the same run.
 let payloads = (0..<count).map {
     String(
-        decoding: Payloads.event(
+        decoding: LinkPayloads.event(
             event, seq: Int64($0), time: 1_700_000_000, device: "bench", uidText: "04A1B2C3D4E5F6"), as: UTF8.self)
 }
 let input = Data((payloads.joined(separator: "\n") + "\n").utf8)

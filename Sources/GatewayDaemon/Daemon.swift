@@ -48,6 +48,7 @@ final class Daemon: Sendable {
         var sources: [Source: any DispatchSourceProtocol] = [:]
         var control: ControlServer?
         var transport: (any RemoteTransport)?
+        var remoteWiring = RemoteWiring()
         var transportRunning = false
         var fleetReceiver: FleetReceiver?
         var homeAssistantAdmin: HomeAssistantAdmin?
@@ -63,6 +64,11 @@ final class Daemon: Sendable {
     var transport: (any RemoteTransport)? {
         get { wiring.withLock { $0.transport } }
         set { wiring.withLock { $0.transport = newValue } }
+    }
+    /// What `transport` is handed at its start (its command handler, Home Assistant's hook).
+    var remoteWiring: RemoteWiring {
+        get { wiring.withLock { $0.remoteWiring } }
+        set { wiring.withLock { $0.remoteWiring = newValue } }
     }
     /// Whether `transport` started (`startRemote`).
     var transportRunning: Bool {

@@ -1,7 +1,7 @@
 import DoorCore
 import GatewayControl
 import GatewayConfig
-import GatewayMQTT
+import RemoteLink
 import GatewayStore
 
 /// Consent-first approval's daemon glue (docs/policy.md "Approval"): the
@@ -52,23 +52,20 @@ extension Daemon {
         return (!policies.isEmpty, policies.contains { $0.by.contains(.homeAssistant) })
     }
 
-    /// MQTT: each approval event also goes to `…/approval`, for HA's event
-    /// entity, with the tag's label when `label_in_events` gives one (also
-    /// when no action asks for approval at start: a reload may add one). Nil
-    /// for another transport (NATS: the requests are events on `P.D.event`).
-    func approvalPublisher(
+    /// Each approval event also goes where the transport has a place of its
+    /// own for them (MQTT: `…/approval`, for HA's event entity; NATS: none,
+    /// the requests are events on `P.D.event`), with the tag's label when
+    /// `label_in_events` gives one (also when no action asks for approval at
+    /// start: a reload may add one). Other events are not looked at.
+    static func approvalPublisher(
         _ link: any RemoteTransport, uidText: @escaping @Sendable (TagUID) -> String?,
         label: (@Sendable (TagUID) -> String?)?
-    ) -> (@Sendable (DoorEvent, Int64) -> Void)? {
-        guard let mqtt = link as? MQTTLink else { return nil }
-        let device = configuration.deviceID
+    ) -> @Sendable (DoorEvent, Int64) -> Void {
         return { event, time in
-            guard
-                let payload = Payloads.approvalEvent(
-                    event, time: time, device: device, uidText: event.uid.flatMap(uidText),
-                    label: label.flatMap { l in event.uid.flatMap(l) })
-            else { return }
-            mqtt.publishApproval(payload)
+            guard LinkPayloads.approvalEventTypes.contains(event.kind) else { return }
+            link.publishApproval(
+                event, at: time, uidText: event.uid.flatMap(uidText),
+                label: label.flatMap { l in event.uid.flatMap(l) })
         }
     }
 }

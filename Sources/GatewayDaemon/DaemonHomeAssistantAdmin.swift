@@ -27,7 +27,7 @@ import Synchronization
 final class HomeAssistantAdmin: Sendable {
     let queue = DispatchQueue(label: "gatewayd.ha-admin")
     let enabled: Bool
-    private let link: MQTTLink
+    private let link: any HomeAssistantLink
     private let store: GatewayStore
     /// Where arming, cancelling and the audited selections go; its
     /// `committed()` is waited for before the tags are read after an event.
@@ -57,7 +57,7 @@ final class HomeAssistantAdmin: Sendable {
     static let source = CommandSource.homeAssistant
 
     init(
-        enabled: Bool, link: MQTTLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
+        enabled: Bool, link: any HomeAssistantLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
         actions: @escaping @Sendable () -> [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
         hashed: @escaping @Sendable (TagUID) -> String?,
         discovery: @escaping @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
@@ -95,22 +95,23 @@ final class HomeAssistantAdmin: Sendable {
     static let clearAfter = DispatchTimeInterval.seconds(5)
 
     /// Before the link starts: the documents HA's entities read (kept by the
-    /// link and re-sent at each connect), or with the option off, the
+    /// link and re-sent at each connect); or with the option off, what the
+    /// link runs after each connect (`RemoteWiring.afterConnect`): the
     /// clearing of what an earlier run left (labels are often names).
-    func prepare() {
-        queue.sync {
+    func prepare() -> (@Sendable () -> Void)? {
+        queue.sync { () -> (@Sendable () -> Void)? in
             guard enabled else {
                 let topics = [link.topics.tags, link.topics.denied, link.topics.adminState]
-                link.afterConnect = { @Sendable [queue, link, topics, clearAfter = Self.clearAfter] in
+                return { @Sendable [queue, link, topics, clearAfter = Self.clearAfter] in
                     queue.asyncAfter(deadline: .now() + clearAfter) {
                         for topic in topics { link.clearRetained(topic: topic) }
                     }
                 }
-                return
             }
             publishState()
             refreshTags()
             publishLastDenied()
+            return nil
         }
     }
 

@@ -5,11 +5,11 @@ import GatewayMQTT
 import GatewayStore
 
 extension Daemon {
-    /// MQTT (`[remote] transport = "mqtt"`, the default): the link made and
-    /// given its commands, Home Assistant's discovery and admin screen, and
-    /// the fleet's retained topics. Nil, logged, when `[mqtt]` is off or its
-    /// login cannot be read.
-    func makeMQTT() -> MQTTLink? {
+    /// MQTT (`[remote] transport = "mqtt"`, the default): the link made with
+    /// the fleet's retained topics, Home Assistant's discovery and admin
+    /// screen, and what it is handed at start (its commands, HA's hook). Nil,
+    /// logged, when `[mqtt]` is off or its login cannot be read.
+    func makeMQTT() -> (link: MQTTLink, wiring: RemoteWiring)? {
         guard configuration.mqtt.enabled else { return nil }
         var mqtt = configuration.mqtt
         // Relative TLS paths are systemd credentials (LoadCredential=).
@@ -28,9 +28,8 @@ extension Daemon {
         }
         guard let commands = makeRemoteCommands("mqtt") else { return nil }
         let outbox = StoreOutbox(store: store, limit: mqtt.outboxLimit)
-        let link = MQTTLink(settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log)
-        link.commands = commands
-        attachFleet(link)
+        let link = MQTTLink(
+            settings: settings, deviceID: configuration.deviceID, outbox: outbox, log: log, fleet: makeFleet())
         let topics = link.topics
         let eventTypes = DoorEvent.Kind.allCases.map(\.rawValue)
         let (device, doorContact) = (configuration.deviceID, configuration.doorContact != nil)
@@ -66,22 +65,46 @@ extension Daemon {
             discoveryReload = { link.replaceDiscovery(makeDiscovery(nil)) }
         }
         commands.admin = { admin.received($0) }
-        admin.prepare()
+        let afterConnect = admin.prepare()
         homeAssistantAdmin = admin
-        return link
+        return (link, RemoteWiring(commands: commands, afterConnect: afterConnect))
     }
 
-    /// Makes the fleet receiver and hands it to the MQTT link (before `start`):
-    /// retained documents, one topic per door.
-    private func attachFleet(_ link: MQTTLink) {
-        guard configuration.fleet.enabled else { return }
+    /// The fleet receiver for the MQTT link: retained documents, one topic per door.
+    private func makeFleet() -> MQTTFleet? {
+        guard configuration.fleet.enabled else { return nil }
         let prefix = configuration.mqtt.topicPrefix
         let site = configuration.fleet.siteID
         let receiver = makeFleetReceiver(
             publish: prefix + "/fleet/" + site,
             subscription: configuration.fleet.subscribe
                 ?? FleetReceiver.defaultSubscription(prefix: prefix, site: site))
-        link.fleet = MQTTFleet(
-            subscription: receiver.subscription, publishTopic: receiver.publishTopic, handler: receiver)
+        return MQTTFleet(subscription: receiver.subscription, publishTopic: receiver.publishTopic, handler: receiver)
+    }
+}
+
+// MARK: `[mqtt]` as the transport takes it (the link and config check --broker)
+
+extension MQTTSettings {
+    /// `[mqtt]` as the transport needs it.
+    public init(_ c: GatewayConfiguration.MQTT) {
+        self.init(
+            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
+            tls: TLS(
+                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
+                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
+            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
+            compatCommandTopics: c.compatCommandTopics,
+            homeAssistantDiscovery: c.homeAssistantDiscovery)
+    }
+}
+
+extension MQTTSettings.Login {
+    /// `[mqtt] username`, and the password from `password_file` (`SecretFile`).
+    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
+        guard let username = c.username else { return nil }
+        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
+        let password = try SecretFile.contents(key: "mqtt.password_file", file, credentials: credentials)
+        return MQTTSettings.Login(username: username, password: password)
     }
 }

@@ -1,7 +1,6 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
-import GatewayMQTT
 import GatewayNATS
 import GatewayStore
 
@@ -10,7 +9,7 @@ extension Daemon {
     /// outbox, the same command handler and rules (`[mqtt.commands]`), the
     /// same event payloads, the fleet in the JetStream key-value bucket.
     /// Nil, logged, when its login cannot be read.
-    func makeNATS() -> NATSLink? {
+    func makeNATS() -> (link: NATSLink, wiring: RemoteWiring)? {
         let mqtt = configuration.mqtt
         let n = configuration.nats
         // Relative TLS paths are systemd credentials (LoadCredential=), as for MQTT.
@@ -41,26 +40,20 @@ extension Daemon {
             settings.credentials = nil
         }
         guard let commands = makeRemoteCommands("nats") else { return nil }
-        let device = configuration.deviceID
         let link = NATSLink(
-            settings: settings, deviceID: device, outbox: StoreOutbox(store: store, limit: mqtt.outboxLimit),
-            log: log,
-            eventPayload: { event, seq, time, uidText, label in
-                Payloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)
-            })
-        link.commands = commands
-        attachFleet(link)
-        return link
+            settings: settings, deviceID: configuration.deviceID,
+            outbox: StoreOutbox(store: store, limit: mqtt.outboxLimit), log: log, fleet: makeFleet())
+        return (link, RemoteWiring(commands: commands))
     }
 
     /// The fleet over NATS: documents in the JetStream key-value bucket, one key per door.
-    private func attachFleet(_ link: NATSLink) {
-        guard configuration.fleet.enabled else { return }
+    private func makeFleet() -> NATSFleet? {
+        guard configuration.fleet.enabled else { return nil }
         let (bucket, site) = (configuration.nats.fleetBucket, configuration.fleet.siteID)
         let receiver = makeFleetReceiver(
             publish: NATSFleet.source(bucket: bucket, key: NATSFleet.key(site: site, device: configuration.deviceID)),
             subscription: NATSFleet.source(bucket: bucket, key: NATSFleet.watched(site: site)))
-        link.fleet = NATSFleet(bucket: bucket, site: site, handler: receiver)
+        return NATSFleet(bucket: bucket, site: site, handler: receiver)
     }
 }
 

@@ -3,9 +3,9 @@ import DoorCore
 import DoorIO
 import GatewayConfig
 import GatewayControl
-import GatewayMQTT
 import GatewayStore
 import Logging
+import RemoteLink
 import Synchronization
 
 #if canImport(Glibc)
@@ -19,36 +19,15 @@ extension Daemon {
     /// (DaemonMQTT.swift, DaemonNATS.swift); everything after is the same
     /// for both.
     func prepareRemote() {
-        let made: (any RemoteTransport)?
+        let made: (link: any RemoteTransport, wiring: RemoteWiring)?
         switch configuration.remote.transport {
-        case .mqtt: made = makeMQTT()
-        case .nats: made = makeNATS()
+        case .mqtt: made = makeMQTT().map { ($0.link, $0.wiring) }
+        case .nats: made = makeNATS().map { ($0.link, $0.wiring) }
         }
         guard let made else { return }
-        wireRemote(made)
-        transport = made
-    }
-
-    /// The configuration's warnings, then the handler every remote command
-    /// goes through (`[mqtt.commands]` for either transport); nil, logged,
-    /// when the store cannot give it its replay record.
-    func makeRemoteCommands(_ name: String) -> StoreCommands? {
-        for warning in configuration.warnings { log.warning("configuration: \(warning)") }
-        do {
-            let deviceID = configuration.deviceID
-            return try StoreCommands(
-                store: store,
-                livePolicy: { [live] in
-                    let c = live.current
-                    return RemotePolicy(c.mqtt, deviceID: deviceID, actionCount: c.door.actions.count)
-                },
-                actionCount: { [live] in live.current.door.actions.count },
-                clockSynchronised: { [runtime] in runtime.clockSynchronised() },
-                submit: { [runtime] outcome in runtime.submit(.remoteCommand(outcome)) }, log: log)
-        } catch {
-            log.error("\(name): \(error); events stay in the audit log")
-            return nil
-        }
+        wireRemote(made.link)
+        remoteWiring = made.wiring
+        transport = made.link
     }
 
     /// Events into the outbox with their audit rows, tag scans, state and
@@ -67,14 +46,14 @@ extension Daemon {
         eventOutbox.attach({ link.outboxCommitted() }, limit: mqtt.outboxLimit) { event, time in
             glue.outboxMessage(for: event, at: time)
         }
-        let approval = approvalPublisher(link, uidText: glue.uidText, label: glue.label)
+        let approval = Self.approvalPublisher(link, uidText: glue.uidText, label: glue.label)
         let homeAssistantAdmin = homeAssistantAdmin
         let deviceID = configuration.deviceID
         runtime.setHooks(
             publish: { event, time in
                 glue.published(event)
                 homeAssistantAdmin?.observe(event, at: time)
-                approval?(event, time)
+                approval(event, time)
             },
             publishState: { link.publishState($0) },
             publishReport: { link.publishReport(Self.deviceReport(deviceID)) })
@@ -93,17 +72,17 @@ extension Daemon {
     static func eventUIDText(
         _ mode: UIDInEvents, transport: String, log: Logger, deviceKey: () throws -> [UInt8]?
     ) -> @Sendable (TagUID) -> String? {
-        guard mode == .hmac else { return { Payloads.uidText($0, hashed: false, deviceKey: []) } }
+        guard mode == .hmac else { return { LinkPayloads.uidText($0, hashed: false, deviceKey: []) } }
         var key: [UInt8] = []
         var problem = "missing"
         do { key = try deviceKey() ?? [] } catch { problem = "unreadable (\(error))" }
-        if key.count < Payloads.minimumDeviceKeyLength {
+        if key.count < LinkPayloads.minimumDeviceKeyLength {
             log.error(
                 "\(transport): the device key is \(problem); with uid_in_events = \"hmac\" events carry no UID and no tag scans are sent (restart gatewayd once the store is readable)"
             )
         }
         let frozen = key
-        return { Payloads.uidText($0, hashed: true, deviceKey: frozen) }
+        return { LinkPayloads.uidText($0, hashed: true, deviceKey: frozen) }
     }
 
     /// Connects the prepared transport: events through the durable outbox,
@@ -111,7 +90,7 @@ extension Daemon {
     func startRemote() {
         guard let link = transport else { return }
         do {
-            try link.start()
+            try link.start(remoteWiring)
         } catch {
             log.error("\(link.transportName): \(error)")
             return
@@ -251,198 +230,5 @@ struct RemoteGlue: Sendable {
     func published(_ event: DoorEvent) {
         guard let uid = event.uid, Self.isAccess(event), let text = uidText(uid) else { return }
         link.publishTagScan(uidText: text)
-    }
-}
-
-// MARK: The store behind the MQTT transport
-
-extension MQTTSettings {
-    /// `[mqtt]` as the transport needs it.
-    public init(_ c: GatewayConfiguration.MQTT) {
-        self.init(
-            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
-            tls: TLS(
-                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
-                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
-            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
-            compatCommandTopics: c.compatCommandTopics,
-            homeAssistantDiscovery: c.homeAssistantDiscovery)
-    }
-}
-
-extension MQTTSettings.Login {
-    /// `[mqtt] username`, and the password from `password_file` (`SecretFile`).
-    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
-        guard let username = c.username else { return nil }
-        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
-        let password = try SecretFile.contents(key: "mqtt.password_file", file, credentials: credentials)
-        return MQTTSettings.Login(username: username, password: password)
-    }
-}
-
-/// A password or token named in gateway.toml: an absolute path, or a bare
-/// name read from `credentials` (`$CREDENTIALS_DIRECTORY`). One line, at most
-/// 4 KiB; a final newline is not part of it. Errors name the key and the
-/// file, never the content.
-enum SecretFile {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    static func contents(key: String, _ file: String, credentials: String?) throws -> String {
-        let path: String
-        if file.hasPrefix("/") {
-            path = file
-        } else if let credentials, !credentials.isEmpty {
-            path = credentials + "/" + file
-        } else {
-            throw Failure(
-                description: "\(key) \"\(file)\" names a systemd credential, but there is no "
-                    + "$CREDENTIALS_DIRECTORY (give gatewayd LoadCredential=\(file):/etc/doorgateway/\(file), "
-                    + "or use an absolute path)")
-        }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            throw Failure(description: "\(key) \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4097)
-        while bytes.count <= 4096 {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else {
-                throw Failure(description: "\(key) \(path): \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        guard bytes.count <= 4096 else { throw Failure(description: "\(key) \(path): larger than 4 KiB") }
-        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-        guard !bytes.isEmpty else { throw Failure(description: "\(key) \(path) is empty") }
-        guard !bytes.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else {
-            throw Failure(description: "\(key) \(path) must hold one line: the secret")
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-extension RemotePolicy {
-    /// `[mqtt]`'s rules for remote commands.
-    init(_ c: GatewayConfiguration.MQTT, deviceID: String, actionCount: Int) {
-        self.init(
-            commands: CommandJudge(
-                mapping: c.commandMapping, tolerance: Int64(c.toleranceSeconds), deviceID: deviceID,
-                actionCount: actionCount),
-            homeAssistantOpen: c.homeAssistantOpen, homeAssistantAdmin: c.homeAssistantAdmin)
-    }
-}
-
-extension BrokerCheck {
-    /// `gatewayctl config check --broker` with the door's `[mqtt]`.
-    package static func run(
-        configuration c: GatewayConfiguration.MQTT, credentials: String? = nil, timeout: Duration = .seconds(5)
-    ) throws -> [String] {
-        var settings = MQTTSettings(c)
-        settings.login = try MQTTSettings.Login.load(c, credentials: credentials)
-        return try run(settings: settings, timeout: timeout)
-    }
-}
-
-/// Remote commands as the daemon takes them: the key and the replay record
-/// from the store, `RemoteJudge`'s decision, the new record saved before an
-/// accepted command reaches the door, the outcome into the door's queue.
-/// Judged on the daemon's own serial queue, in the order they came: the
-/// transport's network thread only hands the bytes over, and never waits on
-/// the store (a slow or full disk must not stall keepalives and acks).
-final class StoreCommands: RemoteCommandHandler, Sendable {
-    let store: GatewayStore
-    /// The rules in effect, read at each message: a reload changes
-    /// `[mqtt.commands]`'s mapping and tolerance live (issue 32 L-3).
-    private let basePolicy: @Sendable () -> RemotePolicy
-    /// The number of actions in effect, read at each message (a reload may change it).
-    private let actionCount: @Sendable () -> Int
-    /// The policy a message is judged by: the one in effect, with today's actions.
-    var policy: RemotePolicy {
-        var p = basePolicy()
-        p.commands.actionCount = actionCount()
-        return p
-    }
-    let clockSynchronised: @Sendable () -> Bool
-    let submit: @Sendable (RemoteOutcome) -> Void
-    let log: Logger
-    /// Where Home Assistant's admin requests go once allowed and parsed
-    /// (set before the link starts).
-    var admin: (@Sendable (HomeAssistantAdminRequest) -> Void)? {
-        get { adminHook.withLock { $0 } }
-        set { adminHook.withLock { $0 = newValue } }
-    }
-    private let adminHook = Mutex<(@Sendable (HomeAssistantAdminRequest) -> Void)?>(nil)
-    /// The replay record as last saved; one message judged at a time.
-    private let replay: Mutex<ReplayGuard>
-    /// Where messages are judged, one after the other.
-    let queue = DispatchQueue(label: "gatewayd.commands")
-
-    convenience init(
-        store: GatewayStore, policy: RemotePolicy, actionCount: @escaping @Sendable () -> Int,
-        clockSynchronised: @escaping @Sendable () -> Bool,
-        submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
-    ) throws {
-        try self.init(
-            store: store, livePolicy: { policy }, actionCount: actionCount, clockSynchronised: clockSynchronised,
-            submit: submit, log: log)
-    }
-
-    init(
-        store: GatewayStore, livePolicy: @escaping @Sendable () -> RemotePolicy,
-        actionCount: @escaping @Sendable () -> Int, clockSynchronised: @escaping @Sendable () -> Bool,
-        submit: @escaping @Sendable (RemoteOutcome) -> Void, log: Logger
-    ) throws {
-        self.store = store
-        self.basePolicy = livePolicy
-        self.actionCount = actionCount
-        self.clockSynchronised = clockSynchronised
-        self.submit = submit
-        self.log = log
-        replay = Mutex(try store.replayGuard())
-    }
-
-    func received(_ message: RemoteMessage) {
-        queue.async { [self] in
-            if let outcome = judge(message) { submit(outcome) }
-        }
-    }
-
-    /// The outcome of one message (nil: not a command), the record saved.
-    func judge(_ message: RemoteMessage) -> RemoteOutcome? {
-        let now = WallClock(unixSeconds: Int64(time(nil)), synchronised: clockSynchronised())
-        return replay.withLock { record -> RemoteOutcome? in
-            let key: RemoteKey
-            switch message.channel.keyName {
-            // Each door its own native key, derived from the site's (M3):
-            // a client holding one door's key opens no other door.
-            case .native?: key = readKey(.nativeCommand).doorCommandKey(device: policy.commands.deviceID)
-            case .compat?: key = readKey(.compatTimestamp)
-            case nil: key = .absent
-            }
-            let judgement = RemoteJudge.judge(message, policy: policy, key: key, replay: record, now: now)
-            if let request = judgement.admin { admin?(request) }
-            guard let newRecord = judgement.replay else { return judgement.outcome }
-            // Saved before the command acts: a crash after the door opened
-            // must not revive the message.
-            do {
-                try store.saveReplayGuard(newRecord)
-                record = newRecord
-                return judgement.outcome
-            } catch {
-                log.error("mqtt: replay record not saved, command refused: \(error)")
-                return judgement.replayNotSaved("\(error)")
-            }
-        }
-    }
-
-    private func readKey(_ name: KeyName) -> RemoteKey {
-        do { return RemoteKey(try store.key(name)) } catch { return .unreadable("\(error)") }
     }
 }

@@ -1,6 +1,6 @@
 import CMosquitto
 import DoorCore
-import LinkThreads
+import RemoteLink
 import Synchronization
 
 #if canImport(Glibc)
@@ -29,13 +29,13 @@ public enum BrokerCheck {
             throw Failure(description: "mosquitto_new failed")
         }
         defer { mosquitto_destroy(m) }
-        do { try MQTTLink.configure(m, c) } catch { throw Failure(description: "\(error)") }
+        do { try Mosquitto.configure(m, c) } catch { throw Failure(description: "\(error)") }
         mosquitto_connect_callback_set(m) { _, obj, rc in Probe.from(obj).event(.connected(rc)) }
         mosquitto_log_callback_set(m) { _, obj, level, message in
             guard level & Int32(MOSQ_LOG_ERR) != 0, let message else { return }
             let text = String(cString: message)
             guard text.hasPrefix("OpenSSL Error") else { return }
-            let reason = text.split(separator: ":").last.map { MQTTLink.trimmed($0) } ?? text
+            let reason = text.split(separator: ":").last.map { Mosquitto.trimmed($0) } ?? text
             Probe.from(obj).tlsReason.withLock { if $0 == nil { $0 = reason } }
         }
         mosquitto_subscribe_callback_set(m) { _, obj, _, count, granted in
@@ -51,11 +51,11 @@ public enum BrokerCheck {
         }
         let started = ContinuousClock.now
         let address: String
-        do { address = try MQTTLink.address(of: c.host) } catch { throw Failure(description: "\(error)") }
+        do { address = try Mosquitto.address(of: c.host) } catch { throw Failure(description: "\(error)") }
         var rc = mosquitto_connect(m, address, Int32(c.port), Int32(c.keepaliveSeconds))
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             let tls = probe.tlsReason.withLock { $0 }.map { " (TLS: \($0))" } ?? ""
-            throw Failure(description: "connect to \(c.host):\(c.port): \(MQTTLink.describe(rc))\(tls)")
+            throw Failure(description: "connect to \(c.host):\(c.port): \(Mosquitto.describe(rc))\(tls)")
         }
         guard mosquitto_loop_start(m) == MOSQ_ERR_SUCCESS.rawValue else {
             throw Failure(description: "libmosquitto network thread did not start")
@@ -89,7 +89,7 @@ public enum BrokerCheck {
         let nonce = Array("check \(Hex.encode((try? Crypto.randomBytes(8)) ?? []))".utf8)
         let sent = ContinuousClock.now
         rc = mosquitto_publish(m, nil, topic, Int32(nonce.count), nonce, 1, false)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Failure(description: "publish: \(MQTTLink.describe(rc))") }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Failure(description: "publish: \(Mosquitto.describe(rc))") }
         let deadline = sent + timeout
         if case .acknowledged(let reason)? = probe.wait(until: deadline, for: { $0.isAck }), reason >= 0x80 {
             throw Failure(

@@ -65,6 +65,44 @@ public struct MQTTSettings: Equatable, Sendable {
     }
 }
 
+/// The door's MQTT topics, under `[mqtt] topic_prefix` (docs/mqtt.md).
+public struct MQTTTopics: Sendable {
+    public let prefix: String
+    public init(prefix: String) { self.prefix = prefix }
+    public var availability: String { prefix + "/availability" }
+    public var state: String { prefix + "/state" }
+    public var event: String { prefix + "/event" }
+    public var telemetry: String { prefix + "/telemetry" }
+    public var command: String { prefix + "/command" }
+    public var lockSet: String { prefix + "/lock/set" }
+    public var report: String { prefix + "/report" }
+    public var lastAccess: String { prefix + "/last_access" }
+    /// Every sticker presented, `{"uid": …}`, for HA's tag integration.
+    public var tag: String { prefix + "/tag" }
+    /// Home Assistant's mode selector, lockout button and action buttons.
+    public var modeSet: String { prefix + "/mode/set" }
+    public var lockoutClear: String { prefix + "/lockout/clear" }
+    public var actionSet: String { prefix + "/action/set" }
+    /// Home Assistant as the admin screen (`home_assistant_admin`,
+    /// docs/home-assistant.md): the selections (retained, door →), the
+    /// issued tags and the last denied tag (retained, door →), and what
+    /// HA's selectors, text and buttons send (→ door).
+    public var adminState: String { prefix + "/admin/state" }
+    public var tags: String { prefix + "/tags" }
+    public var denied: String { prefix + "/denied" }
+    public var provisionActionSet: String { prefix + "/admin/provision_action/set" }
+    public var provisionLabelSet: String { prefix + "/admin/provision_label/set" }
+    public var provisionSet: String { prefix + "/admin/provision/set" }
+    public var revokeTagSet: String { prefix + "/admin/revoke_tag/set" }
+    public var revokeSet: String { prefix + "/admin/revoke/set" }
+    /// Consent-first approval (docs/mqtt.md "Approval"): each approval
+    /// event, door → (HA's approval event entity), and HA's Approve and
+    /// Deny buttons, → door.
+    public var approval: String { prefix + "/approval" }
+    public var approvalSet: String { prefix + "/approval/set" }
+    public static let homeAssistantStatus = "homeassistant/status"
+}
+
 // The outbox and command-handler ports (`Outbox`, `RemoteCommandHandler`,
 // `OutgoingMessage`, `OutboxRow`, `MessageClass`, `FleetDocumentHandler`)
 // live in DoorCore/Ports: the NATS transport implements the same ones.

@@ -1,6 +1,6 @@
 import CNATS
 import DoorCore
-import LinkThreads
+import RemoteLink
 import Logging
 import MulticastDNS
 import Synchronization
@@ -11,18 +11,20 @@ import Synchronization
     import Darwin
 #endif
 
-/// What the link reports for status and telemetry.
-public struct NATSStatus: Equatable, Sendable {
-    public var connected: Bool
-    public var lastError: String?
-    public var outboxDepth: Int
-    public var published: Int
-    public var acknowledged: Int
+/// What the link reports for status and telemetry: the common counters
+/// (`denied`: permission violations the server reported, publish or
+/// subscribe), then NATS' own.
+public struct NATSStatus: Sendable {
+    public var common: TransportStatus
+    public var connected: Bool { common.connected }
+    public var lastError: String? { common.lastError }
+    public var outboxDepth: Int { common.outboxDepth }
+    public var published: Int { common.published }
+    public var acknowledged: Int { common.acknowledged }
+    public var denied: Int { common.denied }
+    public var lastDenied: String? { common.lastDenied }
     /// Rows deleted on a JetStream PubAck (the rest: on a flush).
     public var jetStreamAcknowledged: Int
-    /// Permission violations the server reported (publish or subscribe).
-    public var denied: Int
-    public var lastDenied: String?
     /// Connections built (the first, and each rebuild after libnats closed one).
     public var connections: Int
     /// Reconnects libnats made on a connection (e.g. after a JWT expired).
@@ -51,41 +53,30 @@ public struct NATSStatus: Equatable, Sendable {
 /// never displaces the one that works. When libnats gives up
 /// (CLOSED, after two authorisation violations) the link builds a new
 /// connection with a backoff of 1 s doubling to 30 s.
-// @unchecked: libnats calls back on its own threads through `box`; shared state is in `shared`, `connection`, `fleetWatch`, `seed` (Mutexes) and `queue` (Condition); `commands` and `fleet` are set before `start`, `started` only by `start`/`stop`.
-public final class NATSLink: RemoteTransport, @unchecked Sendable {
+///
+/// What both transports keep alike (counters, error notes, kept documents,
+/// the outbox round, telemetry, the threads, the event payloads) is
+/// RemoteLink's `LinkCore`. Everything the link is given comes at `init` or
+/// `start`; what changes after is in a `Mutex` or a `Condition`.
+public final class NATSLink: RemoteTransport, CoreLink, Sendable {
     public var transportName: String { "nats" }
 
     public let settings: NATSSettings
-    public let deviceID: String
+    public var deviceID: String { core.deviceID }
     public let subjects: NATSSubjects
-    let outbox: any Outbox
-    let log: Logger
-    /// Builds the `…event` payload (the daemon passes GatewayMQTT's, so both
-    /// transports publish the same bytes).
-    public typealias EventPayload =
-        @Sendable (_ event: DoorEvent, _ seq: Int64, _ time: Int64, _ uidText: String?, _ label: String?) -> [UInt8]
-    let eventPayload: EventPayload
-
-    /// Where each message on a command subject goes (set before `start`).
-    public var commands: (any RemoteCommandHandler)?
-    /// The fleet's bucket and handler (set before `start`; NATSFleet.swift).
-    public var fleet: NATSFleet?
+    /// The fleet's bucket and handler (NATSFleet.swift).
+    public let fleet: NATSFleet?
+    public let core: LinkCore
+    public var eventTopic: String { subjects.event }
+    var log: Logger { core.log }
 
     struct Shared {
-        var connected = false
-        var lastError: String?
-        var published = 0
-        var acknowledged = 0
         var jetStreamAcknowledged = 0
-        var denied = 0
-        var lastDenied: String?
         var connections = 0
         var reconnects = 0
         /// The addresses `*.local` servers were last found at (logged when they change).
         var resolvedServers: [String] = []
         var refreshes = 0
-        var lastState: [UInt8]?
-        var lastAccess: [UInt8]?
         /// When the next `creds.request` may go out (unix seconds).
         var nextRequest: Int64 = 0
     }
@@ -112,47 +103,47 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         var announce = false
         var closed = false
         var stopping = false
-        var managerDone = false
-        var fleetDone = true
+        var started = false
         /// A new fleet watcher is due (a connection built or rebuilt, `fleet pull`).
         var fleetRewatch = false
         /// A pushed JWT that passed the checks, waiting for its trial connection.
         var pushed: String?
     }
     let queue = Condition(Queue())
-    /// Commits queued messages and publishes them (LinkThreads' `OutboxCommitter`, shared with MQTT).
-    let committer: OutboxCommitter
-    private var started = false
     /// The libnats callbacks' closure: a box with a weak reference, kept for
-    /// the process (a callback may still run after `stop`).
-    private let box: UnsafeMutableRawPointer
+    /// the process (a callback may still run after `stop`: it is never released).
+    private let box: Box
+    private var boxPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(box).toOpaque() }
     /// The seed, read at each connection build; only `nats_Sign` sees it.
-    private let seed = Mutex<[CChar]?>(nil)
+    let seed = Mutex<[CChar]?>(nil)
 
-    // @unchecked: the C callbacks' closure; `link` is assigned once in NATSLink.init, before libnats has the box, and a weak load is safe against the link's release.
-    final class Box: @unchecked Sendable {
-        weak var link: NATSLink?
+    /// A weak reference to the link that libnats' callbacks (on its own
+    /// threads) load: a callback may run after the link is gone.
+    final class Box: Sendable {
+        private struct Weak { weak var link: NATSLink? }
+        private let ref = Mutex(Weak())
+        var link: NATSLink? {
+            get { ref.withLock { $0.link } }
+            set { ref.withLock { $0.link = newValue } }
+        }
     }
 
-    public init(
-        settings: NATSSettings, deviceID: String, outbox: any Outbox, log: Logger,
-        eventPayload: @escaping EventPayload
-    ) {
+    public init(settings: NATSSettings, deviceID: String, outbox: any Outbox, log: Logger, fleet: NATSFleet? = nil) {
         self.settings = settings
-        self.deviceID = deviceID
-        self.outbox = outbox
-        self.log = log
-        self.eventPayload = eventPayload
-        committer = OutboxCommitter(outbox: outbox)
-        subjects = NATSSubjects(prefix: settings.prefix, deviceID: deviceID)
-        let b = Box()
-        box = Unmanaged.passRetained(b).toOpaque()
-        b.link = self
+        self.fleet = fleet
+        let subjects = NATSSubjects(prefix: settings.prefix, deviceID: deviceID)
+        self.subjects = subjects
+        core = LinkCore(
+            name: "nats", deviceID: deviceID, outbox: outbox, log: log, kept: [subjects.state, subjects.lastAccess])
+        box = Box()
+        _ = Unmanaged.passRetained(box)
+        box.link = self
     }
 
     // MARK: Lifecycle
 
-    public func start() throws {
+    public func start(_ wiring: RemoteWiring) throws {
+        core.wire(wiring)
         guard NATSSettings.isSubjectPrefix(settings.prefix), NATSSettings.isSubjectToken(deviceID) else {
             throw NATSError.setup(
                 "prefix \"\(settings.prefix)\" or device id \"\(deviceID)\" is not a NATS subject token")
@@ -163,31 +154,24 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
                 "nats: [nats] account_keys is empty: a JWT pushed on \(subjects.credsJWT) must be signed by the issuer of the JWT in place; a new issuer needs account_keys or `gatewayctl creds import`"
             )
         }
-        try startThread(name: "gatewayd.nats") { [self] in
-            runManager()
-            queue.update { $0.managerDone = true }
-        }
+        try core.threads.start(name: "gatewayd.nats") { [self] in runManager() }
         // Also every second: a flush that timed out is retried while rows wait.
-        try committer.start(name: "gatewayd.natsc", period: .milliseconds(1000)) { [self] round in
+        try core.committer.start(name: "gatewayd.natsc", period: .milliseconds(1000)) { [self] round in
             commitRound(round)
         }
         if let fleet {
-            queue.update { $0.fleetDone = false }
-            try startThread(name: "gatewayd.natskv") { [self] in
-                runFleet(fleet)
-                queue.update { $0.fleetDone = true }
-            }
+            try core.threads.start(name: "gatewayd.natskv") { [self] in runFleet(fleet) }
         }
-        started = true
+        queue.update { $0.started = true }
     }
 
     /// Publishes `offline`, closes the connection and joins both threads.
     public func stop(flushWithin: Duration = .seconds(2)) {
-        guard started else { return }
+        guard queue.read({ $0.started }) else { return }
         if isConnected {
             let deadline = ContinuousClock.now + flushWithin
-            while ContinuousClock.now < deadline && (waitingRows() > 0 || queuedCount > 0) {
-                committer.requestFlush()
+            while ContinuousClock.now < deadline && (core.waitingRows() > 0 || queuedCount > 0) {
+                core.committer.requestFlush()
                 usleep(20_000)
             }
             sendNow(subjects.availability, Array("offline".utf8))
@@ -196,49 +180,32 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
             }
         }
         queue.update { $0.stopping = true }
-        committer.requestStop()
-        committer.waitStopped(within: .seconds(10))
-        _ = queue.wait(for: .seconds(10)) { $0.managerDone && $0.fleetDone }
+        core.committer.requestStop()
+        core.committer.waitStopped(within: .seconds(10))
+        _ = core.threads.waitAll(within: .seconds(10))
         teardown()
-        started = false
+        queue.update { $0.started = false }
     }
 
-    public var isConnected: Bool { shared.withLock { $0.connected } }
-
     public var status: NATSStatus {
-        let depth = waitingRows() + queuedCount
         let creds = settings.credentials?.state(now: Int64(time(nil)))
-        return shared.withLock {
-            NATSStatus(
-                connected: $0.connected, lastError: $0.lastError, outboxDepth: depth, published: $0.published,
-                acknowledged: $0.acknowledged, jetStreamAcknowledged: $0.jetStreamAcknowledged, denied: $0.denied,
-                lastDenied: $0.lastDenied,
-                connections: $0.connections, reconnects: $0.reconnects, refreshes: $0.refreshes, credentials: creds)
-        }
+        let own = shared.withLock { $0 }
+        var common = core.status(queued: queuedCount)
+        common.details = [
+            ("transport", .string("nats")), ("connections", .int(own.connections)),
+            ("reconnects", .int(own.reconnects)), ("refreshes", .int(own.refreshes)),
+            ("credentials", creds?.json ?? .null),
+        ]
+        return NATSStatus(
+            common: common, jetStreamAcknowledged: own.jetStreamAcknowledged, connections: own.connections,
+            reconnects: own.reconnects, refreshes: own.refreshes, credentials: creds)
     }
 
     /// The common counters; `transport`, connection counts and the credential state as details.
-    public var transportStatus: TransportStatus {
-        let s = status
-        return TransportStatus(
-            connected: s.connected, lastError: s.lastError, outboxDepth: s.outboxDepth, published: s.published,
-            acknowledged: s.acknowledged, denied: s.denied, lastDenied: s.lastDenied,
-            details: [
-                ("transport", .string("nats")), ("connections", .int(s.connections)),
-                ("reconnects", .int(s.reconnects)), ("refreshes", .int(s.refreshes)),
-                ("credentials", s.credentials?.json ?? .null),
-            ])
-    }
+    public var transportStatus: TransportStatus { status.common }
 
     /// Messages queued or being committed.
-    public var queuedCount: Int { committer.queuedCount }
-
-    private func waitingRows() -> Int {
-        do { return try outbox.depth() } catch {
-            noteError("outbox: \(error)")
-            return 0
-        }
-    }
+    public var queuedCount: Int { core.committer.queuedCount }
 
     // MARK: The manager thread: build, watch, rebuild, refresh
 
@@ -304,7 +271,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
     /// Options a connection and a trial connection share: servers, name,
     /// connect timeout, TLS. Nil (the error noted) on failure; the caller
     /// destroys them.
-    private func baseOptions(name: String) -> OpaquePointer? {
+    func baseOptions(name: String) -> OpaquePointer? {
         var opts: OpaquePointer?
         guard natsOptions_Create(&opts) == NATS_OK, let opts else {
             noteError("natsOptions_Create failed")
@@ -369,7 +336,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         return NATSSettings.url(url, withHost: host, replacedBy: address)
     }
 
-    private func ok(_ s: natsStatus, _ what: String) -> Bool {
+    func ok(_ s: natsStatus, _ what: String) -> Bool {
         if s == NATS_OK { return true }
         noteError("\(what): \(Self.lastError(s))")
         return false
@@ -412,21 +379,21 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
                 guard let link = NATSLink.from(closure) else { return NATS_ERR }
                 return link.sign(errText, sig, sigLen, nonce)
             }
-            guard ok(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, box, sigCB, box), "credentials")
+            guard ok(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, boxPointer, sigCB, boxPointer), "credentials")
             else { return false }
         }
         _ = natsOptions_SetErrorHandler(
             opts,
             { nc, _, status, closure in
                 NATSLink.from(closure)?.asyncError(nc, status)
-            }, box)
+            }, boxPointer)
         // Callbacks of a connection already torn down (its close runs them late) are ignored.
         _ = natsOptions_SetDisconnectedCB(
-            opts, { nc, closure in NATSLink.from(closure, current: nc)?.disconnected() }, box)
+            opts, { nc, closure in NATSLink.from(closure, current: nc)?.disconnected() }, boxPointer)
         _ = natsOptions_SetReconnectedCB(
-            opts, { nc, closure in NATSLink.from(closure, current: nc)?.reconnected() }, box)
+            opts, { nc, closure in NATSLink.from(closure, current: nc)?.reconnected() }, boxPointer)
         _ = natsOptions_SetClosedCB(
-            opts, { nc, closure in NATSLink.from(closure, current: nc)?.closedByLibrary() }, box)
+            opts, { nc, closure in NATSLink.from(closure, current: nc)?.closedByLibrary() }, boxPointer)
 
         var nc: OpaquePointer?
         let s = natsConnection_Connect(&nc, opts)
@@ -447,7 +414,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
                     guard let msg else { return }
                     defer { natsMsg_Destroy(msg) }
                     NATSLink.from(closure)?.received(msg)
-                }, box)
+                }, boxPointer)
             if rs == NATS_OK, let sub {
                 c.subs.append(sub)
             } else {
@@ -466,17 +433,19 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         }
         connection.withLock { $0 = c }
         let number = shared.withLock { s -> Int in
-            s.connected = true
-            s.lastError = nil
             s.connections += 1
             return s.connections
+        }
+        core.update {
+            $0.connected = true
+            $0.lastError = nil
         }
         log.info("nats: connected to \(settings.servers.joined(separator: ",")) (connection \(number))")
         queue.update {
             $0.announce = true
             $0.fleetRewatch = true
         }
-        committer.requestFlush()
+        core.committer.requestFlush()
         return true
     }
 
@@ -486,7 +455,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
             defer { c = Connection() }
             return c
         }
-        shared.withLock { $0.connected = false }
+        core.update { $0.connected = false }
         dropFleetWatcher()
         if let kv = c.kv { kvStore_Destroy(kv) }
         for sub in c.subs { natsSubscription_Destroy(sub) }
@@ -497,7 +466,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         }
     }
 
-    // MARK: Credentials callbacks (libnats' threads)
+    // MARK: Callbacks (libnats' threads)
 
     private static func from(_ closure: UnsafeMutableRawPointer?) -> NATSLink? {
         guard let closure else { return nil }
@@ -510,44 +479,10 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         return link
     }
 
-    /// The JWT as the file holds it now: a refreshed one is used at the next (re)connect.
-    private func userJWT(
-        _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-        _ errText: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    ) -> natsStatus {
-        guard let creds = settings.credentials else { return NATS_ERR }
-        do {
-            let jwt = try creds.readJWT()
-            out?.pointee = strdup(jwt)
-            return NATS_OK
-        } catch {
-            errText?.pointee = strdup("user JWT: \(error)")
-            return NATS_ERR
-        }
-    }
-
-    private func sign(
-        _ errText: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-        _ sig: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?, _ sigLen: UnsafeMutablePointer<Int32>?,
-        _ nonce: UnsafePointer<CChar>?
-    ) -> natsStatus {
-        seed.withLock { seed -> natsStatus in
-            guard let seed, let nonce else {
-                errText?.pointee = strdup("no nkey seed")
-                return NATS_ERR
-            }
-            return seed.withUnsafeBufferPointer { nats_Sign($0.baseAddress, nonce, sig, sigLen) }
-        }
-    }
-
-    private static func wipe(_ bytes: inout [CChar]) {
-        for i in bytes.indices { bytes[i] = 0 }
-    }
-
     // MARK: Connection callbacks (libnats' threads)
 
     private func disconnected() {
-        let was = shared.withLock { s -> Bool in
+        let was = core.update { s -> Bool in
             defer { s.connected = false }
             return s.connected
         }
@@ -555,10 +490,8 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
     }
 
     private func reconnected() {
-        shared.withLock {
-            $0.connected = true
-            $0.reconnects += 1
-        }
+        core.update { $0.connected = true }
+        shared.withLock { $0.reconnects += 1 }
         log.info("nats: reconnected")
         queue.update {
             $0.announce = true
@@ -566,11 +499,11 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
             // bucket sends each key's newest document again).
             $0.fleetRewatch = true
         }
-        committer.requestFlush()
+        core.committer.requestFlush()
     }
 
     private func closedByLibrary() {
-        shared.withLock { $0.connected = false }
+        core.update { $0.connected = false }
         queue.update { $0.closed = true }
     }
 
@@ -583,11 +516,7 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         // The text can already be gone; the status still names the kind.
         if message.isEmpty { message = String(cString: natsStatus_GetText(status)) }
         if message.localizedPermission {
-            shared.withLock {
-                $0.denied += 1
-                $0.lastDenied = message
-            }
-            log.error("nats: the server refused: \(message); check this device's user permissions")
+            core.noteDenied(message, log: "the server refused: \(message); check this device's user permissions")
         } else {
             noteError("server error: \(message)")
         }
@@ -605,219 +534,50 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
             } : []
         if subject == subjects.credsJWT { return installPushed(payload) }
         guard let channel = subjects.channel(of: subject) else { return }
-        commands?.received(RemoteMessage(channel: channel, payload: payload, retained: false))
-    }
-
-    /// A JWT pushed on `creds.jwt`, checked here: this door's, unexpired,
-    /// signed by one of `accountKeys`, not issued ahead of the clock, not
-    /// older than the one in place. The manager thread then tries it on a
-    /// trial connection and installs it only if the server accepts it; until
-    /// then `user.jwt` keeps the JWT that works. Never logged; a seed never
-    /// travels (a payload with one is refused).
-    func installPushed(_ payload: [UInt8]) {
-        guard let creds = settings.credentials else { return }
-        let text = String(decoding: payload, as: UTF8.self)
-        guard !text.includes("SEED") else {
-            return noteError("creds.jwt: refused a payload carrying a seed (only a JWT is accepted there)")
-        }
-        do {
-            let pushed = try checkPushed(String(text.split(whereSeparator: \.isWhitespace).first ?? ""), creds)
-            log.info("nats: a new JWT for \(pushed.subject) passed the checks; trying it on a trial connection")
-            queue.update { $0.pushed = pushed.text }
-        } catch {
-            noteError("creds.jwt: refused: \(error)")
-        }
-    }
-
-    /// The checks a pushed JWT must pass, on arrival and again just before it is installed.
-    private func checkPushed(_ text: String, _ creds: NATSCredentialFiles) throws -> UserJWT {
-        let now = Int64(time(nil))
-        let pushed = try UserJWT(text)
-        try pushed.check(publicKey: try creds.publicKey(), now: now)
-        try pushed.checkTrusted(accountKeys: trustedIssuers(creds, now: now), now: now)
-        // Not older than the JWT in place (a replayed push): only `gatewayctl
-        // creds import`, run by hand, may go back. An `iat` in place that is
-        // itself ahead of the clock (a junk JWT installed before these checks
-        // existed) does not hold real refreshes off.
-        if let installed = try? UserJWT(creds.readJWT()), installed.issuedInTime(now: now),
-            let held = installed.issuedAt, (pushed.issuedAt ?? 0) < held
-        {
-            throw NATSError.refused("issued before the JWT in place (a replayed push?)")
-        }
-        return pushed
-    }
-
-    /// The keys a pushed JWT may be signed by: `accountKeys`; without them,
-    /// the issuer of the JWT in place, when that JWT's own signature holds and
-    /// its `iat` is not ahead of the clock — the key the server accepted this
-    /// door's JWT from (pushes arrive over the connection it opened). A new
-    /// issuer (a rotated signing key) then needs `account_keys` or
-    /// `gatewayctl creds import`.
-    private func trustedIssuers(_ creds: NATSCredentialFiles, now: Int64) -> [String] {
-        if !settings.accountKeys.isEmpty { return settings.accountKeys }
-        guard let installed = try? UserJWT(creds.readJWT()), let iss = installed.issuer,
-            (try? installed.checkTrusted(accountKeys: [iss], now: now)) != nil
-        else { return [] }
-        return [iss]
-    }
-
-    /// The trial, then the install: the old JWT stays until the new one has connected.
-    private func installAfterTrial(_ text: String) {
-        guard let creds = settings.credentials else { return }
-        if let why = trialConnect(text) {
-            return noteError(
-                "creds.jwt: refused: the server did not accept the new JWT: \(why); the JWT in place is kept")
-        }
-        do {
-            // Again: `user.jwt` may have changed while the trial ran.
-            let pushed = try checkPushed(text, creds)
-            let jwt = try creds.install(pushed.text, now: Int64(time(nil)))
-            shared.withLock {
-                $0.refreshes += 1
-                $0.nextRequest = 0
-            }
-            let exp = jwt.expires.map { UTCTime.iso8601($0) } ?? "never"
-            log.info("nats: installed a new JWT for \(jwt.subject), expires \(exp) (the server accepted it)")
-        } catch {
-            noteError("creds.jwt: refused: \(error)")
-        }
-    }
-
-    /// What a trial connection's JWT callback hands libnats; the seed is the link's.
-    // @unchecked: handed to libnats' JWT and signature callbacks; `jwt` and the weak `link` are set in init, before libnats can call back.
-    final class TrialBox: @unchecked Sendable {
-        // Both set once, before libnats can call back.
-        let jwt: String
-        weak var link: NATSLink?
-        init(jwt: String, link: NATSLink) {
-            self.jwt = jwt
-            self.link = link
-        }
-    }
-
-    /// Connects once with `jwt` (no reconnects, no subscriptions, no other
-    /// callbacks) and closes again: nil when the server accepted it, else why not.
-    private func trialConnect(_ jwt: String) -> String? {
-        guard let opts = baseOptions(name: settings.name + " (new JWT trial)") else {
-            return "options: " + (shared.withLock { $0.lastError } ?? "failed")
-        }
-        defer { natsOptions_Destroy(opts) }
-        let trial = Unmanaged.passRetained(TrialBox(jwt: jwt, link: self)).toOpaque()
-        // Released after the connection is destroyed, below (defers run last first).
-        defer { Unmanaged<TrialBox>.fromOpaque(trial).release() }
-        let jwtCB: natsUserJWTHandler = { out, _, closure in
-            guard let closure else { return NATS_ERR }
-            out?.pointee = strdup(Unmanaged<TrialBox>.fromOpaque(closure).takeUnretainedValue().jwt)
-            return NATS_OK
-        }
-        let sigCB: natsSignatureHandler = { errText, sig, sigLen, nonce, closure in
-            guard let closure, let link = Unmanaged<TrialBox>.fromOpaque(closure).takeUnretainedValue().link else {
-                return NATS_ERR
-            }
-            return link.sign(errText, sig, sigLen, nonce)
-        }
-        guard ok(natsOptions_SetAllowReconnect(opts, false), "trial: no reconnects"),
-            ok(natsOptions_SetUserCredentialsCallbacks(opts, jwtCB, trial, sigCB, trial), "trial: credentials")
-        else { return "the trial connection could not be set up" }
-        var nc: OpaquePointer?
-        let s = natsConnection_Connect(&nc, opts)
-        let why = s == NATS_OK ? nil : Self.lastError(s)
-        if let nc {
-            natsConnection_Close(nc)
-            natsConnection_Destroy(nc)
-        }
-        return why
-    }
-
-    /// Asks for a new JWT once `refreshFraction` of the current one's
-    /// lifetime has passed; again every quarter of what is left (at least 1 s).
-    /// Not when no key could vouch for the answer (no `accountKeys` and no
-    /// trustworthy issuer in place): every pushed JWT would be refused.
-    private func requestRefreshIfDue() {
-        guard let creds = settings.credentials, isConnected else { return }
-        let now = Int64(time(nil))
-        guard !trustedIssuers(creds, now: now).isEmpty else { return }
-        guard let jwt = try? UserJWT(creds.readJWT()), let exp = jwt.expires else { return }
-        let iat = jwt.issuedAt ?? exp
-        let due = iat + Int64(Double(exp - iat) * settings.refreshFraction)
-        let next = shared.withLock { $0.nextRequest }
-        guard now >= due, now >= next else { return }
-        shared.withLock { $0.nextRequest = now + max(1, (exp - now) / 4) }
-        let request = JSONValue.object([
-            ("device", .string(deviceID)), ("public_key", .string(jwt.subject)), ("expires", .int(exp)),
-            ("expires_in", .int(exp - now)),
-        ])
-        publishDirect(subjects.credsRequest, Array(request.serialized.utf8))
-        log.info("nats: asked for a new JWT on \(subjects.credsRequest) (the current one expires in \(exp - now) s)")
+        core.commands?.received(RemoteMessage(channel: channel, payload: payload, retained: false))
     }
 
     // MARK: Publishing
 
-    public func record(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil) {
-        committer.enqueue(eventEntry(event, at: time, uidText: uidText, label: label))
-    }
-
-    /// The outbox message announcing `event` (the daemon commits it with the audit row).
-    public func eventEntry(_ event: DoorEvent, at time: Int64, uidText: String?, label: String? = nil)
-        -> OutgoingMessage
-    {
-        let cls: MessageClass = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
-        let make = eventPayload
-        return OutgoingMessage(topic: subjects.event, class: cls, created: time) { seq in
-            make(event, seq, time, uidText, label)
-        }
-    }
-
-    /// Rows were committed to the outbox by someone else: publish them.
-    public func outboxCommitted() {
-        committer.requestFlush()
-    }
-
+    /// Not retained (core NATS keeps nothing), with the credential state.
     public func publishTelemetry(_ fields: [(String, JSONValue)], at time: Int64) {
         var all = fields
         if let creds = settings.credentials?.state(now: time) { all.append(("nats_credentials", creds.json)) }
-        let frozen = all
-        committer.enqueue(
-            OutgoingMessage(topic: subjects.telemetry, class: .telemetry, created: time) { seq in
-                Array(
-                    JSONValue.object(
-                        [("seq", .int(Int(seq))), ("time", .string(UTCTime.iso8601(time)))] + frozen
-                    ).serialized.utf8)
-            })
+        core.queueTelemetry(on: subjects.telemetry, retain: false, all, at: time)
     }
 
     /// The door state; re-sent after every (re)connect (core NATS keeps nothing).
     public func publishState(_ state: JSONValue) {
-        let bytes = Array(state.serialized.utf8)
-        shared.withLock { $0.lastState = bytes }
-        publishDirect(subjects.state, bytes)
+        core.kept.keep(Array(state.serialized.utf8), on: subjects.state) { publishDirect($0, $1) }
     }
 
     public func publishLastAccess(_ access: JSONValue) {
-        let bytes = Array(access.serialized.utf8)
-        shared.withLock { $0.lastAccess = bytes }
-        publishDirect(subjects.lastAccess, bytes)
+        core.kept.keep(Array(access.serialized.utf8), on: subjects.lastAccess) { publishDirect($0, $1) }
     }
 
     public func publishTagScan(uidText: String) {
-        publishDirect(subjects.tag, Array(JSONValue.object([("uid", .string(uidText))]).serialized.utf8))
+        publishDirect(subjects.tag, LinkPayloads.tagScan(uidText: uidText))
     }
 
     public func publishReport(_ report: JSONValue) {
         publishDirect(subjects.report, Array(report.serialized.utf8))
     }
 
+    /// Nothing: over NATS approval requests and their ends are events on
+    /// `…event` (docs/nats.md), which went through the outbox.
+    public func publishApproval(_ event: DoorEvent, at time: Int64, uidText: String?, label: String?) {}
+
     /// Handed to the committer thread: callers (the door's queue among them)
     /// never wait for the connection lock, which a flush holds across
     /// JetStream acknowledgements (seconds when the server is slow). The
     /// newest 256 are kept.
-    private func publishDirect(_ subject: String, _ bytes: [UInt8]) {
+    func publishDirect(_ subject: String, _ bytes: [UInt8]) {
         guard isConnected else { return }
         queue.update { q in
             if q.direct.count >= 256 { q.direct.removeFirst() }
             q.direct.append((subject, bytes))
         }
-        committer.wake()
+        core.committer.wake()
     }
 
     private func sendNow(_ subject: String, _ bytes: [UInt8]) {
@@ -842,23 +602,21 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
         }
         if announce { announceOnline() }
         for message in direct { sendNow(message.subject, message.bytes) }
-        if let failure = committer.commit(round) { noteError(failure) }
+        core.commit(round)
         // Also every second while rows wait: a flush that timed out is retried.
         if round.flushRequested || !round.batch.isEmpty || isConnected { flush() }
     }
 
     private func announceOnline() {
         sendNow(subjects.availability, Array("online".utf8))
-        let (state, access) = shared.withLock { ($0.lastState, $0.lastAccess) }
-        if let state { sendNow(subjects.state, state) }
-        if let access { sendNow(subjects.lastAccess, access) }
+        core.kept.resend { sendNow($0, $1) }
     }
 
     /// Publishes the waiting rows in order and deletes those acknowledged.
     func flush() {
         while isConnected {
             let rows: [OutboxRow]
-            do { rows = try outbox.waiting(after: 0, limit: 200) } catch {
+            do { rows = try core.outbox.waiting(after: 0, limit: 200) } catch {
                 return noteError("outbox: \(error)")
             }
             if rows.isEmpty { return }
@@ -892,33 +650,22 @@ public final class NATSLink: RemoteTransport, @unchecked Sendable {
                     }
                     plain.append(row.seq)
                 }
-                shared.withLock {
-                    $0.published += acked.count + plain.count
-                    $0.jetStreamAcknowledged += acked.count
-                }
+                core.update { $0.published += acked.count + plain.count }
+                shared.withLock { $0.jetStreamAcknowledged += acked.count }
                 if !plain.isEmpty {
                     let s = natsConnection_FlushTimeout(nc, Int64(settings.ackTimeoutMilliseconds))
                     if s == NATS_OK { acked += plain } else { noteError("flush: \(Self.lastError(s)); rows retried") }
                 }
                 return acked
             }
-            if acked.isEmpty { return }
-            do {
-                try outbox.acknowledge(acked)
-                shared.withLock { $0.acknowledged += acked.count }
-            } catch {
-                return noteError("outbox: \(error)")
-            }
+            if acked.isEmpty || !core.acknowledge(acked) { return }
             if acked.count < rows.count { return }
         }
     }
 
     // MARK: Errors
 
-    func noteError(_ text: String) {
-        shared.withLock { $0.lastError = text }
-        log.warning("nats: \(text)")
-    }
+    func noteError(_ text: String) { core.noteError(text) }
 
     static func lastError(_ s: natsStatus) -> String {
         var status = NATS_OK

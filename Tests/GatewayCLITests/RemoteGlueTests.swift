@@ -18,16 +18,12 @@ final class RemoteGlueTests: XCTestCase {
         enum Call: Equatable {
             case entry(kind: DoorEvent.Kind, uidText: String?, label: String?)
             case tagScan(String)
+            case approval(kind: DoorEvent.Kind, uidText: String?, label: String?)
         }
         let calls = Mutex<[Call]>([])
-        private let handler = Mutex<(any RemoteCommandHandler)?>(nil)
 
         var transportName: String { "fake" }
-        var commands: (any RemoteCommandHandler)? {
-            get { handler.withLock { $0 } }
-            set { handler.withLock { $0 = newValue } }
-        }
-        func start() throws {}
+        func start(_ wiring: RemoteWiring) throws {}
         func stop(flushWithin: Duration) {}
         func eventEntry(_ event: DoorEvent, at time: Int64, uidText: String?, label: String?) -> OutgoingMessage {
             calls.withLock { $0.append(.entry(kind: event.kind, uidText: uidText, label: label)) }
@@ -40,6 +36,9 @@ final class RemoteGlueTests: XCTestCase {
         func publishLastAccess(_ access: JSONValue) {}
         func publishTagScan(uidText: String) { calls.withLock { $0.append(.tagScan(uidText)) } }
         func publishReport(_ report: JSONValue) {}
+        func publishApproval(_ event: DoorEvent, at time: Int64, uidText: String?, label: String?) {
+            calls.withLock { $0.append(.approval(kind: event.kind, uidText: uidText, label: label)) }
+        }
         var isConnected: Bool { false }
         var transportStatus: TransportStatus {
             TransportStatus(
@@ -125,6 +124,23 @@ final class RemoteGlueTests: XCTestCase {
                 .entry(kind: .approvalRefused, uidText: nil, label: nil),
             ])
         XCTAssertEqual(asked.uids.withLock { $0 }, [uid, uid, uid, uid])
+    }
+
+    /// Approval events reach whichever transport through its port (MQTT
+    /// puts them on `…/approval` for HA's event entity, NATS has no place of
+    /// its own): the daemon casts to no concrete link. Other events are not
+    /// handed over, and no label is looked up for them.
+    func testApprovalEventsGoToTheTransportsOwnPlaceThroughItsPort() throws {
+        let link = FakeTransport()
+        let (glue, asked) = glue(link, .full, deviceKey: nil)
+        let publish = Daemon.approvalPublisher(link, uidText: glue.uidText, label: glue.label)
+        publish(DoorEvent(.accessGranted, uid: uid), 1_700_000_000)
+        publish(DoorEvent(.approvalRequested, action: 0, uid: uid, code: "K7M2QX"), 1_700_000_001)
+        publish(DoorEvent(.approvalRefused, reason: "unknown_request", code: "ABCDEF"), 1_700_000_002)
+        XCTAssertEqual(
+            link.calls.withLock { $0 },
+            [.approval(kind: .approvalRequested, uidText: uid.hex, label: "front door key")])
+        XCTAssertEqual(asked.uids.withLock { $0 }, [uid], "the label of the approval request's tap only")
     }
 
     /// Issue 24 L3 on either transport: hashed UIDs without a device key

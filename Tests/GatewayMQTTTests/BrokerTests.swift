@@ -4,6 +4,7 @@ import GatewayConfig
 import GatewayMQTT
 import GatewayStore
 import Logging
+import RemoteLink
 import Synchronization
 import TestSupport
 import XCTest
@@ -75,11 +76,11 @@ final class BrokerTests: XCTestCase {
             eventTypes: ["access_granted"], canOpen: false)
         // The daemon's own handler (the store's keys and replay record), opened
         // afresh for each link as a restarted daemon opens its store.
-        link.commands = try StoreCommands(
+        let commands = try StoreCommands(
             store: GatewayStore(stateDirectory: stateDirectory),
             policy: RemotePolicy(c, deviceID: "front-door", actionCount: 4),
             actionCount: { 4 }, clockSynchronised: { true }, submit: { outcomes?.add($0) }, log: Logger(label: "test"))
-        try link.start()
+        try link.start(RemoteWiring(commands: commands))
         XCTAssertTrue(try waitUntil { link.isConnected }, "connected with mutual TLS")
         return link
     }
@@ -450,10 +451,10 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(tag["device"]?["suggested_area"]?.stringValue, "Hallway")
         XCTAssertEqual(tag["device"]?["name"]?.stringValue, "Front door")
         let event = DoorEvent(.accessGranted, reason: "valid_v2", action: 0)
-        let without = try JSONValue.parse(Payloads.event(event, seq: 1, time: 0, device: "d", uidText: "ab"))
+        let without = try JSONValue.parse(LinkPayloads.event(event, seq: 1, time: 0, device: "d", uidText: "ab"))
         XCTAssertNil(without["label"])
         let with = try JSONValue.parse(
-            Payloads.event(event, seq: 1, time: 0, device: "d", uidText: "ab", label: "Alice"))
+            LinkPayloads.event(event, seq: 1, time: 0, device: "d", uidText: "ab", label: "Alice"))
         XCTAssertEqual(with["label"]?.stringValue, "Alice")
     }
 
@@ -463,16 +464,17 @@ final class BrokerTests: XCTestCase {
     func testAHashedUIDWithoutADeviceKeyIsWithheld() throws {
         let uid = try XCTUnwrap(TagUID(hex: "04A1B2C3D4E5F6"))
         let key = [UInt8](repeating: 9, count: 32)
-        let hashed: String? = Payloads.uidText(uid, hashed: true, deviceKey: key)
+        let hashed: String? = LinkPayloads.uidText(uid, hashed: true, deviceKey: key)
         XCTAssertEqual(hashed?.count, 16)
         XCTAssertNotEqual(hashed, uid.hex)
-        XCTAssertEqual(Payloads.uidText(uid, hashed: false, deviceKey: []), uid.hex, "full UIDs need no key")
-        XCTAssertNil(Payloads.uidText(uid, hashed: true, deviceKey: []), "no key: no UID at all")
-        XCTAssertNil(Payloads.uidText(uid, hashed: true, deviceKey: [1, 2, 3]), "nor with a key too short to be one")
+        XCTAssertEqual(LinkPayloads.uidText(uid, hashed: false, deviceKey: []), uid.hex, "full UIDs need no key")
+        XCTAssertNil(LinkPayloads.uidText(uid, hashed: true, deviceKey: []), "no key: no UID at all")
+        XCTAssertNil(
+            LinkPayloads.uidText(uid, hashed: true, deviceKey: [1, 2, 3]), "nor with a key too short to be one")
         let event = DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: uid)
         let withheld = try JSONValue.parse(
-            Payloads.event(
-                event, seq: 1, time: 0, device: "d", uidText: Payloads.uidText(uid, hashed: true, deviceKey: [])))
+            LinkPayloads.event(
+                event, seq: 1, time: 0, device: "d", uidText: LinkPayloads.uidText(uid, hashed: true, deviceKey: [])))
         XCTAssertNil(withheld["uid"], "the event goes out without a uid")
         XCTAssertEqual(withheld["kind"]?.stringValue, "access_granted")
     }

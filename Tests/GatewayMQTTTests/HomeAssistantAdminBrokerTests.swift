@@ -178,13 +178,13 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
         let link = MQTTLink(
             settings: MQTTSettings(c), deviceID: "front-door", outbox: MemoryOutbox(), log: Logger(label: "test"))
         link.discovery = discovery(admin: admin ? menu : nil)
-        link.commands =
+        let commands =
             heard
             ?? Heard(
                 RemotePolicy(
                     commands: CommandJudge(deviceID: "front-door"), homeAssistantOpen: false,
                     homeAssistantAdmin: admin))
-        try link.start()
+        try link.start(RemoteWiring(commands: commands))
         XCTAssertTrue(try waitUntil { link.isConnected })
         return link
     }

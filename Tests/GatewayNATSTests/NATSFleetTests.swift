@@ -43,8 +43,7 @@ final class NATSFleetTests: XCTestCase {
         let documents = Documents()
         let link = NATSLink(
             settings: server.settings(), deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger,
-            eventPayload: { _, _, _, _, _ in [] })
-        link.fleet = NATSFleet(bucket: Self.bucket, site: "main-site", handler: documents)
+            fleet: NATSFleet(bucket: Self.bucket, site: "main-site", handler: documents))
         try link.start()
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected }, "\(log.all)")

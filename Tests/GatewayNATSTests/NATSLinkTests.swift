@@ -1,6 +1,7 @@
 import DoorCore
 import Foundation
 import GatewayNATS
+import RemoteLink
 import TestSupport
 import XCTest
 
@@ -8,21 +9,13 @@ import XCTest
 /// mutual TLS; every server and peer is stopped and reaped by deinit, on
 /// failure too.
 final class NATSLinkTests: XCTestCase {
-    static let eventPayload: NATSLink.EventPayload = { event, seq, time, uid, _ in
-        Array(
-            JSONValue.object([
-                ("seq", .int(Int(seq))), ("time", .int(Int(time))), ("kind", .string(event.kind.rawValue)),
-                ("uid", .optional(uid)),
-            ]).serialized.utf8)
-    }
-
     private func makeLink(
         _ server: NATSServer, _ outbox: MemoryOutbox, _ log: LogCapture, refresh: Double = 0.75, jetStream: Bool = false
     ) -> NATSLink {
         NATSLink(
             settings: server.settings(refreshFraction: refresh, jetStream: jetStream), deviceID: NATSServer.device,
             outbox: outbox,
-            log: log.logger, eventPayload: Self.eventPayload)
+            log: log.logger)
     }
 
     /// No log line holds the seed or the JWT.
@@ -47,8 +40,7 @@ final class NATSLinkTests: XCTestCase {
         let log = LogCapture()
         let link = makeLink(server, outbox, log)
         let handler = RecordingHandler()
-        link.commands = handler
-        try link.start()
+        try link.start(RemoteWiring(commands: handler))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected }, "not connected: \(String(describing: link.status.lastError))")
 
@@ -61,7 +53,11 @@ final class NATSLinkTests: XCTestCase {
         let event = "\(NATSServer.base).event"
         peer.wait { _ in peer.messages(event).count >= 5 }
         XCTAssertEqual(peer.messages(event).compactMap(sequenceNumber), [1, 2, 3, 4, 5])
-        XCTAssertTrue(peer.messages(event).first?.contains("\"uid\":\"04AABB00\"") == true)
+        // The bytes MQTT publishes too (RemoteLink's LinkPayloads), with the door's device id.
+        let first = LinkPayloads.event(
+            DoorEvent(.accessGranted, source: "test-0"), seq: 1, time: 1_700_000_000, device: NATSServer.device,
+            uidText: "04AABB00")
+        XCTAssertEqual(peer.messages(event).first, String(decoding: first, as: UTF8.self))
         XCTAssertTrue(
             try waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 },
             "acknowledged rows leave the outbox")
@@ -142,8 +138,7 @@ final class NATSLinkTests: XCTestCase {
         var settings = server.settings()
         settings.servers = settings.servers.map { $0.replacingOccurrences(of: "localhost", with: "127.0.0.1") }
         let link = NATSLink(
-            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: LogCapture().logger,
-            eventPayload: Self.eventPayload)
+            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: LogCapture().logger)
         try link.start()
         defer { link.stop() }
         XCTAssertTrue(
@@ -310,8 +305,7 @@ final class NATSLinkTests: XCTestCase {
             try server.accountPublicKey(), try server.accountPublicKey("spare"),
         ])
         let link = NATSLink(
-            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger,
-            eventPayload: Self.eventPayload)
+            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger)
         try link.start()
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
@@ -377,7 +371,7 @@ final class NATSLinkTests: XCTestCase {
         let log = LogCapture()
         let link = NATSLink(
             settings: server.settings(accountKeys: []), deviceID: NATSServer.device, outbox: MemoryOutbox(),
-            log: log.logger, eventPayload: Self.eventPayload)
+            log: log.logger)
         try link.start()
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
@@ -433,6 +427,8 @@ final class NATSLinkTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(link.status.connections, 2)
         XCTAssertEqual(link.status.credentials?.kind, .ok)
         XCTAssertTrue(try waitUntil { link.status.outboxDepth == 0 && link.status.acknowledged > 0 })
+        // Acknowledged is the server's flush answer; the peer's copy may still be on its way.
+        peer.wait { _ in !peer.messages("\(NATSServer.base).event").isEmpty }
         XCTAssertEqual(peer.messages("\(NATSServer.base).event").compactMap(sequenceNumber), [1])
         assertNoSecretsLogged(server, log)
     }

@@ -15,8 +15,7 @@ final class NATSLoginTests: XCTestCase {
             tls: .init(enabled: server.tls, caFile: server.tls ? server.path("ca.crt") : nil), name: "door-under-test")
         settings.login = login
         return NATSLink(
-            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger,
-            eventPayload: NATSLinkTests.eventPayload)
+            settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger)
     }
 
     /// The door's events reach a peer of the same server.

@@ -11,11 +11,10 @@ public protocol RemoteTransport: AnyObject, Sendable {
     /// `mqtt` or `nats`: how log lines name it.
     var transportName: String { get }
 
-    /// Where each message heard on a command topic or subject goes (set before `start`).
-    var commands: (any RemoteCommandHandler)? { get set }
-
-    /// Connects (in the background: a broker that is down is retried, not an error).
-    func start() throws
+    /// Connects (in the background: a broker that is down is retried, not an
+    /// error), with the ports it is handed: nothing is set on a transport
+    /// "before start" (`RemoteWiring`).
+    func start(_ wiring: RemoteWiring) throws
     /// Publishes what waits within `flushWithin`, says `offline`, and joins the transport's threads.
     func stop(flushWithin: Duration)
 
@@ -41,6 +40,10 @@ public protocol RemoteTransport: AnyObject, Sendable {
     func publishTagScan(uidText: String)
     /// The device report of compat command 5 (docs/formats.md §3).
     func publishReport(_ report: JSONValue)
+    /// An approval event (docs/policy.md "Approval") where the transport has
+    /// a place of its own for them (MQTT: `…/approval`, Home Assistant's event
+    /// entity); every event, approvals among them, also went through the outbox.
+    func publishApproval(_ event: DoorEvent, at time: Int64, uidText: String?, label: String?)
 
     // MARK: State
 
@@ -55,6 +58,24 @@ public protocol RemoteTransport: AnyObject, Sendable {
     func publishFleet(_ document: [UInt8]) -> Bool
     /// Reads every door's document again; false when not connected or there is no fleet.
     func refreshFleet() -> Bool
+}
+
+extension RemoteTransport {
+    /// Connects with no command handler and no hook (tests, benchmarks).
+    public func start() throws { try start(RemoteWiring()) }
+}
+
+/// What the daemon hands a transport at `start`.
+public struct RemoteWiring: Sendable {
+    /// Where each message heard on a command topic or subject goes.
+    public var commands: (any RemoteCommandHandler)?
+    /// Run on the transport's thread after each connect's announcements.
+    public var afterConnect: (@Sendable () -> Void)?
+
+    public init(commands: (any RemoteCommandHandler)? = nil, afterConnect: (@Sendable () -> Void)? = nil) {
+        self.commands = commands
+        self.afterConnect = afterConnect
+    }
 }
 
 /// A transport's counters, the same for MQTT and NATS, and what only one

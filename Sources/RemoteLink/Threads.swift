@@ -117,6 +117,32 @@ public func startThread(name: String, _ body: @escaping @Sendable () -> Void) th
     pthread_detach(thread)
 }
 
+/// The threads a link starts besides its committer (MQTT's network thread;
+/// NATS' manager and fleet threads), counted so `stop` can wait for every
+/// one of them to end.
+public final class ThreadGroup: Sendable {
+    private let running = Condition(0)
+
+    public init() {}
+
+    /// Starts `body` on a thread of its own, counted until it returns.
+    public func start(name: String, _ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
+        running.update { $0 += 1 }
+        var started = false
+        defer { if !started { running.update { $0 -= 1 } } }
+        try startThread(name: name) { [running] in
+            body()
+            running.update { $0 -= 1 }
+        }
+        started = true
+    }
+
+    /// Waits up to `timeout` for every thread to end; true when they did (or none ran).
+    public func waitAll(within timeout: Duration) -> Bool {
+        running.wait(for: timeout) { $0 == 0 }
+    }
+}
+
 /// Names the calling thread (what `ps -L` and a core dump show) through
 /// /proc: glibc's pthread_setname_np is not visible to Swift.
 private func nameThisThread(_ name: String) {

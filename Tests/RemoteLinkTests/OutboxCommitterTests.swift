@@ -1,5 +1,5 @@
 import DoorCore
-import LinkThreads
+import RemoteLink
 import Synchronization
 import TestSupport
 import XCTest
