@@ -111,6 +111,75 @@ def qmp(path, command):
     s.close()
 
 
+def sd_boot(o):
+    """The whole image under systemd: console on the mini UART (the image's
+    cmdline), no PN532; GPIO17's edges from power-on until gatewayd.service
+    has started and 10 s more."""
+    w = o.workdir
+    locked = 1 if o.polarity == "low" else 0
+    name = f"image, active-{o.polarity}, hold {o.hold}"
+    qsock = f"{w}/qtest.sock"
+    if os.path.exists(qsock):
+        os.unlink(qsock)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(qsock)
+    listener.listen(1)
+    console = f"{w}/console-sd-{o.hold}.log"
+    open(console, "w").close()
+    append = open(f"{w}/cmdline.txt").read().strip()
+    cmd = [o.qemu, "-M", "raspi3b", "-m", "1G", "-accel", "tcg", "-audio", "none", "-display", "none",
+           "-monitor", "none", "-no-reboot", "-S", "-kernel", o.kernel, "-dtb", o.dtb, "-initrd", o.initrd,
+           "-append", append, "-drive", f"file={o.sd},if=sd,format=raw",
+           "-serial", "null", "-serial", f"file:{console}",
+           "-qtest", f"unix:{qsock}", "-qmp", f"unix:{w}/qmp.sock,server=on,wait=off"]
+    t0 = time.monotonic()
+    qemu = subprocess.Popen(cmd, stdout=open(f"{w}/qemu-sd.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        listener.settimeout(30)
+        conn, _ = listener.accept()
+        qt = QTest(conn, t0)
+        qt.cmd("irq_intercept_out /machine/soc/peripherals/gpio")
+        if o.hold == "op":
+            fsel = qt.readl(GPFSEL1) & ~(7 << ((PIN - 10) * 3))
+            qt.writel(GPFSEL1, fsel | (1 << ((PIN - 10) * 3)))
+            qt.writel(GPSET0 if locked else GPCLR0, 1 << PIN)
+        t_cont = time.monotonic() - t0
+        for _ in range(50):
+            if os.path.exists(f"{w}/qmp.sock"):
+                break
+            time.sleep(0.1)
+        qmp(f"{w}/qmp.sock", "cont")
+        started = None
+        deadline = time.monotonic() + o.timeout
+        while time.monotonic() < deadline and qemu.poll() is None:
+            text = open(console, errors="replace").read()
+            if started is None and ("Started \x1b[0;1;39mgatewayd" in text or "Started gatewayd" in text):
+                started = time.monotonic() - t0
+                deadline = time.monotonic() + 10
+            if "Failed to start \x1b[0;1;39mgatewayd" in text or "Failed to start gatewayd" in text:
+                break
+            time.sleep(0.5)
+        check(started is not None, f"{name}: gatewayd.service started under systemd"
+              f"{f', {started - t_cont:.0f} s after the CPUs started' if started else ''}",
+              " | ".join(l for l in open(console, errors="replace").read().splitlines() if "gatewayd" in l)[-300:])
+        state = qt.pin_state()
+        edges = qt.pin_edges(t_cont)
+        if o.hold == "op":
+            check(not edges and state == (1, locked), f"{name}: no edge on GPIO17 from the hold through the whole boot to"
+                  f" gatewayd's start and 10 s after; GPIO17 an output at {state[1]}", f"edges {edges}, state {state}")
+        else:
+            check(state == (1, locked), f"{name}: gatewayd made GPIO17 an output at {state[1]} (edges seen: {edges})",
+                  f"state {state}")
+        print(f"--- {name}: GPIO17's edges (CPUs resumed at {t_cont:.2f} s): {edges or 'none'}; gatewayd started at"
+              f" {started and round(started, 1)} s")
+    finally:
+        if qemu.poll() is None:
+            qemu.kill()
+            qemu.wait()
+    print(f"raspi3b {name}: {passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
 def main():
     a = argparse.ArgumentParser()
     a.add_argument("--qemu", required=True)
@@ -123,7 +192,12 @@ def main():
     a.add_argument("--buses", action="store_true")
     a.add_argument("--glitch", action="store_true")
     a.add_argument("--timeout", type=int, default=240)
+    a.add_argument("--sd", help="boot this whole SD image under systemd instead (make test-raspi3b-image)")
+    a.add_argument("--hold", choices=["input", "op"], default="op",
+                   help="--sd: the firmware's hold to emulate: input (the image's first boot, gpio=17=ip,pd) or op")
     o = a.parse_args()
+    if o.sd:
+        return sd_boot(o)
     w = o.workdir
     locked = 1 if o.polarity == "low" else 0  # active-low: the coil is off while the line is high
     name = f"active-{o.polarity}"

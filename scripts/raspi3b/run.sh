@@ -20,6 +20,8 @@
 #   active-high relay (the first with a 24c02 EEPROM on i2c-bus.1 and a
 #   w25q64 flash on SPI0 for the bus checks), with pn532-sim (PN532_SIM,
 #   default out/static/pn532-sim, a host binary) on the mini UART.
+# IMAGE_BOOT=1 (make test-raspi3b-image, outside CI): the whole SD image
+# booted twice under systemd instead, GPIO17's edges across each boot.
 # GLITCH=1: the guest first requests GPIO17 at the wrong level for 50 ms
 # (a deliberate glitch: the run must then fail). Cache:
 # ${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/raspi3b.
@@ -110,6 +112,33 @@ mcopy -n -i "$FAT" ::/overlays/doorgateway-spi0.dtbo "$W/spi0.dtbo"
 fdtoverlay -i "$W/base.dtb" -o "$W/pi3b.dtb" "$W/spi0.dtbo"
 fdtput -d "$W/pi3b.dtb" /soc/spi@7e204000 dmas
 fdtput -d "$W/pi3b.dtb" /soc/spi@7e204000 dma-names
+if [ "${IMAGE_BOOT:-0}" = 1 ]; then
+    # make test-raspi3b-image: the whole image on the machine's SD card (a
+    # power-of-two size), an active-low strike on its first-boot folder. The
+    # first boot runs under the image's undecided hold (gpio=17=ip,pd: an
+    # input); its first-boot script writes op,dh,pu to config.txt, which the
+    # second boot (a power cycle) emulates.
+    cp --sparse=always "$IMG" "$W/sd.img"
+    size=1
+    while [ $size -lt "$(stat -c %s "$IMG")" ]; do size=$((size * 2)); done
+    truncate -s $size "$W/sd.img"
+    SD_FAT="$W/sd.img@@$((FAT_START * 512))"
+    printf 'active-low\r\n' > "$W/relay"
+    echo strike > "$W/lock"
+    echo raspi3b-image > "$W/device-id"
+    for f in relay lock device-id; do mcopy -o -i "$SD_FAT" "$W/$f" ::/doorgateway/; done
+    mcopy -n -i "$FAT" "::/$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' "$W/config.txt" | tail -1)" "$W/initrd.img"
+    mtype -i "$FAT" ::/cmdline.txt | tr -d '\r\n' > "$W/cmdline.txt"
+    rc=0
+    for hold in input op; do
+        t=$SECONDS
+        [ $hold = op ] && say "config.txt after the first boot: $(mtype -i "$SD_FAT" ::/config.txt | tr -d '\r' | grep '^gpio=17')"
+        python3 scripts/raspi3b/harness.py --qemu "$QEMU" --kernel "$W/vmlinuz" --dtb "$W/pi3b.dtb" --initrd "$W/initrd.img" \
+            --pn532-sim "$PN532_SIM" --polarity low --workdir "$W" --sd "$W/sd.img" --hold $hold --timeout 900 || rc=1
+        say "boot with hold $hold: $((SECONDS - t)) s"
+    done
+    exit $rc
+fi
 dd if="$IMG" of="$W/root.ext4" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=none
 R=$W/initramfs
 mkdir -p "$R"/{bin,proc,sys,dev,tmp,etc,lib/modules}
