@@ -22,7 +22,7 @@ import threading
 import time
 
 from lib import (Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, popen, proc_cpu_s, proc_fds,
-                 proc_rss_kb, remove, wait_until, work_dir)
+                 proc_rss_kb, remove, sim_control, wait_until, work_dir)
 
 
 class Sim:
@@ -52,17 +52,7 @@ class Sim:
             self.process.stdout.close()
 
     def control(self, line):
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(self.sock)
-            s.sendall(line.encode() + b"\n")
-            answer = b""
-            while not answer.endswith(b"\n"):
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-        return answer.decode().strip()
+        return sim_control(self.sock, line)
 
 
 def external_sim_gateway(bindir, work, broker=None):
@@ -216,9 +206,7 @@ def run_broker(bindir, report, flaps=100):
                 samples.append((proc_fds(pid), threads(pid), proc_rss_kb(pid)))
         wait_until(lambda: g.status()["broker"].get("outbox") == 0, 30, "outbox drained")
         time.sleep(1)
-        con = g.db()
-        audited = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-        con.close()
+        audited = g.count()
         seqs = {e.get("seq") for e in sub.messages("/event")}
         (fd0, th0, rss0), (fd1, th1, rss1) = samples
         report["broker"] = (f"{flaps} broker restarts ({tls_errors} with a rogue certificate, refused and named); "
