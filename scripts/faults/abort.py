@@ -101,7 +101,7 @@ def run(bindir, report, aborts=3):
         otp_key = g.ctl("keys", "otp", "export").stdout
         dump = provision(g, UID, work)
         granted_tap(g, dump, UID, "before the faults")
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained at start")
+        g.wait_outbox_drained("outbox drained at start")
         pid = g.process.pid
         sims = children(pid)
         check(sims, "gatewayd has no pn532-sim child")
@@ -163,7 +163,7 @@ def run(bindir, report, aborts=3):
 
         # The same answer to the PowerDown that nfc_close sends (pn53x_idle)
         # when gatewayd stops: stock libnfc aborted there; now a clean exit.
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         audit0, tags0 = snapshot(g)
         log0 = len(g.log_text())
         check(spawned_sim(g, "nad").startswith("ok"), "stop: nad")
@@ -189,7 +189,7 @@ def run(bindir, report, aborts=3):
         check(g.ctl("keys", "otp", "export").stdout == otp_key, "stop: the OTP key changed")
         granted_tap(g, dump, UID, "a good tap after the stop")
 
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         time.sleep(1)
         g.stop()
         audit = g.audit()

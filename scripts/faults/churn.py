@@ -55,6 +55,15 @@ class Sim:
         return sim_control(self.sock, line)
 
 
+def started_with_sticker(sim, g, uid, work):
+    """The external pn532-sim and gatewayd started, the reader ok, a sticker
+    of `uid` provisioned; its dump."""
+    sim.start()
+    g.start()
+    wait_until(lambda: reader_ok(g), 10, "reader ok at start")
+    return provision(g, uid, work)
+
+
 def external_sim_gateway(bindir, work, broker=None):
     sim = Sim(bindir, work)
     g = Gateway(bindir, work, broker=broker, edits=[
@@ -106,10 +115,7 @@ def run_reader(bindir, report, pulls=100):
     sim, g = external_sim_gateway(bindir, work)
     uid = "04EEEE00000001"
     try:
-        sim.start()
-        g.start()
-        wait_until(lambda: reader_ok(g), 10, "reader ok at start")
-        dump = provision(g, uid, work)
+        dump = started_with_sticker(sim, g, uid, work)
         pid = g.process.pid
         # Warm up: the first losses allocate what every later one reuses.
         samples = []
@@ -204,7 +210,7 @@ def run_broker(bindir, report, flaps=100):
             if i in (9, flaps - 1):
                 time.sleep(0.5)
                 samples.append((proc_fds(pid), threads(pid), proc_rss_kb(pid)))
-        wait_until(lambda: g.status()["broker"].get("outbox") == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         time.sleep(1)
         audited = g.count()
         seqs = {e.get("seq") for e in sub.messages("/event")}
@@ -236,10 +242,7 @@ def run_flood(bindir, report, clients=1000, taps=12):
     held = []
     stop = threading.Event()
     try:
-        sim.start()
-        g.start()
-        wait_until(lambda: reader_ok(g), 10, "reader ok at start")
-        dump = provision(g, uid, work)
+        dump = started_with_sticker(sim, g, uid, work)
         pid = g.process.pid
         fds0 = proc_fds(pid)
 

@@ -287,6 +287,10 @@ class Gateway:
     def status(self):
         return json.loads(self.ctl("status", "--json").stdout)
 
+    def wait_outbox_drained(self, what="outbox drained"):
+        """Until every event the broker should have is acknowledged (status' outbox 0)."""
+        wait_until(lambda: self.status().get("broker", {}).get("outbox", 1) == 0, 30, what)
+
     def db(self):
         return sqlite3.connect(f"file:{os.path.join(self.state, 'gateway.db')}?mode=ro", uri=True)
 

@@ -139,7 +139,7 @@ def run(bindir, cuts, seed, report):
             g.ctl("sim", "remove", check_rc=False)
 
         # Let the outbox drain, stop cleanly, and compare.
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         time.sleep(1)
         g.stop()
         time.sleep(0.5)
