@@ -230,22 +230,20 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertEqual(stat(g.socket, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o660)
         // Nobody (uid 65534), not in the admin group: the file mode refuses the connect...
-        var r = try Run.process(
-            URL(fileURLWithPath: "/usr/bin/setpriv"),
-            [
-                "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status",
-                "--socket", g.socket,
-            ], timeout: 20)
+        func statusAsNobody() throws -> ProcessResult {
+            try Run.process(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status",
+                    "--socket", g.socket,
+                ], timeout: 20)
+        }
+        var r = try statusAsNobody()
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.stderr.contains("permission denied"), r.stderr)
         // ...and with the file opened up, SO_PEERCRED refuses it by name.
         chmod(g.socket, 0o666)
-        r = try Run.process(
-            URL(fileURLWithPath: "/usr/bin/setpriv"),
-            [
-                "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status",
-                "--socket", g.socket,
-            ], timeout: 20)
+        r = try statusAsNobody()
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.stderr.contains("uid 65534 is not root or in group doorgateway"), r.stderr)
 
