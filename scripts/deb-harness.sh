@@ -24,6 +24,13 @@ expect() {
     if [ "$got" = "$want" ]; then pass "$name"; else fail "$name" "got '$got', want '$want'"; fi
 }
 
+# check_stop_locks NAME: `systemctl stop gatewayd` and the journal's last
+# lines say the outputs were locked.
+check_stop_locks() {
+    check "$1" sh -c 'systemctl stop gatewayd &&
+    journalctl -u gatewayd -o cat --no-pager | tail -5 | grep -c >/dev/null "stopped; outputs locked"'
+}
+
 # --- the booted container (test-deb-service, test-upgrade) ------------------
 # Root and systemd-nspawn, or exit 2.
 container_preflight() {
@@ -38,10 +45,23 @@ container_base() {
     [ -f "$BASE/.doorgateway-stamp" ] || { echo "$HARNESS_NAME: no $BASE (run make test-deb once)" >&2; exit 2; }
 }
 
-# container_boot MACHINE_PREFIX: boots ROOT (a copy of BASE in RUN) with
-# systemd 252 as PID 1 (NSPAWN: nspawn's pid; INIT: the container's init),
-# and waits for the boot to finish. nspawn's own seccomp filter refuses
-# @clock inside containers unless told otherwise: the unit's filter decides.
+# container_root NAME PN532_SIM: RUN (a fresh directory in CACHE) and ROOT,
+# its copy of BASE with PN532_SIM as /usr/bin/pn532-sim (the package does not
+# ship it). Set the EXIT trap (container_cleanup, or a function calling it)
+# before: RUN is removed there. Then copy the packages in and container_boot.
+container_root() {
+    NSPAWN= INIT=
+    RUN=$(mktemp -d "$CACHE/$1.XXXXXX")
+    ROOT=$RUN/root
+    cp -a "$BASE" "$ROOT"
+    install -m 0755 "$2" "$ROOT/usr/bin/pn532-sim"
+}
+
+# container_boot MACHINE_PREFIX: boots ROOT with systemd 252 as PID 1
+# (NSPAWN: nspawn's pid; INIT: the container's init), waits for the boot to
+# finish, and defines `inside` (check's and expect's runner) as
+# container_inside. nspawn's own seccomp filter refuses @clock inside
+# containers unless told otherwise: the unit's filter decides.
 container_boot() {
     INIT=
     SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -D "$ROOT" -M "$1-$(basename "$RUN" | tr -c 'a-zA-Z0-9\n' -)" --register=no --keep-unit \
@@ -63,6 +83,7 @@ container_boot() {
     [ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "$HARNESS_NAME: the container did not start" >&2; exit 1; }
     state=$(timeout 90 nsenter -t "$INIT" -a systemctl is-system-running --wait 2>/dev/null || true)
     echo "$HARNESS_NAME: container booted ($state)"
+    inside() { container_inside "$@"; }
 }
 
 # A command in the container, with a clean environment (PATH: CONTAINER_PATH).
@@ -74,6 +95,7 @@ container_inside() {
 # RUN's mounts undone and RUN removed, nspawn's runtime directories with it
 # when nothing else uses them.
 container_cleanup() {
+    [ -n "${RUN:-}" ] || return 0
     if [ -n "${NSPAWN:-}" ] && kill -0 "$NSPAWN" 2>/dev/null; then
         [ -n "${INIT:-}" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
         i=0

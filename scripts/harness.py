@@ -1,13 +1,37 @@
-"""What the benches (scripts/bench-daemon.py, scripts/bench-storage.py) and
-the clock-jump fault scenario (scripts/faults/clockjump.py) share: the
+"""What the Python harnesses share: children that die with their parent
+(popen) and a free port (the fault suite's lib.py, scripts/ha/ha_acceptance.py);
+for the benches (scripts/bench-daemon.py, scripts/bench-storage.py) and the
+clock-jump fault scenario (scripts/faults/clockjump.py): the
 percentile their figures use, the benches' gatewayd configuration, and the
 gpio-vm guest's additions (the work directory, host binaries with their
 shared libraries, /etc basics) that run.sh PREPARE=… EXTRA=… packs into the
 initramfs. Imported, never run.
 """
+import ctypes
 import os
 import shutil
+import signal
+import socket
 import subprocess
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """preexec_fn: the child gets SIGKILL when the harness dies."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def popen(args, **kw):
+    """subprocess.Popen of a child that dies with the harness (PR_SET_PDEATHSIG)."""
+    return subprocess.Popen(args, preexec_fn=die_with_parent, **kw)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 # The guest's /etc: root only (gatewayd and the tools look names up in files).
 GUEST_ETC = {"passwd": "root:x:0:0:root:/root:/bin/sh\n", "group": "root:x:0:\n"}

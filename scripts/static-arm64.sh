@@ -40,23 +40,11 @@ HOST_PACKAGES=(debootstrap qemu-user-static rsync file)
 PRODUCTS=(gateway pn532-sim)
 T0=$SECONDS
 
-say() { echo "static-arm64: $*" >&2; }
-die() { say "error: $*"; exit 1; }
+BUILD_NAME=static-arm64
+# shellcheck source=scripts/build-lib.sh
+. "$REPO/scripts/build-lib.sh"
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, apt-get)"
 case "$OUT" in /*) ;; *) OUT="$REPO/$OUT" ;; esac
-
-install_missing_packages() {
-    local missing=() p
-    for p in "${HOST_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' ||
-            missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return
-    say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >/dev/null
-}
 
 # The chroot: minbase trixie amd64, native (no emulation). Recreated only when
 # the recipe stamp changes; packages are added by `inside.sh packages`.
@@ -100,7 +88,7 @@ sync_tree() {
 
 in_chroot() { "$REPO/scripts/arm64/chroot.sh" "$ROOT" "$C" "$@"; }
 
-install_missing_packages
+install_missing_packages "${HOST_PACKAGES[@]}"
 mkdir -p "$C"
 exec 9>"$C/.lock"
 flock 9
@@ -145,9 +133,6 @@ verbose="$(qemu-aarch64-static "$OUT/gateway" ctl version --verbose)" || die "ga
 grep -c >/dev/null 'its gateway line matches this binary' <<<"$verbose" ||
     { echo "$verbose" >&2; die "gateway ctl version --verbose does not find its BUILDINFO"; }
 for product in "${PRODUCTS[@]}"; do
-    size=$(stat -c %s "$OUT/$product")
-    stripped=$(stat -c %s "$C/out/$product.stripped")
-    awk -v p="$product" -v s="$size" -v t="$stripped" \
-        'BEGIN { printf "static-arm64: %-10s %5.1f MB (%.1f MB stripped), ELF aarch64, statically linked\n", p, s / 1048576, t / 1048576 }' >&2
+    print_size "$product" "$OUT/$product" "$C/out/$product.stripped" "ELF aarch64, statically linked"
 done
 say "done in $((SECONDS - T0)) s: $OUT/gateway $OUT/gatewayd $OUT/gatewayctl $OUT/pn532-sim"

@@ -39,10 +39,9 @@ NEEDED_PACKAGES=(cmake dpkg-dev gcc make pkg-config file autoconf automake libto
     libssl-dev libsqlite3-dev libnfc-dev libusb-dev libgpiod-dev
     libmosquitto-dev libqrencode-dev libnats-dev)
 
-say() { echo "static-deps: $*" >&2; }
-die() { say "error: $*"; exit 1; }
-# shellcheck source=scripts/buildinfo-libs.sh
-. "$(dirname "${BASH_SOURCE[0]}")/buildinfo-libs.sh"
+BUILD_NAME=static-deps
+# shellcheck source=scripts/build-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/build-lib.sh"
 
 # Build flags, part of each stamp: changing them forces a rebuild.
 MOSQUITTO_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DWITH_STATIC_LIBRARIES=ON -DWITH_PIC=ON
@@ -60,20 +59,6 @@ NATS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DNATS_BUILD_STREAMING=OFF -DNATS_BUILD_W
     -DBUILD_TESTING=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 QRENCODE_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
     -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWITH_TOOLS=NO -DWITH_TESTS=NO -DWITHOUT_PNG=YES)
-
-install_missing_packages() {
-    local missing=() p
-    for p in "${NEEDED_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' ||
-            missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return
-    [ "$(id -u)" = 0 ] || die "need root to apt-get install: ${missing[*]}"
-    say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >/dev/null
-}
 
 # apt options for a private deb-src list: own SourceList, no SourceParts, own
 # lists directory, no binary caches; nothing under /etc/apt or /var/lib/apt changes.
@@ -300,7 +285,7 @@ write_pkgconfig() {
 }
 
 # The libraries the static link takes, for BUILDINFO (write_buildinfo_libs in
-# scripts/buildinfo-libs.sh). The versions of the libraries built here are
+# scripts/build-lib.sh). The versions of the libraries built here are
 # their stamps' (what was built), the others' the installed -dev package's
 # source version (what ships the archive).
 buildinfo_rows() {
@@ -319,7 +304,7 @@ buildinfo_rows() {
     row libusb libusb "$(srcver libusb-dev)" "$SYSLIB/libusb.a" "the installed libusb-dev"
 }
 
-install_missing_packages
+install_missing_packages "${NEEDED_PACKAGES[@]}"
 mkdir -p "$CACHE_ROOT"
 # Clones and worktrees share the cache: one run at a time.
 exec 9>"$CACHE_ROOT/.lock"

@@ -14,7 +14,9 @@ SWIFT="${SWIFT:-swift}"
 SCRATCH=.build-static
 PRODUCTS=(gateway pn532-sim)
 
-say() { echo "static: $*" >&2; }
+BUILD_NAME=static
+# shellcheck source=scripts/build-lib.sh
+. scripts/build-lib.sh
 
 # Two makes may run this at once (.ci/run's lanes both depend on `static`):
 # one at a time, so neither copies a binary or BUILDINFO the other is writing.
@@ -114,10 +116,7 @@ for product in "${PRODUCTS[@]}"; do
     fi
 done
 for product in "${PRODUCTS[@]}"; do
-    size=$(stat -c %s "$OUT/$product")
     strip -o "$SCRATCH/$product.stripped" "$OUT/$product"
-    stripped=$(stat -c %s "$SCRATCH/$product.stripped")
-    awk -v p="$product" -v s="$size" -v t="$stripped" \
-        'BEGIN { printf "static: %-10s %5.1f MB (%.1f MB stripped), not a dynamic executable\n", p, s / 1048576, t / 1048576 }' >&2
+    print_size "$product" "$OUT/$product" "$SCRATCH/$product.stripped" "not a dynamic executable"
 done
 say "done: $OUT/gateway $OUT/gatewayd $OUT/gatewayctl $OUT/pn532-sim"

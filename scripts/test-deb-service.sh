@@ -23,17 +23,11 @@ DEB=$(readlink -f "$DEB")
 SIM=$(readlink -f "$SIM")
 container_base
 
-RUN=$(mktemp -d "$CACHE/svc.XXXXXX")
-ROOT=$RUN/root
-NSPAWN=
 trap container_cleanup EXIT
 trap 'exit 130' INT TERM HUP
-cp -a "$BASE" "$ROOT"
+container_root svc "$SIM"
 cp "$DEB" "$ROOT/root/doorgateway.deb"
-install -m 0755 "$SIM" "$ROOT/usr/bin/pn532-sim"
-
 container_boot dg
-inside() { container_inside "$@"; }
 
 check "dpkg -i (starts the unit; the stock config is refused: the relay is not chosen)" dpkg -i /root/doorgateway.deb
 check "stock config: refused naming the relay's two keys, no GPIO line touched" sh -c \
@@ -120,12 +114,8 @@ fi
 
 check "reload (SIGHUP through ExecReload=)" sh -c 'systemctl reload gatewayd && sleep 0.5 &&
     journalctl -u gatewayd -o cat --no-pager | grep -c >/dev/null "configuration reloaded"'
-check "stop locks the outputs" sh -c 'systemctl stop gatewayd &&
-    journalctl -u gatewayd -o cat --no-pager | tail -5 | grep -c >/dev/null "stopped; outputs locked"'
+check_stop_locks "stop locks the outputs"
 check "no pn532-sim left behind" sh -c '! pgrep -x pn532-sim'
-# IPAddressDeny=any + the LAN allow list, seen from inside the service's cgroup:
-# an ExecStartPre= probe connects to a public address (refused by the BPF
-# filter: EPERM) and to loopback (allowed: the closed port answers ECONNREFUSED).
 # IPAddressDeny=any + the LAN allow list, seen from inside the service's cgroup:
 # an ExecStartPre= probe connects to a public address (refused by the BPF
 # filter: EPERM) and to loopback (allowed: the closed port answers

@@ -62,10 +62,6 @@ else
 fi
 
 # --- the container ------------------------------------------------------------------
-RUN=$(mktemp -d "$CACHE/upg.XXXXXX")
-ROOT=$RUN/root
-NSPAWN=
-INIT=
 cleanup() {
     [ -z "${BROKER_PID:-}" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
     [ -z "${PKI:-}" ] || rm -rf "$PKI"
@@ -73,16 +69,14 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
-cp -a "$BASE" "$ROOT"
+container_root upg "$SIM"
 cp "$OLD_DEB" "$ROOT/root/doorgateway_${OLD_VERSION}_amd64.deb"
 cp "$NEW_DEB" "$ROOT/root/doorgateway_${NEW_VERSION}_amd64.deb"
-install -m 0755 "$SIM" "$ROOT/usr/bin/pn532-sim"
 install -m 0755 scripts/upgrade/door.sh "$ROOT/usr/local/bin/door"
 
 # Its PATH has /usr/local/bin first: scripts/upgrade/door.sh is installed there as `door`.
 CONTAINER_PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 container_boot dgu
-inside() { container_inside "$@"; }
 migrations() { # the store's applied migrations, in the order applied (read on the host)
     python3 -c 'import sqlite3,sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
@@ -362,8 +356,7 @@ fi
 expect "gateway.toml still the admin's, byte for byte" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
 check "the new stock file is in /usr/share/doorgateway for comparison" \
     sh -c "tail -1 /usr/share/doorgateway/gateway.toml | grep -c >/dev/null 'a changed default in $NEXT_VERSION'"
-check "stop: the outputs locked" sh -c 'systemctl stop gatewayd &&
-    journalctl -u gatewayd -o cat --no-pager | tail -5 | grep -c >/dev/null "stopped; outputs locked"'
+check_stop_locks "stop: the outputs locked"
 MIG_AFTER=$(migrations)
 [ "$MIG_AFTER" = "$NEW_MIGRATIONS_LIST" ] && pass "store migrated: $(echo "$MIG_AFTER" | wc -l) migrations, every one of this tree's, in order" \
     || fail "store migrations after the upgrade" "$(echo $MIG_AFTER) / want $(echo $NEW_MIGRATIONS_LIST)"

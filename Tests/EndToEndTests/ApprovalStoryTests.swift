@@ -21,39 +21,18 @@ final class ApprovalStoryTests: XCTestCase {
     static var cleanerTimeout: Int { Int((10 * E2ETiming.scale).rounded()) }
 
     /// Action 0 asks anyone (60 s), action 1 only gatewayctl (`cleanerTimeout`).
-    static func config(_ g: GatewayUnderTest, _ broker: MosquittoBroker) -> String {
-        """
-        [device]
-        id = "\(g.deviceID)"
-        [board]
-        kind = "sim"
-        [reader]
-        simulator = "spawn"
-        [door]
-        same_tag_quiet_ms = 1000
-        [[actions]]
-        index = 0
-        name = "visitors"
-        steps = [{ pulse = "strike", ms = 300 }]
-        approval = { timeout_s = 60, by = ["home_assistant", "phone", "gatewayctl"] }
-        [[actions]]
-        index = 1
-        name = "cleaner"
-        steps = [{ pulse = "strike", ms = 300 }]
-        approval = { timeout_s = \(cleanerTimeout), by = ["gatewayctl"] }
-        [clock]
-        declare_synchronised = true
-        [paths]
-        state_dir = "\(g.dir.path)/state"
-        runtime_dir = "\(g.dir.path)/run"
-        """ + "\n"
-            + broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
-                of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = true\n")
-    }
+    static let actions =
+        GatewayUnderTest.action(
+            0, "visitors", #"approval = { timeout_s = 60, by = ["home_assistant", "phone", "gatewayctl"] }"#)
+        + "\n"
+        + GatewayUnderTest.action(1, "cleaner", #"approval = { timeout_s = \#(cleanerTimeout), by = ["gatewayctl"] }"#)
 
     func startDoor(_ broker: MosquittoBroker) throws -> GatewayUnderTest {
         let g = try GatewayUnderTest(deviceID: MosquittoBroker.doorID)
-        try Self.config(g, broker).write(to: g.configFile, atomically: true, encoding: .utf8)
+        try g.writeConfig(
+            extra: broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
+                of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = true\n"),
+            actions: Self.actions)
         try g.start()
         try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
         return g
@@ -63,27 +42,14 @@ final class ApprovalStoryTests: XCTestCase {
     func provision(_ g: GatewayUnderTest, _ uid: String, action: Int, label: String, extra: [String] = []) throws
         -> String
     {
-        let armed = try g.eventCount()
-        try g.ctlJSON(["provision", "--action", "\(action)", "--label", label] + extra)
-        try g.waitForEvent("provisioning_armed", after: armed)
-        let seen = try g.eventCount()
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try g.waitForEvent("provisioning_written", after: seen)
-        let dump = g.dir.appendingPathComponent("\(uid).dump").path
-        try g.ctlJSON(["sim", "dump", dump])
-        try g.ctlJSON(["sim", "remove"])
-        return dump
+        try g.issueSticker(uid, arm: ["provision", "--action", "\(action)", "--label", label] + extra)
     }
 
     /// Taps the sticker; the code of the request it made (from its audit row).
     func tap(_ g: GatewayUnderTest, _ dump: String, file: StaticString = #filePath, line: UInt = #line) throws
         -> String
     {
-        E2ETiming.outlastQuietWindow()
-        let seen = try g.eventCount()
-        try g.ctlJSON(["sim", "tap", "--dump", dump])
-        let row = try g.waitForEvent("approval_requested", after: seen)
-        try g.ctlJSON(["sim", "remove"])
+        let row = try g.tapSticker(dump, expect: "approval_requested")
         let detail = try XCTUnwrap(row["detail"]?.stringValue, "\(row)", file: file, line: line)
         let code = try XCTUnwrap(
             detail.split(separator: " ").first { $0.hasPrefix("code=") }?.dropFirst(5), detail, file: file, line: line)
@@ -199,8 +165,7 @@ final class ApprovalStoryTests: XCTestCase {
         XCTAssertEqual(try g.auditKinds().filter { $0 == "access_granted" }.count, grants)
         XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
         XCTAssertEqual(try g.status()["approval"], .null)
-        let verify = try g.ctl(["log", "--verify"])
-        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        try g.assertChainIntact()
         XCTAssertEqual(g.stop(), 0, g.log)
     }
 

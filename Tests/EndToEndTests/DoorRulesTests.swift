@@ -66,9 +66,7 @@ final class DoorRulesTests: XCTestCase {
         let g = try GatewayUnderTest()
         try g.start()
         let uid = "04E0E0E0E0E0E0"
-        try g.ctlJSON(["provision", "--action", "0"])
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try g.waitForEvent("provisioning_written")
+        try g.provisionTag(uid)
         try g.ctlJSON(["tags", "expire", uid, "--at", "2020-01-01"])
         try g.ctlJSON(["sim", "remove"])
         E2ETiming.outlastQuietWindow()
@@ -86,10 +84,7 @@ final class DoorRulesTests: XCTestCase {
         try g.start()
         let low = "04E1E1E1E1E1E1", high = "04E2E2E2E2E2E2"
         for uid in [low, high] {
-            let n = try g.eventCount()
-            try g.ctlJSON(["provision", "--action", "0"])
-            try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-            try g.waitForEvent("provisioning_written", after: n)
+            try g.provisionTag(uid)
             try g.ctlJSON(["sim", "remove"])
             E2ETiming.outlastQuietWindow()
         }
@@ -117,9 +112,7 @@ final class DoorRulesTests: XCTestCase {
         let g = try GatewayUnderTest()
         try g.start()
         let uid = "04F1F2F3F4F5F6"
-        try g.ctlJSON(["provision", "--action", "0"])
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try g.waitForEvent("provisioning_written")
+        try g.provisionTag(uid)
         let now = Int64(time(nil))
         try g.ctlJSON(["tags", "expire", uid, "--at", String(now + 86_400)])
         let dump = g.dir.appendingPathComponent("floor.dump").path
@@ -155,8 +148,7 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertEqual(row["kind"]?.stringValue, "clock_floor_reset")
         XCTAssertEqual(row["source"]?.stringValue, "control:uid=\(getuid())")
         XCTAssertEqual(row["detail"]?.stringValue, "from \(UTCTime.iso8601(ahead)) to \(floor)")
-        let verify = try g.ctl(["log", "--verify"])
-        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        try g.assertChainIntact()
         XCTAssertTrue(g.log.contains("clock floor lowered from \(UTCTime.iso8601(ahead))"), g.log)
 
         try g.ctlJSON(["sim", "remove"])
@@ -238,22 +230,20 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertEqual(stat(g.socket, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o660)
         // Nobody (uid 65534), not in the admin group: the file mode refuses the connect...
-        var r = try Run.process(
-            URL(fileURLWithPath: "/usr/bin/setpriv"),
-            [
-                "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status",
-                "--socket", g.socket,
-            ], timeout: 20)
+        func statusAsNobody() throws -> ProcessResult {
+            try Run.process(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status",
+                    "--socket", g.socket,
+                ], timeout: 20)
+        }
+        var r = try statusAsNobody()
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.stderr.contains("permission denied"), r.stderr)
         // ...and with the file opened up, SO_PEERCRED refuses it by name.
         chmod(g.socket, 0o666)
-        r = try Run.process(
-            URL(fileURLWithPath: "/usr/bin/setpriv"),
-            [
-                "--reuid=65534", "--regid=65534", "--clear-groups", GatewayUnderTest.gateway.path, "ctl", "status",
-                "--socket", g.socket,
-            ], timeout: 20)
+        r = try statusAsNobody()
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.stderr.contains("uid 65534 is not root or in group doorgateway"), r.stderr)
 

@@ -76,16 +76,10 @@ final class DoorStoryTests: XCTestCase {
     func testHeldTagFiresOnceAndRevocation() throws {
         let g = try GatewayUnderTest()
         try g.start()
-        try g.ctlJSON(["provision", "--action", "0", "--label", "desk"])
-        try g.waitForEvent("provisioning_armed")
         let uid = "04112233445566"
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try g.waitForEvent("provisioning_written")
-        try g.ctlJSON(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
+        try g.provisionTag(uid, arm: ["provision", "--action", "0", "--label", "desk"])
         let before = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        try g.waitForEvent("access_granted", after: before)
+        try g.retap(expect: "access_granted")
         // Held on the reader well past same_tag_quiet_ms: a deliberate hold (the
         // property is "no second grant for that long"), stretched like
         // outlastQuietWindow when the daemon runs emulated.
@@ -93,20 +87,12 @@ final class DoorStoryTests: XCTestCase {
         // The barrier: the tag taken off and put back is granted again. The reader
         // reports in order and the door decides on one queue, so a grant the hold
         // had caused would be in the log before this one.
-        try g.ctlJSON(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
-        let barrier = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        try g.waitForEvent("access_granted", after: barrier)
+        try g.retap(expect: "access_granted")
         let grants = try g.auditKinds().dropFirst(before).filter { $0 == "access_granted" }
         XCTAssertEqual(grants.count, 2, "a tag left on the reader fires once (again once it left and came back)")
 
         try g.ctlJSON(["tags", "revoke", uid])
-        try g.ctlJSON(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
-        let n = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        try g.waitForEvent("access_denied", reason: "revoked", after: n)
+        try g.retap(expect: "access_denied", reason: "revoked")
     }
 
     /// Revoking, expiring and forgetting a tag with gatewayctl each leave an
@@ -114,11 +100,8 @@ final class DoorStoryTests: XCTestCase {
     func testRegistryChangesFromGatewayctlAreAuditedWithTheCaller() throws {
         let g = try GatewayUnderTest()
         try g.start()
-        try g.ctlJSON(["provision", "--action", "0", "--label", "audited"])
-        try g.waitForEvent("provisioning_armed")
         let uid = "04A1B2C3D4E5F6"
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try g.waitForEvent("provisioning_written")
+        try g.issueSticker(uid, arm: ["provision", "--action", "0", "--label", "audited"])
         var n = try g.eventCount()
         try g.ctlJSON(["tags", "revoke", uid])
         let revoked = try g.waitForEvent("tag_revoked", after: n)
@@ -194,30 +177,13 @@ final class DoorStoryTests: XCTestCase {
     }
 
     /// A third action, appended after `[paths]` (an array of tables may come anywhere).
-    static let thirdAction = """
-        [[actions]]
-        index = 2
-        name = "side"
-        steps = [{ pulse = "strike", ms = 300 }]
-        """
+    static let thirdAction = GatewayUnderTest.action(2, "side")
 
     /// `[fleet]` on, over an MQTT broker that is not there (the fleet's
     /// receiver is made all the same), with this site key and admin group.
     static func fleetAndControl(siteKey: [UInt8], adminGroup: String = "doorgateway") -> String {
-        """
-        [mqtt]
-        enabled = true
-        host = "127.0.0.1"
-        port = 9
-        [mqtt.tls]
-        enabled = false
-        [fleet]
-        enabled = true
-        site_id = "main-site"
-        site_public_key = "\(Hex.encode(siteKey))"
-        [control]
-        admin_group = "\(adminGroup)"
-        """
+        GatewayUnderTest.fleetWithoutBroker(publicKey: Hex.encode(siteKey))
+            + "\n[control]\nadmin_group = \"\(adminGroup)\""
     }
 
     /// Issue 24 M4: a reload that changes `[fleet]` (an operator rotating
@@ -265,8 +231,7 @@ final class DoorStoryTests: XCTestCase {
         try g.waitForEvent("provisioning_written")
         let dumpFile = g.dir.appendingPathComponent("t.dump").path
         try g.ctlJSON(["sim", "dump", dumpFile])
-        let verify = try g.ctl(["log", "--verify"])
-        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        try g.assertChainIntact()
         let backup = g.dir.appendingPathComponent("backup.db").path
         try g.ctlJSON(["backup", backup])
         var st = stat()

@@ -17,45 +17,26 @@ final class FleetNTAG424StoryTests: XCTestCase {
         let broker: MosquittoBroker
         let site: MQTTFleetSite
         let sim: PN532SimProcess
-        let work: URL
-        let keyFile: String
-        let publicKey: String
-        let boxKey: String
+        let keys: SiteKeys
+        var keyFile: String { keys.keyFile }
 
         init() throws {
             broker = try MosquittoBroker()
             try broker.start()
             site = try MQTTFleetSite(broker)
             sim = try PN532SimProcess()
-            work = FileManager.default.temporaryDirectory.appendingPathComponent("f424-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-            keyFile = work.appendingPathComponent("site.key").path
-            let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
-            XCTAssertEqual(keygen.status, 0, keygen.stderr)
-            publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            boxKey = work.appendingPathComponent("site-box.key").path
-            XCTAssertEqual(
-                try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey]).status,
-                0)
+            keys = try SiteKeys("f424")
         }
 
         func close() {
             broker.stop()
-            try? FileManager.default.removeItem(at: work)
+            keys.remove()
         }
 
         /// A door of the site on the test's pn532-sim.
         func door(_ name: String) throws -> GatewayUnderTest {
-            let g = try site.door(name, publicKey: publicKey, boxKey: boxKey)
-            var toml = try String(contentsOf: g.configFile, encoding: .utf8)
-            for (old, new) in [
-                ("connstring = \"pn532_i2c:/dev/i2c-1\"", "connstring = \"pn532_uart:\(sim.tty)\""),
-                ("simulator = \"spawn\"", "simulator = \"\(sim.socket)\""),
-            ] {
-                XCTAssertEqual(toml.components(separatedBy: old).count, 2, old)
-                toml = toml.replacingOccurrences(of: old, with: new)
-            }
-            try toml.write(to: g.configFile, atomically: true, encoding: .utf8)
+            let g = try keys.door(site, name)
+            try g.moveStockReader(to: sim)
             return g
         }
         func applied(_ g: GatewayUnderTest) throws -> Int? {
@@ -73,17 +54,7 @@ final class FleetNTAG424StoryTests: XCTestCase {
             E2ETiming.outlastQuietWindow()
             let seen = try g.eventCount()
             XCTAssertTrue(try sim.control(how).hasPrefix("ok"))
-            let deadline = Date() + E2ETiming.timeout(10)
-            while Date() < deadline {
-                let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
-                if let hit = rows.first(where: {
-                    ["access_granted", "access_denied"].contains($0["kind"]?.stringValue)
-                }) {
-                    return hit
-                }
-                usleep(50_000)
-            }
-            throw E2EError("no access event\n\(g.log.suffix(2000))")
+            return try g.accessEvent(after: seen)
         }
     }
 

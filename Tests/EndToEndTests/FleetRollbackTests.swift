@@ -29,21 +29,12 @@ final class FleetRollbackTests: XCTestCase {
     /// applies both; E goes away and its account puts version 1 back where
     /// E's document goes; door C, new, must reach version 2 all the same.
     func rollback(_ site: any FleetSiteUnderTest) throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "rollback-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let keyFile = work.appendingPathComponent("site.key").path
-        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
-        XCTAssertEqual(keygen.status, 0, keygen.stderr)
-        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let boxKey = work.appendingPathComponent("site-box.key").path
-        let boxgen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey])
-        XCTAssertEqual(boxgen.status, 0, boxgen.stderr)
-
-        let a = try site.door("door-a", publicKey: publicKey, boxKey: boxKey)
-        let c = try site.door("door-c", publicKey: publicKey, boxKey: boxKey)
-        let e = try site.door("door-e", publicKey: publicKey, boxKey: boxKey)
+        let keys = try SiteKeys("rollback")
+        defer { keys.remove() }
+        let keyFile = keys.keyFile
+        let a = try keys.door(site, "door-a")
+        let c = try keys.door(site, "door-c")
+        let e = try keys.door(site, "door-e")
         defer { for g in [a, c, e] { g.stop() } }
         func applied(_ g: GatewayUnderTest) throws -> Int? {
             try g.ctlJSON(["fleet", "status"])["applied_version"]?.intValue

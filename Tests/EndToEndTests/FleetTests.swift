@@ -19,6 +19,48 @@ protocol FleetSiteUnderTest {
     func assertDoorECannotWriteDoorA() throws
 }
 
+/// The operator's keys of a test site, made with `gatewayctl fleet keygen`
+/// in a work directory of their own: the site key (`keyFile`, a 0600 file;
+/// `publicKey` for `[fleet]`) and, with `box`, the site box key (`boxKey`).
+/// `remove()` (deferred by the test) deletes the directory.
+struct SiteKeys {
+    let work: URL
+    let keyFile: String
+    let publicKey: String
+    let boxKey: String
+
+    init(_ prefix: String, box: Bool = true) throws {
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        keyFile = work.appendingPathComponent("site.key").path
+        boxKey = work.appendingPathComponent("site-box.key").path
+        publicKey = try Self.keygen(["--out", keyFile])
+        if box { _ = try Self.keygen(["--box", "--out", boxKey]) }
+    }
+
+    private static func keygen(_ args: [String]) throws -> String {
+        let r = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen"] + args)
+        guard r.status == 0 else { throw E2EError("fleet keygen \(args.joined(separator: " ")): \(r.stderr)") }
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The site key's private seed (what the key file holds, hex).
+    func seed() throws -> [UInt8] {
+        let hex = try String(contentsOfFile: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let seed = Hex.decode(hex) else { throw E2EError("\(keyFile) is not hex") }
+        return seed
+    }
+
+    func path(_ name: String) -> String { work.appendingPathComponent(name).path }
+
+    /// A door `name` of `site` with these keys.
+    func door(_ site: any FleetSiteUnderTest, _ name: String) throws -> GatewayUnderTest {
+        try site.door(name, publicKey: publicKey, boxKey: boxKey)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: work) }
+}
+
 /// The fleet (docs/fleet.md) on five real gatewayd processes (simulated
 /// boards, each with its pn532-sim), over one mosquitto on the shipped
 /// configuration and ACL, and over one nats-server in operator/JWT mode with
@@ -51,17 +93,7 @@ final class FleetTests: XCTestCase {
         E2ETiming.outlastQuietWindow()  // longer than the stock same_tag_quiet_ms
         let seen = try g.eventCount()
         try g.ctlJSON(["sim", "tap", "--dump", dump])
-        let deadline = Date() + E2ETiming.timeout(10)
-        while Date() < deadline {
-            let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
-            if let hit = rows.first(where: {
-                ["access_granted", "access_denied"].contains($0["kind"]?.stringValue ?? "")
-            }) {
-                return hit
-            }
-            usleep(50_000)
-        }
-        throw E2EError("no access event at \(g.dir.path)\n\(g.log.suffix(2000))")
+        return try g.accessEvent(after: seen)
     }
 
     func testFiveDoorsShareIssuedTagsAndRevocationsOverMQTT() throws {
@@ -83,29 +115,21 @@ final class FleetTests: XCTestCase {
     /// The scenario, the same on either transport.
     func fiveDoors(_ site: any FleetSiteUnderTest, transport: String) throws {
         // The operator's site key: private part in a 0600 file, the public key for [fleet].
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let keyFile = work.appendingPathComponent("site.key").path
-        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", keyFile])
-        XCTAssertEqual(keygen.status, 0, keygen.stderr)
-        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        XCTAssertEqual(Hex.decode(publicKey)?.count, 32, keygen.stdout)
+        // The site box key beside it: each door gets its private part at enrollment (a 0600 file).
+        let keys = try SiteKeys("fleet")
+        defer { keys.remove() }
+        let (work, keyFile) = (keys.work, keys.keyFile)
+        XCTAssertEqual(Hex.decode(keys.publicKey)?.count, 32, keys.publicKey)
         var st = stat()
         XCTAssertEqual(stat(keyFile, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
-
-        // The site box key: each door gets its private part at enrollment (a 0600 file).
-        let boxKey = work.appendingPathComponent("site-box.key").path
-        let boxgen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey])
-        XCTAssertEqual(boxgen.status, 0, boxgen.stderr)
 
         var doors: [GatewayUnderTest] = []
         // Every daemon (and its pn532-sim) is stopped, on failure too.
         defer { for g in doors { g.stop() } }
         let started = Date()
         for name in Self.doorNames {
-            let g = try site.door(name, publicKey: publicKey, boxKey: boxKey)
+            let g = try keys.door(site, name)
             doors.append(g)
             try site.prepare(g, name)
             try g.start()
@@ -118,9 +142,7 @@ final class FleetTests: XCTestCase {
 
         // A sticker provisioned at A (with a secret generated at A: the other doors lack it).
         let uid = "04A1B2C3D4E5F6"
-        try a.ctlJSON(["provision", "--action", "0", "--label", "alice"])
-        try a.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try a.waitForEvent("provisioning_written")
+        try a.provisionTag(uid, arm: ["provision", "--action", "0", "--label", "alice"])
         let dump = work.appendingPathComponent("alice.dump").path
         try a.ctlJSON(["sim", "dump", dump])
         XCTAssertEqual(try a.ctlJSON(["secrets", "list"]).arrayValue?.count, 1)
@@ -244,8 +266,7 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(try appliedVersion(g), 2)
             let status = try g.ctlJSON(["fleet", "status"])
             XCTAssertNotNil(status["last_refused"]?["reason"]?.stringValue, "\(status)")
-            let verify = try g.ctl(["log", "--verify"])
-            XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+            try g.assertChainIntact()
         }
         XCTAssertEqual(try tap(a, dump)["reason"]?.stringValue, "revoked")
 

@@ -19,12 +19,7 @@ final class GatewayUnderTest {
     /// `[device] id` (a broker test uses the id its certificate's CN names).
     let deviceID: String
 
-    static var binDirectory: URL {
-        if let d = ProcessInfo.processInfo.environment["DOORGATEWAY_E2E_BIN"], !d.isEmpty {
-            return URL(fileURLWithPath: d, relativeTo: Fixtures.root).standardizedFileURL
-        }
-        return Run.binDirectory
-    }
+    static var binDirectory: URL { TestTiming.binDirectory }
     static var gateway: URL { binDirectory.appendingPathComponent("gateway") }
 
     /// `extra` is appended to the base configuration (sections it names must not be in the base).
@@ -53,16 +48,36 @@ final class GatewayUnderTest {
         guard example.stdout.contains(stateLine), example.stdout.contains(runtimeLine) else {
             throw E2EError("the example's [paths] changed; update this test:\n\(example.stdout)")
         }
-        var toml = example.stdout
+        let toml = example.stdout
             .replacingOccurrences(of: stateLine, with: "state_dir = \"\(dir.path)/state\"")
             .replacingOccurrences(of: runtimeLine, with: "runtime_dir = \"\(dir.path)/run\"")
+        try Self.edited(toml, edits).write(to: configFile, atomically: true, encoding: .utf8)
+    }
+
+    /// `toml` with each `(old, new)` of `edits` replaced; each `old` must be there exactly once.
+    static func edited(_ toml: String, _ edits: [(String, String)]) throws -> String {
+        var toml = toml
         for (old, new) in edits {
             guard toml.components(separatedBy: old).count == 2 else {
-                throw E2EError("the example does not hold \(old.debugDescription) exactly once; update this test")
+                throw E2EError("the configuration does not hold \(old.debugDescription) exactly once; update this test")
             }
             toml = toml.replacingOccurrences(of: old, with: new)
         }
-        try toml.write(to: configFile, atomically: true, encoding: .utf8)
+        return toml
+    }
+
+    /// The configuration file with `edits` made (`edited`).
+    func editConfig(_ edits: [(String, String)]) throws {
+        try Self.edited(String(contentsOf: configFile, encoding: .utf8), edits)
+            .write(to: configFile, atomically: true, encoding: .utf8)
+    }
+
+    /// A stock example's reader moved to the external pn532-sim `sim`.
+    func moveStockReader(to sim: PN532SimProcess) throws {
+        try editConfig([
+            ("connstring = \"pn532_i2c:/dev/i2c-1\"", "connstring = \"pn532_uart:\(sim.tty)\""),
+            ("simulator = \"spawn\"", "simulator = \"\(sim.socket)\""),
+        ])
     }
 
     private static func makeDirectory() throws -> URL {
@@ -98,17 +113,37 @@ final class GatewayUnderTest {
         (try ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
     }
 
-    /// The base configuration's two actions: 0 "front" (a 300 ms pulse), 1 "long" (3 s).
-    static let baseActions = """
-        [[actions]]
-        index = 0
-        name = "front"
-        steps = [{ pulse = "strike", ms = 300 }]
-        [[actions]]
-        index = 1
-        name = "long"
-        steps = [{ pulse = "strike", ms = 3000 }]
+    /// One `[[actions]]` table: action `index` named `name`, a pulse of the
+    /// strike for `ms`, and the lines `more` (a schedule, an approval, credentials).
+    static func action(_ index: Int, _ name: String, ms: Int = 300, _ more: String = "") -> String {
         """
+        [[actions]]
+        index = \(index)
+        name = "\(name)"
+        steps = [{ pulse = "strike", ms = \(ms) }]
+        \(more)
+        """
+    }
+
+    /// `[fleet]` on (site `main-site`, `publicKey`), over an MQTT broker that
+    /// is not there (port 9, plain TCP): the fleet's receiver is made all the same.
+    static func fleetWithoutBroker(publicKey: String) -> String {
+        """
+        [mqtt]
+        enabled = true
+        host = "127.0.0.1"
+        port = 9
+        [mqtt.tls]
+        enabled = false
+        [fleet]
+        enabled = true
+        site_id = "main-site"
+        site_public_key = "\(publicKey)"
+        """
+    }
+
+    /// The base configuration's two actions: 0 "front" (a 300 ms pulse), 1 "long" (3 s).
+    static let baseActions = action(0, "front") + "\n" + action(1, "long", ms: 3000)
 
     /// The base configuration with `actions` (`[[actions]]` tables) in place
     /// of its two, `clock` lines added to its `[clock]`, and `reader` the
@@ -154,13 +189,10 @@ final class GatewayUnderTest {
         p.standardOutput = log
         try p.run()
         process = p
-        let deadline = Date() + E2ETiming.timeout(15)
-        while Date() < deadline {
+        try waitFor("gatewayd answering on \(socket)", timeout: 15, interval: 0.05, context: { self.log }) {
             if !p.isRunning { throw E2EError("gatewayd exited with \(p.terminationStatus):\n\(self.log)") }
-            if FileManager.default.fileExists(atPath: socket), (try? ctl(["status"]))?.status == 0 { return }
-            usleep(50_000)
+            return FileManager.default.fileExists(atPath: socket) && (try? ctl(["status"]))?.status == 0 ? true : nil
         }
-        throw E2EError("gatewayd did not answer on \(socket) within \(E2ETiming.timeout(15)) s:\n\(self.log)")
     }
 
     /// SIGTERM (or `signal`) and wait; returns the exit status.
@@ -229,22 +261,89 @@ final class GatewayUnderTest {
     func waitForEvent(_ kind: String, reason: String? = nil, after: Int = 0, timeout: TimeInterval = 10) throws
         -> JSONValue
     {
-        let deadline = Date() + E2ETiming.timeout(timeout)
-        repeat {
-            let rows = (try ctlJSON(["log", "--limit", "500"]).arrayValue ?? [])
-            if let hit = rows.dropFirst(after).first(where: {
-                $0["kind"]?.stringValue == kind && (reason == nil || $0["reason"]?.stringValue == reason)
-            }) {
-                return hit
+        try waitForEvent(anyOf: [kind], reason: reason, after: after, timeout: timeout)
+    }
+
+    /// Waits until an event of one of `kinds` (with `reason` when given)
+    /// appears in the audit log after `after` events; returns the first.
+    @discardableResult
+    func waitForEvent(anyOf kinds: [String], reason: String? = nil, after: Int = 0, timeout: TimeInterval = 10)
+        throws -> JSONValue
+    {
+        try waitFor(
+            "no \(kinds.joined(separator: " or "))\(reason.map { " (\($0))" } ?? "") event", timeout: timeout,
+            interval: 0.05, context: { "log: \((try? self.auditKinds()) ?? [])\n\(self.log.suffix(3000))" }
+        ) {
+            (try ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(after).first {
+                kinds.contains($0["kind"]?.stringValue ?? "")
+                    && (reason == nil || $0["reason"]?.stringValue == reason)
             }
-            usleep(50_000)
-        } while Date() < deadline
-        throw E2EError(
-            "no \(kind)\(reason.map { " (\($0))" } ?? "") event within \(timeout) s; log: \(try auditKinds())\n\(log.suffix(3000))"
-        )
+        }
+    }
+
+    /// The access event (granted or denied) the door writes after `after` events.
+    func accessEvent(after: Int, timeout: TimeInterval = 10) throws -> JSONValue {
+        try waitForEvent(anyOf: ["access_granted", "access_denied"], after: after, timeout: timeout)
     }
 
     func eventCount() throws -> Int { (try ctlJSON(["log", "--limit", "100000"]).arrayValue ?? []).count }
+
+    /// `gatewayctl log --verify` through the daemon: the audit chain walked
+    /// from its anchor to its head, every link checked; fails the test unless intact.
+    func assertChainIntact(_ what: String = "", file: StaticString = #filePath, line: UInt = #line) throws {
+        let verify = try ctl(["log", "--verify"])
+        XCTAssertEqual(verify.status, 0, "\(what) \(verify.stdout)\(verify.stderr)", file: file, line: line)
+    }
+
+    /// Provisioning as a person does it: `arm` (the gatewayctl command arming
+    /// it), then a factory tag of `uid` presented (`tag`: `--blank`, an
+    /// NTAG213 sticker, or `--ntag424`), written and verified. The tag stays
+    /// in the field; the `provisioning_written` event.
+    @discardableResult
+    func provisionTag(_ uid: String, tag: String = "--blank", arm: [String] = ["provision", "--action", "0"]) throws
+        -> JSONValue
+    {
+        let seen = try eventCount()
+        try ctlJSON(arm)
+        try waitForEvent("provisioning_armed", after: seen)
+        try ctlJSON(["sim", "tap", tag, "--uid", uid])
+        let written = try waitForEvent("provisioning_written", after: seen, timeout: 20)
+        guard written["uid"]?.stringValue == uid else { throw E2EError("written for another UID: \(written)") }
+        return written
+    }
+
+    /// A sticker written (`provisionTag`), its image saved and the tag taken off. The image's path.
+    @discardableResult
+    func issueSticker(_ uid: String, arm: [String] = ["provision", "--action", "0"]) throws -> String {
+        try provisionTag(uid, arm: arm)
+        let dump = dir.appendingPathComponent("\(uid).dump").path
+        try ctlJSON(["sim", "dump", dump])
+        try ctlJSON(["sim", "remove"])
+        return dump
+    }
+
+    /// The sticker image `dump` presented after the same-tag quiet window; the
+    /// event of `kind` (and `reason`) it makes; the tag taken off again.
+    @discardableResult
+    func tapSticker(_ dump: String, expect kind: String, reason: String? = nil) throws -> JSONValue {
+        E2ETiming.outlastQuietWindow()
+        let seen = try eventCount()
+        try ctlJSON(["sim", "tap", "--dump", dump])
+        let row = try waitForEvent(kind, reason: reason, after: seen)
+        try ctlJSON(["sim", "remove"])
+        return row
+    }
+
+    /// The tag on the reader taken off and, after the quiet window, put back;
+    /// the event of `kind` (and `reason`) it makes. The tag stays on.
+    @discardableResult
+    func retap(expect kind: String, reason: String? = nil) throws -> JSONValue {
+        try ctlJSON(["sim", "remove"])
+        E2ETiming.outlastQuietWindow()
+        let seen = try eventCount()
+        try ctlJSON(["sim", "reinsert"])
+        return try waitForEvent(kind, reason: reason, after: seen)
+    }
 }
 
 struct E2EError: Error, CustomStringConvertible {

@@ -190,7 +190,7 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         ] {
             XCTAssertTrue(fromHA.contains(expected), "\(expected) not audited: \(fromHA)")
         }
-        XCTAssertEqual(try g.ctl(["log", "--verify"]).status, 0, "the chain holds")
+        try g.assertChainIntact("the chain holds")
         XCTAssertEqual(g.stop(), 0, g.log)
 
         // The stock configuration (the option off): every admin entity leaves

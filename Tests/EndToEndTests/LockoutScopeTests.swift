@@ -24,10 +24,7 @@ final class LockoutScopeTests: XCTestCase {
         try g.start()
         defer { g.stop() }
         // A sticker issued at the door, saved as a dump to tap again later.
-        try g.ctlJSON(["provision", "--action", "0"])
-        try g.waitForEvent("provisioning_armed")
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04C0C0C0C0C0C0"])
-        try g.waitForEvent("provisioning_written")
+        try g.provisionTag("04C0C0C0C0C0C0")
         let sticker = g.dir.appendingPathComponent("sticker.dump").path
         try g.ctlJSON(["sim", "dump", sticker])
         try g.ctlJSON(["sim", "remove"])

@@ -142,9 +142,7 @@ final class MQTTStoryTests: XCTestCase {
             try waitUntil { (try g.status()["broker"]?["connected"]) == .bool(true) }
             let events = try broker.subscribe("doorgateway/front-door/event", as: "homeassistant")
             let scans = try broker.subscribe("doorgateway/front-door/tag", as: "phone-alice")
-            try g.ctlJSON(["provision", "--action", "0", "--label", "Alice"])
-            try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F6"])
-            try g.waitForEvent("provisioning_written")
+            try g.provisionTag("04A1B2C3D4E5F6", arm: ["provision", "--action", "0", "--label", "Alice"])
             try g.ctlJSON(["sim", "remove"])
             E2ETiming.outlastQuietWindow()  // longer than same_tag_quiet_ms
             try g.ctlJSON(["sim", "reinsert"])

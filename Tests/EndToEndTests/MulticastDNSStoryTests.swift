@@ -104,13 +104,10 @@ final class MulticastDNSStoryTests: XCTestCase {
     }
 
     private func waitForText(_ file: String, _ text: String, timeout: TimeInterval = 10) throws {
-        let deadline = Date() + E2ETiming.timeout(timeout)
-        while Date() < deadline {
-            if ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").contains(text) { return }
-            usleep(50_000)
+        let content = { (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        try waitFor("\(file): \(text.debugDescription)", timeout: timeout, interval: 0.05, context: content) {
+            content().contains(text) ? true : nil
         }
-        let content = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
-        throw E2EError("\(file): no \(text.debugDescription) within \(timeout) s:\n\(content)")
     }
 
     /// The shipped broker configuration, listening on `address`:8883 with the
@@ -151,6 +148,11 @@ final class MulticastDNSStoryTests: XCTestCase {
                 key_file = "\(path("\(MosquittoBroker.doorID).key"))"
                 """,
             deviceID: MosquittoBroker.doorID)
+        return inDoorNamespace(g)
+    }
+
+    /// `g` run in the door's namespace, stopped (its pn532-sim ended) at tear-down.
+    private func inDoorNamespace(_ g: GatewayUnderTest) -> GatewayUnderTest {
         g.launcher = [Self.ip!, "netns", "exec", net.door]
         cleanups.append { [g] in
             g.stop()
@@ -304,31 +306,14 @@ final class MulticastDNSStoryTests: XCTestCase {
     /// server's door credentials in its state directory.
     private func natsDoor(_ server: NATSServer) throws -> GatewayUnderTest {
         let g = try GatewayUnderTest(
-            extra: """
-                [remote]
-                transport = "nats"
-                [nats]
-                servers = ["tls://broker.local:4222"]
-                prefix = "\(NATSServer.prefix)"
-                account_keys = ["\(try server.accountPublicKey())"]
-                [nats.tls]
-                ca_file = "\(server.path("ca.crt"))"
-                cert_file = "\(server.path("door.crt"))"
-                key_file = "\(server.path("door.key"))"
-                """,
-            deviceID: NATSServer.device)
+            extra: try server.configurationSection(servers: "tls://broker.local:4222"), deviceID: NATSServer.device)
         let nats = g.dir.appendingPathComponent("state/nats")
         try FileManager.default.createDirectory(at: nats, withIntermediateDirectories: true)
         for file in ["user.jwt", "user.nk"] {
             try FileManager.default.copyItem(
                 atPath: server.path("state/nats/\(file)"), toPath: nats.appendingPathComponent(file).path)
         }
-        g.launcher = [Self.ip!, "netns", "exec", net.door]
-        cleanups.append { [g] in
-            g.stop()
-            g.killOrphanedSimulator()
-        }
-        return g
+        return inDoorNamespace(g)
     }
 
     /// The same over NATS: `tls://broker.local:4222` is connected to by the
@@ -409,12 +394,7 @@ final class MulticastDNSStoryTests: XCTestCase {
                     enabled = false
                     """,
                 deviceID: MosquittoBroker.doorID)
-            g.launcher = [Self.ip!, "netns", "exec", net.door]
-            cleanups.append { [g] in
-                g.stop()
-                g.killOrphanedSimulator()
-            }
-            return g
+            return inDoorNamespace(g)
         }
         func sent() -> String {
             String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: received))) ?? Data(), as: UTF8.self)
@@ -450,15 +430,8 @@ final class MulticastDNSStoryTests: XCTestCase {
 
     /// A tag is issued and then opens the door, with no broker.
     private func decidesLocally(_ g: GatewayUnderTest) throws {
-        try g.ctlJSON(["provision", "--action", "0", "--label", "desk"])
-        try g.waitForEvent("provisioning_armed")
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04112233445566"])
-        try g.waitForEvent("provisioning_written")
-        try g.ctlJSON(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
-        let before = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        try g.waitForEvent("access_granted", after: before)
+        try g.provisionTag("04112233445566", arm: ["provision", "--action", "0", "--label", "desk"])
+        try g.retap(expect: "access_granted")
         try g.waitForOutput("strike", "unlocked")
     }
 }

@@ -19,24 +19,8 @@ final class NATSApprovalTests: XCTestCase {
         peer.subscribe(event)
         let g = try GatewayUnderTest(deviceID: NATSServer.device)
         try g.writeConfig(
-            extra: """
-                [remote]
-                transport = "nats"
-                [nats]
-                servers = ["tls://localhost:\(server.port)"]
-                prefix = "\(NATSServer.prefix)"
-                [nats.tls]
-                ca_file = "\(server.path("ca.crt"))"
-                cert_file = "\(server.path("door.crt"))"
-                key_file = "\(server.path("door.key"))"
-                """,
-            actions: """
-                [[actions]]
-                index = 0
-                name = "visitors"
-                steps = [{ pulse = "strike", ms = 300 }]
-                approval = { timeout_s = 60, by = ["phone"] }
-                """)
+            extra: try server.configurationSection(accountKeys: false),
+            actions: GatewayUnderTest.action(0, "visitors", #"approval = { timeout_s = 60, by = ["phone"] }"#))
         defer { g.stop() }
         let dir = g.dir
         func ctl(_ args: [String]) throws -> ProcessResult { try g.ctl(args) }

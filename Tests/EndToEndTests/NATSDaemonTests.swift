@@ -22,20 +22,7 @@ final class NATSDaemonTests: XCTestCase {
         peer.subscribe("\(NATSServer.base).>")
         let seed = try doorSeed(server)
         let g = try GatewayUnderTest(
-            extra: """
-                [mqtt]
-                telemetry_s = 10
-                [remote]
-                transport = "nats"
-                [nats]
-                servers = ["tls://localhost:\(server.port)"]
-                prefix = "\(NATSServer.prefix)"
-                account_keys = ["\(try server.accountPublicKey())"]
-                [nats.tls]
-                ca_file = "\(server.path("ca.crt"))"
-                cert_file = "\(server.path("door.crt"))"
-                key_file = "\(server.path("door.key"))"
-                """, deviceID: NATSServer.device)
+            extra: "[mqtt]\ntelemetry_s = 10\n" + (try server.configurationSection()), deviceID: NATSServer.device)
         defer { g.stop() }
         let config = g.configFile.path
         let imported = try g.ctl(["creds", "import", "--config", config, server.path("k/door.creds")])

@@ -60,15 +60,11 @@ final class NTAG424AttackTests: XCTestCase {
         let g = try GatewayUnderTest()
         try g.start()
         let uid = "04C0FFEE424001"
-        var seen = try g.eventCount()
-        try g.ctlJSON(["provision", "--action", "0", "--label", "counter"])
-        try g.waitForEvent("provisioning_armed", after: seen)
-        try g.ctlJSON(["sim", "tap", "--ntag424", "--uid", uid])
-        try g.waitForEvent("provisioning_written", after: seen, timeout: 20)
+        try g.provisionTag(uid, tag: "--ntag424", arm: ["provision", "--action", "0", "--label", "counter"])
         _ = try g.ctl(["sim", "remove"])
         // Granted once: the tag, its keys and its SUN are the door's.
         E2ETiming.outlastQuietWindow()
-        seen = try g.eventCount()
+        var seen = try g.eventCount()
         try g.ctlJSON(["sim", "reinsert"])
         XCTAssertEqual(try g.waitForEvent("access_granted", after: seen)["reason"]?.stringValue, "ntag424")
         _ = try g.ctl(["sim", "remove"])

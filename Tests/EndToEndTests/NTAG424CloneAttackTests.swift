@@ -28,14 +28,16 @@ final class NTAG424CloneAttackTests: XCTestCase {
     }
 
     /// The door's decision on the next tap after `seen` (the tag already put in the field).
-    func decision(_ g: GatewayUnderTest, after seen: Int) throws -> JSONValue {
-        var row: JSONValue?
-        try waitUntil {
-            let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(seen)
-            row = rows.first { ["access_granted", "access_denied"].contains($0["kind"]?.stringValue ?? "") }
-            return row != nil
-        }
-        return try XCTUnwrap(row)
+    func decision(_ g: GatewayUnderTest, after seen: Int) throws -> JSONValue { try g.accessEvent(after: seen) }
+
+    /// A door on a pn532-sim of its own, started, with a factory 424 of `uid`
+    /// provisioned for `action` (it stays in the field).
+    func doorWith424(_ uid: String, action: Int, label: String) throws -> (PN532SimProcess, GatewayUnderTest) {
+        let sim = try PN532SimProcess()
+        let g = try GatewayUnderTest.onSim(sim)
+        try g.start()
+        try provisionAtDoor(g, sim, uid, action: action, label: label)
+        return (sim, g)
     }
 
     /// Provisions a factory 424 under `uid` at the door for `action`; it stays in the field.
@@ -83,11 +85,8 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// the admin's real tag still opens its action. On 0cee1d2 the clone
     /// received ChangeKey 1–4 and key 0 (`provisioning_failed not_verified`).
     func testAnArmedDoorGivesAChipClaimingARegisteredUIDNoKeys() throws {
-        let sim = try PN532SimProcess()
-        let g = try GatewayUnderTest.onSim(sim)
-        try g.start()
         let admin = "04AD0424C10E01"
-        try provisionAtDoor(g, sim, admin, action: 1, label: "admin")
+        let (sim, g) = try doorWith424(admin, action: 1, label: "admin")
         let before = try XCTUnwrap(try g.issuedTag(admin))
         XCTAssertEqual(before["state"]?.stringValue, "active")
         XCTAssertTrue(try sim.control("stash").hasPrefix("ok"), "the admin's real tag, kept aside")
@@ -132,11 +131,8 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// the row stays active. On 0cee1d2 the door authenticated with the
     /// factory key 0 and sent ChangeKey 1–4 carrying the tag's keys.
     func testResetGivesAChipThatCannotProveTheDoorsKey0Nothing() throws {
-        let sim = try PN532SimProcess()
-        let g = try GatewayUnderTest.onSim(sim)
-        try g.start()
         let uid = "04AD0424C10E02"
-        try provisionAtDoor(g, sim, uid, action: 0, label: "desk")
+        let (sim, g) = try doorWith424(uid, action: 0, label: "desk")
         let version = try XCTUnwrap(try g.issuedTag(uid))["key_version"]?.intValue ?? 1
         XCTAssertTrue(try sim.control("stash").hasPrefix("ok"))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
@@ -178,11 +174,8 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// (`foreign_content`, no ChangeKey), and the row keeps its issue. Only
     /// after a reset (row `failed`) does a factory tag take a re-issue.
     func testAReissueOfAnActiveTagNeedsItsKey0() throws {
-        let sim = try PN532SimProcess()
-        let g = try GatewayUnderTest.onSim(sim)
-        try g.start()
         let uid = "04AD0424C10E05"
-        try provisionAtDoor(g, sim, uid, action: 0, label: "alice")
+        let (sim, g) = try doorWith424(uid, action: 0, label: "alice")
         let before = try XCTUnwrap(try g.issuedTag(uid))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
@@ -202,11 +195,8 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// 424 row unchanged. On 0cee1d2 the sticker was written and its row
     /// replaced the 424's.
     func testABlankStickerUnderA424sUIDDoesNotReplaceItsRow() throws {
-        let sim = try PN532SimProcess()
-        let g = try GatewayUnderTest.onSim(sim)
-        try g.start()
         let uid = "04AD0424C10E03"
-        try provisionAtDoor(g, sim, uid, action: 1, label: "admin")
+        let (sim, g) = try doorWith424(uid, action: 1, label: "admin")
         let before = try XCTUnwrap(try g.issuedTag(uid))
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))
 
@@ -228,11 +218,8 @@ final class NTAG424CloneAttackTests: XCTestCase {
     /// version) and still opens. The old keys — a copy of the tag as it was
     /// before — no longer open.
     func testAReissueRekeysOnlyTheNamedTagAndRetiresItsOldKeys() throws {
-        let sim = try PN532SimProcess()
-        let g = try GatewayUnderTest.onSim(sim)
-        try g.start()
         let uid = "04AD0424C10E04"
-        try provisionAtDoor(g, sim, uid, action: 0, label: "alice")
+        let (sim, g) = try doorWith424(uid, action: 0, label: "alice")
         let first = try XCTUnwrap(try g.issuedTag(uid)?["key_version"]?.intValue)
         XCTAssertTrue(try sim.control("stash").hasPrefix("ok"), "a copy of the tag with its first keys")
         XCTAssertTrue(try sim.control("remove").hasPrefix("ok"))

@@ -126,17 +126,9 @@ final class NTAG424DoorTests: XCTestCase {
         try door.start()
         defer { door.stop() }
         let uid = "04C767F2066180"
-        var seen = try door.eventCount()
-        try door.ctlJSON(["provision", "--action", "1", "--label", "bob"])
-        try door.waitForEvent("provisioning_armed", after: seen)
-        try door.ctlJSON(["sim", "tap", "--ntag424", "--uid", uid])
-        try door.waitForEvent("provisioning_written", after: seen, timeout: 20)
+        try door.provisionTag(uid, tag: "--ntag424", arm: ["provision", "--action", "1", "--label", "bob"])
         for _ in 0..<2 {
-            _ = try door.ctl(["sim", "remove"])
-            E2ETiming.outlastQuietWindow()
-            seen = try door.eventCount()
-            try door.ctlJSON(["sim", "reinsert"])
-            let granted = try door.waitForEvent("access_granted", after: seen)
+            let granted = try door.retap(expect: "access_granted")
             XCTAssertEqual(granted["reason"]?.stringValue, "ntag424", "\(granted)")
             XCTAssertEqual(granted["uid"]?.stringValue, uid)
             XCTAssertEqual(granted["action"]?.intValue, 1)

@@ -38,11 +38,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         XCTAssertFalse(g.log.contains("ntag424_site_key"), "no key material in the log")
 
         // Provisioned → granted: the next tap proves the tag's new key (EV2) and its SUN.
-        _ = try g.ctl(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
-        var seen = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        let granted = try g.waitForEvent("access_granted", after: seen, timeout: 10)
+        let granted = try g.retap(expect: "access_granted")
         XCTAssertEqual(granted["uid"]?.stringValue, uid)
         XCTAssertEqual(granted["reason"]?.stringValue, "ntag424")
         try g.waitForOutput("strike", "unlocked")
@@ -54,11 +50,8 @@ final class NTAG424ProvisioningTests: XCTestCase {
         XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "failed")
         try g.waitForEvent("tag_reset")
         // Factory keys: the door's key no longer authenticates, so it opens nothing.
-        _ = try g.ctl(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
-        seen = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        try g.waitForEvent("access_denied", after: seen, timeout: 10)
+        let seen = try g.eventCount()
+        try g.retap(expect: "access_denied")
         XCTAssertFalse(try g.auditKinds().dropFirst(seen).contains("access_granted"))
         // A factory tag again: a second reset has nothing left to undo and no
         // row to mark, and provisioning runs from the factory state once more.
@@ -74,11 +67,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         try g.waitForEvent("provisioning_written", after: before, timeout: 20)
         XCTAssertEqual(try g.issuedTag(uid)?["state"]?.stringValue, "active")
         // Provisioned again after a reset: SDM restarted its counter, the door set its stored one to the verifying read's.
-        _ = try g.ctl(["sim", "remove"])
-        E2ETiming.outlastQuietWindow()
-        seen = try g.eventCount()
-        try g.ctlJSON(["sim", "reinsert"])
-        XCTAssertEqual(try g.waitForEvent("access_granted", after: seen, timeout: 10)["uid"]?.stringValue, uid)
+        XCTAssertEqual(try g.retap(expect: "access_granted")["uid"]?.stringValue, uid)
         XCTAssertEqual(g.stop(), 0)
     }
 
@@ -140,10 +129,7 @@ final class NTAG424ProvisioningTests: XCTestCase {
         let g = try GatewayUnderTest()
         try g.start()
         let uid = "04E05F1EACC041"
-        try g.ctlJSON(["provision", "--action", "0", "--label", "reset-me"])
-        try g.waitForEvent("provisioning_armed")
-        try g.ctlJSON(["sim", "tap", "--ntag424", "--uid", uid])
-        try g.waitForEvent("provisioning_written", timeout: 20)
+        try g.provisionTag(uid, tag: "--ntag424", arm: ["provision", "--action", "0", "--label", "reset-me"])
         var failures = 0
         for n in [3, 9, 15, 21] {
             try g.ctlJSON(["sim", "tear", "\(n)"])
@@ -229,12 +215,10 @@ final class NTAG424ProvisioningTests: XCTestCase {
     /// The first event of `kinds` after `after`, or nil when none came within `seconds`.
     func waitForEither(_ g: GatewayUnderTest, _ kinds: [String], after: Int, seconds: TimeInterval) throws -> JSONValue?
     {
-        let deadline = Date() + E2ETiming.timeout(seconds)
-        repeat {
-            let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(after)
-            if let hit = rows.first(where: { kinds.contains($0["kind"]?.stringValue ?? "") }) { return hit }
-            usleep(50_000)
-        } while Date() < deadline
-        return nil
+        try poll(timeout: seconds, interval: 0.05) {
+            (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(after).first {
+                kinds.contains($0["kind"]?.stringValue ?? "")
+            }
+        }
     }
 }

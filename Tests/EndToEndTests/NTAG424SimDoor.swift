@@ -36,17 +36,7 @@ final class NTAG424SimDoor {
 
     /// Action 0 "front" (the default credentials) and action 1 `second` with `credentials` (TOML).
     static func actions(second: String, credentials: String) -> String {
-        """
-        [[actions]]
-        index = 0
-        name = "front"
-        steps = [{ pulse = "strike", ms = 300 }]
-        [[actions]]
-        index = 1
-        name = "\(second)"
-        steps = [{ pulse = "strike", ms = 300 }]
-        credentials = \(credentials)
-        """
+        GatewayUnderTest.action(0, "front") + "\n" + GatewayUnderTest.action(1, second, "credentials = \(credentials)")
     }
 
     /// The door's store (the door stopped), given the site key as the fleet

@@ -48,14 +48,9 @@ extension GatewayUnderTest {
         _ output: String, _ state: String, times: Int = 1, timeout: TimeInterval = 10,
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
-        let bound = E2ETiming.timeout(timeout)
-        let deadline = Date() + bound
-        while Date() < deadline {
-            if outputTransitions(output, to: state) >= times { return }
-            usleep(20_000)
-        }
+        if poll(timeout: timeout, { outputTransitions(output, to: state) >= times ? true : nil }) != nil { return }
         XCTFail(
-            "\(output) not driven \(state) \(times)× within \(bound) s (\(outputTransitions(output, to: state))×); log:\n\(log.suffix(2000))",
+            "\(output) not driven \(state) \(times)× within \(E2ETiming.timeout(timeout)) s (\(outputTransitions(output, to: state))×); log:\n\(log.suffix(2000))",
             file: file, line: line)
     }
 }

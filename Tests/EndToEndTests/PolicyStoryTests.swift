@@ -42,21 +42,8 @@ final class PolicyStoryTests: XCTestCase {
         let scheduled = [
             (0, "front", "always"), (1, "office", "closed"), (2, "staff", "staff"),
             (3, "spring", "spring"), (4, "autumn", "autumn"),
-        ].map { index, name, schedule in
-            """
-            [[actions]]
-            index = \(index)
-            name = "\(name)"
-            steps = [{ pulse = "strike", ms = 300 }]
-            schedule = "\(schedule)"
-            """
-        }
-        let guest = """
-            [[actions]]
-            index = 5
-            name = "guest"
-            steps = [{ pulse = "strike", ms = 3000 }]
-            """
+        ].map { index, name, schedule in GatewayUnderTest.action(index, name, "schedule = \"\(schedule)\"") }
+        let guest = GatewayUnderTest.action(5, "guest", ms: 3000)
         try g.writeConfig(
             extra: schedules, door: door, clock: "time_zone = \"\(zone)\"",
             actions: (scheduled + [guest]).joined(separator: "\n"))
@@ -193,32 +180,16 @@ final class PolicyStoryTests: XCTestCase {
         XCTAssertTrue(missingError.contains("Mars/Olympus_Mons"), missingError)
     }
 
-    /// Provisions `uid` for `action` (extra `provision` arguments allowed);
-    /// returns the dump of the written sticker.
+    /// Provisions `uid` (`args`: the `provision` command); returns the dump of the written sticker.
     func provision(_ g: GatewayUnderTest, _ uid: String, _ args: [String]) throws -> String {
-        let armed = try g.eventCount()
-        try g.ctlJSON(args)
-        try g.waitForEvent("provisioning_armed", after: armed)
-        let seen = try g.eventCount()
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        let written = try g.waitForEvent("provisioning_written", after: seen)
-        XCTAssertEqual(written["uid"]?.stringValue, uid)
-        let dump = g.dir.appendingPathComponent("\(uid).dump").path
-        try g.ctlJSON(["sim", "dump", dump])
-        try g.ctlJSON(["sim", "remove"])
-        return dump
+        try g.issueSticker(uid, arm: args)
     }
 
     /// Taps a written sticker once more, after the same-tag quiet time; the
     /// audit row of its decision.
     @discardableResult
     func tap(_ g: GatewayUnderTest, _ dump: String, expect kind: String, reason: String? = nil) throws -> JSONValue {
-        E2ETiming.outlastQuietWindow()
-        let seen = try g.eventCount()
-        try g.ctlJSON(["sim", "tap", "--dump", dump])
-        let row = try g.waitForEvent(kind, reason: reason, after: seen)
-        try g.ctlJSON(["sim", "remove"])
-        return row
+        try g.tapSticker(dump, expect: kind, reason: reason)
     }
 
     /// Taps outside the action's schedule and outside the tag's own are

@@ -36,17 +36,7 @@ final class ReloadPowersTests: XCTestCase {
         func haOpen() throws -> JSONValue {
             let n = try g.eventCount()
             XCTAssertEqual(try broker.publish("doorgateway/front-door/lock/set", "OPEN", as: "homeassistant").status, 0)
-            let deadline = Date() + E2ETiming.timeout(10)
-            while Date() < deadline {
-                let rows = (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).dropFirst(n)
-                if let hit = rows.first(where: {
-                    ["remote_accepted", "remote_rejected"].contains($0["kind"]?.stringValue ?? "")
-                }) {
-                    return hit
-                }
-                usleep(50_000)
-            }
-            throw E2EError("no answer to HA's OPEN:\n\(g.log.suffix(2000))")
+            return try g.waitForEvent(anyOf: ["remote_accepted", "remote_rejected"], after: n)
         }
         XCTAssertEqual(try haOpen()["kind"]?.stringValue, "remote_accepted", "HA opens with home_assistant_open")
 

@@ -39,28 +39,11 @@ final class RootToolStoreTests: XCTestCase {
     func testRootToolsRefuseWhatACompromisedDaemonPlantsInItsStateDirectory() throws {
         try XCTSkipUnless(getuid() == 0, "the attack is on gatewayctl run as root")
         // The site key first: the stock example's [fleet] turned on with it.
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "roottool-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let siteKey = work.appendingPathComponent("site.key").path
-        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", siteKey])
-        XCTAssertEqual(keygen.status, 0, keygen.stderr)
-        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let keys = try SiteKeys("roottool", box: false)
+        defer { keys.remove() }
+        let (work, siteKey, publicKey) = (keys.work, keys.keyFile, keys.publicKey)
         // [fleet] on, over an MQTT broker that is not there (fleet push reads the store before publishing).
-        let g = try GatewayUnderTest(
-            extra: """
-                [mqtt]
-                enabled = true
-                host = "127.0.0.1"
-                port = 9
-                [mqtt.tls]
-                enabled = false
-                [fleet]
-                enabled = true
-                site_id = "main-site"
-                site_public_key = "\(publicKey)"
-                """)
+        let g = try GatewayUnderTest(extra: GatewayUnderTest.fleetWithoutBroker(publicKey: publicKey))
         let auditKey = work.appendingPathComponent("audit.key").path
         XCTAssertTrue(
             FileManager.default.createFile(

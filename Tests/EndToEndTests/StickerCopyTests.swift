@@ -19,20 +19,11 @@ final class StickerCopyTests: XCTestCase {
         defer { broker.stop() }
         try broker.start()
         let site = try MQTTFleetSite(broker)
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "stickercopy-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let siteKey = work.appendingPathComponent("site.key").path
-        let keygen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--out", siteKey])
-        XCTAssertEqual(keygen.status, 0, keygen.stderr)
-        let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let boxKey = work.appendingPathComponent("site-box.key").path
-        let boxgen = try Run.process(GatewayUnderTest.gateway, ["ctl", "fleet", "keygen", "--box", "--out", boxKey])
-        XCTAssertEqual(boxgen.status, 0, boxgen.stderr)
-
-        let a = try site.door("door-a", publicKey: publicKey, boxKey: boxKey)
-        let b = try site.door("door-b", publicKey: publicKey, boxKey: boxKey)
+        let keys = try SiteKeys("stickercopy")
+        defer { keys.remove() }
+        let (work, siteKey) = (keys.work, keys.keyFile)
+        let a = try keys.door(site, "door-a")
+        let b = try keys.door(site, "door-b")
         let c = try GatewayUnderTest()
         defer {
             a.stop()
@@ -43,11 +34,8 @@ final class StickerCopyTests: XCTestCase {
         for g in [a, b] { try waitUntil(timeout: 15) { (try g.status()["broker"]?["connected"]) == .bool(true) } }
 
         // A issues a v2 sticker; the attacker reads it and cuts off `&u=…`.
-        try a.ctlJSON(["provision", "--action", "0", "--label", "alice"])
-        try a.waitForEvent("provisioning_armed")
         let uid = "04A1B2C3D4E5F6"
-        try a.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try a.waitForEvent("provisioning_written")
+        try a.provisionTag(uid, arm: ["provision", "--action", "0", "--label", "alice"])
         let dumpFile = work.appendingPathComponent("alice.dump").path
         try a.ctlJSON(["sim", "dump", dumpFile])
         try a.ctlJSON(["sim", "remove"])

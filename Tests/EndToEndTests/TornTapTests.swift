@@ -40,25 +40,15 @@ final class TornTapTests: XCTestCase {
             try simctl("tear-after \(n)")
             try simctl("reinsert")
             // Until the tag has left (torn) or the door granted (read whole).
-            let deadline = Date() + E2ETiming.timeout(10)
-            var granted = false
-            var gone = false
-            while Date() < deadline {
-                if try grants() > seen {
-                    granted = true
-                    break
-                }
-                if try simctl("status").contains("tag=none") {
-                    gone = true
-                    break
-                }
-                usleep(20_000)
+            let outcome = try poll { () -> String? in
+                if try grants() > seen { return "granted" }
+                return try simctl("status").contains("tag=none") ? "gone" : nil
             }
-            if granted {
+            if outcome == "granted" {
                 whole = n
                 break
             }
-            XCTAssertTrue(gone, "N=\(n): the tag neither left nor was read whole within 10 s\n\(g.log)")
+            XCTAssertEqual(outcome, "gone", "N=\(n): the tag neither left nor was read whole within 10 s\n\(g.log)")
             E2ETiming.outlastQuietWindow()
             // The tag may leave right after the read's last exchange: the read was
             // whole, and the grant (audited a moment after the tag left) is the

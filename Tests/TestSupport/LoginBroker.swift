@@ -6,20 +6,18 @@ import Foundation
 /// certificates) and a plain-TCP one. It stands for the user's broker, not
 /// ours: the shipped provisioning/ files are tested by `MosquittoBroker`.
 public final class LoginBroker {
-    public let dir: URL
+    private let home: ServerHome
+    public var dir: URL { home.dir }
     public let tlsPort: Int
     public let plainPort: Int
-    private var server: ServerProcess?
-    public var process: Process? { server?.process }
-    private var pki: TestPKI { TestPKI(dir) }
+    public var process: Process? { home.process }
+    private var pki: TestPKI { home.pki }
     /// The user the door logs in as, and its password.
     public static let user = "front-door"
     public static let password = "correct horse battery staple"
 
     public init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "login-broker-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        home = try ServerHome("login-broker")
         tlsPort = try MosquittoBroker.freePort()
         plainPort = try MosquittoBroker.freePort()
         try pki.makeCA("ca", cn: "addon-ca")
@@ -50,27 +48,15 @@ public final class LoginBroker {
         try conf.write(to: dir.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
     }
 
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: dir)
-    }
-
-    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
-    public var log: String { (try? String(contentsOfFile: path("mosquitto.log"), encoding: .utf8)) ?? "" }
+    public func path(_ name: String) -> String { home.path(name) }
+    public var log: String { home.text("mosquitto.log") }
 
     public func start() throws {
-        let p = try ServerProcess("/usr/sbin/mosquitto", ["-c", path("mosquitto.conf")])
-        server = p
-        if p.waitUntilReady({ MosquittoBroker.canConnect(tlsPort) && MosquittoBroker.canConnect(plainPort) }) {
-            return
-        }
-        stop()
-        throw NSError(
-            domain: "broker", code: 1, userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen: \(log)"])
+        try home.start(
+            "/usr/sbin/mosquitto", ["-c", path("mosquitto.conf")], domain: "broker",
+            failure: "mosquitto did not listen: \(log)"
+        ) { MosquittoBroker.canConnect(tlsPort) && MosquittoBroker.canConnect(plainPort) }
     }
 
-    public func stop() {
-        server?.stop()
-        server = nil
-    }
+    public func stop() { home.stop() }
 }

@@ -7,20 +7,19 @@ import Foundation
 /// `front-door`; the peer (scripts/nats/peer.py) as `app`, or with the token.
 public final class LoginNATSServer {
     public enum Mode { case users, token }
-    public let dir: URL
+    private let home: ServerHome
+    public var dir: URL { home.dir }
     public let port: Int
     public let tls: Bool
     public let mode: Mode
-    private var server: ServerProcess?
-    private var pki: TestPKI { TestPKI(dir) }
+    private var pki: TestPKI { home.pki }
     public static let user = "front-door"
     public static let password = "correct horse battery staple"
     public static let appPassword = "the app's own password"
     public static let token = "s3cr3t-t0ken-of-the-site"
 
     public init(_ mode: Mode, tls: Bool = true) throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("nats-login-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        home = try ServerHome("nats-login")
         port = try MosquittoBroker.freePort()
         self.tls = tls
         self.mode = mode
@@ -49,28 +48,13 @@ public final class LoginNATSServer {
         """.write(to: dir.appendingPathComponent("server.conf"), atomically: true, encoding: .utf8)
     }
 
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: dir)
-    }
-
-    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
-    public var log: String { (try? String(contentsOfFile: path("server.log"), encoding: .utf8)) ?? "" }
+    public func path(_ name: String) -> String { home.path(name) }
+    public var log: String { home.text("server.log") }
     public var url: String { (tls ? "tls" : "nats") + "://localhost:\(port)" }
 
-    public func start() throws {
-        let p = try ServerProcess("/usr/sbin/nats-server", ["-c", path("server.conf"), "-l", path("server.log")])
-        server = p
-        if p.waitUntilReady({ log.contains("Server is ready") }) { return }
-        stop()
-        throw NSError(
-            domain: "nats", code: 1, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start: \(log)"])
-    }
+    public func start() throws { try NATSServer.start(home, config: path("server.conf")) }
 
-    public func stop() {
-        server?.stop()
-        server = nil
-    }
+    public func stop() { home.stop() }
 
     /// scripts/nats/peer.py logged in as `app` (users) or with the token.
     public func peer() throws -> Peer {

@@ -16,16 +16,16 @@ import Synchronization
 /// `homeassistant`, `phone-alice` (the default client of `publish`/`subscribe`),
 /// and `intruder` from a second CA that the broker must refuse.
 public final class MosquittoBroker {
-    public let dir: URL
+    private let home: ServerHome
+    public var dir: URL { home.dir }
     public let port: Int
     /// A second listener beside the door's, as on a broker that already
     /// serves zigbee2mqtt or Home Assistant: plain TCP on loopback, anonymous,
     /// with no ACL of ours. Its clients must keep working.
     public let neighbourPort: Int
-    private var server: ServerProcess?
     /// The broker's process (mosquitto, or nats-server after `startNATS`).
-    public var process: Process? { server?.process }
-    private var pki: TestPKI { TestPKI(dir) }
+    public var process: Process? { home.process }
+    private var pki: TestPKI { home.pki }
     /// The device id of the door whose certificate `configurationSection` names.
     public static let doorID = "front-door"
     public static let shippedConfiguration = Fixtures.root.appendingPathComponent(
@@ -33,8 +33,7 @@ public final class MosquittoBroker {
     public static let shippedACL = Fixtures.root.appendingPathComponent("provisioning/doorgateway.acl")
 
     public init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        home = try ServerHome("broker")
         port = try Self.freePort()
         neighbourPort = try Self.freePort()
         try makeCA("ca")
@@ -85,14 +84,9 @@ public final class MosquittoBroker {
     }
 
     /// mosquitto's log (every denied publish and subscription is logged there).
-    public var log: String { (try? String(contentsOfFile: path("mosquitto.log"), encoding: .utf8)) ?? "" }
+    public var log: String { home.text("mosquitto.log") }
 
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: dir)
-    }
-
-    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+    public func path(_ name: String) -> String { home.path(name) }
 
     /// The `[mqtt]` configuration of a door using this broker with the
     /// `front-door` certificate (so its device id must be `front-door`),
@@ -114,19 +108,15 @@ public final class MosquittoBroker {
     }
 
     public func start() throws {
-        let p = try ServerProcess(
-            "/usr/sbin/mosquitto", ["-c", path("mosquitto.conf")], stderr: path("mosquitto.stderr"))
-        server = p
         // Ready once mosquitto says it runs (every listener is open by then)
         // and the plain neighbour listener takes a connection. A bare TCP
         // probe of the doors' TLS listener is a client that leaves mid
         // handshake: mosquitto logs "OpenSSL Error … unexpected eof", and the
         // test that the shipped files load without an error read that line.
-        if p.waitUntilReady({ self.log.contains(" running") && Self.canConnect(self.neighbourPort) }) { return }
-        let why = (try? String(contentsOfFile: path("mosquitto.stderr"), encoding: .utf8)) ?? ""
-        throw NSError(
-            domain: "broker", code: 1,
-            userInfo: [NSLocalizedDescriptionKey: "mosquitto did not listen on \(port): \(why)\(log)"])
+        try home.start(
+            "/usr/sbin/mosquitto", ["-c", path("mosquitto.conf")], stderr: path("mosquitto.stderr"), domain: "broker",
+            failure: "mosquitto did not listen on \(port): \(home.text("mosquitto.stderr"))\(log)"
+        ) { self.log.contains(" running") && Self.canConnect(self.neighbourPort) }
     }
 
     /// The second, independent broker: Debian's nats-server with its MQTT
@@ -149,18 +139,14 @@ public final class MosquittoBroker {
             }
             """
         try conf.write(to: dir.appendingPathComponent("nats.conf"), atomically: true, encoding: .utf8)
-        let p = try ServerProcess("/usr/sbin/nats-server", ["-c", path("nats.conf")])
-        server = p
-        if p.waitUntilReady(timeout: 15, { Self.canConnect(port) }) { return }
-        throw NSError(
-            domain: "broker", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server did not listen on \(port)"])
+        try home.start(
+            "/usr/sbin/nats-server", ["-c", path("nats.conf")], timeout: 15, domain: "broker",
+            failure: "nats-server did not listen on \(port)"
+        ) { Self.canConnect(port) }
     }
 
     /// SIGTERM, and SIGKILL if the broker has not gone 5 s later (`ServerProcess.stop`).
-    public func stop() {
-        server?.stop()
-        server = nil
-    }
+    public func stop() { home.stop() }
 
     /// An anonymous client of the neighbour listener (mosquitto_pub/sub arguments).
     public var neighbourArguments: [String] { ["-h", "127.0.0.1", "-p", "\(neighbourPort)"] }
@@ -244,13 +230,10 @@ public final class MosquittoBroker {
         /// Waits until `predicate` holds for the lines received so far.
         @discardableResult
         public func wait(timeout: TimeInterval = 10, _ predicate: ([String]) -> Bool) -> [String] {
-            let deadline = Date() + timeout
-            while Date() < deadline {
+            poll(timeout: timeout) { () -> [String]? in
                 let l = lines
-                if predicate(l) { return l }
-                usleep(20_000)
-            }
-            return lines
+                return predicate(l) ? l : nil
+            } ?? lines
         }
     }
 

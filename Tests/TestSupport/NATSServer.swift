@@ -14,10 +14,10 @@ public final class NATSServer {
     public static let script = Fixtures.root.appendingPathComponent("scripts/nats/mkjwt.py")
     public static let peerScript = Fixtures.root.appendingPathComponent("scripts/nats/peer.py")
 
-    public let dir: URL
+    private let home: ServerHome
+    public var dir: URL { home.dir }
     public let port: Int
-    private var server: ServerProcess?
-    private var pki: TestPKI { TestPKI(dir) }
+    private var pki: TestPKI { home.pki }
 
     /// `doorPublish`: what the door may publish (default: everything under its base but `tag`).
     /// `serverNames`: the server certificate's subjectAltName.
@@ -25,8 +25,7 @@ public final class NATSServer {
         doorJWTSeconds: Int = 0, doorPublish: [String]? = nil, jetStream: Bool = false,
         serverNames: String = "DNS:localhost,IP:127.0.0.1"
     ) throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("nats-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        home = try ServerHome("nats")
         port = try MosquittoBroker.freePort()
         try pki.makeCA("ca")
         try makeCert("server", names: serverNames)
@@ -56,28 +55,40 @@ public final class NATSServer {
         try FileManager.default.copyItem(atPath: path("k/door.nk"), toPath: path("state/nats/user.nk"))
     }
 
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: dir)
+    public func path(_ name: String) -> String { home.path(name) }
+
+    public func start() throws { try Self.start(home, config: path("k/server.conf")) }
+
+    /// nats-server on `config`, its log `server.log` in `home`, ready once it says so.
+    static func start(_ home: ServerHome, config: String) throws {
+        try home.start(
+            "/usr/sbin/nats-server", ["-c", config, "-l", home.path("server.log")], domain: "nats",
+            failure: "nats-server did not start: \(home.text("server.log"))"
+        ) { home.text("server.log").contains("Server is ready") }
     }
 
-    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+    public func stop() { home.stop() }
 
-    public func start() throws {
-        let p = try ServerProcess("/usr/sbin/nats-server", ["-c", path("k/server.conf"), "-l", path("server.log")])
-        server = p
-        if p.waitUntilReady({ log.contains("Server is ready") }) { return }
-        stop()
-        throw NSError(
-            domain: "nats", code: 1, userInfo: [NSLocalizedDescriptionKey: "nats-server did not start: \(log)"])
+    public var log: String { home.text("server.log") }
+
+    /// The `[remote]`, `[nats]` and `[nats.tls]` configuration of a door
+    /// logging in as `door` (so its device id must be `device`): `servers`
+    /// (default: this server on localhost), and with `accountKeys` the doors'
+    /// account key, whose JWTs the door accepts when pushed.
+    public func configurationSection(servers: String? = nil, accountKeys: Bool = true) throws -> String {
+        """
+        [remote]
+        transport = "nats"
+        [nats]
+        servers = ["\(servers ?? "tls://localhost:\(port)")"]
+        prefix = "\(Self.prefix)"
+        \(accountKeys ? "account_keys = [\"\(try accountPublicKey())\"]" : "")
+        [nats.tls]
+        ca_file = "\(path("ca.crt"))"
+        cert_file = "\(path("door.crt"))"
+        key_file = "\(path("door.key"))"
+        """
     }
-
-    public func stop() {
-        server?.stop()
-        server = nil
-    }
-
-    public var log: String { (try? String(contentsOfFile: path("server.log"), encoding: .utf8)) ?? "" }
 
     /// A new JWT for the door's key (same permissions), valid `seconds`.
     /// `issuer`: "doors" (the account the server knows), "spare" (an
@@ -202,12 +213,9 @@ public final class Peer: Sendable {
 
     @discardableResult
     public func wait(timeout: TimeInterval = 10, _ predicate: ([[String: String]]) -> Bool) -> [[String: String]] {
-        let deadline = Date() + timeout
-        while Date() < deadline {
+        poll(timeout: timeout) { () -> [[String: String]]? in
             let l = lines
-            if predicate(l) { return l }
-            usleep(20_000)
-        }
-        return predicate(lines) ? lines : []
+            return predicate(l) ? l : nil
+        } ?? []
     }
 }

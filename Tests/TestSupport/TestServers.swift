@@ -72,12 +72,10 @@ public final class ServerProcess {
     /// Polls `ready` until it holds (true) or the process has exited or
     /// `timeout` × `TestTiming.scale` seconds have passed (false).
     public func waitUntilReady(timeout: TimeInterval = 10, _ ready: () -> Bool) -> Bool {
-        let deadline = Date() + timeout * TestTiming.scale
-        while Date() < deadline && process.isRunning {
-            if ready() { return true }
-            usleep(20_000)
-        }
-        return process.isRunning && ready()
+        poll(timeout: timeout) { () -> Bool? in
+            guard process.isRunning else { return false }
+            return ready() ? true : nil
+        } ?? false
     }
 
     public func stop() {
@@ -87,5 +85,53 @@ public final class ServerProcess {
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+    }
+}
+
+/// The one home of every test server of TestSupport (MosquittoBroker,
+/// LoginBroker, NATSServer, LoginNATSServer): a temporary directory of its
+/// own (removed when released), its certificates there, and its process —
+/// started, waited for, stopped (`ServerProcess`).
+public final class ServerHome {
+    public let dir: URL
+    public var pki: TestPKI { TestPKI(dir) }
+    private var server: ServerProcess?
+    /// The running server's process, nil before `start` and after `stop`.
+    public var process: Process? { server?.process }
+
+    /// A fresh directory `<prefix>-XXXXXXXX` in the temporary directory.
+    public init(_ prefix: String) throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    public func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    /// The file `name` in the directory (a log), empty when unreadable.
+    public func text(_ name: String) -> String { (try? String(contentsOfFile: path(name), encoding: .utf8)) ?? "" }
+
+    /// Starts `executable` (`ServerProcess`) and waits until `ready`; when it
+    /// does not get there, stops it and throws `failure` (domain `domain`).
+    public func start(
+        _ executable: String, _ arguments: [String], stderr: String? = nil, timeout: TimeInterval = 10,
+        domain: String, failure: @autoclosure () -> String, ready: () -> Bool
+    ) throws {
+        let p = try ServerProcess(executable, arguments, stderr: stderr)
+        server = p
+        if p.waitUntilReady(timeout: timeout, ready) { return }
+        let why = failure()
+        stop()
+        throw NSError(domain: domain, code: 1, userInfo: [NSLocalizedDescriptionKey: why])
+    }
+
+    /// SIGTERM, and SIGKILL if the server has not gone 5 s later (`ServerProcess.stop`).
+    public func stop() {
+        server?.stop()
+        server = nil
     }
 }

@@ -42,22 +42,47 @@ public enum TestTiming {
     }
 }
 
-/// The suite's one polling wait: checks `condition` every 20 ms until it
-/// holds, or fails the test at the caller's line once `timeout` ×
-/// `TestTiming.scale` seconds have passed. Returns whether it held, so
+/// The suite's one polling loop: asks `probe` every `interval` seconds until
+/// it returns a value, and returns that; nil once `timeout` × `TestTiming.scale`
+/// seconds have passed (it is asked once more at the end).
+public func poll<T>(timeout: TimeInterval = 10, interval: TimeInterval = 0.02, _ probe: () throws -> T?) rethrows
+    -> T?
+{
+    let deadline = Date() + timeout * TestTiming.scale
+    while Date() < deadline {
+        if let value = try probe() { return value }
+        usleep(useconds_t(interval * 1_000_000))
+    }
+    return try probe()
+}
+
+/// A wait that gave up: what was waited for, within how long, and what was seen.
+public struct WaitTimeout: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// `poll`, or else throws `WaitTimeout` naming `what` (and `context()`, e.g. a log tail).
+@discardableResult
+public func waitFor<T>(
+    _ what: @autoclosure () -> String, timeout: TimeInterval = 10, interval: TimeInterval = 0.02,
+    context: () -> String = { "" }, _ probe: () throws -> T?
+) throws -> T {
+    if let value = try poll(timeout: timeout, interval: interval, probe) { return value }
+    let seen = context()
+    throw WaitTimeout("\(what()): not within \(timeout * TestTiming.scale) s\(seen.isEmpty ? "" : "\n" + seen)")
+}
+
+/// A condition waited for: checks `condition` every 20 ms until it holds,
+/// or fails the test at the caller's line once `timeout` × `TestTiming.scale`
+/// seconds have passed. Returns whether it held, so
 /// `XCTAssertTrue(try waitUntil { … }, "what was waited for")` adds context.
 /// (`throws`, not `rethrows`: callers `try` it whatever their closure does.)
 @discardableResult
 public func waitUntil(
     timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool
 ) throws -> Bool {
-    let bound = timeout * TestTiming.scale
-    let deadline = Date() + bound
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    if try condition() { return true }
-    XCTFail("condition not met within \(bound) s", file: file, line: line)
+    if try poll(timeout: timeout, { try condition() ? true : nil }) != nil { return true }
+    XCTFail("condition not met within \(timeout * TestTiming.scale) s", file: file, line: line)
     return false
 }

@@ -37,10 +37,9 @@ SWIFTDEPS=$C/swift-deps
 SCRATCH=$C/build
 JOBS="${JOBS:-$(nproc)}"
 
-say() { echo "static-arm64: $*" >&2; }
-die() { say "error: $*"; exit 1; }
-# shellcheck source=scripts/buildinfo-libs.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../buildinfo-libs.sh"
+BUILD_NAME=static-arm64
+# shellcheck source=scripts/build-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../build-lib.sh"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 pkgver() { dpkg-query -W -f='${Version}' "$1"; }
 
@@ -370,7 +369,7 @@ step_cdeps() {
 }
 
 # The libraries the static link takes, for BUILDINFO (write_buildinfo_libs in
-# scripts/buildinfo-libs.sh; the same rows as scripts/static-deps.sh writes
+# scripts/build-lib.sh; the same rows as scripts/static-deps.sh writes
 # for x86_64, and the zlib and zstd trixie's libcrypto needs).
 buildinfo_rows() {
     row mosquitto mosquitto "$(stampver mosquitto)" "$CDEPS/mosquitto/lib/libmosquitto.a" \

@@ -43,28 +43,19 @@ audit row has reached the broker.
 """
 import collections
 import os
-import socket
 import subprocess
 import time
 
 from churn import granted_tap, provision, strike_pulses
-from lib import Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, remove, wait_until, work_dir
+from lib import (Broker, Failure, Gateway, Subscriber, check, lost_events, outlast_quiet_window, pid_alive, remove,
+                 sim_control, wait_until, work_dir)
 
 UID = "04ABAB00000001"
 
 
-def sim_control(g, line):
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(5)
-        s.connect(os.path.join(g.run_dir, "pn532-sim.sock"))
-        s.sendall(line.encode() + b"\n")
-        answer = b""
-        while not answer.endswith(b"\n"):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
-    return answer.decode().strip()
+def spawned_sim(g, line):
+    """A line to the pn532-sim gatewayd spawned (its socket in the runtime directory)."""
+    return sim_control(os.path.join(g.run_dir, "pn532-sim.sock"), line)
 
 
 def children(pid):
@@ -75,36 +66,8 @@ def children(pid):
         return []
 
 
-def pid_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def integrity(g):
-    import sqlite3
-
-    con = sqlite3.connect(os.path.join(g.state, "gateway.db"))
-    try:
-        return con.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        con.close()
-
-
 def snapshot(g):
-    con = g.db()
-    try:
-        audit = con.execute("SELECT id, time, kind, reason, action, source, uid FROM audit ORDER BY id").fetchall()
-        tags = con.execute("SELECT uid, state FROM issued_tag ORDER BY uid").fetchall()
-    finally:
-        con.close()
-    return audit, tags
-
-
-def iso(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    return g.audit(), g.query("SELECT uid, state FROM issued_tag ORDER BY uid")
 
 
 # The patched libnfc's error lines (patches/libnfc/*.patch), one per fault.
@@ -138,7 +101,7 @@ def run(bindir, report, aborts=3):
         otp_key = g.ctl("keys", "otp", "export").stdout
         dump = provision(g, UID, work)
         granted_tap(g, dump, UID, "before the faults")
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained at start")
+        g.wait_outbox_drained("outbox drained at start")
         pid = g.process.pid
         sims = children(pid)
         check(sims, "gatewayd has no pn532-sim child")
@@ -148,7 +111,7 @@ def run(bindir, report, aborts=3):
             audit0, tags0 = snapshot(g)
             pulses0 = strike_pulses(g)
             log0 = len(g.log_text())
-            answer = sim_control(g, fault)
+            answer = spawned_sim(g, fault)
             check(answer.startswith("ok"), f"{fault} {i}: {answer}")
             tapped = time.monotonic()
             g.ctl("sim", "tap", "--dump", dump, "--uid", UID)
@@ -189,7 +152,7 @@ def run(bindir, report, aborts=3):
             check([r[2] for r in new if r[6] == UID] == ["access_granted"],
                   f"{fault} {i}: the sticker's decisions after the bad answer: {new}")
             check(tags1 == tags0 and (UID, "active") in tags1, f"{fault} {i}: registry {tags0} → {tags1}")
-            result = integrity(g)
+            result = g.integrity()
             check(result == "ok", f"{fault} {i}: integrity_check: {result}")
             verify = g.ctl("log", "--verify", check_rc=False)
             check(verify.returncode == 0, f"{fault} {i}: audit chain: {verify.stdout} {verify.stderr}")
@@ -200,10 +163,10 @@ def run(bindir, report, aborts=3):
 
         # The same answer to the PowerDown that nfc_close sends (pn53x_idle)
         # when gatewayd stops: stock libnfc aborted there; now a clean exit.
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         audit0, tags0 = snapshot(g)
         log0 = len(g.log_text())
-        check(sim_control(g, "nad").startswith("ok"), "stop: nad")
+        check(spawned_sim(g, "nad").startswith("ok"), "stop: nad")
         g.process.terminate()
         try:
             stop_code = g.process.wait(20)
@@ -216,7 +179,7 @@ def run(bindir, report, aborts=3):
               f"stop: the outputs were not locked before the exit: {after[-400:]}")
         check(LIBNFC_ERRORS["nad"] in after, f"stop: PowerDown's NAD answer was not reported: {after[-400:]}")
         check(stop_code == 0, f"stop: gatewayd exit {stop_code}, not 0")
-        result = integrity(g)
+        result = g.integrity()
         check(result == "ok", f"stop: integrity_check: {result}")
         g.start()
         verify = g.ctl("log", "--verify", check_rc=False)
@@ -226,17 +189,11 @@ def run(bindir, report, aborts=3):
         check(g.ctl("keys", "otp", "export").stdout == otp_key, "stop: the OTP key changed")
         granted_tap(g, dump, UID, "a good tap after the stop")
 
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         time.sleep(1)
         g.stop()
-        audit, tags = snapshot(g)
-        events = {}
-        for e in sub.messages("/event"):
-            events.setdefault(e.get("seq"), e)
-        got = collections.Counter(
-            (e.get("time"), e.get("kind"), e.get("reason"), e.get("action"), e.get("source")) for e in events.values())
-        want = collections.Counter((iso(t), k, r, a, s) for _, t, k, r, a, s, _ in audit)
-        lost = want - got
+        audit = g.audit()
+        lost, events = lost_events(sub, audit)
         report["libnfc bad answers"] = (
             f"patched libnfc linked; {aborts} taps answered with a NAD status byte, 1 with MI and an empty "
             f"continuation: libnfc reported each ({outcomes['nad']}/{aborts} nad, {outcomes['mi-empty']}/1 "
@@ -246,7 +203,7 @@ def run(bindir, report, aborts=3):
             f"granted, then a further good tap granted after each; integrity ok, chain verified, OTP key and "
             f"sticker intact. SIGTERM with the same "
             f"answer to nfc_close's PowerDown: outputs locked, exit {stop_code}; state intact, a good tap opened "
-            f"after start; {len(audit)} audit rows, {len(events)} distinct events at the broker")
+            f"after start; {len(audit)} audit rows, {events} distinct events at the broker")
         check(not lost, f"{sum(lost.values())} audited events never reached the broker: {sorted(lost)[:10]}")
     finally:
         if g.alive():

@@ -22,7 +22,7 @@ import threading
 import time
 
 from lib import (Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, popen, proc_cpu_s, proc_fds,
-                 proc_rss_kb, remove, wait_until, work_dir)
+                 proc_rss_kb, remove, sim_control, wait_until, work_dir)
 
 
 class Sim:
@@ -52,17 +52,16 @@ class Sim:
             self.process.stdout.close()
 
     def control(self, line):
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(self.sock)
-            s.sendall(line.encode() + b"\n")
-            answer = b""
-            while not answer.endswith(b"\n"):
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-        return answer.decode().strip()
+        return sim_control(self.sock, line)
+
+
+def started_with_sticker(sim, g, uid, work):
+    """The external pn532-sim and gatewayd started, the reader ok, a sticker
+    of `uid` provisioned; its dump."""
+    sim.start()
+    g.start()
+    wait_until(lambda: reader_ok(g), 10, "reader ok at start")
+    return provision(g, uid, work)
 
 
 def external_sim_gateway(bindir, work, broker=None):
@@ -116,10 +115,7 @@ def run_reader(bindir, report, pulls=100):
     sim, g = external_sim_gateway(bindir, work)
     uid = "04EEEE00000001"
     try:
-        sim.start()
-        g.start()
-        wait_until(lambda: reader_ok(g), 10, "reader ok at start")
-        dump = provision(g, uid, work)
+        dump = started_with_sticker(sim, g, uid, work)
         pid = g.process.pid
         # Warm up: the first losses allocate what every later one reuses.
         samples = []
@@ -214,11 +210,9 @@ def run_broker(bindir, report, flaps=100):
             if i in (9, flaps - 1):
                 time.sleep(0.5)
                 samples.append((proc_fds(pid), threads(pid), proc_rss_kb(pid)))
-        wait_until(lambda: g.status()["broker"].get("outbox") == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         time.sleep(1)
-        con = g.db()
-        audited = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-        con.close()
+        audited = g.count()
         seqs = {e.get("seq") for e in sub.messages("/event")}
         (fd0, th0, rss0), (fd1, th1, rss1) = samples
         report["broker"] = (f"{flaps} broker restarts ({tls_errors} with a rogue certificate, refused and named); "
@@ -248,10 +242,7 @@ def run_flood(bindir, report, clients=1000, taps=12):
     held = []
     stop = threading.Event()
     try:
-        sim.start()
-        g.start()
-        wait_until(lambda: reader_ok(g), 10, "reader ok at start")
-        dump = provision(g, uid, work)
+        dump = started_with_sticker(sim, g, uid, work)
         pid = g.process.pid
         fds0 = proc_fds(pid)
 

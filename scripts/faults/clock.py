@@ -59,16 +59,8 @@ def run_unsynchronised(bindir, report):
         pulses0 = strike_pulses(g)
         message = g.ctl("otp", "make", "--key-file", key_file, "--command", "1").stdout.strip()
         broker.publish("phone/front-door", message)
-        con = lambda: g.db()  # noqa: E731
-
-        def judged():
-            c = con()
-            try:
-                return c.execute("SELECT kind, reason FROM audit WHERE kind LIKE 'remote_%'").fetchall()
-            finally:
-                c.close()
-
-        rows = wait_until(judged, 10, "the phone command judged")
+        rows = wait_until(lambda: g.query("SELECT kind, reason FROM audit WHERE kind LIKE 'remote_%'"), 10,
+                          "the phone command judged")
         check(rows == [("remote_rejected", "clock_unsynchronised")], f"phone command with the clock unsynchronised: {rows}")
         time.sleep(1)
         check(strike_pulses(g) == pulses0, "the strike opened for a phone command with an unsynchronised clock")

@@ -33,11 +33,11 @@ def run(bindir, report):
         g.start()
         g.ctl("provision", "arm", "--action", "0")
         g.ctl("sim", "tap", "--blank", "--uid", UID)
-        wait_until(lambda: _rows(g, "provisioning_written") == 1, 20, "the sticker written")
+        wait_until(lambda: g.count("provisioning_written") == 1, 20, "the sticker written")
         dump = os.path.join(work, "sticker.dump")
         g.ctl("sim", "dump", dump)
         g.ctl("sim", "remove")
-        rows_before = _rows(g)
+        rows_before = g.count()
 
         # Fill the disk to the last byte.
         fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -84,11 +84,9 @@ def run(bindir, report):
         wait_until(lambda: g.status()["store"]["writable"], 15, "the store writable again (periodic retry)")
         st = g.status()["store"]
         check(st["unsaved_events"] == 0 and st["dropped_events"] == 0, f"after recovery: {st}")
-        rows_after = _rows(g)
+        rows_after = g.count()
         check(rows_after - rows_before >= waiting, f"{rows_after - rows_before} rows written, {waiting} were waiting")
-        con = g.db()
-        kinds = [k for (k,) in con.execute("SELECT kind FROM audit WHERE id > ? ORDER BY id", (rows_before,))]
-        con.close()
+        kinds = [k for (k,) in g.query("SELECT kind FROM audit WHERE id > ? ORDER BY id", rows_before)]
         check(kinds.count("access_granted") == 3 and kinds.count("access_denied") == 3,
               f"rows written after the outage: {kinds}")
         verify = g.ctl("log", "--verify", check_rc=False)
@@ -113,11 +111,3 @@ def run(bindir, report):
             remove(work)
 
 
-def _rows(g, kind=None):
-    con = g.db()
-    try:
-        if kind:
-            return con.execute("SELECT COUNT(*) FROM audit WHERE kind = ?", (kind,)).fetchone()[0]
-        return con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-    finally:
-        con.close()

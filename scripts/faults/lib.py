@@ -6,36 +6,22 @@ Every process started here is started with PR_SET_PDEATHSIG (it dies with
 the suite) and is stopped by Rig.close(); run.py runs under
 scripts/no-leftovers.py, which fails the run if anything survives.
 """
-import ctypes
+import collections
 import json
 import os
 import shutil
-import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROVISIONING = os.path.join(ROOT, "provisioning")
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def popen(args, **kw):
-    return subprocess.Popen(args, preexec_fn=_die_with_parent, **kw)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from harness import free_port, popen  # noqa: E402,F401 (popen: the scenarios import it from here)
 
 
 class Failure(Exception):
@@ -301,12 +287,78 @@ class Gateway:
     def status(self):
         return json.loads(self.ctl("status", "--json").stdout)
 
+    def wait_outbox_drained(self, what="outbox drained"):
+        """Until every event the broker should have is acknowledged (status' outbox 0)."""
+        wait_until(lambda: self.status().get("broker", {}).get("outbox", 1) == 0, 30, what)
+
     def db(self):
         return sqlite3.connect(f"file:{os.path.join(self.state, 'gateway.db')}?mode=ro", uri=True)
+
+    def query(self, sql, *args):
+        """The rows of one read-only query of the store."""
+        con = self.db()
+        try:
+            return con.execute(sql, args).fetchall()
+        finally:
+            con.close()
+
+    def count(self, kind=None, uid=None):
+        """Audit rows (of one kind, for one UID)."""
+        where = " AND ".join(w for w, v in (("kind = ?", kind), ("uid = ?", uid)) if v is not None)
+        args = [v for v in (kind, uid) if v is not None]
+        return self.query("SELECT COUNT(*) FROM audit" + (" WHERE " + where if where else ""), *args)[0][0]
+
+    def audit(self):
+        """Every audit row: (id, time, kind, reason, action, source, uid), in order."""
+        return self.query("SELECT id, time, kind, reason, action, source, uid FROM audit ORDER BY id")
+
+    def integrity(self):
+        """SQLite's PRAGMA integrity_check of the store ("ok"), opened read-write as gatewayd does."""
+        con = sqlite3.connect(os.path.join(self.state, "gateway.db"))
+        try:
+            return con.execute("PRAGMA integrity_check").fetchone()[0]
+        finally:
+            con.close()
 
     def log_text(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()
+
+
+def lost_events(sub, audit):
+    """The audited events (Gateway.audit() rows) that never reached the broker
+    (a Counter), and how many distinct events (by seq) the subscriber received."""
+    events = {}
+    for e in sub.messages("/event"):
+        events.setdefault(e.get("seq"), e)
+    got = collections.Counter(
+        (e.get("time"), e.get("kind"), e.get("reason"), e.get("action"), e.get("source")) for e in events.values())
+    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    want = collections.Counter((iso(t), k, r, a, s) for _, t, k, r, a, s, _ in audit)
+    return want - got, len(events)
+
+
+def sim_control(sock, line):
+    """One line to pn532-sim's control socket; its answer."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(5)
+        s.connect(sock)
+        s.sendall(line.encode() + b"\n")
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.decode().strip()
+
+
+def pid_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def proc_fds(pid):

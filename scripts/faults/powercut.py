@@ -24,27 +24,14 @@ import os
 import random
 import time
 
-from lib import Broker, Failure, Gateway, Subscriber, check, outlast_quiet_window, remove, wait_until, work_dir
+from lib import (Broker, Failure, Gateway, Subscriber, check, lost_events, outlast_quiet_window, remove, wait_until,
+                 work_dir)
 
 UID_GRANTED = "04A1B2C3D4E5F6"
 UID_GUEST = "04A1B2C3D4E5F7"
 GUEST_USES = 100000
 PROMISE_MS = float(os.environ.get("FAULTS_PROMISE_MS", "200"))
 UNLOCKED = "sim output strike → unlocked"
-
-
-def iso(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
-def integrity(g):
-    import sqlite3
-
-    con = sqlite3.connect(os.path.join(g.state, "gateway.db"))
-    try:
-        return con.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        con.close()
 
 
 def run(bindir, cuts, seed, report):
@@ -64,14 +51,14 @@ def run(bindir, cuts, seed, report):
         g.ctl("provision", "arm", "--action", "0")
         g.ctl("sim", "tap", "--blank", "--uid", UID_GRANTED)
         wait_until(lambda: any(e.get("kind") == "provisioning_written" for e in g.status().get("recent_events", [])) or
-                   _audit_has(g, "provisioning_written"), 20, "the setup sticker written")
+                   g.count("provisioning_written") > 0, 20, "the setup sticker written")
         dump = os.path.join(work, "sticker.dump")
         g.ctl("sim", "dump", dump)
         g.ctl("sim", "remove")
         # A guest pass with more uses than the run can take.
         g.ctl("provision", "arm", "--action", "0", "--guest", "--uses", str(GUEST_USES))
         g.ctl("sim", "tap", "--blank", "--uid", UID_GUEST)
-        wait_until(lambda: _count(g, "provisioning_written") >= 2, 20, "the guest pass written")
+        wait_until(lambda: g.count("provisioning_written") >= 2, 20, "the guest pass written")
         guest_dump = os.path.join(work, "guest.dump")
         g.ctl("sim", "dump", guest_dump)
         g.ctl("sim", "remove")
@@ -104,7 +91,7 @@ def run(bindir, cuts, seed, report):
             if op == "promise":
                 # Cut PROMISE_MS after the relay moved: the tap's row must be on disk.
                 uid, tag = rng.choice([(UID_GRANTED, dump), (UID_GUEST, guest_dump)])
-                rows0 = _granted(g, uid)
+                rows0 = g.count("access_granted", uid)
                 g.ctl("sim", "tap", "--dump", tag, "--uid", uid)
                 wait_until(lambda: _unlocks(g) > unlocks0, 10, f"cut {i}: the relay moved", 0.002)
                 time.sleep(PROMISE_MS / 1000)
@@ -114,14 +101,14 @@ def run(bindir, cuts, seed, report):
             if op == "guest" or (op == "promise" and uid == UID_GUEST):
                 guest_unlocks += _unlocks(g) - unlocks0
             if op == "promise":
-                check(_granted(g, uid) == rows0 + 1,
+                check(g.count("access_granted", uid) == rows0 + 1,
                       f"cut {i} (promise, {uid}): the access_granted row not on disk {PROMISE_MS:.0f} ms after the "
-                      f"relay moved ({_granted(g, uid) - rows0} new)")
+                      f"relay moved ({g.count('access_granted', uid) - rows0} new)")
                 promises[uid] += 1
             taken = GUEST_USES - _uses_left(g, UID_GUEST)
             check(taken >= guest_unlocks,
                   f"cut {i} ({op}): the guest pass moved the relay {guest_unlocks}× but {taken} uses are on disk")
-            result = integrity(g)
+            result = g.integrity()
             check(result == "ok", f"cut {i} ({op}): integrity_check: {result}")
             g.start()
             verify = g.ctl("log", "--verify", check_rc=False)
@@ -133,10 +120,10 @@ def run(bindir, cuts, seed, report):
                 # has subscribed again is not kept for it. Wait for the
                 # connection, and send once more if the first copy came too
                 # early (the subscription follows the connection).
-                judged0 = _accepted(g) + _count(g, "remote_rejected")
+                judged0 = _accepted(g) + g.count("remote_rejected")
                 wait_until(lambda: g.status().get("broker", {}).get("connected") is True, 20,
                            f"cut {i}: connected again")
-                judged = lambda: _accepted(g) + _count(g, "remote_rejected") > judged0  # noqa: E731
+                judged = lambda: _accepted(g) + g.count("remote_rejected") > judged0  # noqa: E731
                 for attempt in range(2):
                     broker.publish("phone/front-door", message)
                     try:
@@ -152,29 +139,21 @@ def run(bindir, cuts, seed, report):
             g.ctl("sim", "remove", check_rc=False)
 
         # Let the outbox drain, stop cleanly, and compare.
-        wait_until(lambda: g.status().get("broker", {}).get("outbox", 1) == 0, 30, "outbox drained")
+        g.wait_outbox_drained()
         time.sleep(1)
         g.stop()
         time.sleep(0.5)
-        con = g.db()
-        rows = con.execute("SELECT id, time, kind, reason, action, source, uid FROM audit ORDER BY id").fetchall()
-        active = [r[0] for r in con.execute("SELECT uid FROM issued_tag WHERE state = 'active'")]
-        written = {r[0] for r in con.execute("SELECT uid FROM audit WHERE kind = 'provisioning_written'")}
-        con.close()
+        rows = g.audit()
+        active = [r[0] for r in g.query("SELECT uid FROM issued_tag WHERE state = 'active'")]
+        written = {r[6] for r in rows if r[2] == "provisioning_written"}
 
         without = [u for u in active if u not in written]
         check(not without, f"active stickers without a verified write: {without}")
 
-        events = {}
-        for e in sub.messages("/event"):
-            events.setdefault(e.get("seq"), e)
-        got = collections.Counter(
-            (e.get("time"), e.get("kind"), e.get("reason"), e.get("action"), e.get("source")) for e in events.values())
-        want = collections.Counter((iso(t), k, r, a, s) for _, t, k, r, a, s, _ in rows)
-        lost = want - got
+        lost, events = lost_events(sub, rows)
         report["power cut"] = (
             f"{cuts} SIGKILLs (seed {seed}; {dict(ops)}), integrity ok {cuts}/{cuts}, chain verified {cuts}/{cuts}, "
-            f"{len(rows)} audit rows, {len(events)} distinct events received, {replay_checks} resent commands "
+            f"{len(rows)} audit rows, {events} distinct events received, {replay_checks} resent commands "
             f"({early_resends} sent again: the first copy came before the subscription), "
             f"{len(active)} active stickers; guest pass: {guest_unlocks} relay moves, "
             f"{GUEST_USES - _uses_left(g, UID_GUEST)} uses taken on disk; {sum(promises.values())} cuts "
@@ -188,33 +167,8 @@ def run(bindir, cuts, seed, report):
             remove(work)
 
 
-def _audit_has(g, kind):
-    return _count(g, kind) > 0
-
-
-def _count(g, kind):
-    con = g.db()
-    try:
-        return con.execute("SELECT COUNT(*) FROM audit WHERE kind = ?", (kind,)).fetchone()[0]
-    finally:
-        con.close()
-
-
-def _granted(g, uid):
-    con = g.db()
-    try:
-        return con.execute("SELECT COUNT(*) FROM audit WHERE kind = 'access_granted' AND uid = ?",
-                           (uid,)).fetchone()[0]
-    finally:
-        con.close()
-
-
 def _uses_left(g, uid):
-    con = g.db()
-    try:
-        return con.execute("SELECT uses_left FROM issued_tag WHERE uid = ?", (uid,)).fetchone()[0]
-    finally:
-        con.close()
+    return g.query("SELECT uses_left FROM issued_tag WHERE uid = ?", uid)[0][0]
 
 
 def _unlocks(g):
@@ -224,4 +178,4 @@ def _unlocks(g):
 
 
 def _accepted(g):
-    return _count(g, "remote_accepted")
+    return g.count("remote_accepted")

@@ -28,11 +28,9 @@ GATEWAY=${GATEWAY:-$(command -v gateway || echo /gateway)}
 WORKDIR=${WORKDIR:-/tmp/gateway-checks}
 CFG=/sys/kernel/config/gpio-sim
 SIMDEV=$CFG/doorgateway-checks
-FAILED=0
 rm -rf "$WORKDIR" && mkdir -p "$WORKDIR"
-
-pass() { echo "PASS $1: $2"; }
-fail() { echo "FAIL $1: $2"; FAILED=1; }
+# shellcheck source=scripts/gpio-vm/checks-lib.sh
+. "$(dirname "$0")/checks-lib.sh"
 ctl() { "$GATEWAY" ctl gpio "$@"; }
 
 # --- a simulated chip with named lines -------------------------------------
@@ -43,51 +41,22 @@ setup_sim() {
         mountpoint -q /sys/kernel/config 2>/dev/null || mount -t configfs none /sys/kernel/config
     fi
     [ -d "$CFG" ] || { echo "FAIL setup: no gpio-sim configfs at $CFG (CONFIG_GPIO_SIM)"; exit 1; }
-    [ -d "$SIMDEV" ] && teardown_sim
-    mkdir "$SIMDEV" "$SIMDEV/bank0" || exit 1
-    echo 8 > "$SIMDEV/bank0/num_lines"
-    echo doorgateway-sim > "$SIMDEV/bank0/label"
-    i=0
-    for name in RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR; do
-        mkdir "$SIMDEV/bank0/line$i"
-        echo "$name" > "$SIMDEV/bank0/line$i/name"
-        i=$((i + 1))
-    done
-    echo 1 > "$SIMDEV/live"
-    CHIP=$(cat "$SIMDEV/bank0/chip_name")
-    SYS=/sys/devices/platform/$(cat "$SIMDEV/dev_name")/$CHIP
-    [ -e "$SYS/sim_gpio0/value" ] || { echo "FAIL setup: $SYS/sim_gpio0/value missing"; exit 1; }
+    gpio_sim_add "$SIMDEV" doorgateway-sim 8 RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR \
+        || { echo "FAIL setup: no gpio-sim chip at $SIMDEV (sim_gpio0/value missing)"; exit 1; }
+    CHIP=$SIM_CHIP SYS=$SIM_SYS
     echo "# gpio-sim chip $CHIP (label doorgateway-sim) at $SYS"
-}
-
-teardown_sim() {
-    [ -d "$SIMDEV" ] || return 0
-    echo 0 > "$SIMDEV/live" 2>/dev/null
-    for d in "$SIMDEV"/bank0/line*; do [ -d "$d" ] && rmdir "$d"; done
-    rmdir "$SIMDEV/bank0" "$SIMDEV" 2>/dev/null
 }
 
 value() { cat "$SYS/sim_gpio$1/value"; }
 set_pull() { echo "$2" > "$SYS/sim_gpio$1/pull"; }
 
 # TIME_SCALE (default 1) stretches the waits for a process to get somewhere
-# and the samplers' windows; run.sh ARCH=arm64 sets 3: there every gateway
-# process (samplers and the one under test) takes seconds to start under TCG
-# on a loaded host, so a sampler could close its 3 s window, or a 5 s wait for
-# "ready" could end, before the process it watches had begun. Neither changes
-# an expected sequence (each ends in the line's resting level).
-
-# wait_for FILE PATTERN [TENTHS]: until a line of FILE matches (default 10 s),
-# TENTHS × TIME_SCALE.
-wait_for() {
-    n=$(( ${3:-100} * ${TIME_SCALE:-1} ))
-    while [ "$n" -gt 0 ]; do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    return 1
-}
+# (wait_for, poll: checks-lib.sh) and the samplers' windows; run.sh ARCH=arm64
+# sets 3: there every gateway process (samplers and the one under test) takes
+# seconds to start under TCG on a loaded host, so a sampler could close its 3 s
+# window, or a 5 s wait for "ready" could end, before the process it watches
+# had begun. Neither changes an expected sequence (each ends in the line's
+# resting level).
 
 # sample LINE MS NAME: background sampler of a line's value file into
 # $WORKDIR/NAME for MS × TIME_SCALE.
@@ -398,27 +367,8 @@ check_fatal() {
 PI=$CFG/doorgateway-pi
 
 setup_pi() {
-    [ -d "$PI" ] && teardown_pi
-    mkdir "$PI" "$PI/bank0" || return 1
-    echo 5 > "$PI/bank0/num_lines"
-    echo doorgateway-pi > "$PI/bank0/label"
-    i=0
-    for _line in GPIO17 GPIO22 GPIO23 GPIO24 GPIO27; do   # not $name: the caller's (sh has no locals)
-        mkdir "$PI/bank0/line$i"
-        echo "$_line" > "$PI/bank0/line$i/name"
-        i=$((i + 1))
-    done
-    echo 1 > "$PI/live"
-    PICHIP=$(cat "$PI/bank0/chip_name")
-    PISYS=/sys/devices/platform/$(cat "$PI/dev_name")/$PICHIP
-    [ -e "$PISYS/sim_gpio0/value" ]
-}
-
-teardown_pi() {
-    [ -d "$PI" ] || return 0
-    echo 0 > "$PI/live" 2>/dev/null
-    for d in "$PI"/bank0/line*; do [ -d "$d" ] && rmdir "$d"; done
-    rmdir "$PI/bank0" "$PI" 2>/dev/null
+    gpio_sim_add "$PI" doorgateway-pi 5 GPIO17 GPIO22 GPIO23 GPIO24 GPIO27 || return 1
+    PICHIP=$SIM_CHIP PISYS=$SIM_SYS
 }
 
 pi_value() { cat "$PISYS/sim_gpio$1/value"; }
@@ -489,7 +439,7 @@ check_released() {
     if ! start_daemon "$name-1" "$good"; then
         fail "$name" "gatewayd not ready: $(tail -3 "$WORKDIR/$name-1.log" | tr '\n' ' ')"
         kill -KILL "$PID" 2>/dev/null
-        teardown_pi
+        gpio_sim_remove "$PI"
         return
     fi
     running=$(pi_value 0)
@@ -562,7 +512,7 @@ check_released() {
     held=$(pi_value 0)
     [ "$rc_held" = 78 ] || problems="$problems; bad configuration at boot: exit status $rc_held"
     [ "$held" = "$locked" ] || problems="$problems; fresh line with the hold's pull ('$hold'), after exit 78: $held"
-    teardown_pi
+    gpio_sim_remove "$PI"
 
     echo "# $name: no hold (the image before relay and lock are chosen, gpio=17=ip,pd): fresh line $fresh, after exit $rc_unheld $unheld (the reset pull-down)"
     detail="locked level $locked (line at reset $reset): running $running (start-up line checked for $want_pull); after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
@@ -593,7 +543,7 @@ main() {
     [ -f /etc/group ] || { mkdir -p /etc && echo "root:x:0:" > /etc/group && echo "root:x:0:0:root:/:/bin/sh" > /etc/passwd; }
     check_released false
     check_released true
-    teardown_sim
+    gpio_sim_remove "$SIMDEV"
     return $FAILED
 }
 

@@ -22,14 +22,13 @@ PN532SIM=${PN532SIM:-$(command -v pn532-sim)}
 WORKDIR=${WORKDIR:-/tmp/reader-checks}
 CFG=/sys/kernel/config/gpio-sim
 SIMDEV=$CFG/doorgateway-reader
-FAILED=0
 S=${TIME_SCALE:-1}
 SIMPID=
 DAEMONPID=
 rm -rf "$WORKDIR" && mkdir -p "$WORKDIR"
-
-pass() { echo "PASS $1: $2"; }
-fail() { echo "FAIL $1: $2"; FAILED=1; }
+# pass, fail, poll, wait_for (their waits × TIME_SCALE) and the gpio-sim chip
+# shellcheck source=scripts/gpio-vm/checks-lib.sh
+. "$(dirname "$0")/checks-lib.sh"
 ctl() { "$GATEWAY" ctl "$@"; }
 simctl() { "$PN532SIM" --control "$WORKDIR/sim.sock" --send "$*"; }
 
@@ -39,17 +38,6 @@ V1='smp://action?idx=1&ts=1758686540&sig=eeaa6b04b4a2a004c1e52585799713f461eafa8
 V2="$V1&u=Kxpen2V3lbY5yg2NFWxRgA"
 V2UID=04F11AE6510705
 MULTI=91010d5402656e46726f6e7420646f6f7211017f5500736d703a2f2f616374696f6e3f6964783d312674733d31373538363836353430267369673d6565616136623034623461326130303463316535323538353739393731336634363165616661383135373361376132336532353539363361336365313365363926753d4b7870656e3256336c6259357967324e465778526741541702646f6f72676174657761792e6578616d706c653a7461670102
-
-# wait_for FILE PATTERN [TENTHS]: until a line of FILE matches (default 10 s).
-wait_for() {
-    n=$((${3:-100} * S))
-    while [ "$n" -gt 0 ]; do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    return 1
-}
 
 # start_sim BUS DEVICE [ARGS…]: pn532-sim on the bus, its device node ready.
 start_sim() {
@@ -395,26 +383,9 @@ check_stretch() {
 # --- gatewayd on one bus: tap → verdict → relay pulse on a gpio-sim line -------
 setup_gpio() {
     [ -d "$SIMDEV" ] && return 0
-    mkdir "$SIMDEV" "$SIMDEV/bank0" || return 1
-    echo 8 > "$SIMDEV/bank0/num_lines"
-    echo doorgateway-reader > "$SIMDEV/bank0/label"
-    i=0
-    for name in RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR; do
-        mkdir "$SIMDEV/bank0/line$i"
-        echo "$name" > "$SIMDEV/bank0/line$i/name"
-        i=$((i + 1))
-    done
-    echo 1 > "$SIMDEV/live"
-    CHIP=$(cat "$SIMDEV/bank0/chip_name")
-    SYS=/sys/devices/platform/$(cat "$SIMDEV/dev_name")/$CHIP
+    gpio_sim_add "$SIMDEV" doorgateway-reader 8 RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR || return 1
+    CHIP=$SIM_CHIP SYS=$SIM_SYS
     echo pull-up > "$SYS/sim_gpio4/pull"  # the button is not pressed
-}
-
-teardown_gpio() {
-    [ -d "$SIMDEV" ] || return 0
-    echo 0 > "$SIMDEV/live" 2>/dev/null
-    for d in "$SIMDEV"/bank0/line*; do [ -d "$d" ] && rmdir "$d"; done
-    rmdir "$SIMDEV/bank0" "$SIMDEV" 2>/dev/null
 }
 
 write_config() {
@@ -481,7 +452,12 @@ relay_quiet() {
     done
 }
 
-granted_count() { dctl log --limit 100 2> /dev/null | grep -c granted; }
+# What check_daemon polls for: a tag active, a grant among the last 5 rows,
+# the reader lost; `not CMD`, CMD's status inverted.
+tag_active() { dctl tags list 2>/dev/null | grep -c >/dev/null active; }
+recently_granted() { dctl log --limit 5 2>/dev/null | grep -c >/dev/null granted; }
+reader_lost() { dctl reader info 2>/dev/null | grep -c >/dev/null lost; }
+not() { ! "$@"; }
 
 # hung: what the daemon and pn532-sim wait on when a call of a check did not
 # return (their threads' wait channels, their logs' last lines).
@@ -571,15 +547,13 @@ check_daemon() {
     "$GATEWAY" daemon --config "$D/gateway.toml" > "$D/daemon.log" 2>&1 &
     DAEMONPID=$!
     wait_for "$D/daemon.log" "reader" 300
-    n=$((300 * S))
-    while [ $n -gt 0 ] && ! dctl status > /dev/null 2>&1; do sleep 0.1; n=$((n - 1)); done
+    poll 300 dctl status > /dev/null 2>&1
     ok=yes detail=
     # Provisioning: arm, present a blank sticker; the daemon writes and verifies it.
     dctl provision --action 0 --label "vm $bus" > "$D/provision.out" 2>&1 || { ok=no; detail="provision: $(cat "$D/provision.out");"; }
     # shellcheck disable=SC2046 # one word: the UID has no spaces
     simctl insert 04C0FFEE00$( [ "$bus" = i2c ] && echo 0001 || echo 0002 ) ntag213 > /dev/null
-    n=$((600 * S))
-    while [ $n -gt 0 ] && ! dctl tags list 2>/dev/null | grep -c >/dev/null active; do sleep 0.1; n=$((n - 1)); done
+    poll 600 tag_active
     dctl tags list > "$D/tags.out" 2>&1
     grep -q active "$D/tags.out" || { ok=no; detail="$detail no active tag after provisioning: $(cat "$D/tags.out" | tr '\n' ' ');"; }
     simctl remove > /dev/null
@@ -594,8 +568,7 @@ check_daemon() {
         ok=no detail="$detail no relay pulse on RELAY within 20 s;"
     fi
     stats=$(simctl stats)
-    n=$((100 * S))
-    while [ $n -gt 0 ] && ! dctl log --limit 5 2>/dev/null | grep -c >/dev/null granted; do sleep 0.1; n=$((n - 1)); done
+    poll 100 recently_granted
     dctl log --limit 5 > "$D/log.out" 2>&1
     grep -q granted "$D/log.out" || { ok=no; detail="$detail no 'granted' in the audit log: $(tail -3 "$D/log.out" | tr '\n' ' ');"; }
     if [ $ok = yes ]; then
@@ -609,12 +582,10 @@ check_daemon() {
     simctl remove > /dev/null
     fds_before=$(ls /proc/$DAEMONPID/fd | wc -l)
     simctl absent > /dev/null
-    n=$((300 * S))
-    while [ $n -gt 0 ] && ! dctl reader info 2>/dev/null | grep -c >/dev/null "lost"; do sleep 0.1; n=$((n - 1)); done
+    poll 300 reader_lost
     lost=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     simctl present > /dev/null
-    n=$((300 * S))
-    while [ $n -gt 0 ] && dctl reader info 2>/dev/null | grep -c >/dev/null "lost"; do sleep 0.1; n=$((n - 1)); done
+    poll 300 not reader_lost
     back=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     fds_after=$(ls /proc/$DAEMONPID/fd | wc -l)
     if echo "$lost" | grep -c >/dev/null lost && ! echo "$back" | grep -c >/dev/null lost && [ "$fds_after" -le "$fds_before" ]; then
@@ -650,8 +621,7 @@ bench() {
             "$PN532SIM" "--$bus" "$dev" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
         fi
         SIMPID=$!
-        n=$((300 * S))
-        while [ $n -gt 0 ] && [ ! -S "$WORKDIR/sim.sock" ]; do sleep 0.1; n=$((n - 1)); done
+        poll 300 test -S "$WORKDIR/sim.sock"
         [ $# = 0 ] || echo "  (pn532-sim $*)"
         ctl reader bench --device "$conn" --sim-control "$WORKDIR/sim.sock" --wire "$wire" --taps "$taps" --scratch "$WORKDIR" \
             || echo "bench $wire failed: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ')"
@@ -668,8 +638,7 @@ roundtrip() {
     rm -f "$WORKDIR/sim.sock"
     "$PN532SIM" --spi /dev/spidev0.0 --control "$WORKDIR/sim.sock" > /dev/null 2> "$WORKDIR/sim.log" &
     SIMPID=$!
-    i=$((300 * S))
-    while [ $i -gt 0 ] && [ ! -S "$WORKDIR/sim.sock" ]; do sleep 0.1; i=$((i - 1)); done
+    poll 300 test -S "$WORKDIR/sim.sock"
     simctl stats reset > /dev/null
     t0=$(cut -d' ' -f1 /proc/uptime)
     dd if=/dev/spidev0.0 of=/dev/null bs=1 count="$n" 2> /dev/null
@@ -701,7 +670,7 @@ main() {
     fi
     check_daemon i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1
     check_daemon spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:500000
-    teardown_gpio
+    gpio_sim_remove "$SIMDEV"
     return $FAILED
 }
 

@@ -169,7 +169,7 @@ cp "$D/root/bin/busybox" "$R/bin/"
 for a in $("$R/bin/busybox" --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 $STRIP -o "$R/bin/gateway" "$GATEWAY"
 printf 'STATUS_WAIT_S=%s\nTIME_SCALE=%s\n' "$STATUS_WAIT_S" "$TIME_SCALE" > "$R/checks.env"
-cp "$HERE/gateway-checks.sh" "$R/gateway-checks.sh"
+cp "$HERE/gateway-checks.sh" "$HERE/checks-lib.sh" "$R/"
 $STRIP -o "$R/bin/pn532-sim" "$PN532SIM"
 cp "$HERE/reader-checks.sh" "$R/reader-checks.sh"
 for m in fuse cuse; do

@@ -14,7 +14,6 @@ Every child gets PR_SET_PDEATHSIG and is stopped in `finally`: nothing
 outlives the run. Prints one line per check; exits 1 on the first failure.
 """
 import argparse
-import ctypes
 import datetime
 import json
 import os
@@ -32,19 +31,10 @@ import uuid
 
 import jwt  # PyJWT, a Home Assistant dependency
 
-LIBC = ctypes.CDLL("libc.so.6", use_errno=True)
-PR_SET_PDEATHSIG = 1
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import free_port, popen  # noqa: E402
+
 DEVICE = "front-door"
-
-
-def die_with_parent():
-    LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Failure(Exception):
@@ -87,7 +77,7 @@ class Run:
 
     def spawn(self, name, argv, env=None, log=None):
         logf = open(os.path.join(self.work, f"{name}.log"), "ab")
-        p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
+        p = popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
         self.children[name] = p
         return p
 
