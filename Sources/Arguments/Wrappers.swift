@@ -4,6 +4,23 @@ final class Box<Value> {
     var value: Value?
     var given = false
     init(_ value: Value?) { self.value = value }
+
+    /// A slot's `assign`: parses one word as a `T` and keeps what `store`
+    /// makes of it and the value so far (whether it was given on the command
+    /// line or is the default); false, and nothing kept, when the word is no `T`.
+    func reader<T: ExpressibleByArgument>(
+        _: T.Type, _ store: @escaping (_ old: Value?, _ given: Bool, _ new: T) -> Value
+    ) -> (String) -> Bool {
+        { word in
+            guard let new = T(argument: word) else { return false }
+            self.value = store(self.value, self.given, new)
+            self.given = true
+            return true
+        }
+    }
+
+    /// A slot's `wasGiven`.
+    var givenReader: () -> Bool { { self.given } }
 }
 
 /// What the parser needs to know of one declaration (the property name comes
@@ -59,12 +76,7 @@ extension Option where Value: ExpressibleByArgument {
         self.slot = Slot(
             kind: .option, names: name, help: help, defaultDescription: describe(wrappedValue),
             allValues: Value.allValueStrings,
-            assign: { word in
-                guard let value = Value(argument: word) else { return false }
-                box.value = value
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
     }
 
     public init(name: NameSpecification = .long, help: ArgumentHelp? = nil) {
@@ -72,12 +84,7 @@ extension Option where Value: ExpressibleByArgument {
         self.box = box
         self.slot = Slot(
             kind: .option, names: name, help: help, required: true, allValues: Value.allValueStrings,
-            assign: { word in
-                guard let value = Value(argument: word) else { return false }
-                box.value = value
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
     }
 }
 
@@ -94,12 +101,7 @@ extension Option {
         self.slot = Slot(
             kind: .option, names: name, help: help, defaultDescription: wrappedValue.map(describe),
             allValues: T.allValueStrings,
-            assign: { word in
-                guard let value = T(argument: word) else { return false }
-                box.value = .some(value)
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
     }
 
     public init<T: ExpressibleByArgument>(
@@ -109,13 +111,9 @@ extension Option {
         self.box = box
         self.slot = Slot(
             kind: .option, names: name, help: help, repeats: true, allValues: T.allValueStrings,
-            assign: { word in
-                guard let value = T(argument: word) else { return false }
-                // The first one given replaces a default list.
-                box.value = (box.given ? box.value ?? [] : []) + [value]
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            // The first one given replaces a default list.
+            assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
+            wasGiven: box.givenReader)
     }
 }
 
@@ -147,7 +145,7 @@ extension Flag where Value == Bool {
             setFlag: { on in
                 box.value = on
                 box.given = true
-            }, wasGiven: { box.given })
+            }, wasGiven: box.givenReader)
     }
 }
 
@@ -172,12 +170,7 @@ extension Argument where Value: ExpressibleByArgument {
         self.box = box
         self.slot = Slot(
             kind: .argument, help: help, defaultDescription: describe(wrappedValue), allValues: Value.allValueStrings,
-            assign: { word in
-                guard let value = Value(argument: word) else { return false }
-                box.value = value
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
     }
 
     public init(help: ArgumentHelp? = nil) {
@@ -185,12 +178,7 @@ extension Argument where Value: ExpressibleByArgument {
         self.box = box
         self.slot = Slot(
             kind: .argument, help: help, required: true, allValues: Value.allValueStrings,
-            assign: { word in
-                guard let value = Value(argument: word) else { return false }
-                box.value = value
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
     }
 }
 
@@ -200,12 +188,7 @@ extension Argument {
         self.box = box
         self.slot = Slot(
             kind: .argument, help: help, allValues: T.allValueStrings,
-            assign: { word in
-                guard let value = T(argument: word) else { return false }
-                box.value = .some(value)
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
     }
 
     public init<T: ExpressibleByArgument>(wrappedValue: [T] = [], help: ArgumentHelp? = nil) where Value == [T] {
@@ -213,12 +196,9 @@ extension Argument {
         self.box = box
         self.slot = Slot(
             kind: .argument, help: help, repeats: true, allValues: T.allValueStrings,
-            assign: { word in
-                guard let value = T(argument: word) else { return false }
-                box.value = (box.given ? box.value ?? [] : []) + [value]
-                box.given = true
-                return true
-            }, wasGiven: { box.given })
+            // The first one given replaces a default list.
+            assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
+            wasGiven: box.givenReader)
     }
 }
 

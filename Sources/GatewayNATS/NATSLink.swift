@@ -607,9 +607,17 @@ public final class NATSLink: RemoteTransport, CoreLink, Sendable {
         if round.flushRequested || !round.batch.isEmpty || isConnected { flush() }
     }
 
+    /// The kept documents are copied out and sent after the copy: `resend`
+    /// holds the documents' order lock, which the door's queue takes to keep
+    /// a newer document, and `sendNow` waits for the connection lock, which a
+    /// JetStream request on the fleet thread holds for seconds at a connect.
+    /// A document kept meanwhile goes to `direct`, which this thread sends
+    /// after these.
     private func announceOnline() {
         sendNow(subjects.availability, Array("online".utf8))
-        core.kept.resend { sendNow($0, $1) }
+        var documents: [(topic: String, payload: [UInt8])] = []
+        core.kept.resend { documents.append(($0, $1)) }
+        for d in documents { sendNow(d.topic, d.payload) }
     }
 
     /// Publishes the waiting rows in order and deletes those acknowledged.
