@@ -197,7 +197,7 @@ final class Daemon: Sendable {
             simulatorControl = nil
         }
         let port = LibnfcReaderPort(
-            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
+            connstring: connstring, authLimit: { [live] in live.current.door.provisioning.authLimit }, log: log,
             ev2Issue: { [store, live] in
                 NTAG424Judge.ev2Issue(
                     uid: $0, registry: StoreRegistry(store: store), actions: live.current.door.actions)
@@ -307,10 +307,11 @@ final class Daemon: Sendable {
         exit(1)
     }
 
-    /// SIGHUP: a valid new configuration replaces the door settings; lines,
-    /// reader and broker changes need a restart (said in the log). An invalid
-    /// one is refused and the running configuration kept; so is one that
-    /// changes `[fleet]` or `[control]` (`restartRequired`), naming what.
+    /// SIGHUP: a valid new configuration is applied (LiveConfiguration); one
+    /// that changes a setting read at start only (lines, reader, transport,
+    /// fleet, control socket, paths) is refused naming each
+    /// (`LiveConfiguration.restartRequired`), and so is an invalid one: the
+    /// running configuration is kept whole.
     func reload() {
         let new: GatewayConfiguration
         do {
@@ -319,7 +320,7 @@ final class Daemon: Sendable {
             log.error("reload refused, keeping the running configuration: \(error)")
             return
         }
-        let refused = Self.restartRequired(from: configuration, to: new)
+        let refused = LiveConfiguration.restartRequired(from: configuration, to: new)
         guard refused.isEmpty else {
             let what = refused.joined(separator: ", ")
             log.error(
@@ -355,87 +356,6 @@ final class Daemon: Sendable {
         }
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
-    }
-
-    /// What a reload cannot apply to the running door and must not pretend
-    /// to have applied (issue 24 M4; docs/security.md "M4"): the fleet's
-    /// trust — the site key checking every document, the site, the box key,
-    /// the topics — is fixed when the fleet receiver is made, and the control
-    /// socket's path and admin group when it is bound. An operator who rotates
-    /// `site_public_key` after a compromise and reloads must not be told
-    /// "configuration reloaded" while the old key is still trusted. Each
-    /// changed key, as `[section] key`; `[fleet]` off before and after is inert.
-    static func restartRequired(from old: GatewayConfiguration, to new: GatewayConfiguration) -> [String] {
-        var changed: [String] = []
-        let (a, b) = (old.fleet, new.fleet)
-        if a.enabled || b.enabled {
-            if a.enabled != b.enabled { changed.append("[fleet] enabled") }
-            if a.siteID != b.siteID { changed.append("[fleet] site_id") }
-            if a.sitePublicKey != b.sitePublicKey { changed.append("[fleet] site_public_key") }
-            if a.subscribe != b.subscribe { changed.append("[fleet] subscribe") }
-            if a.boxKeyFile != b.boxKeyFile { changed.append("[fleet] box_key_file") }
-        }
-        if old.control.socket != new.control.socket { changed.append("[control] socket") }
-        if old.control.adminGroup != new.control.adminGroup { changed.append("[control] admin_group") }
-        // Issue 32 L-3: everything else a reload does not apply live — the
-        // transports (made at start: their topics, Home Assistant's powers,
-        // the NATS account keys), the lines, the reader, the paths. Before,
-        // such a reload said "configuration reloaded" while the old powers
-        // (home_assistant_open, home_assistant_admin, account_keys) stayed.
-        if old.deviceID != new.deviceID { changed.append("[device] id") }
-        if old.remote != new.remote { changed.append("[remote] transport") }
-        if old.mqtt.enabled || new.mqtt.enabled { changed += mqttChanges(old.mqtt, new.mqtt) }
-        if old.remote.transport == .nats || new.remote.transport == .nats { changed += natsChanges(old.nats, new.nats) }
-        if old.board != new.board || old.chip != new.chip || old.boardDescription != new.boardDescription {
-            changed.append("[board] or its lines")
-        }
-        if old.reader != new.reader { changed.append("[reader]") }
-        if old.paths != new.paths { changed.append("[paths]") }
-        return changed
-    }
-
-    /// Each `[mqtt]` key that changed, but `[mqtt.commands]`' mapping and
-    /// tolerance (applied live: StoreCommands reads them at each message).
-    static func mqttChanges(_ a: GatewayConfiguration.MQTT, _ b: GatewayConfiguration.MQTT) -> [String] {
-        var changed: [String] = []
-        func key(_ name: String, _ differs: Bool) { if differs { changed.append(name) } }
-        key("[mqtt] home_assistant_open", a.homeAssistantOpen != b.homeAssistantOpen)
-        key("[mqtt] home_assistant_admin", a.homeAssistantAdmin != b.homeAssistantAdmin)
-        key("[mqtt.commands] compat_topics", a.compatCommandTopics != b.compatCommandTopics)
-        key("[mqtt] enabled", a.enabled != b.enabled)
-        key("[mqtt] host", a.host != b.host)
-        key("[mqtt] port", a.port != b.port)
-        key("[mqtt] client_id", a.clientID != b.clientID)
-        key("[mqtt] protocol", a.protocolVersion != b.protocolVersion)
-        key("[mqtt.tls]", a.tls != b.tls)
-        key("[mqtt] topic_prefix", a.topicPrefix != b.topicPrefix)
-        key("[mqtt] uid_in_events", a.uidInEvents != b.uidInEvents)
-        key("[mqtt] label_in_events", a.labelInEvents != b.labelInEvents)
-        key("[mqtt] home_assistant_discovery", a.homeAssistantDiscovery != b.homeAssistantDiscovery)
-        key("[mqtt] username", a.username != b.username)
-        key("[mqtt] password_file", a.passwordFile != b.passwordFile)
-        key(
-            "[mqtt] allow_password_over_plain_mdns",
-            a.allowPasswordOverPlainMulticastDNS != b.allowPasswordOverPlainMulticastDNS)
-        // The rest, named by section (a key added later is refused too until named here).
-        var (x, y) = (a, b)
-        (x.commandMapping, y.commandMapping) = ([:], [:])
-        (x.toleranceSeconds, y.toleranceSeconds) = (0, 0)
-        if changed.isEmpty && x != y { changed.append("[mqtt] (keepalive_s, outbox_limit, telemetry_s or a name)") }
-        return changed
-    }
-
-    /// Each `[nats]` key that changed: the link is made at start.
-    static func natsChanges(_ a: GatewayConfiguration.NATS, _ b: GatewayConfiguration.NATS) -> [String] {
-        var changed: [String] = []
-        if a.accountKeys != b.accountKeys { changed.append("[nats] account_keys") }
-        if a.servers != b.servers { changed.append("[nats] servers") }
-        if a.tls != b.tls { changed.append("[nats.tls]") }
-        if a.user != b.user || a.passwordFile != b.passwordFile || a.tokenFile != b.tokenFile {
-            changed.append("[nats] login (user, password_file, token_file)")
-        }
-        if changed.isEmpty && a != b { changed.append("[nats]") }
-        return changed
     }
 
     /// Events that waited for a full store are written once it takes writes again.

@@ -57,7 +57,7 @@ extension Daemon {
         if mqtt.homeAssistantAdmin { hashed = eventUIDText(.hmac, transport: "mqtt (home_assistant_admin)") }
         let admin = HomeAssistantAdmin(
             enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
-            actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
+            actions: actions, defaultAction: { live.current.door.provisioning.action }, hashed: hashed,
             discovery: { makeDiscovery($0) })
         link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
         if mqtt.homeAssistantAdmin {
