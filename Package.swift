@@ -106,7 +106,8 @@ let package = Package(
         .target(
             name: "GatewayControl",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", .product(name: "Logging", package: "swift-log"),
+                "DoorCore", "GatewayConfig", "GatewayStore", "Arguments",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // gatewayd: the door's runtime, reader loop, transports' wiring, control methods.
         .target(
