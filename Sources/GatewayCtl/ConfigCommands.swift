@@ -1,9 +1,9 @@
 import Arguments
 import GatewayControl
-import GatewayDaemon
 import Glibc
 import GatewayConfig
 import GatewayMQTT
+import RemoteSettings
 
 /// `gatewayctl config …`: offline, no daemon needed.
 struct ConfigCommand: ParsableCommand {

@@ -2,7 +2,6 @@ import Arguments
 import DoorCore
 import GatewayConfig
 import GatewayControl
-import GatewayDaemon
 import GatewayStore
 import TerminalQR
 @preconcurrency import Glibc

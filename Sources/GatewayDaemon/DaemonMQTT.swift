@@ -3,6 +3,7 @@ import GatewayConfig
 import GatewayControl
 import GatewayMQTT
 import GatewayStore
+import RemoteSettings
 
 extension Daemon {
     /// MQTT (`[remote] transport = "mqtt"`, the default): the link made and

@@ -4,6 +4,7 @@ import GatewayControl
 import GatewayMQTT
 import GatewayNATS
 import GatewayStore
+import RemoteSettings
 
 extension Daemon {
     /// NATS instead of MQTT (`[remote] transport = "nats"`): the same store
