@@ -39,6 +39,9 @@ final class Daemon: Sendable {
     let eventOutbox = EventOutbox()
     let auditWriter: AuditWriter
     let notify = SDNotify.fromEnvironment()
+    /// The door's services in order (DaemonServices.swift): started by `run`,
+    /// stopped in reverse by `stop` and `stopAfterFailure`.
+    let services = ServiceList()
 
     /// The dispatch sources the daemon keeps running (each stops when cancelled or dropped).
     enum Source: Hashable {
@@ -242,18 +245,13 @@ final class Daemon: Sendable {
 
     func run() -> Never {
         installSignals()
-        // Before the door's first event ("started"), so it is announced too.
+        // Made (not connected) before the door's first event ("started"), so it is announced too.
         prepareRemote()
-        runtime.start()
-        readerLoop.start { [runtime] in runtime.readerReport($0) }
-        startRemote()
-        startControl()
+        services.set(makeServices())
+        services.start()
         let ms = MonotonicClock.now().since(started).millisecondsClamped
         log.info("ready in \(ms) ms")
         notify.send("READY=1\nSTATUS=door ready")
-        startWatchdog()
-        startAuditRetention()
-        startAuditRetry()
         giveBackStartupMemory(after: .seconds(3))
         // Not dispatchMain(): it ends the main thread with pthread_exit(), whose
         // forced unwind makes libgcc index every FDE of the static binary at
@@ -277,34 +275,32 @@ final class Daemon: Sendable {
         }
     }
 
-    /// SIGTERM/SIGINT: outputs locked first, then everything else stops.
+    /// SIGTERM/SIGINT: outputs locked first, then the services stop (the
+    /// door runtime first, then the rest in reverse, the outputs locked last).
     func stop(signal sig: Int32) -> Never {
         log.notice("signal \(sig): stopping")
         notify.send("STOPPING=1")
         // First, from this thread: a door queue that is stuck (a store write
         // that does not return) must not keep the strike from locking.
-        // `shutdown` locks again on the door queue and stops it.
         board.lockAll()
-        runtime.shutdown()
-        stopControl()
-        readerLoop.stop()
-        stopRemote()
-        simulator?.stop()
-        board.lockAll()
-        log.notice("stopped; outputs locked")
+        stopServices()
         exit(0)
     }
 
     /// A start that cannot go on (a control socket it cannot own): the
-    /// same order as `stop`, exit status 1.
+    /// services started so far stop as in `stop`, exit status 1.
     func stopAfterFailure() -> Never {
-        runtime.shutdown()
-        readerLoop.stop()
-        stopRemote()
-        simulator?.stop()
         board.lockAll()
-        log.notice("stopped; outputs locked")
+        stopServices()
         exit(1)
+    }
+
+    private func stopServices() {
+        let stopped = services.stop()
+        // Another thread's stop ran them already (SIGTERM during a failed start): lock all the same.
+        if stopped.last != "outputs" { board.lockAll() }
+        log.info("services stopped: \(stopped.joined(separator: ", "))")
+        log.notice("stopped; outputs locked")
     }
 
     /// SIGHUP: a valid new configuration is applied (LiveConfiguration); one
@@ -345,21 +341,24 @@ final class Daemon: Sendable {
             log.error("reload refused: \(error)")
             return
         }
-        runtime.reload(new, zone: zone)
-        if let redraw = discoveryReload {
-            // Once the door queue has applied it (discovery reads the live
-            // configuration), off the signal queue: SIGTERM must not wait on it.
-            redrawQueue.async { [runtime] in
-                runtime.committed()
-                redraw()
-            }
-        }
+        services.reloaded(new, zone: zone)
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
     }
 
+    /// After a reload: Home Assistant's entities redrawn once the door queue
+    /// has applied it (discovery reads the live configuration), off the
+    /// signal queue: SIGTERM must not wait on it.
+    func redrawDiscovery() {
+        guard let redraw = discoveryReload else { return }
+        redrawQueue.async { [runtime] in
+            runtime.committed()
+            redraw()
+        }
+    }
+
     /// Events that waited for a full store are written once it takes writes again.
-    private func startAuditRetry() {
+    func startAuditRetry() {
         keep(.auditRetry) {
             let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
             timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
@@ -372,7 +371,7 @@ final class Daemon: Sendable {
     /// Audit retention: rows older than 400 days, and beyond the newest
     /// 500 000, are trimmed at start and every 6 hours; the chain stays
     /// verifiable from the anchor the trim records.
-    private func startAuditRetention() {
+    func startAuditRetention() {
         keep(.retention) {
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
             timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
@@ -394,7 +393,7 @@ final class Daemon: Sendable {
     /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue
     /// answers: each cycle queues a beat, and the next feeds the watchdog
     /// only if the loop ran it in between.
-    private func startWatchdog() {
+    func startWatchdog() {
         guard let interval = notify.watchdogInterval else { return }
         let beat: @Sendable () -> Void = { [self] in
             var asked = runtime.requestBeat()
