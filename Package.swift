@@ -107,22 +107,27 @@ let package = Package(
         .target(
             name: "GatewayControl",
             dependencies: [
-                "DoorCore", "GatewayConfig", "GatewayStore", .product(name: "Logging", package: "swift-log"),
+                "DoorCore", "GatewayConfig", "GatewayStore", "Arguments",
+                .product(name: "Logging", package: "swift-log"),
             ]),
+        // The configuration as the transports take it: [mqtt] → MQTTSettings and its login, secret
+        // files, the broker check (gatewayd and gatewayctl's config check --broker).
+        .target(name: "RemoteSettings", dependencies: ["GatewayConfig", "GatewayMQTT"]),
         // gatewayd: the door's runtime, reader loop, transports' wiring, control methods.
         .target(
             name: "GatewayDaemon",
             dependencies: [
                 "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
-                "GatewayNATS", "RemoteLink", "TerminalQR", "CClockSync", "Arguments",
+                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "Arguments",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // gatewayctl: the admin commands (a few run the daemon's own code: config check, the simulator).
+        // gatewayctl: the admin commands; never the daemon's target (what both need is in
+        // GatewayControl and RemoteSettings).
         .target(
             name: "GatewayCtl",
             dependencies: [
-                "GatewayControl", "GatewayDaemon", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO",
-                "GatewayMQTT", "GatewayNATS", "TerminalQR", "Arguments",
+                "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO",
+                "GatewayMQTT", "GatewayNATS", "RemoteSettings", "TerminalQR", "Arguments",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The multi-call entry: the name it runs as picks gatewayd or gatewayctl.

@@ -1,9 +1,9 @@
 import Arguments
 import GatewayControl
-import GatewayDaemon
 import Glibc
 import GatewayConfig
 import GatewayMQTT
+import RemoteSettings
 
 /// `gatewayctl config …`: offline, no daemon needed.
 struct ConfigCommand: ParsableCommand {
@@ -42,7 +42,7 @@ struct ConfigCheck: ParsableCommand {
             (--outside-sandbox does that on purpose).
             """)
 
-    @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
+    @Argument(help: "The file \(ConfigOptions.defaultHelp).")
     var file: String?
 
     @Flag(help: "Also check the broker: connect, and publish and receive on the door's own check topic.")
@@ -65,19 +65,12 @@ struct ConfigCheck: ParsableCommand {
 
     func run() throws {
         let environment = Environment.current
-        let path = file ?? GatewayConfiguration.defaultFile(environment: environment)
-        let config: GatewayConfiguration
-        do {
-            config = try GatewayConfiguration.load(file: path)
-            print("ok: \(path)")
-            config.summary.forEach { print("  \($0)") }
-            for warning in config.warnings + Self.fileWarnings(config) { printError("warning: \(warning)\n") }
-            if config.board == .real { FirmwareFiles.warnIfStale(config, configTxt: configTxt) }
-        } catch {
-            let text = error.issues.map { $0.formatted(file: path) + "\n" }.joined()
-            printError(text)
-            throw ExitCode(1)
-        }
+        let path = ConfigOptions.path(file, environment: environment)
+        let config = try ConfigOptions.load(file: path, environment: nil)
+        print("ok: \(path)")
+        config.summary.forEach { print("  \($0)") }
+        for warning in config.warnings + Self.fileWarnings(config) { printError("warning: \(warning)\n") }
+        if config.board == .real { FirmwareFiles.warnIfStale(config, configTxt: configTxt) }
         guard broker else { return }
         guard config.mqtt.enabled else {
             printError("broker: [mqtt] enabled = false: no broker to check\n")
@@ -193,7 +186,7 @@ struct ConfigFirmwareCommand: ParsableCommand {
             power-on: reboot to apply it.
             """)
 
-    @Argument(help: "The file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml).")
+    @Argument(help: "The file \(ConfigOptions.defaultHelp).")
     var file: String?
 
     @Flag(help: "Write the block into config.txt and the raspi-firmware-custom file (root).")
@@ -206,15 +199,9 @@ struct ConfigFirmwareCommand: ParsableCommand {
     var custom: String = FirmwareFiles.custom
 
     func run() throws {
-        let path = file ?? GatewayConfiguration.defaultFile(environment: Environment.current)
-        let config: GatewayConfiguration
-        do {
-            config = try GatewayConfiguration.load(file: path)
-        } catch {
-            printError(error.issues.map { $0.formatted(file: path) + "\n" }.joined())
-            printError("config firmware: no relay hold without a valid configuration\n")
-            throw ExitCode(1)
-        }
+        let path = ConfigOptions.path(file)
+        let config = try ConfigOptions.load(
+            file: path, environment: nil, footer: "config firmware: no relay hold without a valid configuration")
         let holds: [FirmwareHold]
         do {
             holds = try config.firmwareHolds()

@@ -16,23 +16,12 @@ struct CredsCommand: ParsableCommand {
 
 /// Where the configuration puts the credential files.
 struct CredsLocation: ParsableArguments {
-    @Option(
-        help:
-            "The configuration file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml)."
-    )
-    var config: String?
+    @OptionGroup var config: ConfigOptions
 
     func files() throws -> NATSCredentialFiles {
-        let environment = Environment.current
-        let path = config ?? GatewayConfiguration.defaultFile(environment: environment)
-        do {
-            let c = try GatewayConfiguration.load(file: path).applying(environment: environment)
-            let f = c.nats.credentialPaths(stateDirectory: c.paths.stateDirectory)
-            return NATSCredentialFiles(jwtPath: f.jwt, seedPath: f.seed)
-        } catch {
-            printError(error.issues.map { $0.formatted(file: path) + "\n" }.joined())
-            throw ExitCode(1)
-        }
+        let c = try config.load()
+        let f = c.nats.credentialPaths(stateDirectory: c.paths.stateDirectory)
+        return NATSCredentialFiles(jwtPath: f.jwt, seedPath: f.seed)
     }
 }
 

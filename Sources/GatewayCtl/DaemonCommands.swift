@@ -2,7 +2,6 @@ import Arguments
 import DoorCore
 import GatewayConfig
 import GatewayControl
-import GatewayDaemon
 import GatewayStore
 import TerminalQR
 @preconcurrency import Glibc
@@ -510,11 +509,8 @@ struct LogCommand: ParsableCommand {
     ) var verify = false
     @Option(help: "The audit key for --verify (default: /etc/doorgateway/audit.key when readable).")
     var key: String?
-    @Option(
-        help:
-            "The configuration naming the store, for --verify with the key (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml)."
-    )
-    var config: String?
+    /// The configuration naming the store, for --verify with the key.
+    @OptionGroup var config: ConfigOptions
 
     func run() throws {
         if verify {
@@ -552,15 +548,7 @@ struct LogCommand: ParsableCommand {
         var auditKey: [UInt8]
         do { auditKey = try AuditKeyFile.read(keyPath) } catch { throw fail("\(error)") }
         defer { AuditKeyFile.wipe(&auditKey) }
-        let environment = Environment.current
-        let path = config ?? GatewayConfiguration.defaultFile(environment: environment)
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try GatewayConfiguration.load(file: path).applying(environment: environment)
-        } catch {
-            printError(error.issues.map { $0.formatted(file: path) + "\n" }.joined())
-            throw ExitCode(1)
-        }
+        let configuration = try config.load()
         let check: AuditCheck
         do {
             check = try GatewayStore.forRootTool(stateDirectory: configuration.paths.stateDirectory).checkAudit(

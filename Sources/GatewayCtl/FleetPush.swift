@@ -232,11 +232,7 @@ extension FleetCommand {
         var shareOTPKey = false
         @Flag(help: "Sign without asking (after the summary is printed); needed when not on a terminal.")
         var yes = false
-        @Option(
-            help:
-                "The configuration file (default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml)."
-        )
-        var config: String?
+        @OptionGroup var config: ConfigOptions
         @Option(
             help:
                 "The version this document follows, when the store's applied one cannot be checked with the site key (a previous site key, a store from before gatewayd kept documents) or none is applied here yet; it must be the applied version when that is checked."
@@ -251,15 +247,8 @@ extension FleetCommand {
         func run() throws {
             let seed: [UInt8]
             do { seed = try SiteKeyFile.read(siteKey) } catch { throw fail("\(error)") }
-            let environment = Environment.current
-            let path = config ?? GatewayConfiguration.defaultFile(environment: environment)
-            let configuration: GatewayConfiguration
-            do {
-                configuration = try GatewayConfiguration.load(file: path).applying(environment: environment)
-            } catch {
-                printError(error.issues.map { $0.formatted(file: path) + "\n" }.joined())
-                throw ExitCode(1)
-            }
+            let path = config.path()
+            let configuration = try config.load()
             let fleet = configuration.fleet
             guard fleet.enabled else { throw fail("the fleet is off in \(path) ([fleet] enabled = false)") }
             guard try Crypto.Ed25519.publicKey(seed: seed) == fleet.sitePublicKey else {

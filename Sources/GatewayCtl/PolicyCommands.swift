@@ -41,18 +41,15 @@ struct PolicyCommand: ParsableCommand {
                     render: PolicyExplain.render)
                 return
             }
+            let configuration = try ConfigOptions.load(file: config, environment: nil)
             let result: JSONValue
             do {
-                let configuration = try GatewayConfiguration.load(file: config)
                 let zone = try Zones.load(configuration.timeZone)
                 let (unix, note) = try Zones.parseTime(at, zone: zone)
                 result = try PolicyExplain.explain(
                     configuration: configuration, zone: zone, action: action,
                     tag: tag.flatMap(TagUID.init(hex:)).map { ($0, nil) }, at: unix, note: note,
                     registryConsulted: false)
-            } catch let error as ConfigError {
-                printError(error.issues.map { $0.formatted(file: config) + "\n" }.joined())
-                throw ExitCode(1)
             } catch {
                 printError("gatewayctl: \(error)\n")
                 throw ExitCode(1)

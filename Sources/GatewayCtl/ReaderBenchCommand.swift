@@ -1,7 +1,6 @@
 import Arguments
 import DoorCore
 import GatewayControl
-import GatewayDaemon
 import Glibc
 import NFCReader
 import Synchronization

@@ -39,6 +39,9 @@ final class Daemon: Sendable {
     let eventOutbox = EventOutbox()
     let auditWriter: AuditWriter
     let notify = SDNotify.fromEnvironment()
+    /// The door's services in order (DaemonServices.swift): started by `run`,
+    /// stopped in reverse by `stop` and `stopAfterFailure`.
+    let services = ServiceList()
 
     /// The dispatch sources the daemon keeps running (each stops when cancelled or dropped).
     enum Source: Hashable {
@@ -203,7 +206,7 @@ final class Daemon: Sendable {
             simulatorControl = nil
         }
         let port = LibnfcReaderPort(
-            connstring: connstring, authLimit: configuration.door.provisioning.authLimit, log: log,
+            connstring: connstring, authLimit: { [live] in live.current.door.provisioning.authLimit }, log: log,
             ev2Issue: { [store, live] in
                 NTAG424Judge.ev2Issue(
                     uid: $0, registry: StoreRegistry(store: store), actions: live.current.door.actions)
@@ -248,18 +251,13 @@ final class Daemon: Sendable {
 
     func run() -> Never {
         installSignals()
-        // Before the door's first event ("started"), so it is announced too.
+        // Made (not connected) before the door's first event ("started"), so it is announced too.
         prepareRemote()
-        runtime.start()
-        readerLoop.start { [runtime] in runtime.readerReport($0) }
-        startRemote()
-        startControl()
+        services.set(makeServices())
+        services.start()
         let ms = MonotonicClock.now().since(started).millisecondsClamped
         log.info("ready in \(ms) ms")
         notify.send("READY=1\nSTATUS=door ready")
-        startWatchdog()
-        startAuditRetention()
-        startAuditRetry()
         giveBackStartupMemory(after: .seconds(3))
         // Not dispatchMain(): it ends the main thread with pthread_exit(), whose
         // forced unwind makes libgcc index every FDE of the static binary at
@@ -283,40 +281,39 @@ final class Daemon: Sendable {
         }
     }
 
-    /// SIGTERM/SIGINT: outputs locked first, then everything else stops.
+    /// SIGTERM/SIGINT: outputs locked first, then the services stop (the
+    /// door runtime first, then the rest in reverse, the outputs locked last).
     func stop(signal sig: Int32) -> Never {
         log.notice("signal \(sig): stopping")
         notify.send("STOPPING=1")
         // First, from this thread: a door queue that is stuck (a store write
         // that does not return) must not keep the strike from locking.
-        // `shutdown` locks again on the door queue and stops it.
         board.lockAll()
-        runtime.shutdown()
-        stopControl()
-        readerLoop.stop()
-        stopRemote()
-        simulator?.stop()
-        board.lockAll()
-        log.notice("stopped; outputs locked")
+        stopServices()
         exit(0)
     }
 
     /// A start that cannot go on (a control socket it cannot own): the
-    /// same order as `stop`, exit status 1.
+    /// services started so far stop as in `stop`, exit status 1.
     func stopAfterFailure() -> Never {
-        runtime.shutdown()
-        readerLoop.stop()
-        stopRemote()
-        simulator?.stop()
         board.lockAll()
-        log.notice("stopped; outputs locked")
+        stopServices()
         exit(1)
     }
 
-    /// SIGHUP: a valid new configuration replaces the door settings; lines,
-    /// reader and broker changes need a restart (said in the log). An invalid
-    /// one is refused and the running configuration kept; so is one that
-    /// changes `[fleet]` or `[control]` (`restartRequired`), naming what.
+    private func stopServices() {
+        let stopped = services.stop()
+        // Another thread's stop ran them already (SIGTERM during a failed start): lock all the same.
+        if stopped.last != "outputs" { board.lockAll() }
+        log.info("services stopped: \(stopped.joined(separator: ", "))")
+        log.notice("stopped; outputs locked")
+    }
+
+    /// SIGHUP: a valid new configuration is applied (LiveConfiguration); one
+    /// that changes a setting read at start only (lines, reader, transport,
+    /// fleet, control socket, paths) is refused naming each
+    /// (`LiveConfiguration.restartRequired`), and so is an invalid one: the
+    /// running configuration is kept whole.
     func reload() {
         let new: GatewayConfiguration
         do {
@@ -325,7 +322,7 @@ final class Daemon: Sendable {
             log.error("reload refused, keeping the running configuration: \(error)")
             return
         }
-        let refused = Self.restartRequired(from: configuration, to: new)
+        let refused = LiveConfiguration.restartRequired(from: configuration, to: new)
         guard refused.isEmpty else {
             let what = refused.joined(separator: ", ")
             log.error(
@@ -350,102 +347,24 @@ final class Daemon: Sendable {
             log.error("reload refused: \(error)")
             return
         }
-        runtime.reload(new, zone: zone)
-        if let redraw = discoveryReload {
-            // Once the door queue has applied it (discovery reads the live
-            // configuration), off the signal queue: SIGTERM must not wait on it.
-            redrawQueue.async { [runtime] in
-                runtime.committed()
-                redraw()
-            }
-        }
+        services.reloaded(new, zone: zone)
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
     }
 
-    /// What a reload cannot apply to the running door and must not pretend
-    /// to have applied (issue 24 M4; docs/security.md "M4"): the fleet's
-    /// trust — the site key checking every document, the site, the box key,
-    /// the topics — is fixed when the fleet receiver is made, and the control
-    /// socket's path and admin group when it is bound. An operator who rotates
-    /// `site_public_key` after a compromise and reloads must not be told
-    /// "configuration reloaded" while the old key is still trusted. Each
-    /// changed key, as `[section] key`; `[fleet]` off before and after is inert.
-    static func restartRequired(from old: GatewayConfiguration, to new: GatewayConfiguration) -> [String] {
-        var changed: [String] = []
-        let (a, b) = (old.fleet, new.fleet)
-        if a.enabled || b.enabled {
-            if a.enabled != b.enabled { changed.append("[fleet] enabled") }
-            if a.siteID != b.siteID { changed.append("[fleet] site_id") }
-            if a.sitePublicKey != b.sitePublicKey { changed.append("[fleet] site_public_key") }
-            if a.subscribe != b.subscribe { changed.append("[fleet] subscribe") }
-            if a.boxKeyFile != b.boxKeyFile { changed.append("[fleet] box_key_file") }
+    /// After a reload: Home Assistant's entities redrawn once the door queue
+    /// has applied it (discovery reads the live configuration), off the
+    /// signal queue: SIGTERM must not wait on it.
+    func redrawDiscovery() {
+        guard let redraw = discoveryReload else { return }
+        redrawQueue.async { [runtime] in
+            runtime.committed()
+            redraw()
         }
-        if old.control.socket != new.control.socket { changed.append("[control] socket") }
-        if old.control.adminGroup != new.control.adminGroup { changed.append("[control] admin_group") }
-        // Issue 32 L-3: everything else a reload does not apply live — the
-        // transports (made at start: their topics, Home Assistant's powers,
-        // the NATS account keys), the lines, the reader, the paths. Before,
-        // such a reload said "configuration reloaded" while the old powers
-        // (home_assistant_open, home_assistant_admin, account_keys) stayed.
-        if old.deviceID != new.deviceID { changed.append("[device] id") }
-        if old.remote != new.remote { changed.append("[remote] transport") }
-        if old.mqtt.enabled || new.mqtt.enabled { changed += mqttChanges(old.mqtt, new.mqtt) }
-        if old.remote.transport == .nats || new.remote.transport == .nats { changed += natsChanges(old.nats, new.nats) }
-        if old.board != new.board || old.chip != new.chip || old.boardDescription != new.boardDescription {
-            changed.append("[board] or its lines")
-        }
-        if old.reader != new.reader { changed.append("[reader]") }
-        if old.paths != new.paths { changed.append("[paths]") }
-        return changed
-    }
-
-    /// Each `[mqtt]` key that changed, but `[mqtt.commands]`' mapping and
-    /// tolerance (applied live: StoreCommands reads them at each message).
-    static func mqttChanges(_ a: GatewayConfiguration.MQTT, _ b: GatewayConfiguration.MQTT) -> [String] {
-        var changed: [String] = []
-        func key(_ name: String, _ differs: Bool) { if differs { changed.append(name) } }
-        key("[mqtt] home_assistant_open", a.homeAssistantOpen != b.homeAssistantOpen)
-        key("[mqtt] home_assistant_admin", a.homeAssistantAdmin != b.homeAssistantAdmin)
-        key("[mqtt.commands] compat_topics", a.compatCommandTopics != b.compatCommandTopics)
-        key("[mqtt] enabled", a.enabled != b.enabled)
-        key("[mqtt] host", a.host != b.host)
-        key("[mqtt] port", a.port != b.port)
-        key("[mqtt] client_id", a.clientID != b.clientID)
-        key("[mqtt] protocol", a.protocolVersion != b.protocolVersion)
-        key("[mqtt.tls]", a.tls != b.tls)
-        key("[mqtt] topic_prefix", a.topicPrefix != b.topicPrefix)
-        key("[mqtt] uid_in_events", a.uidInEvents != b.uidInEvents)
-        key("[mqtt] label_in_events", a.labelInEvents != b.labelInEvents)
-        key("[mqtt] home_assistant_discovery", a.homeAssistantDiscovery != b.homeAssistantDiscovery)
-        key("[mqtt] username", a.username != b.username)
-        key("[mqtt] password_file", a.passwordFile != b.passwordFile)
-        key(
-            "[mqtt] allow_password_over_plain_mdns",
-            a.allowPasswordOverPlainMulticastDNS != b.allowPasswordOverPlainMulticastDNS)
-        // The rest, named by section (a key added later is refused too until named here).
-        var (x, y) = (a, b)
-        (x.commandMapping, y.commandMapping) = ([:], [:])
-        (x.toleranceSeconds, y.toleranceSeconds) = (0, 0)
-        if changed.isEmpty && x != y { changed.append("[mqtt] (keepalive_s, outbox_limit, telemetry_s or a name)") }
-        return changed
-    }
-
-    /// Each `[nats]` key that changed: the link is made at start.
-    static func natsChanges(_ a: GatewayConfiguration.NATS, _ b: GatewayConfiguration.NATS) -> [String] {
-        var changed: [String] = []
-        if a.accountKeys != b.accountKeys { changed.append("[nats] account_keys") }
-        if a.servers != b.servers { changed.append("[nats] servers") }
-        if a.tls != b.tls { changed.append("[nats.tls]") }
-        if a.user != b.user || a.passwordFile != b.passwordFile || a.tokenFile != b.tokenFile {
-            changed.append("[nats] login (user, password_file, token_file)")
-        }
-        if changed.isEmpty && a != b { changed.append("[nats]") }
-        return changed
     }
 
     /// Events that waited for a full store are written once it takes writes again.
-    private func startAuditRetry() {
+    func startAuditRetry() {
         keep(.auditRetry) {
             let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
             timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
@@ -458,7 +377,7 @@ final class Daemon: Sendable {
     /// Audit retention: rows older than 400 days, and beyond the newest
     /// 500 000, are trimmed at start and every 6 hours; the chain stays
     /// verifiable from the anchor the trim records.
-    private func startAuditRetention() {
+    func startAuditRetention() {
         keep(.retention) {
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
             timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
@@ -480,7 +399,7 @@ final class Daemon: Sendable {
     /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue
     /// answers: each cycle queues a beat, and the next feeds the watchdog
     /// only if the loop ran it in between.
-    private func startWatchdog() {
+    func startWatchdog() {
         guard let interval = notify.watchdogInterval else { return }
         let beat: @Sendable () -> Void = { [self] in
             var asked = runtime.requestBeat()

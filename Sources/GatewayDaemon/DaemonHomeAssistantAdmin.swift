@@ -35,6 +35,9 @@ final class HomeAssistantAdmin: Sendable {
     private let log: Logger
     /// The configuration's actions now (a reload changes them).
     private let actions: @Sendable () -> [(index: ActionIndex, name: String)]
+    /// `[provisioning] action` now (a reload changes it): the selector's
+    /// choice at start, and again after a reload that changes it.
+    private let defaultAction: @Sendable () -> ActionIndex
     private let hashed: @Sendable (TagUID) -> String?
     /// The discovery entries with a given menu (the revoke selector's options follow the tags).
     private let discovery: @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
@@ -43,6 +46,8 @@ final class HomeAssistantAdmin: Sendable {
         var published: [String: [UInt8]] = [:]
         var menu: HomeAssistantAdminMenu
         var action: ActionIndex
+        /// The `[provisioning] action` the selector last took.
+        var defaultAction: ActionIndex
         var label = ""
         var chosenTag: TagUID?
         var lastTags: [UInt8]?
@@ -58,7 +63,8 @@ final class HomeAssistantAdmin: Sendable {
 
     init(
         enabled: Bool, link: any HomeAssistantLink, store: GatewayStore, runtime: DoorRuntime, log: Logger,
-        actions: @escaping @Sendable () -> [(index: ActionIndex, name: String)], defaultAction: ActionIndex,
+        actions: @escaping @Sendable () -> [(index: ActionIndex, name: String)],
+        defaultAction: @escaping @Sendable () -> ActionIndex,
         hashed: @escaping @Sendable (TagUID) -> String?,
         discovery: @escaping @Sendable (HomeAssistantAdminMenu) -> [(topic: String, payload: [UInt8])]
     ) {
@@ -68,17 +74,18 @@ final class HomeAssistantAdmin: Sendable {
         self.runtime = runtime
         self.log = log
         self.actions = actions
+        self.defaultAction = defaultAction
         self.hashed = hashed
         self.discovery = discovery
         let configured = actions()
-        let action =
-            configured.contains { $0.index == defaultAction } ? defaultAction : (configured.first?.index ?? 0)
+        let initial = defaultAction()
+        let action = configured.contains { $0.index == initial } ? initial : (configured.first?.index ?? 0)
         var menu = HomeAssistantAdminMenu(actions: configured, tags: [])
         if enabled {
             menu = HomeAssistantAdminMenu(
                 actions: configured, tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
         }
-        state = Mutex(State(menu: menu, action: action))
+        state = Mutex(State(menu: menu, action: action, defaultAction: initial))
     }
 
     /// The discovery entries for the link's first announcement.
@@ -251,14 +258,20 @@ final class HomeAssistantAdmin: Sendable {
     }
 
     /// A reload: the provisioning selector offers the actions now configured
-    /// (a removed one chosen falls back to the first), and every discovery
-    /// entry is offered again, so HA adds or removes an action's button.
+    /// (a removed one chosen falls back to the first) and takes a changed
+    /// `[provisioning] action`, and every discovery entry is offered again,
+    /// so HA adds or removes an action's button.
     func configurationReloaded() {
         queue.async { [self] in
             let fresh = HomeAssistantAdminMenu(
                 actions: actions(), tags: Self.activeTags(store.issuedTagsOrEmpty(log), hashed: hashed))
             let entries = discovery(fresh)
+            let newDefault = defaultAction()
             state.withLock { s in
+                if newDefault != s.defaultAction {
+                    s.defaultAction = newDefault
+                    s.action = newDefault
+                }
                 Self.adopt(fresh, &s)
                 s.published = Dictionary(entries.map { ($0.topic, $0.payload) }, uniquingKeysWith: { $1 })
             }

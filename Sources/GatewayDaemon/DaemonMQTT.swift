@@ -3,6 +3,7 @@ import GatewayConfig
 import GatewayControl
 import GatewayMQTT
 import GatewayStore
+import RemoteSettings
 
 extension Daemon {
     /// MQTT (`[remote] transport = "mqtt"`, the default): the link made with
@@ -56,7 +57,7 @@ extension Daemon {
         if mqtt.homeAssistantAdmin { hashed = eventUIDText(.hmac, transport: "mqtt (home_assistant_admin)") }
         let admin = HomeAssistantAdmin(
             enabled: mqtt.homeAssistantAdmin, link: link, store: store, runtime: runtime, log: log,
-            actions: actions, defaultAction: configuration.door.provisioning.action, hashed: hashed,
+            actions: actions, defaultAction: { live.current.door.provisioning.action }, hashed: hashed,
             discovery: { makeDiscovery($0) })
         link.discovery = mqtt.homeAssistantAdmin ? admin.initialDiscovery : makeDiscovery(nil)
         if mqtt.homeAssistantAdmin {
@@ -80,31 +81,5 @@ extension Daemon {
             subscription: configuration.fleet.subscribe
                 ?? FleetReceiver.defaultSubscription(prefix: prefix, site: site))
         return MQTTFleet(subscription: receiver.subscription, publishTopic: receiver.publishTopic, handler: receiver)
-    }
-}
-
-// MARK: `[mqtt]` as the transport takes it (the link and config check --broker)
-
-extension MQTTSettings {
-    /// `[mqtt]` as the transport needs it.
-    public init(_ c: GatewayConfiguration.MQTT) {
-        self.init(
-            host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
-            tls: TLS(
-                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
-                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
-            keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
-            compatCommandTopics: c.compatCommandTopics,
-            homeAssistantDiscovery: c.homeAssistantDiscovery)
-    }
-}
-
-extension MQTTSettings.Login {
-    /// `[mqtt] username`, and the password from `password_file` (`SecretFile`).
-    static func load(_ c: GatewayConfiguration.MQTT, credentials: String?) throws -> MQTTSettings.Login? {
-        guard let username = c.username else { return nil }
-        guard let file = c.passwordFile else { return MQTTSettings.Login(username: username, password: nil) }
-        let password = try SecretFile.contents(key: "mqtt.password_file", file, credentials: credentials)
-        return MQTTSettings.Login(username: username, password: password)
     }
 }

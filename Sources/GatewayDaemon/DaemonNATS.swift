@@ -3,6 +3,7 @@ import GatewayConfig
 import GatewayControl
 import GatewayNATS
 import GatewayStore
+import RemoteSettings
 
 extension Daemon {
     /// NATS instead of MQTT (`[remote] transport = "nats"`): the same store

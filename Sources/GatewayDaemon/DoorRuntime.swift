@@ -684,7 +684,7 @@ final class DoorRuntime: Sendable {
     }
 
     /// SIGHUP with a valid file: the machine restarts on the new door settings
-    /// in the mode it was in. Runs in progress end (outputs locked first, by
+    /// in the mode it was in, or the file's `[door] mode` when that changed. Runs in progress end (outputs locked first, by
     /// the new machine's start); provisioning is disarmed.
     func reload(_ new: GatewayConfiguration, zone newZone: TimeZoneRules? = nil) {
         queue.async { [self] in
@@ -701,8 +701,11 @@ final class DoorRuntime: Sendable {
                 record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
                 record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
             }
+            // `[door] mode` changed in the file: the door takes it; else it
+            // stays in the mode it was in (`gatewayctl mode` may have set it).
+            let fileMode = live.current.door.initialMode
             var settings = live.applyReload(new).door
-            settings.initialMode = state.withLock { $0.machine.mode }
+            if settings.initialMode == fileMode { settings.initialMode = state.withLock { $0.machine.mode } }
             let now = now()
             let effects = state.withLock { [settings] in
                 $0.machine = DoorMachine(settings: settings)

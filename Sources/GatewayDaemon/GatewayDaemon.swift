@@ -17,12 +17,13 @@ public struct GatewayDaemon: ParsableCommand {
         discussion: """
             Reads /etc/doorgateway/gateway.toml ($CONFIGURATION_DIRECTORY/gateway.toml under \
             systemd) unless --config names a file. SIGTERM/SIGINT lock every output and exit; \
-            SIGHUP reloads the configuration; one that changes [fleet] or [control] is refused \
+            SIGHUP reloads the configuration; one that changes a setting read at start only (the \
+            lines, the reader, the transport, [fleet], [control], [paths]) is refused, naming each \
             (restart gatewayd to apply those).
             """,
         version: "gateway \(GatewayVersion.string)")
 
-    @Option(name: .shortAndLong, help: "Configuration file.")
+    @Option(name: .shortAndLong, help: "The configuration file \(ConfigOptions.defaultHelp).")
     var config: String?
 
     public init() {}
@@ -38,19 +39,14 @@ public struct GatewayDaemon: ParsableCommand {
             log.critical("\(error)")
             throw ExitCode(70)
         }
-        let path = config ?? GatewayConfiguration.defaultFile(environment: env)
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try GatewayConfiguration.load(file: path).applying(environment: env)
-        } catch {
-            // Before the board: no line is requested, so every relay stays as
-            // the firmware (config.txt's gpio= hold) or its pull left it.
-            for issue in error.issues { fputs("gatewayd: \(issue.formatted(file: path))\n", stderr) }
-            fputs(
-                "gatewayd: not started, no GPIO line touched: fix \(path) (`gatewayctl config check`), then restart\n",
-                stderr)
-            throw ExitCode(78)  // EX_CONFIG
-        }
+        let path = ConfigOptions.path(config, environment: env)
+        // An invalid file: before the board, so no line is requested and every
+        // relay stays as the firmware (config.txt's gpio= hold) or its pull left it.
+        let configuration = try ConfigOptions.load(
+            file: path, environment: env, prefix: "gatewayd: ",
+            footer:
+                "gatewayd: not started, no GPIO line touched: fix \(path) (`gatewayctl config check`), then restart",
+            exitCode: 78)  // EX_CONFIG
         let daemon: Daemon
         do {
             daemon = try Daemon(configuration: configuration, configPath: path, environment: env, log: log)

@@ -8,7 +8,8 @@ extension ReaderError: ReaderPortError {}
 /// The daemon's reader port over the libnfc adapter.
 final class LibnfcReaderPort: TagReaderPort {
     let reader: NFCReader
-    let authLimit: Int
+    /// `[provisioning] auth_limit` in effect at each write (a reload changes it).
+    let authLimit: () -> Int
     /// The NTAG 424 site master key (docs/ntag424.md), read at each 424 tap
     /// (nil: none yet, so no 424 can prove a key). Never logged.
     let siteKey: () -> [UInt8]?
@@ -18,7 +19,7 @@ final class LibnfcReaderPort: TagReaderPort {
     let ev2Issue: (TagUID) -> NTAG424.KeyIssue?
 
     init(
-        connstring: String, authLimit: Int, log: Logger,
+        connstring: String, authLimit: @escaping () -> Int, log: Logger,
         ev2Issue: @escaping (TagUID) -> NTAG424.KeyIssue? = { _ in .legacy },
         siteKey: @escaping () -> [UInt8]? = { nil }
     ) {
@@ -75,7 +76,7 @@ final class LibnfcReaderPort: TagReaderPort {
         // password even when this write does not ask for protection.
         let options = WriteOptions(
             overwrite: overwrite, password: NTAGPassword.derive(deviceKey: deviceKey, uid: uid), protect: protect,
-            authLimit: authLimit)
+            authLimit: authLimit())
         try reader.write(message, to: uid, options: options)
     }
 

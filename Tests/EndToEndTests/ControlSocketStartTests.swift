@@ -18,7 +18,12 @@ final class ControlSocketStartTests: XCTestCase {
         XCTAssertTrue(
             g.log.contains("refusing to start: control socket directory \(run) is writable by others (mode 0777)"),
             g.log)
+        // What had started stops in reverse (issue 34 Move C), the runtime
+        // first and the outputs locked last; the control socket never started.
+        XCTAssertTrue(
+            g.log.contains("services stopped: door runtime, transport, reader, audit writer, outputs\n"), g.log)
         XCTAssertTrue(g.log.contains("stopped; outputs locked"), g.log)
+        XCTAssertTrue(try waitUntil { g.simulatorPIDs().isEmpty }, "pn532-sim outlived gatewayd")
     }
 }
 

@@ -322,6 +322,16 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
                 _ = try broker.publish("\(prefix)/admin/provision_action/set", option, as: "homeassistant")
                 XCTAssertEqual(
                     try g.waitForEvent("remote_rejected", after: refused)["reason"]?.stringValue, "unknown_option")
+                // A changed `[provisioning] action` is the selector's choice after the reload
+                // (issue 34: it stayed the one gatewayd started with).
+                try g.writeConfig(
+                    extra: extra + "\n[provisioning]\naction = 1\n", actions: GatewayUnderTest.baseActions)
+                let before = try g.eventCount()
+                kill(try XCTUnwrap(g.process?.processIdentifier), SIGHUP)
+                try g.waitForEvent("configuration_reloaded", after: before)
+                XCTAssertEqual(
+                    try latest("\(prefix)/admin/state") { $0["provision_action"]?.stringValue == "long" }[
+                        "provision_action"]?.stringValue, "long", "the reloaded [provisioning] action")
             } else {
                 try reload(GatewayUnderTest.baseActions)
             }

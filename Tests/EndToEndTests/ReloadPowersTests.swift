@@ -79,4 +79,63 @@ final class ReloadPowersTests: XCTestCase {
         XCTAssertNotEqual(rejected["reason"]?.stringValue, "replay", "\(rejected)")
         XCTAssertFalse(try g.auditKinds().dropFirst(n).contains("remote_accepted"), "command 1 after the reload")
     }
+
+    /// Issue 34 Move C on the real gatewayd: a reload applies what it says it
+    /// applied. `[door] mode` changed in the file is the door's mode after the
+    /// reload (the old door kept the mode it was in); `[provisioning]
+    /// auth_limit` is the AUTHLIM of the next sticker written (the old door's
+    /// reader kept the limit it started with); a key read at start only
+    /// (`[reader] connstring`, `[mqtt] enabled`) is refused, named.
+    func testAReloadAppliesTheModeAndTheAuthLimitAndNamesTheRest() throws {
+        let g = try GatewayUnderTest()
+        try g.start()
+        defer { g.stop() }
+        let pid = try XCTUnwrap(g.process?.processIdentifier)
+        func reload() throws {
+            let n = try g.eventCount()
+            kill(pid, SIGHUP)
+            try g.waitForEvent("configuration_reloaded", after: n)
+        }
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "normal")
+        try g.writeConfig(door: "mode = \"passage\"")
+        try reload()
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "passage", "the file's new mode")
+
+        // Back to normal in the file, stickers protected with AUTHLIM 3.
+        let provisioning = "[provisioning]\nprotect = true\nauth_limit = 3\n"
+        try g.writeConfig(extra: provisioning, door: "mode = \"normal\"")
+        try reload()
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "normal")
+        let n = try g.eventCount()
+        try g.ctlJSON(["provision", "--action", "0"])
+        try g.ctlJSON(["sim", "tap", "--blank", "--uid", "04A1B2C3D4E5F7"])
+        try g.waitForEvent("provisioning_written", after: n)
+        let dump = g.dir.appendingPathComponent("protected.dump").path
+        try g.ctlJSON(["sim", "dump", dump])
+        let image = try TagImage(dump: Array(try Data(contentsOf: URL(fileURLWithPath: dump))))
+        XCTAssertLessThan(image.auth0, image.type.pages, "protected: the reload's protect = true")
+        XCTAssertEqual(image.bytes[image.type.cfg1Page * 4] & 0x07, 3, "AUTHLIM: the reload's auth_limit")
+
+        // Unchanged in the file, the mode a person set stays through a reload.
+        try g.ctlJSON(["mode", "lockdown"])
+        try g.writeConfig(extra: provisioning.replacingOccurrences(of: "= 3", with: "= 4"), door: "mode = \"normal\"")
+        try reload()
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "lockdown", "the running mode, the file's unchanged")
+
+        // Read at start only: refused, named, nothing applied.
+        for (text, reader, key) in [
+            ("", "simulator = \"spawn\"\nconnstring = \"pn532_uart:/dev/ttyS9\"", "[reader] connstring"),
+            ("[mqtt]\nenabled = true\n[mqtt.tls]\nenabled = false\n", "simulator = \"spawn\"", "[mqtt] enabled"),
+        ] {
+            try g.writeConfig(
+                extra: provisioning + text, door: "mode = \"passage\"", reader: reader,
+                actions: GatewayUnderTest.baseActions)
+            let before = g.log.components(separatedBy: "reload refused").count
+            kill(pid, SIGHUP)
+            try waitUntil { g.log.components(separatedBy: "reload refused").count > before }
+            let refusal = g.log.components(separatedBy: "reload refused").last ?? ""
+            XCTAssertTrue(refusal.prefix { $0 != "\n" }.contains(key), String(g.log.suffix(2000)))
+            XCTAssertEqual(try g.status()["mode"]?.stringValue, "lockdown", "nothing of the file applied")
+        }
+    }
 }

@@ -45,6 +45,12 @@ final class ShutdownTests: XCTestCase {
                 $0.contains("→ unlocked") || $0.contains("=on") || $0.contains("gatewayd: event ")
             }
             XCTAssertEqual(after, [], "round \(round): after the outputs were locked:\n\(door.log)")
+            // The services stop in reverse of their start (issue 34 Move C):
+            // the door runtime first (it stops acting), the outputs last.
+            XCTAssertTrue(
+                door.log.contains(
+                    "services stopped: door runtime, timers, control socket, transport, reader, audit writer, outputs\n"
+                ), "round \(round):\n\(door.log)")
         }
     }
 }

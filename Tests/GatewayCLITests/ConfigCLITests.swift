@@ -115,6 +115,37 @@ final class ConfigCLITests: XCTestCase {
         XCTAssertFalse(r.stderr.contains("GPIO chip"), r.stderr)
     }
 
+    /// Every command that reads a configuration file reads it one way
+    /// (ConfigOptions, issue 34): its --help names the same default file, and
+    /// a bad file is refused with each issue as `FILE:LINE: key: message`.
+    func testEveryCommandReadingAConfigurationStatesTheDefaultAndNamesEachIssue() throws {
+        let bad = try write("bad.toml", "[device]\nid = \"d\"\n[board]\nkind = \"sim\"\n[door]\npulse_max_ms = 0\n")
+        let issue = "\(bad):6: door.pulse_max_ms: 0 is out of range"
+        let at = ["--action", "0", "--at", "2026-01-01T10:00"]
+        for (command, exit) in [
+            (["ctl", "config", "check", bad], Int32(1)),
+            (["ctl", "config", "firmware", bad], 1),
+            (["ctl", "creds", "status", "--config", bad], 1),
+            (["ctl", "policy", "explain"] + at + ["--config", bad], 1),
+            (["daemon", "--config", bad], 78),
+        ] {
+            let r = try Run.process(Run.product("gateway"), command)
+            XCTAssertEqual(r.status, exit, "\(command): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(issue), "\(command): \(r.stderr)")
+        }
+        let stated = "(default: $CONFIGURATION_DIRECTORY/gateway.toml, else /etc/doorgateway/gateway.toml)"
+        for command in [
+            ["daemon"], ["ctl", "creds", "status"], ["ctl", "log"], ["ctl", "fleet", "push"],
+            ["ctl", "config", "check"],
+        ] {
+            let help = try Run.process(Run.product("gateway"), command + ["--help"])
+            let text = (help.stdout + help.stderr).split(separator: "\n").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.joined(separator: " ")
+            XCTAssertTrue(text.contains(stated), "\(command) --help: \(help.stdout)")
+        }
+    }
+
     func testTheExampleForTheSimulatedBoardChecksOK() throws {
         let example = try Run.gatewayctl(["config", "example", "--board", "sim"])
         XCTAssertEqual(example.status, 0, example.stderr)

@@ -38,16 +38,18 @@ final class ReloadTests: XCTestCase {
 
     func testFleetAndControlChangesAreNamed() throws {
         let running = try configuration()
-        XCTAssertEqual(Daemon.restartRequired(from: running, to: try configuration()), [])
+        XCTAssertEqual(LiveConfiguration.restartRequired(from: running, to: try configuration()), [])
         XCTAssertEqual(
-            Daemon.restartRequired(from: running, to: try configuration(key: String(repeating: "cd", count: 32))),
+            LiveConfiguration.restartRequired(
+                from: running, to: try configuration(key: String(repeating: "cd", count: 32))),
             ["[fleet] site_public_key"])
         XCTAssertEqual(
-            Daemon.restartRequired(from: running, to: try configuration(box: "/etc/doorgateway/other.key")),
+            LiveConfiguration.restartRequired(from: running, to: try configuration(box: "/etc/doorgateway/other.key")),
             ["[fleet] box_key_file"])
-        XCTAssertEqual(Daemon.restartRequired(from: running, to: try configuration(fleet: false)), ["[fleet] enabled"])
         XCTAssertEqual(
-            Daemon.restartRequired(
+            LiveConfiguration.restartRequired(from: running, to: try configuration(fleet: false)), ["[fleet] enabled"])
+        XCTAssertEqual(
+            LiveConfiguration.restartRequired(
                 from: running, to: try configuration(control: "admin_group = \"ops\"\nsocket = \"/run/x.sock\"")),
             ["[control] socket", "[control] admin_group"])
     }
@@ -55,7 +57,7 @@ final class ReloadTests: XCTestCase {
     /// The fleet off before and after: its values do nothing, so they do not block a reload.
     func testAFleetThatStaysOffIsInert() throws {
         XCTAssertEqual(
-            Daemon.restartRequired(
+            LiveConfiguration.restartRequired(
                 from: try configuration(fleet: false),
                 to: try configuration(fleet: false, key: String(repeating: "cd", count: 32))), [])
     }
@@ -87,20 +89,20 @@ final class ReloadTests: XCTestCase {
         }
         let running = try load("home_assistant_open = true\nhome_assistant_admin = true")
         XCTAssertEqual(
-            Daemon.restartRequired(from: running, to: try load("home_assistant_admin = true")),
+            LiveConfiguration.restartRequired(from: running, to: try load("home_assistant_admin = true")),
             ["[mqtt] home_assistant_open"])
         XCTAssertEqual(
-            Daemon.restartRequired(from: running, to: try load("home_assistant_open = true")),
+            LiveConfiguration.restartRequired(from: running, to: try load("home_assistant_open = true")),
             ["[mqtt] home_assistant_admin"])
         XCTAssertEqual(
-            Daemon.restartRequired(
+            LiveConfiguration.restartRequired(
                 from: running,
                 to: try load(
                     "home_assistant_open = true\nhome_assistant_admin = true",
                     commands: "tolerance_s = 3\n[mqtt.commands.mapping]\n1 = \"report\"")),
             [], "applied live")
         XCTAssertEqual(
-            Daemon.restartRequired(
+            LiveConfiguration.restartRequired(
                 from: running,
                 to: try load(
                     "home_assistant_open = true\nhome_assistant_admin = true", commands: "compat_topics = [\"x/y\"]")),
@@ -110,7 +112,7 @@ final class ReloadTests: XCTestCase {
             "[remote]\ntransport = \"nats\"\n[nats]\nservers = [\"tls://n.example:4222\"]\naccount_keys = [\(keys)]\n[nats.tls]\nca_file = \"/etc/ca.crt\""
         }
         XCTAssertEqual(
-            Daemon.restartRequired(
+            LiveConfiguration.restartRequired(
                 from: try load(extra: nats("\"\(ConfigExample.natsAccountKeyExample)\"")), to: try load(extra: nats(""))
             ),
             ["[nats] account_keys"])
