@@ -19,7 +19,8 @@ DEB_PACKAGES  = pkg-config libssl-dev libsqlite3-dev libnfc-dev libnfc-bin libus
 CI_PACKAGES = $(DEB_PACKAGES) $(DEB_TOOLS) shellcheck cmake gcc make autoconf automake libtool \
               rsync qemu-user-static binfmt-support dosfstools mtools fdisk e2fsprogs bmap-tools \
               qemu-system-arm qemu-system-x86 openssh-client python3-venv build-essential bc flex \
-              bison cpio binutils kmod coreutils libelf-dev gcc-aarch64-linux-gnu
+              bison cpio binutils kmod coreutils libelf-dev gcc-aarch64-linux-gnu \
+              binutils-aarch64-linux-gnu libc6-dev-arm64-cross
 
 all: build
 
