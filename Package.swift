@@ -150,7 +150,7 @@ let package = Package(
             name: "fuzz-targets",
             dependencies: [
                 "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayNATS",
-                "GatewayControl", "CFuzzLibnfc", "CNFC", "MulticastDNS",
+                "GatewayControl", "CFuzzLibnfc", "CNFC", "MulticastDNS", "OSDP",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
