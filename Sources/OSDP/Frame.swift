@@ -5,7 +5,8 @@
 /// - ADDR: 0…126 (0x7F is the broadcast address); a reply sets bit 7.
 /// - LEN: the whole packet from SOM through the CRC or checksum (the mark is not counted).
 /// - CTRL: bits 0–1 the sequence number (0 restarts the link, then 1, 2, 3, 1, …), bit 2 a
-///   CRC-16 follows (else a one-byte checksum), bit 3 a security control block follows.
+///   CRC-16 follows (else a one-byte checksum), bit 3 a security control block follows;
+///   bits 4–7 are reserved (a frame with any set is refused).
 /// - SCB: its own length (≥ 2, the length byte included), its type (SCS_11…SCS_18) and data.
 /// - MAC: the first 4 bytes of the packet's MAC, present for SCS_15…SCS_18 (SecureChannel).
 ///
@@ -43,6 +44,8 @@ public enum FrameError: Error, Equatable, Sendable {
     case wrongDirection
     /// The packet has no command or reply code.
     case missingCode
+    /// Bits 4-7 of the control byte are reserved and must be 0.
+    case reservedControlBits(UInt8)
     /// The sequence number of a packet this side builds is not 0…3.
     case badSequence(UInt8)
     /// An address over 0x7F for a packet this side builds.
@@ -138,6 +141,7 @@ public struct Frame: Equatable, Sendable {
         guard bytes[0] == OSDP.startOfMessage else { throw FrameError.badStartOfMessage(bytes[0]) }
         let length = Int(bytes[2]) | Int(bytes[3]) << 8
         let control = bytes[4]
+        guard control & 0xF0 == 0 else { throw FrameError.reservedControlBits(control) }
         let usesCRC = control & 0x04 != 0
         let checkLength = usesCRC ? 2 : 1
         guard length >= OSDP.headerLength + 1 + checkLength, length <= OSDP.maximumPacketLength else {

@@ -77,6 +77,8 @@ final class FrameTests: XCTestCase {
         sum[7] = 0x45
         XCTAssertEqual(error(sum), .badChecksum(expected: 0x44, found: 0x45))
         XCTAssertEqual(error(hex("53 00 05 00 04")), .badLength(5))
+        // Reserved control bits (a fuzz finding: the frame parsed, then encoded to other bytes).
+        XCTAssertEqual(error(sealed(hex("53 81 00 00 84 40"))), .reservedControlBits(0x84))
         XCTAssertEqual(error(hex("53 00 FF FF 04")), .badLength(0xFFFF))
         // A security block whose length runs past the packet, or under 2, or of an unknown type.
         XCTAssertEqual(error(sealed(hex("53 00 00 00 0C 09 11 61"))), .badSecurityBlock(length: 9))
