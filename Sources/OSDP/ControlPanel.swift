@@ -366,6 +366,9 @@ public struct ControlPanel: Sendable {
 
     mutating func comeOnline(secure: Bool, into out: inout Output) {
         phase = .online
+        // The reader's tamper and power state once at the start; later changes come as
+        // osdp_LSTATR in answer to a poll.
+        queue.insert(.localStatus, at: 0)
         isOnline = true
         reportedOffline = false
         if let identity {
@@ -384,4 +387,16 @@ public struct ControlPanel: Sendable {
         default: break
         }
     }
+}
+
+// Keys never reach a log line through string interpolation or a test's failure message.
+extension ControlPanel.Security: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String {
+        switch self {
+        case .required(let scbk): return "required(scbk: <\(scbk.count) bytes>)"
+        case .install: return "install"
+        case .insecure: return "insecure"
+        }
+    }
+    public var debugDescription: String { description }
 }

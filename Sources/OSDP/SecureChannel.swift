@@ -162,3 +162,13 @@ public struct SecureSession: Sendable {
         return (frame.code, data)
     }
 }
+
+extension SecureChannel.SessionKeys: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String { "SessionKeys(<redacted>)" }
+    public var debugDescription: String { description }
+}
+
+extension SecureSession: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String { "SecureSession(<redacted>)" }
+    public var debugDescription: String { description }
+}

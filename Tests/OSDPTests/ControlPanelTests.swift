@@ -58,6 +58,9 @@ final class ControlPanelTests: XCTestCase {
         XCTAssertTrue(cp.isOnline)
 
         reader.pending = [(0x50, hex("00 01 1A 00 AA BB CC C0")), (0x53, hex("00 02 31 0D")), (0x48, [1, 0])]
+        XCTAssertFalse("\(cp)".contains("\(scbk)"), "the SCBK in a description")
+        XCTAssertFalse(String(reflecting: cp).contains("\(scbk)"), "the SCBK in a debug description")
+        XCTAssertFalse("\(cp.configuration.security)".contains("96"), "a key byte in a description")
         cp.enqueue(
             .led(
                 LEDCommand(
@@ -66,11 +69,12 @@ final class ControlPanelTests: XCTestCase {
         XCTAssertEqual(
             events,
             [
+                .localStatus(tamper: 0, power: 0),
                 .card(CardRead(reader: 0, format: 1, bitCount: 26, bits: hex("AA BB CC C0"))),
                 .keypad(reader: 0, keys: [0x31, 0x0D]), .localStatus(tamper: 1, power: 0),
             ])
-        // The LED went first (in place of a poll), then polls; sequence 1, 2, 3, 1, … after 0.
-        XCTAssertEqual(reader.commands.dropFirst(4).map(\.code), [0x69, 0x60, 0x60, 0x60, 0x60])
+        // osdp_LSTAT once, the LED (in place of a poll), then polls; sequence 1, 2, 3, 1, … after 0.
+        XCTAssertEqual(reader.commands.dropFirst(4).map(\.code), [0x64, 0x69, 0x60, 0x60, 0x60])
         XCTAssertEqual(reader.commands.dropFirst(4).map(\.sequence), [1, 2, 3, 1, 2])
         XCTAssertTrue(reader.commands.dropFirst(4).allSatisfy { $0.securityBlock != nil && $0.mac != nil })
         XCTAssertEqual(reader.commandErrors, [])
@@ -171,7 +175,8 @@ final class ControlPanelTests: XCTestCase {
             }
             let expected: SecureChannelError =
                 attack == "downgrade" ? .plaintextInSession(code: 0x50) : .badMAC
-            XCTAssertEqual(events, [.refused(.secureChannel(expected)), .offline], attack)
+            XCTAssertEqual(
+                events, [.localStatus(tamper: 0, power: 0), .refused(.secureChannel(expected)), .offline], attack)
             XCTAssertFalse(cp.isSecure, attack)
             // After the reconnect interval the CP starts over: osdp_ID with sequence 0.
             now += 1000
@@ -215,7 +220,7 @@ final class ControlPanelTests: XCTestCase {
         var cp = makeCP(.insecure)
         var reader = TestReader(scbk: scbk)
         var now: UInt64 = 0
-        _ = run(&cp, &reader, now: &now, steps: 2)
+        _ = run(&cp, &reader, now: &now, steps: 3)  // ID, CAP, LSTAT
         XCTAssertTrue(cp.isOnline)
         cp.enqueue(.buzzer(BuzzerCommand(onTime: 1, offTime: 1, count: 1)))
         let events = run(&cp, &reader, now: &now, steps: 2) { step, reply in

@@ -25,6 +25,9 @@ final class LibosdpInteropTests: XCTestCase {
         XCTAssertEqual(id.vendor, [0xBE, 0xBA, 0xFE])
         XCTAssertTrue(caps.contains { $0.function == Capability.communicationSecurity && $0.compliance & 1 == 1 })
         try reader.waitFor("sc-active")
+        // Tamper and power, asked once when the link comes up (osdp_LSTAT).
+        let status = try link.run(until: 2000) { if case .localStatus = $0 { return true } else { return false } }
+        XCTAssertEqual(status, .localStatus(tamper: 0, power: 0))
 
         // A 26-bit Wiegand card, reported by the reader inside the session (SCS_18 on the wire).
         try reader.send("card 26 AABBCCC0")

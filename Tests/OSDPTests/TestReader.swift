@@ -73,6 +73,7 @@ struct TestReader {
             replyMAC = rmac
             established = true
             return reply(frame, 0x78, rmac, block: SecurityBlock(.scs14, data: [1]))
+        case 0x64: return reply(frame, 0x48, [0, 0])
         case 0x60:
             if !pending.isEmpty {
                 let next = pending.removeFirst()
