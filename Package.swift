@@ -159,7 +159,7 @@ let package = Package(
             name: "TestSupport", dependencies: ["DoorCore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         .testTarget(name: "DoorCoreTests", dependencies: ["DoorCore", "TestSupport"]),
-        .testTarget(name: "OSDPTests", dependencies: ["OSDP", "DoorCore", "CPseudoTerminal", "TestSupport"]),
+        .testTarget(name: "OSDPTests", dependencies: ["OSDP", "DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "TestSupport"]),
         .testTarget(
             name: "GatewayStoreTests", dependencies: ["GatewayStore", "TestSupport"], exclude: ["Fixtures"]),
