@@ -248,10 +248,8 @@ public struct ControlPanel: Sendable {
         // Our own command echoed on a half-duplex line, another reader's reply, or one
         // nobody asked for: not ours.
         guard frame.isReply else { return }
-        guard frame.address == configuration.address else {
-            out.events.append(.malformed(.wrongDirection))
-            return
-        }
+        // Another reader's reply on a shared bus: not ours, not an error.
+        guard frame.address == configuration.address else { return }
         guard let flight = inFlight else {
             out.events.append(.malformed(.badSequence(frame.sequence)))
             return
@@ -291,6 +289,12 @@ public struct ControlPanel: Sendable {
             return
         } catch { return }
         inFlight = nil
+        if reply == .busy {
+            // osdp_BUSY inside the session (MAC'd): the same command again, same sequence number.
+            retry = flight.command
+            nextSendAt = now + configuration.pollInterval
+            return
+        }
         sequence = sequence >= 3 ? 1 : sequence + 1
         nextSendAt = now + configuration.pollInterval
         advance(flight.command, reply, frame: frame, now: now, into: &out)

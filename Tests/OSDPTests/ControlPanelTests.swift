@@ -232,6 +232,24 @@ final class ControlPanelTests: XCTestCase {
         XCTAssertEqual(Set(reader.commands.suffix(2).map(\.sequence)).count, 1)
     }
 
+    /// osdp_BUSY inside a Secure Channel session (MAC'd): the command again, same sequence number,
+    /// the session still up.
+    func testBusyInsideTheSessionRepeatsTheCommand() throws {
+        var cp = makeCP(.required(scbk: scbk))
+        var reader = TestReader(scbk: scbk)
+        var now: UInt64 = 0
+        _ = run(&cp, &reader, now: &now, steps: 5)  // ID, CAP, CHLNG, SCRYPT, LSTAT
+        XCTAssertTrue(cp.isSecure)
+        cp.enqueue(.buzzer(BuzzerCommand(onTime: 1, offTime: 1, count: 1)))
+        reader.busyOnce = true
+        let events = run(&cp, &reader, now: &now, steps: 3)
+        XCTAssertEqual(events, [])
+        XCTAssertEqual(reader.commands.suffix(3).map(\.code), [0x6A, 0x6A, 0x60])
+        XCTAssertEqual(reader.commands.suffix(3).map(\.sequence), [2, 2, 3])
+        XCTAssertTrue(cp.isSecure)
+        XCTAssertEqual(reader.commandErrors, [])
+    }
+
     /// Garbage, another address's reply, a wrong sequence number: dropped (reported as
     /// malformed), the command still waits for its reply, and the real reply is taken.
     func testNoiseAndStrayRepliesAreDropped() throws {
@@ -253,7 +271,10 @@ final class ControlPanelTests: XCTestCase {
         var bad = reply
         bad[bad.count - 1] ^= 0xFF
         events += cp.received([0x00, 0xFF] + bad, now: now).events
-        XCTAssertEqual(events.count, 3)
+        // Another address's reply is not ours and not an error; the wrong sequence and the bad
+        // CRC are reported.
+        XCTAssertEqual(events.count, 2)
+        XCTAssertEqual(events.first, .malformed(.badSequence(2)))
         if case .malformed(.badCRC) = events.last {} else { XCTFail("\(events)") }
         XCTAssertEqual(cp.received(reply, now: now).events, [])
         now += 50

@@ -14,6 +14,8 @@ struct TestReader {
     /// Replies waiting for the next poll (a card, a key press…).
     var pending: [(code: UInt8, data: [UInt8])] = []
     var identity = hex("5C 26 23 19 02 78 56 34 12 03 02 01")
+    /// Answer the next command osdp_BUSY (MAC'd inside the session).
+    var busyOnce = false
 
     var keys: SecureChannel.SessionKeys?
     var established = false
@@ -51,6 +53,10 @@ struct TestReader {
                 guard let clear = try? SecureChannel.decrypt(keys, lastMAC: replyMAC, data: data) else { return nil }
                 data = clear
             }
+        }
+        if busyOnce {
+            busyOnce = false
+            return reply(frame, 0x79, [])
         }
         switch frame.code {
         case 0x61: return reply(frame, 0x45, identity)
