@@ -39,6 +39,9 @@ let package = Package(
 
         // MARK: Pure core: tag formats, crypto wrapper, verdicts, state machine, config model
         .target(name: "DoorCore", dependencies: ["COpenSSL"]),
+        // MARK: OSDP v2.2 control panel (issue 35): framing, messages, Secure Channel, the CP state machine;
+        // pure (bytes and time in, bytes and events out), AES through DoorCore's Crypto. Not wired to the door yet.
+        .target(name: "OSDP", dependencies: ["DoorCore"]),
         // MARK: Configuration file (TOML) loading and the example file
         .target(
             name: "GatewayConfig",
@@ -152,7 +155,7 @@ let package = Package(
             name: "fuzz-targets",
             dependencies: [
                 "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "GatewayMQTT", "GatewayNATS",
-                "GatewayControl", "CFuzzLibnfc", "CNFC", "MulticastDNS",
+                "GatewayControl", "CFuzzLibnfc", "CNFC", "MulticastDNS", "OSDP",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -161,6 +164,7 @@ let package = Package(
             name: "TestSupport", dependencies: ["DoorCore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
         .testTarget(name: "DoorCoreTests", dependencies: ["DoorCore", "TestSupport"]),
+        .testTarget(name: "OSDPTests", dependencies: ["OSDP", "DoorCore", "TestSupport"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "TestSupport"]),
         .testTarget(
             name: "GatewayStoreTests", dependencies: ["GatewayStore", "TestSupport"], exclude: ["Fixtures"]),

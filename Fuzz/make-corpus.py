@@ -362,6 +362,89 @@ SCRIPT424 = b"".join(answer(a) for a in [
 add("ntag424", "reader-tap", b"\x02" + SCRIPT424)
 add("ntag424", "reader-provision", b"\x03" + SCRIPT424)
 
+# osdp (Sources/fuzz-targets/OSDPTarget.swift): OSDP packets as a reader sends them: SIA OSDP
+# Annex E's examples, the replies the CP reads, a Secure Channel reply, noise and broken ones.
+# osdpcp: mode (bit 0: Secure Channel, session up with SCBK 5A×16, RND.A B0×8, RND.B A0×8),
+# chunk size, then the reader's answers.
+def osdp_crc(data):
+    crc = 0x1D0F
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def osdp_frame(addr, seq, code, data=b"", scb=None, mac_len=0, reply=True):
+    scb_bytes = bytes([len(scb) + 1]) + scb if scb else b""
+    total = 5 + len(scb_bytes) + 1 + len(data) + mac_len + 2
+    ctrl = seq | 0x04 | (0x08 if scb else 0)
+    return bytes([0x53, addr | (0x80 if reply else 0), total & 255, total >> 8, ctrl]) + scb_bytes + bytes([code]) + data
+
+
+def osdp_close(body):
+    c = osdp_crc(body)
+    return body + bytes([c & 255, c >> 8])
+
+
+def aes_ecb(key, block):
+    return subprocess.run(["openssl", "enc", "-aes-128-ecb", "-nopad", "-K", key.hex()], input=block,
+                          capture_output=True, check=True).stdout
+
+
+def osdp_mac(k1, k2, iv, msg):
+    if len(msg) == 0 or len(msg) % 16:
+        msg = msg + b"\x80" + bytes((-(len(msg) + 1)) % 16)
+    chain = iv
+    blocks = [msg[i:i + 16] for i in range(0, len(msg), 16)]
+    for i, b in enumerate(blocks):
+        chain = aes_ecb(k2 if i == len(blocks) - 1 else k1, bytes(x ^ y for x, y in zip(b, chain)))
+    return chain
+
+
+def osdp_encrypt(kenc, mac, data):
+    data = data + b"\x80" + bytes((-(len(data) + 1)) % 16)
+    out, chain = b"", bytes(~x & 255 for x in mac)
+    for i in range(0, len(data), 16):
+        chain = aes_ecb(kenc, bytes(x ^ y for x, y in zip(data[i:i + 16], chain)))
+        out += chain
+    return out
+
+
+OSDP_CARD = h("00011A00AABBCCC0")
+add("osdp", "annexe-id-crc", h("53000900046100C066"))
+add("osdp", "annexe-comset-checksum", h("537F0C00006E008025000F"))
+add("osdp", "stream-mark-noise", b"\x00\xff" + h("53000900046100C066") + b"\xff" + h("537F0C00006E008025000F"))
+add("osdp", "ack", osdp_close(osdp_frame(1, 1, 0x40)))
+add("osdp", "nak", osdp_close(osdp_frame(1, 2, 0x41, b"\x06")))
+add("osdp", "pdid", osdp_close(osdp_frame(1, 0, 0x45, h("5C2623190278563412030201"))))
+add("osdp", "pdcap", osdp_close(osdp_frame(1, 1, 0x46, h("090101080100040102"))))
+add("osdp", "raw", osdp_close(osdp_frame(1, 3, 0x50, OSDP_CARD)))
+add("osdp", "fmt", osdp_close(osdp_frame(1, 3, 0x51, b"\x00\x00\x04" + b"1234")))
+add("osdp", "keypad", osdp_close(osdp_frame(1, 1, 0x53, b"\x00\x03" + b"12\x0d")))
+add("osdp", "lstatr", osdp_close(osdp_frame(1, 1, 0x48, b"\x01\x00")))
+add("osdp", "busy", osdp_close(osdp_frame(1, 0, 0x79)))
+add("osdp", "ccrypt", osdp_close(osdp_frame(1, 2, 0x76, bytes(range(32)), scb=b"\x12\x01")))
+add("osdp", "rmac-i", osdp_close(osdp_frame(1, 3, 0x78, bytes(range(16)), scb=b"\x14\x01")))
+add("osdp", "scs18", osdp_close(osdp_frame(1, 1, 0x50, bytes(range(16)), scb=b"\x18", mac_len=4) + b"\1\2\3\4"))
+add("osdp", "bad-scb-length", osdp_close(h("5381") + bytes([10, 0, 0x0D, 9, 0x11, 0x40])))
+add("osdp", "truncated", h("53810E000D0215"))
+
+SCBK, RND_A, RND_B = bytes([0x5A]) * 16, bytes([0xB0]) * 8, bytes([0xA0]) * 8
+S_ENC, S_MAC1, S_MAC2 = (aes_ecb(SCBK, bytes([1, b]) + RND_A[:6] + bytes(8)) for b in (0x82, 0x01, 0x02))
+RMAC_I = aes_ecb(S_MAC2, aes_ecb(S_MAC1, aes_ecb(S_ENC, RND_B + RND_A)))
+# The CP's first poll in the session (sequence 1, SCS_15), then the reader's SCS_18 card reply.
+C_MAC = osdp_mac(S_MAC1, S_MAC2, RMAC_I, osdp_frame(1, 1, 0x60, scb=b"\x15", mac_len=4, reply=False))
+enc = osdp_encrypt(S_ENC, C_MAC, OSDP_CARD)
+body = osdp_frame(1, 1, 0x50, enc, scb=b"\x18", mac_len=4)
+sealed_card = osdp_close(body + osdp_mac(S_MAC1, S_MAC2, C_MAC, body)[:4])
+add("osdpcp", "secure-card", b"\x01\x3f" + sealed_card)
+add("osdpcp", "secure-plaintext-card", b"\x01\x3f" + osdp_close(osdp_frame(1, 1, 0x50, OSDP_CARD)))
+add("osdpcp", "secure-replay-then-card", b"\x01\x05" + sealed_card + sealed_card)
+add("osdpcp", "insecure-link-up-card", b"\x00\x3f" + osdp_close(osdp_frame(1, 0, 0x45, h("5C2623190278563412030201")))
+    + osdp_close(osdp_frame(1, 1, 0x46, h("090101"))) + osdp_close(osdp_frame(1, 2, 0x50, OSDP_CARD)))
+add("osdpcp", "insecure-busy-noise", b"\x00\x02\xff\x00" + osdp_close(osdp_frame(1, 0, 0x79)) + h("5381FFFF"))
+
 for target, files in sorted(seeds.items()):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)

@@ -5,7 +5,7 @@
 # target for FUZZ_S seconds from its seeds in Fuzz/corpus/<target> with Fuzz/dict/<target>.dict.
 #
 #   FUZZ_S=30          seconds per target
-#   FUZZ_TARGETS="…"   a subset (default: all twelve)
+#   FUZZ_TARGETS="…"   a subset (default: all fourteen)
 #   FUZZ_CHUNK_S=300   longest single libFuzzer run; a longer FUZZ_S is run in parts (see below)
 #   DOORGATEWAY_CACHE  where grown corpora, findings and logs go (default /var/cache/doorgateway):
 #                      <cache>/fuzz/corpus/<target>/ (what libFuzzer adds; never committed),
@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_S="${FUZZ_S:-30}"
-ALL_TARGETS="ndef sticker compat native toml control reader mqtt fleet natsjwt mdns ntag424"
+ALL_TARGETS="ndef sticker compat native toml control reader mqtt fleet natsjwt mdns ntag424 osdp osdpcp"
 TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
 CHUNK="${FUZZ_CHUNK_S:-300}"
 CACHE="${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/fuzz"

@@ -31,6 +31,10 @@ enum FuzzTarget: String, CaseIterable {
     case mdns
     /// NTAG 424 DNA: SUN URLs (parse and verify) and the tag's answers to the reader's EV2 half.
     case ntag424
+    /// OSDP (issue 35): what a reader sends on the RS-485 bus, framed and decoded.
+    case osdp
+    /// OSDP: the control panel fed a reader's answers, insecure and inside a Secure Channel session.
+    case osdpcp
 
     var summary: String {
         switch self {
@@ -46,6 +50,8 @@ enum FuzzTarget: String, CaseIterable {
         case .natsjwt: return "UserJWT(_:), check, checkTrusted, issuedInTime"
         case .mdns: return "MulticastDNS.parse, Response.ipv4Addresses"
         case .ntag424: return "SUNURL.parse/verify, NTAG424.EV2 reader half, Session.openResponse"
+        case .osdp: return "FrameAssembler, Frame.parse, Reply.decode"
+        case .osdpcp: return "ControlPanel.received/tick (SecureSession.open), insecure and secure"
         }
     }
 
@@ -63,6 +69,8 @@ enum FuzzTarget: String, CaseIterable {
         case .natsjwt: NATSJWTTarget.run(data)
         case .mdns: MulticastDNSTarget.run(data)
         case .ntag424: NTAG424Target.run(data)
+        case .osdp: OSDPTarget.run(data)
+        case .osdpcp: OSDPControlPanelTarget.run(data)
         }
     }
 }

@@ -10,7 +10,7 @@ import XCTest
 final class FuzzCorpusTests: XCTestCase {
     static let targets = [
         "ndef", "sticker", "compat", "native", "toml", "control", "reader", "mqtt", "fleet", "natsjwt", "mdns",
-        "ntag424",
+        "ntag424", "osdp", "osdpcp",
     ]
     static let fuzz = Fixtures.root.appendingPathComponent("Fuzz")
 
