@@ -111,6 +111,53 @@ def qmp(path, command):
     s.close()
 
 
+def start_paused(o, append, machine_args, log):
+    """QEMU's raspi3b with the kernel, device tree and initrd, its CPUs
+    paused (-S), QMP on a socket, and connected to us over qtest with the GPIO
+    block's outputs intercepted. Returns (QEMU, its qtest, its start time)."""
+    w = o.workdir
+    qsock = f"{w}/qtest.sock"
+    if os.path.exists(qsock):
+        os.unlink(qsock)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(qsock)
+    listener.listen(1)
+    cmd = [o.qemu, "-M", "raspi3b", "-m", "1G", "-accel", "tcg", "-audio", "none", "-display", "none",
+           "-monitor", "none", "-no-reboot", "-S", "-kernel", o.kernel, "-dtb", o.dtb, "-initrd", o.initrd,
+           "-append", append, *machine_args,
+           "-qtest", f"unix:{qsock}", "-qmp", f"unix:{w}/qmp.sock,server=on,wait=off"]
+    t0 = time.monotonic()
+    qemu = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    listener.settimeout(30)
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        qemu.kill()
+        qemu.wait()
+        raise
+    qt = QTest(conn, t0)
+    qt.cmd("irq_intercept_out /machine/soc/peripherals/gpio")
+    return qemu, qt, t0
+
+
+def hold(qt, locked):
+    """The firmware's `gpio=17=op,dh`/`op,dl`: the pin an output, then its
+    level (the model sends an edge only for a pin that is an output; at
+    power-on the pin is an input at 0, GPIO17's pull-down on a Pi)."""
+    fsel = qt.readl(GPFSEL1) & ~(7 << ((PIN - 10) * 3))
+    qt.writel(GPFSEL1, fsel | (1 << ((PIN - 10) * 3)))
+    qt.writel(GPSET0 if locked else GPCLR0, 1 << PIN)
+
+
+def resume(w):
+    """The CPUs run (QMP `cont`)."""
+    for _ in range(50):
+        if os.path.exists(f"{w}/qmp.sock"):
+            break
+        time.sleep(0.1)
+    qmp(f"{w}/qmp.sock", "cont")
+
+
 def sd_boot(o):
     """The whole image under systemd: console on the mini UART (the image's
     cmdline), no PN532; GPIO17's edges from power-on until gatewayd.service
@@ -118,37 +165,16 @@ def sd_boot(o):
     w = o.workdir
     locked = 1 if o.polarity == "low" else 0
     name = f"image, active-{o.polarity}, hold {o.hold}"
-    qsock = f"{w}/qtest.sock"
-    if os.path.exists(qsock):
-        os.unlink(qsock)
-    listener = socket.socket(socket.AF_UNIX)
-    listener.bind(qsock)
-    listener.listen(1)
     console = f"{w}/console-sd-{o.hold}.log"
     open(console, "w").close()
     append = open(f"{w}/cmdline.txt").read().strip()
-    cmd = [o.qemu, "-M", "raspi3b", "-m", "1G", "-accel", "tcg", "-audio", "none", "-display", "none",
-           "-monitor", "none", "-no-reboot", "-S", "-kernel", o.kernel, "-dtb", o.dtb, "-initrd", o.initrd,
-           "-append", append, "-drive", f"file={o.sd},if=sd,format=raw",
-           "-serial", "null", "-serial", f"file:{console}",
-           "-qtest", f"unix:{qsock}", "-qmp", f"unix:{w}/qmp.sock,server=on,wait=off"]
-    t0 = time.monotonic()
-    qemu = subprocess.Popen(cmd, stdout=open(f"{w}/qemu-sd.log", "w"), stderr=subprocess.STDOUT)
+    qemu, qt, t0 = start_paused(o, append, ["-drive", f"file={o.sd},if=sd,format=raw",
+                                            "-serial", "null", "-serial", f"file:{console}"], f"{w}/qemu-sd.log")
     try:
-        listener.settimeout(30)
-        conn, _ = listener.accept()
-        qt = QTest(conn, t0)
-        qt.cmd("irq_intercept_out /machine/soc/peripherals/gpio")
         if o.hold == "op":
-            fsel = qt.readl(GPFSEL1) & ~(7 << ((PIN - 10) * 3))
-            qt.writel(GPFSEL1, fsel | (1 << ((PIN - 10) * 3)))
-            qt.writel(GPSET0 if locked else GPCLR0, 1 << PIN)
+            hold(qt, locked)
         t_cont = time.monotonic() - t0
-        for _ in range(50):
-            if os.path.exists(f"{w}/qmp.sock"):
-                break
-            time.sleep(0.1)
-        qmp(f"{w}/qmp.sock", "cont")
+        resume(w)
         started = None
         deadline = time.monotonic() + o.timeout
         while time.monotonic() < deadline and qemu.poll() is None:
@@ -209,49 +235,25 @@ def main():
                                stderr=open(f"{w}/pn532-sim.log", "w"))
         procs.append(sim)
         sim.stdout.readline()
-        listener = socket.socket(socket.AF_UNIX)
-        qsock = f"{w}/qtest.sock"
-        if os.path.exists(qsock):
-            os.unlink(qsock)
-        listener.bind(qsock)
-        listener.listen(1)
         append = (f"console=ttyAMA0,115200 rdinit=/init dg.polarity={o.polarity}"
                   f"{' dg.buses=1' if o.buses else ''}{' dg.glitch=1' if o.glitch else ''}")
         console = f"{w}/console-{name}.log"
         open(console, "w").close()
         # -serial: the PL011 first (the console here; Bluetooth's UART on a
         # Pi 3), the mini UART second (the header's pins 8/10: the PN532).
-        cmd = [o.qemu, "-M", "raspi3b", "-m", "1G", "-accel", "tcg", "-audio", "none",
-               "-display", "none", "-monitor", "none", "-no-reboot", "-S",
-               "-kernel", o.kernel, "-dtb", o.dtb, "-initrd", o.initrd, "-append", append,
-               "-serial", f"file:{console}",
-               "-chardev", f"serial,id=pn532,path={w}/pn532.pty", "-serial", "chardev:pn532",
-               "-qtest", f"unix:{qsock}", "-qmp", f"unix:{w}/qmp.sock,server=on,wait=off"]
+        machine = ["-serial", f"file:{console}",
+                   "-chardev", f"serial,id=pn532,path={w}/pn532.pty", "-serial", "chardev:pn532"]
         if o.buses:
-            cmd += ["-device", "at24c-eeprom,bus=i2c-bus.1,address=0x50,rom-size=256", "-device", "w25q64,bus=spi"]
-        t0 = time.monotonic()
-        qemu = subprocess.Popen(cmd, stdout=open(f"{w}/qemu-{name}.log", "w"), stderr=subprocess.STDOUT)
+            machine += ["-device", "at24c-eeprom,bus=i2c-bus.1,address=0x50,rom-size=256", "-device", "w25q64,bus=spi"]
+        qemu, qt, t0 = start_paused(o, append, machine, f"{w}/qemu-{name}.log")
         procs.append(qemu)
-        listener.settimeout(30)
-        conn, _ = listener.accept()
-        qt = QTest(conn, t0)
-        qt.cmd("irq_intercept_out /machine/soc/peripherals/gpio")
         power_on = qt.pin_state()
-        # The firmware's hold: the pin an output, then its level (the model
-        # sends an edge only for a pin that is an output; at power-on the pin
-        # is an input at 0, GPIO17's pull-down on a Pi).
-        fsel = qt.readl(GPFSEL1) & ~(7 << ((PIN - 10) * 3))
-        qt.writel(GPFSEL1, fsel | (1 << ((PIN - 10) * 3)))
-        qt.writel(GPSET0 if locked else GPCLR0, 1 << PIN)
+        hold(qt, locked)
         held = qt.pin_state()
         check(held == (1, locked), f"{name}: firmware hold emulated before the kernel: GPIO17 an output at {held[1]} "
               f"(power-on: function {power_on[0]}, level {power_on[1]})", f"function {held[0]}, level {held[1]}")
         t_cont = time.monotonic() - t0
-        for _ in range(50):
-            if os.path.exists(f"{w}/qmp.sock"):
-                break
-            time.sleep(0.1)
-        qmp(f"{w}/qmp.sock", "cont")
+        resume(w)
 
         marks = {}
         after = {}
@@ -259,7 +261,9 @@ def main():
         deadline = time.monotonic() + o.timeout
         while time.monotonic() < deadline and qemu.poll() is None:
             with open(console, errors="replace") as f:
-                lines = f.read().splitlines()
+                text = f.read()
+            # Whole lines only: the guest may be half-way through one.
+            lines = text[: text.rfind("\n") + 1].splitlines()
             for line in lines[seen:]:
                 if "=== " not in line:
                     continue
