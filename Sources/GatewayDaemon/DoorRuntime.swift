@@ -383,9 +383,7 @@ final class DoorRuntime: Sendable {
         let siteKey: [UInt8]?
         do { siteKey = try store.ntag424SiteKey()?.key } catch {
             log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
-            return TagPresentation(
-                uid: tap.uid, content: .ours,
-                verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
+            return TagPresentation(uid: tap.uid, content: .ours, verdict: Denial.registryUnavailable.verdict)
         }
         return NTAG424Judge.judge(
             tap: tap, siteKey: siteKey, registry: registry, now: expiry, policy: policy
@@ -410,8 +408,7 @@ final class DoorRuntime: Sendable {
         let usesLeft: Int?
         do { usesLeft = try registry.issuedTag(uid)?.usesLeft } catch {
             log.error("registry unreadable for \(uid.hex): \(error)")
-            return TagPresentation(
-                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+            return TagPresentation(uid: uid, content: .ours, verdict: Denial.registryUnavailable.verdict)
         }
         guard usesLeft != nil else {
             state.withLock { $0.lastSeenToSave = (uid, wall.unixSeconds) }
@@ -428,16 +425,13 @@ final class DoorRuntime: Sendable {
         guard opens else { return presentation }
         do {
             guard let left = try store.consumeUse(uid: uid, at: wall.unixSeconds) else {
-                return TagPresentation(
-                    uid: uid, content: .ours,
-                    verdict: .deny(reason: AccessPolicy.Denial.noUsesLeft.rawValue, countsTowardLockout: false))
+                return TagPresentation(uid: uid, content: .ours, verdict: Denial.policy(.noUsesLeft).verdict)
             }
             log.info("guest pass \(uid.hex): a use taken, \(left) left")
             return presentation
         } catch {
             log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
-            return TagPresentation(
-                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+            return TagPresentation(uid: uid, content: .ours, verdict: Denial.registryUnavailable.verdict)
         }
     }
 
@@ -699,7 +693,9 @@ final class DoorRuntime: Sendable {
             // A waiting approval request ends with the machine it lived in (audited).
             if let r = waiting {
                 record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
-                record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
+                record(
+                    DoorEvent(
+                        .accessDenied, reason: Denial.notApproved.reason, action: r.action, uid: r.uid, source: "tag"))
             }
             var settings = live.applyReload(new).door
             settings.initialMode = state.withLock { $0.machine.mode }

@@ -1,30 +1,3 @@
-/// Denial reasons of the credential kinds (docs/ntag424.md "Denials").
-public enum TapDenial {
-    /// The tag is authentic but its action does not list its kind in `credentials`.
-    public static let credentialNotAllowed = "credential_not_allowed"
-    /// An NTAG 424 DNA that did not prove the key the door diversified for its UID.
-    public static let authFailed = "auth_failed"
-    /// A SUN read counter not above the last one the door accepted for that UID.
-    public static let counterReplay = "counter_replay"
-    /// An NTAG 424 DNA the registry does not hold as one of ours.
-    public static let unknownTag = "unknown_tag"
-    /// The SUN URL does not decrypt or its MAC does not hold with the door's keys.
-    public static let sunInvalid = "sun_invalid"
-    /// GetCardUID or the SUN's PICCData name another UID than anticollision did.
-    public static let uidMismatch = "uid_mismatch"
-    /// A SUN URL on a tag that is not an NTAG 424 DNA: a copy of one's NDEF.
-    public static let sunCopy = "sun_copy"
-    /// The tag left the field before the tap finished (not counted toward lockout).
-    public static let tagLost = "tag_lost"
-    /// The store could not be read or written: fail closed.
-    public static let registryUnavailable = "registry_unavailable"
-    /// The grant reason of a `uid` fob: it opened, but on its UID alone.
-    public static let weakCredential = "weak_credential"
-    /// The grant reason of an NTAG 424 DNA opened by its SUN URL alone (the
-    /// `"ntag424-sun"` tier): no proof of the chip's key, so pre-play opens too.
-    public static let validSUNOnly = "valid_sun_only"
-}
-
 /// What the reader established on one tap of an NTAG 424 DNA
 /// (NFCReader's `NTAG424Tap`, as the core needs it).
 public struct NTAG424TapFacts: Equatable, Sendable {
@@ -73,27 +46,27 @@ public enum NTAG424Judge {
         acceptCounter: (TagUID, UInt32) throws -> Bool
     ) -> TagPresentation {
         let uid = tap.uid
-        func deny(_ reason: String, lockout: Bool = true) -> TagPresentation {
-            TagPresentation(uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: lockout))
+        func deny(_ why: Denial) -> TagPresentation {
+            TagPresentation(uid: uid, content: .ours, verdict: why.verdict)
         }
         // A torn tap is no attempt at anything: denied, not counted.
-        if tap.proof == .torn { return deny(TapDenial.tagLost, lockout: false) }
+        if tap.proof == .torn { return deny(.tagLost) }
         let row: IssuedTagView
         do {
-            if try registry.isRevoked(uid: uid, signature: nil) { return deny("revoked") }
-            guard let r = try registry.issuedTag(uid) else { return deny(TapDenial.unknownTag) }
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny(.revoked) }
+            guard let r = try registry.issuedTag(uid) else { return deny(.unknownTag) }
             row = r
         } catch {
-            return deny(TapDenial.registryUnavailable)
+            return deny(.registryUnavailable)
         }
         // A 424 enrolled as a plain fob is judged as one (weak, opt-in).
         if row.kind == .uid {
             return UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy)
-                ?? deny(TapDenial.unknownTag)
+                ?? deny(.unknownTag)
         }
-        guard row.kind == .ntag424 else { return deny(TapDenial.unknownTag) }
-        guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
-        if let until = row.validUntil, now > until { return deny("expired") }
+        guard row.kind == .ntag424 else { return deny(.unknownTag) }
+        guard row.state == .active else { return deny(.tagState(row.state)) }
+        if let until = row.validUntil, now > until { return deny(.expired) }
         let definition = row.action.flatMap { action in policy.actions.first { $0.index == action } }
         let byKey = definition?.credentials.contains(.ntag424) ?? false
         let bySUN = definition?.credentials.contains(.ntag424SUN) ?? false
@@ -101,44 +74,44 @@ public enum NTAG424Judge {
         let proved: Bool
         switch tap.proof {
         case .authenticated(let cardUID):
-            guard cardUID == uid.bytes else { return deny(TapDenial.uidMismatch) }
+            guard cardUID == uid.bytes else { return deny(.uidMismatch) }
             proved = true
         case .notTried, .refused, .torn:
             // Without the chip's proof only the SUN-only tier can open, and only on a SUN.
-            guard bySUN, sunURL != nil else { return deny(TapDenial.authFailed) }
+            guard bySUN, sunURL != nil else { return deny(.authFailed) }
             proved = false
         }
-        guard let action = row.action, let definition else { return deny("unknown_action") }
-        guard byKey || bySUN else { return deny(TapDenial.credentialNotAllowed, lockout: false) }
+        guard let action = row.action, let definition else { return deny(.unknownAction) }
+        guard byKey || bySUN else { return deny(.credentialNotAllowed) }
         // The SUN, where the NDEF carries one (always, on the SUN-only tier).
         var counter: UInt32?
         if let sun = sunURL {
-            guard let siteKey else { return deny(TapDenial.authFailed) }
+            guard let siteKey else { return deny(.authFailed) }
             do {
                 let keys = try NTAG424.DoorKeys(masterKey: siteKey, uid: uid.bytes, issue: row.keyIssue ?? .legacy)
                 let verdict = try sun.verify(
                     metaReadKey: keys[NTAG424.DoorKeys.metaRead], fileReadKey: keys[NTAG424.DoorKeys.fileRead])
                 guard verdict.macOK, let c = verdict.piccData.counter, let piccUID = verdict.piccData.uid else {
-                    return deny(TapDenial.sunInvalid)
+                    return deny(.sunInvalid)
                 }
-                guard piccUID == uid.bytes else { return deny(TapDenial.uidMismatch) }
+                guard piccUID == uid.bytes else { return deny(.uidMismatch) }
                 counter = c
             } catch {
-                return deny(TapDenial.sunInvalid)
+                return deny(.sunInvalid)
             }
         }
         // Schedules, a guest pass's start and uses: not an attack.
         if let why = policy.policy.denial(actionSchedule: definition.schedule, tag: row, wall: policy.wall) {
-            return deny(why.rawValue, lockout: false)
+            return deny(.policy(why))
         }
         if let counter {
             do {
-                guard try acceptCounter(uid, counter) else { return deny(TapDenial.counterReplay) }
+                guard try acceptCounter(uid, counter) else { return deny(.counterReplay) }
             } catch {
-                return deny(TapDenial.registryUnavailable)
+                return deny(.registryUnavailable)
             }
         }
-        let reason = proved ? "ntag424" : TapDenial.validSUNOnly
+        let reason = proved ? GrantReason.ntag424 : GrantReason.validSUNOnly
         return TagPresentation(uid: uid, content: .ours, verdict: .grant(action: action, reason: reason))
     }
 
@@ -182,27 +155,27 @@ public enum UIDFobJudge {
     public static func judge(uid: TagUID, registry: some TagRegistryView, now: Int64, policy: TapPolicy?)
         -> TagPresentation?
     {
-        func deny(_ reason: String, lockout: Bool = true) -> TagPresentation {
-            TagPresentation(uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: lockout))
+        func deny(_ why: Denial) -> TagPresentation {
+            TagPresentation(uid: uid, content: .ours, verdict: why.verdict)
         }
         let row: IssuedTagView
         do {
             guard let r = try registry.issuedTag(uid), r.kind == .uid else { return nil }
             row = r
-            if try registry.isRevoked(uid: uid, signature: nil) { return deny("revoked") }
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny(.revoked) }
         } catch {
-            return deny(TapDenial.registryUnavailable)
+            return deny(.registryUnavailable)
         }
-        guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
-        if let until = row.validUntil, now > until { return deny("expired") }
+        guard row.state == .active else { return deny(.tagState(row.state)) }
+        if let until = row.validUntil, now > until { return deny(.expired) }
         guard let policy, let action = row.action,
             let definition = policy.actions.first(where: { $0.index == action })
-        else { return deny("unknown_action") }
-        guard definition.credentials.contains(.uid) else { return deny(TapDenial.credentialNotAllowed, lockout: false) }
+        else { return deny(.unknownAction) }
+        guard definition.credentials.contains(.uid) else { return deny(.credentialNotAllowed) }
         if let why = policy.policy.denial(actionSchedule: definition.schedule, tag: row, wall: policy.wall) {
-            return deny(why.rawValue, lockout: false)
+            return deny(.policy(why))
         }
         return TagPresentation(
-            uid: uid, content: .ours, verdict: .grant(action: action, reason: TapDenial.weakCredential))
+            uid: uid, content: .ours, verdict: .grant(action: action, reason: GrantReason.weakCredential))
     }
 }

@@ -83,7 +83,7 @@ public enum TapJudge {
             }
             return Result(
                 presentation: TagPresentation(
-                    uid: uid, content: .blank, verdict: .deny(reason: "blank", countsTowardLockout: false)),
+                    uid: uid, content: .blank, verdict: Denial.blank.verdict),
                 sticker: nil)
         }
         let uri = message.records.lazy.compactMap { try? $0.uri() }.first
@@ -94,7 +94,7 @@ public enum TapJudge {
             if let uri, (try? SUNURL.parse(uri)) != nil {
                 return Result(
                     presentation: TagPresentation(
-                        uid: uid, content: .foreign, verdict: .deny(reason: "sun_copy", countsTowardLockout: true)),
+                        uid: uid, content: .foreign, verdict: Denial.sunCopy.verdict),
                     sticker: nil)
             }
             if let fob = UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy) {
@@ -102,32 +102,29 @@ public enum TapJudge {
             }
             return Result(
                 presentation: TagPresentation(
-                    uid: uid, content: .foreign, verdict: .deny(reason: "not_ours", countsTowardLockout: false)),
+                    uid: uid, content: .foreign, verdict: Denial.notOurs.verdict),
                 sticker: nil)
         }
         let verdict = StickerJudge.judge(uri, uid: uid, secrets: secrets, actionCount: actionCount)
-        func deny(_ reason: String) -> Result {
-            Result(
-                presentation: TagPresentation(
-                    uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: true)),
-                sticker: verdict)
+        func deny(_ why: Denial) -> Result {
+            Result(presentation: TagPresentation(uid: uid, content: .ours, verdict: why.verdict), sticker: verdict)
         }
-        guard verdict.isValid, let url = verdict.url else { return deny(verdict.reason.rawValue) }
+        guard verdict.isValid, let url = verdict.url else { return deny(.sticker(verdict.reason)) }
         var tagRow: IssuedTagView?
         do {
             if try registry.isRevoked(uid: uid, signature: url.version == .v1 ? url.signature : nil) {
-                return deny("revoked")
+                return deny(.revoked)
             }
             let row = try registry.issuedTag(uid)
             tagRow = row
-            if let until = row?.validUntil, now > until { return deny("expired") }
+            if let until = row?.validUntil, now > until { return deny(.expired) }
             if url.version == .v2 {
-                guard let row else { return deny("not_issued") }
-                guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
+                guard let row else { return deny(.notIssued) }
+                guard row.state == .active else { return deny(.tagState(row.state)) }
             }
         } catch {
             // The registry could not be read: fail closed.
-            return deny("registry_unavailable")
+            return deny(.registryUnavailable)
         }
         // Schedules, a guest pass's start and uses: an authentic sticker at
         // the wrong time is not an attack, so these do not count toward lockout.
@@ -135,18 +132,11 @@ public enum TapJudge {
             let kind: CredentialKind = url.version == .v2 ? .stickerV2 : .stickerV1
             let allowed = policy.actions.first { $0.index == url.action }?.credentials ?? []
             if !allowed.contains(kind) {
-                return Result(
-                    presentation: TagPresentation(
-                        uid: uid, content: .ours,
-                        verdict: .deny(reason: TapDenial.credentialNotAllowed, countsTowardLockout: false)),
-                    sticker: verdict)
+                return deny(.credentialNotAllowed)
             }
             let schedule = policy.actions.first { $0.index == url.action }?.schedule
             if let why = policy.policy.denial(actionSchedule: schedule, tag: tagRow, wall: policy.wall) {
-                return Result(
-                    presentation: TagPresentation(
-                        uid: uid, content: .ours, verdict: .deny(reason: why.rawValue, countsTowardLockout: false)),
-                    sticker: verdict)
+                return deny(.policy(why))
             }
         }
         let grant = AccessVerdict.grant(action: ActionIndex(url.action), reason: verdict.reason.rawValue)

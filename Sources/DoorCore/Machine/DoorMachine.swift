@@ -287,7 +287,7 @@ public struct DoorMachine: Sendable {
 
         if isLockedOut(p.uid, now) {
             fx.append(.feedback(.lockedOut))
-            fx.append(.emit(DoorEvent(.accessDenied, reason: "locked_out", uid: p.uid, source: "tag")))
+            fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: p.uid, source: "tag")))
             return
         }
         switch p.verdict {
@@ -295,13 +295,18 @@ public struct DoorMachine: Sendable {
             if mode == .lockdown {
                 fx.append(.feedback(.denied))
                 fx.append(
-                    .emit(DoorEvent(.accessDenied, reason: "lockdown", action: action, uid: p.uid, source: "tag")))
+                    .emit(
+                        DoorEvent(
+                            .accessDenied, reason: Denial.lockdown.reason, action: action, uid: p.uid, source: "tag")))
                 return
             }
             guard settings.action(action) != nil else {
                 fx.append(.feedback(.denied))
                 fx.append(
-                    .emit(DoorEvent(.accessDenied, reason: "unknown_action", action: action, uid: p.uid, source: "tag"))
+                    .emit(
+                        DoorEvent(
+                            .accessDenied, reason: Denial.unknownAction.reason, action: action, uid: p.uid,
+                            source: "tag"))
                 )
                 return
             }
@@ -335,11 +340,7 @@ public struct DoorMachine: Sendable {
     /// can tap unknown, revoked or expired tags (a factory NTAG 424 is
     /// `unknown_tag`), and ten of them must not lock every holder out; they
     /// count toward their own UID's lockout only.
-    public static let failedProofs: Set<String> = [
-        StickerVerdict.Reason.badSignature.rawValue, StickerVerdict.Reason.uidMismatch.rawValue,
-        StickerVerdict.Reason.v1NotAllowed.rawValue, TapDenial.authFailed, TapDenial.sunInvalid,
-        TapDenial.counterReplay, TapDenial.sunCopy,
-    ]
+    public static let failedProofs: Set<String> = Denial.failedProofReasons
 
     static func isFailedProof(_ reason: String) -> Bool { failedProofs.contains(reason) }
 
@@ -659,7 +660,10 @@ public struct DoorMachine: Sendable {
         case .noCode:
             // No randomness was supplied: fail closed.
             fx.append(.feedback(.denied))
-            fx.append(.emit(DoorEvent(.accessDenied, reason: "not_approved", action: action, uid: uid, source: "tag")))
+            fx.append(
+                .emit(
+                    DoorEvent(.accessDenied, reason: Denial.notApproved.reason, action: action, uid: uid, source: "tag")
+                ))
         case .waiting(let request, let replaced):
             if let replaced {
                 fx.append(.cancelTimer(.approvalTimeout(id: replaced.id)))
@@ -729,7 +733,8 @@ public struct DoorMachine: Sendable {
         fx.append(
             .emit(
                 DoorEvent(
-                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+                    .accessDenied, reason: Denial.notApproved.reason, action: request.action, uid: request.uid,
+                    source: "tag")))
     }
 
     private mutating func cancelApproval(reason: String, _ fx: inout [DoorEffect]) {
@@ -744,6 +749,7 @@ public struct DoorMachine: Sendable {
         fx.append(
             .emit(
                 DoorEvent(
-                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+                    .accessDenied, reason: Denial.notApproved.reason, action: request.action, uid: request.uid,
+                    source: "tag")))
     }
 }
