@@ -460,17 +460,15 @@ final class DoorRuntime: Sendable {
     /// Set by `shutdown`; every door-queue entry checks it first.
     private var isStopped: Bool { state.withLock { $0.stopped } }
 
-    /// Runs the machine's effects in their order, but for one thing: the
-    /// relay off the store's path (issue 25 §5). The machine lists an event
-    /// before the output it explains (`.emit` then `.drive`), and an event's
-    /// audit row is a commit (synchronous=FULL: on an SD card milliseconds to
-    /// hundreds of them). So an event that comes before an output in the
-    /// batch is held until the batch's last output has moved, then recorded,
-    /// in order, before any later effect; the audit writer commits it on its
-    /// own queue, which the door queue does not wait for (a pulse's end, the
-    /// next tap) and `shutdown` drains. What decides is written before the
-    /// machine is asked (a guest pass's use, a remote command's replay
-    /// record): it precedes the relay. What a power cut keeps:
+    /// Runs the machine's effects in the order it lists them (`DoorMachine.ordered`:
+    /// the outputs first, then feedback, events and timers as decided), nothing
+    /// re-ordered here. The relay is off the store's path (issue 25 §5): an
+    /// event's audit row is a commit (synchronous=FULL: on an SD card
+    /// milliseconds to hundreds of them), made by the audit writer on its own
+    /// queue, which the door queue does not wait for (a pulse's end, the next
+    /// tap) and `shutdown` drains. What decides is written before the relay
+    /// (a guest pass's use, a SUN counter: `storeRequest`, as the machine
+    /// asks; a remote command's replay record). What a power cut keeps:
     /// docs/reliability.md.
     private func execute(_ effects: [DoorEffect]) {
         // Stopped: the outputs were locked for good; nothing may move them,
@@ -485,16 +483,7 @@ final class DoorRuntime: Sendable {
             patterns.setBackground(configuration.door.patterns[ambient])
             stateChanged()
         }
-        let lastDrive = effects.lastIndex {
-            if case .drive = $0 { return true }
-            return false
-        }
-        var held: [DoorEvent] = []
-        for (index, effect) in effects.enumerated() {
-            if let lastDrive, index > lastDrive, !held.isEmpty {
-                for event in held { record(event) }
-                held = []
-            }
+        for effect in effects {
             switch effect {
             case .drive(let output, let state):
                 do {
@@ -516,7 +505,7 @@ final class DoorRuntime: Sendable {
             case .cancelTimer(let id):
                 state.withLock { _ = $0.timers.removeValue(forKey: id)?.cancel() }
             case .emit(let event):
-                if let lastDrive, index < lastDrive { held.append(event) } else { record(event) }
+                record(event)
             case .writeTag(let job):
                 beginWrite(job)
             case .publishReport:
@@ -525,7 +514,6 @@ final class DoorRuntime: Sendable {
                 storeRequest(request)
             }
         }
-        for event in held { record(event) }
     }
 
     private func startTimer(_ id: TimerID, after: Duration) {

@@ -3,6 +3,12 @@
 /// effects and their firing is an input, and so are the store writes a tap
 /// needs (`DoorEffect.store`, answered by `DoorInput.storeAnswered`).
 ///
+/// Effects are listed in the order they must run, and the runtime runs them
+/// in that order (`ordered`): the outputs first (`.drive`, in their own
+/// order), then the rest as decided — feedback, events, timers. So the relay
+/// moves before a pattern plays or an event is recorded (an audit row is a
+/// commit: milliseconds to hundreds of them on an SD card).
+///
 /// Outputs are unlocked only while something holds them — an action step or
 /// passage mode — and the effect that locks an output is produced the moment
 /// its last holder lets go, so every path that unlocks also locks.
@@ -151,7 +157,20 @@ public struct DoorMachine: Sendable {
         if mode == .passage {
             for o in settings.outputs { acquire(o.name, .passage, &fx) }
         }
-        return fx
+        return Self.ordered(fx)
+    }
+
+    /// The order effects run in: every `.drive` first, in its own order, then
+    /// everything else in the order it was decided. Nothing the machine
+    /// decides needs a pattern, an event or a timer to have run before an
+    /// output moves, so the relay never waits for them.
+    public static func ordered(_ effects: [DoorEffect]) -> [DoorEffect] {
+        var drives: [DoorEffect] = []
+        var rest: [DoorEffect] = []
+        for effect in effects {
+            if case .drive = effect { drives.append(effect) } else { rest.append(effect) }
+        }
+        return drives + rest
     }
 
     public mutating func handle(_ input: DoorInput, at now: Now) -> [DoorEffect] {
@@ -182,7 +201,7 @@ public struct DoorMachine: Sendable {
             fx.append(.feedback(.heartbeat))
             fx.append(.emit(DoorEvent(.readerRecovered)))
         }
-        return fx
+        return Self.ordered(fx)
     }
 
     // MARK: Outputs and action runs
