@@ -251,6 +251,49 @@ public enum TapDecision {
     }
 }
 
+extension TapDecision {
+    /// A tag as `explain` is asked about it: its registry row (nil: none),
+    /// whether its UID is revoked, and until when (Unix seconds) the door
+    /// holds it — or every tag — locked out (nil: not locked out).
+    public struct ExplainedTag: Equatable, Sendable {
+        public var row: IssuedTagView?
+        public var revoked: Bool
+        public var lockedOutUntil: Int64?
+        public init(row: IssuedTagView?, revoked: Bool = false, lockedOutUntil: Int64? = nil) {
+            self.row = row
+            self.revoked = revoked
+            self.lockedOutUntil = lockedOutUntil
+        }
+    }
+
+    /// What the door decides for an authentic credential tapped for `action`
+    /// at `policy.wall` (`gatewayctl policy explain`, PolicyExplain): nil when
+    /// it opens. The same rules as a tap, in the order the door applies them
+    /// for the credential's kind — the row's kind; a row without one, or no
+    /// row at all, a v2 sticker — with the store's last word on a guest pass
+    /// (`no_uses_left`) and the machine's lockout. Without a tag, the action's
+    /// schedules alone.
+    public static func explain(action: ActionDefinition, tag: ExplainedTag?, policy: TapPolicy) -> Denial? {
+        let now = policy.wall.unixSeconds
+        guard let tag else { return RegistryRules.schedule(action, row: nil, policy: policy) }
+        if let until = tag.lockedOutUntil, now < until { return .lockedOut }
+        if tag.revoked { return .revoked }
+        if let row = tag.row, row.kind == .uid || row.kind == .ntag424 {
+            if let why = RegistryRules.enrolled(row: row, now: now) { return why }
+            if row.kind == .uid { return RegistryRules.action(action, kind: .uid, row: row, policy: policy) }
+            // A 424 opens on either tier its action lists.
+            guard action.credentials.contains(.ntag424) || action.credentials.contains(.ntag424SUN) else {
+                return .credentialNotAllowed
+            }
+            return RegistryRules.schedule(action, row: row, policy: policy)
+        }
+        let version: StickerVersion = tag.row?.kind == .stickerV1 ? .v1 : .v2
+        if let why = RegistryRules.sticker(row: tag.row, version: version, now: now) { return why }
+        return RegistryRules.action(
+            action, kind: version == .v1 ? .stickerV1 : .stickerV2, row: tag.row, policy: policy)
+    }
+}
+
 /// The registry's and the policy's rules, each once: the tap decision and
 /// `gatewayctl policy explain` (PolicyExplain) both call them.
 public enum RegistryRules {
