@@ -323,13 +323,12 @@ final class DoorRuntime: Sendable {
     /// registry, the secrets it needs, the clock floor and the policy), then
     /// handed to the machine, which asks for the store actions the verdict
     /// needs (`storeRequest`) where their place is.
-    private func tagArrived(_ tag: ReadTag) {
-        let ntag424 = tag.ntag424Tap != nil ? tag.uid : nil
+    private func tagArrived(_ facts: TapFacts) {
+        let ntag424 = facts.ntag424 != nil ? facts.uid : nil
         state.withLock {
             if !$0.readerState.isOK { $0.readerState = .ok }
             $0.lastNTAG424 = ntag424
         }
-        let facts = TapFacts(uid: tag.uid, message: tag.message, ntag424: tag.ntag424Tap?.proof)
         let wall = now().wall
         let expiry = state.withLock {
             $0.clockFloor.observe(wall)
@@ -340,7 +339,7 @@ final class DoorRuntime: Sendable {
             facts, secrets: tapSecrets(for: facts), actionCount: configuration.door.actions.count,
             registry: registry, now: expiry, policy: policy
         ).presentation
-        noteLastTag(tag.uid, content: presentation.content, presentation.verdict)
+        noteLastTag(facts.uid, content: presentation.content, presentation.verdict)
         supplyApprovalRandom()
         handle(.tagArrived(presentation))
         // No event took it (the machine ignored the tap: the same-tag quiet

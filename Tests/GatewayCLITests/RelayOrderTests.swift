@@ -127,7 +127,7 @@ final class RelayOrderTests: XCTestCase {
     }
 
     /// An active v2 sticker for action 0 on `uid` (with `uses`: a guest pass).
-    func issue(_ door: Door, _ uid: TagUID, uses: Int? = nil) throws -> ReadTag {
+    func issue(_ door: Door, _ uid: TagUID, uses: Int? = nil) throws -> TapFacts {
         let now = Int64(time(nil))
         let secret = try door.store.newestGeneratedSecretCreatingIfNeeded(action: 0, now: now)
         let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
@@ -135,7 +135,7 @@ final class RelayOrderTests: XCTestCase {
             uid: uid, action: 0, secretID: secret.id, label: "t", limits: TagLimits(uses: uses), now: now)
         _ = try door.store.appendAudit(
             time: now, kind: "provisioning_written", action: 0, uid: uid.hex, activating: uid.hex)
-        return ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
+        return TapFacts(uid: uid, message: NDEFMessage(records: [.uri(url.text)]))
     }
 
     /// Holds the store's writer (a commit in progress) until the returned
@@ -298,7 +298,7 @@ final class RelayOrderTests: XCTestCase {
         try door.store.createPendingTag(
             uid: uid, action: 0, secretID: secret.id, label: "new", limits: TagLimits(), now: now)
         let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
-        let tag = ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
+        let tag = TapFacts(uid: uid, message: NDEFMessage(records: [.uri(url.text)]))
         let release = holdWriter(door.store)
         door.runtime.note(DoorEvent(.provisioningWritten, action: 0, uid: uid))
         door.runtime.readerReport(.arrived(tag))
