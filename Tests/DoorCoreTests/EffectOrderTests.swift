@@ -11,10 +11,12 @@ final class EffectOrderTests: XCTestCase {
 
     /// Whether no `.drive` comes after any other effect in `batch`.
     func outputsFirst(_ batch: [DoorEffect]) -> Bool {
-        guard let firstOther = batch.firstIndex(where: { if case .drive = $0 { false } else { true } }) else {
-            return true
+        func isDrive(_ effect: DoorEffect) -> Bool {
+            if case .drive = effect { return true }
+            return false
         }
-        return !batch[firstOther...].contains { if case .drive = $0 { true } else { false } }
+        guard let firstOther = batch.firstIndex(where: { !isDrive($0) }) else { return true }
+        return !batch[firstOther...].contains(where: isDrive)
     }
 
     func testAGrantedTapMovesTheRelayBeforeItsFeedbackAndEvent() {
