@@ -37,17 +37,29 @@ extension Daemon {
             throw DaemonError.request("\(error)")
         }
         var tag: (TagUID, IssuedTagView?)?
+        var revoked = false
+        var lockedOutUntil: Int64?
         if let u = p["uid"] {
             guard let hex = u.stringValue, let uid = TagUID(hex: hex) else {
                 throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex")
             }
             let row = try store.issuedTag(uid)?.view
             tag = (uid, row)
+            revoked = try store.isRevoked(uid: uid, signature: nil)
+            // The door's lockout of this tag (or of every tag), as a wall-clock end.
+            let (lockout, now) = runtime.sync {
+                let now = runtime.now()
+                return (runtime.machine.lockoutStatus(at: now.monotonic), now)
+            }
+            if let end = [lockout.globalUntil, lockout.tags[uid]].compactMap({ $0 }).max() {
+                lockedOutUntil = now.wall.unixSeconds + end.since(now.monotonic).components.seconds + 1
+            }
         }
         do {
             return try PolicyExplain.explain(
                 configuration: runtime.sync { runtime.configuration }, zone: zone, action: try p.int("action"),
-                tag: tag, at: unix, note: note, registryConsulted: true)
+                tag: tag, at: unix, note: note, registryConsulted: true, revoked: revoked,
+                lockedOutUntil: lockedOutUntil)
         } catch let error as PolicyExplain.Failure {
             throw DaemonError.request(error.description)
         }

@@ -319,45 +319,27 @@ final class DoorRuntime: Sendable {
         }
     }
 
-    private func tagArrived(_ tag: ReadTag) {
-        let ntag424 = tag.ntag424Tap != nil ? tag.uid : nil
+    /// A tap from the reader: decided by `TapDecision` (pure, over the
+    /// registry, the secrets it needs, the clock floor and the policy), then
+    /// handed to the machine, which asks for the store actions the verdict
+    /// needs (`storeRequest`) where their place is.
+    private func tagArrived(_ facts: TapFacts) {
+        let ntag424 = facts.ntag424 != nil ? facts.uid : nil
         state.withLock {
             if !$0.readerState.isOK { $0.readerState = .ok }
             $0.lastNTAG424 = ntag424
         }
         let wall = now().wall
-        // A store that cannot be read fails closed: no secret, so no v2 grant.
-        let secrets: [StickerSecret]
-        do { secrets = try store.secrets() } catch {
-            log.error("sticker secrets unreadable, v2 stickers are denied: \(error)")
-            secrets = []
-        }
         let expiry = state.withLock {
             $0.clockFloor.observe(wall)
             return $0.clockFloor.expiryTime(wall)
         }
         let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
-        var presentation: TagPresentation
-        if let tap = tag.ntag424Tap {
-            presentation = judgeNTAG424(tap, wall: wall, expiry: expiry, policy: policy)
-        } else {
-            presentation =
-                TapJudge.judge(
-                    uid: tag.uid, message: tag.message, secrets: secrets,
-                    actionCount: configuration.door.actions.count,
-                    registry: registry, now: expiry, policy: policy
-                ).presentation
-        }
-        if presentation.content == .ours, case .grant = presentation.verdict {
-            presentation = takeUse(presentation, wall: wall)
-        }
-        let verdictText: String
-        switch presentation.verdict {
-        case .grant(_, let reason): verdictText = "granted (\(reason))"
-        case .deny(let reason, _): verdictText = "denied (\(reason))"
-        }
-        let content = presentation.content.rawValue
-        state.withLock { $0.lastTag = (tag.uid, content, verdictText) }
+        let presentation = TapDecision.decide(
+            facts, secrets: tapSecrets(for: facts), actionCount: configuration.door.actions.count,
+            registry: registry, now: expiry, policy: policy
+        ).presentation
+        noteLastTag(facts.uid, content: presentation.content, presentation.verdict)
         supplyApprovalRandom()
         handle(.tagArrived(presentation))
         // No event took it (the machine ignored the tap: the same-tag quiet
@@ -373,71 +355,79 @@ final class DoorRuntime: Sendable {
         }
     }
 
-    /// An NTAG 424 DNA's tap (docs/ntag424.md). Its SUN counter is checked
-    /// and stored here, in one store transaction that is on disk before the
-    /// machine sees the tap (and so before the relay moves): a decision-relevant
-    /// write, like a guest pass's use.
-    private func judgeNTAG424(
-        _ tap: NTAG424TapFacts, wall: WallClock, expiry: Int64, policy: TapPolicy
-    ) -> TagPresentation {
-        let siteKey: [UInt8]?
-        do { siteKey = try store.ntag424SiteKey()?.key } catch {
-            log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
-            return TagPresentation(
-                uid: tap.uid, content: .ours,
-                verdict: .deny(reason: TapDenial.registryUnavailable, countsTowardLockout: true))
-        }
-        return NTAG424Judge.judge(
-            tap: tap, siteKey: siteKey, registry: registry, now: expiry, policy: policy
-        ) { [store, log] uid, counter in
-            switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall.unixSeconds) {
-            case .accepted: return true
-            case .replayed(let last):
-                log.warning("NTAG 424 \(uid.hex): SUN counter \(counter) not above \(last) (replayed or rolled back)")
-                return false
+    /// The secrets this tap is decided with: an NTAG 424 DNA's site key, or
+    /// the sticker secrets. A store that cannot be read fails closed: no
+    /// sticker secret (no v2 grant), an unreadable site key (`registry_unavailable`).
+    private func tapSecrets(for facts: TapFacts) -> TapSecrets {
+        if facts.ntag424 != nil {
+            do { return TapSecrets(siteKey: try store.ntag424SiteKey().map { .key($0.key) } ?? .none) } catch {
+                log.error("NTAG 424 site key unreadable, 424 tags are denied: \(error)")
+                return TapSecrets(siteKey: .unreadable)
             }
+        }
+        do { return TapSecrets(stickers: try store.secrets()) } catch {
+            log.error("sticker secrets unreadable, v2 stickers are denied: \(error)")
+            return TapSecrets()
         }
     }
 
-    /// A granted tap of ours: a guest pass's use is taken (durably, in the
-    /// transaction that decides) when the machine would open for it now —
-    /// not when lockdown, a lockout or the same-tag quiet time would refuse
-    /// it anyway — before the relay moves: the one store write a tap makes
-    /// before the relay (issue 25 §5). Other tags get `last_seen`, written
-    /// with the tap's audit row after the relay.
-    private func takeUse(_ presentation: TagPresentation, wall: WallClock) -> TagPresentation {
-        let uid = presentation.uid
-        let usesLeft: Int?
-        do { usesLeft = try registry.issuedTag(uid)?.usesLeft } catch {
-            log.error("registry unreadable for \(uid.hex): \(error)")
-            return TagPresentation(
-                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+    /// `gatewayctl status`'s last tag: the decision's verdict, or the store's refusal after it.
+    private func noteLastTag(_ uid: TagUID, content: TagPresentation.Content, _ verdict: AccessVerdict) {
+        let text: String
+        switch verdict {
+        case .grant(_, let reason): text = "granted (\(reason))"
+        case .deny(let reason, _): text = "denied (\(reason))"
         }
-        guard usesLeft != nil else {
-            state.withLock { $0.lastSeenToSave = (uid, wall.unixSeconds) }
-            return presentation
-        }
-        var probe = machine
-        probe.supplyRandom(Array(repeating: 0, count: 32))
-        // A tap that asks for approval takes its use at the request (a
-        // denied or unanswered request does not give it back).
-        let opens = probe.handle(.tagArrived(presentation), at: now()).contains {
-            if case .emit(let e) = $0 { return e.kind == .accessGranted || e.kind == .approvalRequested }
-            return false
-        }
-        guard opens else { return presentation }
-        do {
-            guard let left = try store.consumeUse(uid: uid, at: wall.unixSeconds) else {
-                return TagPresentation(
-                    uid: uid, content: .ours,
-                    verdict: .deny(reason: AccessPolicy.Denial.noUsesLeft.rawValue, countsTowardLockout: false))
+        state.withLock { $0.lastTag = (uid, content.rawValue, text) }
+    }
+
+    /// On `queue`, as the machine asked: the store action a tap needs. The
+    /// SUN counter and a guest pass's use are written (durably, in the
+    /// store's transaction) before the relay moves — the only store writes a
+    /// tap makes before it (issue 25 §5) — and answered to the machine at
+    /// once; `last_seen` goes with the tap's audit row, after the relay.
+    private func storeRequest(_ request: StoreRequest) {
+        let wall = Int64(time(nil))
+        switch request {
+        case .touchLastSeen(let uid):
+            state.withLock { $0.lastSeenToSave = (uid, wall) }
+        case .acceptSUNCounter(let uid, let counter):
+            let outcome: StoreAnswer.Outcome
+            do {
+                switch try store.acceptSUNCounter(uid: uid, counter: counter, now: wall) {
+                case .accepted: outcome = .done
+                case .replayed(let last):
+                    log.warning(
+                        "NTAG 424 \(uid.hex): SUN counter \(counter) not above \(last) (replayed or rolled back)")
+                    outcome = .refused
+                }
+            } catch {
+                log.error("NTAG 424 \(uid.hex): the SUN counter could not be saved, denied: \(error)")
+                outcome = .failed
             }
-            log.info("guest pass \(uid.hex): a use taken, \(left) left")
-            return presentation
-        } catch {
-            log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
-            return TagPresentation(
-                uid: uid, content: .ours, verdict: .deny(reason: "registry_unavailable", countsTowardLockout: true))
+            if outcome != .done {
+                let why: Denial = outcome == .refused ? .counterReplay : .registryUnavailable
+                noteLastTag(uid, content: .ours, why.verdict)
+            }
+            handle(.storeAnswered(.sunCounter(uid, outcome)))
+        case .takeGuestUse(let uid):
+            let outcome: StoreAnswer.Outcome
+            do {
+                if let left = try store.consumeUse(uid: uid, at: wall) {
+                    log.info("guest pass \(uid.hex): a use taken, \(left) left")
+                    outcome = .done
+                } else {
+                    outcome = .refused
+                }
+            } catch {
+                log.error("guest pass \(uid.hex): the use could not be saved, denied: \(error)")
+                outcome = .failed
+            }
+            if outcome != .done {
+                let why: Denial = outcome == .refused ? .policy(.noUsesLeft) : .registryUnavailable
+                noteLastTag(uid, content: .ours, why.verdict)
+            }
+            handle(.storeAnswered(.guestUse(uid, outcome)))
         }
     }
 
@@ -469,17 +459,15 @@ final class DoorRuntime: Sendable {
     /// Set by `shutdown`; every door-queue entry checks it first.
     private var isStopped: Bool { state.withLock { $0.stopped } }
 
-    /// Runs the machine's effects in their order, but for one thing: the
-    /// relay off the store's path (issue 25 §5). The machine lists an event
-    /// before the output it explains (`.emit` then `.drive`), and an event's
-    /// audit row is a commit (synchronous=FULL: on an SD card milliseconds to
-    /// hundreds of them). So an event that comes before an output in the
-    /// batch is held until the batch's last output has moved, then recorded,
-    /// in order, before any later effect; the audit writer commits it on its
-    /// own queue, which the door queue does not wait for (a pulse's end, the
-    /// next tap) and `shutdown` drains. What decides is written before the
-    /// machine is asked (a guest pass's use, a remote command's replay
-    /// record): it precedes the relay. What a power cut keeps:
+    /// Runs the machine's effects in the order it lists them (`DoorMachine.ordered`:
+    /// the outputs first, then feedback, events and timers as decided), nothing
+    /// re-ordered here. The relay is off the store's path (issue 25 §5): an
+    /// event's audit row is a commit (synchronous=FULL: on an SD card
+    /// milliseconds to hundreds of them), made by the audit writer on its own
+    /// queue, which the door queue does not wait for (a pulse's end, the next
+    /// tap) and `shutdown` drains. What decides is written before the relay
+    /// (a guest pass's use, a SUN counter: `storeRequest`, as the machine
+    /// asks; a remote command's replay record). What a power cut keeps:
     /// docs/reliability.md.
     private func execute(_ effects: [DoorEffect]) {
         // Stopped: the outputs were locked for good; nothing may move them,
@@ -494,16 +482,7 @@ final class DoorRuntime: Sendable {
             patterns.setBackground(configuration.door.patterns[ambient])
             stateChanged()
         }
-        let lastDrive = effects.lastIndex {
-            if case .drive = $0 { return true }
-            return false
-        }
-        var held: [DoorEvent] = []
-        for (index, effect) in effects.enumerated() {
-            if let lastDrive, index > lastDrive, !held.isEmpty {
-                for event in held { record(event) }
-                held = []
-            }
+        for effect in effects {
             switch effect {
             case .drive(let output, let state):
                 do {
@@ -525,14 +504,15 @@ final class DoorRuntime: Sendable {
             case .cancelTimer(let id):
                 state.withLock { _ = $0.timers.removeValue(forKey: id)?.cancel() }
             case .emit(let event):
-                if let lastDrive, index < lastDrive { held.append(event) } else { record(event) }
+                record(event)
             case .writeTag(let job):
                 beginWrite(job)
             case .publishReport:
                 state.withLock { $0.hooks.publishReport }?()
+            case .store(let request):
+                storeRequest(request)
             }
         }
-        for event in held { record(event) }
     }
 
     private func startTimer(_ id: TimerID, after: Duration) {
@@ -699,7 +679,9 @@ final class DoorRuntime: Sendable {
             // A waiting approval request ends with the machine it lived in (audited).
             if let r = waiting {
                 record(DoorEvent(.approvalCancelled, reason: "reload", action: r.action, uid: r.uid, code: r.code))
-                record(DoorEvent(.accessDenied, reason: "not_approved", action: r.action, uid: r.uid, source: "tag"))
+                record(
+                    DoorEvent(
+                        .accessDenied, reason: Denial.notApproved.reason, action: r.action, uid: r.uid, source: "tag"))
             }
             // `[door] mode` changed in the file: the door takes it; else it
             // stays in the mode it was in (`gatewayctl mode` may have set it).

@@ -32,7 +32,7 @@ final class LibnfcReaderPort: TagReaderPort {
     func open() throws { try reader.open() }
     func close() { reader.close() }
 
-    func waitForTag(timeout: Duration) throws -> ReadTag? {
+    func waitForTag(timeout: Duration) throws -> TapFacts? {
         // Key 0 of each 424, diversified for its UID and its row's issue (AN10922, NTAG424.DoorKeys).
         let master = siteKey()
         let key = { [ev2Issue] (uid: TagUID) -> [UInt8]? in
@@ -42,25 +42,11 @@ final class LibnfcReaderPort: TagReaderPort {
         guard let polled = try reader.pollTap(ntag424Key: key) else { return nil }
         isoDep = polled.isISODEP ? polled.uid : nil
         switch polled {
-        case .type2(let tag):
-            return ReadTag(uid: tag.uid, message: tag.message, typeName: tag.type?.rawValue ?? "unknown")
-        case .ntag424(let tap):
-            let proof: NTAG424TapFacts.Proof
-            switch tap.proof {
-            case .authenticated(let cardUID): proof = .authenticated(cardUID: cardUID)
-            case .refused(let why): proof = .refused(why)
-            case .notTried: proof = .notTried
-            }
-            let uri = tap.message?.records.lazy.compactMap { try? $0.uri() }.first
-            return ReadTag(
-                uid: tap.uid, message: tap.message, typeName: ReadTag.ntag424,
-                ntag424Tap: NTAG424TapFacts(uid: tap.uid, uri: uri, proof: proof))
-        case .torn(let uid):
-            return ReadTag(
-                uid: uid, message: nil, typeName: ReadTag.ntag424,
-                ntag424Tap: NTAG424TapFacts(uid: uid, uri: nil, proof: .torn))
-        case .otherISODEP(let uid, _):
-            return ReadTag(uid: uid, message: nil, typeName: ReadTag.ntag424)
+        case .type2(let tag): return TapFacts(uid: tag.uid, message: tag.message)
+        case .ntag424(let tap): return TapFacts(uid: tap.uid, message: tap.message, ntag424: tap.proof)
+        case .torn(let uid): return TapFacts(uid: uid, ntag424: .torn)
+        // Another ISO-DEP card (a bank card, a DESFire fob): its UID alone (an enrolled fob at most).
+        case .otherISODEP(let uid, _): return TapFacts(uid: uid)
         }
     }
 

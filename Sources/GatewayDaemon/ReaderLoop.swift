@@ -5,23 +5,13 @@ import Dispatch
 import Logging
 import Synchronization
 
-/// A tag as the daemon needs it from the reader.
-struct ReadTag: Equatable {
-    var uid: TagUID
-    var message: NDEFMessage?
-    var typeName: String
-    /// An NTAG 424 DNA's tap (docs/ntag424.md): judged by `NTAG424Judge`, not as a sticker.
-    var ntag424Tap: NTAG424TapFacts? = nil
-    /// `typeName` of an ISO-DEP target (an NTAG 424 DNA, or another ISO-DEP card).
-    static let ntag424 = "ntag424"
-}
-
 /// The reader adapter as the daemon uses it (NFCReader implements it; tests
 /// can fake it). Every call is blocking and bounded.
 protocol TagReaderPort: AnyObject {
     func open() throws
     func close()
-    func waitForTag(timeout: Duration) throws -> ReadTag?
+    /// The next tap, as the core decides it (DoorCore's `TapFacts`), or nil when none came.
+    func waitForTag(timeout: Duration) throws -> TapFacts?
     func isPresent(_ uid: TagUID) throws -> Bool
     /// Writes, reads back and verifies; the device key derives the tag's
     /// password (docs/formats.md §4), used when the tag is protected or `protect` is set.
@@ -40,7 +30,7 @@ protocol TagReaderPort: AnyObject {
 /// last error) is in `state`.
 final class ReaderLoop: Sendable {
     enum Report {
-        case arrived(ReadTag)
+        case arrived(TapFacts)
         case departed(TagUID)
         case fault(String)
         case recovered

@@ -1,7 +1,9 @@
 import DoorCore
 
 /// One tap of an NTAG 424 DNA as the reader saw it: facts only; the door's
-/// decision is DoorCore's `NTAG424Judge` (docs/ntag424.md "At the door").
+/// decision is DoorCore's `TapDecision` (docs/ntag424.md "At the door"), on
+/// the `TapFacts` the daemon's reader port hands it (`proof` is already the
+/// core's type: nothing is converted on the way).
 public struct NTAG424Tap: Equatable, Sendable {
     /// The UID from anticollision (a tag with Random ID on shows 08…).
     public var uid: TagUID
@@ -16,16 +18,10 @@ public struct NTAG424Tap: Equatable, Sendable {
     public var message: NDEFMessage?
     public var decodeError: String?
 
-    public enum Proof: Equatable, Sendable {
-        /// AuthenticateEV2First with the given key succeeded; `cardUID` is
-        /// GetCardUID's answer in CommMode.Full (the real UID).
-        case authenticated(cardUID: [UInt8])
-        /// The tag refused the key (91AE) or could not prove it holds it.
-        case refused(String)
-        /// No key was given.
-        case notTried
-    }
-    public var proof: Proof
+    /// `.authenticated` (AuthenticateEV2First with the given key, then GetCardUID
+    /// in CommMode.Full: the real UID), `.refused` (91AE, or no proof it holds
+    /// the key) or `.notTried` (no key given); never `.torn` (a tear is `PolledTap.torn`).
+    public var proof: TapFacts.NTAG424Proof
 }
 
 extension NFCReader {
@@ -221,7 +217,9 @@ extension NFCReader {
 
     /// AuthenticateEV2First, then GetCardUID in CommMode.Full; the proof, and whether the
     /// tag accepted the authentication (it then holds a session).
-    func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> (proof: NTAG424Tap.Proof, session: Bool) {
+    func authenticate(keyNumber: UInt8, key: [UInt8]) throws(ReaderError) -> (
+        proof: TapFacts.NTAG424Proof, session: Bool
+    ) {
         var session: NTAG424.Session
         switch try openSession(keyNumber: keyNumber, key: key) {
         case .success(let s): session = s

@@ -36,9 +36,9 @@ final class MachineTests: XCTestCase {
         XCTAssertEqual(
             fx,
             [
+                .drive(output: "strike", .unlocked),
                 .feedback(.granted),
                 .emit(DoorEvent(.accessGranted, reason: "valid_v2", action: 0, uid: TagUID(hex: a), source: "tag")),
-                .drive(output: "strike", .unlocked),
                 .startTimer(.step(run: 1, step: 0), after: .seconds(3)),
             ])
         XCTAssertEqual(h.advance(.milliseconds(2999)), [])

@@ -43,6 +43,9 @@ final class RelayOrderTests: XCTestCase {
         let cuts: Mutex<[String]> = Mutex([])
         /// Called after each drive (output, state), on the door queue.
         let driven: Mutex<(@Sendable (OutputState) -> Void)?> = Mutex(nil)
+        /// The drives, the indicator lines each change turns on or off, and the
+        /// audit records (`makeDoor`), in the order they happened.
+        let trace: Mutex<[String]> = Mutex([])
         var outputs: [OutputDefinition] { inner.outputs }
         var indicatorNames: [String] { inner.indicatorNames }
 
@@ -64,9 +67,13 @@ final class RelayOrderTests: XCTestCase {
                 cuts.withLock { $0.append(cut) }
             }
             try inner.drive(output, state)
+            trace.withLock { $0.append("drive \(output) \(state)") }
             driven.withLock { $0 }?(state)
         }
-        func setIndicators(_ changes: [LineChange]) throws { try inner.setIndicators(changes) }
+        func setIndicators(_ changes: [LineChange]) throws {
+            try inner.setIndicators(changes)
+            trace.withLock { $0.append("indicators " + changes.map(\.line).sorted().joined(separator: ",")) }
+        }
         func lockAll() { inner.lockAll() }
         func snapshot() -> BoardSnapshot { inner.snapshot() }
         func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { inner.setInputHandler(handler) }
@@ -108,7 +115,9 @@ final class RelayOrderTests: XCTestCase {
         let writer = AuditWriter(store: store, outbox: Daemon.EventOutbox(), log: log)
         let runtime = DoorRuntime(
             live: LiveConfiguration(configuration), board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { event, time, detail, lastSeen in writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
+            audit: { event, time, detail, lastSeen in
+                board.trace.withLock { $0.append("audit \(event.kind.rawValue)") }
+                writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
             },
             flushAudit: { writer.flush() }, log: log)
         self.runtime = runtime
@@ -118,7 +127,7 @@ final class RelayOrderTests: XCTestCase {
     }
 
     /// An active v2 sticker for action 0 on `uid` (with `uses`: a guest pass).
-    func issue(_ door: Door, _ uid: TagUID, uses: Int? = nil) throws -> ReadTag {
+    func issue(_ door: Door, _ uid: TagUID, uses: Int? = nil) throws -> TapFacts {
         let now = Int64(time(nil))
         let secret = try door.store.newestGeneratedSecretCreatingIfNeeded(action: 0, now: now)
         let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
@@ -126,7 +135,7 @@ final class RelayOrderTests: XCTestCase {
             uid: uid, action: 0, secretID: secret.id, label: "t", limits: TagLimits(uses: uses), now: now)
         _ = try door.store.appendAudit(
             time: now, kind: "provisioning_written", action: 0, uid: uid.hex, activating: uid.hex)
-        return ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
+        return TapFacts(uid: uid, message: NDEFMessage(records: [.uri(url.text)]))
     }
 
     /// Holds the store's writer (a commit in progress) until the returned
@@ -289,7 +298,7 @@ final class RelayOrderTests: XCTestCase {
         try door.store.createPendingTag(
             uid: uid, action: 0, secretID: secret.id, label: "new", limits: TagLimits(), now: now)
         let url = StickerSigner.signV2(action: 0, timestamp: now, key: secret.key, uid: uid)
-        let tag = ReadTag(uid: uid, message: NDEFMessage(records: [.uri(url.text)]), typeName: "NTAG213")
+        let tag = TapFacts(uid: uid, message: NDEFMessage(records: [.uri(url.text)]))
         let release = holdWriter(door.store)
         door.runtime.note(DoorEvent(.provisioningWritten, action: 0, uid: uid))
         door.runtime.readerReport(.arrived(tag))
@@ -298,6 +307,29 @@ final class RelayOrderTests: XCTestCase {
         door.runtime.committed()
         XCTAssertEqual(try granted(door.store, uid), 1, "the new sticker's first tap opens")
         XCTAssertEqual(try door.store.issuedTag(uid)?.state, .active)
+    }
+
+    /// The machine lists a tap's effects in the order they must run and the
+    /// runtime runs them in that order (issue 34 Move A): the relay first,
+    /// then the granted pattern (its buzzer; the idle heartbeat never sounds
+    /// it), then the audit record. Before, the pattern played before the relay
+    /// moved, and events were held back by the runtime instead.
+    func testTheRelayMovesBeforeTheFeedbackAndTheEvent() throws {
+        let door = try makeDoor()
+        let uid = TagUID(hex: "04A1B2C3D4E508")!
+        let tag = try issue(door, uid)
+        door.board.trace.withLock { $0 = [] }
+
+        door.runtime.readerReport(.arrived(tag))
+        door.runtime.sync {}
+
+        let trace = door.board.trace.withLock { $0 }
+        let relay = try XCTUnwrap(trace.firstIndex(of: "drive strike unlocked"), "\(trace)")
+        let beep = try XCTUnwrap(trace.firstIndex { $0.hasPrefix("indicators") && $0.contains("buzzer") }, "\(trace)")
+        let event = try XCTUnwrap(trace.firstIndex(of: "audit access_granted"), "\(trace)")
+        XCTAssertLessThan(relay, beep, "the relay before the granted pattern: \(trace)")
+        XCTAssertLessThan(relay, event, "the relay before the event: \(trace)")
+        XCTAssertLessThan(beep, event, "the pattern as listed, before the event: \(trace)")
     }
 
     /// A denied tap moves nothing and is audited as before.

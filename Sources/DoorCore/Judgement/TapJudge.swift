@@ -58,98 +58,18 @@ public protocol TagRegistryView {
     func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool
 }
 
-/// The door's verdict on a tap: docs/design.md's blank / ours / foreign, the
-/// sticker verdict of docs/formats.md §1/§4, then the registry's rules on top — a v2
-/// sticker needs its UID active here, revocation by UID and (v1) by
-/// signature, expiry. Pure but for the registry reads, which fail closed.
+/// The sticker and fob entry point as it was before `TapDecision` (tests
+/// and the fuzz target call it): one call into `TapDecision`, where the
+/// rules are.
 public enum TapJudge {
-    public struct Result: Equatable, Sendable {
-        public var presentation: TagPresentation
-        /// The sticker verdict when the tag carries a sticker in our format.
-        public var sticker: StickerVerdict?
-        public init(presentation: TagPresentation, sticker: StickerVerdict?) {
-            self.presentation = presentation
-            self.sticker = sticker
-        }
-    }
+    public typealias Result = TapDecision.Outcome
 
     public static func judge(
         uid: TagUID, message: NDEFMessage?, secrets: [StickerSecret], actionCount: Int,
         registry: some TagRegistryView, now: Int64, policy: TapPolicy? = nil
     ) -> Result {
-        guard let message, !message.isEmpty else {
-            if let fob = UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy) {
-                return Result(presentation: fob, sticker: nil)
-            }
-            return Result(
-                presentation: TagPresentation(
-                    uid: uid, content: .blank, verdict: .deny(reason: "blank", countsTowardLockout: false)),
-                sticker: nil)
-        }
-        let uri = message.records.lazy.compactMap { try? $0.uri() }.first
-        guard let uri, uri.hasPrefix(StickerURL.prefix) else {
-            // A SUN URL on a tag that did not activate as an NTAG 424 DNA: a
-            // copy of a 424's NDEF (the SUN proves nothing without the chip's
-            // key, docs/ntag424.md).
-            if let uri, (try? SUNURL.parse(uri)) != nil {
-                return Result(
-                    presentation: TagPresentation(
-                        uid: uid, content: .foreign, verdict: .deny(reason: "sun_copy", countsTowardLockout: true)),
-                    sticker: nil)
-            }
-            if let fob = UIDFobJudge.judge(uid: uid, registry: registry, now: now, policy: policy) {
-                return Result(presentation: fob, sticker: nil)
-            }
-            return Result(
-                presentation: TagPresentation(
-                    uid: uid, content: .foreign, verdict: .deny(reason: "not_ours", countsTowardLockout: false)),
-                sticker: nil)
-        }
-        let verdict = StickerJudge.judge(uri, uid: uid, secrets: secrets, actionCount: actionCount)
-        func deny(_ reason: String) -> Result {
-            Result(
-                presentation: TagPresentation(
-                    uid: uid, content: .ours, verdict: .deny(reason: reason, countsTowardLockout: true)),
-                sticker: verdict)
-        }
-        guard verdict.isValid, let url = verdict.url else { return deny(verdict.reason.rawValue) }
-        var tagRow: IssuedTagView?
-        do {
-            if try registry.isRevoked(uid: uid, signature: url.version == .v1 ? url.signature : nil) {
-                return deny("revoked")
-            }
-            let row = try registry.issuedTag(uid)
-            tagRow = row
-            if let until = row?.validUntil, now > until { return deny("expired") }
-            if url.version == .v2 {
-                guard let row else { return deny("not_issued") }
-                guard row.state == .active else { return deny("tag_\(row.state.rawValue)") }
-            }
-        } catch {
-            // The registry could not be read: fail closed.
-            return deny("registry_unavailable")
-        }
-        // Schedules, a guest pass's start and uses: an authentic sticker at
-        // the wrong time is not an attack, so these do not count toward lockout.
-        if let policy {
-            let kind: CredentialKind = url.version == .v2 ? .stickerV2 : .stickerV1
-            let allowed = policy.actions.first { $0.index == url.action }?.credentials ?? []
-            if !allowed.contains(kind) {
-                return Result(
-                    presentation: TagPresentation(
-                        uid: uid, content: .ours,
-                        verdict: .deny(reason: TapDenial.credentialNotAllowed, countsTowardLockout: false)),
-                    sticker: verdict)
-            }
-            let schedule = policy.actions.first { $0.index == url.action }?.schedule
-            if let why = policy.policy.denial(actionSchedule: schedule, tag: tagRow, wall: policy.wall) {
-                return Result(
-                    presentation: TagPresentation(
-                        uid: uid, content: .ours, verdict: .deny(reason: why.rawValue, countsTowardLockout: false)),
-                    sticker: verdict)
-            }
-        }
-        let grant = AccessVerdict.grant(action: ActionIndex(url.action), reason: verdict.reason.rawValue)
-        return Result(presentation: TagPresentation(uid: uid, content: .ours, verdict: grant), sticker: verdict)
+        TapDecision.decide(
+            TapFacts(uid: uid, message: message), secrets: TapSecrets(stickers: secrets), actionCount: actionCount,
+            registry: registry, now: now, policy: policy)
     }
 }

@@ -1,6 +1,13 @@
 /// The pure door logic: `handle(event, at: now) -> [effect]` (docs/design.md
 /// "Shape of the program"). No I/O, no clock reads, no sleeping: timers are
-/// effects and their firing is an input.
+/// effects and their firing is an input, and so are the store writes a tap
+/// needs (`DoorEffect.store`, answered by `DoorInput.storeAnswered`).
+///
+/// Effects are listed in the order they must run, and the runtime runs them
+/// in that order (`ordered`): the outputs first (`.drive`, in their own
+/// order), then the rest as decided — feedback, events, timers. So the relay
+/// moves before a pattern plays or an event is recorded (an audit row is a
+/// commit: milliseconds to hundreds of them on an SD card).
 ///
 /// Outputs are unlocked only while something holds them — an action step or
 /// passage mode — and the effect that locks an output is produced the moment
@@ -106,6 +113,13 @@ public struct DoorMachine: Sendable {
     // Approval.
     private var approvals = ApprovalDesk()
     private var random: [UInt8] = []
+    // A tap waiting for the store's answer (its SUN counter, its guest use).
+    private var waiting: WaitingTap?
+
+    enum WaitingTap: Equatable, Sendable {
+        case counter(TagPresentation)
+        case guestUse(TagPresentation)
+    }
 
     public init(settings: DoorSettings) {
         self.settings = settings
@@ -143,13 +157,27 @@ public struct DoorMachine: Sendable {
         if mode == .passage {
             for o in settings.outputs { acquire(o.name, .passage, &fx) }
         }
-        return fx
+        return Self.ordered(fx)
+    }
+
+    /// The order effects run in: every `.drive` first, in its own order, then
+    /// everything else in the order it was decided. Nothing the machine
+    /// decides needs a pattern, an event or a timer to have run before an
+    /// output moves, so the relay never waits for them.
+    public static func ordered(_ effects: [DoorEffect]) -> [DoorEffect] {
+        var drives: [DoorEffect] = []
+        var rest: [DoorEffect] = []
+        for effect in effects {
+            if case .drive = effect { drives.append(effect) } else { rest.append(effect) }
+        }
+        return drives + rest
     }
 
     public mutating func handle(_ input: DoorInput, at now: Now) -> [DoorEffect] {
         var fx: [DoorEffect] = []
         switch input {
-        case .tagArrived(let p): tagArrived(p, now.monotonic, &fx)
+        case .tagArrived(let p): tagDecided(p, now.monotonic, &fx)
+        case .storeAnswered(let answer): storeAnswered(answer, now.monotonic, &fx)
         case .tagDeparted(let uid):
             present.remove(uid)
             departed[uid] = now.monotonic
@@ -173,7 +201,7 @@ public struct DoorMachine: Sendable {
             fx.append(.feedback(.heartbeat))
             fx.append(.emit(DoorEvent(.readerRecovered)))
         }
-        return fx
+        return Self.ordered(fx)
     }
 
     // MARK: Outputs and action runs
@@ -246,6 +274,47 @@ public struct DoorMachine: Sendable {
 
     // MARK: Tags
 
+    /// A decided tap (`TapDecision`). A grant with a SUN counter waits for the
+    /// store to accept it before the door does anything with the tap (a
+    /// counter seen is spent whatever the door then does); a tap of ours
+    /// granted without a guest pass has its `last_seen` touched (it was seen,
+    /// whether or not the door then opens).
+    private mutating func tagDecided(_ p: TagPresentation, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        waiting = nil
+        if case .grant = p.verdict, let counter = p.needs.sunCounter {
+            waiting = .counter(p)
+            fx.append(.store(.acceptSUNCounter(p.uid, counter)))
+            return
+        }
+        if case .grant = p.verdict, p.content == .ours, p.needs.touchLastSeen, !p.needs.guestPass {
+            fx.append(.store(.touchLastSeen(p.uid)))
+        }
+        tagArrived(p, now, &fx)
+    }
+
+    /// The store's answer for the tap waiting on it (any other is stale: ignored).
+    private mutating func storeAnswered(_ answer: StoreAnswer, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        switch (answer, waiting) {
+        case (.sunCounter(let uid, let outcome), .counter(var p)?) where p.uid == uid:
+            waiting = nil
+            p.needs.sunCounter = nil
+            switch outcome {
+            case .done: tagDecided(p, now, &fx)
+            case .refused: tagDecided(TapDecision.deny(uid, .counterReplay), now, &fx)
+            case .failed: tagDecided(TapDecision.deny(uid, .registryUnavailable), now, &fx)
+            }
+        case (.guestUse(let uid, let outcome), .guestUse(let p)?) where p.uid == uid:
+            waiting = nil
+            switch outcome {
+            case .done: opens(p, now, &fx)
+            case .refused: deny(uid, .policy(.noUsesLeft), now, &fx)
+            case .failed: deny(uid, .registryUnavailable, now, &fx)
+            }
+        default:
+            break
+        }
+    }
+
     private mutating func tagArrived(_ p: TagPresentation, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         // A tag left on the reader fires once; one that returns within the quiet time is the same tap.
         departed = departed.filter { now.since($0.value) < settings.sameTagQuiet }
@@ -287,36 +356,67 @@ public struct DoorMachine: Sendable {
 
         if isLockedOut(p.uid, now) {
             fx.append(.feedback(.lockedOut))
-            fx.append(.emit(DoorEvent(.accessDenied, reason: "locked_out", uid: p.uid, source: "tag")))
+            fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: p.uid, source: "tag")))
             return
         }
         switch p.verdict {
-        case .grant(let action, let reason):
+        case .grant(let action, _):
             if mode == .lockdown {
                 fx.append(.feedback(.denied))
                 fx.append(
-                    .emit(DoorEvent(.accessDenied, reason: "lockdown", action: action, uid: p.uid, source: "tag")))
+                    .emit(
+                        DoorEvent(
+                            .accessDenied, reason: Denial.lockdown.reason, action: action, uid: p.uid, source: "tag")))
                 return
             }
             guard settings.action(action) != nil else {
                 fx.append(.feedback(.denied))
                 fx.append(
-                    .emit(DoorEvent(.accessDenied, reason: "unknown_action", action: action, uid: p.uid, source: "tag"))
+                    .emit(
+                        DoorEvent(
+                            .accessDenied, reason: Denial.unknownAction.reason, action: action, uid: p.uid,
+                            source: "tag"))
                 )
                 return
             }
-            if let policy = settings.action(action)?.approval {
-                requestApproval(uid: p.uid, action: action, policy: policy, now, &fx)
+            // The door would open (or ask an approver): a guest pass's use is
+            // taken first, durably, before the relay (a tap that asks for
+            // approval takes its use at the request; a denied or unanswered
+            // request does not give it back).
+            if p.needs.guestPass {
+                waiting = .guestUse(p)
+                fx.append(.store(.takeGuestUse(p.uid)))
                 return
             }
-            fx.append(.feedback(.granted))
-            fx.append(.emit(DoorEvent(.accessGranted, reason: reason, action: action, uid: p.uid, source: "tag")))
-            _ = runAction(action, source: "tag", now, &fx)
+            opens(p, now, &fx)
         case .deny(let reason, let counts):
-            fx.append(.feedback(.denied))
-            fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: p.uid, source: "tag")))
-            if counts { countDenial(p.uid, global: Self.isFailedProof(reason), now, &fx) }
+            deny(p.uid, reason: reason, counts: counts, now, &fx)
         }
+    }
+
+    /// A granted tap the door acts on: approval asked, or the action run.
+    private mutating func opens(_ p: TagPresentation, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        guard case .grant(let action, let reason) = p.verdict else { return }
+        if let policy = settings.action(action)?.approval {
+            requestApproval(uid: p.uid, action: action, policy: policy, now, &fx)
+            return
+        }
+        fx.append(.feedback(.granted))
+        fx.append(.emit(DoorEvent(.accessGranted, reason: reason, action: action, uid: p.uid, source: "tag")))
+        _ = runAction(action, source: "tag", now, &fx)
+    }
+
+    /// A tap the store refused at its last step (no use left, a store failure).
+    private mutating func deny(_ uid: TagUID, _ why: Denial, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        deny(uid, reason: why.reason, counts: why.countsTowardLockout, now, &fx)
+    }
+
+    private mutating func deny(
+        _ uid: TagUID, reason: String, counts: Bool, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+    ) {
+        fx.append(.feedback(.denied))
+        fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: uid, source: "tag")))
+        if counts { countDenial(uid, global: Self.isFailedProof(reason), now, &fx) }
     }
 
     // MARK: Lockout
@@ -335,11 +435,7 @@ public struct DoorMachine: Sendable {
     /// can tap unknown, revoked or expired tags (a factory NTAG 424 is
     /// `unknown_tag`), and ten of them must not lock every holder out; they
     /// count toward their own UID's lockout only.
-    public static let failedProofs: Set<String> = [
-        StickerVerdict.Reason.badSignature.rawValue, StickerVerdict.Reason.uidMismatch.rawValue,
-        StickerVerdict.Reason.v1NotAllowed.rawValue, TapDenial.authFailed, TapDenial.sunInvalid,
-        TapDenial.counterReplay, TapDenial.sunCopy,
-    ]
+    public static let failedProofs: Set<String> = Denial.failedProofReasons
 
     static func isFailedProof(_ reason: String) -> Bool { failedProofs.contains(reason) }
 
@@ -659,7 +755,10 @@ public struct DoorMachine: Sendable {
         case .noCode:
             // No randomness was supplied: fail closed.
             fx.append(.feedback(.denied))
-            fx.append(.emit(DoorEvent(.accessDenied, reason: "not_approved", action: action, uid: uid, source: "tag")))
+            fx.append(
+                .emit(
+                    DoorEvent(.accessDenied, reason: Denial.notApproved.reason, action: action, uid: uid, source: "tag")
+                ))
         case .waiting(let request, let replaced):
             if let replaced {
                 fx.append(.cancelTimer(.approvalTimeout(id: replaced.id)))
@@ -729,7 +828,8 @@ public struct DoorMachine: Sendable {
         fx.append(
             .emit(
                 DoorEvent(
-                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+                    .accessDenied, reason: Denial.notApproved.reason, action: request.action, uid: request.uid,
+                    source: "tag")))
     }
 
     private mutating func cancelApproval(reason: String, _ fx: inout [DoorEffect]) {
@@ -744,6 +844,7 @@ public struct DoorMachine: Sendable {
         fx.append(
             .emit(
                 DoorEvent(
-                    .accessDenied, reason: "not_approved", action: request.action, uid: request.uid, source: "tag")))
+                    .accessDenied, reason: Denial.notApproved.reason, action: request.action, uid: request.uid,
+                    source: "tag")))
     }
 }

@@ -16,6 +16,8 @@ public enum DoorInput: Equatable, Sendable {
     case writeResult(uid: TagUID, WriteOutcome)
     case readerFault(String)
     case readerRecovered
+    /// The store's answer to a `DoorEffect.store` request of the tap being decided.
+    case storeAnswered(StoreAnswer)
 }
 
 /// A tag in the field, classified (docs/design.md "blank", "ours", foreign) and judged.
@@ -24,10 +26,13 @@ public struct TagPresentation: Equatable, Sendable {
     public var uid: TagUID
     public var content: Content
     public var verdict: AccessVerdict
-    public init(uid: TagUID, content: Content, verdict: AccessVerdict) {
+    /// What the verdict still needs from the store (`TapDecision`); none for a denial.
+    public var needs: StoreNeeds
+    public init(uid: TagUID, content: Content, verdict: AccessVerdict, needs: StoreNeeds = StoreNeeds()) {
         self.uid = uid
         self.content = content
         self.verdict = verdict
+        self.needs = needs
     }
 }
 
@@ -131,6 +136,9 @@ public enum DoorEffect: Equatable, Sendable {
     case writeTag(ProvisioningJob)
     /// Publish the device report (compat command 5).
     case publishReport
+    /// A store action a tap needs (`StoreRequest`); the runtime answers the
+    /// counter and the guest use with `DoorInput.storeAnswered` at once.
+    case store(StoreRequest)
 }
 
 /// An event for the audit log and MQTT: kind, reason and context.

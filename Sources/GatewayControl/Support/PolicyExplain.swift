@@ -1,18 +1,19 @@
 import DoorCore
 import GatewayConfig
 
-/// `gatewayctl policy explain` (docs/policy.md): would an authentic sticker
-/// for `action` (and, when given, this tag's registry row) open at `at`, and
-/// why. The same rules as a tap (`TapJudge` with `AccessPolicy`), with the
-/// clock taken as synchronised (the question names the time). The daemon
-/// answers it with its registry; offline (`--config`) there is none.
+/// `gatewayctl policy explain` (docs/policy.md): would an authentic
+/// credential for `action` (and, when given, this tag's registry row, its
+/// revocation and the door's lockout) open at `at`, and why. The door's own
+/// rules (`TapDecision.explain`, the `RegistryRules` a tap is decided by),
+/// with the clock taken as synchronised (the question names the time). The
+/// daemon answers it with its registry; offline (`--config`) there is none.
 package enum PolicyExplain {
     package struct Failure: Error, CustomStringConvertible { package let description: String }
 
     /// What the registry says of the tag: nil when not asked; `.some(nil)` when unknown.
     package static func explain(
         configuration: GatewayConfiguration, zone: TimeZoneRules, action: Int, tag: (uid: TagUID, row: IssuedTagView?)?,
-        at: Int64, note: String?, registryConsulted: Bool
+        at: Int64, note: String?, registryConsulted: Bool, revoked: Bool = false, lockedOutUntil: Int64? = nil
     ) throws -> JSONValue {
         guard let definition = configuration.door.actions.first(where: { $0.index == action }) else {
             throw Failure(
@@ -21,27 +22,16 @@ package enum PolicyExplain {
             )
         }
         let policy = AccessPolicy(schedules: configuration.door.schedules, zone: zone)
-        var reason = "granted"
-        if let tag, registryConsulted {
-            if let row = tag.row {
-                if row.state == .revoked {
-                    reason = "revoked"
-                } else if let until = row.validUntil, at > until {
-                    reason = "expired"
-                } else if row.state != .active {
-                    reason = "tag_\(row.state.rawValue)"
-                }
-            } else {
-                reason = "not_issued"
-            }
+        let asked = tag.flatMap { tag in
+            registryConsulted
+                ? TapDecision.ExplainedTag(row: tag.row, revoked: revoked, lockedOutUntil: lockedOutUntil) : nil
         }
-        if reason == "granted",
-            let why = policy.denial(
-                actionSchedule: definition.schedule, tag: tag?.row, wall: WallClock(unixSeconds: at, synchronised: true)
-            )
-        {
-            reason = why.rawValue
-        }
+        let reason =
+            TapDecision.explain(
+                action: definition, tag: asked,
+                policy: TapPolicy(
+                    policy: policy, actions: configuration.door.actions,
+                    wall: WallClock(unixSeconds: at, synchronised: true)))?.reason ?? "granted"
         var names = [definition.schedule, tag?.row?.schedule].compactMap { $0 }
         if names.isEmpty, let p = configuration.door.passageSchedule { names = [p] }
         let schedules: [JSONValue] = names.map { name in

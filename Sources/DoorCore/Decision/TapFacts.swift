@@ -1,0 +1,91 @@
+/// One tap as the reader hands it to the core: the anticollision UID, the
+/// NDEF message read (nil: none or unreadable), and for a tag that activated
+/// as an NTAG 424 DNA what it proved.
+public struct TapFacts: Equatable, Sendable {
+    /// What an NTAG 424 DNA proved on this tap (docs/ntag424.md).
+    public enum NTAG424Proof: Equatable, Sendable {
+        /// AuthenticateEV2First with the door's key for this UID succeeded;
+        /// GetCardUID (CommMode.Full) answered `cardUID`.
+        case authenticated(cardUID: [UInt8])
+        /// The tag refused the key, or could not show it holds it.
+        case refused(String)
+        /// Not tried (the door has no site key, or the tap skips EV2: `TapDecision.wantsEV2`).
+        case notTried
+        /// The tag left before the tap finished (a tear): nothing proved, nothing attempted.
+        case torn
+    }
+    public var uid: TagUID
+    public var message: NDEFMessage?
+    /// Set when the tag is an NTAG 424 DNA: decided as one, not as a sticker.
+    public var ntag424: NTAG424Proof?
+    public init(uid: TagUID, message: NDEFMessage? = nil, ntag424: NTAG424Proof? = nil) {
+        self.uid = uid
+        self.message = message
+        self.ntag424 = ntag424
+    }
+    /// The first URI record (a 424's: read before authenticating, its SUN mirror live).
+    public var uri: String? { message?.records.lazy.compactMap { try? $0.uri() }.first }
+}
+
+/// The secrets a tap is decided with, read by the runtime for the tap at hand.
+public struct TapSecrets: Sendable {
+    /// The NTAG 424 site master key as the store gave it.
+    public enum SiteKey: Sendable {
+        /// None yet (no 424 provisioned here): no 424 can prove a key.
+        case none
+        case key([UInt8])
+        /// The store could not be read: a 424 tap is denied `registry_unavailable`.
+        case unreadable
+    }
+    /// The sticker secrets (empty when unreadable: no sticker verifies).
+    public var stickers: [StickerSecret]
+    public var siteKey: SiteKey
+    public init(stickers: [StickerSecret] = [], siteKey: SiteKey = .none) {
+        self.stickers = stickers
+        self.siteKey = siteKey
+    }
+}
+
+/// What a decided tap still needs from the store before (or as) the door
+/// acts on it; the machine asks for each (`DoorEffect.store`) where its
+/// place is: the counter before anything else, the guest use where the door
+/// would open (or ask for approval), `last_seen` with the tap's event.
+public struct StoreNeeds: Equatable, Hashable, Sendable {
+    /// An NTAG 424 DNA's SUN read counter, to be accepted (strictly above the
+    /// last one, durably) before the tap counts as granted.
+    public var sunCounter: UInt32?
+    /// A guest pass (its row has `uses_left`): a use is taken, durably, before the relay.
+    public var guestPass: Bool
+    /// The tag's `last_seen` is saved (with the tap's audit row, after the relay).
+    public var touchLastSeen: Bool
+    public init(sunCounter: UInt32? = nil, guestPass: Bool = false, touchLastSeen: Bool = false) {
+        self.sunCounter = sunCounter
+        self.guestPass = guestPass
+        self.touchLastSeen = touchLastSeen
+    }
+}
+
+/// A store action the machine asks the runtime for (`DoorEffect.store`).
+public enum StoreRequest: Equatable, Hashable, Sendable {
+    /// Store the counter if it is above the last one accepted for the UID;
+    /// answered `.sunCounter`.
+    case acceptSUNCounter(TagUID, UInt32)
+    /// Take one use of the guest pass; answered `.guestUse`.
+    case takeGuestUse(TagUID)
+    /// Save the tag's `last_seen` (with its next audit row, else on its own); no answer.
+    case touchLastSeen(TagUID)
+}
+
+/// The store's answer to a `StoreRequest` (`DoorInput.storeAnswered`).
+public enum StoreAnswer: Equatable, Hashable, Sendable {
+    public enum Outcome: Equatable, Hashable, Sendable {
+        /// Done, on disk.
+        case done
+        /// Refused: the counter is not above the last one; no use is left.
+        case refused
+        /// The store failed (a full disk, a locked database): fail closed.
+        case failed
+    }
+    case sunCounter(TagUID, Outcome)
+    case guestUse(TagUID, Outcome)
+}
