@@ -174,10 +174,12 @@ final class BrokerTests: XCTestCase {
         let outcomes2 = Outcomes()
         let again = try link(outcomes2)
         XCTAssertEqual(outcomes2.wait(count: 1).first.flatMap(code), "retained")
-        _ = try broker.publish("phone/front-door", "", retain: true)  // clear it
         // The replay record survived the restart.
         _ = try broker.publish("phone/front-door", fresh)
-        XCTAssertEqual(outcomes2.wait(count: 2).last.flatMap(code), "replay")
+        XCTAssertEqual(outcomes2.wait(count: 2).last.flatMap(code), "replay", "\(outcomes2.wait(count: 2))")
+        // Cleared last: the empty retained publish reaches the door too (a
+        // malformed command), and raced the replay check when it came first.
+        _ = try broker.publish("phone/front-door", "", retain: true)
         again.stop()
     }
 
