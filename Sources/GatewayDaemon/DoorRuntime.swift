@@ -191,6 +191,8 @@ final class DoorRuntime: Sendable {
 
     func start() {
         queue.async {
+            // A stop that came while the daemon started: nothing moves after it.
+            guard !self.isStopped else { return }
             let now = self.now()
             self.execute(self.state.withLock { $0.machine.start(at: now) })
             // The floor as the door starts, on the queue's first turn: a
@@ -685,9 +687,21 @@ final class DoorRuntime: Sendable {
             }
             // `[door] mode` changed in the file: the door takes it; else it
             // stays in the mode it was in (`gatewayctl mode` may have set it).
+            // A lockdown stays: only `gatewayctl mode` lifts it, never an edit.
             let fileMode = live.current.door.initialMode
             var settings = live.applyReload(new).door
-            if settings.initialMode == fileMode { settings.initialMode = state.withLock { $0.machine.mode } }
+            let running = state.withLock { $0.machine.mode }
+            if settings.initialMode == fileMode || running == .lockdown { settings.initialMode = running }
+            // With a passage schedule the schedule says when the door stands
+            // open: a reload never unlocks it outside the schedule's window (nor
+            // with the clock unsynchronised); inside it the tick below opens it.
+            if settings.initialMode == .passage, let name = settings.passageSchedule {
+                let wall = now().wall
+                let open =
+                    wall.synchronised
+                    && (accessPolicy.schedule(named: name)?.isActive(at: wall.unixSeconds, zone: zone) ?? false)
+                if !open { settings.initialMode = .normal }
+            }
             let now = now()
             let effects = state.withLock { [settings] in
                 $0.machine = DoorMachine(settings: settings)

@@ -31,6 +31,17 @@ final class TapStoreTests: XCTestCase {
         XCTAssertEqual(fx.eventKinds, [.accessGranted])
     }
 
+    /// The answer is meant to come in the turn the use was asked for; if a
+    /// lockdown came first, the use taken does not open the door.
+    func testALockdownBeforeTheUseIsAnsweredKeepsTheDoorShut() {
+        var h = harness()
+        XCTAssertEqual(h.send(.tagArrived(guest)), [.store(.takeGuestUse(uid))])
+        _ = h.send(.admin(.setMode(.lockdown)))
+        let fx = h.send(.storeAnswered(.guestUse(uid, .done)))
+        XCTAssertFalse(fx.drives.contains(.drive(output: "strike", .unlocked)), "\(fx)")
+        XCTAssertEqual(fx.events.first?.reason, "lockdown", "\(fx)")
+    }
+
     func testAGuestPassWithoutUsesOrWithoutAStoreIsDenied() {
         for (answer, reason, counted) in [
             (StoreAnswer.Outcome.refused, "no_uses_left", false), (.failed, "registry_unavailable", true),

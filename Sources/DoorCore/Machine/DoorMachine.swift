@@ -306,7 +306,22 @@ public struct DoorMachine: Sendable {
         case (.guestUse(let uid, let outcome), .guestUse(let p)?) where p.uid == uid:
             waiting = nil
             switch outcome {
-            case .done: opens(p, now, &fx)
+            case .done:
+                // The runtime answers in the turn it was asked, but the machine
+                // does not rely on it: a lockdown or lockout since then wins.
+                if mode == .lockdown, case .grant(let action, _) = p.verdict {
+                    fx.append(.feedback(.denied))
+                    fx.append(
+                        .emit(
+                            DoorEvent(
+                                .accessDenied, reason: Denial.lockdown.reason, action: action, uid: uid,
+                                source: "tag")))
+                } else if isLockedOut(uid, now) {
+                    fx.append(.feedback(.lockedOut))
+                    fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: uid, source: "tag")))
+                } else {
+                    opens(p, now, &fx)
+                }
             case .refused: deny(uid, .policy(.noUsesLeft), now, &fx)
             case .failed: deny(uid, .registryUnavailable, now, &fx)
             }
