@@ -53,12 +53,20 @@ if [ "$(arg glitch)" = 1 ]; then
     gateway ctl gpio pulse --chip pinctrl-bcm2835 --output GPIO17 $wrong --ms 50 > /tmp/glitch.log 2>&1
 fi
 
+readies() { # how many "ready in" lines gatewayd has logged (0 before the log exists)
+    c=$(grep -c ': ready in [0-9]* ms' "$LOG" 2> /dev/null)
+    echo "${c:-0}"
+}
 start() { # start gatewayd in the background; wait for its (next) "ready in"
-    n=$(grep -c 'ready in' "$LOG" 2> /dev/null)
+    # The log exists before gatewayd starts: a count taken before the
+    # background shell opened it was empty, the test an error, and the wait
+    # ended at once (a loaded CI host: gatewayctl then found no socket).
+    : >> "$LOG"
+    n=$(readies)
     gateway daemon --config "$CONFIG" >> "$LOG" 2>&1 &
     GW=$!
     i=0
-    while [ "$(grep -c 'ready in' "$LOG" 2> /dev/null)" -le "${n:-0}" ]; do
+    while [ "$(readies)" -le "$n" ]; do
         i=$((i + 1))
         [ $i -lt 600 ] && kill -0 $GW 2> /dev/null || { say "FAIL gatewayd not ready: $(tail -3 "$LOG" | tr '\n' ' ')"; finish; }
         sleep 0.2
