@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # build-lib.sh — sourced, never run: what the static builds share.
 # scripts/static.sh, scripts/static-deps.sh (x86_64), scripts/static-arm64.sh
-# and scripts/arm64/inside.sh (aarch64). Set BUILD_NAME (the script's name
-# in its messages) before sourcing.
+# and scripts/arm64/inside.sh (aarch64); the host packages and private apt
+# configurations of the image and VM scripts too (scripts/image/lib.sh,
+# scripts/gpio-vm/run.sh, scripts/raspi3b/run.sh). Set BUILD_NAME (the
+# script's name in its messages) before sourcing.
 
 say() { echo "$BUILD_NAME: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -20,6 +22,29 @@ install_missing_packages() {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" >/dev/null
+}
+
+# private_apt DIR ARCH... -- SUITE...: an apt configuration of its own in DIR
+# (sources, lists, status, archives; nothing of the host's apt state changes)
+# for Debian's SUITEs (main; *-security from debian-security), the first ARCH
+# native. Use it as `env APT_CONFIG="DIR/apt.conf" apt-get …`.
+private_apt() {
+    local dir=$1 arch archs=() k=/usr/share/keyrings/debian-archive-keyring.gpg suite
+    shift
+    while [ "$1" != -- ]; do archs+=("$1") && shift; done
+    shift
+    mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/parts" "$dir/prefs"
+    touch "$dir/status"
+    for suite in "$@"; do
+        case $suite in *-security) echo "deb [signed-by=$k] http://deb.debian.org/debian-security $suite main" ;;
+        *) echo "deb [signed-by=$k] http://deb.debian.org/debian $suite main" ;; esac
+    done >"$dir/sources.list"
+    printf '%s\n' "Dir::Etc::SourceList \"$dir/sources.list\"; Dir::Etc::SourceParts \"$dir/parts\";" \
+        "Dir::Etc::Preferences \"$dir/prefs/none\"; Dir::Etc::PreferencesParts \"$dir/prefs\";" \
+        "Dir::State::Lists \"$dir/lists\"; Dir::State::status \"$dir/status\"; Dir::Cache \"$dir/cache\";" \
+        "Dir::Cache::Archives \"$dir/archives\"; APT::Sandbox::User \"root\";" \
+        "APT::Architecture \"${archs[0]}\"; APT::Architectures { $(for arch in "${archs[@]}"; do printf '"%s"; ' "$arch"; done)};" \
+        >"$dir/apt.conf"
 }
 
 # print_size PRODUCT BINARY STRIPPED WHAT: BINARY's size and its stripped

@@ -1,8 +1,11 @@
 #!/bin/sh
 # checks-lib.sh — sourced, never run: what gateway-checks.sh and
 # reader-checks.sh share in the gpio-vm guest (POSIX sh, busybox ash). run.sh
-# copies it beside them into the initramfs. sh has no locals: the names
-# here start with an underscore so that they never clobber a caller's.
+# copies it beside them into the initramfs. The Pi's header lines and the
+# image's door on them serve the Pi image's VM tests too: scripts/image/vm/
+# vmtest-relay.sh (in the booted image) and scripts/raspi3b/run.sh (its
+# initramfs). sh has no locals: the names here start with an underscore so
+# that they never clobber a caller's.
 
 FAILED=0
 pass() { echo "PASS $1: $2"; }
@@ -52,4 +55,44 @@ gpio_sim_remove() {
     echo 0 > "$1/live" 2>/dev/null
     for _d in "$1"/bank0/line*; do [ -d "$_d" ] && rmdir "$_d"; done
     rmdir "$1/bank0" "$1" 2>/dev/null
+}
+
+# pi_header_sim DIR: the Pi's header lines the door uses (GPIO17 the relay,
+# GPIO22/23/24 the indicators, GPIO27 the button) as a gpio-sim chip at DIR.
+pi_header_sim() { gpio_sim_add "$1" doorgateway-pi 5 GPIO17 GPIO22 GPIO23 GPIO24 GPIO27; }
+
+# pi_door_toml ID CHIP CONNSTRING ACTIVE_LOW STATE_DIR RUNTIME_DIR: the image's
+# door on those lines (a strike on GPIO17) as a gateway.toml, on stdout.
+pi_door_toml() {
+    cat <<EOF
+[device]
+id = "$1"
+[board]
+kind = "real"
+chip = "$2"
+[reader]
+connstring = "$3"
+[[outputs]]
+name = "strike"
+line = "GPIO17"
+active_low = $4
+locked_level = "deenergised"
+[indicators.green]
+line = "GPIO22"
+[indicators.red]
+line = "GPIO23"
+[indicators.buzzer]
+line = "GPIO24"
+[inputs.button]
+line = "GPIO27"
+active_low = true
+bias = "pull-up"
+[clock]
+declare_synchronised = true
+[control]
+admin_group = "root"
+[paths]
+state_dir = "$5"
+runtime_dir = "$6"
+EOF
 }

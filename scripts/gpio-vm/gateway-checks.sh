@@ -367,7 +367,7 @@ check_fatal() {
 PI=$CFG/doorgateway-pi
 
 setup_pi() {
-    gpio_sim_add "$PI" doorgateway-pi 5 GPIO17 GPIO22 GPIO23 GPIO24 GPIO27 || return 1
+    pi_header_sim "$PI" || return 1
     PICHIP=$SIM_CHIP PISYS=$SIM_SYS
 }
 
@@ -376,37 +376,7 @@ pi_value() { cat "$PISYS/sim_gpio$1/value"; }
 # pi_config FILE ACTIVE_LOW: the image's door, a strike on GPIO17.
 pi_config() {
     mkdir -p "$WORKDIR/pi-state" "$WORKDIR/pi-run"
-    cat > "$1" <<EOF
-[device]
-id = "vm-released"
-[board]
-kind = "real"
-chip = "$PICHIP"
-[reader]
-connstring = "pn532_uart:/dev/no-reader-here"
-[[outputs]]
-name = "strike"
-line = "GPIO17"
-active_low = $2
-locked_level = "deenergised"
-[indicators.green]
-line = "GPIO22"
-[indicators.red]
-line = "GPIO23"
-[indicators.buzzer]
-line = "GPIO24"
-[inputs.button]
-line = "GPIO27"
-active_low = true
-bias = "pull-up"
-[clock]
-declare_synchronised = true
-[control]
-admin_group = "root"
-[paths]
-state_dir = "$WORKDIR/pi-state"
-runtime_dir = "$WORKDIR/pi-run"
-EOF
+    pi_door_toml vm-released "$PICHIP" pn532_uart:/dev/no-reader-here "$2" "$WORKDIR/pi-state" "$WORKDIR/pi-run" > "$1"
 }
 
 # start_daemon NAME CONFIG: gatewayd in the background (pid in $PID, exit

@@ -54,26 +54,19 @@ APT=(apt-get) APT_CACHE=(apt-cache) KMAKE=() STRIP=strip
 case $ARCH in
 amd64)
   QEMU=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 512 -smp 2) CONSOLE=ttyS0 STATUS_WAIT_S=10 TIME_SCALE=1
-  TOOLS=(qemu-system-x86_64:qemu-system-x86) ;;
+  TOOLS=(qemu-system-x86) ;;
 arm64)
   QEMU=(qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max -m 1024 -smp 2) CONSOLE=ttyAMA0 STATUS_WAIT_S=90 TIME_SCALE=3
-  TOOLS=(qemu-system-aarch64:qemu-system-arm aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu)
+  TOOLS=(qemu-system-arm gcc-aarch64-linux-gnu)
   KMAKE=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) STRIP=aarch64-linux-gnu-strip
   [ -n "${GPIO_VM_TIMEOUT:-}" ] || TIMEOUT=5400 ;;  # GPIO checks 3.5 min loaded; the reader checks ×3 of amd64's (not re-measured since the tear checks)
 esac
 
 # 1. Build tools (root, once).
-need=()
-for t in gcc:build-essential make:build-essential bc:bc flex:flex bison:bison \
-         cpio:cpio xz:xz-utils strip:binutils depmod:kmod timeout:coreutils "${TOOLS[@]}"; do
-  command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
-done
-[ -e /usr/include/libelf.h ] || need+=(libelf-dev)
-[ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
-if [ ${#need[@]} -gt 0 ]; then
-  log "installing ${need[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+BUILD_NAME=gpio-vm
+# shellcheck source=scripts/build-lib.sh
+. "$HERE/../build-lib.sh"
+install_missing_packages build-essential bc flex bison cpio xz-utils binutils kmod coreutils libelf-dev libssl-dev "${TOOLS[@]}"
 if [ -z "$MODULE" ]; then
   [ -f "$GATEWAY" ] || { log "no gateway binary at $GATEWAY (run make static)"; exit 1; }
   [ -f "$PN532SIM" ] || { log "no pn532-sim binary at $PN532SIM (run make static)"; exit 1; }
@@ -90,16 +83,8 @@ flock 7
 # with arm64 native and amd64 foreign: kernel, headers and busybox are arm64,
 # linux-kbuild-6.1 (the build tools, run here) is amd64. Lists refresh daily.
 if [ "$ARCH" = arm64 ]; then
-  A=$CACHE/apt-arm64; mkdir -p "$A/lists/partial" "$A/archives/partial" "$A/parts" "$A/prefs"; touch "$A/status"
-  K=/usr/share/keyrings/debian-archive-keyring.gpg
-  printf 'deb [signed-by=%s] http://deb.debian.org/debian bookworm main\n' "$K" > "$A/sources.list"
-  printf 'deb [signed-by=%s] http://deb.debian.org/debian bookworm-updates main\n' "$K" >> "$A/sources.list"
-  printf 'deb [signed-by=%s] http://deb.debian.org/debian-security bookworm-security main\n' "$K" >> "$A/sources.list"
-  printf '%s\n' "Dir::Etc::SourceList \"$A/sources.list\"; Dir::Etc::SourceParts \"$A/parts\";" \
-    "Dir::Etc::Preferences \"$A/prefs/none\"; Dir::Etc::PreferencesParts \"$A/prefs\";" \
-    "Dir::State::Lists \"$A/lists\"; Dir::State::status \"$A/status\"; Dir::Cache \"$A/cache\";" \
-    "Dir::Cache::Archives \"$A/archives\"; APT::Sandbox::User \"root\";" \
-    'APT::Architecture "arm64"; APT::Architectures { "arm64"; "amd64"; };' > "$A/apt.conf"
+  A=$CACHE/apt-arm64
+  private_apt "$A" arm64 amd64 -- bookworm bookworm-updates bookworm-security
   APT=(env APT_CONFIG="$A/apt.conf" apt-get) APT_CACHE=(env APT_CONFIG="$A/apt.conf" apt-cache)
   if [ -z "$(find "$A/lists" -name '*_Packages*' -mtime -1 2>/dev/null | head -1)" ]; then
     log "updating the private bookworm arm64 apt lists ($A)"

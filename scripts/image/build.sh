@@ -34,7 +34,7 @@ REPO=$(pwd)
 T0=$SECONDS
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, apt-get)"
-ensure_host_packages debootstrap qemu-user-static binfmt-support dosfstools mtools fdisk e2fsprogs \
+install_missing_packages debootstrap qemu-user-static binfmt-support dosfstools mtools fdisk e2fsprogs \
     bmap-tools device-tree-compiler
 hold_binfmt_lock
 ensure_binfmt

@@ -13,21 +13,10 @@ IMG_CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/image
 MIRROR=${DOORGATEWAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 
-say() { echo "image: $*" >&2; }
-die() { say "error: $*"; exit 1; }
-
-# Host packages, installed with apt-get when missing (apt-get update first).
-ensure_host_packages() {
-    local missing=() p
-    for p in "$@"; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -c >/dev/null '^install ok installed' || missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    [ "$(id -u)" = 0 ] || die "need root to apt-get install ${missing[*]}"
-    say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+# say, die and install_missing_packages (host packages, apt-get when missing).
+BUILD_NAME=image
+# shellcheck source=scripts/build-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../build-lib.sh"
 
 # Jobs that mount binfmt_misc or register qemu-aarch64 for their own run (make
 # test-e2e-arm64) undo it only while nobody holds this lock shared: hold it

@@ -61,7 +61,7 @@ T0=$SECONDS
 [ -f "$IMG" ] || die "no $IMG (make image)"
 [ -x "$PN532_SIM" ] || die "no $PN532_SIM (make static-arm64)"
 [ -f "$NEXT_DEB_FROM" ] || die "no arm64 package to make the next version from (make deb, or NEXT_DEB_FROM=)"
-ensure_host_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk openssh-client mosquitto openssl \
+install_missing_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk openssh-client mosquitto openssl \
     python3-zeroconf iproute2
 IMG=$(readlink -f "$IMG")
 
@@ -222,6 +222,8 @@ set_inode_field /usr/local/sbin/vmtest-relay mode 0100755
 mkdir /usr/local/lib/vmtest
 write $VM/gpio-sim-ext.ko /usr/local/lib/vmtest/gpio-sim-ext.ko
 set_inode_field /usr/local/lib/vmtest/gpio-sim-ext.ko mode 0100644
+write $REPO/scripts/gpio-vm/checks-lib.sh /usr/local/lib/vmtest/checks-lib.sh
+set_inode_field /usr/local/lib/vmtest/checks-lib.sh mode 0100644
 mkdir /etc/systemd/system/gatewayd.service.d
 write $VM/vmtest.conf /etc/systemd/system/gatewayd.service.d/vmtest.conf
 set_inode_field /etc/systemd/system/gatewayd.service.d/vmtest.conf mode 0100644

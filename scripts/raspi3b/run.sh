@@ -32,39 +32,23 @@ GATEWAY=${GATEWAY:-out/static-arm64/gateway}
 PN532_SIM=${PN532_SIM:-out/static/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/raspi3b
 T0=$SECONDS
-say() { echo "test-raspi3b: $*" >&2; }
-die() { say "error: $*"; exit 1; }
+BUILD_NAME=test-raspi3b
+# shellcheck source=scripts/build-lib.sh
+. scripts/build-lib.sh
 [ "$(id -u)" = 0 ] || die "needs root (apt-get)"
 [ -f "$IMG" ] || die "no image (make image)"
 [ -x "$GATEWAY" ] || die "no $GATEWAY (make static-arm64)"
 [ -x "$PN532_SIM" ] || die "no $PN532_SIM (make static)"
-
-need=()
-for t in fdtoverlay:device-tree-compiler mcopy:mtools debugfs:e2fsprogs cpio:cpio sfdisk:fdisk \
-    aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu aarch64-linux-gnu-strip:binutils-aarch64-linux-gnu; do
-    command -v "${t%%:*}" > /dev/null || need+=("${t#*:}")
-done
-[ -e /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
-if [ ${#need[@]} -gt 0 ]; then
-    say "installing ${need[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" > /dev/null
-fi
+install_missing_packages device-tree-compiler mtools e2fsprogs cpio fdisk gcc-aarch64-linux-gnu \
+    binutils-aarch64-linux-gnu libc6-dev-arm64-cross
 
 # --- QEMU 10 and busybox, from a private apt configuration (lists refresh daily) ---------
 mkdir -p "$CACHE"
 exec 7> "$CACHE/.lock"
 flock 7
+mkdir -p "$CACHE/debs"
 A=$CACHE/apt
-mkdir -p "$A/lists/partial" "$A/archives/partial" "$A/parts" "$A/prefs" "$CACHE/debs"
-touch "$A/status"
-K=/usr/share/keyrings/debian-archive-keyring.gpg
-printf 'deb [signed-by=%s] http://deb.debian.org/debian %s main\n' "$K" bookworm "$K" bookworm-updates "$K" bookworm-backports \
-    > "$A/sources.list"
-printf '%s\n' "Dir::Etc::SourceList \"$A/sources.list\"; Dir::Etc::SourceParts \"$A/parts\";" \
-    "Dir::Etc::Preferences \"$A/prefs/none\"; Dir::Etc::PreferencesParts \"$A/prefs\";" \
-    "Dir::State::Lists \"$A/lists\"; Dir::State::status \"$A/status\"; Dir::Cache \"$A/cache\";" \
-    "Dir::Cache::Archives \"$A/archives\"; APT::Sandbox::User \"root\";" \
-    'APT::Architectures { "amd64"; "arm64"; };' > "$A/apt.conf"
+private_apt "$A" amd64 arm64 -- bookworm bookworm-updates bookworm-backports
 APT=(env APT_CONFIG="$A/apt.conf")
 if [ -z "$(find "$A/lists" -name '*backports*amd64_Packages*' -mtime -1 2> /dev/null | head -1)" ] ||
     [ -z "$(find "$A/lists" -name '*bookworm_main_binary-arm64_Packages*' -mtime -1 2> /dev/null | head -1)" ]; then
@@ -158,43 +142,12 @@ cp scripts/raspi3b/init.sh "$R/init"
 # gatewayd reads the admin group from /etc/group (never NSS).
 echo "root:x:0:" > "$R/etc/group"
 echo "root:x:0:0:root:/:/bin/sh" > "$R/etc/passwd"
+# shellcheck source=scripts/gpio-vm/checks-lib.sh
+. scripts/gpio-vm/checks-lib.sh
 for p in low high; do
-    cat > "$R/etc/gateway-$p.toml" << EOF
-[device]
-id = "raspi3b"
-[board]
-kind = "real"
-chip = "pinctrl-bcm2835"
-[reader]
-connstring = "pn532_uart:/dev/ttyS1"
-[[outputs]]
-name = "strike"
-line = "GPIO17"
-active_low = $([ $p = low ] && echo true || echo false)
-locked_level = "deenergised"
-[indicators.green]
-line = "GPIO22"
-[indicators.red]
-line = "GPIO23"
-[indicators.buzzer]
-line = "GPIO24"
-[inputs.button]
-line = "GPIO27"
-active_low = true
-bias = "pull-up"
-[[actions]]
-index = 0
-name = "front"
-steps = [{ pulse = "strike", ms = 500 }]
-credentials = ["uid"]
-[clock]
-declare_synchronised = true
-[control]
-admin_group = "root"
-[paths]
-state_dir = "/tmp/state"
-runtime_dir = "/tmp/run"
-EOF
+    { pi_door_toml raspi3b pinctrl-bcm2835 pn532_uart:/dev/ttyS1 "$([ $p = low ] && echo true || echo false)" /tmp/state /tmp/run
+        printf '[[actions]]\nindex = 0\nname = "front"\nsteps = [{ pulse = "strike", ms = 500 }]\ncredentials = ["uid"]\n'
+    } > "$R/etc/gateway-$p.toml"
 done
 (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1 > "$W/initrd.gz")
 say "kernel $KREL, pi3b.dtb (+ doorgateway-spi0), initramfs $(($(stat -c %s "$W/initrd.gz") / 1024)) KiB, prepared in $((SECONDS - T0)) s"

@@ -2,8 +2,8 @@
 # vmtest-relay (test copy only, put there by scripts/image/test-vm.sh): the
 # relay line of a booted image on gpio-sim, watched from outside gatewayd.
 # gpio-sim (gpio-sim-ext.ko, built for the image's own kernel by
-# scripts/gpio-vm/run.sh MODULE=) models what the Pi's pin controller does
-# under Debian's kernel: a released line takes its pull, a request's bias sets
+# scripts/gpio-vm/run.sh MODULE=; the chip made by scripts/gpio-vm/checks-lib.sh,
+# put beside the module) models what the Pi's pin controller does under Debian's kernel: a released line takes its pull, a request's bias sets
 # the pull, and a new line starts pulled down (GPIO17 at reset).
 #   vmtest-relay chip         load gpio-sim, make the Pi's header lines the door
 #                             uses (GPIO17 relay, GPIO22/23/24, GPIO27), print
@@ -23,18 +23,8 @@ chip)
     grep -qw configfs /proc/filesystems || modprobe configfs
     mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
     [ -d /sys/kernel/config/gpio-sim ] || insmod /usr/local/lib/vmtest/gpio-sim-ext.ko
-    if [ ! -d "$CFG" ]; then
-        mkdir "$CFG" "$CFG/bank0"
-        echo 5 > "$CFG/bank0/num_lines"
-        echo doorgateway-pi > "$CFG/bank0/label"
-        i=0
-        for name in GPIO17 GPIO22 GPIO23 GPIO24 GPIO27; do
-            mkdir "$CFG/bank0/line$i"
-            echo "$name" > "$CFG/bank0/line$i/name"
-            i=$((i + 1))
-        done
-        echo 1 > "$CFG/live"
-    fi
+    # shellcheck source=scripts/gpio-vm/checks-lib.sh
+    [ -d "$CFG" ] || { . /usr/local/lib/vmtest/checks-lib.sh && pi_header_sim "$CFG"; }
     chip=$(cat "$CFG/bank0/chip_name")
     echo "/sys/devices/platform/$(cat "$CFG/dev_name")/$chip" > "$STATE/sys"
     # The shipped udev rule gives the chip's node to group gpio.
