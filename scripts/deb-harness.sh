@@ -4,11 +4,9 @@
 # scripts/test-upgrade.sh (the test-deb chroot booted with systemd-nspawn).
 # Set HARNESS_NAME (the script's name, for its messages) before sourcing.
 
-# --- the tally: one PASS/FAIL line a check; the script ends on its counts ---
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+# The tally (pass, fail, passed, failed), retry, the test PKI and broker.
+# shellcheck source=scripts/lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
 # check NAME COMMAND...: the command runs with `inside` (which the script
 # defines: its chroot, or container_inside) and must exit 0.
 check() {

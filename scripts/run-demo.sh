@@ -35,7 +35,8 @@ trap 'exit 130' INT TERM
 CHILD=(setpriv --pdeathsig TERM --)
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 ctl() { DOORGATEWAY_SOCKET="$WORK/run/control.sock" "$GATEWAY" ctl "$@"; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scripts/lib/harness.sh
+. "$(dirname "$0")/lib/harness.sh"
 # wait_log KIND [N]: until the audit log holds at least N (default 1) more KIND events than before.
 count() { ctl log --limit 100000 --json | python3 -c "import json,sys; print(sum(1 for r in json.load(sys.stdin) if r.get('kind')=='$1'))"; }
 wait_for() {
@@ -45,33 +46,18 @@ wait_for() {
 
 # 1. Certificates: a CA, the broker, the door and a phone (client certificates).
 say "generating a CA and certificates for the broker, the door and a phone in $WORK/pki"
-mkdir -p "$WORK/pki" "$WORK/state" "$WORK/run"
-cd "$WORK/pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=demo-ca \
-  -keyout ca.key -out ca.crt 2>/dev/null
+mkdir -p "$WORK/state" "$WORK/run"
+pki_ca "$WORK/pki" demo-ca
 # CNs are what the shipped ACL knows: the door's device id, the phone's name
 # and Home Assistant's (the demo's watcher: one connection per certificate, so
 # the phone's publishes below must not share its certificate).
-for name in broker front-door phone-alice homeassistant; do
-  cn=$name; [ "$name" = broker ] && cn=localhost
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" -keyout $name.key -out $name.csr 2>/dev/null
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > $name.ext
-  openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile $name.ext -out $name.crt 2>/dev/null
-done
-chmod 600 ./*.key
-cd - >/dev/null
+pki_cert "$WORK/pki" broker DNS:localhost,IP:127.0.0.1 localhost
+for name in front-door phone-alice homeassistant; do pki_cert "$WORK/pki" $name DNS:localhost,IP:127.0.0.1; done
 
 # 2. The broker.
 PORT=$(free_port)
-SHIPPED=$(cd "$(dirname "$0")/.." && pwd)/provisioning
-sed -e "s|^listener .*|listener $PORT 127.0.0.1|" \
-    -e "s|^cafile .*|cafile $WORK/pki/ca.crt|" \
-    -e "s|^certfile .*|certfile $WORK/pki/broker.crt|" \
-    -e "s|^keyfile .*|keyfile $WORK/pki/broker.key|" \
-    -e "s|^acl_file .*|acl_file $SHIPPED/doorgateway.acl|" \
-    "$SHIPPED/mosquitto-doorgateway.conf" > "$WORK/mosquitto.conf"
+broker_conf "$(cd "$(dirname "$0")/.." && pwd)" "$PORT" 127.0.0.1 "$WORK/pki" > "$WORK/mosquitto.conf"
 cat >> "$WORK/mosquitto.conf" <<CONF
-persistence false
 # As root, mosquitto drops to its own user, which cannot read our 0600 keys.
 user $(id -un)
 log_dest stderr

@@ -255,28 +255,10 @@ restored=$(inside gatewayctl log --verify 2>&1 || true)
 PKI=$(mktemp -d "$CACHE/upg-pki.XXXXXX")
 BROKER_PID=
 stop_broker() { [ -z "$BROKER_PID" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=; }; rm -rf "$PKI"; }
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=upgrade-test-ca \
-    -keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null
-for n in broker upgrade-door; do
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$PKI/$n.key" -out "$PKI/$n.csr" 2>/dev/null
-    printf 'subjectAltName=DNS:broker.door.test\n' > "$PKI/$n.ext"
-    openssl x509 -req -in "$PKI/$n.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 2 \
-        -extfile "$PKI/$n.ext" -out "$PKI/$n.crt" 2>/dev/null
-done
-BROKER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$PKI/mosquitto.conf" <<EOF
-listener $BROKER_PORT 127.0.0.1
-cafile $PKI/ca.crt
-certfile $PKI/broker.crt
-keyfile $PKI/broker.key
-require_certificate true
-use_identity_as_username true
-allow_anonymous false
-acl_file $(pwd)/provisioning/doorgateway.acl
-persistence false
-user root
-log_dest file $PKI/mosquitto.log
-EOF
+pki_ca "$PKI" upgrade-test-ca
+for n in broker upgrade-door; do pki_cert "$PKI" $n DNS:broker.door.test; done
+BROKER_PORT=$(free_port)
+{ broker_conf "$(pwd)" "$BROKER_PORT" 127.0.0.1 "$PKI"; printf 'user root\nlog_dest file %s\n' "$PKI/mosquitto.log"; } > "$PKI/mosquitto.conf"
 mosquitto -c "$PKI/mosquitto.conf" > /dev/null 2>&1 &
 BROKER_PID=$!
 install -m 0644 "$PKI/ca.crt" "$ROOT/etc/doorgateway/ca.crt"
@@ -291,11 +273,7 @@ inside sh -c "sed -e '/^\[mqtt\]\$/,/^\[/ { s/^enabled = false/enabled = true/; 
 broker_connected() { inside gatewayctl status --json 2>/dev/null | tr -d ' \n' | grep -o '"connected":[a-z]*' | head -1; }
 check "broker.door.test does not resolve: gatewayd still starts (READY)" sh -c \
     'systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null'
-i=0
-until inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -c >/dev/null "connect to broker.door.test:"' || [ $i -ge 300 ]; do
-    sleep 0.1
-    i=$((i + 1))
-done
+retry 300 0.1 inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -c >/dev/null "connect to broker.door.test:"' || true
 err=$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -m1 "connect to broker.door.test:"' || true)
 [ -n "$err" ] && [ "$(broker_connected)" = '"connected":false' ] && pass "the unresolvable name is an error logged, not fatal: $err" \
     || fail "no connect error logged for broker.door.test" "$(broker_connected)"
