@@ -1,5 +1,6 @@
 """What the Python harnesses share: children that die with their parent
-(popen) and a free port (the fault suite's lib.py, scripts/ha/ha_acceptance.py);
+(popen), a free port and the shipped broker configuration relocated (the
+fault suite's lib.py, scripts/ha/ha_acceptance.py);
 for the benches (scripts/bench-daemon.py, scripts/bench-storage.py) and the
 clock-jump fault scenario (scripts/faults/clockjump.py): the
 percentile their figures use, the benches' gatewayd configuration, and the
@@ -32,6 +33,22 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def shipped_broker_conf(port, ca, cert, key, extra):
+    """(text, missing): provisioning/mosquitto-doorgateway.conf listening on
+    127.0.0.1:port with these certificate files and the tree's ACL, then the
+    lines extra; missing, the keys of the lines it relocates that the shipped
+    file lacks (the caller's check)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    replace = {"listener": f"{port} 127.0.0.1", "cafile": ca, "certfile": cert, "keyfile": key,
+               "acl_file": os.path.join(root, "provisioning", "doorgateway.acl")}
+    lines = []
+    with open(os.path.join(root, "provisioning", "mosquitto-doorgateway.conf")) as f:
+        for line in f.read().splitlines():
+            key_ = line.split(" ", 1)[0]
+            lines.append(f"{key_} {replace.pop(key_)}" if key_ in replace else line)
+    return "\n".join(lines + list(extra)) + "\n", sorted(replace)
 
 # The guest's /etc: root only (gatewayd and the tools look names up in files).
 GUEST_ETC = {"passwd": "root:x:0:0:root:/root:/bin/sh\n", "group": "root:x:0:\n"}

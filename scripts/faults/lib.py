@@ -21,7 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROVISIONING = os.path.join(ROOT, "provisioning")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from harness import free_port, popen  # noqa: E402,F401 (popen: the scenarios import it from here)
+from harness import free_port, popen, shipped_broker_conf  # noqa: E402,F401 (popen: the scenarios import it from here)
 
 
 class Failure(Exception):
@@ -103,19 +103,11 @@ class Broker:
                           self.path("ca.key"), "-CAcreateserial", "-days", "2", "-extfile", self.path(f"{name}.ext"),
                           "-out", self.path(f"{name}.crt"))
             os.chmod(self.path(f"{name}.key"), 0o600)
-        replace = {
-            "listener": f"{self.port} 127.0.0.1", "cafile": self.path("ca.crt"), "certfile": self.path("broker.crt"),
-            "keyfile": self.path("broker.key"), "acl_file": os.path.join(PROVISIONING, "doorgateway.acl"),
-        }
-        lines = []
-        with open(os.path.join(PROVISIONING, "mosquitto-doorgateway.conf")) as f:
-            for line in f.read().splitlines():
-                key = line.split(" ", 1)[0]
-                lines.append(f"{key} {replace.pop(key)}" if key in replace else line)
-        check(not replace, f"shipped broker configuration lacks {sorted(replace)}")
-        lines += ["persistence false", "user root", f"log_dest file {self.path('mosquitto.log')}"]
+        text, missing = shipped_broker_conf(self.port, self.path("ca.crt"), self.path("broker.crt"), self.path("broker.key"),
+                                            ["persistence false", "user root", f"log_dest file {self.path('mosquitto.log')}"])
+        check(not missing, f"shipped broker configuration lacks {missing}")
         with open(self.path("mosquitto.conf"), "w") as f:
-            f.write("\n".join(lines) + "\n")
+            f.write(text)
         self.process = None
 
     def path(self, name):

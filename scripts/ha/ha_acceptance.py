@@ -32,7 +32,7 @@ import uuid
 import jwt  # PyJWT, a Home Assistant dependency
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from harness import free_port, popen  # noqa: E402
+from harness import free_port, popen, shipped_broker_conf  # noqa: E402
 
 DEVICE = "front-door"
 
@@ -118,29 +118,16 @@ class Run:
         return os.path.join(self.work, "pki", name)
 
     def broker_config(self):
-        with open(os.path.join(self.repo, "provisioning/mosquitto-doorgateway.conf")) as f:
-            shipped = f.read().splitlines()
-        replace = {
-            "listener": f"{self.mqtt_port} 127.0.0.1", "cafile": self.pki_path("ca.crt"),
-            "certfile": self.pki_path("localhost.crt"), "keyfile": self.pki_path("localhost.key"),
-            "acl_file": os.path.join(self.repo, "provisioning/doorgateway.acl"),
-        }
-        seen = set()
-        lines = []
-        for line in shipped:
-            key = line.split(" ", 1)[0]
-            if key in replace:
-                line = f"{key} {replace[key]}"
-                seen.add(key)
-            lines.append(line)
-        check(seen == set(replace), "the shipped broker configuration has every line the test relocates", str(seen))
         # Debian's /etc/mosquitto/mosquitto.conf keeps retained messages across
         # restarts (persistence true); `user root` reads the 0600 test keys.
-        lines += ["persistence true", f"persistence_location {self.work}/", "user root",
-                  f"log_dest file {self.work}/mosquitto-broker.log", "log_type all"]
+        text, missing = shipped_broker_conf(
+            self.mqtt_port, self.pki_path("ca.crt"), self.pki_path("localhost.crt"), self.pki_path("localhost.key"),
+            ["persistence true", f"persistence_location {self.work}/", "user root",
+             f"log_dest file {self.work}/mosquitto-broker.log", "log_type all"])
+        check(not missing, "the shipped broker configuration has every line the test relocates", str(missing))
         path = os.path.join(self.work, "mosquitto.conf")
         with open(path, "w") as f:
-            f.write("\n".join(lines) + "\n")
+            f.write(text)
         return path
 
     def start_broker(self):
