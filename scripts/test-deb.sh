@@ -44,14 +44,9 @@ fi
 
 RUN=$(mktemp -d "$CACHE/run.XXXXXX")
 ROOT=$RUN/root
-cleanup() {
-    # Mounts live in the per-command namespaces; this only catches the impossible.
-    for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
-        umount -l "$m" 2>/dev/null || true
-    done
-    rm -rf "$RUN"
-}
-trap cleanup EXIT
+# No container here (NSPAWN unset): the cleanup undoes RUN's mounts (they live in
+# the per-command namespaces; this only catches the impossible) and removes RUN.
+trap container_cleanup EXIT
 trap 'exit 130' INT TERM HUP
 cp -a "$BASE" "$ROOT"
 exec 9>&-   # the copy is ours; let other runs use the base
