@@ -585,14 +585,7 @@ def slug(heading):
 
 
 def anchors(text):
-    out = set()
-    in_code = False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            in_code = not in_code
-        if not in_code and re.match(r"^#{1,6} ", line):
-            out.add(slug(re.sub(r"`", "", line.lstrip("#"))))
-    return out
+    return {slug(h) for h, _, _ in headings(text)}
 
 
 def check_links(rel, text):
