@@ -51,6 +51,8 @@ cd "$(dirname "$0")/../.."
 REPO=$(pwd)
 # shellcheck source=lib.sh
 . scripts/image/lib.sh
+# shellcheck source=scripts/lib/harness.sh
+. scripts/lib/harness.sh
 say() { echo "test-arm64-vm: $*" >&2; }
 PN532_SIM=${PN532_SIM:-out/static-arm64/pn532-sim}
 NEXT_DEB_FROM=${NEXT_DEB_FROM:-$(ls -t out/deb/doorgateway_*_arm64.deb 2>/dev/null | head -1)}
@@ -92,10 +94,6 @@ trap 'exit 130' INT TERM HUP
 rm -rf "$VM"
 mkdir -p "$VM/fb" "$VM/pki"
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
 
 # --- the copy and its partitions -----------------------------------------------------
 IMG_BYTES=$(stat -c %s "$IMG")
@@ -122,37 +120,13 @@ APPEND="$(tr ' ' '\n' < "$VM/cmdline.txt" | grep -v '^console=' | tr '\n' ' ')co
 say "kernel $KERNEL, initrd $INITRD from the FAT partition; cmdline: $APPEND"
 
 # --- a broker and certificates (the door's are handed over by first boot) ------------
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj /CN=vm-test-ca \
-    -keyout "$VM/pki/ca.key" -out "$VM/pki/ca.crt" 2>/dev/null
-cert() { # NAME SAN
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
-        -keyout "$VM/pki/$1.key" -out "$VM/pki/$1.csr" 2>/dev/null
-    printf 'subjectAltName=%s\nextendedKeyUsage=clientAuth,serverAuth\n' "$2" > "$VM/pki/$1.ext"
-    openssl x509 -req -in "$VM/pki/$1.csr" -CA "$VM/pki/ca.crt" -CAkey "$VM/pki/ca.key" -CAcreateserial \
-        -days 30 -extfile "$VM/pki/$1.ext" -out "$VM/pki/$1.crt" 2>/dev/null
-}
-cert broker "IP:10.0.2.2,DNS:localhost,DNS:doorbroker.local"
-cert vm-door "DNS:vm-door"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+pki_ca "$VM/pki" vm-test-ca
+pki_cert "$VM/pki" broker "IP:10.0.2.2,DNS:localhost,DNS:doorbroker.local"
+pki_cert "$VM/pki" vm-door "DNS:vm-door"
 BROKER_PORT=$(free_port)
 SSH_PORT=$(free_port)
-cat > "$VM/mosquitto.conf" <<EOF
-listener $BROKER_PORT 127.0.0.1
-cafile $VM/pki/ca.crt
-certfile $VM/pki/broker.crt
-keyfile $VM/pki/broker.key
-require_certificate true
-use_identity_as_username true
-allow_anonymous false
-acl_file $REPO/provisioning/doorgateway.acl
-persistence false
-log_dest file $VM/mosquitto.log
-log_type all
-EOF
-# mosquitto started as root runs as the mosquitto user: it must read these.
-chmod 0644 "$VM"/pki/* && chmod 0755 "$VM" "$VM/pki"
-: > "$VM/mosquitto.log"
-chown mosquitto "$VM/mosquitto.log" 2>/dev/null || chmod 0666 "$VM/mosquitto.log"
+{ broker_conf "$REPO" "$BROKER_PORT" 127.0.0.1 "$VM/pki"; printf 'user root\nlog_dest file %s\nlog_type all\n' "$VM/mosquitto.log"; } \
+    > "$VM/mosquitto.conf"
 mosquitto -c "$VM/mosquitto.conf" > /dev/null 2>&1 &
 BROKER_PID=$!
 
@@ -330,13 +304,10 @@ field() { python3 -c "import json,sys; d=json.load(open('$VM/status.json')); pri
     || fail "reader" "$(field "['reader']")"
 [ "$(field "['outputs']['strike']")" = locked ] && pass "relay strike locked at start" || fail "strike at start" "$status"
 # The broker: connected with the first-boot CA, certificate and key (credential).
-connected=
-for _ in $(seq 1 30); do
-    [ "$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["broker"]["connected"])' 2>/dev/null)" = True ] \
-        && { connected=1; break; }
-    sleep 2
-done
-[ -n "$connected" ] && pass "MQTT broker connected over mutual TLS with the first-boot ca.crt/door.crt/door.key (credential)" \
+# status_of PATH: a field of gatewayctl status --json now, e.g. "['broker']['connected']".
+status_of() { vm gatewayctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)$1)" 2>/dev/null; }
+broker_connected() { [ "$(status_of "['broker']['connected']")" = True ]; }
+retry 30 2 broker_connected && pass "MQTT broker connected over mutual TLS with the first-boot ca.crt/door.crt/door.key (credential)" \
     || fail "broker not connected" "$(vm journalctl -b -u gatewayd --no-pager -o cat | grep -i mqtt | tail -5)"
 grep -q "vm-door" "$VM/mosquitto.log" 2>/dev/null && pass "the broker saw the door's certificate CN vm-door" \
     || fail "broker log has no vm-door"
@@ -394,18 +365,17 @@ failed_units=$(vm 'systemctl --failed --plain --no-legend; echo "systemctl=$?"' 
 # from a real mDNS responder and runs a second broker there.
 vm "printf '[Match]\nMACAddress=52:54:00:d0:0d:01\n\n[Network]\nAddress=$TAP_NET.2/24\nLinkLocalAddressing=no\n' \
     > /etc/systemd/network/10-vmtest-mdns.network && networkctl reload" > /dev/null 2>&1
-for _ in $(seq 1 30); do vm "ip -4 -o addr show" 2>/dev/null | grep -c >/dev/null "inet $TAP_NET.2/" && break; sleep 2; done
+mdns_address() { vm "ip -4 -o addr show" 2>/dev/null | grep -c >/dev/null "inet $TAP_NET.2/"; }
+retry 30 2 mdns_address
 BROKER2_PORT=$(free_port)
 sed -e "s/^listener .*/listener $BROKER2_PORT $TAP_NET.1/" -e "s|^log_dest file .*|log_dest file $VM/mosquitto-mdns.log|" \
     "$VM/mosquitto.conf" > "$VM/mosquitto-mdns.conf"
-: > "$VM/mosquitto-mdns.log"
-chown mosquitto "$VM/mosquitto-mdns.log" 2>/dev/null || chmod 0666 "$VM/mosquitto-mdns.log"
 mosquitto -c "$VM/mosquitto-mdns.conf" > /dev/null 2>&1 &
 BROKER2_PID=$!
 /usr/bin/python3 "$REPO/scripts/mdns/responder.py" doorbroker.local "$TAP_NET.1" "$BROKER2_PORT" "$TAP_NET.1" > "$VM/responder.log" 2>&1 &
 MDNS_PID=$!
-for _ in $(seq 1 100); do grep -c >/dev/null '^ready' "$VM/responder.log" && break; sleep 0.2; done
-if vm "ip -4 -o addr show" | grep -c >/dev/null "inet $TAP_NET.2/" && grep -c >/dev/null '^ready' "$VM/responder.log"; then
+retry 100 0.2 grep -q '^ready' "$VM/responder.log"
+if mdns_address && grep -q '^ready' "$VM/responder.log"; then
     pass "mDNS link: guest $TAP_NET.2 on its second NIC, responder for doorbroker.local -> $TAP_NET.1, broker on :$BROKER2_PORT"
 else
     fail "mDNS link set-up" "$(vm 'ip -4 -o addr show' | tr '\n' '|') $(tr '\n' '|' < "$VM/responder.log")"
@@ -414,15 +384,7 @@ vm "cp /etc/doorgateway/gateway.toml /root/gateway.toml.before-mdns &&
     sed -i '/^\[mqtt\]\$/,/^\[/ { s/^host = .*/host = \"doorbroker.local\"/; s/^port = .*/port = $BROKER2_PORT/ }' /etc/doorgateway/gateway.toml &&
     grep -c '^host = \"doorbroker.local\"' /etc/doorgateway/gateway.toml" > /dev/null \
     || fail "gateway.toml with host = doorbroker.local"
-connected_via() { # SECONDS: until gatewayctl status says connected (prints True), or the time is up
-    local i
-    for i in $(seq 1 "$1"); do
-        [ "$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["broker"]["connected"])' 2>/dev/null)" = True ] \
-            && { echo True; return; }
-        sleep 1
-    done
-    echo False
-}
+connected_via() { retry "$1" 1 broker_connected && echo True || echo False; } # SECONDS: until connected, or the time is up
 # The 0.2.0 unit's allow list (no mDNS group), as a drop-in over the shipped unit.
 vm "printf '[Service]\nIPAddressAllow=\nIPAddressAllow=localhost link-local 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7\n' \
     > /etc/systemd/system/gatewayd.service.d/zz-old-allow.conf && systemctl daemon-reload && systemctl restart gatewayd" > /dev/null 2>&1
@@ -514,7 +476,7 @@ relay_polarity() { # ACTIVE_LOW LOCKED N: one polarity through stop, restart, ki
     vm systemctl restart gatewayd > /dev/null 2>&1
     st=$(until_active 90)
     v=$(vm vmtest-relay value)
-    strike=$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["outputs"]["strike"])' 2>/dev/null)
+    strike=$(status_of "['outputs']['strike']")
     journal=$(vm journalctl -u gatewayd -b --no-pager -o cat | grep 'gpio board ready' | tail -1)
     if [ "$st" = active ] && [ "$v" = "$locked" ] && [ "$strike" = locked ]; then
         pass "$name: gatewayd on $RELAY_CHIP under the shipped unit, strike locked, line at $v, pull $(vm vmtest-relay pull): $(printf '%s' "$journal" | grep -o 'strike=.*' | cut -c1-90)"
@@ -585,7 +547,7 @@ vm "cp /root/gateway.toml.before-relay /etc/doorgateway/gateway.toml && systemct
 # must lock it on SIGTERM. (A 3 s `open` pulse could end on its own before the
 # stop arrives under TCG; passage holds until something locks it.)
 vm gatewayctl mode passage > /dev/null || true
-opened=$(vm gatewayctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["outputs"]["strike"])' 2>/dev/null)
+opened=$(status_of "['outputs']['strike']")
 [ "$opened" = unlocked ] && pass "gatewayctl mode passage: strike held unlocked" || fail "passage" "$opened"
 stop_t0=$SECONDS
 vm systemctl stop gatewayd.service || true
