@@ -97,11 +97,7 @@ recipe() {
 
 # --- a 0.2.0 door in service ---------------------------------------------------------
 echo "== $OLD_VERSION"
-if out=$(inside apt-get install -y -q "/root/doorgateway_${OLD_VERSION}_amd64.deb" < /dev/null 2>&1); then
-    pass "apt-get install ./doorgateway_${OLD_VERSION}_amd64.deb"
-else
-    fail "install $OLD_VERSION" "$(printf '%s' "$out" | tail -5)"
-fi
+check "apt-get install ./doorgateway_${OLD_VERSION}_amd64.deb" apt-get install -y -q "/root/doorgateway_${OLD_VERSION}_amd64.deb" < /dev/null
 expect "$OLD_VERSION installed" "install ok installed $OLD_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 # The admin's edits: the simulated board (this test has no PN532), a device id
 # and a comment of their own.
