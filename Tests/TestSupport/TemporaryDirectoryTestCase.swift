@@ -1,0 +1,21 @@
+import Foundation
+import XCTest
+
+/// Tests that keep files under paths of their own, each removed after the test.
+open class TemporaryDirectoryTestCase: XCTestCase {
+    private var paths: [String] = []
+
+    /// A new path in the temporary directory, `prefix-<UUID>` (not created:
+    /// the store makes its directory), removed after the test.
+    public func temporaryPath(_ prefix: String) -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
+        paths.append(path)
+        return path
+    }
+
+    open override func tearDownWithError() throws {
+        for path in paths { try? FileManager.default.removeItem(atPath: path) }
+        paths = []
+        try super.tearDownWithError()
+    }
+}
