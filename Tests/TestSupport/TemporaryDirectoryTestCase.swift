@@ -13,6 +13,13 @@ open class TemporaryDirectoryTestCase: XCTestCase {
         return path
     }
 
+    /// A new directory in the temporary directory, made, removed after the test.
+    public func temporaryDirectory(_ prefix: String) throws -> URL {
+        let url = URL(fileURLWithPath: temporaryPath(prefix))
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
     open override func tearDownWithError() throws {
         for path in paths { try? FileManager.default.removeItem(atPath: path) }
         paths = []
