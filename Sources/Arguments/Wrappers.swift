@@ -21,6 +21,13 @@ final class Box<Value> {
 
     /// A slot's `wasGiven`.
     var givenReader: () -> Bool { { self.given } }
+
+    /// What a wrapper's `wrappedValue` reads: the value, which the parser has
+    /// set by then (anything else is a programming error, `message`).
+    func parsedValue(else message: String) -> Value {
+        guard let value else { preconditionFailure(message) }
+        return value
+    }
 }
 
 /// What the parser needs to know of one declaration (the property name comes
@@ -61,10 +68,7 @@ public struct Option<Value>: SlotProvider {
     let slot: Slot
 
     public var wrappedValue: Value {
-        get {
-            guard let value = box.value else { preconditionFailure("an @Option read before it was parsed") }
-            return value
-        }
+        get { box.parsedValue(else: "an @Option read before it was parsed") }
         nonmutating set { box.value = newValue }
     }
 }
@@ -124,10 +128,7 @@ public struct Flag<Value>: SlotProvider {
     let slot: Slot
 
     public var wrappedValue: Value {
-        get {
-            guard let value = box.value else { preconditionFailure("a @Flag read before it was parsed") }
-            return value
-        }
+        get { box.parsedValue(else: "a @Flag read before it was parsed") }
         nonmutating set { box.value = newValue }
     }
 }
@@ -156,10 +157,7 @@ public struct Argument<Value>: SlotProvider {
     let slot: Slot
 
     public var wrappedValue: Value {
-        get {
-            guard let value = box.value else { preconditionFailure("an @Argument read before it was parsed") }
-            return value
-        }
+        get { box.parsedValue(else: "an @Argument read before it was parsed") }
         nonmutating set { box.value = newValue }
     }
 }
@@ -210,10 +208,7 @@ public struct OptionGroup<Value: ParsableArguments>: GroupProvider {
     public init() { box = Box(Value()) }
 
     public var wrappedValue: Value {
-        get {
-            guard let value = box.value else { preconditionFailure("an @OptionGroup without a value") }
-            return value
-        }
+        get { box.parsedValue(else: "an @OptionGroup without a value") }
         nonmutating set { box.value = newValue }
     }
 

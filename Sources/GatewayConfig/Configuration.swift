@@ -71,15 +71,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     public struct MQTT: Equatable, Sendable {
-        public struct TLS: Equatable, Sendable {
-            public var enabled: Bool
-            public var caFile: String?
-            public var caDirectory: String?
-            public var certFile: String?
-            public var keyFile: String?
-            /// Skip checking the broker's host name (the chain is still verified; tests only).
-            public var insecure: Bool
-        }
+        public typealias TLS = BrokerTLS
         public var enabled: Bool
         public var host: String
         public var port: Int

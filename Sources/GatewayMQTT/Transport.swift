@@ -4,26 +4,7 @@ import DoorCore
 /// from `[mqtt]` (GatewayConfig is not a dependency of this transport).
 public struct MQTTSettings: Equatable, Sendable {
     public enum ProtocolVersion: Equatable, Sendable { case v311, v5 }
-    public struct TLS: Equatable, Sendable {
-        public var enabled: Bool
-        public var caFile: String?
-        public var caDirectory: String?
-        public var certFile: String?
-        public var keyFile: String?
-        /// Skip verifying the broker's certificate and host name (tests only).
-        public var insecure: Bool
-        public init(
-            enabled: Bool, caFile: String? = nil, caDirectory: String? = nil, certFile: String? = nil,
-            keyFile: String? = nil, insecure: Bool = false
-        ) {
-            self.enabled = enabled
-            self.caFile = caFile
-            self.caDirectory = caDirectory
-            self.certFile = certFile
-            self.keyFile = keyFile
-            self.insecure = insecure
-        }
-    }
+    public typealias TLS = BrokerTLS
     /// A broker login. The password never appears in a description or a log.
     public struct Login: Equatable, Sendable, CustomStringConvertible {
         public var username: String

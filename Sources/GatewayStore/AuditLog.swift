@@ -185,44 +185,6 @@ extension GatewayStore {
 
     public func verifyAudit() throws -> AuditVerification { try checkAudit(key: nil).verification }
 
-    func uncheckedVerifyAudit() throws -> AuditVerification {
-        try pool.read { db in
-            let anchor = try db.fetchOne(sql: "SELECT row_id, hash FROM audit_anchor WHERE one = 1")
-            var expected: [UInt8] = try anchor?.get("hash") ?? Self.genesis
-            var expectedID: Int64? = try anchor.map { try $0.get("row_id", as: Int64.self) + 1 }
-            var count = 0
-            var first: Int64?
-            var broken: AuditVerification?
-            try db.forEach(sql: "SELECT * FROM audit ORDER BY id") { r in
-                let row = try AuditRow(row: r)
-                first = first ?? row.id
-                if let e = expectedID, row.id != e {
-                    broken = .broken(rowID: row.id, why: "row \(e) is missing")
-                    return false
-                }
-                let prev: [UInt8] = try r.get("prev")
-                guard prev == expected else {
-                    broken = .broken(rowID: row.id, why: "link to the previous row does not match")
-                    return false
-                }
-                let hash: [UInt8] = try r.get("hash")
-                guard hash == Crypto.sha256(prev + row.canonical) else {
-                    broken = .broken(rowID: row.id, why: "content does not match its hash")
-                    return false
-                }
-                expected = hash
-                expectedID = row.id + 1
-                count += 1
-                return true
-            }
-            if let broken { return broken }
-            if anchor == nil, let first, first != 1 {
-                return .broken(rowID: first, why: "rows before it are missing and there is no anchor")
-            }
-            return .intact(rows: count, from: first)
-        }
-    }
-
     /// Retention: deletes rows older than `before` (Unix s) and beyond the
     /// newest `keep`, recording the last deleted row as the anchor.
     /// Returns how many rows went.

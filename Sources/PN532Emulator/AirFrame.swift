@@ -28,6 +28,23 @@ public struct AirFrame: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+/// ISO/IEC 14443-3 type A, answered alike by every emulated tag.
+enum ISO14443A {
+    /// ANTICOLLISION (SEL 20h, no CRC) and SELECT (SEL 70h + 5 bytes + CRC) of
+    /// one cascade level: the answer, a SELECT of this tag moving `state` to
+    /// `next`; nil for any other frame (the tag falls back to IDLE).
+    static func cascade<State>(
+        _ b: [UInt8], level: UInt8, uidPart: [UInt8], sak: UInt8, state: inout State, next: State
+    ) -> AirFrame? {
+        if b == [level, 0x20] { return AirFrame(uidPart) }
+        if b.count == 9, b[0] == level, b[1] == 0x70, CRC.isValid(b), Array(b[2...6]) == uidPart {
+            state = next
+            return .withCRC([sak])
+        }
+        return nil
+    }
+}
+
 /// ISO/IEC 14443-3 CRC_A: initial value 6363h, polynomial x^16+x^12+x^5+1
 /// processed LSB first, sent low byte first (libnfc `iso14443a_crc`).
 public enum CRC {

@@ -71,11 +71,12 @@ public struct NTAG21x: Sendable {
         case .idle, .halt:
             return nil
         case .ready1:
-            return anticollision(
-                b, cascade: 0x93, uidPart: [0x88, memory[0], memory[1], memory[2], memory[3]],
-                sak: 0x04, next: .ready2)
+            return ISO14443A.cascade(
+                b, level: 0x93, uidPart: [0x88, memory[0], memory[1], memory[2], memory[3]],
+                sak: 0x04, state: &state, next: .ready2) ?? toIdle()
         case .ready2:
-            return anticollision(b, cascade: 0x95, uidPart: Array(memory[4...8]), sak: Self.sak, next: .active)
+            return ISO14443A.cascade(
+                b, level: 0x95, uidPart: Array(memory[4...8]), sak: Self.sak, state: &state, next: .active) ?? toIdle()
         case .active, .authenticated:
             guard CRC.isValid(b) else { return nak(0x1) }
             return command(Array(b.dropLast(2)))
@@ -89,19 +90,6 @@ public struct NTAG21x: Sendable {
         state = .ready1
         compatibilityWritePage = nil
         return AirFrame(Self.atqa)
-    }
-
-    /// ANTICOLLISION (SEL 20h, no CRC) and SELECT (SEL 70h + 5 bytes + CRC) of one cascade level.
-    private mutating func anticollision(
-        _ b: [UInt8], cascade: UInt8, uidPart: [UInt8], sak: UInt8,
-        next: State
-    ) -> AirFrame? {
-        if b == [cascade, 0x20] { return AirFrame(uidPart) }
-        if b.count == 9, b[0] == cascade, b[1] == 0x70, CRC.isValid(b), Array(b[2...6]) == uidPart {
-            state = next
-            return .withCRC([sak])
-        }
-        return toIdle()
     }
 
     private mutating func toIdle() -> AirFrame? {

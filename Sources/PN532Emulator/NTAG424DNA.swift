@@ -55,10 +55,14 @@ public struct NTAG424DNA: Sendable {
             return nil
         case .ready1:
             let part: [UInt8] = [0x88, uid[0], uid[1], uid[2]]
-            return anticollision(b, cascade: 0x93, uidPart: part + [part.reduce(0, ^)], sak: 0x04, next: .ready2)
+            return ISO14443A.cascade(
+                b, level: 0x93, uidPart: part + [part.reduce(0, ^)], sak: 0x04, state: &state, next: .ready2)
+                ?? toIdle()
         case .ready2:
             let part = Array(uid[3..<7])
-            return anticollision(b, cascade: 0x95, uidPart: part + [part.reduce(0, ^)], sak: Self.sak, next: .active)
+            return ISO14443A.cascade(
+                b, level: 0x95, uidPart: part + [part.reduce(0, ^)], sak: Self.sak, state: &state, next: .active)
+                ?? toIdle()
         case .active:
             guard CRC.isValid(b) else { return nil }
             let c = Array(b.dropLast(2))
@@ -85,17 +89,6 @@ public struct NTAG424DNA: Sendable {
         state = .ready1
         application.reset()
         return AirFrame(Self.atqa)
-    }
-
-    private mutating func anticollision(
-        _ b: [UInt8], cascade: UInt8, uidPart: [UInt8], sak: UInt8, next: State
-    ) -> AirFrame? {
-        if b == [cascade, 0x20] { return AirFrame(uidPart) }
-        if b.count == 9, b[0] == cascade, b[1] == 0x70, CRC.isValid(b), Array(b[2...6]) == uidPart {
-            state = next
-            return .withCRC([sak])
-        }
-        return toIdle()
     }
 
     private mutating func toIdle() -> AirFrame? {

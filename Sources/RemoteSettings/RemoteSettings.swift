@@ -12,9 +12,7 @@ extension MQTTSettings {
     public init(_ c: GatewayConfiguration.MQTT) {
         self.init(
             host: c.host, port: c.port, clientID: c.clientID, protocolVersion: c.protocolVersion == .v5 ? .v5 : .v311,
-            tls: TLS(
-                enabled: c.tls.enabled, caFile: c.tls.caFile, caDirectory: c.tls.caDirectory, certFile: c.tls.certFile,
-                keyFile: c.tls.keyFile, insecure: c.tls.insecure),
+            tls: c.tls,
             keepaliveSeconds: c.keepaliveSeconds, topicPrefix: c.topicPrefix,
             compatCommandTopics: c.compatCommandTopics,
             homeAssistantDiscovery: c.homeAssistantDiscovery)

@@ -8,9 +8,9 @@ import GatewayNATS
 /// the checks after a valid signature are reached.
 enum NATSJWTTarget {
     static let accountSeed = [UInt8](repeating: 0xAC, count: 32)
-    static let accountKey = NKeyText.encode(prefix: 0, try! Crypto.Ed25519.publicKey(seed: accountSeed))
-    static let otherDoor = NKeyText.encode(
-        prefix: 20 << 3, try! Crypto.Ed25519.publicKey(seed: [UInt8](repeating: 0xD0, count: 32)))
+    static let accountKey = NKey.accountPublicKey(raw: try! Crypto.Ed25519.publicKey(seed: accountSeed))
+    static let otherDoor = NKey.userPublicKey(
+        raw: try! Crypto.Ed25519.publicKey(seed: [UInt8](repeating: 0xD0, count: 32)))
     static let now: Int64 = 1_757_216_934
     static let header = Base64URL.encode(Array(#"{"typ":"JWT","alg":"ed25519-nkey"}"#.utf8))
 
@@ -66,33 +66,5 @@ enum NATSJWTTarget {
             expect(jwt.issuer == accountKey && jwt.issuedInTime(now: now), "trusted without its issuer or in time")
         }
         return jwt
-    }
-}
-
-/// nkey text (base32 of prefix, key and CRC-16/XMODEM), for the target's own
-/// keys; DoorCore's encoder is internal.
-enum NKeyText {
-    static func encode(prefix: UInt8, _ key: [UInt8]) -> String {
-        let payload = [prefix] + key
-        var crc: UInt16 = 0
-        for b in payload {
-            crc ^= UInt16(b) << 8
-            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1 }
-        }
-        let bytes = payload + [UInt8(crc & 0xFF), UInt8(crc >> 8)]
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-        var out = ""
-        var buffer = 0
-        var bits = 0
-        for b in bytes {
-            buffer = (buffer << 8) | Int(b)
-            bits += 8
-            while bits >= 5 {
-                out.append(alphabet[(buffer >> (bits - 5)) & 31])
-                bits -= 5
-            }
-        }
-        if bits > 0 { out.append(alphabet[(buffer << (5 - bits)) & 31]) }
-        return out
     }
 }

@@ -232,11 +232,8 @@ final class CommandTests: XCTestCase {
     func nativeMessage(action: Int64, ts: Int64, nonce: String, device: String, key: [UInt8], macAction: Int64? = nil)
         -> String
     {
-        let mac = Crypto.hmacSHA256(
-            key: key,
-            message: CommandJudge.nativeMACMessage(device: device, action: macAction ?? action, ts: ts, nonce: nonce))
-        return
-            #"{"action": \#(action), "ts": \#(ts), "nonce": "\#(nonce)", "device": "\#(device)", "mac": "\#(Hex.encode(mac))"}"#
+        NativeCommandText.make(
+            action: action, ts: ts, nonce: nonce, device: device, key: key, macAction: macAction, spaced: true)
     }
 
     func testNativeCommands() {

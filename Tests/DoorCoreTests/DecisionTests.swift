@@ -92,14 +92,10 @@ final class RemoteJudgeTests: XCTestCase {
     }
 
     func native(action: Int64, ts: Int64) throws -> [UInt8] {
-        let nonce = Hex.encode(try Crypto.randomBytes(16))
-        let mac = Hex.encode(
-            Crypto.hmacSHA256(
-                key: nativeKey,
-                message: Array(
-                    CommandJudge.nativeMACMessage(device: "front-door", action: action, ts: ts, nonce: nonce).utf8)))
-        return Array(
-            #"{"action":\#(action),"ts":\#(ts),"nonce":"\#(nonce)","device":"front-door","mac":"\#(mac)"}"#.utf8)
+        Array(
+            NativeCommandText.make(
+                action: action, ts: ts, nonce: try NativeCommandText.nonce(), device: "front-door", key: nativeKey
+            ).utf8)
     }
 
     func code(_ j: RemoteJudgement) -> String? {

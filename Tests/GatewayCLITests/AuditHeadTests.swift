@@ -4,6 +4,7 @@ import Foundation
 @testable import GatewayCtl
 @testable import GatewayDaemon
 import GatewayStore
+import TestSupport
 import XCTest
 
 /// Security review L4: the head telemetry publishes (MQTT and NATS share
@@ -47,9 +48,9 @@ final class AuditHeadTests: XCTestCase {
 
         // A wrong or short key leaves the door running, unkeyed, and says so once; no key bytes logged.
         let store = try GatewayStore(stateDirectory: dir + "/state")
-        let lines = EventUIDTests.Lines()
+        let lines = LogCapture()
         Daemon.keyAuditLog(store, environment: ["DOORGATEWAY_AUDIT_KEY": file], log: lines.logger)
-        let logged = lines.all.withLock { $0 }
+        let logged = lines.all
         XCTAssertEqual(logged.count, 1, "\(logged)")
         XCTAssertTrue(logged.first?.hasPrefix("error audit: the audit key from") == true, "\(logged)")
         XCTAssertNil(try store.checkAudit(key: nil).keyedFrom)

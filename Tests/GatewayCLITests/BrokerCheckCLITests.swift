@@ -7,19 +7,7 @@ import XCTest
 /// does not give the door fails with the reason (under MQTT 3.1.1, where the
 /// broker acknowledges the denied publish), and a foreign certificate fails at
 /// the TLS handshake.
-final class BrokerCheckCLITests: XCTestCase {
-    var broker: MosquittoBroker!
-
-    override func setUpWithError() throws {
-        broker = try MosquittoBroker()
-        try broker.start()
-    }
-
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
+final class BrokerCheckCLITests: BrokerTestCase<MosquittoBroker> {
     func configFile(_ mqttLines: String = "", certificate: String = MosquittoBroker.doorID) throws -> String {
         var section = broker.configurationSection(compatTopic: "phone/front-door")
             .replacingOccurrences(of: "[mqtt]\n", with: "[mqtt]\n\(mqttLines)\n")
@@ -76,17 +64,7 @@ final class BrokerCheckCLITests: XCTestCase {
     /// A listening Unix socket standing for gatewayd's control socket.
     static func listen(at path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { buf in
-            for (i, c) in path.utf8.enumerated() { buf[i] = c }
-        }
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard fd >= 0, bound == 0, Glibc.listen(fd, 4) == 0 else {
+        guard fd >= 0, UnixSocket.bind(fd, to: path) == 0, Glibc.listen(fd, 4) == 0 else {
             close(fd)
             throw POSIXError(.EADDRINUSE)
         }

@@ -37,21 +37,14 @@ final class CertificateRoleTests: XCTestCase {
             let broker = try ServerProcess("/usr/sbin/mosquitto", ["-c", path("mosquitto-\(server).conf")])
             defer { broker.stop() }
             XCTAssertTrue(broker.waitUntilReady { MosquittoBroker.canConnect(port) }, "mosquitto listens")
-            let toml = """
-                [device]
-                id = "front-door"
-                [board]
-                kind = "sim"
-                [mqtt]
-                enabled = true
-                host = "localhost"
-                port = \(port)
-                [mqtt.tls]
-                ca_file = "\(path("ca.crt"))"
-                cert_file = "\(path("front-door.crt"))"
-                key_file = "\(path("front-door.key"))"
-                insecure = \(insecure)
-                """
+            let toml =
+                ConfigText.simWithMQTT(port: port) + """
+                    [mqtt.tls]
+                    ca_file = "\(path("ca.crt"))"
+                    cert_file = "\(path("front-door.crt"))"
+                    key_file = "\(path("front-door.key"))"
+                    insecure = \(insecure)
+                    """
             try toml.write(toFile: path("gateway-\(server).toml"), atomically: true, encoding: .utf8)
             let r = try Run.gatewayctl(["config", "check", "--broker", path("gateway-\(server).toml")])
             if shouldConnect {

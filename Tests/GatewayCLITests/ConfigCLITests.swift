@@ -4,16 +4,10 @@ import TestSupport
 import XCTest
 
 /// Black-box: `gateway ctl config check|example`, whole outputs and exit codes.
-final class ConfigCLITests: XCTestCase {
+final class ConfigCLITests: TemporaryDirectoryTestCase {
     var dir: URL!
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "config-cli-\(getpid())-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+    override func setUpWithError() throws { dir = try temporaryDirectory("config-cli") }
 
     func write(_ name: String, _ text: String) throws -> String {
         let url = dir.appendingPathComponent(name)

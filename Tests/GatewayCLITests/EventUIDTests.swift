@@ -2,6 +2,7 @@ import DoorCore
 import GatewayConfig
 import Logging
 import Synchronization
+import TestSupport
 import XCTest
 
 @testable import GatewayControl
@@ -12,23 +13,6 @@ import XCTest
 /// device key cannot be had. Hashed UIDs fail closed (withheld), logged
 /// once; full UIDs need no key.
 final class EventUIDTests: XCTestCase {
-    final class Lines: Sendable {
-        let all = Mutex<[String]>([])
-        var logger: Logger {
-            Logger(label: "test", factory: { _ in Handler(lines: self) })
-        }
-        struct Handler: LogHandler {
-            let lines: Lines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) { lines.all.withLock { $0.append("\(event.level) \(event.message)") } }
-        }
-    }
-
     struct Unreadable: Error, CustomStringConvertible {
         var description: String { "database disk image is malformed" }
     }
@@ -40,24 +24,24 @@ final class EventUIDTests: XCTestCase {
             ("missing", { () throws -> [UInt8]? in nil }),
             ("empty", { () throws -> [UInt8]? in [] }),
         ] {
-            let lines = Lines()
+            let lines = LogCapture()
             let text = Daemon.eventUIDText(.hmac, transport: "mqtt", log: lines.logger, deviceKey: read)
             XCTAssertNil(text(uid), name)
             XCTAssertNil(text(uid), name)
-            let logged = lines.all.withLock { $0 }
+            let logged = lines.all
             XCTAssertEqual(logged.count, 1, "\(name): once, at start: \(logged)")
             XCTAssertTrue(logged.first?.hasPrefix("error mqtt: the device key is ") == true, "\(logged)")
             XCTAssertTrue(logged.first?.contains("events carry no UID") == true, "\(logged)")
             if name == "unreadable" { XCTAssertTrue(logged.first?.contains("malformed") == true, "\(logged)") }
         }
 
-        let lines = Lines()
+        let lines = LogCapture()
         let key = [UInt8](repeating: 7, count: 32)
         let hashed = Daemon.eventUIDText(.hmac, transport: "nats", log: lines.logger) { key }
         XCTAssertEqual(hashed(uid)?.count, 16)
         XCTAssertNotEqual(hashed(uid), uid.hex)
         let full = Daemon.eventUIDText(.full, transport: "nats", log: lines.logger) { throw Unreadable() }
         XCTAssertEqual(full(uid), uid.hex, "full UIDs need no key")
-        XCTAssertEqual(lines.all.withLock { $0 }, [], "nothing to say with a key, or without hashing")
+        XCTAssertEqual(lines.all, [], "nothing to say with a key, or without hashing")
     }
 }

@@ -9,19 +9,13 @@ import XCTest
 /// here with its directories pointed at a temporary tree), which take the
 /// relay's polarity and lock kind from the boot partition and write both the
 /// configuration's outputs and config.txt's `gpio=` hold.
-final class FirmwareHoldCLITests: XCTestCase {
+final class FirmwareHoldCLITests: TemporaryDirectoryTestCase {
     var dir: URL!
     static let repo = Fixtures.root
     /// The image's firmware settings as shipped (the undecided hold block).
     static let stockCustom = repo.appendingPathComponent("provisioning/firstboot/config.txt.custom")
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "firmware-hold-\(getpid())-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+    override func setUpWithError() throws { dir = try temporaryDirectory("firmware-hold") }
 
     func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
 

@@ -10,16 +10,10 @@ import XCTest
 /// /etc/timezone), which gatewayd's schedules read when gateway.toml sets no
 /// `[clock] time_zone`. The script runs here with its paths pointed at a
 /// temporary tree, a zoneinfo directory of its own included.
-final class FirstBootTimeZoneTests: XCTestCase {
+final class FirstBootTimeZoneTests: TemporaryDirectoryTestCase {
     var dir: URL!
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "firstboot-tz-\(getpid())-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+    override func setUpWithError() throws { dir = try temporaryDirectory("firstboot-tz") }
 
     func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
 

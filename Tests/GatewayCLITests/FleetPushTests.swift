@@ -64,33 +64,27 @@ final class FleetPushTests: XCTestCase {
     }
 
     func writeConfig(sitePublicKey: [UInt8]) throws {
-        try """
-        [device]
-        id = "door-b"
-        [board]
-        kind = "sim"
-        [mqtt]
-        enabled = true
-        [mqtt.tls]
-        enabled = false
-        [[actions]]
-        index = 0
-        name = "front"
-        steps = [{ pulse = "strike", ms = 300 }]
-        [[actions]]
-        index = 1
-        name = "back"
-        steps = [{ pulse = "strike", ms = 300 }]
-        [fleet]
-        enabled = true
-        site_id = "\(Self.site)"
-        site_public_key = "\(Hex.encode(sitePublicKey))"
-        box_key_file = "\(boxKeyFile)"
-        [paths]
-        state_dir = "\(stateDirectory)"
-        runtime_dir = "\(dir!)/run"
+        let text =
+            ConfigText.simWithPlainMQTT(id: "door-b") + """
+                [[actions]]
+                index = 0
+                name = "front"
+                steps = [{ pulse = "strike", ms = 300 }]
+                [[actions]]
+                index = 1
+                name = "back"
+                steps = [{ pulse = "strike", ms = 300 }]
+                [fleet]
+                enabled = true
+                site_id = "\(Self.site)"
+                site_public_key = "\(Hex.encode(sitePublicKey))"
+                box_key_file = "\(boxKeyFile)"
+                [paths]
+                state_dir = "\(stateDirectory)"
+                runtime_dir = "\(dir!)/run"
 
-        """.write(toFile: dir + "/etc/gateway.toml", atomically: true, encoding: .utf8)
+                """
+        try text.write(toFile: dir + "/etc/gateway.toml", atomically: true, encoding: .utf8)
     }
 
     /// The door's own truth: version 4 applied (alice issued, bob revoked,
@@ -136,6 +130,18 @@ final class FleetPushTests: XCTestCase {
     func startHostileDaemon() throws {
         daemon = HostileDaemon(path: socket, body: try hostileBody())
         try daemon.start()
+    }
+
+    /// `push --yes` with the hostile daemon started: refused (status 1), the
+    /// `warning` on standard output.
+    func pushWithYesRefused(warning: String, file: StaticString = #filePath, line: UInt = #line) throws
+        -> ProcessResult
+    {
+        try startHostileDaemon()
+        let r = try push(["--yes"])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr, file: file, line: line)
+        XCTAssertTrue(r.stdout.contains(warning), r.stdout, file: file, line: line)
+        return r
     }
 
     /// The real gatewayctl, as root would run it: the configuration from
@@ -311,12 +317,9 @@ final class FleetPushTests: XCTestCase {
 
         let now: Int64 = 1_800_000_600
         func command(for device: String, key: [UInt8]) throws -> [UInt8] {
-            let nonce = Hex.encode(try Crypto.randomBytes(16))
-            let mac = Crypto.hmacSHA256(
-                key: key, message: CommandJudge.nativeMACMessage(device: device, action: 0, ts: now, nonce: nonce))
+            let nonce = try NativeCommandText.nonce()
             return Array(
-                #"{"action": 0, "ts": \#(now), "nonce": "\#(nonce)", "device": "\#(device)", "mac": "\#(Hex.encode(mac))"}"#
-                    .utf8)
+                NativeCommandText.make(action: 0, ts: now, nonce: nonce, device: device, key: key, spaced: true).utf8)
         }
         /// As gatewayd judges it: the store's site key, derived for the door.
         func judge(_ payload: [UInt8], at door: GatewayStore, _ device: String) throws -> CommandVerdict {
@@ -537,14 +540,10 @@ final class FleetPushTests: XCTestCase {
             try $0.execute(
                 sql: "UPDATE fleet_state SET document = ?, version = 9223372036854775806", arguments: [forged])
         }
-        try startHostileDaemon()
-        let r = try push(["--yes"])
-        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(
-            r.stdout.contains(
-                "warning: version 9223372036854775806 cannot be checked: the document the store keeps for it is "
-                    + "refused (the signature does not verify with the site public key) with this site key: signed "
-                    + "with a previous site key, or the store was altered"), r.stdout)
+        let r = try pushWithYesRefused(
+            warning: "warning: version 9223372036854775806 cannot be checked: the document the store keeps for it is "
+                + "refused (the signature does not verify with the site public key) with this site key: signed "
+                + "with a previous site key, or the store was altered")
         XCTAssertTrue(r.stderr.contains("give it with --after-version N"), r.stderr)
         let confirmed = try onATerminal(answer: "y")
         XCTAssertEqual(confirmed.status, 1, confirmed.stdout)
@@ -564,13 +563,9 @@ final class FleetPushTests: XCTestCase {
     func testAnAppliedVersionWithoutItsDocumentNeedsTheOperatorsVersion() throws {
         try makeTheStoresTruth()
         try store.pool.write { try $0.execute(sql: "UPDATE fleet_state SET document = NULL") }
-        try startHostileDaemon()
-        let r = try push(["--yes"])
-        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
-        XCTAssertTrue(
-            r.stdout.contains(
-                "warning: version 4 cannot be checked: the store keeps no document for it (applied before gatewayd "
-                    + "kept them)"), r.stdout)
+        _ = try pushWithYesRefused(
+            warning: "warning: version 4 cannot be checked: the store keeps no document for it (applied before "
+                + "gatewayd kept them)")
         XCTAssertEqual(try published().count, 0)
         let vouched = try push(["--yes", "--after-version", "4"])
         XCTAssertEqual(vouched.status, 0, vouched.stdout + vouched.stderr)

@@ -16,21 +16,14 @@ import XCTest
 /// SQLite error that is not the document's) is retried and shown in
 /// `not_applied` until a document applies. Before: both were logged "not
 /// applied" and retried 60 times in silence, never audited nor shown.
-final class FleetReceiverTests: XCTestCase {
-    var dirs: [String] = []
-    override func tearDownWithError() throws {
-        for dir in dirs { try? FileManager.default.removeItem(atPath: dir) }
-    }
-
+final class FleetReceiverTests: TemporaryDirectoryTestCase {
     let seed = Array(repeating: UInt8(5), count: 32)
     let site = "main-site"
 
     func receiver(actions: @escaping @Sendable () -> Set<ActionIndex> = { [0, 1, 2, 3] }) throws -> (
         FleetReceiver, GatewayStore, LogCapture
     ) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("frecv-\(UUID().uuidString)").path
-        dirs.append(dir)
-        let store = try GatewayStore(stateDirectory: dir)
+        let store = try GatewayStore(stateDirectory: temporaryPath("frecv"))
         try store.syncActions(DoorSettings().actions)
         let capture = LogCapture()
         let settings = GatewayConfiguration.Fleet(

@@ -110,20 +110,13 @@ final class HomeAssistantAddonTests: XCTestCase {
         let pw = path("mqtt.password")
         try (Self.password("front-door") + "\n").write(toFile: pw, atomically: true, encoding: .utf8)
         chmod(pw, 0o640)
-        let toml = """
-            [device]
-            id = "front-door"
-            [board]
-            kind = "sim"
-            [mqtt]
-            enabled = true
-            host = "localhost"
-            port = \(tlsPort)
-            username = "front-door"
-            password_file = "\(pw)"
-            [mqtt.tls]
-            ca_file = "\(path("ca.crt"))"
-            """
+        let toml =
+            ConfigText.simWithMQTT(port: tlsPort) + """
+                username = "front-door"
+                password_file = "\(pw)"
+                [mqtt.tls]
+                ca_file = "\(path("ca.crt"))"
+                """
         try toml.write(toFile: path("gateway.toml"), atomically: true, encoding: .utf8)
         return try Run.gatewayctl(["config", "check", "--broker", path("gateway.toml")])
     }

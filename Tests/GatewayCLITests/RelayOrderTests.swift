@@ -17,68 +17,11 @@ import XCTest
 /// the tap waits for.
 ///
 /// "A power cut at the instant the relay moves" is the database's files as
-/// they are then: the board below copies gateway.db and its WAL the moment
+/// they are then: the board (CuttingBoard) copies gateway.db and its WAL the moment
 /// it is driven unlocked (every commit before it is in them, with
 /// synchronous=FULL on disk), and the test opens that copy as the door would
 /// after the cut.
-final class RelayOrderTests: XCTestCase {
-    var dir: String!
-    var runtime: DoorRuntime?
-
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("relay-order-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        runtime?.shutdown()
-        runtime = nil
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    /// A sim board that copies the store's files at each unlock.
-    final class CuttingBoard: DoorBoard {
-        let inner: SimulatedBoard
-        let stateDirectory: String
-        let cuts: Mutex<[String]> = Mutex([])
-        /// Called after each drive (output, state), on the door queue.
-        let driven: Mutex<(@Sendable (OutputState) -> Void)?> = Mutex(nil)
-        /// The drives, the indicator lines each change turns on or off, and the
-        /// audit records (`makeDoor`), in the order they happened.
-        let trace: Mutex<[String]> = Mutex([])
-        var outputs: [OutputDefinition] { inner.outputs }
-        var indicatorNames: [String] { inner.indicatorNames }
-
-        init(_ inner: SimulatedBoard, stateDirectory: String) {
-            self.inner = inner
-            self.stateDirectory = stateDirectory
-        }
-
-        func drive(_ output: String, _ state: OutputState) throws {
-            if state == .unlocked {
-                let cut = stateDirectory + "-cut-\(cuts.withLock { $0.count })"
-                try? FileManager.default.createDirectory(atPath: cut, withIntermediateDirectories: true)
-                for name in ["gateway.db", "gateway.db-wal"] {
-                    let from = stateDirectory + "/" + name
-                    if FileManager.default.fileExists(atPath: from) {
-                        try? FileManager.default.copyItem(atPath: from, toPath: cut + "/" + name)
-                    }
-                }
-                cuts.withLock { $0.append(cut) }
-            }
-            try inner.drive(output, state)
-            trace.withLock { $0.append("drive \(output) \(state)") }
-            driven.withLock { $0 }?(state)
-        }
-        func setIndicators(_ changes: [LineChange]) throws {
-            try inner.setIndicators(changes)
-            trace.withLock { $0.append("indicators " + changes.map(\.line).sorted().joined(separator: ",")) }
-        }
-        func lockAll() { inner.lockAll() }
-        func snapshot() -> BoardSnapshot { inner.snapshot() }
-        func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { inner.setInputHandler(handler) }
-    }
-
+final class RelayOrderTests: DoorRuntimeTestCase {
     struct Door {
         let runtime: DoorRuntime
         let store: GatewayStore
@@ -88,7 +31,7 @@ final class RelayOrderTests: XCTestCase {
     }
 
     func makeDoor(pulseMs: Int = 10000) throws -> Door {
-        let state = dir + "/state"
+        let state = stateDirectory
         let configuration = try GatewayConfiguration.load(
             toml: """
                 [device]
@@ -107,20 +50,7 @@ final class RelayOrderTests: XCTestCase {
                 state_dir = "\(state)"
                 runtime_dir = "\(dir!)/run"
                 """)
-        let log = Logger(label: "relay-order")
-        let board = CuttingBoard(
-            try SimulatedBoard(configuration.boardDescription, logger: log), stateDirectory: state)
-        let store = try GatewayStore(stateDirectory: state)
-        try store.syncActions(configuration.door.actions)
-        let writer = AuditWriter(store: store, outbox: Daemon.EventOutbox(), log: log)
-        let runtime = DoorRuntime(
-            live: LiveConfiguration(configuration), board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { event, time, detail, lastSeen in
-                board.trace.withLock { $0.append("audit \(event.kind.rawValue)") }
-                writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
-            },
-            flushAudit: { writer.flush() }, log: log)
-        self.runtime = runtime
+        let (runtime, board, store, writer) = try makeRuntime(configuration, label: "relay-order")
         runtime.start()
         runtime.committed()
         return Door(runtime: runtime, store: store, board: board, writer: writer, state: state)

@@ -12,21 +12,7 @@ import XCTest
 /// running door would not: outside its passage schedule's window the
 /// schedule says the door is shut, and a lockdown stays until `gatewayctl
 /// mode` lifts it (never an edit of gateway.toml).
-final class ReloadModeTests: XCTestCase {
-    var dir: String!
-    var runtime: DoorRuntime?
-
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("reload-mode-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        runtime?.shutdown()
-        runtime = nil
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
+final class ReloadModeTests: DoorRuntimeTestCase {
     /// Two days ago in UTC: never today in any time zone.
     var closedDay: String {
         let days = ["thu", "fri", "sat", "sun", "mon", "tue", "wed"]  // 1970-01-01 was a Thursday
@@ -52,20 +38,8 @@ final class ReloadModeTests: XCTestCase {
                 """)
     }
 
-    func makeDoor(_ configuration: GatewayConfiguration) throws -> (DoorRuntime, RelayOrderTests.CuttingBoard) {
-        let state = dir + "/state"
-        let log = Logger(label: "reload-mode")
-        let board = RelayOrderTests.CuttingBoard(
-            try SimulatedBoard(configuration.boardDescription, logger: log), stateDirectory: state)
-        let store = try GatewayStore(stateDirectory: state)
-        try store.syncActions(configuration.door.actions)
-        let writer = AuditWriter(store: store, outbox: Daemon.EventOutbox(), log: log)
-        let runtime = DoorRuntime(
-            live: LiveConfiguration(configuration), board: board, store: store, registry: StoreRegistry(store: store),
-            audit: { event, time, detail, lastSeen in writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
-            },
-            flushAudit: { writer.flush() }, log: log)
-        self.runtime = runtime
+    func makeDoor(_ configuration: GatewayConfiguration) throws -> (DoorRuntime, CuttingBoard) {
+        let (runtime, board, _, _) = try makeRuntime(configuration, label: "reload-mode")
         runtime.start()
         runtime.sync {}
         return (runtime, board)
@@ -77,7 +51,7 @@ final class ReloadModeTests: XCTestCase {
         return mode
     }
 
-    func unlocks(_ board: RelayOrderTests.CuttingBoard) -> Int {
+    func unlocks(_ board: CuttingBoard) -> Int {
         board.trace.withLock { $0.filter { $0.hasPrefix("drive") && $0.hasSuffix("unlocked") }.count }
     }
 

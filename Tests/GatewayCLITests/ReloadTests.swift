@@ -1,4 +1,5 @@
 import GatewayConfig
+import TestSupport
 import XCTest
 
 @testable import GatewayControl
@@ -8,17 +9,7 @@ import XCTest
 /// What a SIGHUP reload refuses (issue 24 M4): `[fleet]` and `[control]`
 /// are read at start only, so a change to them is named, never applied in silence.
 final class ReloadTests: XCTestCase {
-    static let base = """
-        [device]
-        id = "door-a"
-        [board]
-        kind = "sim"
-        [mqtt]
-        enabled = true
-        [mqtt.tls]
-        enabled = false
-
-        """
+    static let base = ConfigText.simWithPlainMQTT(id: "door-a")
 
     func configuration(
         fleet: Bool = true, key: String = String(repeating: "ab", count: 32), box: String = "/etc/doorgateway/box.key",

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 @testable import GatewayCtl
@@ -6,7 +7,7 @@ import XCTest
 /// `config check --broker` in gatewayd.service's sandbox: the systemd-run
 /// arguments made from the shipped unit carry what decides what the door can
 /// reach, and nothing of the daemon's own running.
-final class UnitSandboxTests: XCTestCase {
+final class UnitSandboxTests: TemporaryDirectoryTestCase {
     func shippedSettings() throws -> [(String, String)] {
         UnitSandbox.parse(try String(contentsOfFile: ServiceUnitTests.unitPath, encoding: .utf8))
     }
@@ -44,10 +45,7 @@ final class UnitSandboxTests: XCTestCase {
     /// credential whose file is missing is left out (the unit's SetCredential=
     /// fallback has no place in a transient unit, which would fail on it).
     func testDropInsInOrderAndOnlyExistingCredentials() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "sandbox-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryDirectory("sandbox")
         let key = dir.appendingPathComponent("door.key").path
         try Data("k".utf8).write(to: URL(fileURLWithPath: key))
         let text = """

@@ -1,19 +1,10 @@
 import GatewayConfig
+import TestSupport
 import XCTest
 
 /// `[fleet]` (docs/fleet.md): off by default, strict like every section.
 final class FleetConfigTests: XCTestCase {
-    static let base = """
-        [device]
-        id = "door-a"
-        [board]
-        kind = "sim"
-        [mqtt]
-        enabled = true
-        [mqtt.tls]
-        enabled = false
-
-        """
+    static let base = ConfigText.simWithPlainMQTT(id: "door-a")
     static let key = String(repeating: "ab", count: 32)
 
     func issues(_ text: String) -> [ConfigIssue] {

@@ -4,7 +4,7 @@ import XCTest
 
 /// The strict loader: defaults of each section, every kind of error naming its
 /// key and line, the example files.
-final class LoaderTests: XCTestCase {
+final class LoaderTests: XCTestCase, ExpectsConfigIssues {
     /// Lines 1–4; snippets appended start at line 5. The simulated board,
     /// whose relay has defaults; a real board states its relay (`realBase`,
     /// PolarityTests).
@@ -29,16 +29,6 @@ final class LoaderTests: XCTestCase {
         } catch {
             XCTFail("unexpected issues:\n\(error)", file: file, line: line)
             return nil
-        }
-    }
-
-    func issues(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> [ConfigIssue] {
-        do {
-            _ = try GatewayConfiguration.load(toml: text)
-            XCTFail("loaded without issues", file: file, line: line)
-            return []
-        } catch {
-            return error.issues
         }
     }
 

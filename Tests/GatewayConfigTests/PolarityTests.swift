@@ -6,7 +6,7 @@ import XCTest
 /// defaults (the common opto relay modules switch on while their input is
 /// low: assumed active-high, a strike's relay is energised whenever the door
 /// is idle); the firmware hold in config.txt follows from them.
-final class PolarityTests: XCTestCase {
+final class PolarityTests: XCTestCase, ExpectsConfigIssues {
     static let real = "[device]\nid = \"d1\"\n[board]\nkind = \"real\"\n"
     static let sim = "[device]\nid = \"d1\"\n[board]\nkind = \"sim\"\n"
     static let strike = "[[outputs]]\nname = \"strike\"\nline = \"GPIO17\"\n"
@@ -18,16 +18,6 @@ final class PolarityTests: XCTestCase {
     static let lockedLevelMessage =
         "output \"strike\": is required on a real board, there is no default: \"deenergised\" for a fail-secure strike "
         + "(locked without power), \"energised\" for a maglock (locked while powered)"
-
-    func issues(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> [ConfigIssue] {
-        do {
-            _ = try GatewayConfiguration.load(toml: text)
-            XCTFail("loaded without issues", file: file, line: line)
-            return []
-        } catch {
-            return error.issues
-        }
-    }
 
     // MARK: Refusals
 

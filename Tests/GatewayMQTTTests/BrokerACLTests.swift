@@ -11,19 +11,7 @@ import XCTest
 /// 3.1.1 acknowledges a denied publish, so every "denied" below is checked
 /// where it matters — on the receiving side — after a permitted marker sent
 /// later on the same path has arrived.
-final class BrokerACLTests: XCTestCase {
-    var broker: MosquittoBroker!
-
-    override func setUpWithError() throws {
-        broker = try MosquittoBroker()
-        try broker.start()
-    }
-
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
+final class BrokerACLTests: BrokerTestCase<MosquittoBroker> {
     func testTheShippedFilesLoad() throws {
         XCTAssertTrue(broker.process?.isRunning ?? false, broker.log)
         XCTAssertFalse(broker.log.contains("Error"), broker.log)

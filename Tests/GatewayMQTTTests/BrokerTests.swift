@@ -12,8 +12,7 @@ import XCTest
 @testable import GatewayDaemon
 
 /// The MQTT link against Debian's mosquitto with mutual TLS.
-final class BrokerTests: XCTestCase {
-    var broker: MosquittoBroker!
+final class BrokerTests: BrokerTestCase<MosquittoBroker> {
     /// The door's state directory: its store holds the keys and the replay
     /// record, kept across the links of one test (as across a daemon's restarts).
     var stateDirectory: String!
@@ -32,14 +31,11 @@ final class BrokerTests: XCTestCase {
         let store = try GatewayStore(stateDirectory: stateDirectory)
         try store.setKey(.compatTimestamp, compatKey, now: 0)
         try store.setKey(.nativeCommand, siteCommandKey, now: 0)
-        broker = try MosquittoBroker()
-        try broker.start()
+        try super.setUpWithError()
     }
 
     override func tearDown() {
-        // XCTest keeps test-case instances to the end of the run: stop the broker now.
-        broker?.stop()
-        broker = nil
+        super.tearDown()
         if let stateDirectory { try? FileManager.default.removeItem(atPath: stateDirectory) }
     }
 
@@ -83,6 +79,13 @@ final class BrokerTests: XCTestCase {
         try link.start(RemoteWiring(commands: commands))
         XCTAssertTrue(try waitUntil { link.isConnected }, "connected with mutual TLS")
         return link
+    }
+
+    /// A native command for `action`, now, with a fresh nonce, MAC'd with this door's key.
+    func native(action: Int64) throws -> String {
+        NativeCommandText.make(
+            action: action, ts: Int64(time(nil)), nonce: try NativeCommandText.nonce(), device: "front-door",
+            key: nativeKey)
     }
 
     func otp(_ ts: Int64, command: Int = 1, key: [UInt8]? = nil) throws -> String {
@@ -186,14 +189,7 @@ final class BrokerTests: XCTestCase {
     func testNativeCommandsAndAlteredAction() throws {
         let outcomes = Outcomes()
         let l = try link(outcomes)
-        let now = Int64(time(nil))
-        let nonce = Hex.encode(try Crypto.randomBytes(16))
-        let mac = Hex.encode(
-            Crypto.hmacSHA256(
-                key: nativeKey,
-                message: Array(
-                    CommandJudge.nativeMACMessage(device: "front-door", action: 1, ts: now, nonce: nonce).utf8)))
-        let good = #"{"action":1,"ts":\#(now),"nonce":"\#(nonce)","device":"front-door","mac":"\#(mac)"}"#
+        let good = try native(action: 1)
         _ = try broker.publish(
             "doorgateway/front-door/command", good.replacingOccurrences(of: #""action":1"#, with: #""action":0"#))
         XCTAssertEqual(outcomes.wait(count: 1).last.flatMap(code), "bad_mac")
@@ -307,16 +303,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(outcomes.wait(count: 1).last, .accepted(.action(0), source: .compat))
         _ = try broker.publish("phone/front-door", fresh)
         XCTAssertEqual(outcomes.wait(count: 2).last.flatMap(code), "replay")
-        let now = Int64(time(nil))
-        let nonce = Hex.encode(try Crypto.randomBytes(16))
-        let mac = Hex.encode(
-            Crypto.hmacSHA256(
-                key: nativeKey,
-                message: Array(
-                    CommandJudge.nativeMACMessage(device: "front-door", action: 0, ts: now, nonce: nonce).utf8)))
-        _ = try broker.publish(
-            "doorgateway/front-door/command",
-            #"{"action":0,"ts":\#(now),"nonce":"\#(nonce)","device":"front-door","mac":"\#(mac)"}"#)
+        _ = try broker.publish("doorgateway/front-door/command", try native(action: 0))
         XCTAssertEqual(outcomes.wait(count: 3).last, .accepted(.action(0), source: .native))
         XCTAssertNotEqual(
             try broker.publish("doorgateway/front-door/command", "{}", as: "intruder").status, 0,

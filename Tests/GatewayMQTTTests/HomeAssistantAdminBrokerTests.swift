@@ -11,8 +11,7 @@ import XCTest
 /// transport: its discovery entries, its topics through the shipped broker
 /// configuration and ACL, the retained documents HA reads (re-sent after a
 /// broker restart) and the removal of its entities when the option is off.
-final class HomeAssistantAdminBrokerTests: XCTestCase {
-    var broker: MosquittoBroker!
+final class HomeAssistantAdminBrokerTests: BrokerTestCase<MosquittoBroker> {
     let topics = MQTTLink.Topics(prefix: "doorgateway/front-door")
     let alice = TagUID(hex: "04A1B2C3D4E5F6")!
     let bob = TagUID(hex: "04B0B0B0B0B0B0")!
@@ -20,13 +19,7 @@ final class HomeAssistantAdminBrokerTests: XCTestCase {
     override func setUpWithError() throws {
         try XCTSkipUnless(
             FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto"), "mosquitto is not installed")
-        broker = try MosquittoBroker()
-        try broker.start()
-    }
-
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
+        try super.setUpWithError()
     }
 
     /// The broker logged a denied publish to `topic`.

@@ -160,19 +160,7 @@ final class StockMosquittoInstallTests: XCTestCase {
 /// (`…/admin/state`). Real mosquitto on the shipped files, the phone's own
 /// certificate; "never arrived" is read after a later message the phone may
 /// read has arrived (a positive barrier).
-final class PhoneACLTests: XCTestCase {
-    var broker: MosquittoBroker!
-
-    override func setUpWithError() throws {
-        broker = try MosquittoBroker()
-        try broker.start()
-    }
-
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
+final class PhoneACLTests: BrokerTestCase<MosquittoBroker> {
     func testThePhoneReadsItsDoorButNotHomeAssistantsApprovalTagsOrAdminTopics() throws {
         let prefix = "doorgateway/front-door"
         let forbidden = ["approval", "tags", "denied", "admin/state"].map { "\(prefix)/\($0)" }

@@ -18,6 +18,14 @@ final class NATSLinkTests: XCTestCase {
             log: log.logger)
     }
 
+    /// Starts `server`; a peer of it sees every subject of the door.
+    private func startWithPeer(_ server: NATSServer) throws -> Peer {
+        try server.start()
+        let peer = try server.peer()
+        peer.subscribe("\(NATSServer.base).>")
+        return peer
+    }
+
     /// No log line holds the seed or the JWT.
     private func assertNoSecretsLogged(
         _ server: NATSServer, _ log: LogCapture, file: StaticString = #filePath,
@@ -33,9 +41,7 @@ final class NATSLinkTests: XCTestCase {
 
     func testEventsOutAndCommandsInOnTheDoorsOwnSubjects() throws {
         let server = try NATSServer()
-        try server.start()
-        let peer = try server.peer()
-        peer.subscribe("\(NATSServer.base).>")
+        let peer = try startWithPeer(server)
         let outbox = MemoryOutbox()
         let log = LogCapture()
         let link = makeLink(server, outbox, log)
@@ -106,9 +112,7 @@ final class NATSLinkTests: XCTestCase {
 
     func testAPublishOutsideTheDoorsPermissionsIsRefusedAndShown() throws {
         let server = try NATSServer()
-        try server.start()
-        let peer = try server.peer()
-        peer.subscribe("\(NATSServer.base).>")
+        let peer = try startWithPeer(server)
         let log = LogCapture()
         let link = makeLink(server, MemoryOutbox(), log)
         try link.start()
@@ -205,9 +209,7 @@ final class NATSLinkTests: XCTestCase {
     /// within a second; events recorded all along arrive, none lost.
     func testAShortLivedJWTIsRefreshedBeforeExpiryWithoutLosingEvents() throws {
         let server = try NATSServer(doorJWTSeconds: 6)
-        try server.start()
-        let peer = try server.peer()
-        peer.subscribe("\(NATSServer.base).>")
+        let peer = try startWithPeer(server)
         let outbox = MemoryOutbox()
         let log = LogCapture()
         let link = makeLink(server, outbox, log)
@@ -395,9 +397,7 @@ final class NATSLinkTests: XCTestCase {
     /// again and the events kept in the outbox go out.
     func testWithoutRefreshTheLinkClosesThenRebuildsWhenAFreshJWTIsInstalled() throws {
         let server = try NATSServer(doorJWTSeconds: 3)
-        try server.start()
-        let peer = try server.peer()
-        peer.subscribe("\(NATSServer.base).>")
+        let peer = try startWithPeer(server)
         let outbox = MemoryOutbox()
         let log = LogCapture()
         // Never asks (refresh at 100 % of the life).

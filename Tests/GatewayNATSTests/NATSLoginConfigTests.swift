@@ -7,7 +7,7 @@ import XCTest
 /// `[nats] user` + `password_file`, or `token_file` (issue 23 §2): one way
 /// to log in, never a secret in gateway.toml, warnings for plain TCP and a
 /// file readable by others, and a summary that names files, not secrets.
-final class NATSLoginConfigTests: XCTestCase {
+final class NATSLoginConfigTests: TemporaryDirectoryTestCase {
     static let base = NATSConfigTests.base + "[remote]\ntransport = \"nats\"\n"
 
     func issues(_ nats: String, tls: String = "[nats.tls]\nca_file = \"/etc/doorgateway/ca.pem\"\n") -> String {
@@ -97,10 +97,7 @@ final class NATSLoginConfigTests: XCTestCase {
     /// `config check`: a secret file wider than 0640 is warned about, by key
     /// and path, never with its content.
     func testConfigCheckWarnsAboutAFileOthersCanRead() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "natslogin-\(UUID().uuidString.prefix(6))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try temporaryDirectory("natslogin")
         let secret = dir.appendingPathComponent("nats.password").path
         try "hunter2-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
         let config = dir.appendingPathComponent("gateway.toml").path

@@ -1,6 +1,7 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
 /// A signed, fresh fleet document carrying a tag entry of a credential kind
@@ -13,14 +14,8 @@ import XCTest
 /// never downgraded), one `fleet_entry_skipped` audit row naming the kind.
 /// Before the fix `ntag424-sun` failed the `issued_tag.kind` CHECK and rolled
 /// the whole document back; the others were stored as some other row.
-final class FleetEntryKindTests: XCTestCase {
-    var dirs: [String] = []
-    override func tearDownWithError() throws {
-        for dir in dirs { try? FileManager.default.removeItem(atPath: dir) }
-    }
-
-    let seed = Array(repeating: UInt8(7), count: 32)
-    let site = "acme-hq"
+final class FleetEntryKindTests: FleetStoreTestCase {
+    override var seed: [UInt8] { Array(repeating: UInt8(7), count: 32) }
     /// A 424 this door provisioned (its row: ntag424, action 0, "alice").
     let mine = TagUID(hex: "04DE5F1EACC040")!
     /// A UID the door knows nothing of.
@@ -31,11 +26,9 @@ final class FleetEntryKindTests: XCTestCase {
     let carried424 = TagUID(hex: "04115F1EACC022")!
     let carriedFob = TagUID(hex: "A1B2C3D4")!
 
-    func door() throws -> GatewayStore {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fkind-\(UUID().uuidString)").path
-        dirs.append(dir)
-        let store = try GatewayStore(stateDirectory: dir)
-        try store.syncActions(DoorSettings().actions)
+    /// A door whose own 424 is `mine`.
+    override func door() throws -> GatewayStore {
+        let store = try super.door()
         _ = try store.ensureNTAG424SiteKey(now: 1)
         try store.recordProvisionedNTAG424(uid: mine, action: 0, label: "alice", issue: .legacy, counter: 1, now: 1)
         _ = try store.appendAudit(time: 1, kind: "provisioning_written", uid: mine.hex, activating: mine.hex)

@@ -1,6 +1,7 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
 /// Issue 26 through the fleet, on real stores: documents made as `gatewayctl
@@ -8,26 +9,9 @@ import XCTest
 /// 424 provisioned at door A is a 424 row at B with A's site master key (so
 /// B's EV2 check uses the key the tag holds); revocation by UID reaches 424
 /// rows; a door whose own 424 tags depend on its key keeps it.
-final class FleetNTAG424StoreTests: XCTestCase {
-    var dirs: [String] = []
-    override func tearDownWithError() throws {
-        for dir in dirs { try? FileManager.default.removeItem(atPath: dir) }
-    }
-
-    let seed = Array(repeating: UInt8(9), count: 32)
-    let site = "acme-hq"
+final class FleetNTAG424StoreTests: FleetStoreTestCase {
     let uid = TagUID(hex: "04DE5F1EACC040")!
     let other = TagUID(hex: "04AA5F1EACC0BB")!
-    lazy var box: [UInt8] = try! Crypto.SiteBox.generatePrivateKey()
-
-    func door() throws -> GatewayStore {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("n424-\(UUID().uuidString)").path
-        dirs.append(dir)
-        let store = try GatewayStore(stateDirectory: dir)
-        try store.syncActions(DoorSettings().actions)
-        return store
-    }
-
     /// What the door does once the reader verified a provisioned tag: the row and counter, then the audit row that activates it.
     func provision(_ uid: TagUID, at store: GatewayStore, label: String = "alice", limits: TagLimits = TagLimits())
         throws
@@ -36,22 +20,6 @@ final class FleetNTAG424StoreTests: XCTestCase {
         try store.recordProvisionedNTAG424(
             uid: uid, action: 0, label: label, limits: limits, issue: .legacy, counter: 1, now: 1)
         _ = try store.appendAudit(time: 1, kind: "provisioning_written", uid: uid.hex, activating: uid.hex)
-    }
-
-    func push(from store: GatewayStore, version: Int64) throws -> FleetRules.Accepted {
-        let sealed = try store.fleetSecrets().seal(
-            to: try Crypto.SiteBox.publicKey(privateKey: box), site: site, version: version)
-        let doc = FleetRules.snapshot(
-            try store.fleetLocal(), site: site, version: version, origin: "door/root", now: version,
-            sealedSecrets: sealed)
-        return try acceptedFleetDocument(doc, seed: seed)
-    }
-
-    @discardableResult
-    func apply(_ accepted: FleetRules.Accepted, at store: GatewayStore) throws -> FleetRules.Changes {
-        try store.applyFleet(
-            accepted, actions: [0, 1, 2, 3], secrets: try FleetSecrets.open(accepted.document, boxPrivateKey: box),
-            now: accepted.document.version)
     }
 
     func testA424ProvisionedAtADoorIsA424RowWithTheSameSiteKeyAtAnother() throws {

@@ -1,54 +1,20 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
 /// Issue 24 M1 (docs/security.md "M1"): removals travel. Three doors' stores,
 /// documents made as `gatewayctl fleet push --secrets` makes them (the
 /// store's own state, `FleetRules.snapshot`, secrets sealed to the site box)
 /// and applied as gatewayd applies them (`applyFleet`, the opened secrets).
-final class FleetRemovalTests: XCTestCase {
-    var dirs: [String] = []
-    override func tearDownWithError() throws {
-        for dir in dirs { try? FileManager.default.removeItem(atPath: dir) }
-    }
-
-    let seed = Array(repeating: UInt8(9), count: 32)
-    let site = "acme-hq"
+final class FleetRemovalTests: FleetStoreTestCase {
     let leaked = Array(repeating: UInt8(0x5A), count: 32)
     let kept = Array(repeating: UInt8(0x6B), count: 32)
     let oldCommandKey = Array(repeating: UInt8(0x11), count: 32)
     let newCommandKey = Array(repeating: UInt8(0x22), count: 32)
     let oldOTPKey = Array(repeating: UInt8(0x33), count: 16)
     let newOTPKey = Array(repeating: UInt8(0x44), count: 16)
-    lazy var box: [UInt8] = try! Crypto.SiteBox.generatePrivateKey()
-
-    func door() throws -> GatewayStore {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("m1-\(UUID().uuidString)").path
-        dirs.append(dir)
-        let store = try GatewayStore(stateDirectory: dir)
-        try store.syncActions(DoorSettings().actions)
-        return store
-    }
-
-    /// What `fleet push --secrets` at `store` signs, as version `version`.
-    func push(from store: GatewayStore, version: Int64) throws -> FleetRules.Accepted {
-        let sealed = try store.fleetSecrets().seal(
-            to: try Crypto.SiteBox.publicKey(privateKey: box), site: site, version: version)
-        let doc = FleetRules.snapshot(
-            try store.fleetLocal(), site: site, version: version, origin: "door/root", now: version,
-            sealedSecrets: sealed)
-        return try acceptedFleetDocument(doc, seed: seed)
-    }
-
-    /// gatewayd applying it (the box key opens its secrets).
-    @discardableResult
-    func apply(_ accepted: FleetRules.Accepted, at store: GatewayStore) throws -> FleetRules.Changes {
-        try store.applyFleet(
-            accepted, actions: [0, 1, 2, 3], secrets: try FleetSecrets.open(accepted.document, boxPrivateKey: box),
-            now: accepted.document.version)
-    }
-
     func activeKeys(_ store: GatewayStore) throws -> [[UInt8]] {
         try store.secrets().filter(\.active).map(\.key)
     }

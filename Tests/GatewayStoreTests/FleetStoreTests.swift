@@ -1,14 +1,12 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
-final class FleetStoreTests: XCTestCase {
+final class FleetStoreTests: TemporaryDirectoryTestCase {
     var dir: String!
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)").path
-    }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = temporaryPath("fleet") }
 
     let seed = Array(repeating: UInt8(9), count: 32)
     let issued = TagUID(hex: "04A1B2C3D4E5F6")!

@@ -1,16 +1,14 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
 /// Guest passes (docs/policy.md): the uses count down in the transaction
 /// that grants, never below zero, and what is on disk stays taken.
-final class GuestPassTests: XCTestCase {
+final class GuestPassTests: TemporaryDirectoryTestCase {
     var dir: String!
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("guest-\(UUID().uuidString)").path
-    }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = temporaryPath("guest") }
 
     let uid = TagUID(hex: "04A1B2C3D4E5F6")!
 

@@ -1,17 +1,15 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
 /// NTAG 424 support in the store (`v11-ntag424`, docs/ntag424.md): the site
 /// master key is drawn once and kept, SUN counters only go up and survive a
 /// reopen, and each issued tag keeps its credential kind.
-final class NTAG424StoreTests: XCTestCase {
+final class NTAG424StoreTests: TemporaryDirectoryTestCase {
     var dir: String!
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("ntag424-\(UUID().uuidString)").path
-    }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = temporaryPath("ntag424") }
 
     let uid = TagUID(hex: "04DE5F1EACC040")!
 

@@ -1,14 +1,12 @@
 import DoorCore
 import Foundation
 import GatewayStore
+import TestSupport
 import XCTest
 
-final class RegistryAuditTests: XCTestCase {
+final class RegistryAuditTests: TemporaryDirectoryTestCase {
     var dir: String!
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("registry-\(UUID().uuidString)").path
-    }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = temporaryPath("registry") }
 
     let uid = TagUID(hex: "04A1B2C3D4E5F6")!
 

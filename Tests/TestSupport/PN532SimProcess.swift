@@ -67,17 +67,7 @@ public final class PN532SimProcess {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { buf in
-            for (i, c) in socket.utf8.enumerated() { buf[i] = c }
-        }
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard ok == 0 else { throw POSIXError(.ECONNREFUSED) }
+        guard UnixSocket.connect(fd, to: socket) == 0 else { throw POSIXError(.ECONNREFUSED) }
         let bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         var answer = [UInt8]()

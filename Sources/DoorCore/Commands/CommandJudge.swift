@@ -96,11 +96,8 @@ public struct CommandJudge: Equatable, Sendable {
     ) -> CommandVerdict {
         var v = CommandVerdict(kind: .compat)
         func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
-        if let r = Self.screen(payload: payload, retained: retained) { return reject(r) }
         let json: JSONValue
-        do { json = try JSONValue.parse(payload) } catch {
-            return reject(CommandRejection(.malformed, error.description))
-        }
+        do { json = try Self.screenedJSON(payload: payload, retained: retained) } catch { return reject(error) }
         guard case .object(let members) = json else { return reject(CommandRejection(.malformed, "not a JSON object")) }
         guard case .int(let number)? = json["command"] else {
             return reject(CommandRejection(.malformed, "\"command\" must be an integer"))
@@ -156,11 +153,8 @@ public struct CommandJudge: Equatable, Sendable {
     ) -> CommandVerdict {
         var v = CommandVerdict(kind: .native)
         func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
-        if let r = Self.screen(payload: payload, retained: retained) { return reject(r) }
         let json: JSONValue
-        do { json = try JSONValue.parse(payload) } catch {
-            return reject(CommandRejection(.malformed, error.description))
-        }
+        do { json = try Self.screenedJSON(payload: payload, retained: retained) } catch { return reject(error) }
         if json["approval"] != nil {
             return judgeNativeApproval(json, key: key, now: now, replay: &replay)
         }
@@ -287,12 +281,14 @@ public struct CommandJudge: Equatable, Sendable {
     }
 
     /// Retained messages and device reports are never commands (docs/formats.md §3).
-    static func screen(payload: [UInt8], retained: Bool) -> CommandRejection? {
-        if retained { return CommandRejection(.retained, "retained messages are ignored") }
+    /// What every command starts with: a retained message or a device report
+    /// is refused, then the payload must be JSON.
+    static func screenedJSON(payload: [UInt8], retained: Bool) throws(CommandRejection) -> JSONValue {
+        if retained { throw CommandRejection(.retained, "retained messages are ignored") }
         if payload.starts(with: Array(#"{"TT_ID""#.utf8)) {
-            return CommandRejection(.deviceReport, "a device report, not a command")
+            throw CommandRejection(.deviceReport, "a device report, not a command")
         }
-        return nil
+        do { return try JSONValue.parse(payload) } catch { throw CommandRejection(.malformed, error.description) }
     }
 
     func fresh(_ ts: Int64, now: WallClock) -> CommandRejection? {

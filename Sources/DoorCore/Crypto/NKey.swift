@@ -31,6 +31,12 @@ public enum NKey {
         return Array(raw[1...])
     }
 
+    /// The text of an account's raw ed25519 public key (`A…`).
+    public static func accountPublicKey(raw key: [UInt8]) -> String { encode([prefixAccount] + key) }
+
+    /// The text of a user's raw ed25519 public key (`U…`).
+    public static func userPublicKey(raw key: [UInt8]) -> String { encode([prefixUser] + key) }
+
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
 
     /// Payload plus checksum, in base32.

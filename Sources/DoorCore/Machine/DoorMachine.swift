@@ -340,22 +340,17 @@ public struct DoorMachine: Sendable {
         case .writing:
             return  // the reader is busy writing; other tags wait
         case .armed(var job, let source):
+            var refusal: String?
             if let named = job.reissue, named != p.uid {
-                // A reissue names its tag: any other stays untouched, the job armed.
-                fx.append(
-                    .emit(
-                        DoorEvent(
-                            .provisioningRefused, reason: "not_reissue_tag", action: job.action, uid: p.uid,
-                            source: source)))
-                fx.append(.feedback(.writeFailed))
-                return
+                refusal = "not_reissue_tag"  // a reissue names its tag: any other stays untouched, the job armed
+            } else if p.content == .foreign && !job.overwrite {
+                refusal = "foreign_content"
             }
-            if p.content == .foreign && !job.overwrite {
+            if let refusal {
                 fx.append(
                     .emit(
                         DoorEvent(
-                            .provisioningRefused, reason: "foreign_content", action: job.action, uid: p.uid,
-                            source: source)))
+                            .provisioningRefused, reason: refusal, action: job.action, uid: p.uid, source: source)))
                 fx.append(.feedback(.writeFailed))
                 return
             }
