@@ -254,7 +254,8 @@ final class Daemon: Sendable {
         // Made (not connected) before the door's first event ("started"), so it is announced too.
         prepareRemote()
         services.set(makeServices())
-        services.start()
+        // A stop began during the start (a signal, a control socket it cannot own): it exits the process.
+        guard services.start() else { while true { pause() } }
         let ms = MonotonicClock.now().since(started).millisecondsClamped
         log.info("ready in \(ms) ms")
         notify.send("READY=1\nSTATUS=door ready")
@@ -289,24 +290,30 @@ final class Daemon: Sendable {
         // First, from this thread: a door queue that is stuck (a store write
         // that does not return) must not keep the strike from locking.
         board.lockAll()
-        stopServices()
-        exit(0)
+        stopServices(exitStatus: 0)
     }
 
     /// A start that cannot go on (a control socket it cannot own): the
     /// services started so far stop as in `stop`, exit status 1.
     func stopAfterFailure() -> Never {
         board.lockAll()
-        stopServices()
-        exit(1)
+        stopServices(exitStatus: 1)
     }
 
-    private func stopServices() {
-        let stopped = services.stop()
-        // Another thread's stop ran them already (SIGTERM during a failed start): lock all the same.
-        if stopped.last != "outputs" { board.lockAll() }
-        log.info("services stopped: \(stopped.joined(separator: ", "))")
+    /// The one stop, whoever asks: a second stopper (SIGTERM while a failed
+    /// start stops) waits until it ended — the audit writer flushed, the
+    /// outputs locked — and the process exits once, from the thread that ran it.
+    private func stopServices(exitStatus: Int32) -> Never {
+        let stopped = services.stopOnce()
+        guard stopped.ranHere else {
+            // The thread that ran the stop exits with its status; this one waits for that.
+            while true { pause() }
+        }
+        // Stopped before any service started (a signal during the start's first steps): lock all the same.
+        if stopped.order.last != "outputs" { board.lockAll() }
+        log.info("services stopped: \(stopped.order.joined(separator: ", "))")
         log.notice("stopped; outputs locked")
+        exit(exitStatus)
     }
 
     /// SIGHUP: a valid new configuration is applied (LiveConfiguration); one
