@@ -50,8 +50,7 @@ final class Daemon: Sendable {
     private struct Wiring {
         var sources: [Source: any DispatchSourceProtocol] = [:]
         var control: ControlServer?
-        var transport: (any RemoteTransport)?
-        var remoteWiring = RemoteWiring()
+        var remote: (link: any RemoteTransport, wiring: RemoteWiring)?
         var transportRunning = false
         var fleetReceiver: FleetReceiver?
         var homeAssistantAdmin: HomeAssistantAdmin?
@@ -64,14 +63,12 @@ final class Daemon: Sendable {
         set { wiring.withLock { $0.control = newValue } }
     }
     /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
-    var transport: (any RemoteTransport)? {
-        get { wiring.withLock { $0.transport } }
-        set { wiring.withLock { $0.transport = newValue } }
-    }
-    /// What `transport` is handed at its start (its command handler, Home Assistant's hook).
-    var remoteWiring: RemoteWiring {
-        get { wiring.withLock { $0.remoteWiring } }
-        set { wiring.withLock { $0.remoteWiring = newValue } }
+    var transport: (any RemoteTransport)? { wiring.withLock { $0.remote?.link } }
+    /// The transport with what it is handed at its start (its command
+    /// handler, Home Assistant's hook): kept together, so it never starts without them.
+    var remote: (link: any RemoteTransport, wiring: RemoteWiring)? {
+        get { wiring.withLock { $0.remote } }
+        set { wiring.withLock { $0.remote = newValue } }
     }
     /// Whether `transport` started (`startRemote`).
     var transportRunning: Bool {

@@ -26,8 +26,7 @@ extension Daemon {
         }
         guard let made else { return }
         wireRemote(made.link)
-        remoteWiring = made.wiring
-        transport = made.link
+        remote = made
     }
 
     /// Events into the outbox with their audit rows, tag scans, state and
@@ -88,9 +87,9 @@ extension Daemon {
     /// Connects the prepared transport: events through the durable outbox,
     /// retained state, telemetry, remote commands into the door queue.
     func startRemote() {
-        guard let link = transport else { return }
+        guard let (link, wiring) = remote else { return }
         do {
-            try link.start(remoteWiring)
+            try link.start(wiring)
         } catch {
             log.error("\(link.transportName): \(error)")
             return
