@@ -166,7 +166,7 @@ extension Daemon {
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("approval", Self.approvalStatus(m, now: now)),
-            ("broker", remoteStatus()),
+            ("broker", remote.status()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.
             ("schedule", schedule ?? .null),

@@ -32,12 +32,12 @@ final class Daemon: Sendable {
     let simulatorControl: String?
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
-    /// Home Assistant's entities redrawn after each reload, in reload order.
-    private let redrawQueue = DispatchQueue(label: "gatewayd.discovery")
     /// Makes each event's outbox message once a transport is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
     let auditWriter: AuditWriter
+    /// The remote transport and what is made with it (RemoteService.swift).
+    let remote: RemoteService
     let notify = SDNotify.fromEnvironment()
     /// The door's services in order (DaemonServices.swift): started by `run`,
     /// stopped in reverse by `stop` and `stopAfterFailure`.
@@ -45,16 +45,11 @@ final class Daemon: Sendable {
 
     /// The dispatch sources the daemon keeps running (each stops when cancelled or dropped).
     enum Source: Hashable {
-        case signal(Int32), telemetry, retention, auditRetry
+        case signal(Int32), retention, auditRetry
     }
     private struct Wiring {
         var sources: [Source: any DispatchSourceProtocol] = [:]
         var control: ControlServer?
-        var remote: (link: any RemoteTransport, wiring: RemoteWiring)?
-        var transportRunning = false
-        var fleetReceiver: FleetReceiver?
-        var homeAssistantAdmin: HomeAssistantAdmin?
-        var discoveryReload: (@Sendable () -> Void)?
     }
     private let wiring = Mutex(Wiring())
 
@@ -62,37 +57,6 @@ final class Daemon: Sendable {
         get { wiring.withLock { $0.control } }
         set { wiring.withLock { $0.control = newValue } }
     }
-    /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
-    var transport: (any RemoteTransport)? { wiring.withLock { $0.remote?.link } }
-    /// The transport with what it is handed at its start (its command
-    /// handler, Home Assistant's hook): kept together, so it never starts without them.
-    var remote: (link: any RemoteTransport, wiring: RemoteWiring)? {
-        get { wiring.withLock { $0.remote } }
-        set { wiring.withLock { $0.remote = newValue } }
-    }
-    /// Whether `transport` started (`startRemote`).
-    var transportRunning: Bool {
-        get { wiring.withLock { $0.transportRunning } }
-        set { wiring.withLock { $0.transportRunning = newValue } }
-    }
-    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
-    var fleetReceiver: FleetReceiver? {
-        get { wiring.withLock { $0.fleetReceiver } }
-        set { wiring.withLock { $0.fleetReceiver = newValue } }
-    }
-    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
-    var homeAssistantAdmin: HomeAssistantAdmin? {
-        get { wiring.withLock { $0.homeAssistantAdmin } }
-        set { wiring.withLock { $0.homeAssistantAdmin = newValue } }
-    }
-    /// After a reload: Home Assistant's entities redrawn from the configuration
-    /// now in effect (an action's button, the provisioning selector, the
-    /// schedule and approval entities); set by `makeMQTT`.
-    var discoveryReload: (@Sendable () -> Void)? {
-        get { wiring.withLock { $0.discoveryReload } }
-        set { wiring.withLock { $0.discoveryReload = newValue } }
-    }
-
     /// Keeps the source `make` makes (set up and activated) running under
     /// `name`; one kept before under it is cancelled. `make` runs inside the
     /// lock (a Dispatch source is not Sendable: one made outside could not be
@@ -105,7 +69,7 @@ final class Daemon: Sendable {
     func cancel(_ name: Source) {
         wiring.withLock { $0.sources.removeValue(forKey: name)?.cancel() }
     }
-    let started = MonotonicClock.now()
+    let started: MonotonicInstant
 
     /// Gives the store the audit key (docs/security.md "L4"), once, and
     /// drops it. A missing or wrong key leaves the door running with the
@@ -147,6 +111,7 @@ final class Daemon: Sendable {
     }
 
     init(configuration: GatewayConfiguration, configPath: String, environment: [String: String], log: Logger) throws {
+        started = MonotonicClock.now()
         self.live = LiveConfiguration(configuration)
         self.configPath = configPath
         self.environment = environment
@@ -223,6 +188,9 @@ final class Daemon: Sendable {
             flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
+        remote = RemoteService(
+            live: live, environment: environment, store: store, runtime: runtime, auditWriter: auditWriter,
+            eventOutbox: eventOutbox, started: started, log: log)
     }
 
     /// A few seconds after READY (the reader probed, the first connection
@@ -249,7 +217,7 @@ final class Daemon: Sendable {
     func run() -> Never {
         installSignals()
         // Made (not connected) before the door's first event ("started"), so it is announced too.
-        prepareRemote()
+        remote.prepare()
         services.set(makeServices())
         // A stop began during the start (a signal, a control socket it cannot own): it exits the process.
         guard services.start() else { while true { pause() } }
@@ -354,17 +322,6 @@ final class Daemon: Sendable {
         services.reloaded(new, zone: zone)
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
-    }
-
-    /// After a reload: Home Assistant's entities redrawn once the door queue
-    /// has applied it (discovery reads the live configuration), off the
-    /// signal queue: SIGTERM must not wait on it.
-    func redrawDiscovery() {
-        guard let redraw = discoveryReload else { return }
-        redrawQueue.async { [runtime] in
-            runtime.committed()
-            redraw()
-        }
     }
 
     /// Events that waited for a full store are written once it takes writes again.

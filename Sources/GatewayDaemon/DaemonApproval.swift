@@ -44,7 +44,9 @@ extension Daemon {
             ("remaining_ms", .int(Int(max(.zero, r.deadline.since(now)).millisecondsClamped))),
         ])
     }
+}
 
+extension RemoteService {
     /// MQTT: HA's approval entity and buttons are offered when an action
     /// needs approval (the buttons when one lists `home_assistant`).
     static func approvalDiscovery(_ configuration: GatewayConfiguration) -> (entity: Bool, buttons: Bool) {

@@ -150,9 +150,7 @@ extension Daemon {
                     readerLoop.stop()
                     simulator?.stop()
                 }),
-            DoorService(
-                name: "transport", start: { [self] in startRemote() }, stop: { [self] in stopRemote() },
-                reloaded: { [self] _, _ in redrawDiscovery() }),
+            remote.service,
             DoorService(name: "control socket", start: { [self] in startControl() }, stop: { [self] in stopControl() }),
             DoorService(
                 name: "timers",

@@ -463,7 +463,7 @@ final class ReloadTableTests: XCTestCase {
             let board = try SimulatedBoard(configuration.boardDescription, logger: log)
             let store = try GatewayStore(stateDirectory: state)
             try store.syncActions(configuration.door.actions)
-            let writer = AuditWriter(store: store, outbox: Daemon.EventOutbox(), log: log)
+            let writer = AuditWriter(store: store, outbox: EventOutbox(), log: log)
             let live = LiveConfiguration(configuration)
             self.live = live
             runtime = DoorRuntime(
