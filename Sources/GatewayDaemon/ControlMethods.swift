@@ -10,7 +10,7 @@ import GatewayStore
 /// client). Door changes go through the door queue as admin inputs, so the
 /// state machine decides exactly as it would for the button; store changes
 /// go straight to the store. Secrets and keys leave only through `export`.
-extension Daemon {
+extension ControlService {
     func answer(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         switch method {
         case .status: return status()

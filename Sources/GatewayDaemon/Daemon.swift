@@ -10,11 +10,13 @@ import GatewayStore
 import Logging
 import Synchronization
 
-/// The running daemon: owns the adapters and wires them to the door runtime.
+/// The running daemon, the composition root: makes the adapters and the
+/// services that own them (the door runtime, the reader, RemoteService,
+/// ControlService) and runs them as one ordered list (DaemonServices.swift);
+/// it handles the signals, the reload and the stop.
 ///
-/// What `init` makes is a `let`. What is made later, while wiring on the main
-/// thread in `run()` (the transport, the control server, the timers), is in
-/// `wiring`, a `Mutex` held only to read or replace those references, never
+/// What `init` makes is a `let`. The timers made later, while starting, are
+/// in `wiring`, a `Mutex` held only to read or replace those references, never
 /// across a call to one of them.
 final class Daemon: Sendable {
     let log: Logger
@@ -38,6 +40,8 @@ final class Daemon: Sendable {
     let auditWriter: AuditWriter
     /// The remote transport and what is made with it (RemoteService.swift).
     let remote: RemoteService
+    /// The control socket and its methods (ControlService.swift).
+    let control: ControlService
     let notify = SDNotify.fromEnvironment()
     /// The door's services in order (DaemonServices.swift): started by `run`,
     /// stopped in reverse by `stop` and `stopAfterFailure`.
@@ -49,14 +53,9 @@ final class Daemon: Sendable {
     }
     private struct Wiring {
         var sources: [Source: any DispatchSourceProtocol] = [:]
-        var control: ControlServer?
     }
     private let wiring = Mutex(Wiring())
 
-    var control: ControlServer? {
-        get { wiring.withLock { $0.control } }
-        set { wiring.withLock { $0.control = newValue } }
-    }
     /// Keeps the source `make` makes (set up and activated) running under
     /// `name`; one kept before under it is cancelled. `make` runs inside the
     /// lock (a Dispatch source is not Sendable: one made outside could not be
@@ -191,6 +190,10 @@ final class Daemon: Sendable {
         remote = RemoteService(
             live: live, environment: environment, store: store, runtime: runtime, auditWriter: auditWriter,
             eventOutbox: eventOutbox, started: started, log: log)
+        control = ControlService(
+            live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
+            simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
+            auditWriter: auditWriter, remote: remote, notify: notify, started: started, log: log)
     }
 
     /// A few seconds after READY (the reader probed, the first connection

@@ -151,7 +151,7 @@ extension Daemon {
                     simulator?.stop()
                 }),
             remote.service,
-            DoorService(name: "control socket", start: { [self] in startControl() }, stop: { [self] in stopControl() }),
+            control.service { [self] in stopAfterFailure() },
             DoorService(
                 name: "timers",
                 start: { [self] in

@@ -332,7 +332,7 @@ extension RemoteService {
     }
 }
 
-extension Daemon {
+extension ControlService {
     /// `gatewayctl fleet status|push|pull`. The daemon is not asked what to
     /// sign (docs/security.md "H2"): `push` makes the document in gatewayctl
     /// from the store and hands the daemon only the signed document, which

@@ -20,7 +20,7 @@ extension IssuedTag {
     }
 }
 
-extension Daemon {
+extension ControlService {
     /// Issued tags, revocations, the audit log and backups.
     func registryMethod(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         let now = Int64(time(nil))
