@@ -42,6 +42,8 @@ final class Daemon: Sendable {
     let remote: RemoteService
     /// The control socket and its methods (ControlService.swift).
     let control: ControlService
+    /// The watchdog and the audit log's timers (TimerService.swift).
+    let timers: TimerService
     let notify = SDNotify.fromEnvironment()
     /// The door's services in order (DaemonServices.swift): started by `run`,
     /// stopped in reverse by `stop` and `stopAfterFailure`.
@@ -49,7 +51,7 @@ final class Daemon: Sendable {
 
     /// The dispatch sources the daemon keeps running (each stops when cancelled or dropped).
     enum Source: Hashable {
-        case signal(Int32), retention, auditRetry
+        case signal(Int32)
     }
     private struct Wiring {
         var sources: [Source: any DispatchSourceProtocol] = [:]
@@ -194,6 +196,7 @@ final class Daemon: Sendable {
             live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
             simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
             auditWriter: auditWriter, remote: remote, notify: notify, started: started, log: log)
+        timers = TimerService(runtime: runtime, store: store, auditWriter: auditWriter, notify: notify, log: log)
     }
 
     /// A few seconds after READY (the reader probed, the first connection
@@ -325,62 +328,5 @@ final class Daemon: Sendable {
         services.reloaded(new, zone: zone)
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
-    }
-
-    /// Events that waited for a full store are written once it takes writes again.
-    func startAuditRetry() {
-        keep(.auditRetry) {
-            let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
-            timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
-            timer.setEventHandler { [auditWriter] in auditWriter.retry() }
-            timer.activate()
-            return timer
-        }
-    }
-
-    /// Audit retention: rows older than 400 days, and beyond the newest
-    /// 500 000, are trimmed at start and every 6 hours; the chain stays
-    /// verifiable from the anchor the trim records.
-    func startAuditRetention() {
-        keep(.retention) {
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
-            timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
-            timer.setEventHandler { [store, log] in
-                do {
-                    let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
-                    if trimmed > 0 {
-                        log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor")
-                    }
-                } catch {
-                    log.error("audit retention: \(error)")
-                }
-            }
-            timer.activate()
-            return timer
-        }
-    }
-
-    /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue
-    /// answers: each cycle queues a beat, and the next feeds the watchdog
-    /// only if the loop ran it in between.
-    func startWatchdog() {
-        guard let interval = notify.watchdogInterval else { return }
-        let beat: @Sendable () -> Void = { [self] in
-            var asked = runtime.requestBeat()
-            while true {
-                usleep(UInt32(clamping: interval.millisecondsClamped * 1000))
-                if runtime.processedBeat >= asked {
-                    notify.send("WATCHDOG=1")
-                } else {
-                    log.error("event loop stalled; watchdog not fed")
-                }
-                asked = runtime.requestBeat()
-            }
-        }
-        do {
-            try Threads.detach(name: "gatewayd.watchdog", beat)
-        } catch {
-            log.error("watchdog: \(error); systemd will restart gatewayd when WatchdogSec passes")
-        }
     }
 }

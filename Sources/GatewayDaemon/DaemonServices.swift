@@ -152,17 +152,7 @@ extension Daemon {
                 }),
             remote.service,
             control.service { [self] in stopAfterFailure() },
-            DoorService(
-                name: "timers",
-                start: { [self] in
-                    startWatchdog()
-                    startAuditRetention()
-                    startAuditRetry()
-                },
-                stop: { [self] in
-                    cancel(.retention)
-                    cancel(.auditRetry)
-                }),
+            timers.service,
         ]
     }
 }
