@@ -79,7 +79,9 @@ logger.logLevel = .error
 let link = MQTTLink(
     settings: settings, deviceID: "bench", outbox: StoreOutbox(store: store, limit: outboxLimit),
     log: logger)
-try link.start()
+/// The bench sends no command; one heard is dropped.
+final class NoCommands: RemoteCommandHandler, Sendable { func received(_ message: RemoteMessage) {} }
+try link.start(RemoteWiring(commands: NoCommands()))
 while !link.isConnected { usleep(10_000) }
 
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }

@@ -45,7 +45,7 @@ final class AuditWriter: Sendable {
     }
 
     private let store: GatewayStore
-    private let outbox: Daemon.EventOutbox
+    private let outbox: EventOutbox
     private let log: Logger
     private let backlogLimit: Int
     /// Where every commit runs, one at a time, in the order of `write`.
@@ -61,7 +61,7 @@ final class AuditWriter: Sendable {
     }
     private let state = Mutex(State())
 
-    init(store: GatewayStore, outbox: Daemon.EventOutbox, log: Logger, backlogLimit: Int = 10_000) {
+    init(store: GatewayStore, outbox: EventOutbox, log: Logger, backlogLimit: Int = 10_000) {
         self.store = store
         self.outbox = outbox
         self.log = log

@@ -10,7 +10,7 @@ import GatewayStore
 /// client). Door changes go through the door queue as admin inputs, so the
 /// state machine decides exactly as it would for the button; store changes
 /// go straight to the store. Secrets and keys leave only through `export`.
-extension Daemon {
+extension ControlService {
     func answer(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         switch method {
         case .status: return status()
@@ -166,7 +166,7 @@ extension Daemon {
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("approval", Self.approvalStatus(m, now: now)),
-            ("broker", remoteStatus()),
+            ("broker", remote.status()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.
             ("schedule", schedule ?? .null),

@@ -10,11 +10,13 @@ import GatewayStore
 import Logging
 import Synchronization
 
-/// The running daemon: owns the adapters and wires them to the door runtime.
+/// The running daemon, the composition root: makes the adapters and the
+/// services that own them (the door runtime, the reader, RemoteService,
+/// ControlService) and runs them as one ordered list (DaemonServices.swift);
+/// it handles the signals, the reload and the stop.
 ///
-/// What `init` makes is a `let`. What is made later, while wiring on the main
-/// thread in `run()` (the transport, the control server, the timers), is in
-/// `wiring`, a `Mutex` held only to read or replace those references, never
+/// What `init` makes is a `let`. The timers made later, while starting, are
+/// in `wiring`, a `Mutex` held only to read or replace those references, never
 /// across a call to one of them.
 final class Daemon: Sendable {
     let log: Logger
@@ -32,12 +34,16 @@ final class Daemon: Sendable {
     let simulatorControl: String?
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
-    /// Home Assistant's entities redrawn after each reload, in reload order.
-    private let redrawQueue = DispatchQueue(label: "gatewayd.discovery")
     /// Makes each event's outbox message once a transport is configured, so the
     /// audit row and the message commit in one transaction.
     let eventOutbox = EventOutbox()
     let auditWriter: AuditWriter
+    /// The remote transport and what is made with it (RemoteService.swift).
+    let remote: RemoteService
+    /// The control socket and its methods (ControlService.swift).
+    let control: ControlService
+    /// The watchdog and the audit log's timers (TimerService.swift).
+    let timers: TimerService
     let notify = SDNotify.fromEnvironment()
     /// The door's services in order (DaemonServices.swift): started by `run`,
     /// stopped in reverse by `stop` and `stopAfterFailure`.
@@ -45,56 +51,12 @@ final class Daemon: Sendable {
 
     /// The dispatch sources the daemon keeps running (each stops when cancelled or dropped).
     enum Source: Hashable {
-        case signal(Int32), telemetry, retention, auditRetry
+        case signal(Int32)
     }
     private struct Wiring {
         var sources: [Source: any DispatchSourceProtocol] = [:]
-        var control: ControlServer?
-        var transport: (any RemoteTransport)?
-        var remoteWiring = RemoteWiring()
-        var transportRunning = false
-        var fleetReceiver: FleetReceiver?
-        var homeAssistantAdmin: HomeAssistantAdmin?
-        var discoveryReload: (@Sendable () -> Void)?
     }
     private let wiring = Mutex(Wiring())
-
-    var control: ControlServer? {
-        get { wiring.withLock { $0.control } }
-        set { wiring.withLock { $0.control = newValue } }
-    }
-    /// The remote transport (MQTT or NATS, `[remote] transport`), made by `prepareRemote`.
-    var transport: (any RemoteTransport)? {
-        get { wiring.withLock { $0.transport } }
-        set { wiring.withLock { $0.transport = newValue } }
-    }
-    /// What `transport` is handed at its start (its command handler, Home Assistant's hook).
-    var remoteWiring: RemoteWiring {
-        get { wiring.withLock { $0.remoteWiring } }
-        set { wiring.withLock { $0.remoteWiring = newValue } }
-    }
-    /// Whether `transport` started (`startRemote`).
-    var transportRunning: Bool {
-        get { wiring.withLock { $0.transportRunning } }
-        set { wiring.withLock { $0.transportRunning = newValue } }
-    }
-    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
-    var fleetReceiver: FleetReceiver? {
-        get { wiring.withLock { $0.fleetReceiver } }
-        set { wiring.withLock { $0.fleetReceiver = newValue } }
-    }
-    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
-    var homeAssistantAdmin: HomeAssistantAdmin? {
-        get { wiring.withLock { $0.homeAssistantAdmin } }
-        set { wiring.withLock { $0.homeAssistantAdmin = newValue } }
-    }
-    /// After a reload: Home Assistant's entities redrawn from the configuration
-    /// now in effect (an action's button, the provisioning selector, the
-    /// schedule and approval entities); set by `makeMQTT`.
-    var discoveryReload: (@Sendable () -> Void)? {
-        get { wiring.withLock { $0.discoveryReload } }
-        set { wiring.withLock { $0.discoveryReload = newValue } }
-    }
 
     /// Keeps the source `make` makes (set up and activated) running under
     /// `name`; one kept before under it is cancelled. `make` runs inside the
@@ -108,7 +70,7 @@ final class Daemon: Sendable {
     func cancel(_ name: Source) {
         wiring.withLock { $0.sources.removeValue(forKey: name)?.cancel() }
     }
-    let started = MonotonicClock.now()
+    let started: MonotonicInstant
 
     /// Gives the store the audit key (docs/security.md "L4"), once, and
     /// drops it. A missing or wrong key leaves the door running with the
@@ -150,6 +112,7 @@ final class Daemon: Sendable {
     }
 
     init(configuration: GatewayConfiguration, configPath: String, environment: [String: String], log: Logger) throws {
+        started = MonotonicClock.now()
         self.live = LiveConfiguration(configuration)
         self.configPath = configPath
         self.environment = environment
@@ -226,6 +189,14 @@ final class Daemon: Sendable {
             flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
+        remote = RemoteService(
+            live: live, environment: environment, store: store, runtime: runtime, auditWriter: auditWriter,
+            eventOutbox: eventOutbox, started: started, log: log)
+        control = ControlService(
+            live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
+            simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
+            auditWriter: auditWriter, remote: remote, notify: notify, started: started, log: log)
+        timers = TimerService(runtime: runtime, store: store, auditWriter: auditWriter, notify: notify, log: log)
     }
 
     /// A few seconds after READY (the reader probed, the first connection
@@ -252,9 +223,10 @@ final class Daemon: Sendable {
     func run() -> Never {
         installSignals()
         // Made (not connected) before the door's first event ("started"), so it is announced too.
-        prepareRemote()
+        remote.prepare()
         services.set(makeServices())
-        services.start()
+        // A stop began during the start (a signal, a control socket it cannot own): it exits the process.
+        guard services.start() else { while true { pause() } }
         let ms = MonotonicClock.now().since(started).millisecondsClamped
         log.info("ready in \(ms) ms")
         notify.send("READY=1\nSTATUS=door ready")
@@ -289,24 +261,30 @@ final class Daemon: Sendable {
         // First, from this thread: a door queue that is stuck (a store write
         // that does not return) must not keep the strike from locking.
         board.lockAll()
-        stopServices()
-        exit(0)
+        stopServices(exitStatus: 0)
     }
 
     /// A start that cannot go on (a control socket it cannot own): the
     /// services started so far stop as in `stop`, exit status 1.
     func stopAfterFailure() -> Never {
         board.lockAll()
-        stopServices()
-        exit(1)
+        stopServices(exitStatus: 1)
     }
 
-    private func stopServices() {
-        let stopped = services.stop()
-        // Another thread's stop ran them already (SIGTERM during a failed start): lock all the same.
-        if stopped.last != "outputs" { board.lockAll() }
-        log.info("services stopped: \(stopped.joined(separator: ", "))")
+    /// The one stop, whoever asks: a second stopper (SIGTERM while a failed
+    /// start stops) waits until it ended — the audit writer flushed, the
+    /// outputs locked — and the process exits once, from the thread that ran it.
+    private func stopServices(exitStatus: Int32) -> Never {
+        let stopped = services.stopOnce()
+        guard stopped.ranHere else {
+            // The thread that ran the stop exits with its status; this one waits for that.
+            while true { pause() }
+        }
+        // Stopped before any service started (a signal during the start's first steps): lock all the same.
+        if stopped.order.last != "outputs" { board.lockAll() }
+        log.info("services stopped: \(stopped.order.joined(separator: ", "))")
         log.notice("stopped; outputs locked")
+        exit(exitStatus)
     }
 
     /// SIGHUP: a valid new configuration is applied (LiveConfiguration); one
@@ -350,73 +328,5 @@ final class Daemon: Sendable {
         services.reloaded(new, zone: zone)
         log.notice("configuration reloaded from \(configPath)")
         notify.send("STATUS=door ready")
-    }
-
-    /// After a reload: Home Assistant's entities redrawn once the door queue
-    /// has applied it (discovery reads the live configuration), off the
-    /// signal queue: SIGTERM must not wait on it.
-    func redrawDiscovery() {
-        guard let redraw = discoveryReload else { return }
-        redrawQueue.async { [runtime] in
-            runtime.committed()
-            redraw()
-        }
-    }
-
-    /// Events that waited for a full store are written once it takes writes again.
-    func startAuditRetry() {
-        keep(.auditRetry) {
-            let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
-            timer.schedule(deadline: .now() + .seconds(5), repeating: .seconds(5))
-            timer.setEventHandler { [auditWriter] in auditWriter.retry() }
-            timer.activate()
-            return timer
-        }
-    }
-
-    /// Audit retention: rows older than 400 days, and beyond the newest
-    /// 500 000, are trimmed at start and every 6 hours; the chain stays
-    /// verifiable from the anchor the trim records.
-    func startAuditRetention() {
-        keep(.retention) {
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gatewayd.retention"))
-            timer.schedule(deadline: .now(), repeating: .seconds(6 * 3600))
-            timer.setEventHandler { [store, log] in
-                do {
-                    let trimmed = try store.trimAudit(before: Int64(time(nil)) - 400 * 86_400, keep: 500_000)
-                    if trimmed > 0 {
-                        log.info("audit log: \(trimmed) old rows trimmed; the chain continues from its anchor")
-                    }
-                } catch {
-                    log.error("audit retention: \(error)")
-                }
-            }
-            timer.activate()
-            return timer
-        }
-    }
-
-    /// WATCHDOG=1 at half of WATCHDOG_USEC, only while the door queue
-    /// answers: each cycle queues a beat, and the next feeds the watchdog
-    /// only if the loop ran it in between.
-    func startWatchdog() {
-        guard let interval = notify.watchdogInterval else { return }
-        let beat: @Sendable () -> Void = { [self] in
-            var asked = runtime.requestBeat()
-            while true {
-                usleep(UInt32(clamping: interval.millisecondsClamped * 1000))
-                if runtime.processedBeat >= asked {
-                    notify.send("WATCHDOG=1")
-                } else {
-                    log.error("event loop stalled; watchdog not fed")
-                }
-                asked = runtime.requestBeat()
-            }
-        }
-        do {
-            try Threads.detach(name: "gatewayd.watchdog", beat)
-        } catch {
-            log.error("watchdog: \(error); systemd will restart gatewayd when WatchdogSec passes")
-        }
     }
 }

@@ -1,7 +1,8 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
-import Synchronization
+import Glibc
+import RemoteLink
 
 /// One part of the running door (swift-service-lifecycle's Service, without
 /// the package): started in its list's order, stopped in reverse, told of
@@ -20,52 +21,108 @@ struct DoorService: Sendable {
 
 /// The daemon's services in order (ServiceGroup's rule): `start` starts them
 /// one after the other; `stop` stops those that started — any `stopsFirst`
-/// one first, then the rest in reverse — once, from whichever thread asks
-/// first; a service not yet started when the stop began is never started.
+/// one first, then the rest in reverse — once; a service not yet started when
+/// the stop began is never started.
+///
+/// Every stopper waits for that one stop to end (issue 34): SIGTERM while a
+/// start that cannot go on stops, SIGTERM and SIGINT, return only once the
+/// audit writer flushed and the outputs are locked, so no process exits
+/// halfway through the stop. A stop from another thread while a service is
+/// starting waits for that start to return and stops that service too; a
+/// stop from the starting thread itself (the control socket it cannot own)
+/// does not wait for its own start.
 final class ServiceList: Sendable {
-    private struct State {
+    private enum Phase: Sendable, Equatable {
+        case running
+        case stopping(by: pthread_t)
+        case stopped([String])
+    }
+    private struct State: Sendable {
         var services: [DoorService] = []
         var started = 0
-        var stopping = false
+        /// The thread starting `services[started]`, while it does.
+        var startingOn: pthread_t?
+        /// A stop was asked: no further service starts (the stopper may be waiting for the one starting).
+        var stopAsked = false
+        var phase = Phase.running
     }
-    private let state = Mutex(State())
+    private let state = Condition(State())
+
+    /// What `stop` did: the services in the order they stopped (the same for
+    /// every caller), and whether this call ran the stop (the caller that
+    /// exits) or waited for another's.
+    struct Stopped: Equatable {
+        let order: [String]
+        let ranHere: Bool
+    }
 
     /// The list, before `start`.
-    func set(_ services: [DoorService]) { state.withLock { $0.services = services } }
+    func set(_ services: [DoorService]) { state.update { $0.services = services } }
 
-    var names: [String] { state.withLock { $0.services.map(\.name) } }
+    var names: [String] { state.read { $0.services.map(\.name) } }
 
-    func start() {
+    /// Starts the services in order; false when a stop began before the last one started.
+    @discardableResult
+    func start() -> Bool {
         var index = 0
         while true {
-            let next = state.withLock { s -> DoorService? in
-                guard !s.stopping, index < s.services.count else { return nil }
+            let next = state.update { s -> DoorService?? in
+                guard s.phase == .running, !s.stopAsked else { return .some(nil) }
+                guard index < s.services.count else { return nil }
+                s.startingOn = pthread_self()
                 return s.services[index]
             }
-            guard let next else { return }
+            guard let next else { return true }
+            guard let next else { return false }
             next.start()
             index += 1
-            state.withLock { $0.started = max($0.started, index) }
+            state.update {
+                $0.started = max($0.started, index)
+                $0.startingOn = nil
+            }
         }
     }
 
-    /// Stops the started services; returns their names in the order stopped
-    /// (empty when a stop already ran).
+    /// Stops the started services, once; returns their names in the order stopped.
     @discardableResult
-    func stop() -> [String] {
-        let started = state.withLock { s -> [DoorService] in
-            guard !s.stopping else { return [] }
-            s.stopping = true
+    func stop() -> [String] { stopOnce().order }
+
+    /// Stops the started services, or waits for the stop another thread runs to end.
+    func stopOnce() -> Stopped {
+        let me = pthread_self()
+        state.update { $0.stopAsked = true }
+        let mine = state.wait(until: { s in
+            // Another thread's service start finishes first: that service is then stopped too.
+            guard s.phase == .running, let starter = s.startingOn else { return true }
+            return pthread_equal(starter, me) != 0
+        }) { s -> [DoorService]? in
+            guard s.phase == .running else { return nil }
+            s.phase = .stopping(by: me)
             return Array(s.services.prefix(s.started))
         }
-        let order = started.filter(\.stopsFirst) + started.filter { !$0.stopsFirst }.reversed()
+        guard let mine else {
+            return state.wait(until: { s in
+                switch s.phase {
+                case .running: return false  // not reached: a stop began
+                case .stopped: return true
+                // A service's own stop asking again: the stop it is part of goes on.
+                case .stopping(let by): return pthread_equal(by, me) != 0
+                }
+            }) { s in
+                guard case .stopped(let order) = s.phase else { return Stopped(order: [], ranHere: false) }
+                return Stopped(order: order, ranHere: false)
+            }
+        }
+        let order = mine.filter(\.stopsFirst) + mine.filter { !$0.stopsFirst }.reversed()
         for service in order { service.stop() }
-        return order.map(\.name)
+        let names = order.map(\.name)
+        state.update { $0.phase = .stopped(names) }
+        return Stopped(order: names, ranHere: true)
     }
 
     /// A reload applied: each service in order.
     func reloaded(_ configuration: GatewayConfiguration, zone: TimeZoneRules) {
-        let services = state.withLock { $0.stopping ? [] : $0.services }
+        let services = state.read { $0.phase == .running ? $0.services : [] }
         for service in services { service.reloaded(configuration, zone) }
     }
 }
@@ -93,21 +150,9 @@ extension Daemon {
                     readerLoop.stop()
                     simulator?.stop()
                 }),
-            DoorService(
-                name: "transport", start: { [self] in startRemote() }, stop: { [self] in stopRemote() },
-                reloaded: { [self] _, _ in redrawDiscovery() }),
-            DoorService(name: "control socket", start: { [self] in startControl() }, stop: { [self] in stopControl() }),
-            DoorService(
-                name: "timers",
-                start: { [self] in
-                    startWatchdog()
-                    startAuditRetention()
-                    startAuditRetry()
-                },
-                stop: { [self] in
-                    cancel(.retention)
-                    cancel(.auditRetry)
-                }),
+            remote.service,
+            control.service { [self] in stopAfterFailure() },
+            timers.service,
         ]
     }
 }

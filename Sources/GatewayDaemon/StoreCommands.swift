@@ -12,7 +12,7 @@ import Synchronization
 // Remote commands, whichever transport heard them: the handler, the rules
 // it judges by (`[mqtt.commands]`, Home Assistant's powers) and its replay record.
 
-extension Daemon {
+extension RemoteService {
     /// The configuration's warnings, then the handler every remote command
     /// goes through (`[mqtt.commands]` for either transport); nil, logged,
     /// when the store cannot give it its replay record.

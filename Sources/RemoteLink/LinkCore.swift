@@ -34,7 +34,7 @@ public final class LinkCore: Sendable {
         public var lastDenied: String?
     }
     private let counters = Mutex(Counters())
-    private let wiring = Mutex(RemoteWiring())
+    private let wiring = Mutex<RemoteWiring?>(nil)
 
     /// `kept`: topics whose kept documents go first at each connect, in this order.
     public init(name: String, deviceID: String, outbox: any Outbox, log: Logger, kept: [String]) {
@@ -52,10 +52,10 @@ public final class LinkCore: Sendable {
     public func wire(_ ports: RemoteWiring) { wiring.withLock { $0 = ports } }
 
     /// Where messages heard on a command topic or subject go.
-    public var commands: (any RemoteCommandHandler)? { wiring.withLock { $0.commands } }
+    public var commands: (any RemoteCommandHandler)? { wiring.withLock { $0?.commands } }
 
     /// Runs the daemon's hook after a connect's announcements (on the link's thread).
-    public func afterConnect() { wiring.withLock { $0.afterConnect }?() }
+    public func afterConnect() { wiring.withLock { $0?.afterConnect }?() }
 
     // MARK: Status and error notes
 

@@ -54,7 +54,7 @@ enum ControlTarget {
     }
 
     #if DEBUG || FUZZING
-        /// What the methods of ControlMethods.swift and DaemonRegistry.swift
+        /// What the methods of ControlMethods.swift and ControlRegistry.swift
         /// read from `params`: the typed readers, then the value parsers.
         static func parameters(_ method: String, _ p: [String: JSONValue]) {
             for key in p.keys {

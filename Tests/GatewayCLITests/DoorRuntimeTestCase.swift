@@ -39,7 +39,7 @@ class DoorRuntimeTestCase: XCTestCase {
             try SimulatedBoard(configuration.boardDescription, logger: log), stateDirectory: stateDirectory)
         let store = try GatewayStore(stateDirectory: stateDirectory)
         try store.syncActions(configuration.door.actions)
-        let writer = AuditWriter(store: store, outbox: Daemon.EventOutbox(), log: log)
+        let writer = AuditWriter(store: store, outbox: EventOutbox(), log: log)
         let runtime = DoorRuntime(
             live: LiveConfiguration(configuration), board: board, store: store, registry: StoreRegistry(store: store),
             audit: { event, time, detail, lastSeen in

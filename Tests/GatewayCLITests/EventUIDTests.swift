@@ -25,7 +25,7 @@ final class EventUIDTests: XCTestCase {
             ("empty", { () throws -> [UInt8]? in [] }),
         ] {
             let lines = LogCapture()
-            let text = Daemon.eventUIDText(.hmac, transport: "mqtt", log: lines.logger, deviceKey: read)
+            let text = RemoteService.eventUIDText(.hmac, transport: "mqtt", log: lines.logger, deviceKey: read)
             XCTAssertNil(text(uid), name)
             XCTAssertNil(text(uid), name)
             let logged = lines.all
@@ -37,10 +37,10 @@ final class EventUIDTests: XCTestCase {
 
         let lines = LogCapture()
         let key = [UInt8](repeating: 7, count: 32)
-        let hashed = Daemon.eventUIDText(.hmac, transport: "nats", log: lines.logger) { key }
+        let hashed = RemoteService.eventUIDText(.hmac, transport: "nats", log: lines.logger) { key }
         XCTAssertEqual(hashed(uid)?.count, 16)
         XCTAssertNotEqual(hashed(uid), uid.hex)
-        let full = Daemon.eventUIDText(.full, transport: "nats", log: lines.logger) { throw Unreadable() }
+        let full = RemoteService.eventUIDText(.full, transport: "nats", log: lines.logger) { throw Unreadable() }
         XCTAssertEqual(full(uid), uid.hex, "full UIDs need no key")
         XCTAssertEqual(lines.all, [], "nothing to say with a key, or without hashing")
     }

@@ -1,4 +1,9 @@
 import DoorCore
+import DoorIO
+import Foundation
+import GatewayControl
+import GatewayStore
+import Logging
 import XCTest
 
 @testable import GatewayConfig
@@ -13,10 +18,13 @@ import XCTest
 /// its key in the shipped example, with its section in use (MQTT on, the
 /// fleet on; NATS rows with `[remote] transport = "nats"`), loads both files
 /// and checks what the daemon's reload does with the pair
-/// (`LiveConfiguration.restartRequired`, then `applyReload`): a live key is
-/// not refused and the configuration in effect afterwards is the new file
-/// (so every consumer reading `LiveConfiguration` sees it); a refused key is
-/// named, `[section] key`. README's "Reloading" table is this one.
+/// (`LiveConfiguration.restartRequired`, then the reload): a live key is not
+/// refused, and a running door reloaded with it behaves as a door started
+/// with the new file, where a door started with the old one behaves
+/// otherwise (`observe`: the door machine's answers to a script of inputs,
+/// what the runtime plays, its schedules and zone, the remote command judge,
+/// the reader's auth limit); a refused key is named, `[section] key`.
+/// README's "Reloading" table is this one.
 final class ReloadTableTests: XCTestCase {
     enum Reload: Equatable {
         case live
@@ -71,9 +79,12 @@ final class ReloadTableTests: XCTestCase {
         switch base {
         case .mqtt:
             text = set(text, "mqtt.enabled", "true")
+            // The door contact's alarms on, so their keys show at the door.
+            text = set(text, "door_contact.enabled", "true")
             text = set(text, "fleet.enabled", "true")
         case .nats, .natsLogin:
             text = set(text, "remote.transport", "\"nats\"")
+            text = set(text, "door_contact.enabled", "true")
             text = set(text, "fleet.enabled", "true")
             text = dropLine(text, "fleet.subscribe")
             if base == .natsLogin {
@@ -184,7 +195,7 @@ final class ReloadTableTests: XCTestCase {
             "door.pulse_min_ms": live("40"),
             "door.pulse_max_ms": live("9000"),
             "door.same_tag_quiet_ms": live("900"),
-            "door.mode": live("\"passage\""),
+            "door.mode": live("\"lockdown\""),
             "door.passage_schedule": { key in Row(reload: .live) { dropLine($0, key) } },
             "schedules[].name": { _ in
                 Row(reload: .live) { $0.replacingOccurrences(of: "\"shop\"", with: "\"store\"") }
@@ -242,7 +253,7 @@ final class ReloadTableTests: XCTestCase {
             "provisioning.timeout_s": live("61"),
             "provisioning.protect": live("true"),
             "provisioning.auth_limit": live("3"),
-            "door_contact.enabled": live("true"),
+            "door_contact.enabled": live("false"),
             "door_contact.held_open_s": live("31"),
             "door_contact.open_grace_s": live("11"),
             "clock.declare_synchronised": live("true"),
@@ -365,6 +376,15 @@ final class ReloadTableTests: XCTestCase {
         }
     }
 
+    var dir: String!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("reload-table-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+
     func testEveryKeyIsAppliedByAReloadOrRefusedByName() throws {
         for (key, row) in Self.rows.sorted(by: { $0.key < $1.key }) {
             let before = Self.base(row.base)
@@ -380,9 +400,16 @@ final class ReloadTableTests: XCTestCase {
             switch row.reload {
             case .live:
                 XCTAssertEqual(refused, [], "\(key) is live, yet refused")
-                let running = LiveConfiguration(old)
-                running.applyReload(new)
-                XCTAssertEqual(running.current, new, "\(key): reloaded, yet not in effect")
+                let running = try Door(old, in: dir)
+                try running.reload(new)
+                let reloaded = try running.observe()
+                let started = try Door(new, in: dir).observe()
+                let before = try Door(old, in: dir).observe()
+                XCTAssertNotEqual(before, started, "\(key): the probe does not see this key; make it")
+                let diff = zip(reloaded, started).first { $0 != $1 }
+                XCTAssertTrue(
+                    reloaded == started,
+                    "\(key): reloaded, yet not in effect: \(diff.map { "\($0.0) ≠ \($0.1)" } ?? "lengths differ")")
             case .refused(let name):
                 XCTAssertTrue(refused.contains(name), "\(key): expected \(name) refused, got \(refused)")
                 XCTAssertFalse(refused.contains("a setting read at start only"), "\(key) not named: \(refused)")
@@ -416,6 +443,238 @@ final class ReloadTableTests: XCTestCase {
             let new = try GatewayConfiguration.load(toml: Self.set(Self.example, key, value))
             XCTAssertNotEqual(example, new, key)
             XCTAssertEqual(LiveConfiguration.restartRequired(from: example, to: new), [], key)
+        }
+    }
+
+    // MARK: The running door
+
+    /// A running door as gatewayd wires it, on a simulated board: the door
+    /// runtime and the configuration it owns, the remote command judge
+    /// reading it, the reader port's auth limit.
+    final class Door {
+        let runtime: DoorRuntime
+        let live: LiveConfiguration
+        let commands: StoreCommands
+        let authLimit: @Sendable () -> Int
+
+        init(_ configuration: GatewayConfiguration, in dir: String) throws {
+            let state = dir + "/" + UUID().uuidString
+            let log = Logger(label: "reload-table")
+            let board = try SimulatedBoard(configuration.boardDescription, logger: log)
+            let store = try GatewayStore(stateDirectory: state)
+            try store.syncActions(configuration.door.actions)
+            let writer = AuditWriter(store: store, outbox: EventOutbox(), log: log)
+            let live = LiveConfiguration(configuration)
+            self.live = live
+            runtime = DoorRuntime(
+                live: live, board: board, store: store, registry: StoreRegistry(store: store),
+                audit: { event, time, detail, lastSeen in
+                    writer.write(event, at: time, detail: detail, lastSeen: lastSeen)
+                },
+                flushAudit: { writer.flush() }, log: log, zone: try Zones.load(configuration.timeZone))
+            let runtime = self.runtime
+            let deviceID = configuration.deviceID
+            commands = try StoreCommands(
+                store: store,
+                livePolicy: {
+                    RemotePolicy(live.current.mqtt, deviceID: deviceID, actionCount: live.current.door.actions.count)
+                },
+                actionCount: { live.current.door.actions.count }, clockSynchronised: { true },
+                submit: { runtime.submit(.remoteCommand($0)) }, log: log)
+            authLimit = { live.current.door.provisioning.authLimit }
+            runtime.start()
+            runtime.sync {}
+        }
+
+        deinit { runtime.shutdown() }
+
+        static func describe(_ pattern: FeedbackPattern?) -> String {
+            guard let pattern else { return "none" }
+            let steps = pattern.steps.map { "\($0.on.sorted())/\($0.duration)" }
+            return "\(steps) repeats \(pattern.repeats) priority \(pattern.priority)"
+        }
+
+        /// What the daemon's reload does to the door runtime (its service's `reloaded`).
+        func reload(_ new: GatewayConfiguration) throws {
+            runtime.reload(new, zone: try Zones.load(new.timeZone))
+            runtime.sync {}
+            runtime.sync {}
+        }
+
+        /// How the running door behaves, as lines to compare: the door
+        /// machine's effects for a script of inputs (every action run to its
+        /// end, button presses and holds, provisioning writes, the door opened
+        /// after the grace and held open, a reader fault, lockouts of a tag, in
+        /// and out of the window and of the reader, a re-tap, an approval),
+        /// each pattern as the runtime would play it, the ambient one too; the
+        /// step clamp; the tap
+        /// rules' schedule answers over a week around a holiday in the door's
+        /// zone; the clock; the remote judge's policy; the reader's auth limit.
+        func observe() throws -> [String] {
+            let (machine, start, configuration) = runtime.sync {
+                (runtime.machine, runtime.now(), runtime.configuration)
+            }
+            var lines = ["mode \(machine.mode) state \(machine.state)"]
+            var m = machine
+            // Approval codes from fixed bytes, so two doors' transcripts compare.
+            m.supplyRandom([UInt8](repeating: 7, count: 64))
+            var t = Now(monotonic: start.monotonic, wall: WallClock(unixSeconds: 1_798_000_000, synchronised: true))
+            var timers: [(at: MonotonicInstant, id: TimerID)] = []
+            var ambient: FeedbackKind?
+            func take(_ label: String, _ input: DoorInput) {
+                defer {
+                    // What the runtime plays behind every pattern (DoorRuntime.execute).
+                    if m.ambientFeedback != ambient {
+                        ambient = m.ambientFeedback
+                        lines.append(
+                            "\(label): ambient \(m.ambientFeedback) \(Self.describe(configuration.door.patterns[m.ambientFeedback]))"
+                        )
+                    }
+                }
+                for effect in m.handle(input, at: t) {
+                    switch effect {
+                    case .startTimer(let id, let after):
+                        timers.append((t.monotonic + after, id))
+                        lines.append("\(label): timer \(id) after \(after)")
+                    case .cancelTimer(let id):
+                        timers.removeAll { $0.id == id }
+                        lines.append("\(label): cancel \(id)")
+                    case .feedback(let kind):
+                        // As the runtime plays it (DoorRuntime.execute): the configured pattern.
+                        lines.append("\(label): feedback \(kind) \(Self.describe(configuration.door.patterns[kind]))")
+                    default: lines.append("\(label): \(effect)")
+                    }
+                }
+            }
+            func advance(_ d: Duration) {
+                let end = t.monotonic + d
+                while let next = timers.enumerated().filter({ $0.element.at <= end }).min(by: {
+                    $0.element.at < $1.element.at
+                }) {
+                    timers.remove(at: next.offset)
+                    let step = next.element.at.since(t.monotonic)
+                    t = Now(
+                        monotonic: next.element.at,
+                        wall: WallClock(unixSeconds: t.wall.unixSeconds + step.components.seconds, synchronised: true))
+                    take("timer", .timerFired(next.element.id))
+                }
+                let step = end.since(t.monotonic)
+                t = Now(
+                    monotonic: end,
+                    wall: WallClock(unixSeconds: t.wall.unixSeconds + step.components.seconds, synchronised: true))
+            }
+            for action in 0...5 {
+                take("open \(action)", .admin(.open(action)))
+                advance(.seconds(15))
+            }
+            // The clamp the running machine puts on every step: the loader keeps a
+            // valid file's steps inside it, so no configured action shows it otherwise.
+            lines.append("pulse limits \(m.settings.pulseLimits)")
+            for press in [Duration.milliseconds(30), .milliseconds(55), .milliseconds(100)] {
+                take("press", .button(pressed: true))
+                advance(press)
+                take("release", .button(pressed: false))
+                advance(.seconds(15))
+            }
+            // Held to arm provisioning; a blank tag written, then one whose write fails.
+            let blank = TagUID(hex: "04D1D2D3D4D5D6")!
+            for outcome in [WriteOutcome.written, .failed("torn")] {
+                take("press", .button(pressed: true))
+                advance(.milliseconds(5_500))
+                take("release", .button(pressed: false))
+                take(
+                    "blank",
+                    .tagArrived(
+                        TagPresentation(
+                            uid: blank, content: .blank,
+                            verdict: .deny(reason: "unknown_tag", countsTowardLockout: false))))
+                take("written", .writeResult(uid: blank, outcome))
+                take("depart", .tagDeparted(blank))
+                advance(.seconds(2))
+            }
+            take("press", .button(pressed: true))
+            advance(.milliseconds(6_500))
+            take("release", .button(pressed: false))
+            advance(.seconds(100))
+            // The door opened 10.5 s after an action's pulse ended, then held open.
+            take("open 0", .admin(.open(0)))
+            advance(.milliseconds(3_000 + 10_500))
+            take("contact", .doorContact(open: true))
+            advance(.seconds(60))
+            take("contact", .doorContact(open: false))
+            take("fault", .readerFault("gone"))
+            take("recovered", .readerRecovered)
+            let failedProof = Denial.failedProofReasons.sorted()[0]
+            func deny(_ hex: String) {
+                let uid = TagUID(hex: hex)!
+                take(
+                    "deny \(hex)",
+                    .tagArrived(
+                        TagPresentation(
+                            uid: uid, content: .ours, verdict: .deny(reason: failedProof, countsTowardLockout: true))))
+                take("depart", .tagDeparted(uid))
+            }
+            // One tag's lockouts, five in a row: each doubles up to the cap.
+            for _ in 0..<5 {
+                for _ in 0..<6 {
+                    deny("04A1A2A3A4A5A6")
+                    advance(.seconds(1))
+                }
+                advance(.seconds(310))
+            }
+            // Two denials, then a third 60 s after the first: within the window or not.
+            for _ in 0..<2 {
+                deny("04E1E2E3E4E5E6")
+                advance(.seconds(1))
+            }
+            advance(.seconds(58))
+            deny("04E1E2E3E4E5E6")
+            advance(.seconds(400))
+            // Twelve tags, one failed proof each: the global lockout.
+            for n in 0..<12 {
+                deny("04F1F2F3F4F5\(String(format: "%02X", n))")
+                advance(.seconds(1))
+            }
+            advance(.seconds(700))
+            let granted = TagPresentation(
+                uid: TagUID(hex: "04B1B2B3B4B5B6")!, content: .ours, verdict: .grant(action: 0, reason: "valid_v2"))
+            take("tap", .tagArrived(granted))
+            take("depart", .tagDeparted(granted.uid))
+            advance(.milliseconds(950))
+            take("retap", .tagArrived(granted))
+            take("depart", .tagDeparted(granted.uid))
+            advance(.seconds(15))
+            let waiting = TagPresentation(
+                uid: TagUID(hex: "04C1C2C3C4C5C6")!, content: .ours, verdict: .grant(action: 4, reason: "valid_v2"))
+            take("tap 4", .tagArrived(waiting))
+            take("depart", .tagDeparted(waiting.uid))
+            take("approve", .approval(ApprovalAnswer(code: nil, approve: true, by: .gatewayctl, who: "test")))
+            advance(.seconds(200))
+
+            // The tap rules (TapDecision's schedules) in the door's zone, every half hour over a week with 2026-12-31.
+            let policy = runtime.sync { runtime.accessPolicy }
+            lines.append("schedules \(policy.schedules.map(\.name))")
+            for hour in stride(from: Int64(1_798_675_200), to: 1_798_675_200 + 8 * 86_400, by: 1_800) {
+                let wall = WallClock(unixSeconds: hour, synchronised: true)
+                let answers = configuration.door.actions.map {
+                    "\($0.index)=\(policy.denial(actionSchedule: $0.schedule, tag: nil, wall: wall).map(\.rawValue) ?? "ok")"
+                }
+                let passage = configuration.door.passageSchedule.map {
+                    policy.schedule(named: $0)?.isActive(at: hour, zone: policy.zone) ?? false
+                }
+                lines.append("at \(hour): \(answers.joined(separator: " ")) passage \(String(describing: passage))")
+            }
+            lines.append("zone \(policy.zone.name)")
+            lines.append("clock synchronised \(runtime.clockSynchronised())")
+            for a in configuration.door.actions {
+                lines.append("action \(a.index) \(a.name) credentials \(a.credentials.map(\.rawValue).sorted())")
+            }
+            let judge = commands.policy
+            lines.append(
+                "remote commands \(judge.commands.mapping.sorted { $0.key < $1.key }) tolerance \(judge.commands.tolerance) actions \(judge.commands.actionCount) ha \(judge.homeAssistantOpen) \(judge.homeAssistantAdmin)"
+            )
+            lines.append("auth limit \(authLimit())")
+            return lines
         }
     }
 }

@@ -60,7 +60,7 @@ final class RemoteGlueTests: XCTestCase {
     /// The glue with `[mqtt] label_in_events` on, and the labels it asked for.
     private func glue(_ link: FakeTransport, _ mode: UIDInEvents, deviceKey: [UInt8]?) -> (RemoteGlue, Asked) {
         let asked = Asked()
-        let uidText = Daemon.eventUIDText(mode, transport: "fake", log: log) { deviceKey }
+        let uidText = RemoteService.eventUIDText(mode, transport: "fake", log: log) { deviceKey }
         let glue = RemoteGlue(
             link: link, uidText: uidText,
             label: { uid in
@@ -133,7 +133,7 @@ final class RemoteGlueTests: XCTestCase {
     func testApprovalEventsGoToTheTransportsOwnPlaceThroughItsPort() throws {
         let link = FakeTransport()
         let (glue, asked) = glue(link, .full, deviceKey: nil)
-        let publish = Daemon.approvalPublisher(link, uidText: glue.uidText, label: glue.label)
+        let publish = RemoteService.approvalPublisher(link, uidText: glue.uidText, label: glue.label)
         publish(DoorEvent(.accessGranted, uid: uid), 1_700_000_000)
         publish(DoorEvent(.approvalRequested, action: 0, uid: uid, code: "K7M2QX"), 1_700_000_001)
         publish(DoorEvent(.approvalRefused, reason: "unknown_request", code: "ABCDEF"), 1_700_000_002)
@@ -169,7 +169,7 @@ final class RemoteGlueTests: XCTestCase {
     func testWithoutLabelInEventsNoLabelIsLookedUp() throws {
         let link = FakeTransport()
         let glue = RemoteGlue(
-            link: link, uidText: Daemon.eventUIDText(.full, transport: "fake", log: log) { nil }, label: nil)
+            link: link, uidText: RemoteService.eventUIDText(.full, transport: "fake", log: log) { nil }, label: nil)
         _ = glue.outboxMessage(for: DoorEvent(.accessGranted, uid: uid), at: 1_700_000_000)
         XCTAssertEqual(link.calls.withLock { $0 }, [.entry(kind: .accessGranted, uidText: uid.hex, label: nil)])
     }

@@ -163,7 +163,7 @@ final class BrokerACLTests: BrokerTestCase<MosquittoBroker> {
             device: MosquittoBroker.doorID, name: "Front door", topics: topics, doorContact: true,
             eventTypes: ["access_granted", "access_denied"], canOpen: false)
         XCTAssertFalse(link.discovery.isEmpty)
-        try link.start()
+        try link.start(RemoteWiring(commands: UnexpectedCommands()))
         defer { link.stop() }
         let expected = Set(link.discovery.map(\.topic))
         // Entities not offered get an empty retained config (a removal), not counted here.
@@ -185,4 +185,9 @@ final class BrokerACLTests: BrokerTestCase<MosquittoBroker> {
         XCTAssertEqual(again.count, 2 * count, "the door announced again on HA's birth message: \(again)")
         XCTAssertFalse(again.contains { $0.hasSuffix("|{}") }, "back-door overwrote a discovery entry")
     }
+}
+
+/// A command handler for links whose test sends no command: one heard fails the test.
+final class UnexpectedCommands: RemoteCommandHandler, Sendable {
+    func received(_ message: RemoteMessage) { XCTFail("no command was sent, yet one was heard") }
 }

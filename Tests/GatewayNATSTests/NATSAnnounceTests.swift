@@ -17,7 +17,7 @@ final class NATSAnnounceTests: XCTestCase {
         let link = NATSLink(
             settings: server.settings(refreshFraction: 0.75, jetStream: false), deviceID: NATSServer.device,
             outbox: MemoryOutbox(), log: log.logger)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected }, "not connected: \(String(describing: link.status.lastError))")
         link.publishState(.object([("locked", .bool(true))]))

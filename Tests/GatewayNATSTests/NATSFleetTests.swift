@@ -44,7 +44,7 @@ final class NATSFleetTests: XCTestCase {
         let link = NATSLink(
             settings: server.settings(), deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger,
             fleet: NATSFleet(bucket: Self.bucket, site: "main-site", handler: documents))
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected }, "\(log.all)")
 

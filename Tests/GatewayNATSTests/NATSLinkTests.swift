@@ -115,7 +115,7 @@ final class NATSLinkTests: XCTestCase {
         let peer = try startWithPeer(server)
         let log = LogCapture()
         let link = makeLink(server, MemoryOutbox(), log)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
         // `…tag` is not in the door user's publish permissions.
@@ -143,7 +143,7 @@ final class NATSLinkTests: XCTestCase {
         settings.servers = settings.servers.map { $0.replacingOccurrences(of: "localhost", with: "127.0.0.1") }
         let link = NATSLink(
             settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: LogCapture().logger)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(
             try waitUntil(timeout: 5) { link.status.lastError?.contains("mismatch") == true }, "\(link.status)")
@@ -186,7 +186,7 @@ final class NATSLinkTests: XCTestCase {
         let outbox = MemoryOutbox()
         let log = LogCapture()
         let link = makeLink(server, outbox, log, jetStream: true)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
         for _ in 0..<3 { link.record(DoorEvent(.doorOpened), at: Int64(time(nil)), uidText: nil) }
@@ -213,7 +213,7 @@ final class NATSLinkTests: XCTestCase {
         let outbox = MemoryOutbox()
         let log = LogCapture()
         let link = makeLink(server, outbox, log)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
         let firstExp = try XCTUnwrap(link.status.credentials?.expires)
@@ -308,7 +308,7 @@ final class NATSLinkTests: XCTestCase {
         ])
         let link = NATSLink(
             settings: settings, deviceID: NATSServer.device, outbox: MemoryOutbox(), log: log.logger)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
         let original = try server.credentials.readJWT()
@@ -374,7 +374,7 @@ final class NATSLinkTests: XCTestCase {
         let link = NATSLink(
             settings: server.settings(accountKeys: []), deviceID: NATSServer.device, outbox: MemoryOutbox(),
             log: log.logger)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
         let original = try server.credentials.readJWT()
@@ -402,7 +402,7 @@ final class NATSLinkTests: XCTestCase {
         let log = LogCapture()
         // Never asks (refresh at 100 % of the life).
         let link = makeLink(server, outbox, log, refresh: 1.0)
-        try link.start()
+        try link.start(RemoteWiring(commands: RecordingHandler()))
         defer { link.stop() }
         XCTAssertTrue(try waitUntil { link.isConnected })
         XCTAssertTrue(

@@ -24,7 +24,7 @@ final class NATSLoginTests: XCTestCase {
         peer.subscribe("\(NATSServer.base).>")
         let log = LogCapture()
         let l = link(server, login, log)
-        try l.start()
+        try l.start(RemoteWiring(commands: RecordingHandler()))
         defer { l.stop() }
         XCTAssertTrue(try waitUntil { l.isConnected }, "not connected: \(String(describing: l.status.lastError))")
         l.record(DoorEvent(.accessGranted, source: "login-test"), at: 1_700_000_000, uidText: "04AABBCC")
@@ -39,7 +39,7 @@ final class NATSLoginTests: XCTestCase {
     private func assertRefused(_ server: LoginNATSServer, _ login: NATSLogin) throws {
         let log = LogCapture()
         let l = link(server, login, log)
-        try l.start()
+        try l.start(RemoteWiring(commands: RecordingHandler()))
         defer { l.stop() }
         XCTAssertTrue(try waitUntil { l.status.lastError != nil }, "no error")
         let error = l.status.lastError ?? ""

@@ -60,19 +60,15 @@ public protocol RemoteTransport: AnyObject, Sendable {
     func refreshFleet() -> Bool
 }
 
-extension RemoteTransport {
-    /// Connects with no command handler and no hook (tests, benchmarks).
-    public func start() throws { try start(RemoteWiring()) }
-}
-
-/// What the daemon hands a transport at `start`.
+/// What the daemon hands a transport at `start`, the only way to start one:
+/// a transport never runs without somewhere for its commands to go.
 public struct RemoteWiring: Sendable {
     /// Where each message heard on a command topic or subject goes.
-    public var commands: (any RemoteCommandHandler)?
+    public var commands: any RemoteCommandHandler
     /// Run on the transport's thread after each connect's announcements.
     public var afterConnect: (@Sendable () -> Void)?
 
-    public init(commands: (any RemoteCommandHandler)? = nil, afterConnect: (@Sendable () -> Void)? = nil) {
+    public init(commands: any RemoteCommandHandler, afterConnect: (@Sendable () -> Void)? = nil) {
         self.commands = commands
         self.afterConnect = afterConnect
     }

@@ -43,7 +43,7 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case backup
     /// Lowers a clock floor a bad time source raised (`gatewayctl clock reset-floor`).
     case clockResetFloor = "clock.reset_floor"
-    // The fleet (docs/fleet.md, DaemonFleet.swift).
+    // The fleet (docs/fleet.md, GatewayDaemon/Fleet.swift).
     case fleetStatus = "fleet.status"
     case fleetPublish = "fleet.publish"
     case fleetPull = "fleet.pull"

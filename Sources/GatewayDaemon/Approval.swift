@@ -7,7 +7,7 @@ import GatewayStore
 /// Consent-first approval's daemon glue (docs/policy.md "Approval"): the
 /// control socket's `approval.answer` (`gatewayctl approve|deny CODE`) and
 /// what the MQTT transport is told. The decisions are DoorMachine's.
-extension Daemon {
+extension ControlService {
     /// `gatewayctl approve CODE` / `deny CODE`: answered with what the door
     /// did — `approved`, `denied`, or `refused` with the reason
     /// (`unknown_request`, `replayed`, `expired`, `wrong_transport`).
@@ -44,7 +44,9 @@ extension Daemon {
             ("remaining_ms", .int(Int(max(.zero, r.deadline.since(now)).millisecondsClamped))),
         ])
     }
+}
 
+extension RemoteService {
     /// MQTT: HA's approval entity and buttons are offered when an action
     /// needs approval (the buttons when one lists `home_assistant`).
     static func approvalDiscovery(_ configuration: GatewayConfiguration) -> (entity: Bool, buttons: Bool) {

@@ -319,9 +319,9 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
     }
 }
 
-extension Daemon {
-    /// The fleet receiver, for the transport to hand documents to (`attachFleet`
-    /// in DaemonMQTT.swift, DaemonNATS.swift); the transport sends its own back.
+extension RemoteService {
+    /// The fleet receiver, for the transport to hand documents to (`makeFleet`
+    /// in RemoteMQTT.swift, RemoteNATS.swift); the transport sends its own back.
     func makeFleetReceiver(publish: String, subscription: String) -> FleetReceiver {
         let receiver = FleetReceiver(
             settings: configuration.fleet, publishTopic: publish, subscription: subscription, store: store,
@@ -330,13 +330,15 @@ extension Daemon {
         log.info("fleet: site \(configuration.fleet.siteID), reading \(subscription)")
         return receiver
     }
+}
 
+extension ControlService {
     /// `gatewayctl fleet status|push|pull`. The daemon is not asked what to
     /// sign (docs/security.md "H2"): `push` makes the document in gatewayctl
     /// from the store and hands the daemon only the signed document, which
     /// it judges as any door would and publishes.
     func answerFleet(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
-        guard let receiver = fleetReceiver, let link = transport else {
+        guard let receiver = remote.fleetReceiver, let link = remote.transport else {
             throw DaemonError.request(
                 configuration.fleet.enabled
                     ? "the fleet needs the remote transport (\(configuration.remote.transport.rawValue)), "

@@ -5,7 +5,7 @@ import GatewayMQTT
 import GatewayStore
 import RemoteSettings
 
-extension Daemon {
+extension RemoteService {
     /// MQTT (`[remote] transport = "mqtt"`, the default): the link made with
     /// the fleet's retained topics, Home Assistant's discovery and admin
     /// screen, and what it is handed at start (its commands, HA's hook). Nil,

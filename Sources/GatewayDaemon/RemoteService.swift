@@ -12,27 +12,105 @@ import Synchronization
     import Glibc
 #endif
 
-extension Daemon {
+/// The remote transport as one of the daemon's services (MQTT or NATS,
+/// `[remote] transport`): it owns the link and what the link is handed at
+/// start, the fleet receiver and Home Assistant's admin screen made with it,
+/// and its telemetry timer. Made and wired before the door starts (`prepare`),
+/// started and stopped in the daemon's service list (`service`); the control
+/// socket reads its status, its fleet and its Home Assistant admin.
+final class RemoteService: Sendable {
+    let log: Logger
+    /// The configuration in effect (the daemon's one owner).
+    let live: LiveConfiguration
+    var configuration: GatewayConfiguration { live.current }
+    let environment: [String: String]
+    let store: GatewayStore
+    let runtime: DoorRuntime
+    let auditWriter: AuditWriter
+    /// The audit writer's hook: each event's outbox message, once a transport is made.
+    let eventOutbox: EventOutbox
+    /// When gatewayd started (telemetry's uptime).
+    let started: MonotonicInstant
+    /// Home Assistant's entities redrawn after each reload, in reload order.
+    private let redrawQueue = DispatchQueue(label: "gatewayd.discovery")
+
+    /// What is made while wiring (`prepare`, on the main thread) and read
+    /// from any thread: held only to read or replace a reference, never
+    /// across a call to one of them.
+    private struct Made {
+        /// The transport with what it is handed at its start (its command
+        /// handler, Home Assistant's hook): kept together, so it never starts without them.
+        var remote: (link: any RemoteTransport, wiring: RemoteWiring)?
+        var running = false
+        var fleetReceiver: FleetReceiver?
+        var homeAssistantAdmin: HomeAssistantAdmin?
+        var discoveryReload: (@Sendable () -> Void)?
+        var telemetry: (any DispatchSourceProtocol)?
+    }
+    private let made = Mutex(Made())
+
+    init(
+        live: LiveConfiguration, environment: [String: String], store: GatewayStore, runtime: DoorRuntime,
+        auditWriter: AuditWriter, eventOutbox: EventOutbox, started: MonotonicInstant, log: Logger
+    ) {
+        self.live = live
+        self.environment = environment
+        self.store = store
+        self.runtime = runtime
+        self.auditWriter = auditWriter
+        self.eventOutbox = eventOutbox
+        self.started = started
+        self.log = log
+    }
+
+    /// Its place in the daemon's service list.
+    var service: DoorService {
+        DoorService(
+            name: "transport", start: { [self] in start() }, stop: { [self] in stop() },
+            reloaded: { [self] _, _ in redrawDiscovery() })
+    }
+
+    /// The transport (MQTT or NATS), once made.
+    var transport: (any RemoteTransport)? { made.withLock { $0.remote?.link } }
+    /// Whether the transport started.
+    var running: Bool { made.withLock { $0.running } }
+    /// The fleet (docs/fleet.md), made with the transport when `[fleet]` is on.
+    var fleetReceiver: FleetReceiver? {
+        get { made.withLock { $0.fleetReceiver } }
+        set { made.withLock { $0.fleetReceiver = newValue } }
+    }
+    /// Home Assistant as the admin screen (DaemonHomeAssistantAdmin.swift), with MQTT.
+    var homeAssistantAdmin: HomeAssistantAdmin? {
+        get { made.withLock { $0.homeAssistantAdmin } }
+        set { made.withLock { $0.homeAssistantAdmin = newValue } }
+    }
+    /// After a reload: Home Assistant's entities redrawn from the configuration
+    /// now in effect (an action's button, the provisioning selector, the
+    /// schedule and approval entities); set by `makeMQTT`.
+    var discoveryReload: (@Sendable () -> Void)? {
+        get { made.withLock { $0.discoveryReload } }
+        set { made.withLock { $0.discoveryReload = newValue } }
+    }
+
     /// The remote transport, before the door starts: made (not yet
     /// connected) and wired, so every event from the first has its outbox
     /// message. The one place that asks which transport is configured
-    /// (DaemonMQTT.swift, DaemonNATS.swift); everything after is the same
+    /// (RemoteMQTT.swift, RemoteNATS.swift); everything after is the same
     /// for both.
-    func prepareRemote() {
+    func prepare() {
         let made: (link: any RemoteTransport, wiring: RemoteWiring)?
         switch configuration.remote.transport {
         case .mqtt: made = makeMQTT().map { ($0.link, $0.wiring) }
         case .nats: made = makeNATS().map { ($0.link, $0.wiring) }
         }
         guard let made else { return }
-        wireRemote(made.link)
-        remoteWiring = made.wiring
-        transport = made.link
+        wire(made.link)
+        self.made.withLock { $0.remote = made }
     }
 
     /// Events into the outbox with their audit rows, tag scans, state and
     /// reports from the door to `link`; the fleet's own document back out.
-    private func wireRemote(_ link: any RemoteTransport) {
+    private func wire(_ link: any RemoteTransport) {
         let mqtt = configuration.mqtt
         let storedLabel: @Sendable (TagUID) -> String? = { [store, log] uid in
             do { return try store.issuedTag(uid)?.label } catch {
@@ -87,15 +165,15 @@ extension Daemon {
 
     /// Connects the prepared transport: events through the durable outbox,
     /// retained state, telemetry, remote commands into the door queue.
-    func startRemote() {
-        guard let link = transport else { return }
+    func start() {
+        guard let (link, wiring) = made.withLock({ $0.remote }) else { return }
         do {
-            try link.start(remoteWiring)
+            try link.start(wiring)
         } catch {
             log.error("\(link.transportName): \(error)")
             return
         }
-        transportRunning = true
+        made.withLock { $0.running = true }
         // Set on the door queue, which reads it: the door runs already (issue 25 §3's race).
         runtime.queue.async { [runtime] in
             runtime.setPublishLastAccess { link.publishLastAccess($0) }
@@ -105,36 +183,8 @@ extension Daemon {
         startTelemetry(link, every: configuration.mqtt.telemetrySeconds)
     }
 
-    /// What the audit closure asks for each event: the outbox message (made
-    /// by the transport, once there is one) to commit with the audit row.
-    final class EventOutbox: Sendable {
-        private struct Attached {
-            var committed: @Sendable () -> Void
-            var limit: Int
-            var make: @Sendable (DoorEvent, Int64) -> OutgoingMessage
-        }
-        private let attached = Mutex<Attached?>(nil)
-
-        /// `committed` tells the transport (MQTT or NATS) to publish.
-        func attach(
-            _ committed: @escaping @Sendable () -> Void, limit: Int,
-            make: @escaping @Sendable (DoorEvent, Int64) -> OutgoingMessage
-        ) {
-            attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
-        }
-
-        /// Nil while there is no transport (off, or its link could not be made).
-        func message(for event: DoorEvent, at time: Int64) -> (entry: OutgoingMessage, limit: Int)? {
-            guard let a = attached.withLock({ $0 }) else { return nil }
-            return (a.make(event, time), a.limit)
-        }
-
-        /// The audit row and its message are committed: publish.
-        func committed() { attached.withLock { $0?.committed }?() }
-    }
-
     private func startTelemetry(_ link: any RemoteTransport, every seconds: Int) {
-        keep(.telemetry) {
+        keepTelemetry {
             let timer = DispatchSource.makeTimerSource(queue: runtime.queue)
             // The first soon after start, so HA's diagnostics do not wait a period.
             timer.schedule(deadline: .now() + .seconds(2), repeating: .seconds(seconds))
@@ -157,15 +207,40 @@ extension Daemon {
         }
     }
 
-    func stopRemote() {
-        cancel(.telemetry)
-        if transportRunning { transport?.stop(flushWithin: .seconds(2)) }
+    /// Keeps the telemetry timer `make` makes; one kept before is cancelled.
+    /// `make` runs inside the lock (a Dispatch source is not Sendable), so it
+    /// only makes the source.
+    private func keepTelemetry(_ make: () -> any DispatchSourceProtocol) {
+        made.withLock {
+            $0.telemetry?.cancel()
+            $0.telemetry = make()
+        }
+    }
+
+    func stop() {
+        let (running, link) = made.withLock { m -> (Bool, (any RemoteTransport)?) in
+            m.telemetry?.cancel()
+            m.telemetry = nil
+            return (m.running, m.remote?.link)
+        }
+        if running { link?.stop(flushWithin: .seconds(2)) }
+    }
+
+    /// After a reload: Home Assistant's entities redrawn once the door queue
+    /// has applied it (discovery reads the live configuration), off the
+    /// signal queue: SIGTERM must not wait on it.
+    func redrawDiscovery() {
+        guard let redraw = discoveryReload else { return }
+        redrawQueue.async { [runtime] in
+            runtime.committed()
+            redraw()
+        }
     }
 
     /// `status`'s `broker` object (NATS adds the transport, connection
     /// counts and the credential state).
-    func remoteStatus() -> JSONValue {
-        guard transportRunning, let link = transport else {
+    func status() -> JSONValue {
+        guard running, let link = transport else {
             return .object([("enabled", .bool(configuration.mqtt.enabled)), ("connected", .bool(false))])
         }
         return link.transportStatus.json
@@ -202,8 +277,36 @@ extension Daemon {
     }
 }
 
+/// What the audit closure asks for each event: the outbox message (made
+/// by the transport, once there is one) to commit with the audit row.
+final class EventOutbox: Sendable {
+    private struct Attached {
+        var committed: @Sendable () -> Void
+        var limit: Int
+        var make: @Sendable (DoorEvent, Int64) -> OutgoingMessage
+    }
+    private let attached = Mutex<Attached?>(nil)
+
+    /// `committed` tells the transport (MQTT or NATS) to publish.
+    func attach(
+        _ committed: @escaping @Sendable () -> Void, limit: Int,
+        make: @escaping @Sendable (DoorEvent, Int64) -> OutgoingMessage
+    ) {
+        attached.withLock { $0 = Attached(committed: committed, limit: limit, make: make) }
+    }
+
+    /// Nil while there is no transport (off, or its link could not be made).
+    func message(for event: DoorEvent, at time: Int64) -> (entry: OutgoingMessage, limit: Int)? {
+        guard let a = attached.withLock({ $0 }) else { return nil }
+        return (a.make(event, time), a.limit)
+    }
+
+    /// The audit row and its message are committed: publish.
+    func committed() { attached.withLock { $0?.committed }?() }
+}
+
 /// What the door hands the remote transport, whichever it is (made once by
-/// `wireRemote`; pure, so tests drive it with a fake transport): each
+/// `RemoteService.wire`; pure, so tests drive it with a fake transport): each
 /// event's outbox message, and each sticker presented as a tag scan.
 struct RemoteGlue: Sendable {
     let link: any RemoteTransport

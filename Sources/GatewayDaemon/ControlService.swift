@@ -1,13 +1,67 @@
 import DoorCore
+import DoorIO
+import GatewayConfig
 import GatewayControl
+import GatewayStore
 import Glibc
+import Logging
+import Synchronization
 
-extension Daemon {
+/// The control socket as one of the daemon's services: it owns the socket's
+/// server and answers its methods (ControlMethods.swift, and beside it the
+/// registry, policy, approval and fleet ones) from the door runtime, the
+/// store, the reader and the remote transport it is handed.
+final class ControlService: Sendable {
+    let log: Logger
+    /// The configuration in effect (the daemon's one owner).
+    let live: LiveConfiguration
+    var configuration: GatewayConfiguration { live.current }
+    let environment: [String: String]
+    let store: GatewayStore
+    let runtime: DoorRuntime
+    let readerLoop: ReaderLoop
+    let simulator: SimulatorChild?
+    let simulatedBoard: SimulatedBoard?
+    let simulatorControl: String?
+    let auditWriter: AuditWriter
+    let remote: RemoteService
+    let notify: SDNotify
+    /// When gatewayd started (`status`'s uptime).
+    let started: MonotonicInstant
+    private let server = Mutex<ControlServer?>(nil)
+
+    init(
+        live: LiveConfiguration, environment: [String: String], store: GatewayStore, runtime: DoorRuntime,
+        readerLoop: ReaderLoop, simulator: SimulatorChild?, simulatedBoard: SimulatedBoard?,
+        simulatorControl: String?, auditWriter: AuditWriter, remote: RemoteService, notify: SDNotify,
+        started: MonotonicInstant, log: Logger
+    ) {
+        self.live = live
+        self.environment = environment
+        self.store = store
+        self.runtime = runtime
+        self.readerLoop = readerLoop
+        self.simulator = simulator
+        self.simulatedBoard = simulatedBoard
+        self.simulatorControl = simulatorControl
+        self.auditWriter = auditWriter
+        self.remote = remote
+        self.notify = notify
+        self.started = started
+        self.log = log
+    }
+
+    /// Its place in the daemon's service list; `refuse` stops gatewayd when
+    /// the socket cannot be made safe (the daemon's `stopAfterFailure`).
+    func service(refuse: @escaping @Sendable () -> Never) -> DoorService {
+        DoorService(name: "control socket", start: { [self] in start(refuse: refuse) }, stop: { [self] in stop() })
+    }
+
     /// The control socket. The door keeps working without it (a person at
     /// the door needs no socket), so a failure to bind is logged, not fatal.
     /// A socket whose mode or owner cannot be made right (security review
     /// L7) is: gatewayd stops, outputs locked, with the reason.
-    func startControl() {
+    func start(refuse: @Sendable () -> Never) {
         let server = ControlServer(path: configuration.controlSocket, adminGroup: configuration.control.adminGroup) {
             [self] request, peer in
             guard let method = ControlMethod(rawValue: request.method) else {
@@ -32,7 +86,7 @@ extension Daemon {
         }
         do {
             let warning = try server.start()
-            control = server
+            self.server.withLock { $0 = server }
             log.info("control socket \(configuration.controlSocket) (admin group \(configuration.control.adminGroup))")
             if let warning { log.warning("\(warning)") }
             // Security review L7: the udev rules give these groups the relay and
@@ -48,11 +102,11 @@ extension Daemon {
         } catch let error as ControlServer.OwnershipFailure {
             log.critical("refusing to start: \(error)")
             notify.send("STATUS=refusing to start: \(error)")
-            stopAfterFailure()
+            refuse()
         } catch {
             log.error("control socket unavailable: \(error)")
         }
     }
 
-    func stopControl() { control?.stop() }
+    func stop() { server.withLock { $0 }?.stop() }
 }

@@ -2,7 +2,7 @@ import DoorCore
 import GatewayControl
 import GatewayStore
 
-extension Daemon {
+extension ControlService {
     /// `tags.enroll_uid`: an active `uid` row for an action that exists. The
     /// answer says when the action does not list "uid" (the fob opens nothing yet).
     func enrollUID(

@@ -20,7 +20,7 @@ extension IssuedTag {
     }
 }
 
-extension Daemon {
+extension ControlService {
     /// Issued tags, revocations, the audit log and backups.
     func registryMethod(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         let now = Int64(time(nil))
@@ -32,7 +32,7 @@ extension Daemon {
         }
         switch method {
         case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
-            defer { homeAssistantAdmin?.registryChanged() }
+            defer { remote.homeAssistantAdmin?.registryChanged() }
             return try registryChange(method, p, now: now, source: "control:uid=\(peer.uid)", uid: uid)
         case .tagsList:
             let revoked: [JSONValue] = try store.revocations().map {

@@ -4,7 +4,7 @@ import GatewayConfig
 import GatewayControl
 import Glibc
 
-extension Daemon {
+extension ControlService {
     /// `provision`'s guest pass and schedule parameters (docs/policy.md).
     func guestLimits(_ p: [String: JSONValue], into job: inout ProvisioningJob) throws {
         if p["uses"] != nil {

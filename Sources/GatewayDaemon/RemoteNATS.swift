@@ -5,7 +5,7 @@ import GatewayNATS
 import GatewayStore
 import RemoteSettings
 
-extension Daemon {
+extension RemoteService {
     /// NATS instead of MQTT (`[remote] transport = "nats"`): the same store
     /// outbox, the same command handler and rules (`[mqtt.commands]`), the
     /// same event payloads, the fleet in the JetStream key-value bucket.
