@@ -549,7 +549,7 @@ final class DoorRuntime: Sendable {
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
-            ("schedule", scheduleInfo ?? .null),
+            ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
         ])
     }
 

@@ -1,5 +1,6 @@
 import DoorCore
 import GatewayConfig
+import TestSupport
 import XCTest
 
 /// `[fire_alarm]` and `on_fire` (docs/policy.md "Fire alarm"), read from the
@@ -92,5 +93,20 @@ final class FireAlarmConfigTests: XCTestCase {
         XCTAssertEqual(
             issues("[[outputs]]\nname = \"m\"\nline = 5\non_fire = \"open\"\n"),
             ["outputs[0].on_fire: \"open\" is not one of \"release\", \"keep\""])
+    }
+
+    /// docs/policy.md's walkthrough "An office with a maglock and a fire
+    /// panel": its configuration loads, the maglock is released in a fire.
+    func testThePolicyWalkthroughLoads() throws {
+        let text = try String(contentsOf: Fixtures.root.appendingPathComponent("docs/policy.md"), encoding: .utf8)
+        let section = try XCTUnwrap(
+            text.components(separatedBy: "### An office with a maglock and a fire panel\n").dropFirst().first)
+        let toml = try XCTUnwrap(
+            section.components(separatedBy: "```toml\n").dropFirst().first?
+                .components(separatedBy: "\n```").first)
+        let c = try GatewayConfiguration.load(toml: Self.base + toml)
+        XCTAssertEqual(c.fireAlarm?.input.line, .name("GPIO21"))
+        XCTAssertEqual(c.door.outputs.map(\.onFire), [.release])
+        XCTAssertEqual(c.door.passageSchedule, "office")
     }
 }

@@ -125,7 +125,7 @@ package enum PolicyExplain {
             let outputs =
                 released.isEmpty ? "no output (none is on_fire = \"release\")" : released.joined(separator: ", ")
             lines.append(
-                "fire: \(state == "alarm" ? "the alarm holds" : "the input cleared, not yet reset") — \(outputs) stand released over every schedule, lockdown, lockout and tap until the input clears and `gatewayctl fire reset`"
+                "fire: \(state == "alarm" ? "the alarm holds" : "the input cleared, not yet reset") — released: \(outputs), over every schedule, lockdown, lockout and tap, until the input clears and `gatewayctl fire reset`"
             )
         }
         return lines.joined(separator: "\n")
