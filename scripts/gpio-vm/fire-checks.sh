@@ -188,7 +188,9 @@ check_reset_refused() {
 }
 
 # Input edge → maglock released, EDGES times (each reset after the loop
-# closes): p99 ≤ 100 ms, the debounce included.
+# closes): p99 ≤ 100 ms, the debounce included. Under TCG on arm64 (run.sh
+# sets TIME_SCALE 3: every instruction emulated) the bound scales with it;
+# the figures are printed either way.
 check_latency() {
     "$FIREBENCH" "$FSYS/sim_gpio2/pull" "$FSYS/sim_gpio0/value" "$RELEASED" "$EDGES" \
         "$GATEWAY" ctl fire reset --socket "$WORKDIR/run/control.sock" > "$WORKDIR/latency.out" 2>&1
@@ -197,8 +199,9 @@ check_latency() {
     figures=$(grep '^latency' "$WORKDIR/latency.out")
     p99=$(echo "$figures" | sed -n 's/.* p99=\([0-9]*\)\..*/\1/p')
     n=$(echo "$figures" | sed -n 's/.* n=\([0-9]*\) .*/\1/p')
-    if [ "$rc" = 0 ] && [ "${n:-0}" -ge 20 ] && [ -n "$p99" ] && [ "$p99" -lt 100 ]; then
-        pass fire-latency "$figures (input edge → maglock line released, debounce 20 ms included)"
+    bound=$((100 * ${TIME_SCALE:-1}))
+    if [ "$rc" = 0 ] && [ "${n:-0}" -ge 20 ] && [ -n "$p99" ] && [ "$p99" -lt "$bound" ]; then
+        pass fire-latency "$figures, bound $bound ms (input edge → maglock line released, debounce 20 ms included)"
     else
         fail fire-latency "exit $rc, ${figures:-no figures}: $(grep -v '^edge' "$WORKDIR/latency.out" | tr '\n' ' ')"
     fi
