@@ -32,6 +32,17 @@ int door_safety_register(struct gpiod_line *line, int locked_value)
     return -1;
 }
 
+int door_safety_set_value(struct gpiod_line *line, int value)
+{
+    for (int i = 0; i < DOOR_SAFETY_MAX_LINES; i++) {
+        if (atomic_load(&table[i].line) == line) {
+            atomic_store(&table[i].locked_value, value);
+            return 0;
+        }
+    }
+    return -1;
+}
+
 void door_safety_unregister(struct gpiod_line *line)
 {
     for (int i = 0; i < DOOR_SAFETY_MAX_LINES; i++) {

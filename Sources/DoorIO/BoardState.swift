@@ -36,6 +36,11 @@ final class BoardState: Sendable {
         inner.withLock { $0.snapshot.indicators[name] = on }
     }
 
+    /// Record an input's level without an event (a level read at start).
+    func recordInput(_ input: InputKind, active: Bool) {
+        inner.withLock { $0.snapshot.inputs[input] = active }
+    }
+
     /// Record the input's level and hand the event to the handler (outside the lock).
     func deliver(_ event: InputEvent) {
         let handler = inner.withLock { state -> (@Sendable (InputEvent) -> Void)? in

@@ -9,16 +9,21 @@ public struct BoardDescription: Equatable, Sendable {
     public var indicators: [IndicatorLine]
     public var button: Input?
     public var doorContact: Input?
+    /// The fire panel's contact (docs/policy.md "Fire alarm"): its edge into
+    /// alarm releases every output whose `onFire` is `.release` on the input
+    /// thread itself, before anything else hears of it.
+    public var fireAlarm: Input?
 
     public init(
         chip: String, outputs: [Output], indicators: [IndicatorLine] = [],
-        button: Input? = nil, doorContact: Input? = nil
+        button: Input? = nil, doorContact: Input? = nil, fireAlarm: Input? = nil
     ) {
         self.chip = chip
         self.outputs = outputs
         self.indicators = indicators
         self.button = button
         self.doorContact = doorContact
+        self.fireAlarm = fireAlarm
     }
 
     /// A relay output. `activeLow`: the coil is energised when the line is
@@ -28,13 +33,21 @@ public struct BoardDescription: Equatable, Sendable {
         public var line: LineSpec
         public var activeLow: Bool
         public var lockedLevel: CoilLevel
-        public init(name: String, line: LineSpec, activeLow: Bool = false, lockedLevel: CoilLevel = .deenergised) {
+        /// What a fire alarm does to it; nil: `FireBehaviour.standard(lockedLevel:)`.
+        public var onFire: FireBehaviour?
+        public init(
+            name: String, line: LineSpec, activeLow: Bool = false, lockedLevel: CoilLevel = .deenergised,
+            onFire: FireBehaviour? = nil
+        ) {
             self.name = name
             self.line = line
             self.activeLow = activeLow
             self.lockedLevel = lockedLevel
+            self.onFire = onFire
         }
-        public var definition: OutputDefinition { OutputDefinition(name: name, lockedLevel: lockedLevel) }
+        public var definition: OutputDefinition {
+            OutputDefinition(name: name, lockedLevel: lockedLevel, onFire: onFire)
+        }
     }
 
     /// An LED or an active buzzer, named as the patterns name it (`Indicator`).
@@ -99,6 +112,8 @@ public enum LineSpec: Equatable, Hashable, Sendable, CustomStringConvertible {
 public enum InputKind: String, Sendable, Hashable, CaseIterable {
     case button
     case doorContact = "door_contact"
+    /// The fire panel's contact: active = in alarm (a supervised loop's cut wire too).
+    case fireAlarm = "fire_alarm"
 }
 
 /// A debounced edge of an input: `active` true = pressed (door open for a
@@ -168,6 +183,16 @@ public protocol DoorBoard: AnyObject, Sendable {
     /// Debounced button / door-contact edges arrive here, on the board's input
     /// thread. Set before inputs matter; replaces any earlier handler.
     func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void)
+    /// The machine's fire decision (`DoorEffect.fireHold`): true holds the
+    /// fire outputs released (the board latched them itself on its input's
+    /// edge already); false, after a reset, gives them back to `drive` —
+    /// refused while the board's own fire input still reads alarm.
+    func fireHold(_ released: Bool)
+}
+
+extension DoorBoard {
+    /// A board without a fire input: the machine's drives move the outputs.
+    public func fireHold(_ released: Bool) {}
 }
 
 extension BoardDescription {

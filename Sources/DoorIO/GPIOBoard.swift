@@ -27,16 +27,30 @@ public final class GPIOBoard: DoorBoard, Sendable {
     private let logger: Logger
     /// The input thread; nil when the board has no inputs.
     private let monitor: InputMonitor?
+    /// The fire alarm's latch and the outputs it releases; nil without `[fire_alarm]`.
+    private let fire: FireRelease?
 
     public init(_ description: BoardDescription, logger: Logger) throws {
         try description.validateNames()
         self.logger = logger
         chip = try GPIOChip(description.chip)
+        // The fire input before the outputs: with it in alarm already (a
+        // restart during an alarm), the outputs it releases are requested at
+        // their released level and never pass through locked.
+        var fireLine: EdgeInputLine?
+        if let input = description.fireAlarm {
+            fireLine = try EdgeInputLine(
+                chip: self.chip, input: input, subject: InputKind.fireAlarm.rawValue, logger: logger)
+        }
+        let fireAtStart = try fireLine?.value() ?? false
         var relays: [String: OutputLine] = [:]
         for o in description.outputs {
+            let released = fireLine != nil && o.definition.onFire == .release && fireAtStart
             relays[o.name] = try OutputLine(
                 chip: chip, spec: o.line, activeLow: o.activeLow,
-                safeValue: o.lockedLevel == .energised, subject: "output '\(o.name)'", logger: logger)
+                safeValue: o.lockedLevel == .energised,
+                restValue: released ? o.lockedLevel.opposite == .energised : nil,
+                subject: "output '\(o.name)'", logger: logger)
         }
         var indicators: [String: OutputLine] = [:]
         for i in description.indicators {
@@ -52,16 +66,47 @@ public final class GPIOBoard: DoorBoard, Sendable {
         indicatorLines = indicators
         let inputs = [(InputKind.button, description.button), (.doorContact, description.doorContact)]
             .compactMap { kind, input in input.map { (kind, $0) } }
-        state = BoardState(outputs: outputs, indicators: indicatorNames, inputs: inputs.map(\.0))
+        state = BoardState(
+            outputs: outputs, indicators: indicatorNames,
+            inputs: inputs.map(\.0) + (fireLine == nil ? [] : [.fireAlarm]))
         let chip = self.chip, state = self.state
-        monitor = try InputMonitor.start(
-            inputs: try inputs.map { kind, input in
+        if let fireLine, let fireInput = description.fireAlarm {
+            let release = FireRelease(
+                guarded: description.outputs.filter { $0.definition.onFire == .release }.compactMap { o in
+                    relays[o.name].map { FireRelease.Guarded(definition: o.definition, line: $0) }
+                }, inputActive: fireAtStart, state: state, logger: logger)
+            fire = release
+            if fireAtStart {
+                state.recordInput(.fireAlarm, active: true)
+                logger.critical(
+                    "fire alarm input in alarm at start: outputs requested released",
+                    metadata: ["outputs": "\(release.names.joined(separator: ","))"])
+            }
+            var watched = try inputs.map { kind, input in
                 (
                     kind, try EdgeInputLine(chip: chip, input: input, subject: kind.rawValue, logger: logger),
                     input.debounce
                 )
-            },
-            logger: logger, deliver: { state.deliver($0) })
+            }
+            watched.append((.fireAlarm, fireLine, fireInput.debounce))
+            // The fire edge releases on the input thread, then goes where every edge goes.
+            monitor = try InputMonitor.start(
+                inputs: watched, logger: logger,
+                deliver: { event in
+                    if event.input == .fireAlarm { release.input(event.active) }
+                    state.deliver(event)
+                })
+        } else {
+            fire = nil
+            monitor = try InputMonitor.start(
+                inputs: try inputs.map { kind, input in
+                    (
+                        kind, try EdgeInputLine(chip: chip, input: input, subject: kind.rawValue, logger: logger),
+                        input.debounce
+                    )
+                },
+                logger: logger, deliver: { state.deliver($0) })
+        }
         logConfiguration(description, pulls: pulls)
         if let warning = RelaySafety.persistWarning() { logger.warning("\(warning)") }
     }
@@ -76,10 +121,14 @@ public final class GPIOBoard: DoorBoard, Sendable {
             throw DoorBoardError.unknownOutput(output)
         }
         let level = definition.level(for: newState)
-        try line.set(level == .energised, subject: "output '\(output)'")
-        state.recordOutput(definition, newState)
+        if try fire?.drive(output, newState) != true {
+            try line.set(level == .energised, subject: "output '\(output)'")
+            state.recordOutput(definition, newState)
+        }
         logger.debug("output \(output) → \(newState.rawValue) (\(level.rawValue))")
     }
+
+    public func fireHold(_ released: Bool) { fire?.hold(released) }
 
     public func setIndicators(_ changes: [LineChange]) throws {
         for change in changes {
@@ -93,6 +142,8 @@ public final class GPIOBoard: DoorBoard, Sendable {
     public func lockAll() {
         for definition in outputs {
             do {
+                // A fire alarm's outputs stay released (FireRelease): locked is remembered, not applied.
+                if try fire?.drive(definition.name, .locked) == true { continue }
                 try relayLines[definition.name]?.set(
                     definition.lockedLevel == .energised, subject: "output '\(definition.name)'")
                 state.recordOutput(definition, .locked)
@@ -108,12 +159,22 @@ public final class GPIOBoard: DoorBoard, Sendable {
                 logger.error("could not switch off indicator \(name): \(error)")
             }
         }
-        logger.notice("all outputs locked")
+        if let fire, fire.isLatched {
+            logger.notice(
+                "all outputs locked but the fire alarm's, held released: \(fire.names.joined(separator: ","))")
+        } else {
+            logger.notice("all outputs locked")
+        }
     }
 
     public func snapshot() -> BoardSnapshot { state.snapshot }
 
-    public func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) { state.setHandler(handler) }
+    /// With the fire input in alarm when the handler is set (a start during
+    /// an alarm: no edge will come), the handler hears of it at once.
+    public func setInputHandler(_ handler: @escaping @Sendable (InputEvent) -> Void) {
+        state.setHandler(handler)
+        if let fire, fire.inputActive { handler(InputEvent(input: .fireAlarm, active: true, at: MonotonicClock.now())) }
+    }
 
     /// DEVELOPERS.md "Conventions" §13: the effective wiring, once, at start.
     private func logConfiguration(_ d: BoardDescription, pulls: [String: BoardDescription.Bias?]) {
@@ -133,6 +194,8 @@ public final class GPIOBoard: DoorBoard, Sendable {
                 "chip": "\(chip.name) (\(d.chip))", "outputs": "\(outs.joined(separator: "; "))",
                 "indicators": "\(inds.joined(separator: "; "))",
                 "button": "\(input(d.button))", "door_contact": "\(input(d.doorContact))",
+                "fire_alarm":
+                    "\(input(d.fireAlarm))\(fire.map { ", releases \($0.names.joined(separator: ","))" } ?? "")",
             ])
     }
 }

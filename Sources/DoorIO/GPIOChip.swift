@@ -104,9 +104,17 @@ final class GPIOChip: @unchecked Sendable {
 /// last value written in its struct. The fatal-signal handler does not take
 /// the lock (it cannot); it only writes the safe value.
 final class OutputLine: Sendable {
+    private struct Held {
+        let line: OpaquePointer
+        /// The value the line rests at once released (deinit, the crash
+        /// handler, the bias): `safeValue`, or a fire alarm's released level
+        /// while it holds (`rest(at:)`).
+        var rest: Bool
+    }
     private let chip: GPIOChip
-    private let handle: Mutex<OpaquePointer>
+    private let handle: Mutex<Held>
     let spec: LineSpec
+    let activeLow: Bool
     /// The logical value that is safe: the locked level of a relay, off for an indicator.
     let safeValue: Bool
     /// The pull requested with the line (the safe level's), nil when the kernel refused it.
@@ -119,13 +127,20 @@ final class OutputLine: Sendable {
         safeValue != activeLow ? .pullUp : .pullDown
     }
 
-    init(chip: GPIOChip, spec: LineSpec, activeLow: Bool, safeValue: Bool, subject: String, logger: Logger) throws {
+    /// `restValue`: what the line is requested at and rests at once
+    /// released, when not `safeValue` (a fire alarm's released level at start).
+    init(
+        chip: GPIOChip, spec: LineSpec, activeLow: Bool, safeValue: Bool, restValue: Bool? = nil, subject: String,
+        logger: Logger
+    ) throws {
         self.chip = chip
         self.spec = spec
+        self.activeLow = activeLow
         self.safeValue = safeValue
+        let restValue = restValue ?? safeValue
         let line = try chip.line(spec)
         let base = activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
-        let wanted = Self.pull(activeLow: activeLow, safeValue: safeValue)
+        let wanted = Self.pull(activeLow: activeLow, safeValue: restValue)
         let bias =
             wanted == .pullUp
             ? Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP) : Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN)
@@ -137,7 +152,7 @@ final class OutputLine: Sendable {
                     code == EBUSY ? chip.busyError(line, spec) : nil
                 }
             ) {
-                gpiod_line_request_output_flags(line, gpioConsumer, flags, safeValue ? 1 : 0)
+                gpiod_line_request_output_flags(line, gpioConsumer, flags, restValue ? 1 : 0)
             }
         }
         do {
@@ -158,11 +173,44 @@ final class OutputLine: Sendable {
         }
         // Registered before the object is complete: a failure here releases
         // the line itself, and no deinit runs to release it twice.
-        if door_safety_register(line, safeValue ? 1 : 0) != 0 {
+        if door_safety_register(line, restValue ? 1 : 0) != 0 {
             gpiod_line_release(line)
             throw GPIOError.call(function: "door_safety_register", errno: ENOSPC, subject: subject)
         }
-        handle = Mutex(line)
+        handle = Mutex(Held(line: line, rest: restValue))
+    }
+
+    /// Drives the line to `value` and makes it the line's rest: the request's
+    /// bias becomes `value`'s pull (gpiod_line_set_config: value and bias in
+    /// one GPIOHANDLE_SET_CONFIG_IOCTL, Linux 5.5+) and the crash handler's
+    /// value `value`, so a kill -9 or a crash leaves the line there. A kernel
+    /// that refuses the new bias gets the value alone (nil returned: the rest
+    /// after an exit is the old pull's); the crash value changes either way.
+    @discardableResult
+    func rest(at value: Bool, subject: @autoclosure () -> String) throws -> BoardDescription.Bias? {
+        let wanted = Self.pull(activeLow: activeLow, safeValue: value)
+        let flags =
+            (activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0)
+            | (wanted == .pullUp
+                ? Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP) : Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN))
+        let (configured, failure) = handle.withLock { held -> (Bool, Int32?) in
+            held.rest = value
+            _ = door_safety_set_value(held.line, value ? 1 : 0)
+            while true {
+                if gpiod_line_set_config(held.line, Int32(GPIOD_LINE_REQUEST_DIRECTION_OUTPUT), flags, value ? 1 : 0)
+                    >= 0
+                {
+                    return (true, nil)
+                }
+                if errno != EINTR { break }
+            }
+            while true {
+                if gpiod_line_set_value(held.line, value ? 1 : 0) >= 0 { return (false, nil) }
+                if errno != EINTR { return (false, errno) }
+            }
+        }
+        if let failure { throw GPIOError.call(function: "gpiod_line_set_value", errno: failure, subject: subject()) }
+        return configured ? wanted : nil
     }
 
     /// What a kernel answers to a bias flag it cannot apply: EINVAL (uAPI v1
@@ -174,9 +222,9 @@ final class OutputLine: Sendable {
     func set(_ value: Bool, subject: @autoclosure () -> String) throws {
         // gpiodCall's loop (EINTR retried, errno read on this thread right
         // after the call), with only the C call under the lock.
-        let failure = handle.withLock { line -> Int32? in
+        let failure = handle.withLock { held -> Int32? in
             while true {
-                if gpiod_line_set_value(line, value ? 1 : 0) >= 0 { return nil }
+                if gpiod_line_set_value(held.line, value ? 1 : 0) >= 0 { return nil }
                 if errno != EINTR { return errno }
             }
         }
@@ -184,10 +232,10 @@ final class OutputLine: Sendable {
     }
 
     deinit {
-        handle.withLock { line in
-            _ = gpiod_line_set_value(line, safeValue ? 1 : 0)
-            door_safety_unregister(line)
-            gpiod_line_release(line)
+        handle.withLock { held in
+            _ = gpiod_line_set_value(held.line, held.rest ? 1 : 0)
+            door_safety_unregister(held.line)
+            gpiod_line_release(held.line)
         }
     }
 }

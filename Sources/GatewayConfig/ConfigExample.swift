@@ -127,6 +127,21 @@ public enum ConfigExample {
             # bias = "pull-up"
             # debounce_ms = 30
 
+            # An optional fire alarm panel's dry contact (default: none; docs/policy.md
+            # "Fire alarm", board/wiring.md). In alarm every output whose on_fire is
+            # "release" unlocks within 100 ms and stays unlocked, over any schedule,
+            # lockdown, lockout or tap, until the input clears AND `gatewayctl fire
+            # reset`. alarm_level: what the line reads in alarm. supervised (default
+            # true): a cut wire must read as alarm, so wire the panel's contact
+            # normally closed to GND with the pull-up and alarm_level "high".
+            # debounce_ms: at most 50.
+            # [fire_alarm]
+            # line = "GPIO21"
+            # alarm_level = "high"
+            # bias = "pull-up"
+            # debounce_ms = 20
+            # supervised = true
+
             [door]
             # Every relay pulse is clamped to pulse_min_ms…pulse_max_ms; pulse_max_ms
             # is at most \(PulseLimits.absoluteMaximum.millisecondsClamped).
@@ -417,6 +432,12 @@ public enum ConfigExample {
         # locked_level = "energised"     # maglock: locked while powered
         # The firmware hold for config.txt (power-on until gatewayd starts) follows
         # from these two: `gatewayctl config firmware`.
+        # on_fire: what a fire alarm ([fire_alarm]) does to this output: "release"
+        # (unlocked until the alarm clears and is reset) or "keep". Default:
+        # "release" when locked_level = "energised" (a maglock: released is
+        # unpowered), "keep" when "deenergised" (a fail-secure strike: its coil is
+        # not rated to stay energised; its lever gives the way out).
+        # on_fire = "release"
         """
 
     /// The simulated board keeps the old defaults (active-high, strike).
@@ -431,6 +452,12 @@ public enum ConfigExample {
         # each output to this level. Required on a real board; the simulated
         # board defaults to "deenergised".
         locked_level = "\(output.lockedLevel.rawValue)"
+        # on_fire: what a fire alarm ([fire_alarm]) does to this output: "release"
+        # (unlocked until the alarm clears and is reset) or "keep". Default:
+        # "release" when locked_level = "energised" (a maglock: released is
+        # unpowered), "keep" when "deenergised" (a fail-secure strike: its coil is
+        # not rated to stay energised; its lever gives the way out).
+        # on_fire = "release"
         """
     }
 

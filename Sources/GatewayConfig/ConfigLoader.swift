@@ -175,6 +175,7 @@ extension GatewayConfiguration {
             ?? Defaults.button
         let doorContact = inputs?.table("door_contact").map { readInput($0, defaults: nil, &lines, contact: true) }
         inputs?.finish()
+        let fireAlarm = readFireAlarm(root, &lines)
 
         let door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
 
@@ -217,6 +218,7 @@ extension GatewayConfiguration {
             remote: remote, nats: nats)
         configuration.fleet = fleet
         configuration.timeZone = timeZone
+        configuration.fireAlarm = fireAlarm
         return configuration
     }
 
@@ -292,7 +294,7 @@ extension GatewayConfiguration {
             let line = readLine(t, &lines)
             let output = Output(
                 name: name ?? "", line: line ?? .offset(0), activeLow: t.bool("active_low", false),
-                lockedLevel: t.choice("locked_level", CoilLevel.deenergised))
+                lockedLevel: t.choice("locked_level", CoilLevel.deenergised), onFire: t.optionalChoice("on_fire"))
             if real {
                 let which = name.map { "output \"\($0)\": " } ?? ""
                 if !t.has("active_low") {

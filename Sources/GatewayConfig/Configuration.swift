@@ -43,7 +43,11 @@ public struct GatewayConfiguration: Equatable, Sendable {
         /// The coil is energised when the line is physically low.
         public var activeLow: Bool
         public var lockedLevel: CoilLevel
-        public var definition: OutputDefinition { OutputDefinition(name: name, lockedLevel: lockedLevel) }
+        /// `on_fire`; nil: `FireBehaviour.standard(lockedLevel:)` (docs/policy.md "Fire alarm").
+        public var onFire: FireBehaviour? = nil
+        public var definition: OutputDefinition {
+            OutputDefinition(name: name, lockedLevel: lockedLevel, onFire: onFire)
+        }
     }
 
     /// An LED or active buzzer line, named as feedback patterns name it.
@@ -191,6 +195,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var fleet: Fleet = .off
     /// `clock.time_zone` (docs/policy.md); nil: the system's, /etc/localtime.
     public var timeZone: String?
+    /// `[fire_alarm]` (ConfigFire.swift); nil: none.
+    public var fireAlarm: FireAlarm? = nil
 
     /// The control socket path.
     public var controlSocket: String { control.socket ?? paths.runtimeDirectory + "/control.sock" }

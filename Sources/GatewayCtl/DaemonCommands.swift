@@ -785,3 +785,15 @@ func parseUTCDate(_ text: String) -> Int64? {
     let days = era * 146_097 + doe - 719_468
     return Int64(days) * 86_400 + Int64(seconds)
 }
+
+struct FireCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fire", abstract: "The fire alarm (docs/policy.md \"Fire alarm\").", subcommands: [Reset.self])
+    struct Reset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset",
+            abstract: "End a fire alarm whose input has cleared: the released outputs lock again (audited).")
+        @OptionGroup var socket: SocketOptions
+        func run() throws { try socket.call(.fireReset) }
+    }
+}

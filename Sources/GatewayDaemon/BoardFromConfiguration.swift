@@ -17,12 +17,12 @@ extension GatewayConfiguration {
             outputs: outputs.map {
                 .init(
                     name: $0.name, line: LineSpec($0.line.description), activeLow: $0.activeLow,
-                    lockedLevel: $0.lockedLevel)
+                    lockedLevel: $0.lockedLevel, onFire: $0.onFire)
             },
             indicators: indicators.map {
                 .init(name: $0.name, line: LineSpec($0.line.description), activeLow: $0.activeLow)
             },
             button: input(button),
-            doorContact: doorContact.map(input))
+            doorContact: doorContact.map(input), fireAlarm: fireAlarm.map { input($0.input) })
     }
 }

@@ -17,6 +17,7 @@ extension ControlService {
         case .clockResetFloor: return try resetClockFloor(by: "control:uid=\(peer.uid)")
         case .policyExplain: return try policyExplain(p)
         case .approvalAnswer: return try answerApproval(p, peer: peer)
+        case .fireReset: return try fireReset(peer: peer)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {
@@ -166,6 +167,7 @@ extension ControlService {
             ("running", .array(running)),
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("approval", Self.approvalStatus(m, now: now)),
+            ("fire", Self.fireStatus(m)),
             ("broker", remote.status()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.

@@ -59,7 +59,7 @@ extension ControlService {
             return try PolicyExplain.explain(
                 configuration: runtime.sync { runtime.configuration }, zone: zone, action: try p.int("action"),
                 tag: tag, at: unix, note: note, registryConsulted: true, revoked: revoked,
-                lockedOutUntil: lockedOutUntil)
+                lockedOutUntil: lockedOutUntil, fire: runtime.sync { runtime.machine.fire })
         } catch let error as PolicyExplain.Failure {
             throw DaemonError.request(error.description)
         }

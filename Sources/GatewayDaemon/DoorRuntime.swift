@@ -317,6 +317,7 @@ final class DoorRuntime: Sendable {
             switch event.input {
             case .button: handle(.button(pressed: event.active))
             case .doorContact: handle(.doorContact(open: event.active))
+            case .fireAlarm: handle(.fireAlarm(active: event.active))
             }
         }
     }
@@ -513,6 +514,8 @@ final class DoorRuntime: Sendable {
                 state.withLock { $0.hooks.publishReport }?()
             case .store(let request):
                 storeRequest(request)
+            case .fireHold(let released):
+                board.fireHold(released)
             }
         }
     }
@@ -546,7 +549,7 @@ final class DoorRuntime: Sendable {
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
-            ("schedule", scheduleInfo ?? .null),
+            ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
         ])
     }
 
@@ -692,6 +695,8 @@ final class DoorRuntime: Sendable {
             var settings = live.applyReload(new).door
             let running = state.withLock { $0.machine.mode }
             if settings.initialMode == fileMode || running == .lockdown { settings.initialMode = running }
+            // A fire alarm nobody has reset outlives the machine it began in.
+            settings.initialFire = state.withLock { $0.machine.fire }
             // With a passage schedule the schedule says when the door stands
             // open: a reload never unlocks it outside the schedule's window (nor
             // with the clock unsynchronised); inside it the tick below opens it.

@@ -114,6 +114,7 @@ final class LiveConfiguration: Sendable {
                     key("[[outputs]] line", a.line != b.line)
                     key("[[outputs]] active_low", a.activeLow != b.activeLow)
                     key("[[outputs]] locked_level", a.lockedLevel != b.lockedLevel)
+                    key("[[outputs]] on_fire", a.onFire != b.onFire)
                 }
             }
             if old.indicators.map(\.name) != new.indicators.map(\.name) {
@@ -129,6 +130,13 @@ final class LiveConfiguration: Sendable {
             case (nil, nil): break
             case (let a?, let b?): input("[inputs.door_contact]", a, b, level: "open_level")
             default: names.append("[inputs.door_contact]")
+            }
+            switch (old.fireAlarm, new.fireAlarm) {
+            case (nil, nil): break
+            case (let a?, let b?):
+                input("[fire_alarm]", a.input, b.input, level: "alarm_level")
+                key("[fire_alarm] supervised", a.supervised != b.supervised)
+            default: names.append("[fire_alarm]")
             }
         }
 

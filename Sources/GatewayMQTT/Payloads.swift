@@ -37,7 +37,8 @@ public enum Payloads {
     public static func discovery(
         device: String, name: String, topics: MQTTTopics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
         actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false,
-        admin: HomeAssistantAdminMenu? = nil, approval: Bool = false, approvalButtons: Bool = false
+        admin: HomeAssistantAdminMenu? = nil, approval: Bool = false, approvalButtons: Bool = false,
+        fireAlarm: Bool = false
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -168,6 +169,19 @@ public enum Payloads {
                     common("door", "Door contact") + [
                         ("state_topic", .string(topics.state)), ("device_class", .string("door")),
                         ("value_template", .string("{{ 'ON' if value_json.door_open else 'OFF' }}")),
+                    ]))
+        }
+        if fireAlarm {
+            // docs/policy.md "Fire alarm": on from the alarm until the reset
+            // (`cleared`: the input cleared, the outputs still released).
+            out.append(
+                entry(
+                    "binary_sensor", "fire",
+                    common("fire", "Fire alarm") + [
+                        ("state_topic", .string(topics.state)), ("device_class", .string("safety")),
+                        ("value_template", .string("{{ 'ON' if value_json.fire in ['alarm', 'cleared'] else 'OFF' }}")),
+                        ("json_attributes_topic", .string(topics.state)),
+                        ("json_attributes_template", .string("{{ {'fire': value_json.fire} | tojson }}")),
                     ]))
         }
         if approval {

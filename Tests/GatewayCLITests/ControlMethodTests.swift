@@ -25,6 +25,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_uid", "provision.reset",
         // docs/policy.md "Approval": gatewayctl approve|deny CODE.
         "approval.answer",
+        // docs/policy.md "Fire alarm": gatewayctl fire reset.
+        "fire.reset",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -61,6 +63,8 @@ final class ControlMethodTests: XCTestCase {
             "tags.enroll_uid", "provision.reset",
             // An approval opens the door (docs/policy.md "Approval").
             "approval.answer",
+            // A fire reset locks the released outputs again (docs/policy.md "Fire alarm").
+            "fire.reset",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

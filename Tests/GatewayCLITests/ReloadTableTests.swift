@@ -191,6 +191,23 @@ final class ReloadTableTests: XCTestCase {
             "inputs.door_contact.open_level": refused("\"low\""),
             "inputs.door_contact.bias": refused("\"pull-down\""),
             "inputs.door_contact.debounce_ms": refused("31"),
+            "outputs[].on_fire": { key in
+                Row(reload: .refused("[[outputs]] on_fire")) { set($0, key, "\"keep\"") }
+            },
+            "fire_alarm.line": refused("\"GPIO25\""),
+            // A supervised loop's level and pull change together (ConfigFire.swift).
+            "fire_alarm.alarm_level": { key in
+                Row(reload: .refused("[fire_alarm] alarm_level")) {
+                    set(set($0, key, "\"low\""), "fire_alarm.bias", "\"pull-down\"")
+                }
+            },
+            "fire_alarm.bias": { key in
+                Row(reload: .refused("[fire_alarm] bias")) {
+                    set(set($0, key, "\"pull-down\""), "fire_alarm.alarm_level", "\"low\"")
+                }
+            },
+            "fire_alarm.debounce_ms": refused("25"),
+            "fire_alarm.supervised": refused("false"),
 
             "door.pulse_min_ms": live("40"),
             "door.pulse_max_ms": live("9000"),

@@ -39,9 +39,10 @@ PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-2400}              # all checks: 10–17 min warm on a loaded host (the torn writes most, SPI's above all)
 BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
-CHECKS=33                                      # result lines: gateway-checks.sh 12, reader-checks.sh 21
-ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh alone (12 results; a quick rerun of the GPIO checks)
-case $ONLY in "") ;; gateway) CHECKS=12 ;; *) echo "gpio-vm: GPIO_VM_ONLY is empty or gateway" >&2; exit 2 ;; esac
+CHECKS=37                                      # result lines: gateway-checks.sh 12, fire-checks.sh 4, reader-checks.sh 21
+ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh and fire-checks.sh alone (16 results); "fire": fire-checks.sh alone (4)
+case $ONLY in "") ONLY_ARG= ;; gateway) CHECKS=16 ONLY_ARG=" GATEWAY_ONLY" ;; fire) CHECKS=4 ONLY_ARG=" FIRE_ONLY" ;;
+  *) echo "gpio-vm: GPIO_VM_ONLY is empty, gateway or fire" >&2; exit 2 ;; esac
 log() { echo "gpio-vm: $*" >&2; }
 
 # What differs per architecture: emulator and machine, console, strip, the
@@ -154,7 +155,10 @@ cp "$D/root/bin/busybox" "$R/bin/"
 for a in $("$R/bin/busybox" --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 $STRIP -o "$R/bin/gateway" "$GATEWAY"
 printf 'STATUS_WAIT_S=%s\nTIME_SCALE=%s\n' "$STATUS_WAIT_S" "$TIME_SCALE" > "$R/checks.env"
-cp "$HERE/gateway-checks.sh" "$HERE/checks-lib.sh" "$R/"
+cp "$HERE/gateway-checks.sh" "$HERE/fire-checks.sh" "$HERE/checks-lib.sh" "$R/"
+# firebench: fire-checks.sh's edge → release timer, static for the guest's architecture.
+case $ARCH in amd64) FIRE_CC=gcc ;; arm64) FIRE_CC=aarch64-linux-gnu-gcc ;; esac
+$FIRE_CC -static -O2 -Wall -o "$R/bin/firebench" "$HERE/firebench.c"
 $STRIP -o "$R/bin/pn532-sim" "$PN532SIM"
 cp "$HERE/reader-checks.sh" "$R/reader-checks.sh"
 for m in fuse cuse; do
@@ -184,10 +188,16 @@ if grep -q READER_BENCH /proc/cmdline; then
   insmod /lib/modules/fuse.ko; insmod /lib/modules/cuse.ko
   sh /reader-checks.sh bench; echo "=== bench exit $?"; poweroff -f
 fi
-echo "=== gateway checks ($(uname -r))"
 set -a; . /checks.env; set +a
+if grep -q FIRE_ONLY /proc/cmdline; then
+  echo "=== fire checks ($(uname -r))"
+  GATEWAY=/bin/gateway sh /fire-checks.sh; echo "=== checks exit $?"; poweroff -f
+fi
+echo "=== gateway checks ($(uname -r))"
 GATEWAY=/bin/gateway sh /gateway-checks.sh
-echo "=== checks exit $?"
+rc=$?
+GATEWAY=/bin/gateway sh /fire-checks.sh || rc=1
+echo "=== checks exit $rc"
 if grep -q GATEWAY_ONLY /proc/cmdline; then poweroff -f; fi
 insmod /lib/modules/fuse.ko; insmod /lib/modules/cuse.ko
 GATEWAY=/bin/gateway PN532SIM=/bin/pn532-sim sh /reader-checks.sh
@@ -208,7 +218,7 @@ log "booting $KREL under QEMU TCG (timeout ${TIMEOUT}s)"
 set +e
 timeout "$TIMEOUT" "${QEMU[@]}" \
   -kernel "$D/root/boot/vmlinuz-$KREL" -initrd "$W/initrd.gz" \
-  -append "console=$CONSOLE quiet loglevel=3 panic=-1${BENCH:+ READER_BENCH}${ONLY:+ GATEWAY_ONLY}" -nographic -no-reboot -monitor none \
+  -append "console=$CONSOLE quiet loglevel=3 panic=-1${BENCH:+ READER_BENCH}$ONLY_ARG" -nographic -no-reboot -monitor none \
   </dev/null > "$W/console.log" 2>&1
 qrc=$?
 set -e

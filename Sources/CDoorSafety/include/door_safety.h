@@ -19,6 +19,11 @@ extern "C" {
 /// an active-low request. Returns 0, or -1 when the table is full.
 int door_safety_register(struct gpiod_line *line, int locked_value);
 
+/// Change the value the handler drives `line` to (a fire alarm's released
+/// level while it holds, the locked level again after its reset). Returns 0,
+/// or -1 when the line is not registered.
+int door_safety_set_value(struct gpiod_line *line, int value);
+
 /// Forget `line`. Call before the line is released or its chip closed.
 void door_safety_unregister(struct gpiod_line *line);
 

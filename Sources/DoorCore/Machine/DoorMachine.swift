@@ -18,6 +18,10 @@ public struct DoorMachine: Sendable {
     public private(set) var readerHealthy = true
     public private(set) var provisioning: Provisioning = .idle
     public private(set) var doorOpen = false
+    /// The fire alarm (docs/policy.md "Fire alarm"): while not `.normal` the
+    /// outputs whose `onFire` is `.release` are held unlocked, whatever a
+    /// schedule, a lockdown, a lockout or a tap does.
+    public private(set) var fire: FireState
 
     public enum Provisioning: Equatable, Sendable {
         case idle
@@ -78,7 +82,7 @@ public struct DoorMachine: Sendable {
         }
     }
 
-    enum Holder: Hashable, Sendable { case run(Int), passage }
+    enum Holder: Hashable, Sendable { case run(Int), passage, fire }
 
     struct Run: Sendable {
         var action: ActionDefinition
@@ -124,6 +128,7 @@ public struct DoorMachine: Sendable {
     public init(settings: DoorSettings) {
         self.settings = settings
         mode = settings.initialMode
+        fire = settings.initialFire
     }
 
     // MARK: Status
@@ -150,8 +155,15 @@ public struct DoorMachine: Sendable {
     // MARK: Entry points
 
     /// Start: every output driven to its locked level before anything else.
+    /// An alarm not yet reset (`settings.initialFire`, a reload's) holds its
+    /// outputs released from the first effect on: they are never driven locked.
     public mutating func start(at now: Now) -> [DoorEffect] {
-        var fx: [DoorEffect] = settings.outputs.map { .drive(output: $0.name, .locked) }
+        var fx: [DoorEffect] = []
+        if fire != .normal {
+            fx.append(.fireHold(true))
+            for o in fireOutputs { acquire(o.name, .fire, &fx) }
+        }
+        for o in settings.outputs where outputState(o.name) == .locked { fx.append(.drive(output: o.name, .locked)) }
         fx.append(.emit(DoorEvent(.started, reason: mode.rawValue)))
         fx.append(.feedback(.heartbeat))
         if mode == .passage {
@@ -160,15 +172,19 @@ public struct DoorMachine: Sendable {
         return Self.ordered(fx)
     }
 
-    /// The order effects run in: every `.drive` first, in its own order, then
-    /// everything else in the order it was decided. Nothing the machine
-    /// decides needs a pattern, an event or a timer to have run before an
-    /// output moves, so the relay never waits for them.
+    /// The order effects run in: every `.drive` (and the fire hold, which
+    /// moves outputs too) first, in its own order, then everything else in
+    /// the order it was decided. Nothing the machine decides needs a
+    /// pattern, an event or a timer to have run before an output moves, so
+    /// the relay never waits for them.
     public static func ordered(_ effects: [DoorEffect]) -> [DoorEffect] {
         var drives: [DoorEffect] = []
         var rest: [DoorEffect] = []
         for effect in effects {
-            if case .drive = effect { drives.append(effect) } else { rest.append(effect) }
+            switch effect {
+            case .drive, .fireHold: drives.append(effect)
+            default: rest.append(effect)
+            }
         }
         return drives + rest
     }
@@ -194,6 +210,7 @@ public struct DoorMachine: Sendable {
                 fx.append(.feedback(.readerFault))
             }
             fx.append(.emit(DoorEvent(.readerFault, reason: why)))
+        case .fireAlarm(let active): fireInput(active, &fx)
         case .readerRecovered:
             guard !readerHealthy else { break }
             readerHealthy = true
@@ -691,6 +708,54 @@ public struct DoorMachine: Sendable {
             clearLockout(source: "admin", &fx)
         case .playFeedback(let kind):
             fx.append(.feedback(kind))
+        case .fireReset(let who):
+            fireReset(who: who, &fx)
+        }
+    }
+
+    // MARK: Fire alarm (docs/policy.md "Fire alarm")
+
+    /// The outputs a fire alarm releases.
+    public var fireOutputs: [OutputDefinition] { settings.outputs.filter { $0.onFire == .release } }
+
+    /// The input's edge. Into alarm: the `release` outputs are held unlocked
+    /// by a holder of their own, which no mode change, lockdown, lockout or
+    /// tap takes away (they take only their own); the input clearing changes
+    /// nothing at the outputs: only a reset after it does.
+    private mutating func fireInput(_ active: Bool, _ fx: inout [DoorEffect]) {
+        switch (fire, active) {
+        case (.normal, true), (.cleared, true):
+            if fire == .normal {
+                fx.append(.fireHold(true))
+                for o in fireOutputs { acquire(o.name, .fire, &fx) }
+            }
+            fire = .alarm
+            // The reason names what was released ("none": nothing is `release`).
+            let released = fireOutputs.map(\.name).joined(separator: ",")
+            fx.append(.emit(DoorEvent(.fireAlarm, reason: released.isEmpty ? "none" : released, source: "input")))
+        case (.alarm, false):
+            fire = .cleared
+            fx.append(.emit(DoorEvent(.fireCleared, source: "input")))
+        default:
+            break
+        }
+    }
+
+    /// `gatewayctl fire reset`: refused while the input is still in alarm
+    /// (`input_active`) or when there is no alarm (`no_alarm`); after the
+    /// input cleared, the outputs go back to what else holds them (locked
+    /// when nothing does).
+    private mutating func fireReset(who: String, _ fx: inout [DoorEffect]) {
+        switch fire {
+        case .normal:
+            fx.append(.emit(DoorEvent(.fireResetRefused, reason: "no_alarm", source: "gatewayctl", who: who)))
+        case .alarm:
+            fx.append(.emit(DoorEvent(.fireResetRefused, reason: "input_active", source: "gatewayctl", who: who)))
+        case .cleared:
+            fire = .normal
+            for o in fireOutputs { release(o.name, .fire, &fx) }
+            fx.append(.fireHold(false))
+            fx.append(.emit(DoorEvent(.fireReset, source: "gatewayctl", who: who)))
         }
     }
 
@@ -703,8 +768,10 @@ public struct DoorMachine: Sendable {
         heldOpenGeneration += 1
         if open {
             fx.append(.emit(DoorEvent(.doorOpened)))
+            // In a fire alarm people leave: an open door is not forced.
             let granted =
-                !runs.isEmpty || mode == .passage || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
+                !runs.isEmpty || mode == .passage || fire != .normal
+                || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
             if !granted { fx.append(.emit(DoorEvent(.doorForcedOpen))) }
             if mode != .passage {
                 fx.append(.startTimer(.doorHeldOpen(generation: heldOpenGeneration), after: policy.heldOpenAfter))

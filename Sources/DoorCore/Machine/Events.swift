@@ -18,6 +18,10 @@ public enum DoorInput: Equatable, Sendable {
     case readerRecovered
     /// The store's answer to a `DoorEffect.store` request of the tap being decided.
     case storeAnswered(StoreAnswer)
+    /// The fire-alarm input's debounced level (true = alarm; a supervised
+    /// loop's wire break reads as alarm). The board has already released
+    /// its `release` outputs when this arrives (docs/policy.md "Fire alarm").
+    case fireAlarm(active: Bool)
 }
 
 /// A tag in the field, classified (docs/design.md "blank", "ours", foreign) and judged.
@@ -74,6 +78,8 @@ public enum AdminRequest: Equatable, Sendable {
     case cancelProvisioning
     case clearLockout
     case playFeedback(FeedbackKind)
+    /// `gatewayctl fire reset`: ends a fire alarm whose input has cleared; `who` is audited.
+    case fireReset(who: String)
 }
 
 /// What provisioning writes on the next suitable tag.
@@ -139,6 +145,11 @@ public enum DoorEffect: Equatable, Sendable {
     /// A store action a tap needs (`StoreRequest`); the runtime answers the
     /// counter and the guest use with `DoorInput.storeAnswered` at once.
     case store(StoreRequest)
+    /// Hold the `release` outputs released (true) at the board — its latch,
+    /// the released level's bias and crash value — or give them back to the
+    /// machine's drives (false, after a reset). The board latches by itself
+    /// on its input's edge; this tells it what the machine decided.
+    case fireHold(Bool)
 }
 
 /// An event for the audit log and MQTT: kind, reason and context.
@@ -172,6 +183,11 @@ public struct DoorEvent: Equatable, Sendable {
         case approvalRequested = "approval_requested", approvalGranted = "approval_granted"
         case approvalDenied = "approval_denied", approvalTimedOut = "approval_timed_out"
         case approvalCancelled = "approval_cancelled", approvalRefused = "approval_refused"
+        /// The fire alarm (docs/policy.md "Fire alarm"): the input went into
+        /// alarm, the input cleared, an operator reset it (`who`), or a reset
+        /// was refused (`reason`: `input_active`, `no_alarm`).
+        case fireAlarm = "fire_alarm", fireCleared = "fire_cleared", fireReset = "fire_reset"
+        case fireResetRefused = "fire_reset_refused"
     }
     public var kind: Kind
     public var reason: String?

@@ -17,18 +17,53 @@ public enum CoilLevel: String, Sendable, Hashable, Codable, CaseIterable {
     public var opposite: CoilLevel { self == .energised ? .deenergised : .energised }
 }
 
-/// A relay output as the door logic sees it: a name and its locked level.
-/// Where it is wired (chip, line, active-low) is the board configuration's.
+/// A relay output as the door logic sees it: a name, its locked level and
+/// what a fire alarm does to it. Where it is wired (chip, line, active-low)
+/// is the board configuration's.
 public struct OutputDefinition: Equatable, Sendable, Hashable {
     public var name: String
     public var lockedLevel: CoilLevel
-    public init(name: String, lockedLevel: CoilLevel = .deenergised) {
+    /// `on_fire` (docs/policy.md "Fire alarm"): released while the alarm holds, or kept as it is.
+    public var onFire: FireBehaviour
+    /// `onFire` nil: `FireBehaviour.standard(lockedLevel:)`.
+    public init(name: String, lockedLevel: CoilLevel = .deenergised, onFire: FireBehaviour? = nil) {
         self.name = name
         self.lockedLevel = lockedLevel
+        self.onFire = onFire ?? .standard(lockedLevel: lockedLevel)
     }
     public func level(for state: OutputState) -> CoilLevel {
         state == .locked ? lockedLevel : lockedLevel.opposite
     }
+}
+
+/// What an output does while the fire alarm holds (`on_fire`).
+public enum FireBehaviour: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Unlocked at the alarm's edge and held so until the input clears and an operator resets.
+    case release
+    /// Left to the door's other rules (a fail-secure strike: egress is its lever's, not the coil's).
+    case keep
+
+    /// The default: an output locked while energised (a maglock, a fail-safe
+    /// strike) is released — releasing it only takes its power away, the
+    /// state it falls into without power anyway. An output locked while
+    /// de-energised (a fail-secure strike) is kept: releasing it would hold
+    /// its coil energised for as long as the alarm lasts, which a strike is
+    /// not rated for, and the codes let a fail-secure strike stay locked from
+    /// outside because the lever opens it from inside. Either can be said
+    /// explicitly.
+    public static func standard(lockedLevel: CoilLevel) -> FireBehaviour {
+        lockedLevel == .energised ? .release : .keep
+    }
+}
+
+/// The fire alarm as the door holds it (docs/policy.md "Fire alarm").
+public enum FireState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// No alarm: the door's other rules decide.
+    case normal
+    /// The input is in alarm: the `release` outputs stand unlocked.
+    case alarm
+    /// The input cleared; the outputs stay released until an operator resets (`gatewayctl fire reset`).
+    case cleared
 }
 
 /// One step of an action: unlock an output for a while then lock it again, or wait.

@@ -97,6 +97,9 @@ public struct DoorSettings: Equatable, Sendable, Hashable {
     public var sameTagQuiet: Duration
     /// Mode at start.
     public var initialMode: DoorMode
+    /// The fire alarm at start: a reload carries the running door's (a new
+    /// machine must not forget an alarm nobody has reset).
+    public var initialFire: FireState = .normal
     /// `[[schedules]]` (docs/policy.md).
     public var schedules: [WeeklySchedule] = []
     /// `door.passage_schedule`: passage mode inside its windows, normal outside.

@@ -51,6 +51,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case policyExplain = "policy.explain"
     /// `gatewayctl approve|deny CODE` (docs/policy.md "Approval").
     case approvalAnswer = "approval.answer"
+    /// `gatewayctl fire reset` (docs/policy.md "Fire alarm").
+    case fireReset = "fire.reset"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -62,7 +64,7 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
         case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer, .fireReset:
             return true
         default:
             return false

@@ -11,9 +11,12 @@ package enum PolicyExplain {
     package struct Failure: Error, CustomStringConvertible { package let description: String }
 
     /// What the registry says of the tag: nil when not asked; `.some(nil)` when unknown.
+    /// `fire`: the running door's fire alarm (nil offline): not `.normal`, the
+    /// answer says which outputs stand released whatever the tap's verdict.
     package static func explain(
         configuration: GatewayConfiguration, zone: TimeZoneRules, action: Int, tag: (uid: TagUID, row: IssuedTagView?)?,
-        at: Int64, note: String?, registryConsulted: Bool, revoked: Bool = false, lockedOutUntil: Int64? = nil
+        at: Int64, note: String?, registryConsulted: Bool, revoked: Bool = false, lockedOutUntil: Int64? = nil,
+        fire: FireState? = nil
     ) throws -> JSONValue {
         guard let definition = configuration.door.actions.first(where: { $0.index == action }) else {
             throw Failure(
@@ -76,6 +79,16 @@ package enum PolicyExplain {
             }
         }
         if let note { fields.append(("note", .string(note))) }
+        if let fire, fire != .normal {
+            let released = configuration.door.outputs.filter { $0.onFire == .release }.map(\.name)
+            fields.append(
+                (
+                    "fire",
+                    .object([
+                        ("state", .string(fire.rawValue)), ("released", .array(released.map(JSONValue.string))),
+                    ])
+                ))
+        }
         return .object(fields)
     }
 
@@ -107,6 +120,14 @@ package enum PolicyExplain {
         if let u = v["uses_left"]?.intValue { lines.append("uses left: \(u)") }
         if let r = v["registry"]?.stringValue { lines.append("registry: \(r)") }
         if let n = v["note"]?.stringValue { lines.append("note: \(n)") }
+        if let fire = v["fire"], let state = fire["state"]?.stringValue {
+            let released = (fire["released"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let outputs =
+                released.isEmpty ? "no output (none is on_fire = \"release\")" : released.joined(separator: ", ")
+            lines.append(
+                "fire: \(state == "alarm" ? "the alarm holds" : "the input cleared, not yet reset") — released: \(outputs), over every schedule, lockdown, lockout and tap, until the input clears and `gatewayctl fire reset`"
+            )
+        }
         return lines.joined(separator: "\n")
     }
 }

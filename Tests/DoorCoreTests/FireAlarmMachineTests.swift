@@ -1,0 +1,168 @@
+import DoorCore
+import TestSupport
+import XCTest
+
+/// docs/policy.md "Fire alarm": the machine's half (the board releases on
+/// its own input thread first; DoorIOTests and the gpio VM check that).
+final class FireAlarmMachineTests: XCTestCase {
+    let grant = AccessVerdict.grant(action: 0, reason: "valid_v2")
+    let forged = AccessVerdict.deny(reason: "bad_signature", countsTowardLockout: true)
+    let a = "04A1B2C3D4E5F6"
+
+    /// A maglock (locked energised: released by default), a fail-secure
+    /// strike (kept by default) and a gate said explicitly to release.
+    var settings: DoorSettings {
+        var s = DoorSettings(outputs: [
+            OutputDefinition(name: "maglock", lockedLevel: .energised),
+            OutputDefinition(name: "strike", lockedLevel: .deenergised),
+            OutputDefinition(name: "gate", lockedLevel: .deenergised, onFire: .release),
+        ])
+        s.doorContact = DoorContactPolicy(enabled: true)
+        return s
+    }
+
+    func harness(_ s: DoorSettings? = nil) -> MachineHarness {
+        var h = MachineHarness(settings: s ?? settings)
+        h.start()
+        return h
+    }
+
+    func testTheDefaultReleasesWhatLocksEnergisedAndKeepsAFailSecureStrike() {
+        XCTAssertEqual(OutputDefinition(name: "m", lockedLevel: .energised).onFire, .release)
+        XCTAssertEqual(OutputDefinition(name: "s", lockedLevel: .deenergised).onFire, .keep)
+        XCTAssertEqual(OutputDefinition(name: "s", lockedLevel: .deenergised, onFire: .release).onFire, .release)
+        XCTAssertEqual(OutputDefinition(name: "m", lockedLevel: .energised, onFire: .keep).onFire, .keep)
+    }
+
+    func testAlarmReleasesAtOnceAndHoldsUntilTheInputClearsAndAnOperatorResets() {
+        var h = harness()
+        let alarm = h.send(.fireAlarm(active: true))
+        XCTAssertEqual(
+            alarm,
+            [
+                .fireHold(true), .drive(output: "maglock", .unlocked), .drive(output: "gate", .unlocked),
+                .emit(DoorEvent(.fireAlarm, reason: "maglock,gate", source: "input")),
+            ])
+        XCTAssertEqual(h.machine.fire, .alarm)
+        XCTAssertEqual(h.outputs["strike"], .locked, "a fail-secure strike is kept")
+
+        // Hours later, the panel clears: nothing moves.
+        XCTAssertEqual(h.advance(.seconds(7200)), [])
+        let cleared = h.send(.fireAlarm(active: false))
+        XCTAssertEqual(cleared, [.emit(DoorEvent(.fireCleared, source: "input"))])
+        XCTAssertEqual(h.machine.fire, .cleared)
+        XCTAssertEqual(h.outputs["maglock"], .unlocked)
+
+        let reset = h.send(.admin(.fireReset(who: "uid=1000")))
+        XCTAssertEqual(
+            reset,
+            [
+                .drive(output: "maglock", .locked), .drive(output: "gate", .locked), .fireHold(false),
+                .emit(DoorEvent(.fireReset, source: "gatewayctl", who: "uid=1000")),
+            ])
+        XCTAssertEqual(h.machine.fire, .normal)
+        XCTAssertEqual(reset.events.first?.approvalDetail, "by=uid=1000", "the audit row names who reset")
+    }
+
+    func testAResetIsRefusedWhileTheInputIsInAlarmAndWithoutAnAlarm() {
+        var h = harness()
+        XCTAssertEqual(
+            h.send(.admin(.fireReset(who: "uid=0"))),
+            [.emit(DoorEvent(.fireResetRefused, reason: "no_alarm", source: "gatewayctl", who: "uid=0"))])
+        h.send(.fireAlarm(active: true))
+        let refused = h.send(.admin(.fireReset(who: "uid=1000")))
+        XCTAssertEqual(
+            refused,
+            [.emit(DoorEvent(.fireResetRefused, reason: "input_active", source: "gatewayctl", who: "uid=1000"))])
+        XCTAssertEqual(h.machine.fire, .alarm)
+        XCTAssertEqual(h.outputs["maglock"], .unlocked)
+        // In alarm again after it cleared: a reset is refused again.
+        h.send(.fireAlarm(active: false))
+        XCTAssertEqual(h.send(.fireAlarm(active: true)).eventKinds, [.fireAlarm])
+        XCTAssertEqual(h.send(.admin(.fireReset(who: "uid=1000"))).eventKinds, [.fireResetRefused])
+        XCTAssertEqual(h.outputs["maglock"], .unlocked)
+    }
+
+    /// Nothing the door's other rules do locks a released output: a passage
+    /// schedule's end, a lockdown, a tap's pulse ending, a lockout.
+    func testOverridesSchedulesLockdownTapsAndLockout() {
+        var s = settings
+        s.lockout = LockoutPolicy(perTagThreshold: 2, globalThreshold: 2, duration: .seconds(30), cap: .seconds(100))
+        var h = harness(s)
+        h.send(.admin(.scheduledMode(.passage)))
+        h.send(.fireAlarm(active: true))
+        var after: [DoorEffect] = []
+        after += h.send(.admin(.scheduledMode(.normal)))
+        after += h.send(.admin(.setMode(.lockdown)))
+        after += h.send(.admin(.setMode(.normal)))
+        after += h.send(MachineHarness.tag(a, grant))
+        after += h.runAllTimers()
+        after += h.send(.tagDeparted(TagUID(hex: a)!))
+        after += h.advance(.seconds(2))
+        for _ in 0..<3 {
+            after += h.send(MachineHarness.tag(a, forged))
+            after += h.send(.tagDeparted(TagUID(hex: a)!))
+            after += h.advance(.seconds(2))
+        }
+        XCTAssertTrue(after.eventKinds.contains(.lockout), "the lockout happened")
+        XCTAssertTrue(after.eventKinds.contains(.modeChanged))
+        XCTAssertFalse(after.contains(.drive(output: "maglock", .locked)), "\(after.drives)")
+        XCTAssertFalse(after.contains(.drive(output: "gate", .locked)), "\(after.drives)")
+        XCTAssertEqual(h.outputs["maglock"], .unlocked)
+        h.send(.fireAlarm(active: false))
+        XCTAssertEqual(
+            h.send(.admin(.fireReset(who: "uid=1000"))).drives,
+            [
+                .drive(output: "maglock", .locked), .drive(output: "gate", .locked),
+            ])
+    }
+
+    /// A reset gives the outputs back to whatever else holds them: passage keeps them open.
+    func testAResetInPassageLeavesThemToPassage() {
+        var h = harness()
+        h.send(.admin(.setMode(.passage)))
+        h.send(.fireAlarm(active: true))
+        h.send(.fireAlarm(active: false))
+        let reset = h.send(.admin(.fireReset(who: "uid=1000")))
+        XCTAssertEqual(reset.drives, [])
+        XCTAssertTrue(reset.contains(.fireHold(false)))
+        XCTAssertEqual(h.outputs["maglock"], .unlocked)
+        XCTAssertEqual(h.send(.admin(.setMode(.normal))).drives.count, 3)
+    }
+
+    /// A machine made on an alarm not yet reset (a reload; a start with the
+    /// input in alarm) holds the outputs released from its first effect:
+    /// never driven locked on the way.
+    func testAMachineStartedInAlarmNeverLocksTheReleasedOutputs() {
+        var s = settings
+        s.initialFire = .cleared
+        var h = MachineHarness(settings: s)
+        let fx = h.start()
+        XCTAssertEqual(
+            Array(fx.prefix(4)),
+            [
+                .fireHold(true), .drive(output: "maglock", .unlocked), .drive(output: "gate", .unlocked),
+                .drive(output: "strike", .locked),
+            ])
+        XCTAssertFalse(fx.contains(.drive(output: "maglock", .locked)))
+        XCTAssertEqual(h.machine.fire, .cleared)
+        XCTAssertEqual(h.send(.admin(.fireReset(who: "uid=1000"))).eventKinds, [.fireReset])
+    }
+
+    /// The board delivers the input in alarm before the runtime starts the
+    /// machine (a gatewayd started during an alarm): start keeps them released.
+    func testAnAlarmBeforeStartIsKeptByStart() {
+        var h = MachineHarness(settings: settings)
+        h.send(.fireAlarm(active: true))
+        let fx = h.start()
+        XCTAssertFalse(fx.contains(.drive(output: "maglock", .locked)), "\(fx)")
+        XCTAssertEqual(h.outputs["maglock"], .unlocked)
+    }
+
+    /// People leave through the door in an alarm: it opening is not forced.
+    func testTheDoorOpeningInAnAlarmIsNotForced() {
+        var h = harness()
+        h.send(.fireAlarm(active: true))
+        XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened])
+    }
+}
