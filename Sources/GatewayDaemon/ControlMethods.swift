@@ -69,6 +69,8 @@ extension Daemon {
                 ("health", .string(runtime.sync { runtime.readerHealth })), ("connstring", .string(readerConnstring)),
                 ("last_error", .optional(readerLoop.lastError)),
             ])
+        case .readerOSDPInstall: return try osdpInstall(p)  // OSDPDoor.swift
+        case .readerOSDPStatus: return osdpStatus()
         case .secretsList:
             // A removed secret stays listed, inactive, as history (issue 24 M1).
             let removed = try store.secretTombstones()

@@ -29,6 +29,8 @@ final class Daemon: Sendable {
     let runtime: DoorRuntime
     let simulator: SimulatorChild?
     let readerLoop: ReaderLoop
+    /// The OSDP readers of `[[readers]]` (OSDPReaders.swift, issue 35).
+    let osdpReaders: OSDPReaders
     let simulatorControl: String?
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
@@ -226,6 +228,7 @@ final class Daemon: Sendable {
             flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
+        osdpReaders = OSDPReaders(readers: configuration.readers, keys: StoreOSDPKeys(store: store), log: log)
     }
 
     /// A few seconds after READY (the reader probed, the first connection

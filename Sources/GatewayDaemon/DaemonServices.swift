@@ -88,11 +88,18 @@ extension Daemon {
                 stopsFirst: true),
             DoorService(
                 name: "reader",
-                start: { [runtime, readerLoop] in readerLoop.start { [runtime] in runtime.readerReport($0) } },
-                stop: { [readerLoop, simulator] in
-                    readerLoop.stop()
+                start: { [self, runtime, readerLoop] in
+                    // [[readers]] without a PN532: libnfc is not opened (issue 35).
+                    guard hasPN532 else { return }
+                    readerLoop.start { [runtime] in runtime.readerReport($0) }
+                },
+                stop: { [self, readerLoop, simulator] in
+                    if hasPN532 { readerLoop.stop() }
                     simulator?.stop()
                 }),
+            DoorService(
+                name: "osdp readers", start: { [self] in startOSDPReaders() },
+                stop: { [osdpReaders] in osdpReaders.stop() }),
             DoorService(
                 name: "transport", start: { [self] in startRemote() }, stop: { [self] in stopRemote() },
                 reloaded: { [self] _, _ in redrawDiscovery() }),

@@ -52,6 +52,8 @@ final class DoorRuntime: Sendable {
         var publishState: (@Sendable (JSONValue) -> Void)?
         /// The newest open when it changed (MQTT `…/last_access`).
         var publishLastAccess: (@Sendable (JSONValue) -> Void)?
+        /// Each feedback pattern the door plays, for the OSDP readers' LED and buzzer (issue 35).
+        var showFeedback: (@Sendable (FeedbackPattern) -> Void)?
     }
 
     /// Everything the door queue changes. Written on `queue` only (so a
@@ -146,6 +148,11 @@ final class DoorRuntime: Sendable {
             $0.hooks.publishState = publishState
             $0.hooks.publishReport = publishReport
         }
+    }
+
+    /// Where the door's feedback patterns go besides its own lines (the OSDP readers).
+    func setShowFeedback(_ hook: @escaping @Sendable (FeedbackPattern) -> Void) {
+        state.withLock { $0.hooks.showFeedback = hook }
     }
 
     /// Where the newest open goes (on `queue`, once the transport runs).
@@ -498,7 +505,10 @@ final class DoorRuntime: Sendable {
                     board.lockAll()
                 }
             case .feedback(let kind):
-                if let pattern = configuration.door.patterns[kind] { patterns.play(pattern) }
+                if let pattern = configuration.door.patterns[kind] {
+                    patterns.play(pattern)
+                    state.withLock { $0.hooks.showFeedback }?(pattern)
+                }
             case .stopFeedback:
                 patterns.stopForeground()
             case .startTimer(let id, let after):

@@ -148,6 +148,15 @@ public enum StoreMigrations {
                 #"ALTER TABLE "issued_tag" ADD COLUMN "key_version" INTEGER CHECK (key_version IS NULL OR key_version BETWEEN 1 AND 255)"#,
                 #"CREATE TABLE "ntag424_attempt" ("uid" TEXT PRIMARY KEY NOT NULL, "key_salt" BLOB NOT NULL CHECK (length(key_salt) = 16), "key_version" INTEGER NOT NULL CHECK (key_version BETWEEN 2 AND 255), "created" INTEGER NOT NULL)"#,
             ]),
+        // Issue 35: each OSDP reader's Secure Channel base key (SCBK), set by
+        // `gatewayctl reader osdp install NAME`, keyed by the reader's name in
+        // [[readers]]. Never in the `key` table: the fleet carries that one.
+        // (v14: v13 is the card numbers' migration on the Wiegand branch.)
+        Migration(
+            name: "v14-osdp-reader-key",
+            statements: [
+                #"CREATE TABLE "osdp_reader_key" ("reader" TEXT PRIMARY KEY NOT NULL, "key" BLOB NOT NULL CHECK (length(key) = 16), "created" INTEGER NOT NULL, "generation" INTEGER NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

@@ -25,6 +25,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_uid", "provision.reset",
         // docs/policy.md "Approval": gatewayctl approve|deny CODE.
         "approval.answer",
+        // Issue 35: gatewayctl reader osdp install NAME | status.
+        "reader.osdp.install", "reader.osdp.status",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -61,6 +63,8 @@ final class ControlMethodTests: XCTestCase {
             "tags.enroll_uid", "provision.reset",
             // An approval opens the door (docs/policy.md "Approval").
             "approval.answer",
+            // An OSDP reader's install window hands it a new key (issue 35).
+            "reader.osdp.install",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

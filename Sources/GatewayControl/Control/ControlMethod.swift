@@ -14,6 +14,10 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case lockoutClear = "lockout.clear"
     case feedbackPlay = "feedback.play"
     case readerInfo = "reader.info"
+    /// `gatewayctl reader osdp install NAME`: the reader's install window (issue 35).
+    case readerOSDPInstall = "reader.osdp.install"
+    /// `gatewayctl reader osdp status`: each OSDP reader's link.
+    case readerOSDPStatus = "reader.osdp.status"
     case secretsList = "secrets.list"
     case secretsNew = "secrets.new"
     case secretsRotate = "secrets.rotate"
@@ -62,7 +66,7 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
         case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
+            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall:
             return true
         default:
             return false
