@@ -125,7 +125,8 @@ extension Daemon {
                 runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
                 return .object([("stalled_s", .double(seconds))])
         #endif
-        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .log, .logVerify, .backup:
+        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .tagsEnrollCard, .log, .logVerify,
+            .backup:
             return try registryMethod(method, p, peer: peer)
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")

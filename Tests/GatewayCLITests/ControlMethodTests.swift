@@ -25,6 +25,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_uid", "provision.reset",
         // docs/policy.md "Approval": gatewayctl approve|deny CODE.
         "approval.answer",
+        // Issue 35: a card number an outdoor reader sends.
+        "tags.enroll_card",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -61,6 +63,8 @@ final class ControlMethodTests: XCTestCase {
             "tags.enroll_uid", "provision.reset",
             // An approval opens the door (docs/policy.md "Approval").
             "approval.answer",
+            // A card enrolled opens where "wiegand" or "osdp" is listed (issue 35).
+            "tags.enroll_card",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

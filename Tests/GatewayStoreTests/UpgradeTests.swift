@@ -39,10 +39,10 @@ final class UpgradeTests: XCTestCase {
             [
                 "v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once",
                 "v7-fleet-document", "v8-fleet-removals", "v9-audit-key", "v10-guest-uses",
-                "v11-ntag424", "v12-ntag424-key-issue",
+                "v11-ntag424", "v12-ntag424-key-issue", "v13-card-numbers",
             ])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 12,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 13,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 

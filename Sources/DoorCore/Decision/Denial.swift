@@ -117,6 +117,8 @@ public enum GrantReason {
     /// An NTAG 424 DNA opened by its SUN URL alone (the `"ntag424-sun"` tier):
     /// no proof of the chip's key, so pre-play opens too.
     public static let validSUNOnly = "valid_sun_only"
+    /// A card number read over OSDP Secure Channel, for an action that lists `"osdp"` (issue 35).
+    public static let osdpSecureChannel = "osdp_secure_channel"
     /// A tap an approver let in (docs/policy.md "Approval").
     public static let approved = "approved"
 }

@@ -28,11 +28,33 @@ public struct TagPresentation: Equatable, Sendable {
     public var verdict: AccessVerdict
     /// What the verdict still needs from the store (`TapDecision`); none for a denial.
     public var needs: StoreNeeds
-    public init(uid: TagUID, content: Content, verdict: AccessVerdict, needs: StoreNeeds = StoreNeeds()) {
+    /// The reader that read it, when the door names its readers (issue 35):
+    /// the events of this tap carry it as their `source`.
+    public var reader: String?
+    /// A card number from an outdoor reader (`TapFacts.card`): one event, never
+    /// "present" on a reader, never written by provisioning.
+    public var cardRead: Bool
+    public init(
+        uid: TagUID, content: Content, verdict: AccessVerdict, needs: StoreNeeds = StoreNeeds(),
+        reader: String? = nil, cardRead: Bool = false
+    ) {
         self.uid = uid
         self.content = content
         self.verdict = verdict
         self.needs = needs
+        self.reader = reader
+        self.cardRead = cardRead
+    }
+
+    /// The events' `source` for this tap: `reader:NAME` for a named reader, else `tag`.
+    public var source: String { reader.map { "reader:\($0)" } ?? "tag" }
+
+    /// This verdict for the tap `other` was: its reader and kind of read kept.
+    public func from(_ other: TagPresentation) -> TagPresentation {
+        var p = self
+        p.reader = other.reader
+        p.cardRead = other.cardRead
+        return p
     }
 }
 

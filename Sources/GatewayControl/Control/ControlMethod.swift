@@ -36,6 +36,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case tagsForget = "tags.forget"
     /// A plain key fob or card enrolled by its UID (docs/ntag424.md "uid fobs").
     case tagsEnrollUID = "tags.enroll_uid"
+    /// A card number an outdoor reader sends (issue 35, `gatewayctl tags enroll-card`).
+    case tagsEnrollCard = "tags.enroll_card"
     case log
     case logVerify = "log.verify"
     /// A stream: the last rows, then each new one, until the client leaves.
@@ -62,7 +64,7 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
         case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
+            .tagsEnrollUID, .tagsEnrollCard, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
             return true
         default:
             return false
