@@ -25,8 +25,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_uid", "provision.reset",
         // docs/policy.md "Approval": gatewayctl approve|deny CODE.
         "approval.answer",
-        // Issue 35: a card number an outdoor reader sends.
-        "tags.enroll_card",
+        // Issue 35: a card number an outdoor reader sends; keypad PINs.
+        "tags.enroll_card", "pins.set", "pins.add_code", "pins.remove",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -65,6 +65,8 @@ final class ControlMethodTests: XCTestCase {
             "approval.answer",
             // A card enrolled opens where "wiegand" or "osdp" is listed (issue 35).
             "tags.enroll_card",
+            // A PIN set, a code added, a PIN removed (issue 35).
+            "pins.set", "pins.add_code", "pins.remove",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

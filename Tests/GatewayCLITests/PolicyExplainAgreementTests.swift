@@ -141,7 +141,7 @@ final class PolicyExplainAgreementTests: XCTestCase {
             message = NDEFMessage(records: [
                 .uri(StickerSigner.signV1(action: c.action, timestamp: at - 10, key: key).text)
             ])
-        case .uid, .wiegand, .osdp:
+        case .uid, .wiegand, .osdp, .cardPIN, .pin:
             message = nil
         case .ntag424, .ntag424SUN:
             message = nil

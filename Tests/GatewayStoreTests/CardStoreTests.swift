@@ -69,11 +69,60 @@ final class CardStoreTests: XCTestCase {
         }()
         XCTAssertEqual(before.count, 4)
         let store = try GatewayStore(stateDirectory: dir)
-        XCTAssertEqual(try store.appliedMigrations().last, "v13-card-numbers")
+        XCTAssertEqual(try store.appliedMigrations().suffix(2), ["v13-card-numbers", "v14-pins"])
         XCTAssertEqual(try Self.rows(store), before, "every row, every column")
         try store.enrollCard(card, action: 0, label: "", now: 7)
         XCTAssertEqual(try store.issuedTag(card.registryKey)?.kind, .wiegand)
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5))
+    }
+
+    /// PINs (issue 35): only scrypt hashes reach the database file; a card's
+    /// PIN needs the card; codes share one salt and never one PIN; forgetting
+    /// a card or a code takes its PIN.
+    func testPINsAreStoredAsHashesOnly() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let cheap = Crypto.ScryptCost(logN: 10, r: 1, p: 1)
+        let hash = try PINHash(pin: PIN("73190468")!, salt: Crypto.randomBytes(16), cost: cheap)
+        XCTAssertThrowsError(try store.setPIN(hash, for: card.registryKey, now: 1)) {
+            XCTAssertEqual($0 as? PINError, .noCredential(self.card.registryKey.hex))
+        }
+        try store.enrollCard(card, action: 0, label: "", now: 1)
+        try store.setPIN(hash, for: card.registryKey, now: 2)
+        XCTAssertEqual(try store.pinHash(for: card.registryKey), hash)
+        XCTAssertTrue(try StorePINs(store: store).pin(for: card.registryKey)!.matches(PIN("73190468")!))
+
+        XCTAssertNil(try store.pinCodeSalt())
+        let salt = try Crypto.randomBytes(16)
+        let code = PINCode.key(random: try Crypto.randomBytes(14))!
+        try store.addPINCode(
+            key: code, hash: PINHash(pin: PIN("55667788")!, salt: salt, cost: cheap, duress: true), action: 1,
+            label: "cleaner", limits: TagLimits(uses: 3, schedule: "staff"), now: 3)
+        XCTAssertEqual(try store.pinCodeSalt(), salt)
+        XCTAssertEqual(try store.issuedTag(code)?.kind, .pin)
+        XCTAssertEqual(try store.issuedTag(code)?.usesLeft, 3)
+        XCTAssertEqual(try store.pinCodes().map(\.key), [code])
+        XCTAssertEqual(try store.pinCodes().first?.hash.duress, true)
+        XCTAssertThrowsError(
+            try store.addPINCode(
+                key: PINCode.key(random: try Crypto.randomBytes(14))!,
+                hash: PINHash(pin: PIN("55667788")!, salt: salt, cost: cheap), action: 0, label: "",
+                limits: TagLimits(), now: 4)
+        ) { XCTAssertEqual($0 as? PINError, .codeTaken) }
+        XCTAssertEqual(try store.pinCodes().count, 1, "nothing half-written")
+        XCTAssertEqual(try store.issuedTags().filter { $0.kind == .pin }.count, 1)
+
+        let file = try XCTUnwrap(FileManager.default.contents(atPath: dir + "/" + GatewayStore.fileName))
+        let wal = FileManager.default.contents(atPath: dir + "/" + GatewayStore.fileName + "-wal") ?? Data()
+        for secret in ["73190468", "55667788"] {
+            XCTAssertNil(file.range(of: Data(secret.utf8)), "no PIN in the database")
+            XCTAssertNil(wal.range(of: Data(secret.utf8)), "nor in its journal")
+        }
+
+        try store.forget(uid: card.registryKey)
+        XCTAssertNil(try store.pinHash(for: card.registryKey), "a forgotten card's PIN goes with it")
+        try store.forget(uid: code)
+        XCTAssertEqual(try store.pinCodes().count, 0)
+        XCTAssertFalse(try store.removePIN(uid: code))
     }
 
     static func rows(_ store: GatewayStore) throws -> [String] { try rows(store.pool) }

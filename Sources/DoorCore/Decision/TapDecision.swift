@@ -35,6 +35,9 @@ public enum TapDecision {
         _ facts: TapFacts, secrets: TapSecrets, actionCount: Int, registry: some TagRegistryView, now: Int64,
         policy: TapPolicy?
     ) -> Outcome {
+        if let code = facts.pinCode {
+            return Outcome(presentation: pinCode(code, registry: registry, now: now, policy: policy), sticker: nil)
+        }
         if let read = facts.card {
             return Outcome(presentation: card(read, registry: registry, now: now, policy: policy), sticker: nil)
         }
@@ -187,12 +190,47 @@ public enum TapDecision {
         guard let policy, let action = row.action,
             let definition = policy.actions.first(where: { $0.index == action })
         else { return deny(uid, .unknownAction) }
-        guard let kind = read.acceptedBy.first(where: definition.credentials.contains) else {
+        let kind = read.acceptedBy.first(where: definition.credentials.contains)
+        guard kind != nil || definition.credentials.contains(.cardPIN) else {
             return deny(uid, .credentialNotAllowed)
         }
         if let why = RegistryRules.schedule(definition, row: row, policy: policy) { return deny(uid, why) }
+        guard let kind else {
+            // "card+pin": granted once its PIN is typed on this reader (`KeypadDesk`).
+            var held = grant(uid, action: action, reason: GrantReason.cardPIN, row: row)
+            held.pinRequired = true
+            return held
+        }
         let reason = kind == .osdp ? GrantReason.osdpSecureChannel : GrantReason.weakCredential
         return grant(uid, action: action, reason: reason, row: row)
+    }
+
+    /// A PIN-only code a keypad entry matched (`KeypadDesk`, issue 35): its
+    /// `pin` row active, not revoked, not expired, for an action that lists
+    /// `"pin"` — a duress code also where it lists `"card+pin"` — within its
+    /// schedules and its uses (a guest's code). Granted `pin` (a duress code
+    /// too: the reader and the event show nothing different).
+    static func pinCode(_ code: PINCodeMatch, registry: some TagRegistryView, now: Int64, policy: TapPolicy?)
+        -> TagPresentation
+    {
+        let uid = code.key
+        let row: IssuedTagView
+        do {
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny(uid, .revoked) }
+            guard let r = try registry.issuedTag(uid), r.kind == .pin else { return deny(uid, .wrongPIN) }
+            row = r
+        } catch {
+            return deny(uid, .registryUnavailable)
+        }
+        if let why = RegistryRules.enrolled(row: row, now: now) { return deny(uid, why) }
+        guard let policy, let action = row.action,
+            let definition = policy.actions.first(where: { $0.index == action })
+        else { return deny(uid, .unknownAction) }
+        guard
+            definition.credentials.contains(.pin) || (code.duress && definition.credentials.contains(.cardPIN))
+        else { return deny(uid, .credentialNotAllowed) }
+        if let why = RegistryRules.schedule(definition, row: row, policy: policy) { return deny(uid, why) }
+        return grant(uid, action: action, reason: GrantReason.pin, row: row)
     }
 
     // MARK: NTAG 424 DNA
@@ -327,12 +365,13 @@ extension TapDecision {
         guard let tag else { return RegistryRules.schedule(action, row: nil, policy: policy) }
         if let until = tag.lockedOutUntil, now < until { return .lockedOut }
         if tag.revoked { return .revoked }
-        if let row = tag.row, row.kind == .uid || row.kind == .ntag424 || row.kind == .wiegand {
+        if let row = tag.row, [.uid, .ntag424, .wiegand, .pin].contains(row.kind) {
             if let why = RegistryRules.enrolled(row: row, now: now) { return why }
             if row.kind == .uid { return RegistryRules.action(action, kind: .uid, row: row, policy: policy) }
-            // A card number opens on either kind its action lists (which one depends on the reader).
+            if row.kind == .pin { return RegistryRules.action(action, kind: .pin, row: row, policy: policy) }
+            // A card number opens on any kind its action lists (which one depends on the reader, and its PIN).
             if row.kind == .wiegand {
-                guard action.credentials.contains(.wiegand) || action.credentials.contains(.osdp) else {
+                guard !action.credentials.isDisjoint(with: [.wiegand, .osdp, .cardPIN]) else {
                     return .credentialNotAllowed
                 }
                 return RegistryRules.schedule(action, row: row, policy: policy)

@@ -24,10 +24,19 @@ public struct TapFacts: Equatable, Sendable {
     /// The reader's name, when the door names its readers: every event of
     /// the tap names it (`TagPresentation.source`).
     public var reader: String?
+    /// Set when a keypad entry matched a PIN-only code (`KeypadDesk`): `uid`
+    /// is the code's key; decided as one (`TapDecision.pinCode`).
+    public var pinCode: PINCodeMatch?
     public init(uid: TagUID, message: NDEFMessage? = nil, ntag424: NTAG424Proof? = nil, reader: String? = nil) {
         self.uid = uid
         self.message = message
         self.ntag424 = ntag424
+        self.reader = reader
+    }
+    /// A keypad entry that matched a PIN-only code, on `reader`.
+    public init(code: PINCodeMatch, reader: String) {
+        uid = code.key
+        pinCode = code
         self.reader = reader
     }
     /// A card number an outdoor reader read.
@@ -63,6 +72,16 @@ public struct CardRead: Equatable, Sendable {
     /// The action kinds that accept this read, strongest first: `osdp` then
     /// `wiegand` over Secure Channel, `wiegand` alone otherwise.
     public var acceptedBy: [CredentialKind] { link == .osdpSecure ? [.osdp, .wiegand] : [.wiegand] }
+}
+
+/// A PIN-only code a keypad entry matched: its key and whether it is a duress code.
+public struct PINCodeMatch: Equatable, Sendable {
+    public var key: TagUID
+    public var duress: Bool
+    public init(key: TagUID, duress: Bool) {
+        self.key = key
+        self.duress = duress
+    }
 }
 
 /// The secrets a tap is decided with, read by the runtime for the tap at hand.

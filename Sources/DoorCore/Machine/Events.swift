@@ -34,6 +34,10 @@ public struct TagPresentation: Equatable, Sendable {
     /// A card number from an outdoor reader (`TapFacts.card`): one event, never
     /// "present" on a reader, never written by provisioning.
     public var cardRead: Bool
+    /// A grant that holds only once the card's PIN is typed on the same
+    /// reader (`"card+pin"`): the keypad desk holds it (`KeypadDesk`), the
+    /// machine never sees it before.
+    public var pinRequired = false
     public init(
         uid: TagUID, content: Content, verdict: AccessVerdict, needs: StoreNeeds = StoreNeeds(),
         reader: String? = nil, cardRead: Bool = false
@@ -194,6 +198,10 @@ public struct DoorEvent: Equatable, Sendable {
         case approvalRequested = "approval_requested", approvalGranted = "approval_granted"
         case approvalDenied = "approval_denied", approvalTimedOut = "approval_timed_out"
         case approvalCancelled = "approval_cancelled", approvalRefused = "approval_refused"
+        /// A duress PIN was typed (issue 35): the door opened as asked, and
+        /// this silent alarm goes out (MQTT/NATS, Home Assistant); the reader
+        /// shows nothing different.
+        case duress
     }
     public var kind: Kind
     public var reason: String?

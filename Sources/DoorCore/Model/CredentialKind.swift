@@ -25,6 +25,14 @@ public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Comparable
     /// the line is authenticated and encrypted, the card itself no stronger
     /// than its number. An action's kind, never a registry row's.
     case osdp
+    /// A card number (`wiegand` row) that opens only with its PIN typed on
+    /// the same reader's keypad within the keypad's card window (issue 35).
+    /// An action's kind, never a registry row's.
+    case cardPIN = "card+pin"
+    /// A PIN-only code (`gatewayctl pins add-code`), typed on an outdoor
+    /// reader's keypad: a guest's, with a guest pass's window, uses and
+    /// schedule. Also the registry row's kind of such a code.
+    case pin
 
     /// What an action accepts when its configuration names no `credentials`:
     /// every sticker kind; `uid` and `ntag424-sun` only when asked for.

@@ -3,11 +3,13 @@ public struct TagUID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public let bytes: [UInt8]
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
     /// Parses hex (either case, optional ':' separators); nil when not 4, 7
-    /// or 10 bytes, nor a card number's registry key (`CardNumber.registryKey`).
+    /// or 10 bytes, nor a card number's registry key (`CardNumber.registryKey`)
+    /// nor a PIN-only code's (`PINCode`).
     public init?(hex: String) {
         let clean = hex.filter { $0 != ":" }
         guard let b = Hex.decode(clean) else { return nil }
-        guard [4, 7, 10].contains(b.count) || CardNumber(registryKey: TagUID(b)) != nil else { return nil }
+        guard [4, 7, 10].contains(b.count) || CardNumber(registryKey: TagUID(b)) != nil || PINCode.isKey(TagUID(b))
+        else { return nil }
         bytes = b
     }
     /// The card number this key names, when it is a card's (not an NFC UID).

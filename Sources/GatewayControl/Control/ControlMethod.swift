@@ -38,6 +38,10 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case tagsEnrollUID = "tags.enroll_uid"
     /// A card number an outdoor reader sends (issue 35, `gatewayctl tags enroll-card`).
     case tagsEnrollCard = "tags.enroll_card"
+    /// Keypad PINs (issue 35): a card's PIN, a PIN-only code, a PIN removed.
+    case pinsSet = "pins.set"
+    case pinsAddCode = "pins.add_code"
+    case pinsRemove = "pins.remove"
     case log
     case logVerify = "log.verify"
     /// A stream: the last rows, then each new one, until the client leaves.
@@ -64,7 +68,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
         case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .tagsEnrollUID, .tagsEnrollCard, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer:
+            .tagsEnrollUID, .tagsEnrollCard, .pinsSet, .pinsAddCode, .pinsRemove, .backup, .clockResetFloor,
+            .fleetPublish, .fleetPull, .approvalAnswer:
             return true
         default:
             return false
