@@ -93,6 +93,8 @@ extension Daemon {
                     readerLoop.stop()
                     simulator?.stop()
                 }),
+            // Issue 35: an outdoor Wiegand reader (OutdoorReaders.swift; none unless set).
+            wiegandService(),
             DoorService(
                 name: "transport", start: { [self] in startRemote() }, stop: { [self] in stopRemote() },
                 reloaded: { [self] _, _ in redrawDiscovery() }),

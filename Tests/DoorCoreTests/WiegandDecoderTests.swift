@@ -105,4 +105,16 @@ final class WiegandDecoderTests: XCTestCase {
         XCTAssertEqual(raw.description, "raw:32:aaaaaaaa")
         XCTAssertEqual(decode([]), [])
     }
+
+    /// Falling edges only (what the reader asks the kernel for): the same frames.
+    func testPulsesAloneDecodeTheSameAndOverlapsAreCollisions() {
+        var d = WiegandDecoder(frameGap: .milliseconds(25))
+        let falling = Self.edges("0 00010010 0011000000111001 1").filter(\.low)
+        let frames = falling.flatMap { d.pulse($0.line, at: $0.at) } + d.end()
+        XCTAssertEqual(frames, [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)])
+        var c = WiegandDecoder()
+        XCTAssertEqual(
+            c.pulse(.d0, at: 1_000_000) + c.pulse(.d1, at: 1_040_000) + c.end(),
+            [.invalid(bits: 2, reason: "both lines low at once")])
+    }
 }

@@ -32,6 +32,7 @@ public struct WiegandDecoder: Sendable {
     private var low: (d0: Bool, d1: Bool) = (false, false)
     private var collided = false
     private var overflowed = false
+    private var lastLine: Line?
 
     /// `frameGap` is clamped to 25–100 ms.
     public init(frameGap: Duration = .milliseconds(50)) {
@@ -58,6 +59,24 @@ public struct WiegandDecoder: Sendable {
         return out
     }
 
+    /// A bit's falling edge alone (the reader asks the kernel for falling
+    /// edges only: its queue of 16 events then holds 16 bits, not 8): the
+    /// line went low and is taken as back high at once. Two pulses on
+    /// different lines closer than `collisionWindow` are both lines low at once.
+    public mutating func pulse(_ line: Line, at nanoseconds: UInt64) -> [Frame] {
+        if let last = lastEdge, let other = lastLine, other != line, nanoseconds >= last,
+            nanoseconds - last < Self.collisionWindow
+        {
+            collided = true
+        }
+        let out = edge(line, low: true, at: nanoseconds) + edge(line, low: false, at: nanoseconds)
+        lastLine = line
+        return out
+    }
+
+    /// Pulses on D0 and D1 this close (ns) overlap: a 50 µs pulse every 2 ms never does.
+    public static let collisionWindow: UInt64 = 100_000
+
     /// No edge came for the frame gap: the frame so far ends (nothing when none began).
     public mutating func end() -> [Frame] {
         defer {
@@ -65,6 +84,7 @@ public struct WiegandDecoder: Sendable {
             collided = false
             overflowed = false
             low = (false, false)
+            lastLine = nil
         }
         guard !bits.isEmpty else { return [] }
         if collided { return [.invalid(bits: bits.count, reason: "both lines low at once")] }
