@@ -127,8 +127,11 @@ extension Daemon {
                 runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
                 return .object([("stalled_s", .double(seconds))])
         #endif
-        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .log, .logVerify, .backup:
+        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .tagsEnrollCard, .log, .logVerify,
+            .backup:
             return try registryMethod(method, p, peer: peer)
+        case .pinsSet, .pinsAddCode, .pinsRemove:
+            return try pinMethod(method, p, now: Int64(time(nil)), source: "control:uid=\(peer.uid)")
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
         case .fleetStatus, .fleetPublish, .fleetPull: return try answerFleet(method, p)

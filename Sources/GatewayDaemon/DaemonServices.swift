@@ -97,6 +97,8 @@ extension Daemon {
                     if hasPN532 { readerLoop.stop() }
                     simulator?.stop()
                 }),
+            // Issue 35: an outdoor Wiegand reader (OutdoorReaders.swift; none unless set).
+            wiegandService(),
             DoorService(
                 name: "osdp readers", start: { [self] in startOSDPReaders() },
                 stop: { [osdpReaders] in osdpReaders.stop() }),

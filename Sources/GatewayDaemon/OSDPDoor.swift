@@ -24,22 +24,23 @@ extension Daemon {
                 DoorEvent(
                     .readerRecovered,
                     reason: secure ? "osdp online, secure channel" : "osdp online WITHOUT secure channel",
-                    source: reader))
+                    source: "reader:\(reader)"))
         case .offline(let reader):
-            runtime.note(DoorEvent(.readerFault, reason: "osdp offline", source: reader))
+            runtime.note(DoorEvent(.readerFault, reason: "osdp offline", source: "reader:\(reader)"))
         case .refused(let reader, let why):
-            runtime.note(DoorEvent(.readerFault, reason: "osdp refused: \(why)", source: reader))
+            runtime.note(DoorEvent(.readerFault, reason: "osdp refused: \(why)", source: "reader:\(reader)"))
         case .status(let reader, let tamper, let powerFailure):
             let text = [tamper ? "tamper" : nil, powerFailure ? "power failure" : nil].compactMap { $0 }
             runtime.note(
                 DoorEvent(
                     text.isEmpty ? .readerRecovered : .readerFault,
                     reason: text.isEmpty ? "osdp tamper and power normal" : "osdp " + text.joined(separator: ", "),
-                    source: reader))
+                    source: "reader:\(reader)"))
         case .installed(let reader):
-            runtime.note(DoorEvent(.readerRecovered, reason: "osdp key installed", source: reader))
+            runtime.note(DoorEvent(.readerRecovered, reason: "osdp key installed", source: "reader:\(reader)"))
         case .installClosed(let reader, let why):
-            runtime.note(DoorEvent(.readerFault, reason: "osdp install window closed: \(why)", source: reader))
+            runtime.note(
+                DoorEvent(.readerFault, reason: "osdp install window closed: \(why)", source: "reader:\(reader)"))
         case .card(let read):
             osdpCard(read)
         case .keypad(let reader, let keys):
@@ -73,7 +74,8 @@ extension Daemon {
         do { try osdpReaders.openInstallWindow(reader: name, milliseconds: UInt64(seconds) * 1000) } catch {
             throw DaemonError.request(error.description)
         }
-        runtime.note(DoorEvent(.readerFault, reason: "osdp install window open for \(seconds) s", source: name))
+        runtime.note(
+            DoorEvent(.readerFault, reason: "osdp install window open for \(seconds) s", source: "reader:\(name)"))
         return .object([("reader", .string(name)), ("install_window_s", .int(seconds))])
     }
 

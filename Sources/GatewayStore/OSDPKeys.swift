@@ -1,6 +1,6 @@
 import DoorCore
 
-/// Each OSDP reader's Secure Channel base key (issue 35, migration `v14-osdp-reader-key`):
+/// Each OSDP reader's Secure Channel base key (issue 35, migration `v15-osdp-reader-key`):
 /// 16 bytes, drawn by the door during `gatewayctl reader osdp install NAME` and handed to
 /// the reader in osdp_KEYSET inside a Secure Channel. Stored like the door's other keys:
 /// in the store only, never in a log, an event, a fleet document or gateway.toml.

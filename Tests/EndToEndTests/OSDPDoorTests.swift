@@ -17,7 +17,7 @@ final class OSDPDoorTests: XCTestCase {
         throws -> JSONValue
     {
         try waitFor("no \(kind) (\(text)) row from the reader", timeout: timeout, interval: 0.05, context: { g.log }) {
-            try rows(g, source: "street").first {
+            try rows(g, source: "reader:street").first {
                 $0["kind"]?.stringValue == kind && ($0["reason"]?.stringValue ?? "").contains(text)
             }
         }

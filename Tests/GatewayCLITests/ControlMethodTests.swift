@@ -25,6 +25,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_uid", "provision.reset",
         // docs/policy.md "Approval": gatewayctl approve|deny CODE.
         "approval.answer",
+        // Issue 35: a card number an outdoor reader sends; keypad PINs.
+        "tags.enroll_card", "pins.set", "pins.add_code", "pins.remove",
         // Issue 35: gatewayctl reader osdp install NAME | status.
         "reader.osdp.install", "reader.osdp.status",
     ]
@@ -63,6 +65,10 @@ final class ControlMethodTests: XCTestCase {
             "tags.enroll_uid", "provision.reset",
             // An approval opens the door (docs/policy.md "Approval").
             "approval.answer",
+            // A card enrolled opens where "wiegand" or "osdp" is listed (issue 35).
+            "tags.enroll_card",
+            // A PIN set, a code added, a PIN removed (issue 35).
+            "pins.set", "pins.add_code", "pins.remove",
             // An OSDP reader's install window hands it a new key (issue 35).
             "reader.osdp.install",
         ]
