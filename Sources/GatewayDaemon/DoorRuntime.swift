@@ -305,7 +305,7 @@ final class DoorRuntime: Sendable {
             // process exits.
             guard !isStopped else { return }
             switch report {
-            case .arrived(let tag): tagArrived(tag)
+            case .arrived(let tag): tagArrived(named(tag))  // ReaderActions.swift
             case .departed(let uid): handle(.tagDeparted(uid))
             case .fault(let why):
                 state.withLock { $0.readerState = .lost(why) }
@@ -352,10 +352,11 @@ final class DoorRuntime: Sendable {
             return $0.clockFloor.expiryTime(wall)
         }
         let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
-        let presentation = TapDecision.decide(
-            facts, secrets: tapSecrets(for: facts), actionCount: configuration.door.actions.count,
-            registry: registry, now: expiry, policy: policy
-        ).presentation
+        let presentation = heldToReader(
+            TapDecision.decide(
+                facts, secrets: tapSecrets(for: facts), actionCount: configuration.door.actions.count,
+                registry: registry, now: expiry, policy: policy
+            ).presentation)
         noteLastTag(facts.uid, content: presentation.content, presentation.verdict)
         supplyApprovalRandom()
         // A card that waits for its PIN stays at the keypad desk; any other goes on at once.

@@ -6,6 +6,16 @@ import GatewayControl
 /// reader, the door's feedback on their LED and buzzer, and their card reads handed to
 /// `osdpCard` — the port the tap decision takes them from.
 extension Daemon {
+    /// An OSDP keypad's character (osdp_KEYPAD: ASCII digits, 0x7F or '*' clear, 0x0D or '#' enter).
+    static func keypadKey(_ byte: UInt8) -> KeypadKey? {
+        switch byte {
+        case 0x30...0x39: return .digit(byte - 0x30)
+        case 0x7F, 0x2A: return .clear
+        case 0x0D, 0x23: return .enter
+        default: return nil
+        }
+    }
+
     /// Whether the door has a PN532 (`[[readers]]` may list none; without it, the PN532 of `[reader]`).
     var hasPN532: Bool { configuration.readers.contains { $0.kind == .pn532 } }
 
@@ -44,24 +54,25 @@ extension Daemon {
         case .card(let read):
             osdpCard(read)
         case .keypad(let reader, let keys):
-            // PINs are the Wiegand branch's (issue 35, H6); the keys are not logged.
-            log.info("osdp reader \(reader): \(keys.count) key(s) pressed (PINs are not wired yet)")
+            // To the keypad desk, key by key (PINs: card + PIN, PIN-only codes, duress); never logged.
+            for key in keys.compactMap(Self.keypadKey) { runtime.readerReport(.keypad(reader: reader, key)) }
         }
     }
 }
 
 extension Daemon {
-    /// A card an OSDP reader read: the tap decision's port. Until the card-number credential
-    /// (the Wiegand branch's: its kind in the store and in `TapDecision`) is merged, the read is
-    /// logged with its reader and nothing opens.
+    /// A card an OSDP reader read: decided by the door as a card number (`TapFacts(card:)`,
+    /// `TapDecision`), naming its reader. Read inside Secure Channel it is an `osdp` credential;
+    /// from a reader named `insecure` it is as weak as Wiegand (`osdp-plain`). Bits the door
+    /// cannot key (more than `CardNumber.maxBits`, or padding that is not zero) are logged and
+    /// dropped: nothing opens.
     func osdpCard(_ read: OSDPCardRead) {
-        let hex = read.bits.map {
-            String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+        guard let number = CardNumber(bits: read.bits, bitCount: read.bitCount) else {
+            log.warning("osdp reader \(read.reader): a card read of \(read.bitCount) bits the door cannot key; dropped")
+            return
         }
-        .joined()
-        log.info(
-            "osdp reader \(read.reader): card \(read.bitCount) bits \(hex)\(read.secure ? " (secure channel)" : " (no secure channel)"); card credentials are not wired yet"
-        )
+        let card = CardRead(number: number, reader: read.reader, link: read.secure ? .osdpSecure : .osdpPlain)
+        runtime.readerReport(.arrived(TapFacts(card: card)))
     }
 }
 

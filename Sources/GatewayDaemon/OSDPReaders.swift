@@ -269,10 +269,13 @@ final class OSDPReaders: Sendable {
             let name = links[i].name
             switch event {
             case .online(_, _, let secure):
-                links[i].status.online = true
-                links[i].status.secure = secure
                 links[i].lastReported = nil
                 links[i].status.lastRefusal = nil
+                // A session under the install key is not the reader online: status says "installing".
+                if links[i].installUntil == nil {
+                    links[i].status.online = true
+                    links[i].status.secure = secure
+                }
                 if links[i].installUntil != nil {
                     // SCBK-D is up: hand the reader its own key, inside this session.
                     do {
@@ -369,12 +372,16 @@ final class OSDPReaders: Sendable {
                 }
             }
             // Requests from other threads: install windows, the door's feedback.
+            // Only this bus's readers' requests: another bus thread takes its own.
+            let names = links.map(\.name)
             let (installs, feedback) = shared.withLock { s -> ([String: UInt64], [String: [Command]]) in
-                defer {
-                    s.installRequests = [:]
-                    s.feedback = [:]
+                var installs: [String: UInt64] = [:]
+                var feedback: [String: [Command]] = [:]
+                for name in names {
+                    installs[name] = s.installRequests.removeValue(forKey: name)
+                    feedback[name] = s.feedback.removeValue(forKey: name)
                 }
-                return (s.installRequests, s.feedback)
+                return (installs, feedback)
             }
             for (name, length) in installs {
                 guard let i = links.firstIndex(where: { $0.name == name }) else { continue }

@@ -226,6 +226,17 @@ final class OSDPReaderServiceTests: XCTestCase {
         XCTAssertNil(try store.osdpReaderKey("street"))
 
         try service?.openInstallWindow(reader: "street", milliseconds: 10_000)
+        // While the window is open the reader is "installing", never "online": a session under
+        // the install key is not the reader up (sampled until the key is in).
+        var samples = 0
+        let until = Date().addingTimeInterval(8)
+        while Date() < until, !reports.withLock({ $0.contains(.installed(reader: "street")) }) {
+            let s = try XCTUnwrap(service?.statuses["street"])
+            XCTAssertFalse(s.installing && (s.online || s.secure), "online under the install key: \(s)")
+            samples += 1
+            usleep(2000)
+        }
+        XCTAssertGreaterThan(samples, 5)
         try wait(8, for: "installed") { $0 == .installed(reader: "street") }
         let stored = try XCTUnwrap(try store.osdpReaderKey("street"))
         XCTAssertEqual(stored.count, 16)
@@ -236,6 +247,36 @@ final class OSDPReaderServiceTests: XCTestCase {
         try pd.waitFor("sc-active")
         XCTAssertEqual(service?.statuses["street"]?.installing, false)
         for line in log.messages { XCTAssertFalse(line.lowercased().contains(Hex.encode(stored)), line) }
+    }
+
+    /// Two readers on two serial lines (a thread each): each line's thread takes its own
+    /// reader's install window and feedback, not the other's.
+    func testTwoLinesTakeTheirOwnInstallWindowsAndFeedback() throws {
+        let street = try reader(scbk: nil)
+        let yard = try LibosdpReader(scbk: nil, address: 2)
+        readers.append(yard)
+        let yardDevice = directory + "/ttyOSDP2"
+        try FileManager.default.createSymbolicLink(atPath: yardDevice, withDestinationPath: yard.tty)
+        let service = OSDPReaders(
+            readers: [
+                ReaderSettings(name: "street", kind: .osdp, osdp: .init(device: device, baud: 115200, address: 1)),
+                ReaderSettings(name: "yard", kind: .osdp, osdp: .init(device: yardDevice, baud: 115200, address: 2)),
+            ], keys: StoreOSDPKeys(store: store), log: log.logger)
+        self.service = service
+        service.start { [reports] report in reports.withLock { $0.append(report) } }
+        try wait(for: "both refused") {
+            $0 == .refused(reader: "yard", why: "no Secure Channel key yet: run gatewayctl reader osdp install yard")
+        }
+        try service.openInstallWindow(reader: "street", milliseconds: 10_000)
+        try service.openInstallWindow(reader: "yard", milliseconds: 10_000)
+        try wait(8, for: "street installed") { $0 == .installed(reader: "street") }
+        try wait(8, for: "yard installed") { $0 == .installed(reader: "yard") }
+        try wait(8, for: "street online") { $0 == .online(reader: "street", secure: true) }
+        try wait(8, for: "yard online") { $0 == .online(reader: "yard", secure: true) }
+        XCTAssertNotEqual(try store.osdpReaderKey("street"), try store.osdpReaderKey("yard"))
+        service.show(FeedbackPattern.defaultPatterns[.granted]!)
+        try street.waitFor("command", containing: "('rep_count', 2)")
+        try yard.waitFor("command", containing: "('rep_count', 2)")
     }
 
     /// A window nobody uses closes itself; the reader is refused again after it.
