@@ -279,6 +279,47 @@ final class OSDPReaderServiceTests: XCTestCase {
         try yard.waitFor("command", containing: "('rep_count', 2)")
     }
 
+    /// Two readers on one RS-485 line (scripts/osdp/bus.py joins two libosdp readers, addresses
+    /// 1 and 2, into one pty): one command on the wire at a time, each reader keyed, online
+    /// and polled, each card delivered with its own reader's name.
+    func testTwoReadersShareOneBus() throws {
+        let front = try LibosdpReader(scbk: key, address: 1)
+        let back = try LibosdpReader(scbk: Array(0x60...0x6F), address: 2)
+        readers += [front, back]
+        let bus = try BusProcess([front.tty, back.tty])
+        defer { bus.stop() }
+        try FileManager.default.createSymbolicLink(atPath: device, withDestinationPath: bus.tty)
+        try store.setOSDPReaderKey("front", key, now: 1)
+        try store.setOSDPReaderKey("back", Array(0x60...0x6F), now: 1)
+        let service = OSDPReaders(
+            readers: [
+                ReaderSettings(name: "front", kind: .osdp, osdp: .init(device: device, baud: 115200, address: 1)),
+                ReaderSettings(name: "back", kind: .osdp, osdp: .init(device: device, baud: 115200, address: 2)),
+            ], keys: StoreOSDPKeys(store: store), log: log.logger)
+        self.service = service
+        service.start { [reports] report in reports.withLock { $0.append(report) } }
+        try wait(8, for: "front online") { $0 == .online(reader: "front", secure: true) }
+        try wait(8, for: "back online") { $0 == .online(reader: "back", secure: true) }
+        try back.send("card 26 11223340")
+        try front.send("card 26 AABBCCC0")
+        try wait(for: "back's card") {
+            if case .card(let c) = $0 { return c.reader == "back" && c.bits == [0x11, 0x22, 0x33, 0x40] }
+            return false
+        }
+        try wait(for: "front's card") {
+            if case .card(let c) = $0 { return c.reader == "front" && c.bits == [0xAA, 0xBB, 0xCC, 0xC0] }
+            return false
+        }
+        usleep(1_000_000)
+        XCTAssertFalse(
+            reports.withLock { $0.contains { if case .refused = $0 { return true } else { return false } } },
+            "\(reports.withLock { $0 })")
+        XCTAssertEqual(service.statuses["front"]?.online, true)
+        XCTAssertEqual(service.statuses["back"]?.online, true)
+        // Half duplex: never a command to one reader while the other's reply is due.
+        XCTAssertEqual(bus.collisions(), [], "commands sent over a reply still due")
+    }
+
     /// A window nobody uses closes itself; the reader is refused again after it.
     func testTheInstallWindowClosesItself() throws {
         try reader(scbk: Array(0x00...0x0F))
@@ -299,4 +340,53 @@ final class OSDPReaderServiceTests: XCTestCase {
 final class Reports: Sendable {
     private let list = Mutex<[OSDPReaders.Report]>([])
     func withLock<T>(_ body: (inout [OSDPReaders.Report]) -> T) -> T { list.withLock { body(&$0) } }
+}
+
+/// scripts/osdp/bus.py: readers' ptys joined into one line; reaped on stop (and it dies with us).
+final class BusProcess {
+    let process = Process()
+    let input = Pipe()
+    let output = Pipe()
+    var tty = ""
+
+    init(_ readers: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Fixtures.root.appendingPathComponent("scripts/osdp/bus.py").path] + readers
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        let deadline = Date().addingTimeInterval(5)
+        while !line.contains(0x0A), Date() < deadline {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix("tty ") else { throw LibosdpReader.Failure(what: "bus.py said \(text)") }
+        tty = String(text.dropFirst(4))
+    }
+
+    /// The `collision ADDRESS` lines bus.py printed so far.
+    func collisions() -> [String] {
+        var pfd = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        var text = ""
+        while poll(&pfd, 1, 0) > 0 {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("collision") }
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(3)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
 }
