@@ -2,7 +2,7 @@ import Arguments
 import DoorCore
 import GatewayControl
 
-/// `gatewayctl tags enroll-card --action N CARD` (issue 35, docs/readers.md):
+/// `gatewayctl tags enroll-card --action N CARD` (issue 35, board/wiring.md):
 /// a card number an outdoor reader (Wiegand, OSDP) sends, enrolled for an action.
 struct TagsEnrollCard: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,12 +19,14 @@ struct TagsEnrollCard: ParsableCommand {
     @Option(help: "Action index.") var action: Int
     @Option(help: "Label stored in the registry.") var label = ""
     @Option(help: "Valid until (UTC: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds).") var until: String?
-    @Argument(help: "The card: 26:FACILITY:NUMBER, 34:…, 37:… or raw:BITS:HEX.") var card: String
+    @Argument(help: "The card: 26:FACILITY:NUMBER, 34:…, 37:…, raw:BITS:HEX, or the audit log's key (CA…).")
+    var card: String
 
     func validate() throws {
-        guard CardNumber(text: card) != nil else {
+        guard CardNumber(text: card) != nil || TagUID(hex: card)?.card != nil else {
             throw ValidationError(
-                "the card is 26:FACILITY:NUMBER (facility 0–255, number 0–65535), 34:F:N, 37:F:N or raw:BITS:HEX")
+                "the card is 26:FACILITY:NUMBER (facility 0–255, number 0–65535), 34:F:N, 37:F:N, raw:BITS:HEX "
+                    + "or the key the audit log shows (CA…)")
         }
         if let until, parseUTCDate(until) == nil {
             throw ValidationError("--until: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds")

@@ -9,9 +9,10 @@ extension Daemon {
     /// "wiegand" nor "osdp" (the card opens nothing yet).
     func enrollCard(_ p: [String: JSONValue], now: Int64, source: String) throws -> JSONValue {
         let text = try p.string("card")
-        guard let card = CardNumber(text: text) else {
+        guard let card = CardNumber(text: text) ?? TagUID(hex: text)?.card else {
             throw DaemonError.request(
-                "a card is 26:FACILITY:NUMBER (also 34 and 37) or raw:BITS:HEX, not \"\(text.prefix(40))\"")
+                "a card is 26:FACILITY:NUMBER (also 34 and 37), raw:BITS:HEX or the key the audit log shows (CA…), "
+                    + "not \"\(text.prefix(40))\"")
         }
         let action = try p.int("action")
         guard let definition = configuration.door.action(action) else {

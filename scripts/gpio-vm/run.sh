@@ -39,9 +39,9 @@ PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-2400}              # all checks: 10–17 min warm on a loaded host (the torn writes most, SPI's above all)
 BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
-CHECKS=33                                      # result lines: gateway-checks.sh 12, reader-checks.sh 21
-ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh alone (12 results; a quick rerun of the GPIO checks)
-case $ONLY in "") ;; gateway) CHECKS=12 ;; *) echo "gpio-vm: GPIO_VM_ONLY is empty or gateway" >&2; exit 2 ;; esac
+CHECKS=34                                      # result lines: gateway-checks.sh 13, reader-checks.sh 21
+ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh alone (13 results; a quick rerun of the GPIO checks)
+case $ONLY in "") ;; gateway) CHECKS=13 ;; *) echo "gpio-vm: GPIO_VM_ONLY is empty or gateway" >&2; exit 2 ;; esac
 log() { echo "gpio-vm: $*" >&2; }
 
 # What differs per architecture: emulator and machine, console, strip, the
