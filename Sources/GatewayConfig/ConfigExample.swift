@@ -127,8 +127,8 @@ public enum ConfigExample {
             #     name = "yard"
             #     kind = "wiegand"
             #     side = "exit"
-            #     d0 = "GPIO25"
-            #     d1 = "GPIO26"
+            #     d0 = "GPIO6"
+            #     d1 = "GPIO13"
             #     bits = 26
             #     keypad_burst = 4
 

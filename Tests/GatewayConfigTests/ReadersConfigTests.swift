@@ -51,11 +51,11 @@ final class ReadersConfigTests: XCTestCase {
         XCTAssertEqual(c.readers[1].osdp, .init(device: "/dev/ttyUSB0", baud: 9600, address: 0, insecure: false))
         XCTAssertEqual(c.readers[1].actions, [0])
         XCTAssertFalse(c.readers[1].allows(action: 1))
-        XCTAssertEqual(c.readers[2].wiegand, .init(d0: .name("GPIO25"), d1: .name("GPIO26"), bits: 26, keypadBurst: 4))
+        XCTAssertEqual(c.readers[2].wiegand, .init(d0: .name("GPIO6"), d1: .name("GPIO13"), bits: 26, keypadBurst: 4))
         XCTAssertEqual(c.readers[2].side, .exit)
         XCTAssertTrue(
             c.summary.contains(
-                "readers pn532 pn532 entry, street osdp /dev/ttyUSB0@9600 #0 entry actions 0, yard wiegand d0@GPIO25 d1@GPIO26 26 bits exit"
+                "readers pn532 pn532 entry, street osdp /dev/ttyUSB0@9600 #0 entry actions 0, yard wiegand d0@GPIO6 d1@GPIO13 26 bits exit"
             ), "\(c.summary)")
     }
 
