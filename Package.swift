@@ -121,7 +121,7 @@ let package = Package(
             name: "GatewayDaemon",
             dependencies: [
                 "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
-                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "Arguments",
+                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "Arguments", "OSDP",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // gatewayctl: the admin commands; never the daemon's target (what both need is in
@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["DoorCore", "GatewayStore", "NFCReader", "TestSupport"]),
         .testTarget(
             name: "GatewayCLITests",
-            dependencies: ["GatewayCLI", "GatewayDaemon", "GatewayCtl", "GatewayControl", "TestSupport"]),
+            dependencies: ["GatewayCLI", "GatewayDaemon", "GatewayCtl", "GatewayControl", "TestSupport", "OSDP"]),
         .testTarget(name: "ArgumentsTests", dependencies: ["Arguments"]),
         .testTarget(name: "MulticastDNSTests", dependencies: ["MulticastDNS"]),
         .testTarget(

@@ -6,4 +6,6 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/sha.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #endif

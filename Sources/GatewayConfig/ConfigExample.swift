@@ -95,6 +95,43 @@ public enum ConfigExample {
             # is the control socket of a pn532-sim already running.
             simulator = "spawn"
 
+            # More readers (issue 35; default: the PN532 above alone, named "pn532"). A door
+            # may have several, one [[readers]] table each; with [[readers]] the door has
+            # exactly the readers listed (list the PN532 as kind = "pn532" to keep it).
+            # Every event and audit row names the reader. Keys: name (letters, digits,
+            # - and _), kind ("pn532", "osdp" or "wiegand"), side ("entry" or "exit"),
+            # actions (the action indexes its credentials may open; default: all).
+            # An OSDP reader on RS-485 (board/wiring.md): device, baud (9600, 19200,
+            # 38400, 57600 or 115200; readers on one device share it), address (0…126,
+            # unique on the device). Secure Channel is enforced with the reader's own
+            # key, set by `gatewayctl reader osdp install NAME`; insecure = true is the
+            # explicit opt-out for a reader that cannot do it. A Wiegand reader: d0 and
+            # d1 (GPIO lines), bits (26, 34 or 37), keypad_burst (4 or 8).
+            #
+            #     [[readers]]
+            #     name = "pn532"
+            #     kind = "pn532"
+            #     side = "entry"
+            #
+            #     [[readers]]
+            #     name = "street"
+            #     kind = "osdp"
+            #     side = "entry"
+            #     actions = [0]
+            #     device = "/dev/ttyUSB0"
+            #     baud = 9600
+            #     address = 0
+            #     insecure = false
+            #
+            #     [[readers]]
+            #     name = "yard"
+            #     kind = "wiegand"
+            #     side = "exit"
+            #     d0 = "GPIO6"
+            #     d1 = "GPIO13"
+            #     bits = 26
+            #     keypad_burst = 4
+
             # Relay outputs, one [[outputs]] table each\(board == .pi ? "" : " (default: this one)").
             # line: an offset on the chip (17) or a line name ("GPIO17"). Names are
             # unique; actions name them.

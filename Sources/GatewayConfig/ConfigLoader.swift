@@ -178,6 +178,7 @@ extension GatewayConfiguration {
         let fireAlarm = readFireAlarm(root, &lines)
 
         let door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
+        let readers = readReaders(root, actions: door.actions, &lines)
 
         let clock = root.table("clock")
         let synchronised = clock?.bool("declare_synchronised", false) ?? false
@@ -219,6 +220,7 @@ extension GatewayConfiguration {
         configuration.fleet = fleet
         configuration.timeZone = timeZone
         configuration.fireAlarm = fireAlarm
+        configuration.readers = readers
         return configuration
     }
 
@@ -363,34 +365,34 @@ extension GatewayConfiguration {
     }
 
     /// `line`: an offset (`17`, or `"17"`) or a line name (`"GPIO17"`). Required.
-    static func readLine(_ t: TableReader, _ lines: inout LineRegistry) -> LineRef? {
-        guard let n = t.node("line") else {
-            t.fail("line", "is required: an offset on the chip (17) or a line name (\"GPIO17\")")
+    static func readLine(_ t: TableReader, _ lines: inout LineRegistry, key: String = "line") -> LineRef? {
+        guard let n = t.node(key) else {
+            t.fail(key, "is required: an offset on the chip (17) or a line name (\"GPIO17\")")
             return nil
         }
         let ref: LineRef
         switch n {
         case .int(let v):
             guard (0...Check.maxLineOffset).contains(v) else {
-                t.fail("line", "offset \(v) is out of range 0…\(Check.maxLineOffset)")
+                t.fail(key, "offset \(v) is out of range 0…\(Check.maxLineOffset)")
                 return nil
             }
             ref = .offset(UInt32(v))
         case .string(let s):
-            if let why = Check.lineName(s) { t.fail("line", why); return nil }
+            if let why = Check.lineName(s) { t.fail(key, why); return nil }
             if let v = UInt32(s), s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                 guard v <= Check.maxLineOffset else {
-                    t.fail("line", "offset \(v) is out of range 0…\(Check.maxLineOffset)"); return nil
+                    t.fail(key, "offset \(v) is out of range 0…\(Check.maxLineOffset)"); return nil
                 }
                 ref = .offset(v)
             } else {
                 ref = .name(s)
             }
         default:
-            t.fail("line", "expected an offset or a line name, found \(n.typeName)")
+            t.fail(key, "expected an offset or a line name, found \(n.typeName)")
             return nil
         }
-        lines.claim(ref, by: t.keyPath("line"))
+        lines.claim(ref, by: t.keyPath(key))
         return ref
     }
 

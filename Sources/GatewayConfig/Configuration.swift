@@ -149,6 +149,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// libgpiod chip: name (`gpiochip0`), path, label (`pinctrl-rp1`) or number.
     public var chip: String
     public var reader: Reader
+    /// `[[readers]]` (ConfigReaders.swift); without it, the PN532 of `[reader]` alone.
+    public var readers: [ReaderSettings] = [.legacy]
     public var outputs: [Output]
     public var indicators: [IndicatorLine]
     public var button: Input

@@ -19,6 +19,9 @@ extension GatewayConfiguration {
         let d = door
         var lines = ["device \(deviceID), board \(board.rawValue)" + (board == .real ? ", chip \(chip)" : "")]
         lines.append("reader " + (board == .sim ? "pn532-sim (\(reader.simulator))" : reader.connstring))
+        if readers != [.legacy] {
+            lines.append("readers " + readers.map(\.summary).joined(separator: ", "))
+        }
         lines.append(
             "outputs "
                 + outputs.map {

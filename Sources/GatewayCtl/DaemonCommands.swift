@@ -423,7 +423,9 @@ struct SimCommand: ParsableCommand {
 struct TagsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tags", abstract: "The issued-tag registry and revocations.",
-        subcommands: [List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self, TagsEnrollUID.self])
+        subcommands: [
+            List.self, TagsIssue.self, Revoke.self, Expire.self, Forget.self, TagsEnrollUID.self, TagsEnrollCard.self,
+        ])
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Issued tags and revocations.")
         @OptionGroup var socket: SocketOptions
@@ -454,6 +456,7 @@ struct TagsCommand: ParsableCommand {
     /// The credential kind, with an NTAG 424's key version (`ntag424 v2`).
     static func kind(_ t: JSONValue) -> JSONValue? {
         guard let kind = t["kind"]?.stringValue else { return nil }
+        if let card = t["card"]?.stringValue { return .string("\(kind) \(card)") }
         guard let version = t["key_version"]?.intValue else { return .string(kind) }
         return .string("\(kind) v\(version)")
     }

@@ -17,7 +17,7 @@ public struct GatewayCtl: ParsableCommand {
             FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, TagsCommand.self, LogCommand.self,
             BackupCommand.self, RestoreCommand.self, ClockCommand.self, SimCommand.self, FleetCommand.self,
             ReaderCommand.self, TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self,
-            CredsCommand.self, PolicyCommand.self, ApproveCommand.self, DenyCommand.self,
+            CredsCommand.self, PolicyCommand.self, ApproveCommand.self, DenyCommand.self, PinsCommand.self,
             VersionCommand.self,
         ]
     )

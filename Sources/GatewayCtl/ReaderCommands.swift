@@ -9,7 +9,7 @@ import NFCReader
 struct ReaderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reader", abstract: "Check a PN532 reader directly (with gatewayd stopped), or ask the daemon.",
-        subcommands: [ReaderScan.self, ReaderWrite.self, ReaderInfo.self, ReaderBench.self])
+        subcommands: [ReaderScan.self, ReaderWrite.self, ReaderInfo.self, ReaderBench.self, ReaderOSDP.self])
 }
 
 struct ReaderScan: ParsableCommand {

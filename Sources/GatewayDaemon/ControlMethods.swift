@@ -70,6 +70,8 @@ extension ControlService {
                 ("health", .string(runtime.sync { runtime.readerHealth })), ("connstring", .string(readerConnstring)),
                 ("last_error", .optional(readerLoop.lastError)),
             ])
+        case .readerOSDPInstall: return try osdpInstall(p)  // OSDPDoor.swift
+        case .readerOSDPStatus: return osdpStatus()
         case .secretsList:
             // A removed secret stays listed, inactive, as history (issue 24 M1).
             let removed = try store.secretTombstones()
@@ -126,8 +128,11 @@ extension ControlService {
                 runtime.queue.async { usleep(UInt32(seconds * 1_000_000)) }
                 return .object([("stalled_s", .double(seconds))])
         #endif
-        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .log, .logVerify, .backup:
+        case .tagsList, .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .tagsEnrollCard, .log, .logVerify,
+            .backup:
             return try registryMethod(method, p, peer: peer)
+        case .pinsSet, .pinsAddCode, .pinsRemove:
+            return try pinMethod(method, p, now: Int64(time(nil)), source: "control:uid=\(peer.uid)")
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
         case .fleetStatus, .fleetPublish, .fleetPull: return try answerFleet(method, p)

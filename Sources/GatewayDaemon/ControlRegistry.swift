@@ -14,6 +14,8 @@ extension IssuedTag {
             ("valid_from", .optional(validFrom.map(UTCTime.iso8601))),
             ("uses", uses.map { .int($0) } ?? .null), ("uses_left", usesLeft.map { .int($0) } ?? .null),
             ("schedule", .optional(schedule)), ("kind", .optional(kind?.rawValue)),
+            // A card number's form (issue 35): 26:FACILITY:NUMBER or raw:BITS:HEX.
+            ("card", .optional(uid.card?.description)),
             // An NTAG 424's key version (its salt is not shown: it names the issue, the site key opens it).
             ("key_version", kind == .ntag424 ? .int(Int((keyIssue ?? .legacy).version)) : .null),
         ])
@@ -25,13 +27,14 @@ extension ControlService {
     func registryMethod(_ method: ControlMethod, _ p: [String: JSONValue], peer: Peer) throws -> JSONValue {
         let now = Int64(time(nil))
         func uid() throws -> TagUID {
-            guard let u = TagUID(hex: try p.string("uid")) else {
-                throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex")
+            let text = try p.string("uid")
+            guard let u = TagUID(hex: text) ?? CardNumber(text: text)?.registryKey else {
+                throw DaemonError.request("uid must be 4, 7 or 10 bytes of hex, or a card number (26:FACILITY:NUMBER)")
             }
             return u
         }
         switch method {
-        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID:
+        case .tagsRevoke, .tagsExpire, .tagsForget, .tagsEnrollUID, .tagsEnrollCard:
             defer { remote.homeAssistantAdmin?.registryChanged() }
             return try registryChange(method, p, now: now, source: "control:uid=\(peer.uid)", uid: uid)
         case .tagsList:
@@ -84,6 +87,8 @@ extension ControlService {
             return .object([("forgotten", .string(u.hex))])
         case .tagsEnrollUID:
             return try enrollUID(p, now: now, source: source, uid: uid)
+        case .tagsEnrollCard:
+            return try enrollCard(p, now: now, source: source)
         default:
             throw DaemonError.request("unknown method \(method.rawValue)")
         }

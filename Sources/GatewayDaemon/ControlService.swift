@@ -25,6 +25,8 @@ final class ControlService: Sendable {
     let simulatorControl: String?
     let auditWriter: AuditWriter
     let remote: RemoteService
+    /// The OSDP readers (`reader.osdp.install`, `reader.osdp.status`).
+    let osdpReaders: OSDPReaders
     let notify: SDNotify
     /// When gatewayd started (`status`'s uptime).
     let started: MonotonicInstant
@@ -33,7 +35,8 @@ final class ControlService: Sendable {
     init(
         live: LiveConfiguration, environment: [String: String], store: GatewayStore, runtime: DoorRuntime,
         readerLoop: ReaderLoop, simulator: SimulatorChild?, simulatedBoard: SimulatedBoard?,
-        simulatorControl: String?, auditWriter: AuditWriter, remote: RemoteService, notify: SDNotify,
+        simulatorControl: String?, auditWriter: AuditWriter, remote: RemoteService, osdpReaders: OSDPReaders,
+        notify: SDNotify,
         started: MonotonicInstant, log: Logger
     ) {
         self.live = live
@@ -46,6 +49,7 @@ final class ControlService: Sendable {
         self.simulatorControl = simulatorControl
         self.auditWriter = auditWriter
         self.remote = remote
+        self.osdpReaders = osdpReaders
         self.notify = notify
         self.started = started
         self.log = log

@@ -31,6 +31,10 @@ final class Daemon: Sendable {
     let runtime: DoorRuntime
     let simulator: SimulatorChild?
     let readerLoop: ReaderLoop
+    /// The OSDP readers of `[[readers]]` (OSDPReaders.swift, issue 35).
+    let osdpReaders: OSDPReaders
+    /// The outdoor readers' services (OSDPDoor.swift, OutdoorReaders.swift).
+    let outdoor: OutdoorReaderService
     let simulatorControl: String?
     /// SIGTERM/SIGINT/SIGHUP are handled here, one at a time.
     private let signalQueue = DispatchQueue(label: "gatewayd.signals")
@@ -189,13 +193,16 @@ final class Daemon: Sendable {
             flushAudit: { [auditWriter] in auditWriter.flush() },
             log: log, zone: zone)
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
+        osdpReaders = OSDPReaders(readers: configuration.readers, keys: StoreOSDPKeys(store: store), log: log)
+        outdoor = OutdoorReaderService(
+            live: live, environment: environment, runtime: runtime, osdpReaders: osdpReaders, log: log)
         remote = RemoteService(
             live: live, environment: environment, store: store, runtime: runtime, auditWriter: auditWriter,
             eventOutbox: eventOutbox, started: started, log: log)
         control = ControlService(
             live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
             simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
-            auditWriter: auditWriter, remote: remote, notify: notify, started: started, log: log)
+            auditWriter: auditWriter, remote: remote, osdpReaders: osdpReaders, notify: notify, started: started, log: log)
         timers = TimerService(runtime: runtime, store: store, auditWriter: auditWriter, notify: notify, log: log)
     }
 

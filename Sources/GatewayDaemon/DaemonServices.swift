@@ -133,6 +133,9 @@ extension Daemon {
     /// reader (and its pn532-sim child), the remote transport, the control
     /// socket, the timers. Stopped in reverse, the runtime first (it stops
     /// acting), the outputs last (locked again as the last step).
+    /// Whether the door has a PN532 (`[[readers]]` may list none; without it, the PN532 of `[reader]`).
+    var hasPN532: Bool { configuration.readers.contains { $0.kind == .pn532 } }
+
     func makeServices() -> [DoorService] {
         [
             DoorService(name: "outputs", start: { [board] in board.lockAll() }, stop: { [board] in board.lockAll() }),
@@ -145,11 +148,18 @@ extension Daemon {
                 stopsFirst: true),
             DoorService(
                 name: "reader",
-                start: { [runtime, readerLoop] in readerLoop.start { [runtime] in runtime.readerReport($0) } },
-                stop: { [readerLoop, simulator] in
-                    readerLoop.stop()
+                start: { [self, runtime, readerLoop] in
+                    // [[readers]] without a PN532: libnfc is not opened (issue 35).
+                    guard hasPN532 else { return }
+                    readerLoop.start { [runtime] in runtime.readerReport($0) }
+                },
+                stop: { [self, readerLoop, simulator] in
+                    if hasPN532 { readerLoop.stop() }
                     simulator?.stop()
                 }),
+            // Issue 35: the outdoor readers (OutdoorReaders.swift, OSDPDoor.swift; none unless set).
+            outdoor.wiegandService(),
+            outdoor.osdpService,
             remote.service,
             control.service { [self] in stopAfterFailure() },
             timers.service,

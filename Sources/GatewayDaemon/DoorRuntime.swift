@@ -52,6 +52,8 @@ final class DoorRuntime: Sendable {
         var publishState: (@Sendable (JSONValue) -> Void)?
         /// The newest open when it changed (MQTT `…/last_access`).
         var publishLastAccess: (@Sendable (JSONValue) -> Void)?
+        /// Each feedback pattern the door plays, for the OSDP readers' LED and buzzer (issue 35).
+        var showFeedback: (@Sendable (FeedbackPattern) -> Void)?
     }
 
     /// Everything the door queue changes. Written on `queue` only (so a
@@ -88,6 +90,10 @@ final class DoorRuntime: Sendable {
         var scheduleTimer: DispatchSourceTimer?
         /// `{name, active, next_change}` of the schedule Home Assistant is shown, from the last tick.
         var scheduleInfo: JSONValue?
+        /// The outdoor readers' keypads (issue 35, OutdoorReaders.swift).
+        var keypad = KeypadDesk()
+        /// When the earliest keypad tick scheduled fires (nil: none).
+        var keypadTickAt: MonotonicInstant?
         /// The `last_seen` of the tap being decided: not written before the relay
         /// (it decides nothing), but with the tap's first event (`record`).
         var lastSeenToSave: (uid: TagUID, time: Int64)?
@@ -146,6 +152,11 @@ final class DoorRuntime: Sendable {
             $0.hooks.publishState = publishState
             $0.hooks.publishReport = publishReport
         }
+    }
+
+    /// Where the door's feedback patterns go besides its own lines (the OSDP readers).
+    func setShowFeedback(_ hook: @escaping @Sendable (FeedbackPattern) -> Void) {
+        state.withLock { $0.hooks.showFeedback = hook }
     }
 
     /// Where the newest open goes (on `queue`, once the transport runs).
@@ -278,7 +289,7 @@ final class DoorRuntime: Sendable {
 
     /// On `queue`: the machine decides `input` (under the lock), then its
     /// effects run (outside it).
-    private func handle(_ input: DoorInput) {
+    func handle(_ input: DoorInput) {
         execute(decide(input))
     }
 
@@ -294,7 +305,7 @@ final class DoorRuntime: Sendable {
             // process exits.
             guard !isStopped else { return }
             switch report {
-            case .arrived(let tag): tagArrived(tag)
+            case .arrived(let tag): tagArrived(named(tag))  // ReaderActions.swift
             case .departed(let uid): handle(.tagDeparted(uid))
             case .fault(let why):
                 state.withLock { $0.readerState = .lost(why) }
@@ -307,6 +318,7 @@ final class DoorRuntime: Sendable {
                 stateChanged()
             case .written(let uid, let error): writeFinished(uid: uid, error: error)
             case .ntag424Provisioned(let uid, let result): ntag424Provisioned(uid: uid, result)
+            case .keypad(let reader, let key): keypadKey(key, reader: reader)
             }
         }
     }
@@ -326,11 +338,14 @@ final class DoorRuntime: Sendable {
     /// registry, the secrets it needs, the clock floor and the policy), then
     /// handed to the machine, which asks for the store actions the verdict
     /// needs (`storeRequest`) where their place is.
-    private func tagArrived(_ facts: TapFacts) {
+    func tagArrived(_ facts: TapFacts) {
         let ntag424 = facts.ntag424 != nil ? facts.uid : nil
-        state.withLock {
-            if !$0.readerState.isOK { $0.readerState = .ok }
-            $0.lastNTAG424 = ntag424
+        // An outdoor reader's card or code says nothing about the NFC reader.
+        if facts.card == nil && facts.pinCode == nil {
+            state.withLock {
+                if !$0.readerState.isOK { $0.readerState = .ok }
+                $0.lastNTAG424 = ntag424
+            }
         }
         let wall = now().wall
         let expiry = state.withLock {
@@ -338,13 +353,15 @@ final class DoorRuntime: Sendable {
             return $0.clockFloor.expiryTime(wall)
         }
         let policy = TapPolicy(policy: accessPolicy, actions: configuration.door.actions, wall: wall)
-        let presentation = TapDecision.decide(
-            facts, secrets: tapSecrets(for: facts), actionCount: configuration.door.actions.count,
-            registry: registry, now: expiry, policy: policy
-        ).presentation
+        let presentation = heldToReader(
+            TapDecision.decide(
+                facts, secrets: tapSecrets(for: facts), actionCount: configuration.door.actions.count,
+                registry: registry, now: expiry, policy: policy
+            ).presentation)
         noteLastTag(facts.uid, content: presentation.content, presentation.verdict)
         supplyApprovalRandom()
-        handle(.tagArrived(presentation))
+        // A card that waits for its PIN stays at the keypad desk; any other goes on at once.
+        keypadOutputs(state.withLock { $0.keypad.card(presentation, at: now().monotonic) })
         // No event took it (the machine ignored the tap: the same-tag quiet
         // time): saved on its own, still after the decision.
         let unsaved = state.withLock { s in
@@ -354,6 +371,42 @@ final class DoorRuntime: Sendable {
         if let pending = unsaved {
             do { try store.touchLastSeen(uid: pending.uid, at: pending.time) } catch {
                 log.warning("last_seen of \(pending.uid.hex) not saved: \(error)")
+            }
+        }
+    }
+
+    /// A key from an outdoor reader's keypad (issue 35): the keypad desk
+    /// decides it — a card's PIN, a PIN-only code, a wrong entry — hashing
+    /// outside the state lock (the door queue is the desk's only user).
+    private func keypadKey(_ key: KeypadKey, reader: String) {
+        var desk = state.withLock { $0.keypad }
+        let outputs = desk.key(key, reader: reader, at: now().monotonic, verifier: StorePINs(store: store))
+        state.withLock { $0.keypad = desk }
+        keypadOutputs(outputs)
+    }
+
+    /// What the keypad desk decided, acted on; a card it holds is looked at
+    /// again when its window ends.
+    private func keypadOutputs(_ outputs: [KeypadOutput]) {
+        for output in outputs {
+            switch output {
+            case .decided(let p): handle(.tagArrived(p))
+            case .decide(let facts): tagArrived(facts)
+            case .emit(let event): record(event)
+            case .feedback(let kind): execute([.feedback(kind)])
+            }
+        }
+        let deadline = state.withLock { s -> MonotonicInstant? in
+            guard let d = s.keypad.nextDeadline, s.keypadTickAt.map({ d < $0 }) ?? true else { return nil }
+            s.keypadTickAt = d
+            return d
+        }
+        if let deadline {
+            let wait = deadline.since(now().monotonic)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanosecondsClamped) + 1_000_000)) { [self] in
+                state.withLock { if $0.keypadTickAt == deadline { $0.keypadTickAt = nil } }
+                guard !isStopped else { return }
+                keypadOutputs(state.withLock { $0.keypad.tick(at: now().monotonic) })
             }
         }
     }
@@ -499,7 +552,10 @@ final class DoorRuntime: Sendable {
                     board.lockAll()
                 }
             case .feedback(let kind):
-                if let pattern = configuration.door.patterns[kind] { patterns.play(pattern) }
+                if let pattern = configuration.door.patterns[kind] {
+                    patterns.play(pattern)
+                    state.withLock { $0.hooks.showFeedback }?(pattern)
+                }
             case .stopFeedback:
                 patterns.stopForeground()
             case .startTimer(let id, let after):
@@ -579,7 +635,7 @@ final class DoorRuntime: Sendable {
         queue.async { self.record(event, detail: detail) }
     }
 
-    private func record(_ event: DoorEvent, detail: String? = nil) {
+    func record(_ event: DoorEvent, detail: String? = nil) {
         // After shutdown's last flush nothing more reaches the audit writer:
         // the process is exiting (an event of the stop itself, such as the
         // reader failing as it closes, is not the door's).

@@ -72,6 +72,7 @@ final class LiveConfiguration: Sendable {
         changed.key("[board] chip", old.chip != new.chip)
         changed.key("[reader] connstring", old.reader.connstring != new.reader.connstring)
         changed.key("[reader] simulator", old.reader.simulator != new.reader.simulator)
+        changed.readers(old.readers, new.readers)  // ReaderReload.swift (issue 35)
         changed.lines(old, new)
         changed.key("[remote] transport", old.remote != new.remote)
         let fleetInUse = old.fleet.enabled || new.fleet.enabled

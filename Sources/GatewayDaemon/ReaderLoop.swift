@@ -39,6 +39,8 @@ final class ReaderLoop: Sendable {
         case written(uid: TagUID, error: String?)
         /// An NTAG 424 DNA provisioned and verified (its SUN counter), or why not.
         case ntag424Provisioned(uid: TagUID, Result<NTAG424Issued, NTAG424JobFailure>)
+        /// A key from an outdoor reader's keypad (issue 35, OutdoorReaders.swift).
+        case keypad(reader: String, KeypadKey)
     }
 
     struct WriteRequest {

@@ -148,6 +148,38 @@ public enum StoreMigrations {
                 #"ALTER TABLE "issued_tag" ADD COLUMN "key_version" INTEGER CHECK (key_version IS NULL OR key_version BETWEEN 1 AND 255)"#,
                 #"CREATE TABLE "ntag424_attempt" ("uid" TEXT PRIMARY KEY NOT NULL, "key_salt" BLOB NOT NULL CHECK (length(key_salt) = 16), "key_version" INTEGER NOT NULL CHECK (key_version BETWEEN 2 AND 255), "created" INTEGER NOT NULL)"#,
             ]),
+        // Outdoor readers (issue 35): a card number enrolled with `gatewayctl
+        // tags enroll-card` is an issued tag of kind 'wiegand', keyed by its
+        // registry key (`CardNumber.registryKey`, never an NFC UID's length);
+        // a PIN-only code one of kind 'pin' (`PINCode`), with a guest pass's
+        // window, uses and schedule.
+        // SQLite cannot widen a CHECK, so the table is rebuilt, every row and
+        // column copied as it was (UpgradeTests opens a v12 database with rows).
+        Migration(
+            name: "v13-card-numbers",
+            statements: [
+                #"CREATE TABLE "issued_tag_v13" ("uid" TEXT PRIMARY KEY NOT NULL, "action" INTEGER NOT NULL, "secret_id" INTEGER, "label" TEXT NOT NULL DEFAULT '', "issued" INTEGER NOT NULL, "valid_until" INTEGER, "state" TEXT NOT NULL CHECK (state IN ('pending', 'active', 'revoked', 'failed')), "last_seen" INTEGER, "valid_from" INTEGER, "uses" INTEGER CHECK (uses IS NULL OR uses >= 0), "uses_left" INTEGER CHECK (uses_left IS NULL OR uses_left >= 0), "schedule" TEXT, "kind" TEXT CHECK (kind IS NULL OR kind IN ('ntag424', 'sticker-v2', 'sticker-v1', 'uid', 'wiegand', 'pin')), "key_salt" BLOB CHECK (key_salt IS NULL OR length(key_salt) = 16), "key_version" INTEGER CHECK (key_version IS NULL OR key_version BETWEEN 1 AND 255))"#,
+                #"INSERT INTO "issued_tag_v13" ("uid", "action", "secret_id", "label", "issued", "valid_until", "state", "last_seen", "valid_from", "uses", "uses_left", "schedule", "kind", "key_salt", "key_version") SELECT "uid", "action", "secret_id", "label", "issued", "valid_until", "state", "last_seen", "valid_from", "uses", "uses_left", "schedule", "kind", "key_salt", "key_version" FROM "issued_tag""#,
+                #"DROP TABLE "issued_tag""#,
+                #"ALTER TABLE "issued_tag_v13" RENAME TO "issued_tag""#,
+            ]),
+        // Keypad PINs (issue 35): a card's PIN (`uid` its registry key) or a
+        // PIN-only code's (`uid` its `PINCode` key, beside its issued_tag
+        // row), only as scrypt(PIN, salt) with its cost; `duress` opens and
+        // raises the silent alarm. No PIN is stored in any other form.
+        Migration(
+            name: "v14-pins",
+            statements: [
+                #"CREATE TABLE "pin" ("uid" TEXT PRIMARY KEY NOT NULL, "salt" BLOB NOT NULL CHECK (length(salt) = 16), "hash" BLOB NOT NULL CHECK (length(hash) = 32), "log_n" INTEGER NOT NULL CHECK (log_n BETWEEN 10 AND 20), "r" INTEGER NOT NULL CHECK (r BETWEEN 1 AND 32), "p" INTEGER NOT NULL CHECK (p BETWEEN 1 AND 16), "duress" BOOLEAN NOT NULL DEFAULT 0, "created" INTEGER NOT NULL)"#
+            ]),
+        // Issue 35: each OSDP reader's Secure Channel base key (SCBK), set by
+        // `gatewayctl reader osdp install NAME`, keyed by the reader's name in
+        // [[readers]]. Never in the `key` table: the fleet carries that one.
+        Migration(
+            name: "v15-osdp-reader-key",
+            statements: [
+                #"CREATE TABLE "osdp_reader_key" ("reader" TEXT PRIMARY KEY NOT NULL, "key" BLOB NOT NULL CHECK (length(key) = 16), "created" INTEGER NOT NULL, "generation" INTEGER NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

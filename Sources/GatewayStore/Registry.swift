@@ -268,11 +268,13 @@ extension GatewayStore {
         }
     }
 
-    /// Forgets a UID: its registry row and its UID revocation.
+    /// Forgets a UID: its registry row, its PIN and its UID revocation.
     public func forget(uid: TagUID) throws {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM issued_tag WHERE uid = ?", arguments: [uid.hex])
             let rows = db.changesCount
+            // Its PIN goes with it (issue 35): a card enrolled again starts without one.
+            try db.execute(sql: "DELETE FROM pin WHERE uid = ?", arguments: [uid.hex])
             try db.execute(sql: "DELETE FROM revocation WHERE uid = ?", arguments: [uid.hex])
             if rows + db.changesCount == 0 { throw StoreError.notFound("tag \(uid.hex)") }
         }

@@ -58,6 +58,8 @@ public struct ControlPanel: Sendable {
         case cardFormatted(reader: UInt8, characters: [UInt8])
         case keypad(reader: UInt8, keys: [UInt8])
         case localStatus(tamper: UInt8, power: UInt8)
+        /// The reader acknowledged osdp_KEYSET inside the secure session: it holds the new key.
+        case keysetAccepted
         /// The reader refused a command (NAK code).
         case nak(command: UInt8, code: UInt8)
         /// A packet that was not a frame, or not ours (dropped, counted).
@@ -110,6 +112,10 @@ public struct ControlPanel: Sendable {
 
     /// Whether a secure session is up (false while insecure or handshaking).
     public var isSecure: Bool { session != nil }
+
+    /// Whether a command is on the line, its reply not in yet: on a shared bus nobody else
+    /// may send until it is answered or timed out (one command at a time, half duplex).
+    public var isAwaitingReply: Bool { inFlight != nil }
 
     /// Queues an LED, buzzer or other command for the next poll slot (online only).
     public mutating func enqueue(_ command: Command) { queue.append(command) }
@@ -388,6 +394,7 @@ public struct ControlPanel: Sendable {
         case .keypad(let reader, let keys): out.events.append(.keypad(reader: reader, keys: keys))
         case .localStatus(let tamper, let power): out.events.append(.localStatus(tamper: tamper, power: power))
         case .nak(let code, _): out.events.append(.nak(command: command.code, code: code))
+        case .ack where command.code == Command.keyset(key: []).code: out.events.append(.keysetAccepted)
         default: break
         }
     }

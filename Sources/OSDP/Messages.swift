@@ -236,3 +236,16 @@ enum OSDPBytes {
         UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24
     }
 }
+
+// A key never reaches a log line through a command's interpolation.
+extension Command: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String {
+        switch self {
+        case .keyset(let key): return "keyset(<\(key.count) bytes>)"
+        case .challenge: return "challenge"
+        case .serverCryptogram: return "serverCryptogram"
+        default: return "command 0x" + String(code, radix: 16)
+        }
+    }
+    public var debugDescription: String { description }
+}

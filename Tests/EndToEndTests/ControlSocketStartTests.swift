@@ -21,7 +21,10 @@ final class ControlSocketStartTests: XCTestCase {
         // What had started stops in reverse (issue 34 Move C), the runtime
         // first and the outputs locked last; the control socket never started.
         XCTAssertTrue(
-            g.log.contains("services stopped: door runtime, transport, reader, audit writer, outputs\n"), g.log)
+            g.log.contains(
+                "services stopped: door runtime, transport, osdp readers, wiegand reader, reader, audit writer, outputs\n"
+            ),
+            g.log)
         XCTAssertTrue(g.log.contains("stopped; outputs locked"), g.log)
         XCTAssertTrue(try waitUntil { g.simulatorPIDs().isEmpty }, "pn532-sim outlived gatewayd")
     }

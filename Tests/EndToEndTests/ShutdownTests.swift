@@ -49,7 +49,8 @@ final class ShutdownTests: XCTestCase {
             // the door runtime first (it stops acting), the outputs last.
             XCTAssertTrue(
                 door.log.contains(
-                    "services stopped: door runtime, timers, control socket, transport, reader, audit writer, outputs\n"
+                    "services stopped: door runtime, timers, control socket, transport, osdp readers, wiegand reader, reader, "
+                        + "audit writer, outputs\n"
                 ), "round \(round):\n\(door.log)")
         }
     }

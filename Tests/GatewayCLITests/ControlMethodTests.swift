@@ -27,6 +27,10 @@ final class ControlMethodTests: XCTestCase {
         "approval.answer",
         // docs/policy.md "Fire alarm": gatewayctl fire reset.
         "fire.reset",
+        // Issue 35: a card number an outdoor reader sends; keypad PINs.
+        "tags.enroll_card", "pins.set", "pins.add_code", "pins.remove",
+        // Issue 35: gatewayctl reader osdp install NAME | status.
+        "reader.osdp.install", "reader.osdp.status",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -65,6 +69,12 @@ final class ControlMethodTests: XCTestCase {
             "approval.answer",
             // A fire reset locks the released outputs again (docs/policy.md "Fire alarm").
             "fire.reset",
+            // A card enrolled opens where "wiegand" or "osdp" is listed (issue 35).
+            "tags.enroll_card",
+            // A PIN set, a code added, a PIN removed (issue 35).
+            "pins.set", "pins.add_code", "pins.remove",
+            // An OSDP reader's install window hands it a new key (issue 35).
+            "reader.osdp.install",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

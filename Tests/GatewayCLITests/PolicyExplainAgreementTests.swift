@@ -39,7 +39,7 @@ final class PolicyExplainAgreementTests: XCTestCase {
                 index = 0
                 name = "front"
                 steps = [{ pulse = "strike", ms = 3000 }]
-                credentials = ["ntag424", "sticker-v2", "sticker-v1", "uid"]
+                credentials = ["ntag424", "sticker-v2", "sticker-v1", "uid", "wiegand"]
                 [[actions]]
                 index = 1
                 name = "office"
@@ -106,6 +106,13 @@ final class PolicyExplainAgreementTests: XCTestCase {
                 name: "ntag424, schedule closed", action: 1, row: row(.ntag424, action: 1), at: sunday,
                 expected: "outside_schedule"),
             Case(name: "ntag424, locked out", row: row(.ntag424), lockedOut: true, expected: "locked_out"),
+            Case(name: "wiegand card, listed", row: row(.wiegand), expected: "granted"),
+            Case(
+                name: "wiegand card, action without it", action: 1, row: row(.wiegand, action: 1),
+                expected: "credential_not_allowed"),
+            Case(name: "wiegand card, expired", row: row(.wiegand, until: monday - 60), expected: "expired"),
+            Case(name: "wiegand card, revoked", row: row(.wiegand, .revoked), revoked: true, expected: "revoked"),
+            Case(name: "wiegand card, guest pass used up", row: row(.wiegand, uses: 0), expected: "no_uses_left"),
         ]
     }
 
@@ -134,7 +141,7 @@ final class PolicyExplainAgreementTests: XCTestCase {
             message = NDEFMessage(records: [
                 .uri(StickerSigner.signV1(action: c.action, timestamp: at - 10, key: key).text)
             ])
-        case .uid:
+        case .uid, .wiegand, .osdp, .cardPIN, .pin:
             message = nil
         case .ntag424, .ntag424SUN:
             message = nil
@@ -143,8 +150,11 @@ final class PolicyExplainAgreementTests: XCTestCase {
         let secrets = configuration.door.actions.map {
             StickerSecret(id: Int64($0.index + 1), action: $0.index, key: key, origin: .generated)
         }
+        let card = CardNumber(format: .h10301, facility: 1, number: 2)!
         let decision = TapDecision.decide(
-            TapFacts(uid: uid, message: message, ntag424: ntag424),
+            kind == .wiegand
+                ? TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand))
+                : TapFacts(uid: uid, message: message, ntag424: ntag424),
             secrets: TapSecrets(stickers: secrets, siteKey: .key(master)),
             actionCount: configuration.door.actions.count, registry: Registry(row: c.row, revoked: c.revoked),
             now: at,

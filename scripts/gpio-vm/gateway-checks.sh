@@ -493,6 +493,108 @@ check_released() {
     fi
 }
 
+# --- An outdoor Wiegand reader (issue 35): the harness drives D0/D1 ---
+# Three gpio-sim lines: a strike and a Wiegand reader's D0 and D1. gatewayd
+# takes the reader from GATEWAYD_WIEGAND_INTERIM (until `[[readers]]` is in
+# the configuration) and requests both lines with a pull-up; each bit is the
+# harness pulling its line down then up again — a low pulse as long as two
+# sysfs writes, bits as far apart as the shell takes (the slowest timing this
+# harness makes), all inside the 100 ms frame gap. The enrolled card opens
+# the strike, an unknown card is denied naming the reader, a frame whose
+# parity does not hold is dropped and logged.
+WG=$CFG/doorgateway-wg
+
+# wg_frame BITS: each 0 a pulse on D0 (line 1), each 1 on D1 (line 2).
+wg_frame() {
+    _bits=$1
+    while [ -n "$_bits" ]; do
+        _b=${_bits%"${_bits#?}"}
+        _bits=${_bits#?}
+        if [ "$_b" = 1 ]; then _l=2; else _l=1; fi
+        echo pull-down > "$WGSYS/sim_gpio$_l/pull"
+        echo pull-up > "$WGSYS/sim_gpio$_l/pull"
+    done
+}
+
+# wg_log PATTERN...: the audit log's newest rows hold one line matching every PATTERN.
+wg_log() {
+    "$GATEWAY" ctl log --limit 5 --socket "$WORKDIR/wg-run/control.sock" > "$WORKDIR/wg-audit" 2>&1 || return 1
+    _rows=$(cat "$WORKDIR/wg-audit")
+    for _p in "$@"; do _rows=$(echo "$_rows" | grep -- "$_p") || return 1; done
+    [ -n "$_rows" ]
+}
+
+check_wiegand() {
+    gpio_sim_add "$WG" doorgateway-wg 3 STRIKE WG_D0 WG_D1 || { fail wiegand "no gpio-sim chip"; return; }
+    WGSYS=$SIM_SYS
+    echo pull-up > "$WGSYS/sim_gpio1/pull"
+    echo pull-up > "$WGSYS/sim_gpio2/pull"
+    mkdir -p "$WORKDIR/wg-state" "$WORKDIR/wg-run"
+    cat > "$WORKDIR/wg.toml" <<TOML
+[device]
+id = "vm-wiegand"
+[board]
+kind = "real"
+chip = "$SIM_CHIP"
+[reader]
+connstring = "pn532_uart:/dev/no-reader-here"
+[[outputs]]
+name = "strike"
+line = "STRIKE"
+active_low = false
+locked_level = "deenergised"
+[[actions]]
+index = 0
+name = "gate"
+steps = [{ pulse = "strike", ms = 1500 }]
+credentials = ["wiegand"]
+[clock]
+declare_synchronised = true
+[control]
+admin_group = "root"
+[paths]
+state_dir = "$WORKDIR/wg-state"
+runtime_dir = "$WORKDIR/wg-run"
+TOML
+    export GATEWAYD_WIEGAND_INTERIM="name=gate,d0=WG_D0,d1=WG_D1,frame_gap_ms=100"
+    start_daemon wiegand "$WORKDIR/wg.toml"
+    ready=$?
+    unset GATEWAYD_WIEGAND_INTERIM
+    if [ $ready -ne 0 ]; then
+        fail wiegand "gatewayd not ready: $(tail -3 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
+        kill -TERM "$PID" 2> /dev/null
+        gpio_sim_remove "$WG"
+        return
+    fi
+    problems=""
+    "$GATEWAY" ctl tags enroll-card --action 0 --label vm --socket "$WORKDIR/wg-run/control.sock" 26:18:12345 \
+        > "$WORKDIR/wg-enroll.log" 2>&1 || problems="$problems; enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll.log")"
+    before=$(cat "$WGSYS/sim_gpio0/value")
+    # 26:18:12345 (H10301): even parity, facility 00010010, card 0011000000111001, odd parity.
+    wg_frame 00001001000110000001110011
+    poll 30 grep -q 1 "$WGSYS/sim_gpio0/value" || problems="$problems; the strike did not open for the enrolled card"
+    poll 30 wg_log access_granted weak_credential reader:gate || problems="$problems; no access_granted from reader:gate"
+    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value" || problems="$problems; the strike did not lock again"
+    sleep 1.2
+    # 26:18:12346: its parity holds, nobody enrolled it.
+    wg_frame 00001001000110000001110100
+    poll 30 wg_log access_denied unknown_tag reader:gate || problems="$problems; the unknown card was not denied from reader:gate"
+    # The enrolled card with its first parity bit flipped: dropped, logged, never a tap.
+    wg_frame 10001001000110000001110011
+    wait_for "$WORKDIR/wiegand.log" "26-bit frame dropped (parity)" 30 \
+        || problems="$problems; a bad-parity frame was not logged as dropped"
+    stayed=$(cat "$WGSYS/sim_gpio0/value")
+    kill -TERM "$PID"
+    status wiegand > /dev/null
+    gpio_sim_remove "$WG"
+    detail="strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed)"
+    if [ -z "$problems" ] && [ "$before" = 0 ] && [ "$stayed" = 0 ]; then
+        pass wiegand "$detail"
+    else
+        fail wiegand "${problems#; } — $detail; $(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
+    fi
+}
+
 main() {
     [ -x "$GATEWAY" ] || { echo "FAIL setup: gateway binary $GATEWAY not executable"; exit 1; }
     setup_sim
@@ -513,6 +615,7 @@ main() {
     [ -f /etc/group ] || { mkdir -p /etc && echo "root:x:0:" > /etc/group && echo "root:x:0:0:root:/:/bin/sh" > /etc/passwd; }
     check_released false
     check_released true
+    check_wiegand
     gpio_sim_remove "$SIMDEV"
     return $FAILED
 }

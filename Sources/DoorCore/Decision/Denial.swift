@@ -50,6 +50,11 @@ public enum Denial: Equatable, Hashable, Sendable {
     case lockdown
     /// The door machine's: an approval was denied, timed out or cancelled.
     case notApproved
+    /// A keypad entry that is no card's PIN and no code (issue 35); counted
+    /// toward the reader's keypad lockout (`KeypadDesk`), not the door's.
+    case wrongPIN
+    /// A card that needs its PIN, and none came on its reader in time.
+    case pinTimeout
 
     /// The wire string (audit `reason`, MQTT/NATS event `reason`).
     public var reason: String {
@@ -75,6 +80,8 @@ public enum Denial: Equatable, Hashable, Sendable {
         case .lockedOut: return "locked_out"
         case .lockdown: return "lockdown"
         case .notApproved: return "not_approved"
+        case .wrongPIN: return "wrong_pin"
+        case .pinTimeout: return "pin_timeout"
         }
     }
 
@@ -85,6 +92,9 @@ public enum Denial: Equatable, Hashable, Sendable {
         switch self {
         case .blank, .notOurs, .credentialNotAllowed, .policy, .tagLost: return false
         case .lockedOut, .lockdown, .notApproved: return false
+        // The keypad counts wrong PINs per reader (`KeypadDesk`): a flood on one
+        // reader must not lock the door's other readers or its cards.
+        case .wrongPIN, .pinTimeout: return false
         default: return true
         }
     }
@@ -117,6 +127,12 @@ public enum GrantReason {
     /// An NTAG 424 DNA opened by its SUN URL alone (the `"ntag424-sun"` tier):
     /// no proof of the chip's key, so pre-play opens too.
     public static let validSUNOnly = "valid_sun_only"
+    /// A card number read over OSDP Secure Channel, for an action that lists `"osdp"` (issue 35).
+    public static let osdpSecureChannel = "osdp_secure_channel"
+    /// A card whose action lists `"card+pin"`, opened with its PIN (issue 35).
+    public static let cardPIN = "card_pin"
+    /// A PIN-only code (issue 35).
+    public static let pin = "pin"
     /// A tap an approver let in (docs/policy.md "Approval").
     public static let approved = "approved"
 }

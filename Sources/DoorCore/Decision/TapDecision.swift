@@ -24,6 +24,23 @@ public enum TapDecision {
         _ facts: TapFacts, secrets: TapSecrets, actionCount: Int, registry: some TagRegistryView, now: Int64,
         policy: TapPolicy?
     ) -> Outcome {
+        var outcome = decideCredential(
+            facts, secrets: secrets, actionCount: actionCount, registry: registry, now: now, policy: policy)
+        outcome.presentation.reader = facts.reader
+        outcome.presentation.cardRead = facts.card != nil
+        return outcome
+    }
+
+    static func decideCredential(
+        _ facts: TapFacts, secrets: TapSecrets, actionCount: Int, registry: some TagRegistryView, now: Int64,
+        policy: TapPolicy?
+    ) -> Outcome {
+        if let code = facts.pinCode {
+            return Outcome(presentation: pinCode(code, registry: registry, now: now, policy: policy), sticker: nil)
+        }
+        if let read = facts.card {
+            return Outcome(presentation: card(read, registry: registry, now: now, policy: policy), sticker: nil)
+        }
         if let proof = facts.ntag424 {
             guard let policy else {
                 return Outcome(presentation: deny(facts.uid, .unknownAction), sticker: nil)
@@ -144,6 +161,76 @@ public enum TapDecision {
         else { return deny(uid, .unknownAction) }
         if let why = RegistryRules.action(definition, kind: .uid, row: row, policy: policy) { return deny(uid, why) }
         return grant(uid, action: action, reason: GrantReason.weakCredential, row: row)
+    }
+
+    // MARK: Card numbers from outdoor readers
+
+    /// A card number an outdoor reader read (issue 35, `CardRead`): it opens
+    /// only as an enrolled `wiegand` row (`gatewayctl tags enroll-card`),
+    /// active, not revoked, not expired, for an action that lists a kind the
+    /// read's line gives — `osdp` (Secure Channel; granted `osdp_secure_channel`)
+    /// or `wiegand` (any reader; granted `weak_credential`) — within its
+    /// schedules. A number nobody enrolled is `unknown_tag` (counted toward
+    /// that number's lockout, not the door's: anyone can hold up any card).
+    static func card(_ read: CardRead, registry: some TagRegistryView, now: Int64, policy: TapPolicy?)
+        -> TagPresentation
+    {
+        let uid = read.number.registryKey
+        let row: IssuedTagView
+        do {
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny(uid, .revoked) }
+            guard let r = try registry.issuedTag(uid), r.kind == .wiegand else {
+                return deny(uid, .unknownTag, content: .foreign)
+            }
+            row = r
+        } catch {
+            return deny(uid, .registryUnavailable)
+        }
+        if let why = RegistryRules.enrolled(row: row, now: now) { return deny(uid, why) }
+        guard let policy, let action = row.action,
+            let definition = policy.actions.first(where: { $0.index == action })
+        else { return deny(uid, .unknownAction) }
+        let kind = read.acceptedBy.first(where: definition.credentials.contains)
+        guard kind != nil || definition.credentials.contains(.cardPIN) else {
+            return deny(uid, .credentialNotAllowed)
+        }
+        if let why = RegistryRules.schedule(definition, row: row, policy: policy) { return deny(uid, why) }
+        guard let kind else {
+            // "card+pin": granted once its PIN is typed on this reader (`KeypadDesk`).
+            var held = grant(uid, action: action, reason: GrantReason.cardPIN, row: row)
+            held.pinRequired = true
+            return held
+        }
+        let reason = kind == .osdp ? GrantReason.osdpSecureChannel : GrantReason.weakCredential
+        return grant(uid, action: action, reason: reason, row: row)
+    }
+
+    /// A PIN-only code a keypad entry matched (`KeypadDesk`, issue 35): its
+    /// `pin` row active, not revoked, not expired, for an action that lists
+    /// `"pin"` — a duress code also where it lists `"card+pin"` — within its
+    /// schedules and its uses (a guest's code). Granted `pin` (a duress code
+    /// too: the reader and the event show nothing different).
+    static func pinCode(_ code: PINCodeMatch, registry: some TagRegistryView, now: Int64, policy: TapPolicy?)
+        -> TagPresentation
+    {
+        let uid = code.key
+        let row: IssuedTagView
+        do {
+            if try registry.isRevoked(uid: uid, signature: nil) { return deny(uid, .revoked) }
+            guard let r = try registry.issuedTag(uid), r.kind == .pin else { return deny(uid, .wrongPIN) }
+            row = r
+        } catch {
+            return deny(uid, .registryUnavailable)
+        }
+        if let why = RegistryRules.enrolled(row: row, now: now) { return deny(uid, why) }
+        guard let policy, let action = row.action,
+            let definition = policy.actions.first(where: { $0.index == action })
+        else { return deny(uid, .unknownAction) }
+        guard
+            definition.credentials.contains(.pin) || (code.duress && definition.credentials.contains(.cardPIN))
+        else { return deny(uid, .credentialNotAllowed) }
+        if let why = RegistryRules.schedule(definition, row: row, policy: policy) { return deny(uid, why) }
+        return grant(uid, action: action, reason: GrantReason.pin, row: row)
     }
 
     // MARK: NTAG 424 DNA
@@ -278,9 +365,17 @@ extension TapDecision {
         guard let tag else { return RegistryRules.schedule(action, row: nil, policy: policy) }
         if let until = tag.lockedOutUntil, now < until { return .lockedOut }
         if tag.revoked { return .revoked }
-        if let row = tag.row, row.kind == .uid || row.kind == .ntag424 {
+        if let row = tag.row, [.uid, .ntag424, .wiegand, .pin].contains(row.kind) {
             if let why = RegistryRules.enrolled(row: row, now: now) { return why }
             if row.kind == .uid { return RegistryRules.action(action, kind: .uid, row: row, policy: policy) }
+            if row.kind == .pin { return RegistryRules.action(action, kind: .pin, row: row, policy: policy) }
+            // A card number opens on any kind its action lists (which one depends on the reader, and its PIN).
+            if row.kind == .wiegand {
+                guard !action.credentials.isDisjoint(with: [.wiegand, .osdp, .cardPIN]) else {
+                    return .credentialNotAllowed
+                }
+                return RegistryRules.schedule(action, row: row, policy: policy)
+            }
             // A 424 opens on either tier its action lists.
             guard action.credentials.contains(.ntag424) || action.credentials.contains(.ntag424SUN) else {
                 return .credentialNotAllowed

@@ -18,13 +18,70 @@ public struct TapFacts: Equatable, Sendable {
     public var message: NDEFMessage?
     /// Set when the tag is an NTAG 424 DNA: decided as one, not as a sticker.
     public var ntag424: NTAG424Proof?
-    public init(uid: TagUID, message: NDEFMessage? = nil, ntag424: NTAG424Proof? = nil) {
+    /// Set when an outdoor reader read a card number (issue 35): decided as
+    /// one (`TapDecision.card`); `uid` is then the card's registry key.
+    public var card: CardRead?
+    /// The reader's name, when the door names its readers: every event of
+    /// the tap names it (`TagPresentation.source`).
+    public var reader: String?
+    /// Set when a keypad entry matched a PIN-only code (`KeypadDesk`): `uid`
+    /// is the code's key; decided as one (`TapDecision.pinCode`).
+    public var pinCode: PINCodeMatch?
+    public init(uid: TagUID, message: NDEFMessage? = nil, ntag424: NTAG424Proof? = nil, reader: String? = nil) {
         self.uid = uid
         self.message = message
         self.ntag424 = ntag424
+        self.reader = reader
+    }
+    /// A keypad entry that matched a PIN-only code, on `reader`.
+    public init(code: PINCodeMatch, reader: String) {
+        uid = code.key
+        pinCode = code
+        self.reader = reader
+    }
+    /// A card number an outdoor reader read.
+    public init(card: CardRead) {
+        uid = card.number.registryKey
+        self.card = card
+        reader = card.reader
     }
     /// The first URI record (a 424's: read before authenticating, its SUN mirror live).
     public var uri: String? { message?.records.lazy.compactMap { try? $0.uri() }.first }
+}
+
+/// A card number an outdoor reader read (issue 35), the reader that read it
+/// and what its line proves.
+public struct CardRead: Equatable, Sendable {
+    /// How the number reached the door.
+    public enum Link: String, Equatable, Sendable {
+        /// A Wiegand reader's D0/D1 lines: anyone on the wires can send any number.
+        case wiegand
+        /// OSDP with Secure Channel up: the reader holds its key, the line is MAC'd and encrypted.
+        case osdpSecure = "osdp-sc"
+        /// OSDP without Secure Channel (a reader the configuration names insecure): as weak as Wiegand.
+        case osdpPlain = "osdp-plain"
+    }
+    public var number: CardNumber
+    public var reader: String
+    public var link: Link
+    public init(number: CardNumber, reader: String, link: Link) {
+        self.number = number
+        self.reader = reader
+        self.link = link
+    }
+    /// The action kinds that accept this read, strongest first: `osdp` then
+    /// `wiegand` over Secure Channel, `wiegand` alone otherwise.
+    public var acceptedBy: [CredentialKind] { link == .osdpSecure ? [.osdp, .wiegand] : [.wiegand] }
+}
+
+/// A PIN-only code a keypad entry matched: its key and whether it is a duress code.
+public struct PINCodeMatch: Equatable, Sendable {
+    public var key: TagUID
+    public var duress: Bool
+    public init(key: TagUID, duress: Bool) {
+        self.key = key
+        self.duress = duress
+    }
 }
 
 /// The secrets a tap is decided with, read by the runtime for the tap at hand.

@@ -317,8 +317,8 @@ public struct DoorMachine: Sendable {
             p.needs.sunCounter = nil
             switch outcome {
             case .done: tagDecided(p, now, &fx)
-            case .refused: tagDecided(TapDecision.deny(uid, .counterReplay), now, &fx)
-            case .failed: tagDecided(TapDecision.deny(uid, .registryUnavailable), now, &fx)
+            case .refused: tagDecided(TapDecision.deny(uid, .counterReplay).from(p), now, &fx)
+            case .failed: tagDecided(TapDecision.deny(uid, .registryUnavailable).from(p), now, &fx)
             }
         case (.guestUse(let uid, let outcome), .guestUse(let p)?) where p.uid == uid:
             waiting = nil
@@ -332,15 +332,16 @@ public struct DoorMachine: Sendable {
                         .emit(
                             DoorEvent(
                                 .accessDenied, reason: Denial.lockdown.reason, action: action, uid: uid,
-                                source: "tag")))
+                                source: p.source)))
                 } else if isLockedOut(uid, now) {
                     fx.append(.feedback(.lockedOut))
-                    fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: uid, source: "tag")))
+                    fx.append(
+                        .emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: uid, source: p.source)))
                 } else {
                     opens(p, now, &fx)
                 }
-            case .refused: deny(uid, .policy(.noUsesLeft), now, &fx)
-            case .failed: deny(uid, .registryUnavailable, now, &fx)
+            case .refused: deny(uid, .policy(.noUsesLeft), source: p.source, now, &fx)
+            case .failed: deny(uid, .registryUnavailable, source: p.source, now, &fx)
             }
         default:
             break
@@ -350,10 +351,19 @@ public struct DoorMachine: Sendable {
     private mutating func tagArrived(_ p: TagPresentation, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         // A tag left on the reader fires once; one that returns within the quiet time is the same tap.
         departed = departed.filter { now.since($0.value) < settings.sameTagQuiet }
-        let returning = departed.removeValue(forKey: p.uid) != nil
-        guard present.insert(p.uid).inserted, !returning else { return }
+        if p.cardRead {
+            // An outdoor reader's card read is one event, never "present": the
+            // same card read again within the quiet time (a reader repeating
+            // while the card is held) is the same tap.
+            guard departed.updateValue(now, forKey: p.uid) == nil else { return }
+        } else {
+            let returning = departed.removeValue(forKey: p.uid) != nil
+            guard present.insert(p.uid).inserted, !returning else { return }
+        }
 
-        switch provisioning {
+        // Provisioning writes on the NFC reader's tags; a card number read
+        // outdoors is decided as any tap.
+        switch p.cardRead ? .idle : provisioning {
         case .writing:
             return  // the reader is busy writing; other tags wait
         case .armed(var job, let source):
@@ -383,7 +393,7 @@ public struct DoorMachine: Sendable {
 
         if isLockedOut(p.uid, now) {
             fx.append(.feedback(.lockedOut))
-            fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: p.uid, source: "tag")))
+            fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: p.uid, source: p.source)))
             return
         }
         switch p.verdict {
@@ -393,7 +403,8 @@ public struct DoorMachine: Sendable {
                 fx.append(
                     .emit(
                         DoorEvent(
-                            .accessDenied, reason: Denial.lockdown.reason, action: action, uid: p.uid, source: "tag")))
+                            .accessDenied, reason: Denial.lockdown.reason, action: action, uid: p.uid,
+                            source: p.source)))
                 return
             }
             guard settings.action(action) != nil else {
@@ -402,7 +413,7 @@ public struct DoorMachine: Sendable {
                     .emit(
                         DoorEvent(
                             .accessDenied, reason: Denial.unknownAction.reason, action: action, uid: p.uid,
-                            source: "tag"))
+                            source: p.source))
                 )
                 return
             }
@@ -417,7 +428,7 @@ public struct DoorMachine: Sendable {
             }
             opens(p, now, &fx)
         case .deny(let reason, let counts):
-            deny(p.uid, reason: reason, counts: counts, now, &fx)
+            deny(p.uid, reason: reason, counts: counts, source: p.source, now, &fx)
         }
     }
 
@@ -429,20 +440,23 @@ public struct DoorMachine: Sendable {
             return
         }
         fx.append(.feedback(.granted))
-        fx.append(.emit(DoorEvent(.accessGranted, reason: reason, action: action, uid: p.uid, source: "tag")))
-        _ = runAction(action, source: "tag", now, &fx)
+        fx.append(.emit(DoorEvent(.accessGranted, reason: reason, action: action, uid: p.uid, source: p.source)))
+        _ = runAction(action, source: p.source, now, &fx)
     }
 
     /// A tap the store refused at its last step (no use left, a store failure).
-    private mutating func deny(_ uid: TagUID, _ why: Denial, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
-        deny(uid, reason: why.reason, counts: why.countsTowardLockout, now, &fx)
+    private mutating func deny(
+        _ uid: TagUID, _ why: Denial, source: String, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+    ) {
+        deny(uid, reason: why.reason, counts: why.countsTowardLockout, source: source, now, &fx)
     }
 
     private mutating func deny(
-        _ uid: TagUID, reason: String, counts: Bool, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+        _ uid: TagUID, reason: String, counts: Bool, source: String, _ now: MonotonicInstant,
+        _ fx: inout [DoorEffect]
     ) {
         fx.append(.feedback(.denied))
-        fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: uid, source: "tag")))
+        fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: uid, source: source)))
         if counts { countDenial(uid, global: Self.isFailedProof(reason), now, &fx) }
     }
 

@@ -32,11 +32,37 @@ public struct TagPresentation: Equatable, Sendable {
     public var verdict: AccessVerdict
     /// What the verdict still needs from the store (`TapDecision`); none for a denial.
     public var needs: StoreNeeds
-    public init(uid: TagUID, content: Content, verdict: AccessVerdict, needs: StoreNeeds = StoreNeeds()) {
+    /// The reader that read it, when the door names its readers (issue 35):
+    /// the events of this tap carry it as their `source`.
+    public var reader: String?
+    /// A card number from an outdoor reader (`TapFacts.card`): one event, never
+    /// "present" on a reader, never written by provisioning.
+    public var cardRead: Bool
+    /// A grant that holds only once the card's PIN is typed on the same
+    /// reader (`"card+pin"`): the keypad desk holds it (`KeypadDesk`), the
+    /// machine never sees it before.
+    public var pinRequired = false
+    public init(
+        uid: TagUID, content: Content, verdict: AccessVerdict, needs: StoreNeeds = StoreNeeds(),
+        reader: String? = nil, cardRead: Bool = false
+    ) {
         self.uid = uid
         self.content = content
         self.verdict = verdict
         self.needs = needs
+        self.reader = reader
+        self.cardRead = cardRead
+    }
+
+    /// The events' `source` for this tap: `reader:NAME` for a named reader, else `tag`.
+    public var source: String { reader.map { "reader:\($0)" } ?? "tag" }
+
+    /// This verdict for the tap `other` was: its reader and kind of read kept.
+    public func from(_ other: TagPresentation) -> TagPresentation {
+        var p = self
+        p.reader = other.reader
+        p.cardRead = other.cardRead
+        return p
     }
 }
 
@@ -188,6 +214,10 @@ public struct DoorEvent: Equatable, Sendable {
         /// was refused (`reason`: `input_active`, `no_alarm`).
         case fireAlarm = "fire_alarm", fireCleared = "fire_cleared", fireReset = "fire_reset"
         case fireResetRefused = "fire_reset_refused"
+        /// A duress PIN was typed (issue 35): the door opened as asked, and
+        /// this silent alarm goes out (MQTT/NATS, Home Assistant); the reader
+        /// shows nothing different.
+        case duress
     }
     public var kind: Kind
     public var reason: String?

@@ -14,6 +14,25 @@ public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Comparable
     case stickerV1 = "sticker-v1"
     /// A plain key fob or card known only by its UID: trivially cloned, opt-in.
     case uid
+    /// A card number (`CardNumber`: a Wiegand frame, facility + number or raw
+    /// bits) read by an outdoor reader over a line nobody authenticates — a
+    /// Wiegand reader's D0/D1, an OSDP reader without Secure Channel. Weak
+    /// (the number is sniffed off the wires or cloned from the card), opt-in,
+    /// granted `weak_credential`. Also the registry row's kind of every
+    /// enrolled card number (`gatewayctl tags enroll-card`), whichever reader reads it.
+    case wiegand
+    /// A card number read by an OSDP reader with Secure Channel up (issue 35):
+    /// the line is authenticated and encrypted, the card itself no stronger
+    /// than its number. An action's kind, never a registry row's.
+    case osdp
+    /// A card number (`wiegand` row) that opens only with its PIN typed on
+    /// the same reader's keypad within the keypad's card window (issue 35).
+    /// An action's kind, never a registry row's.
+    case cardPIN = "card+pin"
+    /// A PIN-only code (`gatewayctl pins add-code`), typed on an outdoor
+    /// reader's keypad: a guest's, with a guest pass's window, uses and
+    /// schedule. Also the registry row's kind of such a code.
+    case pin
 
     /// What an action accepts when its configuration names no `credentials`:
     /// every sticker kind; `uid` and `ntag424-sun` only when asked for.

@@ -14,6 +14,10 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case lockoutClear = "lockout.clear"
     case feedbackPlay = "feedback.play"
     case readerInfo = "reader.info"
+    /// `gatewayctl reader osdp install NAME`: the reader's install window (issue 35).
+    case readerOSDPInstall = "reader.osdp.install"
+    /// `gatewayctl reader osdp status`: each OSDP reader's link.
+    case readerOSDPStatus = "reader.osdp.status"
     case secretsList = "secrets.list"
     case secretsNew = "secrets.new"
     case secretsRotate = "secrets.rotate"
@@ -36,6 +40,12 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case tagsForget = "tags.forget"
     /// A plain key fob or card enrolled by its UID (docs/ntag424.md "uid fobs").
     case tagsEnrollUID = "tags.enroll_uid"
+    /// A card number an outdoor reader sends (issue 35, `gatewayctl tags enroll-card`).
+    case tagsEnrollCard = "tags.enroll_card"
+    /// Keypad PINs (issue 35): a card's PIN, a PIN-only code, a PIN removed.
+    case pinsSet = "pins.set"
+    case pinsAddCode = "pins.add_code"
+    case pinsRemove = "pins.remove"
     case log
     case logVerify = "log.verify"
     /// A stream: the last rows, then each new one, until the client leaves.
@@ -64,7 +74,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
         case .open, .mode, .provision, .provisionCancel, .provisionReset, .lockoutClear, .secretsNew, .secretsRotate,
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
-            .tagsEnrollUID, .backup, .clockResetFloor, .fleetPublish, .fleetPull, .approvalAnswer, .fireReset:
+            .tagsEnrollUID, .tagsEnrollCard, .pinsSet, .pinsAddCode, .pinsRemove, .backup, .clockResetFloor,
+            .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall, .fireReset:
             return true
         default:
             return false

@@ -1,0 +1,253 @@
+/// A key an outdoor reader's keypad sent (issue 35).
+public enum KeypadKey: Equatable, Hashable, Sendable {
+    case digit(UInt8)
+    /// `#`: the entry is complete.
+    case enter
+    /// `*`: the entry so far is dropped.
+    case clear
+
+    /// A Wiegand keypad's key value, as ESPHome's `wiegand` component maps
+    /// it ("0123456789*#"): 0–9 a digit, 10 `*`, 11 `#`; nil for 12–15.
+    public init?(wiegand value: UInt8) {
+        switch value {
+        case 0...9: self = .digit(value)
+        case 10: self = .clear
+        case 11: self = .enter
+        default: return nil
+        }
+    }
+}
+
+/// The PINs the keypad checks entries against: the store implements it
+/// (GatewayStore `StorePINs`), tests fake it. Reads fail by throwing (the
+/// entry is then denied `registry_unavailable`, nothing counted).
+public protocol PINVerifier {
+    /// The PIN of a credential (a card's registry key), nil when it has none.
+    func pin(for uid: TagUID) throws -> PINHash?
+    /// Every PIN-only code: its key (`PINCode`) and hash.
+    func codes() throws -> [(key: TagUID, hash: PINHash)]
+}
+
+/// How the keypad desk times entries and locks a reader's keypad out.
+public struct KeypadSettings: Equatable, Sendable {
+    /// A gap this long between two keys drops the entry typed so far.
+    public var keyGap: Duration = .seconds(5)
+    /// A card whose action lists "card+pin" waits this long for its PIN.
+    public var cardWindow: Duration = .seconds(10)
+    /// Wrong PINs on one reader within `lockoutWindow` that lock its keypad.
+    public var lockoutThreshold = 5
+    public var lockoutWindow: Duration = .seconds(300)
+    /// The first keypad lockout; each following one within `lockoutCap` doubles, up to it.
+    public var lockoutDuration: Duration = .seconds(60)
+    public var lockoutCap: Duration = .seconds(900)
+    public init() {}
+}
+
+/// What the keypad desk asks the door to do.
+public enum KeypadOutput: Equatable, Sendable {
+    /// A decided tap for the door machine (`DoorInput.tagArrived`): a card
+    /// released by its PIN, or denied.
+    case decided(TagPresentation)
+    /// A PIN-only code to decide (`TapDecision.decide`), then hand to the machine.
+    case decide(TapFacts)
+    /// An event for the audit log and the transports: a wrong PIN, a
+    /// keypad lockout and its end, a duress PIN's silent alarm.
+    case emit(DoorEvent)
+    case feedback(FeedbackKind)
+}
+
+/// The keypads of the door's outdoor readers (issue 35), pure: keys in,
+/// decisions out, one state per reader. An entry is digits then `#`; `*`
+/// or a pause of `keyGap` drops it. With a card waiting on that reader for
+/// its PIN (`TagPresentation.pinRequired`) the entry is that card's PIN — or
+/// a duress code, which opens for the card as well and raises `duress` —
+/// else a PIN-only code. Wrong PINs count per reader: `lockoutThreshold` of
+/// them lock that reader's keypad (its keys ignored, no PIN hashed) while the
+/// door's other readers, and every card alone, go on as before.
+public struct KeypadDesk: Sendable {
+    public let settings: KeypadSettings
+
+    struct Held: Sendable {
+        var presentation: TagPresentation
+        var until: MonotonicInstant
+    }
+
+    struct Reader: Sendable {
+        var keys: [UInt8] = []
+        var overflow = false
+        var lastKey: MonotonicInstant?
+        var held: Held?
+        var failures: [MonotonicInstant] = []
+        var lockedUntil: MonotonicInstant?
+        var lastLockout: (end: MonotonicInstant, length: Duration)?
+    }
+
+    var readers: [String: Reader] = [:]
+
+    public init(settings: KeypadSettings = KeypadSettings()) { self.settings = settings }
+
+    /// Whether `reader`'s keypad is locked out at `now`.
+    public func isLockedOut(_ reader: String, at now: MonotonicInstant) -> Bool {
+        readers[reader]?.lockedUntil.map { now < $0 } ?? false
+    }
+
+    /// The next time `tick` has something to do (a card's window, a lockout's end).
+    public var nextDeadline: MonotonicInstant? {
+        readers.values.flatMap { [$0.held?.until, $0.lockedUntil].compactMap { $0 } }.min()
+    }
+
+    /// A decided card read: handed on, unless it waits for its PIN here.
+    public mutating func card(_ p: TagPresentation, at now: MonotonicInstant) -> [KeypadOutput] {
+        var out = tick(at: now)
+        guard p.pinRequired else { return out + [.decided(p)] }
+        guard let name = p.reader else { return out + [.decided(TapDecision.deny(p.uid, .pinTimeout).from(p))] }
+        if isLockedOut(name, at: now) {
+            return out + [.decided(TapDecision.deny(p.uid, .lockedOut).from(p))]
+        }
+        var r = readers[name] ?? Reader()
+        if let previous = r.held, previous.presentation.uid != p.uid {
+            out.append(.decided(TapDecision.deny(previous.presentation.uid, .pinTimeout).from(previous.presentation)))
+        }
+        r.held = Held(presentation: p, until: now + settings.cardWindow)
+        r.keys = []
+        r.overflow = false
+        readers[name] = r
+        return out
+    }
+
+    /// A key from `reader`'s keypad.
+    public mutating func key(
+        _ key: KeypadKey, reader name: String, at now: MonotonicInstant, verifier: some PINVerifier
+    ) -> [KeypadOutput] {
+        var out = tick(at: now)
+        // A locked keypad's keys are dropped unread: a flood costs no hashing.
+        if isLockedOut(name, at: now) { return out }
+        var r = readers[name] ?? Reader()
+        defer { readers[name] = r }
+        if let last = r.lastKey, now.since(last) >= settings.keyGap {
+            r.keys = []
+            r.overflow = false
+        }
+        r.lastKey = now
+        switch key {
+        case .clear:
+            r.keys = []
+            r.overflow = false
+            return out
+        case .digit(let d):
+            if r.keys.count < PIN.lengths.upperBound { r.keys.append(d) } else { r.overflow = true }
+            return out
+        case .enter:
+            let keys = r.keys
+            let overflow = r.overflow
+            r.keys = []
+            r.overflow = false
+            let held = r.held
+            r.held = nil
+            let pin = overflow ? nil : PIN(keys: keys)
+            do {
+                if let held {
+                    let p = held.presentation
+                    if let pin, let own = try verifier.pin(for: p.uid), try own.matches(pin) {
+                        var released = p
+                        released.pinRequired = false
+                        if own.duress { out.append(.emit(Self.duress(uid: p.uid, reader: name))) }
+                        return out + [.decided(released)]
+                    }
+                    if let pin, let code = try Self.code(pin, verifier: verifier), code.duress {
+                        var released = p
+                        released.pinRequired = false
+                        return out + [.emit(Self.duress(uid: p.uid, reader: name)), .decided(released)]
+                    }
+                    out.append(.decided(TapDecision.deny(p.uid, .wrongPIN).from(p)))
+                } else {
+                    if let pin, let code = try Self.code(pin, verifier: verifier) {
+                        if code.duress { out.append(.emit(Self.duress(uid: code.key, reader: name))) }
+                        return out + [.decide(TapFacts(code: code, reader: name))]
+                    }
+                    out.append(.feedback(.denied))
+                    out.append(
+                        .emit(DoorEvent(.accessDenied, reason: Denial.wrongPIN.reason, source: Self.source(name))))
+                }
+            } catch {
+                if let held {
+                    return out + [
+                        .decided(TapDecision.deny(held.presentation.uid, .registryUnavailable).from(held.presentation))
+                    ]
+                }
+                return out + [
+                    .feedback(.denied),
+                    .emit(
+                        DoorEvent(.accessDenied, reason: Denial.registryUnavailable.reason, source: Self.source(name))),
+                ]
+            }
+            out += countFailure(&r, reader: name, now)
+            return out
+        }
+    }
+
+    /// Cards whose window passed are denied `pin_timeout`; keypad lockouts that ended say so.
+    public mutating func tick(at now: MonotonicInstant) -> [KeypadOutput] {
+        var out: [KeypadOutput] = []
+        for name in readers.keys.sorted() {
+            guard var r = readers[name] else { continue }
+            if let held = r.held, held.until <= now {
+                r.held = nil
+                out.append(.decided(TapDecision.deny(held.presentation.uid, .pinTimeout).from(held.presentation)))
+            }
+            if let until = r.lockedUntil, until <= now {
+                r.lockedUntil = nil
+                out.append(.emit(DoorEvent(.lockoutEnded, reason: "keypad", source: Self.source(name))))
+            }
+            readers[name] = r
+        }
+        return out
+    }
+
+    // MARK: Helpers
+
+    static func source(_ reader: String) -> String { "reader:\(reader)" }
+
+    static func duress(uid: TagUID, reader: String) -> DoorEvent {
+        DoorEvent(.duress, reason: "duress_pin", uid: uid, source: source(reader))
+    }
+
+    /// The PIN-only code `pin` is: one derivation per distinct salt and cost,
+    /// each row's hash compared in constant time.
+    static func code(_ pin: PIN, verifier: some PINVerifier) throws -> PINCodeMatch? {
+        var derived: [PINHash: [UInt8]] = [:]
+        for (key, hash) in try verifier.codes() {
+            var probe = hash
+            probe.hash = []
+            probe.duress = false
+            let mine: [UInt8]
+            if let known = derived[probe] {
+                mine = known
+            } else {
+                mine = try hash.derive(pin)
+                derived[probe] = mine
+            }
+            if Crypto.constantTimeEqual(mine, hash.hash) { return PINCodeMatch(key: key, duress: hash.duress) }
+        }
+        return nil
+    }
+
+    private mutating func countFailure(_ r: inout Reader, reader name: String, _ now: MonotonicInstant)
+        -> [KeypadOutput]
+    {
+        r.failures = r.failures.filter { now.since($0) < settings.lockoutWindow } + [now]
+        guard r.failures.count >= settings.lockoutThreshold else { return [] }
+        r.failures = []
+        var length = settings.lockoutDuration
+        if let last = r.lastLockout, now.since(last.end) < settings.lockoutCap {
+            length = min(settings.lockoutCap, last.length * 2)
+        }
+        length = min(length, settings.lockoutCap)
+        r.lockedUntil = now + length
+        r.lastLockout = (now + length, length)
+        return [
+            .feedback(.lockedOut),
+            .emit(DoorEvent(.lockout, reason: "keypad", source: Self.source(name))),
+        ]
+    }
+}

@@ -1,0 +1,201 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+import CDoorSafety
+import CGPIOD
+import DoorCore
+import Logging
+import Synchronization
+
+/// Where a Wiegand reader is wired (issue 35): its two data lines on a GPIO
+/// chip, the frame gap, and the name its reads carry (`reader:NAME`).
+public struct WiegandLines: Equatable, Sendable {
+    public var name: String
+    public var chip: String
+    public var d0: LineSpec
+    public var d1: LineSpec
+    public var frameGap: Duration
+    public init(name: String, chip: String, d0: LineSpec, d1: LineSpec, frameGap: Duration = .milliseconds(50)) {
+        self.name = name
+        self.chip = chip
+        self.d0 = d0
+        self.d1 = d1
+        self.frameGap = frameGap
+    }
+}
+
+/// A Wiegand reader on two GPIO input lines through libgpiod v1 (issue 35):
+/// each line requested for falling-edge events with the pull-up Wiegand's
+/// open-collector outputs need, the kernel stamping each edge; one thread
+/// waits in poll(2) on both and a wake-up pipe, merges the queued edges of
+/// both lines in timestamp order, and feeds the pure `WiegandDecoder`; a
+/// frame ends when no edge came for the frame gap. Frames go to `deliver`
+/// on that thread.
+public final class WiegandReader: Sendable {
+    private let wakeWrite: Int32
+    private let thread: Mutex<pthread_t?>
+
+    /// Requests both lines and starts the thread.
+    public static func start(
+        _ lines: WiegandLines, logger: Logger, deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
+    ) throws -> WiegandReader {
+        let chip = try GPIOChip(lines.chip)
+        let d0 = try FallingEdgeLine(chip: chip, spec: lines.d0, subject: "wiegand '\(lines.name)' D0")
+        let d1 = try FallingEdgeLine(chip: chip, spec: lines.d1, subject: "wiegand '\(lines.name)' D1")
+        var fds: [Int32] = [-1, -1]
+        _ = try gpiodCall("pipe", "wiegand wake-up pipe") { pipe(&fds) }
+        let loop = WiegandLoop(
+            wakeRead: fds[0], d0: d0, d1: d1, decoder: WiegandDecoder(frameGap: lines.frameGap), logger: logger,
+            deliver: deliver)
+        var tid = pthread_t()
+        let context = Unmanaged.passRetained(loop).toOpaque()
+        let rc = pthread_create(
+            &tid, nil,
+            { context in
+                let loop = Unmanaged<WiegandLoop>.fromOpaque(context!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<WiegandLoop>.fromOpaque(context).release()
+            close(fds[1])
+            throw GPIOError.call(function: "pthread_create", errno: rc, subject: "wiegand thread")
+        }
+        logger.info(
+            "wiegand reader '\(lines.name)': D0 \(lines.d0), D1 \(lines.d1) on \(chip.name), frame gap \(lines.frameGap)"
+        )
+        return WiegandReader(wakeWrite: fds[1], thread: tid)
+    }
+
+    private init(wakeWrite: Int32, thread: pthread_t) {
+        self.wakeWrite = wakeWrite
+        self.thread = Mutex(thread)
+    }
+
+    /// Wakes the thread and waits for it to end (its lines are then released). Once.
+    public func stop() {
+        guard let thread = thread.withLock({ $0.take() }) else { return }
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
+    }
+
+    deinit {
+        stop()
+        close(wakeWrite)
+    }
+}
+
+/// One input line requested for falling-edge events with a pull-up.
+final class FallingEdgeLine {
+    private let chip: GPIOChip
+    private let line: OpaquePointer
+    let fd: Int32
+    let subject: String
+
+    init(chip: GPIOChip, spec: LineSpec, subject: String) throws {
+        self.chip = chip
+        self.subject = subject
+        let line = try chip.line(spec)
+        let what = "\(subject) (line \(spec) on \(chip.name))"
+        func request(_ flags: Int32) throws {
+            _ = try gpiodCall(
+                "gpiod_line_request_falling_edge_events_flags", what,
+                handle: { code in code == EBUSY ? chip.busyError(line, spec) : nil }
+            ) { gpiod_line_request_falling_edge_events_flags(line, gpioConsumer, flags) }
+        }
+        do {
+            try request(Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP))
+        } catch GPIOError.call(_, let code, _) where OutputLine.biasRefusals.contains(code) {
+            // No bias on this kernel or chip: the board's (or the level shifter's) pull-ups hold the lines.
+            try request(0)
+        }
+        self.line = line
+        fd = gpiod_line_event_get_fd(line)
+    }
+
+    /// One queued edge's kernel timestamp (ns).
+    func readEdge() throws -> UInt64 {
+        var event = gpiod_line_event()
+        _ = try gpiodCall("gpiod_line_event_read_fd", subject) { gpiod_line_event_read_fd(fd, &event) }
+        return UInt64(max(event.ts.tv_sec, 0)) * 1_000_000_000 + UInt64(max(event.ts.tv_nsec, 0))
+    }
+
+    deinit { gpiod_line_release(line) }
+}
+
+/// The reader thread's state; handed over whole to it at pthread_create.
+private final class WiegandLoop {
+    private let wakeRead: Int32
+    private let d0: FallingEdgeLine
+    private let d1: FallingEdgeLine
+    private var decoder: WiegandDecoder
+    private let logger: Logger
+    private let deliver: @Sendable (WiegandDecoder.Frame) -> Void
+
+    init(
+        wakeRead: Int32, d0: FallingEdgeLine, d1: FallingEdgeLine, decoder: WiegandDecoder, logger: Logger,
+        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
+    ) {
+        self.wakeRead = wakeRead
+        self.d0 = d0
+        self.d1 = d1
+        self.decoder = decoder
+        self.logger = logger
+        self.deliver = deliver
+    }
+
+    deinit { close(wakeRead) }
+
+    func run() {
+        _ = door_safety_altstack_for_current_thread()
+        let gapMs = Int32(clamping: (decoder.frameGap.nanosecondsClamped + 999_999) / 1_000_000)
+        var fds = [
+            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: d0.fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: d1.fd, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            // In a frame, wait at most the gap: no edge for that long ends it.
+            let n = poll(&fds, 3, decoder.inFrame ? gapMs : -1)
+            if n < 0 {
+                if errno == EINTR { continue }
+                logger.error("wiegand thread stops: poll failed, errno \(errno)")
+                return
+            }
+            if fds[0].revents != 0 { return }
+            if n == 0 {
+                for frame in decoder.end() { deliver(frame) }
+                continue
+            }
+            // Every edge queued on either line now, in kernel time order.
+            var edges: [(WiegandDecoder.Line, UInt64)] = []
+            var ready = fds
+            while true {
+                for (i, line) in [(1, WiegandDecoder.Line.d0), (2, .d1)] where ready[i].revents & Int16(POLLIN) != 0 {
+                    do {
+                        edges.append((line, try (i == 1 ? d0 : d1).readEdge()))
+                    } catch {
+                        logger.error("\(error)")
+                    }
+                }
+                for i in 1...2 where ready[i].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                    logger.error("wiegand line's event descriptor failed; the reader stops")
+                    return
+                }
+                ready[0].fd = -1
+                for i in ready.indices { ready[i].revents = 0 }
+                guard poll(&ready, 3, 0) > 0, edges.count < 4096 else { break }
+            }
+            for (line, at) in edges.sorted(by: { $0.1 < $1.1 }) {
+                for frame in decoder.pulse(line, at: at) { deliver(frame) }
+            }
+        }
+    }
+}
