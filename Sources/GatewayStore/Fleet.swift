@@ -55,7 +55,12 @@ extension GatewayStore {
     static func fleetLocal(_ db: SQLiteConnection) throws -> FleetRules.Local {
         var local = FleetRules.Local()
         for row in try db.fetchAll(sql: "SELECT uid, signature FROM revocation") {
-            if let hex: String = try row.get("uid"), let uid = TagUID(hex: hex) { local.revokedUIDs.insert(uid) }
+            // Card numbers and PIN-only codes stay at the door that has them
+            // (issue 35), as guest passes do: a door of an older build refuses
+            // a whole document that carries a key it cannot parse.
+            if let hex: String = try row.get("uid"), let uid = TagUID(hex: hex), uid.isNFC {
+                local.revokedUIDs.insert(uid)
+            }
             if let hex: String = try row.get("signature"), let sig = Hex.decode(hex) {
                 local.revokedSignatures.insert(sig)
             }
@@ -66,6 +71,8 @@ extension GatewayStore {
             // door that issued it: the fleet's tags carry no uses, start or
             // schedule, so at another door it would open without them.
             if tag.uses != nil || tag.usesLeft != nil || tag.validFrom != nil || tag.schedule != nil { continue }
+            // Card numbers and PIN-only codes stay here too (above).
+            guard tag.uid.isNFC, tag.kind != .wiegand, tag.kind != .pin else { continue }
             local.tags[tag.uid] = (tag.state, tag.action, tag.label, tag.validUntil)
             // Kinds that are not stickers travel by name (issue 26): a 424 row
             // opens another door only as a 424 (EV2 with the site's key).

@@ -126,6 +126,34 @@ final class CardStoreTests: XCTestCase {
         XCTAssertFalse(try store.removePIN(uid: code))
     }
 
+    /// Review finding (issue 35): cards, PIN-only codes and card revocations
+    /// stay at their door. A fleet document carrying their keys (18/34-byte
+    /// card keys, 16-byte codes) is refused whole by a door of an older
+    /// build, which then missed every NFC revocation of that document.
+    func testCardsCodesAndCardRevocationsStayOutOfTheFleetsDocuments() throws {
+        let store = try GatewayStore(stateDirectory: dir)
+        let nfc = TagUID(hex: "04A1B2C3D4E5F6")!
+        let lostFob = TagUID(hex: "04112233445566")!
+        try store.createPendingTag(uid: nfc, action: 0, secretID: nil, label: "fob", now: 1)
+        try store.activateTag(uid: nfc)
+        try store.revoke(uid: lostFob, now: 1)
+        try store.enrollCard(card, action: 0, label: "gate card", now: 1)
+        let other = CardNumber(format: .h10301, facility: 18, number: 999)!
+        try store.revoke(uid: other.registryKey, now: 2)
+        let cheap = Crypto.ScryptCost(logN: 10, r: 1, p: 1)
+        let code = PINCode.key(random: try Crypto.randomBytes(14))!
+        try store.addPINCode(
+            key: code, hash: PINHash(pin: PIN("55667788")!, salt: Crypto.randomBytes(16), cost: cheap, duress: true),
+            action: 0, label: "duress", limits: TagLimits(), now: 3)
+
+        let snap = FleetRules.snapshot(try store.fleetLocal(), site: "acme-hq", version: 1, origin: "o", now: 4)
+        XCTAssertEqual(snap.tags.map(\.uid), [nfc], "only the NFC tag travels")
+        XCTAssertEqual(snap.revokedUIDs, [lostFob], "only the NFC revocation travels")
+        for uid in snap.tags.map(\.uid) + snap.revokedUIDs {
+            XCTAssertTrue([4, 7, 10].contains(uid.bytes.count), "\(uid.hex) is not a UID an older door parses")
+        }
+    }
+
     static func rows(_ store: GatewayStore) throws -> [String] { try rows(store.pool) }
 
     static func rows(_ pool: DatabasePool) throws -> [String] {

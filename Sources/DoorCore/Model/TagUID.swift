@@ -12,6 +12,10 @@ public struct TagUID: Hashable, Sendable, Comparable, CustomStringConvertible {
         else { return nil }
         bytes = b
     }
+    /// A tag's UID as a reader of NFC tags gives it (4, 7 or 10 bytes), not a
+    /// card number's or a PIN-only code's registry key: only these travel in
+    /// the fleet's documents, which older doors parse as such.
+    public var isNFC: Bool { [4, 7, 10].contains(bytes.count) }
     /// The card number this key names, when it is a card's (not an NFC UID).
     public var card: CardNumber? { CardNumber(registryKey: self) }
     /// Uppercase hex, no separators (the form docs/formats.md §4 signs).
