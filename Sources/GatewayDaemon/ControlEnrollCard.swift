@@ -34,12 +34,14 @@ extension ControlService {
             ("enrolled", .string(key.hex)), ("card", .string(card.description)), ("action", .int(action)),
             ("kind", .string(CredentialKind.wiegand.rawValue)),
         ]
-        if !definition.credentials.contains(.wiegand) && !definition.credentials.contains(.osdp) {
+        if !definition.credentials.contains(.wiegand) && !definition.credentials.contains(.osdp)
+            && !definition.credentials.contains(.cardPIN)
+        {
             answer.append(
                 (
                     "warning",
                     .string(
-                        "action \(action) lists neither \"wiegand\" nor \"osdp\" in its credentials: "
+                        "action \(action) lists none of \"wiegand\", \"osdp\", \"card+pin\" in its credentials: "
                             + "this card opens nothing until it does"
                     )
                 ))

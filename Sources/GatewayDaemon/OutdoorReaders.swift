@@ -90,7 +90,10 @@ final class WiegandService: Sendable {
         } catch {
             // The door keeps its other readers; this one is reported.
             log.error("wiegand reader '\(name)' not started: \(error)")
-            runtime.readerReport(.fault("wiegand reader '\(name)': \(error)"))
+            // Its own fault event, naming it: not the PN532's reader state
+            // (readerReport(.fault) put the whole door in reader fault, and
+            // nothing from the PN532 would ever clear it).
+            runtime.note(DoorEvent(.readerFault, reason: "wiegand not started: \(error)", source: "reader:\(name)"))
         }
     }
 
@@ -111,7 +114,7 @@ extension OutdoorReaderService {
                 name: "wiegand reader",
                 start: { [log, runtime] in
                     log.error("wiegand reader not started: \(error)")
-                    runtime.readerReport(.fault("\(error)"))
+                    runtime.note(DoorEvent(.readerFault, reason: "wiegand settings: \(error)", source: "reader:wiegand"))
                 })
         }
         let service = WiegandService(settings: settings, log: log)

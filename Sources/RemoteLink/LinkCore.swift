@@ -124,11 +124,13 @@ public final class LinkCore: Sendable {
     // MARK: Messages
 
     /// The outbox message announcing `event` on `topic` (LinkPayloads.event):
-    /// access events are kept longest when the outbox is over its bound.
+    /// access events — and the alarms a person may be in danger behind
+    /// (`duress`, `fire_alarm`) — are kept longest when the outbox is over its bound.
     public func eventMessage(
         on topic: String, _ event: DoorEvent, at time: Int64, uidText: String?, label: String?
     ) -> OutgoingMessage {
-        let cls: MessageClass = [.accessGranted, .accessDenied].contains(event.kind) ? .access : .event
+        let cls: MessageClass =
+            [.accessGranted, .accessDenied, .duress, .fireAlarm].contains(event.kind) ? .access : .event
         let device = deviceID
         return OutgoingMessage(topic: topic, class: cls, created: time) { seq in
             LinkPayloads.event(event, seq: seq, time: time, device: device, uidText: uidText, label: label)

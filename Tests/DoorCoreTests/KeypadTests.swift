@@ -174,11 +174,14 @@ final class KeypadDeskTests: XCTestCase {
         XCTAssertEqual(verdicts(press(&desk, "135790#", v)), ["decide code C0DE11 gate"])
         XCTAssertEqual(
             verdicts(press(&desk, "999000#", v)), ["event duress duress_pin reader:gate", "decide code C0DE22 gate"])
-        // A duress code typed for a waiting card opens for the card, and alarms.
+        // A duress code typed for a waiting card alarms and is decided as
+        // the code (its own row: revoked, expired, out of uses or schedule,
+        // it opens nothing); it never releases the card (review finding: a
+        // leaked or revoked duress code made card + PIN card alone).
         _ = desk.card(held(), at: clock)
         XCTAssertEqual(
             verdicts(press(&desk, "999000#", v)),
-            ["event duress duress_pin reader:gate", "grant 0 card_pin reader:gate"])
+            ["event duress duress_pin reader:gate", "decide code C0DE22 gate"])
         // An unreadable store denies, counts nothing.
         v.down = true
         XCTAssertEqual(
@@ -265,6 +268,10 @@ final class KeypadDeskTests: XCTestCase {
             now: wall.unixSeconds,
             policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
         ).presentation
-        XCTAssertFalse(alone.pinRequired, "an action that lists the reader's kind opens on the card alone")
+        // "card+pin" wins over the reader's kind listed beside it: no card
+        // opens it alone (review finding: before, the cloned card opened
+        // without its PIN, audited weak_credential).
+        XCTAssertEqual(alone.verdict, .grant(action: 0, reason: "card_pin"))
+        XCTAssertTrue(alone.pinRequired, "an action that lists card+pin never opens on the card alone")
     }
 }

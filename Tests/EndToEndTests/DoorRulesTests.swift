@@ -275,3 +275,22 @@ final class DoorRulesTests: XCTestCase {
         XCTAssertEqual(failed.withLock { $0 }, 0)
     }
 }
+
+/// Review finding (issue 35): an outdoor reader that cannot start is its own
+/// fault, naming it — before, it was reported as the PN532's (`readerReport`),
+/// which put the whole door in reader fault with nothing to clear it.
+final class OutdoorReaderFaultTests: XCTestCase {
+    func testAWiegandReaderThatCannotStartLeavesThePN532AndTheDoorAsTheyWere() throws {
+        let g = try GatewayUnderTest()
+        try g.start(environment: [
+            "GATEWAYD_WIEGAND_INTERIM": "name=gate,chip=/dev/no-such-gpiochip,d0=GPIO6,d1=GPIO13"
+        ])
+        let fault = try g.waitForEvent("reader_fault")
+        XCTAssertEqual(fault["source"]?.stringValue, "reader:gate", "\(fault)")
+        XCTAssertEqual(try g.ctlJSON(["reader", "info"])["health"]?.stringValue, "ok")
+        let n = try g.eventCount()
+        try g.ctlJSON(["sim", "press", "--hold", "0.2"])
+        try g.waitForEvent("exit_request", after: n)
+        try g.waitForOutput("strike", "unlocked")
+    }
+}

@@ -55,6 +55,13 @@ final class LinkCoreTests: XCTestCase {
                 + #""label":"Alice","source":"reader"}"#)
         let revoked = core.eventMessage(on: "door/event", DoorEvent(.tagRevoked), at: 1, uidText: nil, label: "")
         XCTAssertEqual(revoked.messageClass, .event)
+        // A duress PIN's silent alarm and a fire alarm are kept as long as access
+        // events: a coercer who cuts the network must not evict the alarm first.
+        for kind in [DoorEvent.Kind.duress, .fireAlarm] {
+            XCTAssertEqual(
+                core.eventMessage(on: "door/event", DoorEvent(kind), at: 1, uidText: nil, label: nil).messageClass,
+                .access, "\(kind)")
+        }
         XCTAssertEqual(
             String(decoding: revoked.make(8), as: UTF8.self),
             #"{"seq":8,"time":"1970-01-01T00:00:01Z","device":"front-door","kind":"tag_revoked","event_type":"tag_revoked"}"#

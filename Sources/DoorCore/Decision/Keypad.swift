@@ -60,8 +60,8 @@ public enum KeypadOutput: Equatable, Sendable {
 /// decisions out, one state per reader. An entry is digits then `#`; `*`
 /// or a pause of `keyGap` drops it. With a card waiting on that reader for
 /// its PIN (`TagPresentation.pinRequired`) the entry is that card's PIN — or
-/// a duress code, which opens for the card as well and raises `duress` —
-/// else a PIN-only code. Wrong PINs count per reader: `lockoutThreshold` of
+/// a duress code, which raises `duress` and is decided as the code it is
+/// (the card stays held until its window ends) — else a PIN-only code. Wrong PINs count per reader: `lockoutThreshold` of
 /// them lock that reader's keypad (its keys ignored, no PIN hashed) while the
 /// door's other readers, and every card alone, go on as before.
 public struct KeypadDesk: Sendable {
@@ -154,10 +154,13 @@ public struct KeypadDesk: Sendable {
                         if own.duress { out.append(.emit(Self.duress(uid: p.uid, reader: name))) }
                         return out + [.decided(released)]
                     }
+                    // A duress code typed for a waiting card raises the alarm and
+                    // is decided as the code it is — its revocation, window,
+                    // schedule and uses, its own action — never as the card's
+                    // PIN: a revoked or expired duress code (or one leaked)
+                    // must not turn card + PIN into card alone.
                     if let pin, let code = try Self.code(pin, verifier: verifier), code.duress {
-                        var released = p
-                        released.pinRequired = false
-                        return out + [.emit(Self.duress(uid: p.uid, reader: name)), .decided(released)]
+                        return out + [.emit(Self.duress(uid: p.uid, reader: name)), .decide(TapFacts(code: code, reader: name))]
                     }
                     out.append(.decided(TapDecision.deny(p.uid, .wrongPIN).from(p)))
                 } else {

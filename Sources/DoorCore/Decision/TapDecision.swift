@@ -190,8 +190,12 @@ public enum TapDecision {
         guard let policy, let action = row.action,
             let definition = policy.actions.first(where: { $0.index == action })
         else { return deny(uid, .unknownAction) }
-        let kind = read.acceptedBy.first(where: definition.credentials.contains)
-        guard kind != nil || definition.credentials.contains(.cardPIN) else {
+        // "card+pin" is the stricter rule and wins: an action that lists it
+        // opens for no card alone, whatever else it lists (review finding:
+        // with "wiegand" beside it, a cloned card opened without its PIN).
+        let needsPIN = definition.credentials.contains(.cardPIN)
+        let kind = needsPIN ? nil : read.acceptedBy.first(where: definition.credentials.contains)
+        guard kind != nil || needsPIN else {
             return deny(uid, .credentialNotAllowed)
         }
         if let why = RegistryRules.schedule(definition, row: row, policy: policy) { return deny(uid, why) }
