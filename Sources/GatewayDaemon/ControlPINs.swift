@@ -39,7 +39,12 @@ extension ControlService {
             try guestLimits(p, into: &job)
             let duress = try p.bool("duress")
             let salt = try store.pinCodeSalt() ?? Crypto.randomBytes(16)
-            let hash = try PINHash(pin: try pin(), salt: salt, duress: duress)
+            let code = try pin()
+            guard code.length >= PIN.minimumCodeLength else {
+                throw DaemonError.request(
+                    "a PIN-only code opens without a card: it needs at least \(PIN.minimumCodeLength) digits")
+            }
+            let hash = try PINHash(pin: code, salt: salt, duress: duress)
             guard let key = PINCode.key(random: try Crypto.randomBytes(14)) else {
                 throw DaemonError.request("no key for the code")
             }

@@ -179,10 +179,14 @@ final class OSDPDoorTests: XCTestCase {
 
         // The reader's keypad: a PIN-only code for action 1, typed at the street reader
         // (osdp_KEYPAD inside Secure Channel) → the keypad desk → granted, naming the reader.
-        let code = try g.ctl(["pins", "add-code", "--action", "1", "--label", "courier"], stdin: "4711\n")
+        // A 4-digit code is refused: a code opens without a card (review finding: brute force in days).
+        let short = try g.ctl(["pins", "add-code", "--action", "1", "--label", "courier"], stdin: "4711\n")
+        XCTAssertNotEqual(short.status, 0)
+        XCTAssertTrue(short.stderr.contains("at least 6 digits"), short.stderr)
+        let code = try g.ctl(["pins", "add-code", "--action", "1", "--label", "courier"], stdin: "471108\n")
         XCTAssertEqual(code.status, 0, code.stderr)
         seen = try g.eventCount()
-        try street.send("keys 4711#")
+        try street.send("keys 471108#")
         let pin = try g.accessEvent(after: seen)
         XCTAssertEqual(pin["kind"]?.stringValue, "access_granted", "\(pin)")
         XCTAssertEqual(pin["action"]?.intValue, 1)

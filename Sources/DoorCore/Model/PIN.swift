@@ -6,6 +6,12 @@ public struct PIN: Sendable, CustomStringConvertible, CustomDebugStringConvertib
     /// ASCII digits.
     let digits: [UInt8]
     public static let lengths = 4...12
+    /// A PIN-only code opens without a card: at least this many digits (a
+    /// keypad's lockout lets about 480 guesses a day through; 4 digits among
+    /// ten codes fall in about two days, 6 in about six months).
+    public static let minimumCodeLength = 6
+    /// How many digits it has.
+    public var length: Int { digits.count }
 
     /// nil unless 4–12 ASCII digits.
     public init?(_ text: String) {
