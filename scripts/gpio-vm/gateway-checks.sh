@@ -587,6 +587,11 @@ index = 0
 name = "gate"
 steps = [{ pulse = "strike", ms = 1500 }]
 credentials = ["wiegand"]
+[[actions]]
+index = 1
+name = "keypad"
+steps = [{ pulse = "strike", ms = 1500 }]
+credentials = ["pin"]
 [clock]
 declare_synchronised = true
 [control]
@@ -625,10 +630,32 @@ TOML
     wg_send 10001001000110000001110011 grep -q "26-bit frame dropped (parity)" "$WORKDIR/wiegand.log" \
         || problems="$problems; a bad-parity frame was not logged as dropped"
     stayed=$(cat "$WGSYS/sim_gpio0/value")
+    # The keypad: a PIN-only code for action 1, typed as 4-bit key bursts
+    # (one frame per key, 0.2 s apart) and `#`; hashed with scrypt in the
+    # static binary's OpenSSL. A key lost to a stall makes a wrong entry: the
+    # entry is typed again (up to 3 times, below the keypad's lockout of 5).
+    printf '246810\n' | "$GATEWAY" ctl pins add-code --action 1 --label vm --socket "$WORKDIR/wg-run/control.sock" \
+        > "$WORKDIR/wg-code.log" 2>&1 || problems="$problems; pins add-code: $(tr '\n' ' ' < "$WORKDIR/wg-code.log")"
+    sleep 2
+    _try=0
+    until [ $_try -ge 3 ]; do
+        _try=$((_try + 1))
+        for k in 0010 0100 0110 1000 0001 0000 1011; do wg_frame $k; sleep 0.2; done
+        poll 20 wg_log access_granted reason=pin source=reader:gate && break
+    done
+    WG_TRIES="$WG_TRIES pin:$_try"
+    wg_log access_granted reason=pin uid=C0DE source=reader:gate || problems="$problems; the PIN-only code did not open"
+    grep -q 246810 "$WORKDIR/wiegand.log" "$WORKDIR/wg-code.log" && problems="$problems; the PIN is in a log"
+    # Five wrong entries lock this keypad: the lockout names the reader.
+    sleep 2
+    for _ in 1 2 3 4 5 6; do
+        for k in 0001 0001 0001 0001 1011; do wg_frame $k; sleep 0.2; done
+    done
+    poll 30 wg_log lockout reason=keypad source=reader:gate || problems="$problems; five wrong PINs did not lock the keypad"
     kill -TERM "$PID"
     status wiegand > /dev/null
     gpio_sim_remove "$WG"
-    detail="strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed); attempts per frame:$WG_TRIES"
+    detail="strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed); a PIN-only code opened; wrong PINs locked the keypad; attempts per frame:$WG_TRIES"
     if [ -z "$problems" ] && [ "$before" = 0 ] && [ "$stayed" = 0 ]; then
         pass wiegand "$detail"
     else
