@@ -274,4 +274,32 @@ final class KeypadDeskTests: XCTestCase {
         XCTAssertEqual(alone.verdict, .grant(action: 0, reason: "card_pin"))
         XCTAssertTrue(alone.pinRequired, "an action that lists card+pin never opens on the card alone")
     }
+
+    /// A code is one event: typed again after the quiet time it opens again
+    /// (were it "present" like a tag on the NFC reader, never again).
+    static func opens(_ effect: DoorEffect) -> Bool {
+        if case .drive(_, .unlocked) = effect { return true }
+        return false
+    }
+
+    func testACodeTypedTwiceOpensTwice() {
+        typealias Registry = TapJudgeTests.Registry
+        var a = ActionDefinition(index: 0, name: "front", steps: [])
+        a.credentials = [.pin]
+        let wall = WallClock(unixSeconds: 1_800_000_000, synchronised: true)
+        let p = TapDecision.decide(
+            TapFacts(code: PINCodeMatch(key: codeKey, duress: false), reader: "gate"), secrets: TapSecrets(),
+            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .pin, action: 0)),
+            now: wall.unixSeconds,
+            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
+        ).presentation
+        XCTAssertTrue(p.cardRead)
+        var h = MachineHarness()
+        h.start()
+        XCTAssertTrue(h.send(.tagArrived(p)).contains(where: Self.opens))
+        h.advance(.seconds(10))
+        XCTAssertTrue(
+            h.send(.tagArrived(p)).contains(where: Self.opens),
+            "the same code, later: opens again")
+    }
 }

@@ -169,6 +169,9 @@ done
 CFS=$(find "$D/root/lib/modules/$KREL" -name 'configfs.ko*' | head -1)
 case $CFS in *.xz) xz -dc "$CFS" > "$R/lib/modules/configfs.ko";; *) cp "$CFS" "$R/lib/modules/configfs.ko";; esac
 cp "$MOD" "$R/lib/modules/"
+# check_wiegand's reader (wiegandtx.c), for the guest's architecture.
+case $ARCH in amd64) GUEST_CC=gcc ;; arm64) GUEST_CC=aarch64-linux-gnu-gcc ;; esac
+"$GUEST_CC" -static -O2 -Wall -o "$R/bin/wiegandtx" "$HERE/wiegandtx.c"
 if [ -n "$PREPARE" ]; then
   cp "$HERE/agent.sh" "$R/agent.sh"
   gcc -static -O2 -Wall -o "$R/bin/clockctl" "$HERE/clockctl.c"

@@ -27,7 +27,8 @@ public enum TapDecision {
         var outcome = decideCredential(
             facts, secrets: secrets, actionCount: actionCount, registry: registry, now: now, policy: policy)
         outcome.presentation.reader = facts.reader
-        outcome.presentation.cardRead = facts.card != nil
+        // A card read and a keypad code are one event each, never "present" on a reader.
+        outcome.presentation.cardRead = facts.card != nil || facts.pinCode != nil
         return outcome
     }
 

@@ -35,8 +35,9 @@ public struct TagPresentation: Equatable, Sendable {
     /// The reader that read it, when the door names its readers (issue 35):
     /// the events of this tap carry it as their `source`.
     public var reader: String?
-    /// A card number from an outdoor reader (`TapFacts.card`): one event, never
-    /// "present" on a reader, never written by provisioning.
+    /// A card number from an outdoor reader (`TapFacts.card`) or a keypad code
+    /// (`TapFacts.pinCode`): one event, never "present" on a reader, never
+    /// written by provisioning.
     public var cardRead: Bool
     /// A grant that holds only once the card's PIN is typed on the same
     /// reader (`"card+pin"`): the keypad desk holds it (`KeypadDesk`), the
