@@ -9,7 +9,7 @@ BENCH_IDLE_S (20; 60), BENCH_LATENCY_TAPS (100; 200), BENCH_SETTLE_S (0.3: the
 pause after taking a tag away, so the next tap meets a poll in flight, for the
 latency taps; the others put the next tag on at once: the reader sees the UID
 change at its next presence check, BENCH_FAST_SETTLE_S, default 0)."""
-import hashlib, hmac, json, os, socket, statistics, subprocess, sys, tempfile, time
+import hashlib, hmac, json, os, re, socket, statistics, subprocess, sys, tempfile, time
 
 from harness import bench_config, percentile
 
@@ -63,6 +63,31 @@ def rss_text(pid):
     """VmRSS in MB, and what it is made of (file-backed pages of the binary, anonymous)."""
     return (f"{rss_kb(pid) / 1024:.1f} MB (file-backed {rss_kb(pid, 'RssFile') / 1024:.1f} MB, "
             f"anonymous {rss_kb(pid, 'RssAnon') / 1024:.1f} MB)")
+
+
+def rss_breakdown(pid):
+    """Where VmRSS is, from /proc/PID/smaps: the binary's mappings by permission
+    (text r-x, read-only data r--, data rw-), the heap, the other anonymous
+    mappings (malloc's per-thread arenas, thread stacks), the rest. MB."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    parts, count, key = {}, {}, None
+    for line in open(f"/proc/{pid}/smaps"):
+        fields = line.split()
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            path = fields[5] if len(fields) > 5 else ""
+            if path == exe:
+                key = f"binary {fields[1][:3]}"
+            elif path == "[heap]":
+                key = "heap"
+            elif path == "":
+                key = "other anonymous (arenas, thread stacks)"
+            else:
+                key = path if path.startswith("[") else "other files"
+            count[key] = count.get(key, 0) + 1
+        elif fields and fields[0] == "Rss:" and key:
+            parts[key] = parts.get(key, 0) + int(fields[1])
+    return f"{rss_kb(pid, 'Threads')} threads; " + ", ".join(f"{k} {v / 1024:.2f}" + (f" ({count[k]} mappings)" if k.startswith("other anon") else "")
+                     for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v)
 
 
 def main():
@@ -134,6 +159,8 @@ def main():
             if i + 1 in checkpoints:
                 rss[i + 1] = rss_kb(daemon.pid)
                 print(f"RSS after {i + 1} taps: {rss_text(daemon.pid)}", flush=True)
+                if i + 1 in (1, taps):
+                    print(f"  where (MB): {rss_breakdown(daemon.pid)}", flush=True)
         elapsed = time.monotonic() - t_taps
         print(f"{taps} taps in {elapsed:.0f} s, {missed} without an unlock")
         # Flat: from a tenth of the run (warm: caches, the store's pages) to
