@@ -84,6 +84,8 @@ let package = Package(
         .target(name: "CClockSync"),
         // glibc's NSS pinned to the sources built into the static binary (C: __nss_configure_lookup).
         .target(name: "CStaticNSS"),
+        // glibc's malloc arenas, one for all of gatewayd's threads (C: mallopt M_ARENA_MAX).
+        .target(name: "CMallocArenas"),
         // Share links and keys as QR codes in the terminal (libqrencode).
         .target(name: "TerminalQR", dependencies: ["CQRencode"]),
         .target(
@@ -121,7 +123,7 @@ let package = Package(
             name: "GatewayDaemon",
             dependencies: [
                 "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
-                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "Arguments",
+                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "CMallocArenas", "Arguments",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // gatewayctl: the admin commands; never the daemon's target (what both need is in
