@@ -6,7 +6,7 @@ import XCTest
 /// libnfc over the emulator's UART): until the tap's read is whole, nothing
 /// opens and the strike stays locked; some of the tears fall inside the read
 /// ("the tag left the reader"); the first N that lets the whole tap through
-/// opens. The gpio-vm guest checks the first nine tears on I2C and SPI.
+/// opens. The gpio-vm guest checks the first six tears on I2C and SPI.
 final class TornTapTests: XCTestCase {
     /// One line to pn532-sim's own control socket (the daemon's emulator).
     @discardableResult
