@@ -40,7 +40,7 @@ let package = Package(
         // MARK: Pure core: tag formats, crypto wrapper, verdicts, state machine, config model
         .target(name: "DoorCore", dependencies: ["COpenSSL"]),
         // MARK: OSDP v2.2 control panel (issue 35): framing, messages, Secure Channel, the CP state machine;
-        // pure (bytes and time in, bytes and events out), AES through DoorCore's Crypto. Not wired to the door yet.
+        // pure (bytes and time in, bytes and events out), AES through DoorCore's Crypto; gatewayd's OSDPReaders drives it.
         .target(name: "OSDP", dependencies: ["DoorCore"]),
         // MARK: Configuration file (TOML) loading and the example file
         .target(
@@ -84,6 +84,8 @@ let package = Package(
         .target(name: "CClockSync"),
         // glibc's NSS pinned to the sources built into the static binary (C: __nss_configure_lookup).
         .target(name: "CStaticNSS"),
+        // glibc's malloc arenas, one for all of gatewayd's threads (C: mallopt M_ARENA_MAX).
+        .target(name: "CMallocArenas"),
         // Share links and keys as QR codes in the terminal (libqrencode).
         .target(name: "TerminalQR", dependencies: ["CQRencode"]),
         .target(
@@ -121,7 +123,8 @@ let package = Package(
             name: "GatewayDaemon",
             dependencies: [
                 "GatewayControl", "DoorCore", "GatewayConfig", "GatewayStore", "NFCReader", "DoorIO", "GatewayMQTT",
-                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "Arguments", "OSDP",
+                "GatewayNATS", "RemoteLink", "RemoteSettings", "TerminalQR", "CClockSync", "CMallocArenas", "Arguments",
+                "OSDP",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // gatewayctl: the admin commands; never the daemon's target (what both need is in

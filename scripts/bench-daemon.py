@@ -9,7 +9,7 @@ BENCH_IDLE_S (20; 60), BENCH_LATENCY_TAPS (100; 200), BENCH_SETTLE_S (0.3: the
 pause after taking a tag away, so the next tap meets a poll in flight, for the
 latency taps; the others put the next tag on at once: the reader sees the UID
 change at its next presence check, BENCH_FAST_SETTLE_S, default 0)."""
-import hashlib, hmac, json, os, socket, statistics, subprocess, sys, tempfile, time
+import hashlib, hmac, json, os, re, socket, statistics, subprocess, sys, tempfile, time
 
 from harness import bench_config, percentile
 
@@ -65,6 +65,31 @@ def rss_text(pid):
             f"anonymous {rss_kb(pid, 'RssAnon') / 1024:.1f} MB)")
 
 
+def rss_breakdown(pid):
+    """Where VmRSS is, from /proc/PID/smaps: the binary's mappings by permission
+    (text r-x, read-only data r--, data rw-), the heap, the other anonymous
+    mappings (malloc's per-thread arenas, thread stacks), the rest. MB."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    parts, count, key = {}, {}, None
+    for line in open(f"/proc/{pid}/smaps"):
+        fields = line.split()
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            path = fields[5] if len(fields) > 5 else ""
+            if path == exe:
+                key = f"binary {fields[1][:3]}"
+            elif path == "[heap]":
+                key = "heap"
+            elif path == "":
+                key = "other anonymous (arenas, thread stacks)"
+            else:
+                key = path if path.startswith("[") else "other files"
+            count[key] = count.get(key, 0) + 1
+        elif fields and fields[0] == "Rss:" and key:
+            parts[key] = parts.get(key, 0) + int(fields[1])
+    return f"{rss_kb(pid, 'Threads')} threads; " + ", ".join(f"{k} {v / 1024:.2f}" + (f" ({count[k]} mappings)" if k.startswith("other anon") else "")
+                     for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="bench-daemon.")
     run = f"{work}/run"
@@ -102,6 +127,8 @@ def main():
         ctl = Control(f"{run}/control.sock")
 
         latencies = []
+        requests = []  # the sim.tap request itself: gatewayd's control socket → pn532-sim has the tag
+        from_insert = []  # from gatewayd sending pn532-sim the insert, as reader-bench times its taps
         rss = {}  # taps → VmRSS kB
         taps = max(TAPS, LAT_TAPS, 1)
         checkpoints = {1, max(1, taps // 10), taps // 2, taps} | {n for n in (1000, 5000, 10000) if n <= taps}
@@ -119,7 +146,9 @@ def main():
             ctl.call("sim.remove")
             time.sleep(SETTLE_S if i < LAT_TAPS else FAST_SETTLE_S)
             start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            ctl.call("sim.tap", url=sticker(i), uid=uid)
+            sent = ctl.call("sim.tap", url=sticker(i), uid=uid).get("insert_sent_monotonic_ns")
+            if i < LAT_TAPS:
+                requests.append((time.clock_gettime_ns(time.CLOCK_MONOTONIC) - start) / 1e6)
             deadline = time.monotonic() + 5
             while True:
                 status_unlock = ctl.call("status").get("last_unlock_monotonic_ns")
@@ -131,9 +160,13 @@ def main():
                 print(f"tap {i}: no unlock within 5 s", file=sys.stderr)
             elif i < LAT_TAPS:
                 latencies.append((status_unlock - start) / 1e6)
+                if sent is not None:
+                    from_insert.append((status_unlock - sent) / 1e6)
             if i + 1 in checkpoints:
                 rss[i + 1] = rss_kb(daemon.pid)
                 print(f"RSS after {i + 1} taps: {rss_text(daemon.pid)}", flush=True)
+                if i + 1 in (1, taps):
+                    print(f"  where (MB): {rss_breakdown(daemon.pid)}", flush=True)
         elapsed = time.monotonic() - t_taps
         print(f"{taps} taps in {elapsed:.0f} s, {missed} without an unlock")
         # Flat: from a tenth of the run (warm: caches, the store's pages) to
@@ -152,9 +185,16 @@ def main():
         for line in open(f"{work}/gatewayd.log", errors="replace"):
             if "memory: gave back" in line:
                 print("gatewayd: " + line.split("memory: ", 1)[1].strip())
+        if from_insert:
+            print(f"tap → output through gatewayd at 115200 baud + RF timing, {len(from_insert)} taps, from the "
+                  f"insert to the relay (as reader-bench's rows, from the insert to the NDEF): "
+                  f"p50 {percentile(from_insert, 50):.1f} ms, p99 {percentile(from_insert, 99):.1f} ms")
         if latencies:
-            print(f"tap → output through gatewayd at 115200 baud + RF timing, {len(latencies)} taps: "
-                  f"p50 {percentile(latencies, 50):.1f} ms, p99 {percentile(latencies, 99):.1f} ms")
+            print(f"tap → output through gatewayd at 115200 baud + RF timing, {len(latencies)} taps, from the "
+                  f"sim.tap request: p50 {percentile(latencies, 50):.1f} ms, p99 {percentile(latencies, 99):.1f} ms")
+            print(f"  of which the sim.tap request (gatewayd's control socket, the tag image written, pn532-sim's "
+                  f"remove and insert; the reader's poll runs meanwhile): p50 {percentile(requests, 50):.1f} ms, "
+                  f"p99 {percentile(requests, 99):.1f} ms")
     finally:
         daemon.terminate()
         daemon.wait(10)

@@ -161,9 +161,9 @@ func insertSoon(_ line: String) -> Inserted {
             format: "  targets: frames ≤ minimal + 2 = %d (got %d); p50 ≤ 1.3 × %.1f = %.1f ms (got %.1f)",
             minimalFrames + 2, median(frames), minimalMs, 1.3 * minimalMs, percentile(latencies, 50)))
 
-    // The same sticker as gatewayd's reader polls (NFCReader.pollTap: InAutoPoll for an
-    // ISO/IEC 14443-4 target first, then MIFARE): a sticker does not fit the first type,
-    // so it is activated twice. This, not the reader above, is what the daemon's
+    // The same sticker as gatewayd's reader polls (NFCReader.pollTap: InAutoPoll for the
+    // generic type A, 00h, one activation whatever the tag; until 2026-12 20h then 10h,
+    // which activated a sticker twice). This, not the reader above, is what the daemon's
     // tap → output starts with (scripts/bench-daemon.py).
     var doorLatencies: [Double] = []
     var doorFrames: [Int] = []
@@ -186,7 +186,7 @@ func insertSoon(_ line: String) -> Inserted {
     print(
         String(
             format:
-                "  as gatewayd polls it (pollTap: InAutoPoll 20h then 10h, two activations): p50 %.1f ms, p99 %.1f ms, %d frames",
+                "  as gatewayd polls it (pollTap: InAutoPoll 00h, one activation): p50 %.1f ms, p99 %.1f ms, %d frames",
             percentile(doorLatencies, 50), percentile(doorLatencies, 99), median(doorFrames)))
 }
 

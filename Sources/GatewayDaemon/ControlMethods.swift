@@ -309,6 +309,12 @@ extension ControlService {
         }
     }
 
+    /// When the insert went to pn532-sim (CLOCK_MONOTONIC, as `last_unlock_monotonic_ns`):
+    /// where `make bench` starts a tap, as reader-bench starts its own (scripts/bench-daemon.py).
+    private static func insertSent(_ t: MonotonicInstant) -> (String, JSONValue) {
+        ("insert_sent_monotonic_ns", .int(Int(clamping: t.nanoseconds)))
+    }
+
     private func simulate(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {
         guard let control = simulatorControl, let sim = simulatedBoard else {
             throw DaemonError.request("sim commands need board.kind = \"sim\"")
@@ -331,8 +337,9 @@ extension ControlService {
                 // Armed with no tag in the field, it counts from the tag's
                 // arrival (armed after it, the door's polling may have begun).
                 if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
+                let sent = MonotonicClock.now()
                 let answer = try SimulatorControl.send("insert ntag424 \(uid.hex)", to: control)
-                return .object([("uid", .string(uid.hex)), ("simulator", .string(answer))])
+                return .object([("uid", .string(uid.hex)), ("simulator", .string(answer)), Self.insertSent(sent)])
             }
             let image: TagImage
             if let dump = p["dump"]?.stringValue {
@@ -351,8 +358,9 @@ extension ControlService {
             let tagUID = p["dump"] != nil && p["uid"] == nil ? image.uid : uid
             // Armed before the tag comes (see above): N counts from its arrival.
             if let n = p["tear_after"]?.intValue { _ = try SimulatorControl.send("tear-after \(n)", to: control) }
+            let sent = MonotonicClock.now()
             let answer = try SimulatorControl.send("insert \(tagUID.hex) \(file)", to: control)
-            return .object([("uid", .string(tagUID.hex)), ("simulator", .string(answer))])
+            return .object([("uid", .string(tagUID.hex)), ("simulator", .string(answer)), Self.insertSent(sent)])
         case .simRemove:
             // Removing when the tag already left (torn away) is not an error.
             let answer = (try? SimulatorControl.send("remove", to: control)) ?? "no tag in the field"

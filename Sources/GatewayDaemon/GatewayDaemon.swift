@@ -29,6 +29,7 @@ public struct GatewayDaemon: ParsableCommand {
     public init() {}
 
     public func run() throws {
+        MallocArenas.limitToOne()  // before any other thread allocates
         let env = Environment.current
         LoggingSystem.bootstrap { JournalLogHandler(label: $0) }
         var log = Logger(label: "gatewayd")

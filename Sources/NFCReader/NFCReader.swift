@@ -119,9 +119,9 @@ public final class NFCReader {
         // MaxRetries to finite values), keep easy framing for InDataExchange.
         // fAutomaticRATS (SetParameters bit 4) stays on for good, so no tap pays a
         // SetParameters: it sends RATS only to a target whose SAK says ISO/IEC
-        // 14443-4 and only in InListPassiveTarget and InAutoPoll's ISO/IEC 14443-4
-        // type (20h); a Type 2 tag (SAK bit 5 clear) never gets one, and InAutoPoll's
-        // MIFARE type (10h) sends none.
+        // 14443-4 and only in InListPassiveTarget and InAutoPoll's generic type A
+        // (00h, the door's tap) and ISO/IEC 14443-4 type (20h); a Type 2 tag (SAK bit 5
+        // clear) never gets one, and InAutoPoll's MIFARE type (10h) sends none.
         guard nfc_device_set_property_bool(dev, NP_INFINITE_SELECT, false) >= 0,
             nfc_device_set_property_bool(dev, NP_AUTO_ISO14443_4, true) >= 0,
             nfc_device_set_property_bool(dev, NP_EASY_FRAMING, true) >= 0
@@ -187,44 +187,23 @@ public final class NFCReader {
 
     /// InAutoPoll for one type A (MIFARE-compatible) target; its UID and SAK.
     func autoPoll() throws(ReaderError) -> (uid: TagUID, sak: UInt8)? {
-        guard let found = try autoPoll(types: [0x10]) else { return nil }
+        guard let found = try autoPoll(types: [0x10]).typeA else { return nil }
         return (found.uid, found.sak)
     }
 
     /// InAutoPoll (UM0701-02 §7.3.13) for the target types given, in their order, each
-    /// for Period × 150 ms: 10h MIFARE (any 106 kbit/s type A target, no RATS), 20h
-    /// ISO/IEC 14443-4 type A (SAK bit 5 set; with fAutomaticRATS its ATS joins the target
-    /// data, as libnfc's `pn53x_initiator_poll_target` pairs the two). The UID, SAK and,
-    /// when the chip sent RATS, the ATS (TL first). With two targets the chip keeps the
-    /// last one selected (libnfc: "we keep the selected one").
-    func autoPoll(types: [UInt8]) throws(ReaderError) -> (uid: TagUID, sak: UInt8, ats: [UInt8]?)? {
+    /// for Period × 150 ms: 00h generic passive 106 kbit/s (any type A target, activated
+    /// once: RATS when its SAK says ISO/IEC 14443-4 and fAutomaticRATS is on, as
+    /// InListPassiveTarget does), 10h MIFARE (any type A target, no RATS), 20h ISO/IEC
+    /// 14443-4 type A (SAK bit 5 set; with fAutomaticRATS its ATS joins the target data, as
+    /// libnfc's `pn53x_initiator_poll_target` pairs the two). The answer parsed by
+    /// `InAutoPollAnswer`; with two targets the chip keeps the last one selected (libnfc:
+    /// "we keep the selected one").
+    func autoPoll(types: [UInt8]) throws(ReaderError) -> InAutoPollAnswer {
         let chipBoundMs = Int32(Self.pollPeriodUnits) * 150 * Int32(types.count)
         let rx = try command(
             [0x60, 0x01, Self.pollPeriodUnits] + types, timeoutMs: chipBoundMs + Self.hostMarginMs)
-        guard let count = rx.first else { throw fail(.io("empty InAutoPoll answer")) }
-        guard count > 0 else { return nil }
-        guard count <= 2 else { throw fail(.io("InAutoPoll answered \(count) targets")) }
-        // NbTg, then each: Type, Length, Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1 [, ATS].
-        var at = 1
-        var last: (uid: TagUID, sak: UInt8, ats: [UInt8]?)?
-        for _ in 0..<count {
-            guard rx.count >= at + 2, case let length = Int(rx[at + 1]), rx.count >= at + 2 + length, length >= 5
-            else { throw fail(.io("short InAutoPoll answer")) }
-            let data = Array(rx[(at + 2)..<(at + 2 + length)])
-            let uidLength = Int(data[4])
-            guard data.count >= 5 + uidLength, [4, 7, 10].contains(uidLength) else {
-                throw fail(.io("bad target data in InAutoPoll answer"))
-            }
-            var ats: [UInt8]?
-            if data.count > 5 + uidLength {
-                let rest = Array(data[(5 + uidLength)...])
-                guard Int(rest[0]) == rest.count else { throw fail(.io("bad ATS in InAutoPoll answer")) }
-                ats = rest
-            }
-            last = (TagUID(Array(data[5..<(5 + uidLength)])), data[3], ats)
-            at += 2 + length
-        }
-        return last
+        do { return try InAutoPollAnswer(rx) } catch { throw fail(error) }
     }
 
     /// Reads what the NDEF message needs: the CC and the TLVs up to the end
@@ -531,5 +510,62 @@ extension NFCReader {
         return TagDetails(
             readOnly: (tag.capabilityContainer?.readOnly ?? true) || locked > 0, lockedPages: locked,
             protectedFrom: auth0 < type.pages ? auth0 : nil)
+    }
+}
+
+/// InAutoPoll's answer (UM0701-02 §7.3.13): NbTg, then for each target its Type, the
+/// length of its data and the data. A type A 106 kbit/s target's data (types 00h, 10h,
+/// 20h) is Tg, SENS_RES (2), SEL_RES, NFCIDLength, NFCID1 and, when the chip sent RATS,
+/// the ATS (TL first); any other type's (a DEP target 40h–42h: Tg, NFCID3, …; FeliCa, type
+/// B, Jewel) is only noted, never read as type A. A PN532 asked for the generic 00h
+/// reports the type it found (libnfc's `pn53x_ptt_to_nm` never expects 00h back);
+/// pn532-sim echoes 00h.
+public struct InAutoPollAnswer: Equatable, Sendable {
+    public struct TypeA: Equatable, Sendable {
+        public var uid: TagUID
+        public var sak: UInt8
+        /// The ATS (TL first), when the chip sent RATS.
+        public var ats: [UInt8]?
+        public init(uid: TagUID, sak: UInt8, ats: [UInt8]?) {
+            self.uid = uid
+            self.sak = sak
+            self.ats = ats
+        }
+    }
+    /// The last type A target (the one the chip keeps selected); nil when none.
+    public var typeA: TypeA?
+    /// The types of the targets that are not type A 106 kbit/s.
+    public var otherTypes: [UInt8] = []
+    /// Whether the chip found nothing.
+    public var isEmpty: Bool { typeA == nil && otherTypes.isEmpty }
+
+    public static let typeATypes: Set<UInt8> = [0x00, 0x10, 0x20]
+
+    public init(_ rx: [UInt8]) throws(ReaderError) {
+        guard let count = rx.first else { throw .io("empty InAutoPoll answer") }
+        guard count <= 2 else { throw .io("InAutoPoll answered \(count) targets") }
+        var at = 1
+        for _ in 0..<count {
+            guard rx.count >= at + 2, case let length = Int(rx[at + 1]), rx.count >= at + 2 + length else {
+                throw .io("short InAutoPoll answer")
+            }
+            let type = rx[at]
+            let data = Array(rx[(at + 2)..<(at + 2 + length)])
+            at += 2 + length
+            guard Self.typeATypes.contains(type) else {
+                otherTypes.append(type)
+                continue
+            }
+            guard data.count >= 5, case let uidLength = Int(data[4]), data.count >= 5 + uidLength,
+                [4, 7, 10].contains(uidLength)
+            else { throw .io("bad target data in InAutoPoll answer") }
+            var ats: [UInt8]?
+            if data.count > 5 + uidLength {
+                let rest = Array(data[(5 + uidLength)...])
+                guard Int(rest[0]) == rest.count else { throw .io("bad ATS in InAutoPoll answer") }
+                ats = rest
+            }
+            typeA = TypeA(uid: TagUID(Array(data[5..<(5 + uidLength)])), sak: data[3], ats: ats)
+        }
     }
 }

@@ -29,16 +29,25 @@ public enum PolledTap: Equatable, Sendable {
 }
 
 extension NFCReader {
-    /// Polls once: InAutoPoll for an ISO/IEC 14443-4 type A target (20h), which the
-    /// chip activates with RATS, then for any MIFARE-compatible one (10h), so one
-    /// activation serves. An NTAG 424 DNA found with its ATS is tapped at once
-    /// (`tapActivatedNTAG424`: its NDEF read first, then AuthenticateEV2First with the
-    /// key `ntag424Key` gives for its UID and GetCardUID); one found by the MIFARE type
-    /// (it entered the field during that attempt: no ATS) is activated again with RATS
-    /// first. Anything else is read as a Type 2 tag, as `poll()` does. nil when no tag is
-    /// in the field.
+    /// Polls once, and activates what it finds once: InAutoPoll for the generic passive
+    /// 106 kbit/s type (00h: any ISO/IEC 14443 type A target), which the chip activates a
+    /// single time and sends RATS only when the target's SAK says ISO/IEC 14443-4
+    /// (fAutomaticRATS, on since `open`). So a sticker is activated and read as before, and an
+    /// NTAG 424 DNA comes with its ATS and is tapped at once (`tapActivatedNTAG424`: its NDEF
+    /// read first, then AuthenticateEV2First with the key `ntag424Key` gives for its UID and
+    /// GetCardUID); one that answered without its ATS is activated again with RATS first.
+    /// Anything else is read as a Type 2 tag, as `poll()` does. A target that is not type A
+    /// (a phone the chip activated for NFC-DEP) gets the old poll, 20h then 10h, which
+    /// never sends ATR_REQ. nil when no tag is in the field.
+    ///
+    /// (Until 2026-12: 20h, then 10h. A sticker does not fit 20h, so the chip halted it
+    /// and woke and activated it again for 10h: two activations a sticker, ~4 ms more air
+    /// and frames by pn532-sim's model; UM0701-02 does not say whether a real chip reuses
+    /// the first. With 00h there is one polling type, so one activation on any firmware.)
     public func pollTap(ntag424Key: (TagUID) -> [UInt8]?) throws(ReaderError) -> PolledTap? {
-        guard let found = try autoPoll(types: [0x20, 0x10]) else { return nil }
+        var answer = try autoPoll(types: [0x00])
+        if answer.typeA == nil && !answer.otherTypes.isEmpty { answer = try autoPoll(types: [0x20, 0x10]) }
+        guard let found = answer.typeA else { return nil }
         if found.sak & 0x20 == 0 && found.sak & 0x08 != 0 {
             // MIFARE Classic (SAK 08/18/09…): no NDEF to read without its sector
             // keys; a `uid` fob at most (docs/ntag424.md). Untested: the emulator has no Classic.

@@ -22,6 +22,9 @@ public struct ChipStats: Equatable, Sendable {
     /// Running commands aborted by an ACK from the host.
     public var aborted = 0
     public var tagExchanges = 0
+    /// Activations the chip ran that a tag answered (its WUPA, the first frame of each:
+    /// InListPassiveTarget, InAutoPoll, InSelect), whether or not they ended selected.
+    public var activations = 0
     /// Modelled air time of those exchanges (µs; 106 kbit/s, the same figure `--rf-timing` waits out).
     public var airMicroseconds = 0
     /// Command codes received, with how often each came.
@@ -35,7 +38,7 @@ public struct ChipStats: Equatable, Sendable {
         return "rx_frames=\(framesIn) rx_bytes=\(bytesIn) tx_frames=\(framesOut) tx_bytes=\(bytesOut)"
             + " rx_acks=\(acksIn) rx_nacks=\(nacksIn) rx_corrupt=\(corruptIn) tx_acks=\(acksOut)"
             + " tx_error_frames=\(errorFramesOut) ignored_busy=\(ignoredWhileBusy) aborted=\(aborted)"
-            + " tag_exchanges=\(tagExchanges) air_us=\(airMicroseconds) commands=\(cmds.isEmpty ? "-" : cmds.joined(separator: ","))"
+            + " tag_exchanges=\(tagExchanges) activations=\(activations) air_us=\(airMicroseconds) commands=\(cmds.isEmpty ? "-" : cmds.joined(separator: ","))"
     }
 }
 
@@ -508,8 +511,9 @@ public struct PN532Chip: Sendable {
     /// it). Returns the target data (SENS_RES as the PN532 reports it, SEL_RES,
     /// NFCID1, then the ATS when RATS was sent).
     private mutating func activate(uid wanted: [UInt8]?, rats: Bool) -> [UInt8]? {
-        guard let atqa = exchange(AirFrame([0x52], lastBits: 7)), atqa.bytes.count == 2,
-            let cl1 = exchange(AirFrame([0x93, 0x20])), cl1.bytes.count == 5,
+        guard let atqa = exchange(AirFrame([0x52], lastBits: 7)), atqa.bytes.count == 2 else { return nil }
+        stats.activations += 1
+        guard let cl1 = exchange(AirFrame([0x93, 0x20])), cl1.bytes.count == 5,
             case let sel1 = [0x93, 0x70] + cl1.bytes, let sak1 = exchange(.withCRC(sel1)),
             sak1.bytes.count == 3, sak1.bytes[0] & 0x04 != 0,
             let cl2 = exchange(AirFrame([0x95, 0x20])), cl2.bytes.count == 5,

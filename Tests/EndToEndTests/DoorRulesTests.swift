@@ -43,9 +43,10 @@ final class DoorRulesTests: XCTestCase {
         try g.waitForEvent("provisioning_armed")
         // The tag arrives blank and is read; it leaves during the write's page
         // writes. Counted from its arrival (the tear is armed before it
-        // comes): N = 1..12 tear the door's tap (two activations, InAutoPoll
-        // 20h then 10h, and its read), N >= 13 the provisioning write; 16 is
-        // a few pages into it.
+        // comes): N = 1..6 tear the door's tap (one activation, InAutoPoll
+        // 00h, and its read), then the provisioning write reads the tag (page
+        // 0, GET_VERSION, the NDEF area, the lock pages); 16 is a few pages into
+        // its writes.
         try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid, "--tear-after", "16"])
         let failed = try g.waitForEvent("provisioning_failed")
         XCTAssertEqual(failed["uid"]?.stringValue, uid)

@@ -87,6 +87,102 @@ final class TapPollTests: XCTestCase {
         return out
     }
 
+    /// One field of pn532-sim's `stats` line (`activations=1`).
+    func stat(_ sim: PN532SimProcess, _ name: String) throws -> Int {
+        let line = try sim.control("stats")
+        let field = try XCTUnwrap(line.split(separator: " ").first { $0.hasPrefix(name + "=") }, line)
+        return try XCTUnwrap(Int(field.dropFirst(name.count + 1)), line)
+    }
+
+    /// Every tap activates its tag once, a sticker as a 424: one InAutoPoll, one WUPA the
+    /// tag answered (pn532-sim's `activations`), no InListPassiveTarget — whether the tag
+    /// was in the field before the poll or arrived while it ran. (The door polled 20h then
+    /// 10h until 2026-12: a sticker did not fit 20h and was halted, woken and activated
+    /// again for 10h.)
+    func testEachTapActivatesItsTagOnce() throws {
+        let sim = try PN532SimProcess()
+        let reader = NFCReader(connstring: "pn532_uart:\(sim.tty)")
+        try reader.open()
+        defer { reader.close() }
+        let image = try TagImage.make(
+            type: .ntag213, uid: ntag, message: NDEFMessage(records: [.uri("https://example.com/")]))
+        let file = sim.path("ntag.bin")
+        try Data(image.bytes).write(to: URL(fileURLWithPath: file))
+        for (what, insert) in [("sticker", "insert \(ntag.hex) \(file)"), ("424", "insert ntag424 \(dna.hex)")] {
+            for arrivesDuringThePoll in [false, true] {
+                _ = try? sim.control("remove")
+                XCTAssertEqual(try sim.control("stats reset"), "ok reset")
+                var polled: PolledTap?
+                if arrivesDuringThePoll {
+                    // The poll is in flight (150 ms) when the tag comes: another pn532-sim
+                    // process sends the insert a moment after the poll began.
+                    let late = Process()
+                    late.executableURL = URL(fileURLWithPath: "/bin/sh")
+                    late.arguments = [
+                        "-c", "sleep 0.05; exec \"$0\" --control \"$1\" --send \"$2\" > /dev/null",
+                        Run.product("pn532-sim").path, sim.socket, insert,
+                    ]
+                    try late.run()
+                    defer { late.waitUntilExit() }
+                    let deadline = Date().addingTimeInterval(3)
+                    while polled == nil && Date() < deadline {
+                        polled = try reader.pollTap { _ in [UInt8](repeating: 0, count: 16) }
+                    }
+                } else {
+                    XCTAssertTrue(try sim.control(insert).hasPrefix("ok"))
+                    polled = try reader.pollTap { _ in [UInt8](repeating: 0, count: 16) }
+                }
+                let tap = try XCTUnwrap(polled, "\(what): no tap")
+                switch (what, tap) {
+                case ("sticker", .type2(let read)): XCTAssertEqual(try read.message?.firstURI(), "https://example.com/")
+                case ("424", .ntag424(let t)): XCTAssertEqual(t.proof, .authenticated(cardUID: dna.bytes))
+                default: XCTFail("\(what): \(tap)")
+                }
+                let during = arrivesDuringThePoll ? " (arriving during the poll)" : ""
+                let stats = try sim.control("stats")
+                XCTAssertEqual(try stat(sim, "activations"), 1, "\(what)\(during): \(stats)")
+                XCTAssertNil(try commands(sim)["4A"], "\(what)\(during): no InListPassiveTarget")
+            }
+        }
+    }
+
+    /// InAutoPoll's answer: a type A target's data (its UID, SAK and ATS) whatever type it
+    /// was found by; a target of another type (a DEP target, 40h, whose data is no type A
+    /// data) only noted; two targets: the last type A one; bad data an I/O error.
+    func testInAutoPollAnswersAreReadByTheirType() throws {
+        XCTAssertTrue(try InAutoPollAnswer([0x00]).isEmpty)
+        let sticker = [0x01, 0x00, 0x44, 0x00, 0x07] + ntag.bytes
+        for type: UInt8 in [0x00, 0x10] {
+            let a = try InAutoPollAnswer([0x01, type, UInt8(sticker.count)] + sticker)
+            XCTAssertEqual(a.typeA, InAutoPollAnswer.TypeA(uid: ntag, sak: 0x00, ats: nil))
+            XCTAssertEqual(a.otherTypes, [])
+        }
+        let ats: [UInt8] = [0x06, 0x77, 0x77, 0x71, 0x02, 0x80]
+        let iso = [0x01, 0x03, 0x44, 0x20, 0x07] + dna.bytes + ats
+        XCTAssertEqual(
+            try InAutoPollAnswer([0x01, 0x20, UInt8(iso.count)] + iso).typeA,
+            InAutoPollAnswer.TypeA(uid: dna, sak: 0x20, ats: ats))
+        // DEP (UM0701-02 §7.3.13: Tg, NFCID3t (10), DIDt, BSt, BRt, TO, PPt): not type A data.
+        let dep: [UInt8] = [0x01] + Array(repeating: 0x08, count: 10) + [0x00, 0x00, 0x00, 0x0E, 0x32]
+        let depOnly = try InAutoPollAnswer([0x01, 0x40, UInt8(dep.count)] + dep)
+        XCTAssertNil(depOnly.typeA)
+        XCTAssertEqual(depOnly.otherTypes, [0x40])
+        XCTAssertFalse(depOnly.isEmpty)
+        let both = try InAutoPollAnswer(
+            [0x02, 0x40, UInt8(dep.count)] + dep + [0x10, UInt8(sticker.count)] + sticker)
+        XCTAssertEqual(both.typeA?.uid, ntag)
+        XCTAssertEqual(both.otherTypes, [0x40])
+        let bad: [[UInt8]] = [
+            [], [0x03], [0x01], [0x01, 0x10, 0x09] + sticker.prefix(9),
+            [0x01, 0x10, 0x05, 0x01, 0x00, 0x44, 0x00, 0x07],
+        ]
+        for bad in bad {
+            XCTAssertThrowsError(try InAutoPollAnswer(bad), "\(bad)") {
+                guard case ReaderError.io = $0 else { return XCTFail("\($0)") }
+            }
+        }
+    }
+
     /// The door's 424 tap: one InAutoPoll activates the tag with its ATS, no SetParameters,
     /// no second activation; the NDEF file in one ISOReadBinary once its length is known;
     /// GetVersion only when the tag did not prove the key.

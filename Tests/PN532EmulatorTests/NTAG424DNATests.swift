@@ -298,6 +298,38 @@ final class NTAG424DNATests: XCTestCase {
         XCTAssertEqual(host.answer([0x40, 0x01] + h("9060000000")), [0x01])
     }
 
+    /// InAutoPoll's generic type A (00h, UM0701-02 §7.3.13) activates whatever is in the
+    /// field once: a 424 with RATS (its SAK says ISO/IEC 14443-4) and its ATS in the target
+    /// data, a sticker without. 20h then 10h activate a sticker twice (pn532-sim's
+    /// `activations`). The type byte of the answer is not asserted: a real chip reports
+    /// the type it found.
+    func testInAutoPollGenericTypeActivatesEachTagOnce() throws {
+        var host = try PN532ChipTests.Host(tag: false)
+        host.open()
+        _ = host.answer([0x12, 0x14])  // fAutomaticRATS on
+        _ = host.chip.insert(NTAG424DNA(uid: Self.anUID))
+        host.chip.resetStats()
+        let target = [0x01, 0x03, 0x44, 0x20, 0x07] + Self.anUID
+        let dna = host.answer([0x60, 0x01, 0x01, 0x00])
+        XCTAssertEqual(dna.first, 0x01)
+        XCTAssertEqual(Array(dna.dropFirst(2)), [UInt8(target.count + 6)] + target + NTAG424DNA.ats)
+        XCTAssertEqual(host.chip.stats.activations, 1)
+        XCTAssertEqual(host.answer([0x40, 0x01] + Self.selectApp), h("00 9000"), "ISO-DEP without another activation")
+
+        host.chip.remove()
+        _ = host.chip.insert(try PN532ChipTests.tag())
+        host.chip.resetStats()
+        let sticker = [0x01, 0x00, 0x44, 0x00, 0x07] + PN532ChipTests.uid
+        let found = host.answer([0x60, 0x01, 0x01, 0x00])
+        XCTAssertEqual(found.first, 0x01)
+        XCTAssertEqual(Array(found.dropFirst(2)), [UInt8(sticker.count)] + sticker)
+        XCTAssertEqual(host.chip.stats.activations, 1)
+        XCTAssertEqual(host.answer([0x40, 0x01, 0x30, 0x04]).first, 0x00, "the sticker reads")
+        host.chip.resetStats()
+        XCTAssertEqual(host.answer([0x60, 0x01, 0x01, 0x20, 0x10]), [0x01, 0x10, UInt8(sticker.count)] + sticker)
+        XCTAssertEqual(host.chip.stats.activations, 2, "20h's activation, then 10h's")
+    }
+
     /// InAutoPoll's types (UM0701-02 §7.3.13) as libnfc pairs them with fAutomaticRATS:
     /// 20h (ISO/IEC 14443-4 type A) activates a 424 with RATS and hands back its ATS; 10h
     /// (MIFARE) sends no RATS even with fAutomaticRATS on; an NTAG21x does not fit 20h and
