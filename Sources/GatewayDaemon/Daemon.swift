@@ -202,7 +202,8 @@ final class Daemon: Sendable {
         control = ControlService(
             live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
             simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
-            auditWriter: auditWriter, remote: remote, osdpReaders: osdpReaders, notify: notify, started: started, log: log)
+            auditWriter: auditWriter, remote: remote, osdpReaders: osdpReaders, notify: notify, started: started,
+            log: log)
         timers = TimerService(runtime: runtime, store: store, auditWriter: auditWriter, notify: notify, log: log)
     }
 

@@ -28,7 +28,8 @@ final class OutdoorReaderService: Sendable {
     /// The OSDP readers' place in the daemon's service list.
     var osdpService: DoorService {
         DoorService(
-            name: "osdp readers", start: { [self] in startOSDPReaders() }, stop: { [osdpReaders] in osdpReaders.stop() })
+            name: "osdp readers", start: { [self] in startOSDPReaders() }, stop: { [osdpReaders] in osdpReaders.stop() }
+        )
     }
 
     /// An OSDP keypad's character (osdp_KEYPAD: ASCII digits, 0x7F or '*' clear, 0x0D or '#' enter).
@@ -40,7 +41,6 @@ final class OutdoorReaderService: Sendable {
         default: return nil
         }
     }
-
 
     func startOSDPReaders() {
         // [[readers]] names Wiegand readers before the Wiegand service reads it: said, not ignored.

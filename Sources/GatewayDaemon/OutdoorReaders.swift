@@ -114,7 +114,8 @@ extension OutdoorReaderService {
                 name: "wiegand reader",
                 start: { [log, runtime] in
                     log.error("wiegand reader not started: \(error)")
-                    runtime.note(DoorEvent(.readerFault, reason: "wiegand settings: \(error)", source: "reader:wiegand"))
+                    runtime.note(
+                        DoorEvent(.readerFault, reason: "wiegand settings: \(error)", source: "reader:wiegand"))
                 })
         }
         let service = WiegandService(settings: settings, log: log)

@@ -160,7 +160,9 @@ public struct KeypadDesk: Sendable {
                     // PIN: a revoked or expired duress code (or one leaked)
                     // must not turn card + PIN into card alone.
                     if let pin, let code = try Self.code(pin, verifier: verifier), code.duress {
-                        return out + [.emit(Self.duress(uid: p.uid, reader: name)), .decide(TapFacts(code: code, reader: name))]
+                        return out + [
+                            .emit(Self.duress(uid: p.uid, reader: name)), .decide(TapFacts(code: code, reader: name)),
+                        ]
                     }
                     out.append(.decided(TapDecision.deny(p.uid, .wrongPIN).from(p)))
                 } else {
