@@ -265,7 +265,12 @@ extension ControlService {
                 ("uid", .string($0.key.hex)), ("remaining_ms", .int(Int($0.value.since(now).millisecondsClamped))),
             ])
         }
-        return .object([("global_remaining_ms", globalRemaining), ("tags", .array(tags))])
+        let readers: [JSONValue] = lock.readers.sorted { $0.key < $1.key }.map {
+            JSONValue.object([
+                ("reader", .string($0.key)), ("remaining_ms", .int(Int($0.value.since(now).millisecondsClamped))),
+            ])
+        }
+        return .object([("global_remaining_ms", globalRemaining), ("tags", .array(tags)), ("readers", .array(readers))])
     }
 
     private func keys(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {

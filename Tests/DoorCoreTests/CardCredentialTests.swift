@@ -197,6 +197,49 @@ final class CardDecisionTests: XCTestCase {
             "\(deniedFx)")
     }
 
+    /// Review finding (issue 35): a card number is the attacker's choice,
+    /// so counting unknown numbers per number never stopped an emulator
+    /// walking a facility's 65 536 numbers at a Secure Channel reader. Ten
+    /// denied cards at one reader lock that reader's cards out; the enrolled
+    /// card is then denied there, granted at another reader, and NFC tags
+    /// are not affected.
+    func testDeniedCardsLockOutTheirReaderOnly() {
+        var h = MachineHarness()
+        h.start()
+        func read(_ number: UInt64, at reader: String, _ registry: Registry) -> TagPresentation {
+            TapDecision.decide(
+                TapFacts(
+                    card: CardRead(
+                        number: CardNumber(format: .h10301, facility: 18, number: number)!,
+                        reader: reader, link: .osdpSecure)),
+                secrets: TapSecrets(), actionCount: 1, registry: registry, now: wall.unixSeconds,
+                policy: policy([.osdp])
+            ).presentation
+        }
+        var kinds: [DoorEvent.Kind] = []
+        for n in UInt64(1)...10 {
+            kinds += h.send(.tagArrived(read(n, at: "gate", Registry(row: nil)))).eventKinds
+            h.advance(.seconds(1))
+        }
+        XCTAssertEqual(kinds.filter { $0 == .lockout }.count, 1, "\(kinds)")
+        XCTAssertEqual(Array(h.machine.lockoutStatus(at: h.clock.monotonic).readers.keys), ["reader:gate"])
+        XCTAssertNil(h.machine.lockoutStatus(at: h.clock.monotonic).globalUntil)
+        let enrolled = Registry(row: row)
+        XCTAssertTrue(
+            h.send(.tagArrived(read(12345, at: "gate", enrolled))).contains(
+                .emit(DoorEvent(.accessDenied, reason: "locked_out", uid: card.registryKey, source: "reader:gate"))),
+            "the walked reader's cards are locked out")
+        h.advance(.seconds(10))
+        XCTAssertTrue(
+            h.send(.tagArrived(read(12345, at: "yard", enrolled))).contains(where: {
+                if case .emit(let e) = $0 { return e.kind == .accessGranted && e.source == "reader:yard" }
+                return false
+            }), "another reader's cards open")
+        XCTAssertEqual(
+            h.send(MachineHarness.tag("04A1B2C3D4E5F6", .grant(action: 0, reason: "valid_v2"))).eventKinds,
+            [.accessGranted], "an NFC tag at the PN532 opens")
+    }
+
     func testPolicyExplainKnowsACardRow() {
         var a = ActionDefinition(index: 0, name: "front", steps: [])
         a.credentials = [.osdp]

@@ -139,12 +139,15 @@ final class FleetNTAG424StoryTests: XCTestCase {
         XCTAssertEqual(b.stop(), 0)
 
         // The real tag (back in the field: `reinsert` swaps it with the copy) is re-issued at A and pushed.
+        // Out of the field again before A arms: an armed door writes to the tag
+        // it finds at once, and a removal racing that write tore it (seen in CI
+        // once the idle poll was 150 ms).
         XCTAssertTrue(try s.sim.control("reinsert").hasPrefix("ok"))
+        _ = try s.sim.control("remove")
         try a.start()
         let seen = try a.eventCount()
         try a.ctlJSON(["provision", "--action", "0", "--label", "alice", "--reissue", uid])
         try a.waitForEvent("provisioning_armed", after: seen)
-        _ = try s.sim.control("remove")
         E2ETiming.outlastQuietWindow()
         XCTAssertTrue(try s.sim.control("reinsert").hasPrefix("ok"))
         try a.waitForEvent("provisioning_written", after: seen, timeout: 20)

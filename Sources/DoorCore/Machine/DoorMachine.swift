@@ -111,6 +111,10 @@ public struct DoorMachine: Sendable {
     private var lockedTags: [TagUID: MonotonicInstant] = [:]
     private var globalLockUntil: MonotonicInstant?
     private var lastLockout: [TagUID?: (end: MonotonicInstant, length: Duration)] = [:]
+    // Card reads denied per outdoor reader (`reader:NAME`), and the readers whose cards are locked out.
+    private var readerDenials: [String: [MonotonicInstant]] = [:]
+    private var lockedReaders: [String: MonotonicInstant] = [:]
+    private var lastReaderLockout: [String: (end: MonotonicInstant, length: Duration)] = [:]
     private var lockoutGeneration = 0
     // Door contact.
     private var heldOpenGeneration = 0
@@ -142,14 +146,16 @@ public struct DoorMachine: Sendable {
     public struct LockoutStatus: Equatable, Sendable {
         public var globalUntil: MonotonicInstant?
         public var tags: [TagUID: MonotonicInstant]
-        /// Some lockout (global or of a tag) holds now.
-        public var isActive: Bool { globalUntil != nil || !tags.isEmpty }
+        /// Outdoor readers (their `reader:NAME` source) whose card reads are locked out.
+        public var readers: [String: MonotonicInstant] = [:]
+        /// Some lockout (global, of a tag or of a reader's cards) holds now.
+        public var isActive: Bool { globalUntil != nil || !tags.isEmpty || !readers.isEmpty }
     }
 
     public func lockoutStatus(at now: MonotonicInstant) -> LockoutStatus {
         LockoutStatus(
             globalUntil: globalLockUntil.flatMap { $0 > now ? $0 : nil },
-            tags: lockedTags.filter { $0.value > now })
+            tags: lockedTags.filter { $0.value > now }, readers: lockedReaders.filter { $0.value > now })
     }
 
     // MARK: Entry points
@@ -333,7 +339,7 @@ public struct DoorMachine: Sendable {
                             DoorEvent(
                                 .accessDenied, reason: Denial.lockdown.reason, action: action, uid: uid,
                                 source: p.source)))
-                } else if isLockedOut(uid, now) {
+                } else if isLockedOut(uid, source: p.source, now) {
                     fx.append(.feedback(.lockedOut))
                     fx.append(
                         .emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: uid, source: p.source)))
@@ -391,7 +397,7 @@ public struct DoorMachine: Sendable {
             break
         }
 
-        if isLockedOut(p.uid, now) {
+        if isLockedOut(p.uid, source: p.source, now) {
             fx.append(.feedback(.lockedOut))
             fx.append(.emit(DoorEvent(.accessDenied, reason: Denial.lockedOut.reason, uid: p.uid, source: p.source)))
             return
@@ -457,16 +463,48 @@ public struct DoorMachine: Sendable {
     ) {
         fx.append(.feedback(.denied))
         fx.append(.emit(DoorEvent(.accessDenied, reason: reason, uid: uid, source: source)))
-        if counts { countDenial(uid, global: Self.isFailedProof(reason), now, &fx) }
+        if counts {
+            countDenial(uid, global: Self.isFailedProof(reason), now, &fx)
+            if uid.card != nil { countReaderDenial(source, now, &fx) }
+        }
     }
 
     // MARK: Lockout
 
-    private func isLockedOut(_ uid: TagUID, _ now: MonotonicInstant) -> Bool {
+    private func isLockedOut(_ uid: TagUID, source: String, _ now: MonotonicInstant) -> Bool {
         guard settings.lockout.enabled else { return false }
         if let g = globalLockUntil, now < g { return true }
         if let t = lockedTags[uid], now < t { return true }
+        if uid.card != nil, let r = lockedReaders[source], now < r { return true }
         return false
+    }
+
+    /// A card read denied at an outdoor reader also counts toward that
+    /// reader: a card number is the attacker's choice (an emulator walks a
+    /// facility's 65 536 numbers), so counting per number alone never locks
+    /// such a walk out. `globalThreshold` denied cards at one reader within
+    /// the window lock that reader's cards out (doubling like the others);
+    /// the door's other readers, its PN532 and every tag go on as before.
+    private mutating func countReaderDenial(_ source: String, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let policy = settings.lockout
+        guard policy.enabled, source.hasPrefix("reader:") else { return }
+        readerDenials = readerDenials.compactMapValues { times in
+            let kept = times.filter { now.since($0) < policy.window }
+            return kept.isEmpty ? nil : kept
+        }
+        readerDenials[source, default: []].append(now)
+        guard readerDenials[source]!.count >= policy.globalThreshold else { return }
+        readerDenials[source] = nil
+        lastReaderLockout = lastReaderLockout.filter { now.since($0.value.end) < policy.cap }
+        var length = policy.duration
+        if let previous = lastReaderLockout[source] { length = min(policy.cap, previous.length * 2) }
+        length = min(length, policy.cap)
+        lastReaderLockout[source] = (now + length, length)
+        lockedReaders[source] = now + length
+        lockoutGeneration += 1
+        fx.append(.feedback(.lockedOut))
+        fx.append(.emit(DoorEvent(.lockout, reason: "reader", source: source)))
+        fx.append(.startTimer(.lockoutEnd(generation: lockoutGeneration), after: length))
     }
 
     /// Denials that are a failed proof — a forged or copied sticker, a 424
@@ -524,6 +562,10 @@ public struct DoorMachine: Sendable {
         for uid in expired.sorted() {
             lockedTags[uid] = nil
             fx.append(.emit(DoorEvent(.lockoutEnded, reason: "tag", uid: uid)))
+        }
+        for source in lockedReaders.filter({ $0.value <= now }).map(\.key).sorted() {
+            lockedReaders[source] = nil
+            fx.append(.emit(DoorEvent(.lockoutEnded, reason: "reader", source: source)))
         }
         if let g = globalLockUntil, g <= now {
             globalLockUntil = nil
@@ -699,6 +741,9 @@ public struct DoorMachine: Sendable {
         lockedTags = [:]
         globalLockUntil = nil
         lastLockout = [:]
+        readerDenials = [:]
+        lockedReaders = [:]
+        lastReaderLockout = [:]
         lockoutGeneration += 1
         fx.append(.emit(DoorEvent(.lockoutCleared, source: source)))
     }
