@@ -3,11 +3,11 @@ import DoorIO
 import Logging
 import Synchronization
 
-/// A Wiegand reader's settings (issue 35). INTERIM: until the `[[readers]]`
-/// configuration (issue 35's other half) reaches main, gatewayd takes one
-/// Wiegand reader from the environment variable `GATEWAYD_WIEGAND_INTERIM`:
+/// A Wiegand reader's settings (issue 35). INTERIM: until `[[readers]]`
+/// drives Wiegand readers (it parses them and warns at start), gatewayd takes
+/// one Wiegand reader from the environment variable `GATEWAYD_WIEGAND_INTERIM`:
 ///
-///     GATEWAYD_WIEGAND_INTERIM="name=gate,chip=gpiochip0,d0=GPIO5,d1=GPIO6,frame_gap_ms=50"
+///     GATEWAYD_WIEGAND_INTERIM="name=gate,chip=gpiochip0,d0=GPIO6,d1=GPIO13,frame_gap_ms=50"
 ///
 /// (`chip` defaults to the board's; `frame_gap_ms` to 50, clamped to 25–100).
 /// Unset: no Wiegand reader. A malformed value is logged and reported as a
