@@ -177,20 +177,10 @@ public enum TapDecision {
         -> TagPresentation
     {
         let uid = read.number.registryKey
-        let row: IssuedTagView
-        do {
-            if try registry.isRevoked(uid: uid, signature: nil) { return deny(uid, .revoked) }
-            guard let r = try registry.issuedTag(uid), r.kind == .wiegand else {
-                return deny(uid, .unknownTag, content: .foreign)
-            }
-            row = r
-        } catch {
-            return deny(uid, .registryUnavailable)
-        }
-        if let why = RegistryRules.enrolled(row: row, now: now) { return deny(uid, why) }
-        guard let policy, let action = row.action,
-            let definition = policy.actions.first(where: { $0.index == action })
-        else { return deny(uid, .unknownAction) }
+        let found = enrolledRow(
+            uid, kind: .wiegand, missing: deny(uid, .unknownTag, content: .foreign), registry: registry, now: now,
+            policy: policy)
+        guard case .found(let row, let action, let definition, let policy) = found else { return found.denial }
         // "card+pin" is the stricter rule and wins: an action that lists it
         // opens for no card alone, whatever else it lists (review finding:
         // with "wiegand" beside it, a cloned card opened without its PIN).
@@ -210,6 +200,38 @@ public enum TapDecision {
         return grant(uid, action: action, reason: reason, row: row)
     }
 
+    /// A card's or a PIN-only code's row, its action and the policy, or the denial.
+    enum EnrolledRow {
+        case found(IssuedTagView, ActionIndex, ActionDefinition, TapPolicy)
+        case denied(TagPresentation)
+        var denial: TagPresentation {
+            guard case .denied(let p) = self else { preconditionFailure("not a denial") }
+            return p
+        }
+    }
+
+    /// The registry's steps a card and a PIN-only code share: not revoked,
+    /// a row of `kind` (else `missing`), enrolled now, for an action the
+    /// policy has; a store that cannot be read denies `registry_unavailable`.
+    static func enrolledRow(
+        _ uid: TagUID, kind: CredentialKind, missing: @autoclosure () -> TagPresentation,
+        registry: some TagRegistryView, now: Int64, policy: TapPolicy?
+    ) -> EnrolledRow {
+        let row: IssuedTagView
+        do {
+            if try registry.isRevoked(uid: uid, signature: nil) { return .denied(deny(uid, .revoked)) }
+            guard let r = try registry.issuedTag(uid), r.kind == kind else { return .denied(missing()) }
+            row = r
+        } catch {
+            return .denied(deny(uid, .registryUnavailable))
+        }
+        if let why = RegistryRules.enrolled(row: row, now: now) { return .denied(deny(uid, why)) }
+        guard let policy, let action = row.action,
+            let definition = policy.actions.first(where: { $0.index == action })
+        else { return .denied(deny(uid, .unknownAction)) }
+        return .found(row, action, definition, policy)
+    }
+
     /// A PIN-only code a keypad entry matched (`KeypadDesk`, issue 35): its
     /// `pin` row active, not revoked, not expired, for an action that lists
     /// `"pin"` — a duress code also where it lists `"card+pin"` — within its
@@ -219,18 +241,9 @@ public enum TapDecision {
         -> TagPresentation
     {
         let uid = code.key
-        let row: IssuedTagView
-        do {
-            if try registry.isRevoked(uid: uid, signature: nil) { return deny(uid, .revoked) }
-            guard let r = try registry.issuedTag(uid), r.kind == .pin else { return deny(uid, .wrongPIN) }
-            row = r
-        } catch {
-            return deny(uid, .registryUnavailable)
-        }
-        if let why = RegistryRules.enrolled(row: row, now: now) { return deny(uid, why) }
-        guard let policy, let action = row.action,
-            let definition = policy.actions.first(where: { $0.index == action })
-        else { return deny(uid, .unknownAction) }
+        let found = enrolledRow(
+            uid, kind: .pin, missing: deny(uid, .wrongPIN), registry: registry, now: now, policy: policy)
+        guard case .found(let row, let action, let definition, let policy) = found else { return found.denial }
         guard
             definition.credentials.contains(.pin) || (code.duress && definition.credentials.contains(.cardPIN))
         else { return deny(uid, .credentialNotAllowed) }
