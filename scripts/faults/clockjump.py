@@ -423,9 +423,20 @@ def run(bindir, report):
         small = door.clock()[0] - b1_ts + 4
         jump(-small, f"{small} s back", taps=False)
         skew = door.clock()[0] - b1_ts
-        check(abs(skew) <= 4, f"{small} s back: the logged block is {skew} s old, not fresh: the guest is too slow")
+        # On a loaded host the step's own checks can outlast the 4 s margin (CI once saw +4 s here and the
+        # command judged 6 s old: stale, not replay). Step back again, straight to a few seconds before the
+        # block, until the block is not older than the clock; the command is then judged inside the window.
+        corrections = 0
+        while skew > 0 and corrections < 3:
+            guest.sh(f"clockctl shift {-(skew + 3)}")
+            guest.sh("clockctl sync")
+            skew = door.clock()[0] - b1_ts
+            corrections += 1
+        check(-5 < skew <= 0, f"{small} s back (+{corrections} corrections): the logged block is {skew} s old, "
+              "not fresh: the guest is too slow")
         command(b1, f"{small} s back: the logged block, fresh again ({skew:+d} s)", "remote_rejected", {"replay"})
-        small_step = f"{small} s back: the logged block, {skew:+d} s old (fresh), refused replay"
+        small_step = (f"{small} s back ({corrections} correction steps): the logged block, {skew:+d} s old (fresh), "
+                      "refused replay")
         n1 = door.native()
         accepted_then_replayed(n1, "synchronised: a fresh native command, twice")
         stickers("synchronised", None)
