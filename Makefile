@@ -88,7 +88,8 @@ lint:
 ## bench: figures, not tests (scripts/bench.sh): the static binary's footprint (stripped
 ## size, ICU or not, who still imports Foundation), the reader (libnfc → pn532-sim at
 ## 115200 baud with RF timing), the MQTT outbox, and the daemon (READY, idle CPU,
-## tap→output, RSS at the first tap and after N taps, flat or not). A few minutes by
+## tap→output, RSS at the first tap and after N taps, flat or not), and an OSDP card → relay at
+## 115200 and 9600 baud beside libosdp's own control panel (scripts/bench-osdp.py). A few minutes by
 ## default (1 000 daemon taps); BENCH_FULL=1 for the long run (10 000 taps, ~30 min).
 bench: deps static
 	BIN="$(STATIC_OUT)" BENCH_FULL="$(BENCH_FULL)" SWIFT="$(SWIFT)" ./scripts/bench.sh

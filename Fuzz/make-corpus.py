@@ -443,6 +443,14 @@ add("osdpcp", "secure-plaintext-card", b"\x01\x3f" + osdp_close(osdp_frame(1, 1,
 add("osdpcp", "secure-replay-then-card", b"\x01\x05" + sealed_card + sealed_card)
 add("osdpcp", "insecure-link-up-card", b"\x00\x3f" + osdp_close(osdp_frame(1, 0, 0x45, h("5C2623190278563412030201")))
     + osdp_close(osdp_frame(1, 1, 0x46, h("090101"))) + osdp_close(osdp_frame(1, 2, 0x50, OSDP_CARD)))
+# osdp_FMT (an ASCII card number, OSDP/CardData.swift): plain and inside the session.
+OSDP_FMT = b"\x00\x00\x08" + b"12345678"
+add("osdp", "fmt-card-number", osdp_close(osdp_frame(1, 1, 0x51, OSDP_FMT)))
+add("osdp", "fmt-control-chars", osdp_close(osdp_frame(1, 1, 0x51, b"\x00\x00\x03" + b"1\n\xc3")))
+fmt_body = osdp_frame(1, 1, 0x51, osdp_encrypt(S_ENC, C_MAC, OSDP_FMT), scb=b"\x18", mac_len=4)
+add("osdpcp", "secure-fmt", b"\x01\x3f" + osdp_close(fmt_body + osdp_mac(S_MAC1, S_MAC2, C_MAC, fmt_body)[:4]))
+add("osdpcp", "insecure-link-up-fmt", b"\x00\x3f" + osdp_close(osdp_frame(1, 0, 0x45, h("5C2623190278563412030201")))
+    + osdp_close(osdp_frame(1, 1, 0x46, h("090101"))) + osdp_close(osdp_frame(1, 2, 0x51, OSDP_FMT)))
 add("osdpcp", "insecure-busy-noise", b"\x00\x02\xff\x00" + osdp_close(osdp_frame(1, 0, 0x79)) + h("5381FFFF"))
 
 for target, files in sorted(seeds.items()):

@@ -9,7 +9,10 @@
 #              runs that row alone);
 #   mqtt       the durable outbox to a local mosquitto with mutual TLS (mqtt-bench);
 #   daemon     start → READY, idle CPU, tap → output, RSS at the first tap and
-#              after N taps, flat or not (scripts/bench-daemon.py).
+#              after N taps, flat or not (scripts/bench-daemon.py);
+#   osdp       an OSDP card → the relay at 115200 and 9600 baud with Secure
+#              Channel, beside libosdp's own control panel on the same kind of
+#              line, and issue 35's goal (scripts/bench-osdp.py; BENCH_OSDP_TAPS).
 #
 # The default run takes a few minutes on the 2-core build machine (1 000
 # daemon taps, 20 s idle, 2 000 MQTT events); BENCH_FULL=1 is the long run
@@ -59,6 +62,9 @@ section "mqtt: $MQTT_EVENTS events"
 
 section "daemon: $BENCH_TAPS taps, $BENCH_IDLE_S s idle"
 BIN="$BIN" python3 scripts/bench-daemon.py
+
+section "osdp: card → relay beside libosdp's control panel, ${BENCH_OSDP_TAPS:-40} taps per row"
+BIN="$BIN" python3 scripts/bench-osdp.py
 
 section "done"
 echo "make bench took $(($(date +%s) - started)) s$([ "${BENCH_FULL:-}" = 1 ] && echo ' (BENCH_FULL=1)' || true)"

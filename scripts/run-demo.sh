@@ -2,7 +2,12 @@
 # make run: the whole gateway on this machine without hardware. Starts a local
 # mosquitto with generated certificates (mutual TLS), gatewayd on the simulated
 # board (it starts its own pn532-sim and reaches it through libnfc), and tells
-# a short story while the MQTT events and the audit log scroll by.
+# a short story while the MQTT events and the audit log scroll by. An outdoor
+# reader too: libosdp's peripheral device (PyPI libosdp, scripts/osdp/pd.py) on
+# a pseudo-terminal, an OSDP reader with a keypad that gatewayd drives with
+# Secure Channel; the story taps a card on it and types its PIN (card + PIN).
+# Without the libosdp venv (scripts/osdp/venv.sh: PyPI unreachable) that part is
+# left out, and the demo says so.
 # The broker runs the shipped provisioning/ configuration and ACL; only the
 # port, the certificate paths and the ACL path differ.
 # Ctrl-C stops everything and removes the temporary directory (DEMO_KEEP=1
@@ -20,10 +25,10 @@ cleanup() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   echo
   if [ "${DEMO_KEEP:-0}" = 1 ]; then
-    echo "run: stopped gatewayd, pn532-sim and mosquitto; files kept in $WORK"
+    echo "run: stopped gatewayd, pn532-sim, the OSDP reader and mosquitto; files kept in $WORK"
   else
     rm -rf "$WORK"
-    echo "run: stopped gatewayd, pn532-sim and mosquitto; removed $WORK (DEMO_KEEP=1 keeps it)"
+    echo "run: stopped gatewayd, pn532-sim, the OSDP reader and mosquitto; removed $WORK (DEMO_KEEP=1 keeps it)"
   fi
 }
 trap cleanup EXIT
@@ -66,7 +71,34 @@ CONF
 PIDS+=($!)
 say "mosquitto on 127.0.0.1:$PORT (mutual TLS, the shipped configuration and ACL)"
 
-# 3. The door.
+# 3. The outdoor reader: libosdp's peripheral device in install mode (no key yet), its
+# pseudo-terminal at $WORK/osdp-street (as /dev/serial/by-id/… names an RS-485 adapter);
+# the story writes its card and keypad lines into a FIFO (fd 7).
+OSDP_READERS=""
+if PD_PY=$("$(dirname "$0")/osdp/venv.sh" 2> "$WORK/osdp-venv.log"); then
+  mkfifo "$WORK/osdp.in"
+  "${CHILD[@]}" "$PD_PY" "$(dirname "$0")/osdp/pd.py" --address 1 --link "$WORK/osdp-street" < "$WORK/osdp.in" > "$WORK/osdp.out" 2>&1 &
+  PIDS+=($!)
+  exec 7> "$WORK/osdp.in"
+  OSDP_READERS="
+[[readers]]
+name = \"pn532\"
+kind = \"pn532\"
+[[readers]]
+name = \"street\"
+kind = \"osdp\"
+side = \"entry\"
+actions = [1]
+device = \"$WORK/osdp-street\"
+baud = 115200
+address = 1"
+  for _ in $(seq 100); do [ -L "$WORK/osdp-street" ] && break; sleep 0.1; done
+  say "an outdoor OSDP reader with a keypad (libosdp's peripheral device) on $WORK/osdp-street"
+else
+  say "no libosdp venv (scripts/osdp/venv.sh failed, see $WORK/osdp-venv.log): the outdoor reader is left out"
+fi
+
+# 4. The door.
 cat > "$WORK/gateway.toml" <<CONF
 [device]
 id = "front-door"
@@ -78,6 +110,11 @@ simulator = "spawn"
 index = 0
 name = "front door"
 steps = [{ pulse = "strike", ms = 1500 }]
+[[actions]]
+index = 1
+name = "street gate"
+steps = [{ pulse = "strike", ms = 1500 }]
+credentials = ["card+pin"]
 [clock]
 declare_synchronised = true
 [mqtt]
@@ -95,6 +132,7 @@ compat_topics = ["phone/front-door"]
 [paths]
 state_dir = "$WORK/state"
 runtime_dir = "$WORK/run"
+$OSDP_READERS
 CONF
 "${CHILD[@]}" "$GATEWAY" daemon --config "$WORK/gateway.toml" 2> "$WORK/gatewayd.log" &
 PIDS+=($!)
@@ -160,6 +198,30 @@ say "the same message replayed: rejected"
 n=$(count remote_rejected)
 mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
 wait_for remote_rejected "$n"
+
+if [ -n "$OSDP_READERS" ]; then
+  say "the outdoor reader: its install window (the door hands it its own Secure Channel key)"
+  ctl reader osdp install street --seconds 30 >/dev/null
+  for _ in $(seq 150); do
+    ctl reader osdp status --json | python3 -c 'import json,sys; sys.exit(0 if any(r.get("secure_channel") for r in json.load(sys.stdin)) else 1)' && break
+    sleep 0.1
+  done
+  ctl reader osdp status | sed 's/^/   /'
+
+  say "a card enrolled for the street gate (card + PIN), its PIN set"
+  ctl tags enroll-card --action 1 --label alice-badge 26:7:1234 | sed 's/^/   /'
+  echo 2468 | ctl pins set 26:7:1234 >/dev/null
+
+  say "the card tapped on the outdoor reader, then its PIN typed on the reader's keypad: granted"
+  n=$(count access_granted)
+  echo "card 26 $(python3 -c 'b=[(7<<16|1234)>>(23-i)&1 for i in range(24)]; v=int("".join(map(str,[sum(b[:12])%2]+b+[1-sum(b[12:])%2])),2)<<6; print(f"{v:08X}")')" >&7
+  sleep 0.5
+  echo "keys 2468#" >&7
+  wait_for access_granted "$n"
+  ctl log --limit 5 --json | python3 -c 'import json,sys; r=[r for r in json.load(sys.stdin) if r.get("kind")=="access_granted"][-1]; print("   %s, reason %s, action %s, %s (the card waited for its PIN)" % (r["kind"], r.get("reason"), r.get("action"), r.get("source")))'
+  for _ in $(seq 30); do grep -c "'on_color', 2" "$WORK/osdp.out" >/dev/null && break; sleep 0.1; done
+  echo "   the reader was told: $(grep -c "'on_color', 2" "$WORK/osdp.out" || true) osdp_LED green, $(grep -c "'rep_count', 2" "$WORK/osdp.out" || true) osdp_BUZ double beep"
+fi
 
 sleep 1
 say "the audit chain"

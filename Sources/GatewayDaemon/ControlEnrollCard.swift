@@ -11,7 +11,7 @@ extension ControlService {
         let text = try p.string("card")
         guard let card = CardNumber(text: text) ?? TagUID(hex: text)?.card else {
             throw DaemonError.request(
-                "a card is 26:FACILITY:NUMBER (also 34 and 37), raw:BITS:HEX or the key the audit log shows (CA…), "
+                "a card is 26:FACILITY:NUMBER (also 34 and 37), raw:BITS:HEX, fmt:DIGITS or the key the audit log shows (CA…), "
                     + "not \"\(text.prefix(40))\"")
         }
         let action = try p.int("action")

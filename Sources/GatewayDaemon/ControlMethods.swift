@@ -201,6 +201,8 @@ extension ControlService {
         if let durable = auditWriter.lastDurableAt {
             fields.append(("last_event_durable_monotonic_ns", .int(Int(clamping: durable.nanoseconds))))
         }
+        // Each OSDP reader of [[readers]]: online, Secure Channel, tamper (OSDPDoor.swift, issue 35).
+        if !osdpReaders.readers.isEmpty { fields.append(("outdoor_readers", osdpStatus())) }
         fields.append(("last_events", .array(events)))
         return .object(fields)
     }

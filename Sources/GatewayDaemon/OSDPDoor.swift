@@ -95,6 +95,18 @@ final class OutdoorReaderService: Sendable {
     /// cannot key (more than `CardNumber.maxBits`, or padding that is not zero) are logged and
     /// dropped: nothing opens.
     func osdpCard(_ read: OSDPCardRead) {
+        if let characters = read.formatted {
+            // osdp_FMT (OSDP/CardData.swift): an ASCII card number, keyed apart from RAW bits.
+            guard let number = CardNumber(formatted: characters) else {
+                log.warning(
+                    "osdp reader \(read.reader): a formatted card read (\(characters.count) bytes) the door cannot key; dropped"
+                )
+                return
+            }
+            let card = CardRead(number: number, reader: read.reader, link: read.secure ? .osdpSecure : .osdpPlain)
+            runtime.readerReport(.arrived(TapFacts(card: card)))
+            return
+        }
         guard let number = CardNumber(bits: read.bits, bitCount: read.bitCount) else {
             log.warning("osdp reader \(read.reader): a card read of \(read.bitCount) bits the door cannot key; dropped")
             return

@@ -24,6 +24,8 @@ struct OSDPCardRead: Equatable, Sendable {
     /// The bits, first sent first, padded with zeros to whole bytes.
     var bits: [UInt8]
     var secure: Bool
+    /// An osdp_FMT read: the characters the reader sent (ASCII card number), `bits` unused.
+    var formatted: [UInt8]? = nil
 }
 
 /// The OSDP readers of `[[readers]]` (issue 35): one thread per serial line (an RS-485 bus
@@ -342,7 +344,15 @@ final class OSDPReaders: Sendable {
                     )
                     closeInstall(i, why: "the key could not be stored: \(error)", now: now)
                 }
-            case .cardFormatted, .nak, .malformed, .badReply:
+            case .cardFormatted(_, let characters):
+                // osdp_FMT: an ASCII card number (OSDP/CardData.swift), decided like a RAW read.
+                guard links[i].installUntil == nil else { return }
+                deliver(
+                    .card(
+                        OSDPCardRead(
+                            reader: name, format: 0, bitCount: 0, bits: [], secure: links[i].cp?.isSecure ?? false,
+                            formatted: characters)))
+            case .nak, .malformed, .badReply:
                 break
             }
         }

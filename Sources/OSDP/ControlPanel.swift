@@ -6,7 +6,7 @@ import DoorCore
 ///
 /// The life of a link: osdp_ID → osdp_CAP → (unless the configuration names the reader
 /// insecure) osdp_CHLNG/osdp_SCRYPT → online, polling every `pollInterval` with any queued
-/// LED/buzzer command sent in place of the next poll. A reply late by `replyTimeout` is asked
+/// LED/buzzer command sent in place of the next poll (`pollInterval` from one command's send to the next's). A reply late by `replyTimeout` is asked
 /// for again (same bytes, same sequence number) `retries` times, then the reader is offline:
 /// reported once, and the link restarts from sequence 0 every `reconnectInterval`.
 ///
@@ -302,7 +302,11 @@ public struct ControlPanel: Sendable {
             return
         }
         sequence = sequence >= 3 ? 1 : sequence + 1
-        nextSendAt = now + configuration.pollInterval
+        // A poll period, not a pause after each reply: the next command `pollInterval` after this
+        // one was sent (at once if its reply took longer). A pause after the reply made the cycle
+        // pollInterval + the round trip (at 9600 baud with Secure Channel ~40 ms more), and a card
+        // waited for it (make bench, docs/reliability.md "OSDP card to relay").
+        nextSendAt = max(now, flight.sentAt + configuration.pollInterval)
         advance(flight.command, reply, frame: frame, now: now, into: &out)
     }
 

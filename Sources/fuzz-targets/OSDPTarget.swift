@@ -23,6 +23,16 @@ enum OSDPTarget {
         expect(packets.reduce(0) { $0 + $1.count } <= data.count, "more packet bytes than input")
     }
 
+    /// A card number the door keys: its text and its registry key give it back, and an FMT
+    /// number's key is never a RAW frame's (CB vs CA).
+    static func cardNumber(_ number: CardNumber?, formatted: Bool) {
+        guard let number else { return }
+        expect(number.isFormatted == formatted, "a card number of the other kind")
+        expect(CardNumber(text: number.description) == number, "a card number's text does not parse back")
+        expect(number.registryKey.card == number, "a card number's key does not give it back")
+        expect(number.registryKey.bytes.first == (formatted ? 0xCB : 0xCA), "a card key with the wrong tag")
+    }
+
     static func check(_ frame: Frame, packet: [UInt8]) {
         expect(frame.address <= 0x7F && frame.sequence <= 3, "address or sequence out of range")
         expect((try? frame.encoded()) == packet, "a parsed frame does not encode back to its bytes")
@@ -32,6 +42,10 @@ enum OSDPTarget {
         switch reply {
         case .cardRaw(let card):
             expect(card.bits.count == (Int(card.bitCount) + 7) / 8, "RAW bits not of their count")
+            cardNumber(CardData.number(raw: card), formatted: false)
+        case .cardFormatted(_, _, let characters):
+            expect(characters.count == Int(frame.data[2]), "FMT count")
+            cardNumber(CardData.number(formatted: characters), formatted: true)
         case .keypad(_, let keys): expect(keys.count == frame.data.count - 2, "keypad count")
         case .clientCryptogram(let uid, let random, let cryptogram):
             expect(uid.count == 8 && random.count == 8 && cryptogram.count == 16, "CCRYPT field sizes")
@@ -82,6 +96,9 @@ enum OSDPControlPanelTarget {
                 default: break
                 }
             }
+        }
+        for event in out.events {
+            if case .cardFormatted = event { OSDPTarget.cardNumber(event.cardNumber, formatted: true) }
         }
         expect(!cp.isSecure || cp.isOnline, "a session while offline")
         expect(secure || !cp.isSecure, "a session in insecure mode")

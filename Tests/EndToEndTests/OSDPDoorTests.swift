@@ -64,6 +64,13 @@ final class OSDPDoorTests: XCTestCase {
         XCTAssertEqual(street["secure_channel"]?.boolValue, true)
         XCTAssertEqual(street["install_window"]?.boolValue, false)
         XCTAssertFalse("\(status)".contains("key\""), "no key in the status: \(status)")
+        // `gatewayctl status` lists the outdoor reader too: online, Secure Channel, tamper.
+        let current = try g.status()
+        let outdoor = try XCTUnwrap(current["outdoor_readers"]?.arrayValue?.first, "\(current)")
+        XCTAssertEqual(outdoor["reader"]?.stringValue, "street")
+        XCTAssertEqual(outdoor["online"]?.boolValue, true)
+        XCTAssertEqual(outdoor["secure_channel"]?.boolValue, true)
+        XCTAssertEqual(outdoor["tamper"]?.boolValue, false)
 
         // The door's feedback on the reader: `feedback play granted` → osdp_LED green and two beeps.
         try g.ctlJSON(["feedback", "play", "granted"])
@@ -83,6 +90,7 @@ final class OSDPDoorTests: XCTestCase {
         try waitForRow(g, "reader_fault", reasonContains: "osdp offline", timeout: 5)
         XCTAssertLessThanOrEqual(Date().timeIntervalSince(stopped), 2.5, "offline reported within 2 s (+ log poll)")
         XCTAssertEqual(try g.status()["reader"]?.stringValue, "ok")
+        XCTAssertEqual(try g.status()["outdoor_readers"]?.arrayValue?.first?["online"]?.boolValue, false)
 
         // The key the reader got never reached gatewayd's log.
         let hex = String(keyset.split(separator: "'").first { $0.count == 32 && $0.allSatisfy(\.isHexDigit) } ?? "")

@@ -153,6 +153,20 @@ final class OSDPReaderServiceTests: XCTestCase {
         XCTAssertFalse(card.secure)
     }
 
+    /// osdp_FMT (an ASCII card number) from the reader: delivered as a formatted card, decided
+    /// like a RAW read (OSDPDoor). pd.py answers a poll with it (libosdp sends no FMT itself).
+    func testAFormattedCardIsDelivered() throws {
+        let pd = try reader(scbk: nil, options: ["--no-sc"])
+        start(insecure: true)
+        try wait(for: "online", isOnline)
+        try pd.send("fmt-card 12345678")
+        try pd.waitFor("attack fmt-card")
+        guard case .card(let card) = try wait(for: "a card", isCard) else { return XCTFail() }
+        XCTAssertEqual(card.formatted, Array("12345678".utf8))
+        XCTAssertEqual(card.reader, "street")
+        XCTAssertFalse(card.secure)
+    }
+
     /// A reader holding another key: refused (wrong key), never online, its card never delivered.
     func testAWrongKeyIsRefused() throws {
         try store.setOSDPReaderKey("street", key, now: 1)

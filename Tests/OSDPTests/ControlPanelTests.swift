@@ -204,8 +204,9 @@ final class ControlPanelTests: XCTestCase {
         XCTAssertEqual(Set(sent).count, 1, "a retry is the same packet")
         XCTAssertEqual(events, [.offline])
         XCTAssertFalse(cp.isOnline)
-        // Reported within 2 s of the last reply (a poll interval, then 3 × the reply timeout).
-        XCTAssertEqual(now - lastHeard, 50 + 3 * 200)
+        // Reported within 2 s of the last reply: the next poll a poll interval after the last
+        // send (whose reply came 5 ms after it), then 3 × the reply timeout.
+        XCTAssertEqual(now - lastHeard, 50 - 5 + 3 * 200)
         // Silence goes on: no second .offline.
         events = run(&cp, &reader, now: &now, steps: 6) { _, _ in nil }
         XCTAssertEqual(events, [])

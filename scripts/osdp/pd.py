@@ -3,13 +3,15 @@
 independent implementation) on a pseudo-terminal. Run with the Python of the venv
 scripts/osdp/venv.sh builds (Tests/OSDPTests/LibosdpInteropTests.swift does).
 
-    pd.py [--address N] [--scbk HEX] [--no-sc]
+    pd.py [--address N] [--scbk HEX] [--no-sc] [--link PATH]
 
 Prints `tty /dev/pts/N` (the side the control panel opens) first, then one line
-per event: `sc-active` (a session with its own SCBK; libosdp does not count SCBK-D), `command {...}` (each command libosdp hands the PD app,
+per event: `card-submitted NS` (a card handed to libosdp, CLOCK_MONOTONIC ns), `sc-active` (a session with its own SCBK; libosdp does not count SCBK-D), `command {...}` (each command libosdp hands the PD app,
 LED and buzzer included). Reads lines on stdin: `card BITS HEX` (a raw Wiegand
 read of BITS bits), `keys TEXT` (key presses), `quit`. Dies with its parent.
 
+--link PATH makes PATH a symlink to the pty (as /dev/serial/by-id/… names a USB adapter), so a
+control panel can be configured before the reader starts (make run); it is removed on exit.
 Without --scbk the reader is in install mode (SCBK-D); --no-sc makes a reader that
 does not offer Secure Channel at all (a plaintext reader: its osdp_PDCAP leaves out
 function 9, which libosdp itself always lists). The attacks, each once, on
@@ -18,6 +20,9 @@ the reader's own replies as they leave it (the line between reader and door):
 `replay-card` sends the last MAC'd card reply again in place of the next MAC'd reply;
 `downgrade-card HEX` answers the next MAC'd reply's command in plain text instead, with
 a 26-bit card HEX (a downgrade: no security block). Each prints `attack NAME` once done.
+`fmt-card TEXT` (a plaintext reader, --no-sc) answers the next poll with osdp_FMT carrying the
+ASCII card number TEXT in place of libosdp's ACK: libosdp 3.2.9 sends no osdp_FMT itself (its
+CardFormat.ASCII read is dropped as deprecated), so this is the door's only FMT peer on a line.
 """
 import argparse
 import ctypes
@@ -26,6 +31,7 @@ import select
 import signal
 import sys
 import termios
+import time
 import tty
 
 from osdp import (Capability, CardFormat, Channel, Command, Event, LibFlag, LogLevel, PDCapabilities, PDInfo,
@@ -87,6 +93,14 @@ class PtyChannel(Channel):
             length = 6 + len(kept) + 2
             packet = with_crc(bytes([0x53, packet[1], length & 0xFF, length >> 8, ctrl, 0x46]) + kept + b"\x00\x00")
             return mark + packet
+        if self.attack == "fmt-card" and not scb and packet[5] == 0x40:
+            self.attack = None
+            chars = self.attack_arg.encode()
+            payload = bytes([0x00, 0x00, len(chars)]) + chars
+            length = 6 + len(payload) + 2
+            head = bytes([0x53, packet[1], length & 0xFF, length >> 8, ctrl, 0x51]) + payload
+            say("attack fmt-card")
+            return mark + with_crc(head + b"\x00\x00")
         if not mac or self.attack is None:
             return data
         name, self.attack = self.attack, None
@@ -136,6 +150,7 @@ def main():
     p.add_argument("--address", type=int, default=1)
     p.add_argument("--scbk", help="the reader's SCBK (32 hex digits); without it, install mode (SCBK-D)")
     p.add_argument("--no-sc", action="store_true", help="a reader without Secure Channel (plaintext)")
+    p.add_argument("--link", help="a symlink to the pty, made at start and removed at exit")
     p.add_argument("--log-level", type=int, default=LogLevel.Warning)
     args = p.parse_args()
 
@@ -158,6 +173,11 @@ def main():
     caps = PDCapabilities(caps)
     pd = PeripheralDevice(info, caps, log_level=args.log_level)
     pd.start()
+    if args.link:
+        if os.path.lexists(args.link):
+            os.remove(args.link)
+        os.symlink(os.ttyname(slave), args.link)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so `finally` removes the link
     say("tty " + os.ttyname(slave))
     secure = False
     try:
@@ -169,10 +189,13 @@ def main():
                     break
                 words = line.split()
                 if words[0] == "card":
+                    submitted = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                     pd.submit_event({"event": Event.CardRead, "reader_no": 0, "direction": 0,
                                      "format": CardFormat.Wiegand, "length": int(words[1]),
                                      "data": bytes.fromhex(words[2])})
-                elif words[0] in ("tamper-mac", "replay-card", "downgrade-card"):
+                    # When the read was handed to libosdp (CLOCK_MONOTONIC ns): the bench's start.
+                    say("card-submitted %d" % submitted)
+                elif words[0] in ("tamper-mac", "replay-card", "downgrade-card", "fmt-card"):
                     channel.attack_arg = words[1] if len(words) > 1 else None
                     channel.attack = words[0]
                 elif words[0] == "keys":
@@ -192,6 +215,8 @@ def main():
                     say("command " + repr(sorted(cmd.items())))
     finally:
         pd.stop()
+        if args.link and os.path.islink(args.link):
+            os.remove(args.link)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ public struct CardNumber: Hashable, Sendable, CustomStringConvertible {
     /// unused low bits of the last byte are zero.
     public let bits: [UInt8]
     public let bitCount: Int
+    /// An osdp_FMT card number (issue 35): `bits` are its ASCII characters as the reader sent
+    /// them (`init(formatted:)`), keyed apart from every bit frame (key tag `CB`, `fmt:` in text).
+    public let isFormatted: Bool
 
     /// The longest frame the door keys (an OSDP RAW reply may carry more: refused).
     public static let maxBits = 256
@@ -27,6 +30,21 @@ public struct CardNumber: Hashable, Sendable, CustomStringConvertible {
         if spare > 0, bits[bits.count - 1] & UInt8((1 << spare) - 1) != 0 { return nil }
         self.bits = bits
         self.bitCount = bitCount
+        isFormatted = false
+    }
+
+    /// The longest osdp_FMT card number the door keys (it fits a 34-byte registry key).
+    public static let maxFormattedCharacters = 32
+
+    /// An osdp_FMT card number: 1…32 printable ASCII characters, no space (`!`…`~`), as the
+    /// reader sent them; nil for anything else (a control character, a byte past ASCII).
+    public init?(formatted characters: [UInt8]) {
+        guard (1...Self.maxFormattedCharacters).contains(characters.count),
+            characters.allSatisfy({ (0x21...0x7E).contains($0) })
+        else { return nil }
+        bits = characters
+        bitCount = characters.count * 8
+        isFormatted = true
     }
 
     /// From a bit string, first sent first.
@@ -82,6 +100,7 @@ public struct CardNumber: Hashable, Sendable, CustomStringConvertible {
     /// count and the bits in hex, as packed): what the audit log and
     /// `gatewayctl tags list` show, and what `tags enroll-card` takes back.
     public var description: String {
+        if isFormatted { return "fmt:" + String(decoding: bits, as: UTF8.self) }
         if let f = format, let fl = fields { return "\(f.bitCount):\(fl.facility):\(fl.number)" }
         return "raw:\(bitCount):\(Hex.encode(bits))"
     }
@@ -89,6 +108,10 @@ public struct CardNumber: Hashable, Sendable, CustomStringConvertible {
     /// Parses `description`'s forms: `26:FACILITY:NUMBER` (also 34, 37) or
     /// `raw:BITS:HEX`. nil for anything else.
     public init?(text: String) {
+        if text.hasPrefix("fmt:") {
+            self.init(formatted: Array(text.utf8.dropFirst(4)))
+            return
+        }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3 else { return nil }
         if parts[0] == "raw" {
@@ -109,11 +132,19 @@ public struct CardNumber: Hashable, Sendable, CustomStringConvertible {
     /// bits) or 34 (up to 256): never an NFC UID's 4, 7 or 10, so a card and
     /// a tag never share a registry row, a revocation or a lockout.
     static let keyTag: UInt8 = 0xCA
+    /// The first byte of an osdp_FMT card's key: `CB`, the character count minus one, the
+    /// characters padded with zeros to 16 (or 32) bytes — never a bit frame's key.
+    static let formattedKeyTag: UInt8 = 0xCB
 
     /// The registry's key for this card (`issued_tag.uid`, audit rows,
     /// revocations, lockouts): `CA`, the bit count minus one, then the bits
     /// padded with zeros to 16 (or 32) bytes.
     public var registryKey: TagUID {
+        if isFormatted {
+            let width = bits.count <= 16 ? 16 : 32
+            return TagUID(
+                [Self.formattedKeyTag, UInt8(bits.count - 1)] + bits + [UInt8](repeating: 0, count: width - bits.count))
+        }
         let width = bitCount <= 128 ? 16 : 32
         return TagUID([Self.keyTag, UInt8(bitCount - 1)] + bits + [UInt8](repeating: 0, count: width - bits.count))
     }
@@ -121,7 +152,16 @@ public struct CardNumber: Hashable, Sendable, CustomStringConvertible {
     /// The card a registry key names; nil when `key` is not a card key.
     public init?(registryKey key: TagUID) {
         let b = key.bytes
-        guard b.count == 18 || b.count == 34, b[0] == Self.keyTag else { return nil }
+        guard b.count == 18 || b.count == 34 else { return nil }
+        if b[0] == Self.formattedKeyTag {
+            let count = Int(b[1]) + 1
+            guard count <= Self.maxFormattedCharacters, (count <= 16) == (b.count == 18),
+                b[(2 + count)...].allSatisfy({ $0 == 0 })
+            else { return nil }
+            self.init(formatted: Array(b[2..<(2 + count)]))
+            return
+        }
+        guard b[0] == Self.keyTag else { return nil }
         let count = Int(b[1]) + 1
         guard (count <= 128) == (b.count == 18) else { return nil }
         let used = (count + 7) / 8
