@@ -6,7 +6,6 @@
 import CDoorSafety
 import DoorCore
 import Logging
-import Synchronization
 
 /// The door's lines through libgpiod v1 — the only code that touches it.
 ///
@@ -26,7 +25,7 @@ public final class GPIOBoard: DoorBoard, Sendable {
     private let state: BoardState
     private let logger: Logger
     /// The input thread; nil when the board has no inputs.
-    private let monitor: InputMonitor?
+    private let monitor: WakeableThread?
     /// The fire alarm's latch and the outputs it releases; nil without `[fire_alarm]`.
     private let fire: FireRelease?
 
@@ -203,72 +202,28 @@ public final class GPIOBoard: DoorBoard, Sendable {
 /// The input thread: waits in poll(2) on the inputs' edge-event descriptors
 /// and a wake-up pipe — no busy polling — feeds each edge to its
 /// `Debouncer`, and sleeps only until the next debounce deadline.
-final class InputMonitor: Sendable {
-    private let wakeWrite: Int32
-    /// The input thread until `stop()` has taken it (to join or detach it).
-    private let thread: Mutex<pthread_t?>
-
+enum InputMonitor {
     /// Starts the thread; nil when there are no inputs.
     static func start(
         inputs: [(InputKind, EdgeInputLine, Duration)], logger: Logger,
         deliver: @escaping @Sendable (InputEvent) -> Void
-    ) throws -> InputMonitor? {
+    ) throws -> WakeableThread? {
         guard !inputs.isEmpty else { return nil }
         var tracked: [InputLoop.Tracked] = []
         for (kind, line, debounce) in inputs {
             tracked.append(
                 .init(kind: kind, line: line, debouncer: Debouncer(interval: debounce, initial: try line.value())))
         }
-        var fds: [Int32] = [-1, -1]
-        try gpiodCall("pipe", "input wake-up pipe") { pipe(&fds) }
-        // The loop owns the read end (its deinit closes it) and the lines.
-        let loop = InputLoop(wakeRead: fds[0], inputs: tracked, logger: logger, deliver: deliver)
-        var tid = pthread_t()
-        let context = Unmanaged.passRetained(loop).toOpaque()
-        let rc = pthread_create(
-            &tid, nil,
-            { context in
-                let loop = Unmanaged<InputLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.run()
-                return nil
-            }, context)
-        guard rc == 0 else {
-            Unmanaged<InputLoop>.fromOpaque(context).release()
-            close(fds[1])
-            throw GPIOError.call(function: "pthread_create", errno: rc, subject: "input thread")
+        return try WakeableThread.start(name: "input") { wakeRead in
+            InputLoop(wakeRead: wakeRead, inputs: tracked, logger: logger, deliver: deliver)
         }
-        return InputMonitor(wakeWrite: fds[1], thread: tid)
-    }
-
-    private init(wakeWrite: Int32, thread: pthread_t) {
-        self.wakeWrite = wakeWrite
-        self.thread = Mutex(thread)
-    }
-
-    /// Wakes the input thread and waits for it to end. Once; later calls return at once.
-    func stop() {
-        guard let thread = thread.withLock({ $0.take() }) else { return }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
-        // An input handler may drop the last board reference on the
-        // input thread itself: it cannot join itself, it ends on the wake-up.
-        if pthread_equal(thread, pthread_self()) != 0 {
-            pthread_detach(thread)
-        } else {
-            pthread_join(thread, nil)
-        }
-    }
-
-    deinit {
-        stop()
-        close(wakeWrite)
     }
 }
 
 /// The state the input thread owns. Not Sendable: made by `InputMonitor.start`,
 /// then handed over whole to the input thread (pthread_create's argument),
 /// which alone uses it from then on.
-private final class InputLoop {
+private final class InputLoop: WakeableLoop {
     struct Tracked {
         var kind: InputKind
         var line: EdgeInputLine

@@ -469,6 +469,11 @@ public enum ConfigExample {
         # locked_level = "energised"     # maglock: locked while powered
         # The firmware hold for config.txt (power-on until gatewayd starts) follows
         # from these two: `gatewayctl config firmware`.
+        \(onFireLines)
+        """
+
+    /// `on_fire`, the same on a real board's relay and a simulated one's.
+    static let onFireLines = """
         # on_fire: what a fire alarm ([fire_alarm]) does to this output: "release"
         # (unlocked until the alarm clears and is reset) or "keep". Default:
         # "release" when locked_level = "energised" (a maglock: released is
@@ -489,12 +494,7 @@ public enum ConfigExample {
         # each output to this level. Required on a real board; the simulated
         # board defaults to "deenergised".
         locked_level = "\(output.lockedLevel.rawValue)"
-        # on_fire: what a fire alarm ([fire_alarm]) does to this output: "release"
-        # (unlocked until the alarm clears and is reset) or "keep". Default:
-        # "release" when locked_level = "energised" (a maglock: released is
-        # unpowered), "keep" when "deenergised" (a fail-secure strike: its coil is
-        # not rated to stay energised; its lever gives the way out).
-        # on_fire = "release"
+        \(onFireLines)
         """
     }
 

@@ -17,9 +17,7 @@ struct TagsEnrollCard: ParsableCommand {
             `gatewayctl tags revoke CARD` undoes this.
             """)
     @OptionGroup var socket: SocketOptions
-    @Option(help: "Action index.") var action: Int
-    @Option(help: "Label stored in the registry.") var label = ""
-    @Option(help: "Valid until (UTC: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds).") var until: String?
+    @OptionGroup var terms: EnrollOptions
     @Argument(
         help: "The card: 26:FACILITY:NUMBER, 34:…, 37:…, raw:BITS:HEX, fmt:DIGITS, or the audit log's key (CA…, CB…).")
     var card: String
@@ -30,14 +28,10 @@ struct TagsEnrollCard: ParsableCommand {
                 "the card is 26:FACILITY:NUMBER (facility 0–255, number 0–65535), 34:F:N, 37:F:N, raw:BITS:HEX, "
                     + "fmt:DIGITS (1–32 printable characters) or the key the audit log shows (CA…, CB…)")
         }
-        if let until, parseUTCDate(until) == nil {
-            throw ValidationError("--until: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds")
-        }
+        try terms.validateUntil()
     }
 
     func run() throws {
-        var p: [(String, JSONValue)] = [("card", .string(card)), ("action", .int(action)), ("label", .string(label))]
-        if let u = until.flatMap(parseUTCDate) { p.append(("valid_until", .int(Int(u)))) }
-        try socket.call(.tagsEnrollCard, p)
+        try socket.call(.tagsEnrollCard, terms.parameters(("card", .string(card))))
     }
 }

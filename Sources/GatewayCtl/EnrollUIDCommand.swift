@@ -14,21 +14,15 @@ struct TagsEnrollUID: ParsableCommand {
             A fob's first tap shows its UID in the audit log (gatewayctl log); `gatewayctl tags revoke UID` undoes this.
             """)
     @OptionGroup var socket: SocketOptions
-    @Option(help: "Action index.") var action: Int
-    @Option(help: "Label stored in the registry.") var label = ""
-    @Option(help: "Valid until (UTC: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds).") var until: String?
+    @OptionGroup var terms: EnrollOptions
     @Argument(help: "The fob's UID (hex, 4, 7 or 10 bytes).") var uid: String
 
     func validate() throws {
         guard TagUID(hex: uid) != nil else { throw ValidationError("the UID must be 4, 7 or 10 bytes of hex") }
-        if let until, parseUTCDate(until) == nil {
-            throw ValidationError("--until: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds")
-        }
+        try terms.validateUntil()
     }
 
     func run() throws {
-        var p: [(String, JSONValue)] = [("uid", .string(uid)), ("action", .int(action)), ("label", .string(label))]
-        if let u = until.flatMap(parseUTCDate) { p.append(("valid_until", .int(Int(u)))) }
-        try socket.call(.tagsEnrollUID, p)
+        try socket.call(.tagsEnrollUID, terms.parameters(("uid", .string(uid))))
     }
 }

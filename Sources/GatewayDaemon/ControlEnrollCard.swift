@@ -14,18 +14,9 @@ extension ControlService {
                 "a card is 26:FACILITY:NUMBER (also 34 and 37), raw:BITS:HEX, fmt:DIGITS or the key the audit log shows (CA…), "
                     + "not \"\(text.prefix(40))\"")
         }
-        let action = try p.int("action")
-        guard let definition = configuration.door.action(action) else {
-            throw DaemonError.request("no action \(action) (actions 0…\(configuration.door.actions.count - 1))")
-        }
-        let label = try p.string("label", default: "")
-        guard label.utf8.count <= 64 else { throw DaemonError.request("the label is at most 64 bytes") }
-        let until = p["valid_until"] != nil ? Int64(try p.int("valid_until")) : nil
-        do {
-            try store.enrollCard(card, action: action, label: label, limits: TagLimits(validUntil: until), now: now)
-        } catch let error as RegistryError {
-            throw DaemonError.request("\(error)")
-        }
+        let terms = try enrollTerms(p)
+        let action = terms.action
+        try enrolling { try store.enrollCard(card, action: action, label: terms.label, limits: terms.limits, now: now) }
         let key = card.registryKey
         runtime.note(
             DoorEvent(.provisioningWritten, reason: "card_enrolled", action: action, uid: key, source: source),
@@ -34,8 +25,8 @@ extension ControlService {
             ("enrolled", .string(key.hex)), ("card", .string(card.description)), ("action", .int(action)),
             ("kind", .string(CredentialKind.wiegand.rawValue)),
         ]
-        if !definition.credentials.contains(.wiegand) && !definition.credentials.contains(.osdp)
-            && !definition.credentials.contains(.cardPIN)
+        if !terms.definition.credentials.contains(.wiegand) && !terms.definition.credentials.contains(.osdp)
+            && !terms.definition.credentials.contains(.cardPIN)
         {
             answer.append(
                 (

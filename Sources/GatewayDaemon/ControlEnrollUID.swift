@@ -9,17 +9,10 @@ extension ControlService {
         _ p: [String: JSONValue], now: Int64, source: String, uid: () throws -> TagUID
     ) throws -> JSONValue {
         let u = try uid()
-        let action = try p.int("action")
-        guard let definition = configuration.door.action(action) else {
-            throw DaemonError.request("no action \(action) (actions 0…\(configuration.door.actions.count - 1))")
-        }
-        let label = try p.string("label", default: "")
-        guard label.utf8.count <= 64 else { throw DaemonError.request("the label is at most 64 bytes") }
-        let until = p["valid_until"] != nil ? Int64(try p.int("valid_until")) : nil
-        do {
-            try store.enrollUIDTag(uid: u, action: action, label: label, limits: TagLimits(validUntil: until), now: now)
-        } catch let error as RegistryError {
-            throw DaemonError.request("\(error)")
+        let terms = try enrollTerms(p)
+        let action = terms.action
+        try enrolling {
+            try store.enrollUIDTag(uid: u, action: action, label: terms.label, limits: terms.limits, now: now)
         }
         runtime.note(
             DoorEvent(.provisioningWritten, reason: "uid_enrolled", action: action, uid: u, source: source),
@@ -27,7 +20,7 @@ extension ControlService {
         var answer: [(String, JSONValue)] = [
             ("enrolled", .string(u.hex)), ("action", .int(action)), ("kind", .string("uid")),
         ]
-        if !definition.credentials.contains(.uid) {
+        if !terms.definition.credentials.contains(.uid) {
             answer.append(
                 (
                     "warning",

@@ -175,12 +175,7 @@ extension GatewayStore {
                 (KeyName.compatTimestamp, changes.setCompatTimestamp), (.nativeCommand, changes.setNativeCommand),
             ] {
                 guard let value, value.key.count == name.length else { continue }
-                try db.execute(
-                    sql: """
-                        INSERT INTO key (name, value, created, generation) VALUES (?, ?, ?, ?)
-                        ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created,
-                          generation = excluded.generation
-                        """, arguments: [name.rawValue, value.key, now, value.generation])
+                try KeyTable.keys.write(db, name.rawValue, value.key, now: now, generation: value.generation)
             }
             if let key = changes.setNTAG424MasterKey, key.count == 16 {
                 // One generation up, from the fleet (NTAG424Store's setNTAG424SiteKey, in this transaction).

@@ -22,10 +22,7 @@ extension GatewayStore {
     /// The key's generation (issue 24 M1): 0 for none, or one stored
     /// before generations were kept.
     public func keyGeneration(_ name: KeyName) throws -> Int64 {
-        try pool.read { db in
-            try db.scalar(Int64.self, sql: "SELECT generation FROM key WHERE name = ?", arguments: [name.rawValue])
-                ?? 0
-        }
+        try pool.read { db in try KeyTable.keys.generation(db, name.rawValue) }
     }
 
     /// Sets (or replaces) a key, one generation above the one it replaces
@@ -37,18 +34,7 @@ extension GatewayStore {
         guard value.count == name.length else {
             throw StoreError.invalidValue("\(name.rawValue) key must be \(name.length) bytes, got \(value.count)")
         }
-        return try pool.write { db in
-            let generation =
-                (try db.scalar(Int64.self, sql: "SELECT generation FROM key WHERE name = ?", arguments: [name.rawValue])
-                    ?? 0) + 1
-            try db.execute(
-                sql: """
-                    INSERT INTO key (name, value, created, generation) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(name) DO UPDATE SET value = excluded.value, created = excluded.created,
-                      generation = excluded.generation
-                    """, arguments: [name.rawValue, value, now, generation])
-            return generation
-        }
+        return try pool.write { db in try KeyTable.keys.replace(db, name.rawValue, value, now: now) }
     }
 
     /// Returns the device key, generating it with `generate` on first start.

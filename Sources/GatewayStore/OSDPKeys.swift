@@ -18,19 +18,7 @@ extension GatewayStore {
         guard key.count == 16 else {
             throw StoreError.invalidValue("an OSDP reader key is 16 bytes, got \(key.count)")
         }
-        return try pool.write { db in
-            let generation =
-                (try db.scalar(
-                    Int64.self, sql: "SELECT generation FROM osdp_reader_key WHERE reader = ?", arguments: [reader])
-                    ?? 0) + 1
-            try db.execute(
-                sql: """
-                    INSERT INTO osdp_reader_key (reader, key, created, generation) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(reader) DO UPDATE SET key = excluded.key, created = excluded.created,
-                      generation = excluded.generation
-                    """, arguments: [reader, key, now, generation])
-            return generation
-        }
+        return try pool.write { db in try KeyTable.osdpReaders.replace(db, reader, key, now: now) }
     }
 
     /// The readers that have a key (names only: `gatewayctl reader osdp` lists them).

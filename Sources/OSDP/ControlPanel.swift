@@ -176,20 +176,20 @@ public struct ControlPanel: Sendable {
     }
 
     mutating func goOffline(now: UInt64, into out: inout Output) {
-        if isOnline || !reportedOffline { out.events.append(.offline) }
-        isOnline = false
-        reportedOffline = true
-        session = nil
-        pendingKeys = nil
-        phase = .waiting
-        nextSendAt = now + configuration.reconnectInterval
+        endLink(now: now, reportOffline: isOnline || !reportedOffline, into: &out)
     }
 
     /// A refusal ends the session and the link; it starts over after `reconnectInterval`.
     mutating func refuse(_ refusal: Refusal, now: UInt64, into out: inout Output) {
         out.events.append(.refused(refusal))
         inFlight = nil
-        if isOnline { out.events.append(.offline) }
+        endLink(now: now, reportOffline: isOnline, into: &out)
+    }
+
+    /// Ends the link and its session (`.offline` first when `reportOffline`);
+    /// it starts over after `reconnectInterval`.
+    mutating func endLink(now: UInt64, reportOffline: Bool, into out: inout Output) {
+        if reportOffline { out.events.append(.offline) }
         isOnline = false
         reportedOffline = true
         session = nil

@@ -238,43 +238,35 @@ final class CommandTests: XCTestCase {
 
     func testNativeCommands() {
         let key = Array(repeating: UInt8(5), count: 32)
-        let nonce = String(repeating: "ab", count: 16)
         var replay = ReplayGuard()
         func run(_ m: String, now: Int = 2000, synced: Bool = true) -> CommandVerdict {
             judge.judgeNative(
                 payload: Array(m.utf8), retained: false, key: key, now: clock(now, synced: synced), replay: &replay)
         }
-        let good = nativeMessage(action: 2, ts: 2000, nonce: nonce, device: "front-door", key: key)
+        /// A command MAC'd with `key` for "front-door" unless said, its nonce `pair` sixteen times.
+        func message(
+            _ action: Int64, ts: Int64, nonce pair: String, device: String = "front-door", macAction: Int64? = nil
+        ) -> String {
+            nativeMessage(
+                action: action, ts: ts, nonce: String(repeating: pair, count: 16), device: device, key: key,
+                macAction: macAction)
+        }
+        let good = message(2, ts: 2000, nonce: "ab")
         XCTAssertEqual(run(good).target, .action(2))
         XCTAssertEqual(run(good).rejection?.code, .replay)
-        let altered = nativeMessage(
-            action: 3, ts: 2000, nonce: String(repeating: "cd", count: 16), device: "front-door", key: key, macAction: 2
-        )
-        XCTAssertEqual(run(altered).rejection?.code, .badMAC)
-        let otherDoor = nativeMessage(
-            action: 0, ts: 2000, nonce: String(repeating: "ef", count: 16), device: "back-door", key: key)
-        XCTAssertEqual(run(otherDoor).rejection?.code, .wrongDevice)
-        let old = nativeMessage(
-            action: 0, ts: 1900, nonce: String(repeating: "01", count: 16), device: "front-door", key: key)
-        XCTAssertEqual(run(old).rejection?.code, .stale)
-        let ahead = nativeMessage(
-            action: 0, ts: 2060, nonce: String(repeating: "02", count: 16), device: "front-door", key: key)
-        XCTAssertEqual(run(ahead).rejection?.code, .future)
-        let fine = nativeMessage(
-            action: 0, ts: 2001, nonce: String(repeating: "03", count: 16), device: "front-door", key: key)
-        XCTAssertEqual(run(fine, synced: false).rejection?.code, .clockUnsynchronised)
-        let badAction = nativeMessage(
-            action: 9, ts: 2000, nonce: String(repeating: "04", count: 16), device: "front-door", key: key)
-        XCTAssertEqual(run(badAction).rejection?.code, .unknownAction)
+        XCTAssertEqual(run(message(3, ts: 2000, nonce: "cd", macAction: 2)).rejection?.code, .badMAC)
+        XCTAssertEqual(run(message(0, ts: 2000, nonce: "ef", device: "back-door")).rejection?.code, .wrongDevice)
+        XCTAssertEqual(run(message(0, ts: 1900, nonce: "01")).rejection?.code, .stale)
+        XCTAssertEqual(run(message(0, ts: 2060, nonce: "02")).rejection?.code, .future)
+        XCTAssertEqual(run(message(0, ts: 2001, nonce: "03"), synced: false).rejection?.code, .clockUnsynchronised)
+        XCTAssertEqual(run(message(9, ts: 2000, nonce: "04")).rejection?.code, .unknownAction)
         XCTAssertEqual(run(#"{"action":1}"#).rejection?.code, .malformed)
         // A correctly MACed ts far from now is stale or future, never an overflow trap.
         for (i, (ts, code)) in [
             (Int64.min + 2000, CommandRejection.Code.stale), (Int64.min, .stale),
             (Int64.max, .future),
         ].enumerated() {
-            let m = nativeMessage(
-                action: 0, ts: ts, nonce: String(repeating: "1\(i)", count: 16), device: "front-door", key: key)
-            XCTAssertEqual(run(m).rejection?.code, code, "\(ts)")
+            XCTAssertEqual(run(message(0, ts: ts, nonce: "1\(i)")).rejection?.code, code, "\(ts)")
         }
     }
 

@@ -250,24 +250,22 @@ final class KeypadDeskTests: XCTestCase {
     /// A card whose action lists "card+pin" (and not its reader's kind) is a held grant.
     func testACardPINActionHoldsTheGrant() {
         typealias Registry = TapJudgeTests.Registry
-        var a = ActionDefinition(index: 0, name: "front", steps: [])
-        a.credentials = [.cardPIN]
         let wall = WallClock(unixSeconds: 1_800_000_000, synchronised: true)
-        let p = TapDecision.decide(
-            TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
-            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
-            now: wall.unixSeconds,
-            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
-        ).presentation
+        /// The enrolled card read at "gate", its action listing `credentials`.
+        func present(_ credentials: Set<CredentialKind>) -> TagPresentation {
+            var a = ActionDefinition(index: 0, name: "front", steps: [])
+            a.credentials = credentials
+            return TapDecision.decide(
+                TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
+                actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
+                now: wall.unixSeconds,
+                policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
+            ).presentation
+        }
+        let p = present([.cardPIN])
         XCTAssertEqual(p.verdict, .grant(action: 0, reason: "card_pin"))
         XCTAssertTrue(p.pinRequired)
-        a.credentials = [.cardPIN, .wiegand]
-        let alone = TapDecision.decide(
-            TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
-            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
-            now: wall.unixSeconds,
-            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
-        ).presentation
+        let alone = present([.cardPIN, .wiegand])
         // "card+pin" wins over the reader's kind listed beside it: no card
         // opens it alone (review finding: before, the cloned card opened
         // without its PIN, audited weak_credential).

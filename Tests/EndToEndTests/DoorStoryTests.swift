@@ -13,12 +13,8 @@ final class DoorStoryTests: XCTestCase {
         let g = try GatewayUnderTest()
         try g.start()
 
-        try g.ctlJSON(["sim", "press", "--hold", "5.5"])
-        try g.waitForEvent("provisioning_armed", timeout: 10)
         let uid = "04A1B2C3D4E5F6"
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        let written = try g.waitForEvent("provisioning_written", timeout: 10)
-        XCTAssertEqual(written["uid"]?.stringValue, uid)
+        try g.provisionTag(uid, arm: ["sim", "press", "--hold", "5.5"])
         let tags = try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []
         XCTAssertEqual(tags.first?["uid"]?.stringValue, uid)
         XCTAssertEqual(tags.first?["state"]?.stringValue, "active")

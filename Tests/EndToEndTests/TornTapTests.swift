@@ -41,11 +41,8 @@ final class TornTapTests: XCTestCase {
     func testATapTornAtAnyExchangeOpensNothingUntilItsReadIsWhole() throws {
         let g = try GatewayUnderTest()
         try g.start()
-        try g.ctlJSON(["sim", "press", "--hold", "5.5"])
-        try g.waitForEvent("provisioning_armed", timeout: 10)
         let uid = "04A1B2C3D4E5A1"
-        try g.ctlJSON(["sim", "tap", "--blank", "--uid", uid])
-        try g.waitForEvent("provisioning_written", timeout: 10)
+        try g.provisionTag(uid, arm: ["sim", "press", "--hold", "5.5"])
         try g.ctlJSON(["sim", "remove"])
         E2ETiming.outlastQuietWindow()
 

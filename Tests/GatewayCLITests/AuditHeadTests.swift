@@ -9,13 +9,9 @@ import XCTest
 
 /// Security review L4: the head telemetry publishes (MQTT and NATS share
 /// `Daemon.auditHeadField`), and how gatewayd takes the audit key.
-final class AuditHeadTests: XCTestCase {
+final class AuditHeadTests: TemporaryDirectoryTestCase {
     var dir: String!
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("audithead-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = try temporaryDirectory("audithead").path }
 
     func testTelemetryCarriesTheAuditHead() throws {
         let store = try GatewayStore(stateDirectory: dir + "/state")

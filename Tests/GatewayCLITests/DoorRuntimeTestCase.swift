@@ -5,27 +5,25 @@ import GatewayConfig
 import GatewayStore
 import Logging
 import Synchronization
+import TestSupport
 import XCTest
 
 @testable import GatewayDaemon
 
 /// Tests of one DoorRuntime on the real store on disk, in a directory of the
 /// test's own (`dir`), shut down and removed after each test.
-class DoorRuntimeTestCase: XCTestCase {
+class DoorRuntimeTestCase: TemporaryDirectoryTestCase {
     var dir: String!
     var runtime: DoorRuntime?
     /// Where `makeRuntime` keeps the store.
     var stateDirectory: String { dir + "/state" }
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(Self.self)-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
+    override func setUpWithError() throws { dir = try temporaryDirectory("\(Self.self)").path }
 
     override func tearDownWithError() throws {
         runtime?.shutdown()
         runtime = nil
-        try? FileManager.default.removeItem(atPath: dir)
+        try super.tearDownWithError()  // the directory, after the runtime
     }
 
     /// The runtime of `configuration` (not started yet; shut down after the

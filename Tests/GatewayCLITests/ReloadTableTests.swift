@@ -4,6 +4,7 @@ import Foundation
 import GatewayControl
 import GatewayStore
 import Logging
+import TestSupport
 import XCTest
 
 @testable import GatewayConfig
@@ -25,7 +26,7 @@ import XCTest
 /// what the runtime plays, its schedules and zone, the remote command judge,
 /// the reader's auth limit); a refused key is named, `[section] key`.
 /// README's "Reloading" table is this one.
-final class ReloadTableTests: XCTestCase {
+final class ReloadTableTests: TemporaryDirectoryTestCase {
     enum Reload: Equatable {
         case live
         case refused(String)
@@ -395,12 +396,7 @@ final class ReloadTableTests: XCTestCase {
 
     var dir: String!
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("reload-table-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = try temporaryDirectory("reload-table").path }
 
     func testEveryKeyIsAppliedByAReloadOrRefusedByName() throws {
         for (key, row) in Self.rows.sorted(by: { $0.key < $1.key }) {

@@ -14,18 +14,11 @@ import XCTest
 /// The daemon's side of remote commands and the outbox, on a real store:
 /// what `MQTTLink` hands in is judged by the core with the store's key, and
 /// the replay record is saved before the door hears of an accepted command.
-final class StoreCommandsTests: XCTestCase {
+final class StoreCommandsTests: TemporaryDirectoryTestCase {
     var dir: String!
     let compatKey = Hex.decode("000102030405060708090a0b0c0d0e0f")!
 
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("store-commands-\(getpid())-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+    override func setUpWithError() throws { dir = try temporaryDirectory("store-commands").path }
 
     final class Submitted: Sendable {
         private let items = Mutex<[RemoteOutcome]>([])

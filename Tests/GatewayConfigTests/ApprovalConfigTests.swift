@@ -8,14 +8,9 @@ import XCTest
 /// "Approval"), and docs/policy.md's configurations: every TOML block of
 /// its Approval section and walk-throughs loads.
 final class ApprovalConfigTests: XCTestCase {
-    static let base = "[device]\nid = \"d1\"\n[board]\nkind = \"sim\"\n"
+    static let base = ConfigText.sim(id: "d1")
 
-    func issues(_ text: String) -> [String] {
-        do {
-            _ = try GatewayConfiguration.load(toml: Self.base + text)
-            return []
-        } catch { return error.issues.map { "\($0.key): \($0.message)" } }
-    }
+    func issues(_ text: String) -> [String] { loadIssues(Self.base + text).map { "\($0.key): \($0.message)" } }
 
     func action(_ approval: String) -> String {
         "[[actions]]\nindex = 0\nsteps = [{ pulse = \"strike\", ms = 3000 }]\napproval = \(approval)\n"

@@ -18,12 +18,7 @@ final class CredentialsConfigTests: XCTestCase {
     }
 
     func issues(_ toml: String) -> String {
-        do {
-            _ = try GatewayConfiguration.load(toml: toml)
-            return ""
-        } catch {
-            return error.issues.map { $0.formatted(file: "g.toml") }.joined(separator: "\n")
-        }
+        loadIssues(toml).map { $0.formatted(file: "g.toml") }.joined(separator: "\n")
     }
 
     func testTheDefaultIsTheStickerKindsAndUIDIsOptIn() throws {

@@ -1,6 +1,16 @@
 @testable import GatewayConfig
 import XCTest
 
+/// The issues loading `text` reports; none when it loads.
+func loadIssues(_ text: String) -> [ConfigIssue] {
+    do {
+        _ = try GatewayConfiguration.load(toml: text)
+        return []
+    } catch {
+        return error.issues
+    }
+}
+
 /// Tests of texts the loader must refuse.
 protocol ExpectsConfigIssues {}
 

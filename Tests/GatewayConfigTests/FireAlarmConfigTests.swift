@@ -6,14 +6,9 @@ import XCTest
 /// `[fire_alarm]` and `on_fire` (docs/policy.md "Fire alarm"), read from the
 /// shipped example with its block uncommented.
 final class FireAlarmConfigTests: XCTestCase {
-    static let base = "[device]\nid = \"d1\"\n[board]\nkind = \"sim\"\n"
+    static let base = ConfigText.sim(id: "d1")
 
-    func issues(_ text: String) -> [String] {
-        do {
-            _ = try GatewayConfiguration.load(toml: Self.base + text)
-            return []
-        } catch { return error.issues.map { "\($0.key): \($0.message)" } }
-    }
+    func issues(_ text: String) -> [String] { loadIssues(Self.base + text).map { "\($0.key): \($0.message)" } }
 
     /// The example's commented `[fire_alarm]` block, uncommented as a user would.
     static var exampleBlock: String {

@@ -7,14 +7,7 @@ final class FleetConfigTests: XCTestCase {
     static let base = ConfigText.simWithPlainMQTT(id: "door-a")
     static let key = String(repeating: "ab", count: 32)
 
-    func issues(_ text: String) -> [ConfigIssue] {
-        do {
-            _ = try GatewayConfiguration.load(toml: text)
-            return []
-        } catch {
-            return error.issues
-        }
-    }
+    func issues(_ text: String) -> [ConfigIssue] { loadIssues(text) }
 
     func testOffByDefaultAndOnWithItsKeys() throws {
         XCTAssertEqual(try GatewayConfiguration.load(toml: Self.base).fleet, .off)

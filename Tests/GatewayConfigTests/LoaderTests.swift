@@ -691,10 +691,7 @@ final class ScheduleConfigTests: XCTestCase {
 
     func testScheduleErrorsNameTheirKey() {
         func issue(_ text: String) -> [String] {
-            do {
-                _ = try GatewayConfiguration.load(toml: LoaderTests.base + text)
-                return []
-            } catch { return error.issues.map { "\($0.key): \($0.message)" } }
+            loadIssues(LoaderTests.base + text).map { "\($0.key): \($0.message)" }
         }
         XCTAssertEqual(
             issue("[[schedules]]\nname = \"s\"\nwindows = [{ days = [\"mo\"], from = \"08:00\", to = \"18:00\" }]"),

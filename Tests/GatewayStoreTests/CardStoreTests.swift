@@ -1,19 +1,16 @@
 import DoorCore
 import Foundation
 @testable import GatewayStore
+import TestSupport
 import XCTest
 
 /// Card numbers in the registry (issue 35, `v13-card-numbers`): enrolled as
 /// `wiegand` rows, read back by the tap decision's port, revoked and
 /// forgotten by their key; a database from before the migration keeps every
 /// row and then takes cards.
-final class CardStoreTests: XCTestCase {
+final class CardStoreTests: TemporaryDirectoryTestCase {
     var dir: String!
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("cards-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+    override func setUpWithError() throws { dir = try temporaryDirectory("cards").path }
 
     let card = CardNumber(format: .h10301, facility: 18, number: 12345)!
 

@@ -2,13 +2,14 @@ import CSQLite
 import DoorCore
 import Foundation
 @testable import GatewayStore
+import TestSupport
 import XCTest
 
 /// Doors in the field hold databases the GRDB-based store wrote.
 /// Fixtures/grdb-v3.db was written by that store (commit 7094265, with
 /// Fixtures/make-store-fixture.swift.txt): this store must open it as fully
 /// migrated, re-run nothing, lose nothing and keep its audit chain.
-final class UpgradeTests: XCTestCase {
+final class UpgradeTests: TemporaryDirectoryTestCase {
     var dir: String!
 
     static let fixture =
@@ -16,12 +17,9 @@ final class UpgradeTests: XCTestCase {
         + "/Fixtures/grdb-v3.db"
 
     override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "upgrade-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        dir = try temporaryDirectory("upgrade").path
         try FileManager.default.copyItem(atPath: Self.fixture, toPath: dir + "/" + GatewayStore.fileName)
     }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
 
     private func schema(_ store: GatewayStore) throws -> [String] {
         try store.pool.read {

@@ -28,25 +28,20 @@ final class ControlCommandTests: XCTestCase {
     }
 
     func testRejectsBadLinesWithTypedErrors() {
-        XCTAssertThrowsError(try ControlCommand.parse("")) { XCTAssertEqual($0 as? ControlError, .empty) }
-        XCTAssertThrowsError(try ControlCommand.parse("explode")) {
-            XCTAssertEqual($0 as? ControlError, .unknown("explode"))
-        }
-        XCTAssertThrowsError(try ControlCommand.parse("tear-after -1")) {
-            XCTAssertEqual($0 as? ControlError, .usage("tear-after"))
-        }
-        XCTAssertThrowsError(try ControlCommand.parse("tear-after x")) {
-            XCTAssertEqual($0 as? ControlError, .usage("tear-after"))
-        }
-        XCTAssertThrowsError(try ControlCommand.parse("nad 3")) { XCTAssertEqual($0 as? ControlError, .usage("nad")) }
-        XCTAssertThrowsError(try ControlCommand.parse("remove now")) {
-            XCTAssertEqual($0 as? ControlError, .usage("remove"))
-        }
-        XCTAssertThrowsError(try ControlCommand.parse("insert 0401020304050607")) {
-            XCTAssertEqual($0 as? ControlError, .badUID("0401020304050607"))
-        }
-        XCTAssertThrowsError(try ControlCommand.parse("insert a.mfd ntag213")) {
-            XCTAssertEqual($0 as? ControlError, .usage("insert"))
+        let refused: [(String, ControlError)] = [
+            ("", .empty),
+            ("explode", .unknown("explode")),
+            ("tear-after -1", .usage("tear-after")),
+            ("tear-after x", .usage("tear-after")),
+            ("nad 3", .usage("nad")),
+            ("remove now", .usage("remove")),
+            ("insert 0401020304050607", .badUID("0401020304050607")),
+            ("insert a.mfd ntag213", .usage("insert")),
+        ]
+        for (line, expected) in refused {
+            XCTAssertThrowsError(try ControlCommand.parse(line), "'\(line)'") {
+                XCTAssertEqual($0 as? ControlError, expected, "'\(line)'")
+            }
         }
         XCTAssertEqual(ControlError.usage("dump").description, "usage: dump [PATH]")
     }

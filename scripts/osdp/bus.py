@@ -11,22 +11,14 @@ control panel. Half duplex: a command sent while another reader's reply is still
 (less than 150 ms after the command it answers, nothing answered yet) is a collision on a
 real bus; each is printed as `collision ADDRESS`. Dies with its parent, or when stdin closes.
 """
-import ctypes
 import os
 import select
-import signal
 import sys
 import termios
 import time
 import tty
 
-
-def die_with_parent():
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        sys.exit(1)
+from ptyline import die_with_parent, raw_pty
 
 
 def main():
@@ -36,10 +28,7 @@ def main():
         fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
         tty.setraw(fd, termios.TCSANOW)
         readers.append(fd)
-    master, slave = os.openpty()
-    tty.setraw(master, termios.TCSANOW)
-    tty.setraw(slave, termios.TCSANOW)
-    os.set_blocking(master, False)
+    master, slave = raw_pty()
     sys.stdout.write("tty " + os.ttyname(slave) + "\n")
     sys.stdout.flush()
     stdin = sys.stdin.fileno()

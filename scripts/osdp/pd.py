@@ -25,25 +25,15 @@ ASCII card number TEXT in place of libosdp's ACK: libosdp 3.2.9 sends no osdp_FM
 CardFormat.ASCII read is dropped as deprecated), so this is the door's only FMT peer on a line.
 """
 import argparse
-import ctypes
 import os
 import select
 import signal
 import sys
-import termios
 import time
-import tty
 
 from osdp import (Capability, CardFormat, Channel, Command, Event, LibFlag, LogLevel, PDCapabilities, PDInfo,
                   PeripheralDevice)
-
-
-def die_with_parent():
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        sys.exit(1)
+from ptyline import die_with_parent, raw_pty
 
 
 def crc16(data):
@@ -154,10 +144,7 @@ def main():
     p.add_argument("--log-level", type=int, default=LogLevel.Warning)
     args = p.parse_args()
 
-    master, slave = os.openpty()
-    tty.setraw(slave, termios.TCSANOW)
-    tty.setraw(master, termios.TCSANOW)
-    os.set_blocking(master, False)
+    master, slave = raw_pty()
     flags = [LibFlag.EnforceSecure] if args.scbk else []
     channel = PtyChannel(master)
     channel.plaintext = args.no_sc

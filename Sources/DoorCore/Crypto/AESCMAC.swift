@@ -16,22 +16,7 @@ extension Crypto {
             throw Failure(function: "aes128CBC: data must be whole 16-byte blocks", code: 0)
         }
         if data.isEmpty { return [] }
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw Failure.last("EVP_CIPHER_CTX_new") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        let enc: Int32 = direction == .encrypt ? 1 : 0
-        guard EVP_CipherInit_ex(ctx, EVP_aes_128_cbc(), nil, key, iv, enc) == 1 else {
-            throw Failure.last("EVP_CipherInit_ex")
-        }
-        EVP_CIPHER_CTX_set_padding(ctx, 0)
-        var out = [UInt8](repeating: 0, count: data.count + 16)
-        var n1: Int32 = 0, n2: Int32 = 0
-        guard EVP_CipherUpdate(ctx, &out, &n1, data, Int32(data.count)) == 1 else {
-            throw Failure.last("EVP_CipherUpdate")
-        }
-        let final = out.withUnsafeMutableBufferPointer { EVP_CipherFinal_ex(ctx, $0.baseAddress! + Int(n1), &n2) }
-        guard final == 1 else { throw Failure.last("EVP_CipherFinal_ex") }
-        guard Int(n1 + n2) == data.count else { throw Failure(function: "EVP_CipherUpdate: short output", code: 0) }
-        return Array(out.prefix(data.count))
+        return try unpadded(EVP_aes_128_cbc(), direction, key: key, iv: iv, data: data)
     }
 
     /// The CMAC subkeys K1 and K2 of `key` (RFC 4493 §2.3).

@@ -74,20 +74,34 @@ public enum Crypto {
     public static func aes128ECB(_ direction: Direction, key: [UInt8], block: [UInt8]) throws -> [UInt8] {
         guard key.count == 16 else { throw Failure(function: "aes128ECB: key must be 16 bytes", code: 0) }
         guard block.count == 16 else { throw Failure(function: "aes128ECB: block must be 16 bytes", code: 0) }
+        return try unpadded(EVP_aes_128_ecb(), direction, key: key, iv: nil, data: block)
+    }
+
+    /// `data` (whole blocks, not empty) through `cipher` with padding off
+    /// (`EVP_CIPHER_CTX_set_padding(ctx, 0)`): AES-128-ECB's block, AES-128-CBC's blocks.
+    static func unpadded(
+        _ cipher: OpaquePointer?, _ direction: Direction, key: [UInt8], iv: [UInt8]?, data: [UInt8]
+    ) throws -> [UInt8] {
         guard let ctx = EVP_CIPHER_CTX_new() else { throw Failure.last("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(ctx) }
         let enc: Int32 = direction == .encrypt ? 1 : 0
-        guard EVP_CipherInit_ex(ctx, EVP_aes_128_ecb(), nil, key, nil, enc) == 1 else {
-            throw Failure.last("EVP_CipherInit_ex")
+        let initialised: Int32
+        if let iv {
+            initialised = EVP_CipherInit_ex(ctx, cipher, nil, key, iv, enc)
+        } else {
+            initialised = EVP_CipherInit_ex(ctx, cipher, nil, key, nil, enc)
         }
+        guard initialised == 1 else { throw Failure.last("EVP_CipherInit_ex") }
         EVP_CIPHER_CTX_set_padding(ctx, 0)
-        var out = [UInt8](repeating: 0, count: 32)
+        var out = [UInt8](repeating: 0, count: data.count + 16)
         var n1: Int32 = 0, n2: Int32 = 0
-        guard EVP_CipherUpdate(ctx, &out, &n1, block, 16) == 1 else { throw Failure.last("EVP_CipherUpdate") }
+        guard EVP_CipherUpdate(ctx, &out, &n1, data, Int32(data.count)) == 1 else {
+            throw Failure.last("EVP_CipherUpdate")
+        }
         let final = out.withUnsafeMutableBufferPointer { EVP_CipherFinal_ex(ctx, $0.baseAddress! + Int(n1), &n2) }
         guard final == 1 else { throw Failure.last("EVP_CipherFinal_ex") }
-        guard n1 + n2 == 16 else { throw Failure(function: "EVP_CipherUpdate: short output", code: 0) }
-        return Array(out.prefix(16))
+        guard Int(n1 + n2) == data.count else { throw Failure(function: "EVP_CipherUpdate: short output", code: 0) }
+        return Array(out.prefix(data.count))
     }
 
     /// Bytes from OpenSSL's CSPRNG (`RAND_bytes`).

@@ -4,17 +4,17 @@ import DoorCore
 /// wrong type or a missing key refused with a `DaemonError.request` that names it.
 extension Dictionary where Key == String, Value == JSONValue {
     package func string(_ key: String, default d: String? = nil) throws -> String {
-        if let v = self[key] {
-            guard let s = v.stringValue else { throw DaemonError.request("\(key) must be a string") }
-            return s
-        }
-        if let d { return d }
-        throw DaemonError.request("missing \(key)")
+        try value(key, default: d, "a string") { $0.stringValue }
     }
     package func int(_ key: String, default d: Int? = nil) throws -> Int {
+        try value(key, default: d, "an integer") { $0.intValue }
+    }
+    /// The key's value as `read` takes it (else "KEY must be `what`"), or
+    /// the default when it is absent (else "missing KEY").
+    private func value<T>(_ key: String, default d: T?, _ what: String, _ read: (JSONValue) -> T?) throws -> T {
         if let v = self[key] {
-            guard let i = v.intValue else { throw DaemonError.request("\(key) must be an integer") }
-            return i
+            guard let t = read(v) else { throw DaemonError.request("\(key) must be \(what)") }
+            return t
         }
         if let d { return d }
         throw DaemonError.request("missing \(key)")
