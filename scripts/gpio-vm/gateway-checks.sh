@@ -712,6 +712,11 @@ TOML
         return
     fi
     problems=""
+    # gatewayd's request set each input's bias (pull-up): the door reads open
+    # until the reed closes it again. Closed, and the REX released, as at a real door.
+    echo pull-down > "$EXSYS/sim_gpio5/pull"
+    echo pull-up > "$EXSYS/sim_gpio6/pull"
+    sleep 0.5
     echo pull-up > "$EXSYS/sim_gpio5/pull"     # opened without a grant
     poll 50 ex_log door_forced_open || problems="$problems; no door_forced_open"
     echo pull-down > "$EXSYS/sim_gpio5/pull"
