@@ -460,7 +460,7 @@ def example_lines(pi_example):
         if m and cur:
             key = {"outputs": name or "strike", "indicators.green": "green", "indicators.red": "red",
                    "indicators.buzzer": "buzzer", "inputs.button": "button",
-                   "inputs.door_contact": "door_contact"}.get(cur)
+                   "inputs.door_contact": "door_contact", "inputs.request_to_exit": "request_to_exit"}.get(cur)
             if key:
                 out[key] = int(m.group(1))
     return out
@@ -468,7 +468,8 @@ def example_lines(pi_example):
 
 def function_key(cell):
     c = cell.lower()
-    for k, key in (("strike", "strike"), ("relay", "strike"), ("green", "green"), ("red", "red"),
+    for k, key in (("request to exit", "request_to_exit"), ("strike", "strike"), ("relay", "strike"),
+                   ("green", "green"), ("red", "red"),
                    ("buzzer", "buzzer"), ("button", "button"), ("door contact", "door_contact")):
         if k in c:
             return key

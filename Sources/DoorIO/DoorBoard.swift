@@ -13,6 +13,8 @@ public struct BoardDescription: Equatable, Sendable {
     /// alarm releases every output whose `onFire` is `.release` on the input
     /// thread itself, before anything else hears of it.
     public var fireAlarm: Input?
+    /// A request-to-exit button or PIR (docs/policy.md "Door contact").
+    public var requestToExit: Input?
 
     public init(
         chip: String, outputs: [Output], indicators: [IndicatorLine] = [],
@@ -114,6 +116,8 @@ public enum InputKind: String, Sendable, Hashable, CaseIterable {
     case doorContact = "door_contact"
     /// The fire panel's contact: active = in alarm (a supervised loop's cut wire too).
     case fireAlarm = "fire_alarm"
+    /// A request-to-exit button or PIR: active = pressed (someone at the door, inside).
+    case requestToExit = "request_to_exit"
 }
 
 /// A debounced edge of an input: `active` true = pressed (door open for a

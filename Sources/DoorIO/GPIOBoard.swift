@@ -63,8 +63,11 @@ public final class GPIOBoard: DoorBoard, Sendable {
         indicatorNames = description.indicators.map(\.name)
         relayLines = relays
         indicatorLines = indicators
-        let inputs = [(InputKind.button, description.button), (.doorContact, description.doorContact)]
-            .compactMap { kind, input in input.map { (kind, $0) } }
+        let inputs = [
+            (InputKind.button, description.button), (.doorContact, description.doorContact),
+            (.requestToExit, description.requestToExit),
+        ]
+        .compactMap { kind, input in input.map { (kind, $0) } }
         state = BoardState(
             outputs: outputs, indicators: indicatorNames,
             inputs: inputs.map(\.0) + (fireLine == nil ? [] : [.fireAlarm]))
@@ -193,6 +196,7 @@ public final class GPIOBoard: DoorBoard, Sendable {
                 "chip": "\(chip.name) (\(d.chip))", "outputs": "\(outs.joined(separator: "; "))",
                 "indicators": "\(inds.joined(separator: "; "))",
                 "button": "\(input(d.button))", "door_contact": "\(input(d.doorContact))",
+                "request_to_exit": "\(input(d.requestToExit))",
                 "fire_alarm":
                     "\(input(d.fireAlarm))\(fire.map { ", releases \($0.names.joined(separator: ","))" } ?? "")",
             ])

@@ -29,6 +29,7 @@ public final class SimulatedBoard: DoorBoard, Sendable {
             outputs: description.outputs.map(\.definition), indicators: description.indicators.map(\.name),
             inputs: [
                 description.button.map { _ in InputKind.button }, description.doorContact.map { _ in .doorContact },
+                description.requestToExit.map { _ in .requestToExit },
             ]
             .compactMap { $0 },
             logger: logger)

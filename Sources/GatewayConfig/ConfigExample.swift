@@ -164,6 +164,16 @@ public enum ConfigExample {
             # bias = "pull-up"
             # debounce_ms = 30
 
+            # An optional request-to-exit button or PIR on the inside (default: none;
+            # docs/policy.md "Door contact"): a press makes the next opening an exit,
+            # not forced ([request_to_exit]). A maglock's own hardware REX, in series
+            # with the lock's supply, must not depend on the Pi (board/wiring.md).
+            # [inputs.request_to_exit]
+            # line = "GPIO18"
+            # active_low = true
+            # bias = "pull-up"
+            # debounce_ms = 30
+
             # An optional fire alarm panel's dry contact (default: none; docs/policy.md
             # "Fire alarm", board/wiring.md). In alarm every output whose on_fire is
             # "release" unlocks within 100 ms and stays unlocked, over any schedule,
@@ -199,10 +209,13 @@ public enum ConfigExample {
             # or a tag's (gatewayctl tags issue --schedule NAME). A window includes
             # `from` and excludes `to`, local time in clock.time_zone; "24:00" ends
             # the day. No window applies on a holiday. Outside: denied outside_schedule.
+            # With first_person_in, the passage schedule unlocks a window only after a
+            # valid grant in it (first person in); it ends at its end, a restart keeps it.
             # [[schedules]]
             # name = "shop"
             # windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], from = "09:00", to = "18:30" }, { days = ["sat"], from = "10:00", to = "14:00" }]
             # holidays = ["2026-12-25", "2026-12-26"]
+            # first_person_in = false
 
             # Actions, numbered 0…N-1 without gaps: a sticker's idx, the number in
             # gatewayctl's `--action N`, and the target of remote commands.
@@ -267,10 +280,25 @@ public enum ConfigExample {
             [door_contact]
             # Alarms from [inputs.door_contact]; default: on when that input exists.
             # enabled = false
-            # Alarm when the door stays open this long.
-            held_open_s = 30
+            # Held open (outside passage mode), in stages; 0 turns a stage off:
+            # the held_open pattern at the door until it closes,
+            warn_s = 15
+            # the door_held_open alert (Home Assistant's door alarm). An older file's
+            # (held_open_s = N) is still read as this one, with warn_s and escalate_s
+            # then off unless given: it behaves as before the stages.
+            alert_s = 30
+            # door_held_open_escalated, for the site.
+            escalate_s = 120
             # After an action's last step the door may still be opened this long.
             open_grace_s = 10
+
+            [request_to_exit]
+            # With [inputs.request_to_exit]: an opening this long after a press (or
+            # while it is held) is an exit, not forced.
+            grace_s = 10
+            # "none": only that (a maglock with its own hardware REX); an action
+            # index: a press also runs it (pulses the strike), in lockdown too.
+            action = "none"
 
             [clock]
             # Treat the wall clock as synchronised without asking the kernel

@@ -174,10 +174,15 @@ extension GatewayConfiguration {
             inputs?.table("button").map { readInput($0, defaults: Defaults.button, &lines, contact: false) }
             ?? Defaults.button
         let doorContact = inputs?.table("door_contact").map { readInput($0, defaults: nil, &lines, contact: true) }
+        let requestToExit = inputs?.table("request_to_exit").map {
+            readInput($0, defaults: nil, &lines, contact: false)
+        }
         inputs?.finish()
         let fireAlarm = readFireAlarm(root, &lines)
 
-        let door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
+        var door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
+        let actionIndexes = Set(door.actions.map(\.index))
+        door.requestToExit = readRequestToExit(root, actionExists: { actionIndexes.contains($0) })
         let readers = readReaders(root, actions: door.actions, &lines)
 
         let clock = root.table("clock")
@@ -221,6 +226,7 @@ extension GatewayConfiguration {
         configuration.timeZone = timeZone
         configuration.fireAlarm = fireAlarm
         configuration.readers = readers
+        configuration.requestToExit = requestToExit
         return configuration
     }
 
@@ -451,16 +457,8 @@ extension GatewayConfiguration {
             authLimit: p?.int("auth_limit", 0, 0...7) ?? 0)
         p?.finish()
 
-        let c = root.table("door_contact")
-        let contactEnabled = c?.bool("enabled", hasDoorContact) ?? hasDoorContact
-        if contactEnabled && !hasDoorContact {
-            c?.fail("enabled", "true needs a contact line in [inputs.door_contact]")
-        }
-        let doorContact = DoorContactPolicy(
-            enabled: contactEnabled && hasDoorContact,
-            heldOpenAfter: .seconds(c?.int("held_open_s", 30, 1...3600) ?? 30),
-            openGrace: .seconds(c?.int("open_grace_s", 10, 0...600) ?? 10))
-        c?.finish()
+        // Held-open stages, forced open (ConfigDoorContact.swift).
+        let doorContact = readDoorContact(root, hasDoorContact: hasDoorContact)
 
         var settings = DoorSettings(
             outputs: outputs.map(\.definition), actions: actions, pulseLimits: limits, patterns: patterns,

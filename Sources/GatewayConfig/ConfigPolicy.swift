@@ -48,13 +48,18 @@ extension GatewayConfiguration {
             let holidays = t.stringList("holidays", []) { d in
                 CivilDate(d) == nil ? "\"\(d.prefix(16))\" is not a date YYYY-MM-DD" : nil
             }
+            // docs/policy.md "First person in" (FirstPersonIn.swift).
+            let firstPersonIn = t.bool("first_person_in", false)
             t.finish()
             guard let name else { continue }
             if out.contains(where: { $0.name == name }) {
                 t.fail("name", "\"\(name)\" is another schedule's name too")
                 continue
             }
-            out.append(WeeklySchedule(name: name, windows: windows, holidays: Set(holidays.compactMap(CivilDate.init))))
+            var schedule = WeeklySchedule(
+                name: name, windows: windows, holidays: Set(holidays.compactMap(CivilDate.init)))
+            schedule.firstPersonIn = firstPersonIn
+            out.append(schedule)
         }
         return out
     }

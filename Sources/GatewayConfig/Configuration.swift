@@ -155,6 +155,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var indicators: [IndicatorLine]
     public var button: Input
     public var doorContact: Input?
+    /// `[inputs.request_to_exit]`: a request-to-exit button or PIR (docs/policy.md "Door contact").
+    public var requestToExit: Input?
     /// What the pure door machine is told (outputs, actions, patterns, policies).
     public var door: DoorSettings
     /// Treat the wall clock as synchronised without asking `adjtimex`

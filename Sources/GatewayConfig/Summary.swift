@@ -72,7 +72,12 @@ extension GatewayConfiguration {
         lines.append(
             "door contact "
                 + (d.doorContact.enabled
-                    ? "held open after \(s(d.doorContact.heldOpenAfter)), grace \(s(d.doorContact.openGrace))" : "off"))
+                    ? "held open " + heldOpenSummary(d.doorContact) + ", grace \(s(d.doorContact.openGrace))" : "off"))
+        if let rex = requestToExit {
+            lines.append(
+                "request to exit \(input(rex)), grace \(s(d.requestToExit.grace)), "
+                    + (d.requestToExit.action.map { "runs action \($0)" } ?? "shunt only"))
+        }
         lines.append("clock " + (declareClockSynchronised ? "declared synchronised" : "from adjtimex"))
         lines.append("mqtt " + (mqtt.enabled ? mqttSummary : "off"))
         if remote.transport == .nats {

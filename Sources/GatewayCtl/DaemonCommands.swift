@@ -409,7 +409,8 @@ struct SimCommand: ParsableCommand {
             commandName: "press", abstract: "Press the button (and hold it).")
         @OptionGroup var socket: SocketOptions
         @Option(help: "Seconds to hold.") var hold: Double = 0.1
-        func run() throws { try socket.call(.simPress, [("hold", .double(hold))]) }
+        @Option(help: "button | request_to_exit") var input: String = "button"
+        func run() throws { try socket.call(.simPress, [("hold", .double(hold)), ("input", .string(input))]) }
     }
     struct Door: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -12,7 +12,7 @@ extension GatewayConfiguration {
                 bias: BoardDescription.Bias(rawValue: i.bias.rawValue) ?? .pullUp,
                 debounce: .milliseconds(i.debounceMilliseconds))
         }
-        return BoardDescription(
+        var description = BoardDescription(
             chip: chip,
             outputs: outputs.map {
                 .init(
@@ -24,5 +24,7 @@ extension GatewayConfiguration {
             },
             button: input(button),
             doorContact: doorContact.map(input), fireAlarm: fireAlarm.map { input($0.input) })
+        description.requestToExit = requestToExit.map(input)
+        return description
     }
 }

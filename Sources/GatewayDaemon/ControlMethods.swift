@@ -163,6 +163,8 @@ extension ControlService {
             ("state", .string(m.state.rawValue)),
             ("mode", .string(m.mode.rawValue)),
             ("door_open", .bool(m.doorOpen)),
+            // The door contact's alarm and held-open stage (docs/policy.md "Door contact").
+            ("door_alarm", .string(m.doorAlarm.rawValue)), ("held_open", .string(m.heldOpenStage.rawValue)),
             ("reader", .string(health)),
             ("clock_synchronised", .bool(runtime.clockSynchronised())),
             // Sticker expiry is judged no earlier than this (the latest synchronised time seen).
@@ -387,11 +389,18 @@ extension ControlService {
             return .object([("bytes", .int(data.count)), ("dump", .string(Hex.encode(Array(data))))])
         case .simPress:
             let hold = max(0, min(try p.double("hold", default: 0.1), 60))
-            sim.inject(InputEvent(input: .button, active: true, at: now))
-            DispatchQueue.global().asyncAfter(deadline: .now() + hold) {
-                sim.inject(InputEvent(input: .button, active: false, at: MonotonicClock.now()))
+            // `input`: the button (default) or the request-to-exit input.
+            let input: InputKind
+            switch try p.string("input", default: "button") {
+            case "button": input = .button
+            case "request_to_exit": input = .requestToExit
+            default: throw DaemonError.request("input must be button or request_to_exit")
             }
-            return .object([("hold_s", .double(hold))])
+            sim.inject(InputEvent(input: input, active: true, at: now))
+            DispatchQueue.global().asyncAfter(deadline: .now() + hold) {
+                sim.inject(InputEvent(input: input, active: false, at: MonotonicClock.now()))
+            }
+            return .object([("hold_s", .double(hold)), ("input", .string(input.rawValue))])
         default:
             let open: Bool
             switch try p.string("state") {

@@ -39,6 +39,8 @@ final class DoorRuntime: Sendable {
     /// own queue): `shutdown` and `committed` call it, so a stop right after a
     /// tap keeps its row.
     let flushAudit: @Sendable () -> Void
+    /// First person in: the window a grant opened (FirstPersonInKeeper.swift).
+    let firstPersonIn: FirstPersonInKeeper
 
     /// Where the door's news goes (the remote transport, Home Assistant's
     /// admin screen): set while wiring (`setHooks`), before `start()`, but for
@@ -120,6 +122,7 @@ final class DoorRuntime: Sendable {
         self.audit = audit
         self.flushAudit = flushAudit
         self.log = log
+        firstPersonIn = FirstPersonInKeeper(stateDirectory: configuration.paths.stateDirectory, log: log)
         patterns = PatternDriver(board: board, logger: log)
         var savedClockFloor: Int64 = 0
         do {
@@ -260,11 +263,13 @@ final class DoorRuntime: Sendable {
             ("clock_synchronised", .bool(wall.synchronised)),
         ])
         let isPassage = name == configuration.door.passageSchedule
-        let target: DoorMode = active ? .passage : .normal
+        // First person in: the window holds passage once a grant opened it.
+        let passage = active && firstPersonIn.passage(schedule, active: active, windowEnd: next)
+        let target: DoorMode = passage ? .passage : .normal
         let change = state.withLock { s -> Bool in
             s.scheduleInfo = info
-            guard isPassage, s.passageApplied != active else { return false }
-            s.passageApplied = active
+            guard isPassage, s.passageApplied != passage else { return false }
+            s.passageApplied = passage
             return s.machine.mode != .lockdown && s.machine.mode != target
         }
         if change { handle(.admin(.scheduledMode(target))) }
@@ -277,6 +282,22 @@ final class DoorRuntime: Sendable {
             timer.setEventHandler { [weak self] in self?.scheduleTick() }
             timer.activate()
             $0.scheduleTimer = timer
+        }
+    }
+
+    /// A valid grant (on `queue`): with a first-person-in passage schedule,
+    /// inside its window, the window opens and the tick applies passage.
+    private func firstPersonInGrant() {
+        guard let name = configuration.door.passageSchedule, let schedule = accessPolicy.schedule(named: name),
+            schedule.firstPersonIn
+        else { return }
+        let wall = now().wall
+        guard wall.synchronised, schedule.isActive(at: wall.unixSeconds, zone: zone) else { return }
+        let end = schedule.nextChange(after: wall.unixSeconds, zone: zone)
+        if firstPersonIn.granted(schedule, active: true, windowEnd: end) {
+            log.info("first person in: schedule \(name) opened until its window ends")
+            // After this batch of effects: the grant's own run first.
+            queue.async { [self] in scheduleTick() }
         }
     }
 
@@ -330,6 +351,7 @@ final class DoorRuntime: Sendable {
             case .button: handle(.button(pressed: event.active))
             case .doorContact: handle(.doorContact(open: event.active))
             case .fireAlarm: handle(.fireAlarm(active: event.active))
+            case .requestToExit: handle(.requestToExit(pressed: event.active))
             }
         }
     }
@@ -564,6 +586,7 @@ final class DoorRuntime: Sendable {
                 state.withLock { _ = $0.timers.removeValue(forKey: id)?.cancel() }
             case .emit(let event):
                 record(event)
+                if event.kind == .accessGranted { firstPersonInGrant() }
             case .writeTag(let job):
                 beginWrite(job)
             case .publishReport:
@@ -606,6 +629,8 @@ final class DoorRuntime: Sendable {
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
             ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
+            // docs/policy.md "Door contact": Home Assistant's door alarm.
+            ("door_alarm", .string(machine.doorAlarm.rawValue)), ("held_open", .string(machine.heldOpenStage.rawValue)),
         ])
     }
 
@@ -758,9 +783,10 @@ final class DoorRuntime: Sendable {
             // with the clock unsynchronised); inside it the tick below opens it.
             if settings.initialMode == .passage, let name = settings.passageSchedule {
                 let wall = now().wall
-                let open =
-                    wall.synchronised
-                    && (accessPolicy.schedule(named: name)?.isActive(at: wall.unixSeconds, zone: zone) ?? false)
+                let schedule = accessPolicy.schedule(named: name)
+                let active = wall.synchronised && (schedule?.isActive(at: wall.unixSeconds, zone: zone) ?? false)
+                let end = schedule?.nextChange(after: wall.unixSeconds, zone: zone)
+                let open = active && schedule.map { firstPersonIn.passage($0, active: active, windowEnd: end) } == true
                 if !open { settings.initialMode = .normal }
             }
             let now = now()

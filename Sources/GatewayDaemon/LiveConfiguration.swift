@@ -132,6 +132,11 @@ final class LiveConfiguration: Sendable {
             case (let a?, let b?): input("[inputs.door_contact]", a, b, level: "open_level")
             default: names.append("[inputs.door_contact]")
             }
+            switch (old.requestToExit, new.requestToExit) {
+            case (nil, nil): break
+            case (let a?, let b?): input("[inputs.request_to_exit]", a, b, level: "active_low")
+            default: names.append("[inputs.request_to_exit]")
+            }
             switch (old.fireAlarm, new.fireAlarm) {
             case (nil, nil): break
             case (let a?, let b?):

@@ -17,6 +17,8 @@ public enum Payloads {
             ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
             ("binary_sensor", "schedule"), ("event", "approval"), ("button", "approve"), ("button", "deny"),
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") } + homeAssistantAdminEntities
+        // docs/policy.md "Door contact".
+        + [("binary_sensor", "door_alarm")]
 
     /// The admin screen's entities (`home_assistant_admin`), as (component, object).
     public static let homeAssistantAdminEntities: [(component: String, object: String)] = [
@@ -169,6 +171,26 @@ public enum Payloads {
                     common("door", "Door contact") + [
                         ("state_topic", .string(topics.state)), ("device_class", .string("door")),
                         ("value_template", .string("{{ 'ON' if value_json.door_open else 'OFF' }}")),
+                    ]))
+            // docs/policy.md "Door contact": on while the door is forced open or
+            // held open past alert_s, until it closes; which, and the held-open
+            // stage, as attributes.
+            out.append(
+                entry(
+                    "binary_sensor", "door_alarm",
+                    common("door_alarm", "Door alarm") + [
+                        ("state_topic", .string(topics.state)), ("device_class", .string("problem")),
+                        (
+                            "value_template",
+                            .string("{{ 'ON' if value_json.door_alarm in ['forced_open', 'held_open'] else 'OFF' }}")
+                        ),
+                        ("json_attributes_topic", .string(topics.state)),
+                        (
+                            "json_attributes_template",
+                            .string(
+                                "{{ {'door_alarm': value_json.door_alarm, 'held_open': value_json.held_open} | tojson }}"
+                            )
+                        ),
                     ]))
         }
         if fireAlarm {

@@ -398,11 +398,14 @@ final class MachineTests: XCTestCase {
 
     func testDoorContactAlarms() {
         var s = DoorSettings()
-        s.doorContact = DoorContactPolicy(enabled: true, heldOpenAfter: .seconds(30), openGrace: .seconds(10))
+        // The one alert of before the stages (DoorContactTests has the stages).
+        s.doorContact = DoorContactPolicy(
+            enabled: true, heldOpenAfter: .seconds(30), openGrace: .seconds(10), warnAfter: .zero, escalateAfter: .zero)
         var h = harness(s)
         XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened, .doorForcedOpen])
         XCTAssertEqual(h.advance(.seconds(30)).eventKinds, [.doorHeldOpen])
-        XCTAssertEqual(h.send(.doorContact(open: false)).eventKinds, [.doorClosed])
+        // The close publishes the clear of both alarms (DoorContactTests has the stages).
+        XCTAssertEqual(h.send(.doorContact(open: false)).eventKinds, [.doorClosed, .doorAlarmCleared])
         h.send(MachineHarness.tag(a, grant))
         h.advance(.seconds(5))
         XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened], "opened within the grant's grace")
@@ -487,7 +490,8 @@ final class MachineTests: XCTestCase {
 
     func testLeavingPassageWithTheDoorOpenStartsTheHeldOpenCount() {
         var s = DoorSettings()
-        s.doorContact = DoorContactPolicy(enabled: true, heldOpenAfter: .seconds(30))
+        s.doorContact = DoorContactPolicy(
+            enabled: true, heldOpenAfter: .seconds(30), warnAfter: .zero, escalateAfter: .zero)
         var h = harness(s)
         h.send(.admin(.setMode(.passage)))
         XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened], "open is expected in passage")

@@ -192,6 +192,10 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
             "inputs.door_contact.open_level": refused("\"low\""),
             "inputs.door_contact.bias": refused("\"pull-down\""),
             "inputs.door_contact.debounce_ms": refused("31"),
+            "inputs.request_to_exit.line": refused("\"GPIO4\""),
+            "inputs.request_to_exit.active_low": refused("false"),
+            "inputs.request_to_exit.bias": refused("\"pull-down\""),
+            "inputs.request_to_exit.debounce_ms": refused("31"),
             "outputs[].on_fire": { key in
                 Row(reload: .refused("[[outputs]] on_fire")) { set($0, key, "\"keep\"") }
             },
@@ -228,6 +232,7 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
                 Row(reload: .live) { replace($0, section: "schedules", "to = \"18:30\"", "to = \"19:00\"") }
             },
             "schedules[].holidays": live("[\"2026-12-31\"]"),
+            "schedules[].first_person_in": live("true"),
             "actions[].index": { _ in
                 Row(reload: .live) {
                     replace(
@@ -272,7 +277,15 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
             "provisioning.protect": live("true"),
             "provisioning.auth_limit": live("3"),
             "door_contact.enabled": live("false"),
-            "door_contact.held_open_s": live("31"),
+            // The old name of alert_s (ConfigDoorContact.swift): given instead of it.
+            "door_contact.held_open_s": { _ in
+                Row(reload: .live) { replace($0, section: "door_contact", "\nalert_s = 30", "\nheld_open_s = 31") }
+            },
+            "door_contact.warn_s": live("16"),
+            "door_contact.alert_s": live("31"),
+            "door_contact.escalate_s": live("121"),
+            "request_to_exit.grace_s": live("11"),
+            "request_to_exit.action": live("1"),
             "door_contact.open_grace_s": live("11"),
             "clock.declare_synchronised": live("true"),
             "clock.time_zone": live("\"UTC\""),
@@ -613,8 +626,17 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
             take("open 0", .admin(.open(0)))
             advance(.milliseconds(3_000 + 10_500))
             take("contact", .doorContact(open: true))
-            advance(.seconds(60))
+            // Past every held-open stage (warn_s, alert_s, escalate_s).
+            advance(.seconds(130))
             take("contact", .doorContact(open: false))
+            // A request to exit, the door opened 10.5 s after its release ([request_to_exit]).
+            take("rex", .requestToExit(pressed: true))
+            advance(.milliseconds(200))
+            take("rex", .requestToExit(pressed: false))
+            advance(.milliseconds(10_500))
+            take("contact", .doorContact(open: true))
+            take("contact", .doorContact(open: false))
+            advance(.seconds(15))
             take("fault", .readerFault("gone"))
             take("recovered", .readerRecovered)
             let failedProof = Denial.failedProofReasons.sorted()[0]
@@ -666,7 +688,7 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
 
             // The tap rules (TapDecision's schedules) in the door's zone, every half hour over a week with 2026-12-31.
             let policy = runtime.sync { runtime.accessPolicy }
-            lines.append("schedules \(policy.schedules.map(\.name))")
+            lines.append("schedules \(policy.schedules.map { $0.name + ($0.firstPersonIn ? " first person in" : "") })")
             for hour in stride(from: Int64(1_798_675_200), to: 1_798_675_200 + 8 * 86_400, by: 1_800) {
                 let wall = WallClock(unixSeconds: hour, synchronised: true)
                 let answers = configuration.door.actions.map {

@@ -107,7 +107,10 @@ final class LoaderTests: XCTestCase, ExpectsConfigIssues {
             d.provisioning,
             ProvisioningPolicy(buttonArmed: true, action: 0, timeout: .seconds(60), protect: false, authLimit: 0))
         XCTAssertEqual(
-            d.doorContact, DoorContactPolicy(enabled: false, heldOpenAfter: .seconds(30), openGrace: .seconds(10)))
+            d.doorContact,
+            DoorContactPolicy(
+                enabled: false, heldOpenAfter: .seconds(30), openGrace: .seconds(10), warnAfter: .seconds(15),
+                escalateAfter: .seconds(120)))
         XCTAssertEqual(d.patterns, FeedbackPattern.defaultPatterns)
     }
 
@@ -215,7 +218,9 @@ final class LoaderTests: XCTestCase, ExpectsConfigIssues {
         XCTAssertEqual(
             c.doorContact, .init(line: .name("GPIO21"), activeLow: true, bias: .pullUp, debounceMilliseconds: 100))
         XCTAssertEqual(
-            c.door.doorContact, DoorContactPolicy(enabled: true, heldOpenAfter: .seconds(120)), "enabled by the input")
+            c.door.doorContact,
+            DoorContactPolicy(enabled: true, heldOpenAfter: .seconds(120), warnAfter: .zero, escalateAfter: .zero),
+            "enabled by the input; held_open_s alone: the one alert of before the stages")
         XCTAssertEqual(c.door.pulseLimits.maximum, .seconds(20))
         XCTAssertEqual(c.door.sameTagQuiet, .zero)
         XCTAssertEqual(c.door.initialMode, .passage)
@@ -409,7 +414,7 @@ final class LoaderTests: XCTestCase, ExpectsConfigIssues {
     func testFeedbackErrors() {
         assertIssue(
             "[feedback.party]\nrepeat = true\n", "feedback.party", line: 5,
-            "unknown pattern (patterns: granted, denied, locked_out, provisioning_armed, tag_written, write_failed, reader_fault, heartbeat, awaiting_approval)"
+            "unknown pattern (patterns: granted, denied, locked_out, provisioning_armed, tag_written, write_failed, reader_fault, heartbeat, awaiting_approval, held_open)"
         )
         assertIssue(
             "[feedback.granted]\nsteps = [{ on = [\"green\", \"blue\"], ms = 100 }]\n",

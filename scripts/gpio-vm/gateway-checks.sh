@@ -649,6 +649,105 @@ TOML
     fi
 }
 
+# check_exit: docs/policy.md "Door contact" on real edges. A door contact
+# (DOOR, a reed to GND with the pull-up: pull-down = closed) and a
+# request-to-exit button (REX, active low: pull-down = pressed) on gpio-sim.
+# The door opened without a grant is forced (an alarm until it closes); a
+# press of REX makes the next opening an exit, with the strike never moved
+# (shunt only, the default); held open, the stages come in order and the
+# close clears them.
+EX=$CFG/doorgateway-ex
+
+# ex_log PATTERN...: the audit log's newest rows hold one line matching every PATTERN.
+ex_log() {
+    "$GATEWAY" ctl log --limit 8 --socket "$WORKDIR/ex-run/control.sock" > "$WORKDIR/ex-audit" 2>&1 || return 1
+    _rows=$(cat "$WORKDIR/ex-audit")
+    for _p in "$@"; do _rows=$(echo "$_rows" | grep -- "$_p") || return 1; done
+    [ -n "$_rows" ]
+}
+
+check_exit() {
+    gpio_sim_add "$EX" doorgateway-ex 7 STRIKE GPIO22 GPIO23 GPIO24 GPIO27 DOOR REX \
+        || { fail exit "no gpio-sim chip"; return; }
+    EXSYS=$SIM_SYS
+    echo pull-up > "$EXSYS/sim_gpio4/pull"     # the button: released
+    echo pull-down > "$EXSYS/sim_gpio5/pull"   # the door: closed
+    echo pull-up > "$EXSYS/sim_gpio6/pull"     # REX: released
+    mkdir -p "$WORKDIR/ex-state" "$WORKDIR/ex-run"
+    cat > "$WORKDIR/ex.toml" <<TOML
+[device]
+id = "vm-exit"
+[board]
+kind = "real"
+chip = "$SIM_CHIP"
+[reader]
+connstring = "pn532_uart:/dev/no-reader-here"
+[[outputs]]
+name = "strike"
+line = "STRIKE"
+active_low = false
+locked_level = "deenergised"
+[inputs.door_contact]
+line = "DOOR"
+open_level = "high"
+[inputs.request_to_exit]
+line = "REX"
+active_low = true
+[door_contact]
+warn_s = 1
+alert_s = 2
+escalate_s = 3
+[clock]
+declare_synchronised = true
+[control]
+admin_group = "root"
+[paths]
+state_dir = "$WORKDIR/ex-state"
+runtime_dir = "$WORKDIR/ex-run"
+TOML
+    if ! start_daemon exit "$WORKDIR/ex.toml"; then
+        fail exit "gatewayd not ready: $(tail -3 "$WORKDIR/exit.log" | tr '\n' ' ')"
+        kill -TERM "$PID" 2> /dev/null
+        gpio_sim_remove "$EX"
+        return
+    fi
+    problems=""
+    # gatewayd's request set each input's bias (pull-up): the door reads open
+    # until the reed closes it again. Closed, and the REX released, as at a real door.
+    echo pull-down > "$EXSYS/sim_gpio5/pull"
+    echo pull-up > "$EXSYS/sim_gpio6/pull"
+    sleep 0.5
+    echo pull-up > "$EXSYS/sim_gpio5/pull"     # opened without a grant
+    poll 50 ex_log door_forced_open || problems="$problems; no door_forced_open"
+    echo pull-down > "$EXSYS/sim_gpio5/pull"
+    poll 50 ex_log door_alarm_cleared reason=forced_open || problems="$problems; no door_alarm_cleared forced_open"
+    echo pull-down > "$EXSYS/sim_gpio6/pull"   # REX pressed and released
+    sleep 0.2
+    echo pull-up > "$EXSYS/sim_gpio6/pull"
+    poll 50 ex_log request_to_exit reason=shunt || problems="$problems; no request_to_exit"
+    echo pull-up > "$EXSYS/sim_gpio5/pull"     # the exit
+    poll 50 ex_log door_opened || problems="$problems; no door_opened after the request to exit"
+    poll 80 ex_log door_held_open_escalated || problems="$problems; no door_held_open_escalated"
+    "$GATEWAY" ctl log --limit 5 --socket "$WORKDIR/ex-run/control.sock" > "$WORKDIR/ex-stages" 2>&1
+    stages=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^door_/) { printf "%s%s", sep, $i; sep = " "; break } }' "$WORKDIR/ex-stages")
+    echo pull-down > "$EXSYS/sim_gpio5/pull"
+    poll 50 ex_log door_alarm_cleared reason=held_open || problems="$problems; no door_alarm_cleared held_open"
+    "$GATEWAY" ctl log --limit 12 --socket "$WORKDIR/ex-run/control.sock" > "$WORKDIR/ex-all" 2>&1
+    [ "$(grep -c door_forced_open "$WORKDIR/ex-all")" = 1 ] \
+        || problems="$problems; door_forced_open $(grep -c door_forced_open "$WORKDIR/ex-all") times (want 1: the exit is not forced)"
+    strike=$(cat "$EXSYS/sim_gpio0/value")
+    [ "$strike" = 0 ] || problems="$problems; the strike is $strike (shunt only: never moved)"
+    kill -TERM "$PID"
+    status exit > /dev/null
+    gpio_sim_remove "$EX"
+    detail="forced open then cleared; request_to_exit shunted the next opening; stages: $stages; strike $strike"
+    if [ -z "$problems" ]; then
+        pass exit "$detail"
+    else
+        fail exit "${problems#; } — $detail; $(tail -3 "$WORKDIR/exit.log" | tr '\n' ' ')"
+    fi
+}
+
 main() {
     [ -x "$GATEWAY" ] || { echo "FAIL setup: gateway binary $GATEWAY not executable"; exit 1; }
     setup_sim
@@ -670,6 +769,7 @@ main() {
     check_released false
     check_released true
     check_wiegand
+    check_exit
     gpio_sim_remove "$SIMDEV"
     return $FAILED
 }

@@ -61,7 +61,7 @@ public struct DoorMachine: Sendable {
         case .readerFault: return .readerFault
         case .provisioningArmed, .writing: return .provisioningArmed
         case .awaitingApproval: return .awaitingApproval
-        case .idle, .running: return .heartbeat
+        case .idle, .running: return contact.warned ? .heldOpen : .heartbeat
         }
     }
 
@@ -116,8 +116,8 @@ public struct DoorMachine: Sendable {
     private var lockedReaders: [String: MonotonicInstant] = [:]
     private var lastReaderLockout: [String: (end: MonotonicInstant, length: Duration)] = [:]
     private var lockoutGeneration = 0
-    // Door contact.
-    private var heldOpenGeneration = 0
+    // Door contact: held open, forced open, request to exit (DoorContact.swift).
+    private var contact = DoorContactWatch()
     // Approval.
     private var approvals = ApprovalDesk()
     private var random: [UInt8] = []
@@ -217,6 +217,7 @@ public struct DoorMachine: Sendable {
             }
             fx.append(.emit(DoorEvent(.readerFault, reason: why)))
         case .fireAlarm(let active): fireInput(active, &fx)
+        case .requestToExit(let pressed): requestToExit(pressed, now.monotonic, &fx)
         case .readerRecovered:
             guard !readerHealthy else { break }
             readerHealthy = true
@@ -731,7 +732,7 @@ public struct DoorMachine: Sendable {
             disarm(reason: "lockdown", &fx)
             cancelApproval(reason: "lockdown", &fx)
         }
-        restartHeldOpenTimer(&fx)
+        if settings.doorContact.enabled { contact.modeChanged(timed: mode != .passage, settings.doorContact, &fx) }
         fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: source)))
     }
 
@@ -818,38 +819,38 @@ public struct DoorMachine: Sendable {
         }
     }
 
-    // MARK: Door contact
+    // MARK: Door contact (DoorContact.swift, docs/policy.md "Door contact")
+
+    /// The door contact's alarm now (the state document's `door_alarm`).
+    public var doorAlarm: DoorAlarm { contact.alarm }
+    /// How far the held-open count has gone.
+    public var heldOpenStage: HeldOpenStage { contact.stage }
 
     private mutating func doorContact(_ open: Bool, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         let policy = settings.doorContact
         guard policy.enabled, open != doorOpen else { return }
         doorOpen = open
-        heldOpenGeneration += 1
         if open {
-            fx.append(.emit(DoorEvent(.doorOpened)))
             // In a fire alarm people leave: an open door is not forced.
-            let granted =
-                !runs.isEmpty || mode == .passage || fire != .normal
+            let expected =
+                !runs.isEmpty || mode == .passage || fire != .normal || contact.exitRequested(now)
                 || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
-            if !granted { fx.append(.emit(DoorEvent(.doorForcedOpen))) }
-            if mode != .passage {
-                fx.append(.startTimer(.doorHeldOpen(generation: heldOpenGeneration), after: policy.heldOpenAfter))
-            }
+            contact.opened(expected: expected, timed: mode != .passage, policy, &fx)
         } else {
-            fx.append(.cancelTimer(.doorHeldOpen(generation: heldOpenGeneration - 1)))
-            fx.append(.emit(DoorEvent(.doorClosed)))
+            contact.closed(&fx)
         }
     }
 
-    /// After a mode change with the door open: passage expects it open (no
-    /// held-open alarm); leaving passage starts the held-open count afresh.
-    private mutating func restartHeldOpenTimer(_ fx: inout [DoorEffect]) {
-        guard settings.doorContact.enabled, doorOpen else { return }
-        fx.append(.cancelTimer(.doorHeldOpen(generation: heldOpenGeneration)))
-        heldOpenGeneration += 1
-        if mode != .passage {
-            fx.append(
-                .startTimer(.doorHeldOpen(generation: heldOpenGeneration), after: settings.doorContact.heldOpenAfter))
+    /// A request-to-exit edge: the next opening is an exit (shunt); with an
+    /// action, a press also runs it, in lockdown too (as the exit button).
+    private mutating func requestToExit(_ pressed: Bool, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
+        let policy = settings.requestToExit
+        contact.requestToExit(pressed: pressed, grace: policy.grace, now)
+        guard pressed else { return }
+        if let exit = policy.action, runAction(exit, source: "request_to_exit", survivesLockdown: true, now, &fx) {
+            fx.append(.emit(DoorEvent(.exitRequest, action: exit, source: "request_to_exit")))
+        } else {
+            fx.append(.emit(DoorEvent(.requestToExit, reason: "shunt", source: "request_to_exit")))
         }
     }
 
@@ -869,8 +870,7 @@ public struct DoorMachine: Sendable {
             // Whatever is due ends; after an admin clear nothing is, and the firing is a no-op.
             lockoutTimer(now, &fx)
         case .doorHeldOpen(let g):
-            guard g == heldOpenGeneration, doorOpen else { return }
-            fx.append(.emit(DoorEvent(.doorHeldOpen)))
+            contact.timerFired(generation: g, settings.doorContact, &fx)
         case .approvalTimeout(let id):
             guard approvals.pending?.id == id, let request = approvals.expire(at: now) else { return }
             notApproved(request, .approvalTimedOut, by: nil, &fx)

@@ -22,6 +22,8 @@ public enum DoorInput: Equatable, Sendable {
     /// loop's wire break reads as alarm). The board has already released
     /// its `release` outputs when this arrives (docs/policy.md "Fire alarm").
     case fireAlarm(active: Bool)
+    /// The request-to-exit input's edge (`[inputs.request_to_exit]`, docs/policy.md "Door contact").
+    case requestToExit(pressed: Bool)
 }
 
 /// A tag in the field, classified (docs/design.md "blank", "ours", foreign) and judged.
@@ -219,6 +221,13 @@ public struct DoorEvent: Equatable, Sendable {
         /// this silent alarm goes out (MQTT/NATS, Home Assistant); the reader
         /// shows nothing different.
         case duress
+        /// The door contact's stages and alarms (docs/policy.md "Door
+        /// contact", DoorContact.swift): held open past T1 (the pattern at
+        /// the door) and T3 (the site); the door closed on an alarm
+        /// (`reason`: `forced_open`, `held_open`); a request to exit that
+        /// only shunted the next opening.
+        case doorHeldOpenWarning = "door_held_open_warning", doorHeldOpenEscalated = "door_held_open_escalated"
+        case doorAlarmCleared = "door_alarm_cleared", requestToExit = "request_to_exit"
     }
     public var kind: Kind
     public var reason: String?

@@ -11,6 +11,8 @@ public enum FeedbackKind: String, Sendable, Hashable, Codable, CaseIterable {
     case heartbeat
     /// A tap waits for an approver (docs/policy.md "Approval"); repeats until answered.
     case awaitingApproval = "awaiting_approval"
+    /// The door is held open past `[door_contact] warn_s`; repeats until it closes.
+    case heldOpen = "held_open"
 }
 
 /// One step of a pattern: which indicator lines are on, for how long.
@@ -106,6 +108,12 @@ extension FeedbackPattern {
                     PatternStep(on: [g, b], duration: ms(60)), PatternStep(on: [g], duration: ms(440)),
                     .off(ms(500)),
                 ], repeats: true, priority: 50),
+            // Red with the buzzer, once a second, until the door closes (docs/policy.md "Door contact").
+            .heldOpen: FeedbackPattern(
+                steps: [
+                    PatternStep(on: [r, b], duration: ms(250)), PatternStep(on: [r], duration: ms(250)),
+                    .off(ms(500)),
+                ], repeats: true, priority: 45),
         ]
     }()
 }

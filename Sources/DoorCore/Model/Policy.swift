@@ -72,13 +72,26 @@ public struct ProvisioningPolicy: Equatable, Sendable, Hashable {
 /// grant is in progress (forced).
 public struct DoorContactPolicy: Equatable, Sendable, Hashable {
     public var enabled: Bool
+    /// The held-open alert (T2, `door_held_open`, Home Assistant's door
+    /// alarm): `[door_contact] alert_s`, once `held_open_s`. Zero: off.
     public var heldOpenAfter: Duration
     /// After an action's last step, the door may still be opened for this long.
     public var openGrace: Duration
-    public init(enabled: Bool = false, heldOpenAfter: Duration = .seconds(30), openGrace: Duration = .seconds(10)) {
+    /// The held-open warning at the door (T1: the `held_open` pattern, until
+    /// the door closes): `[door_contact] warn_s`. Zero: off.
+    public var warnAfter: Duration
+    /// The held-open escalation to the site (T3, `door_held_open_escalated`):
+    /// `[door_contact] escalate_s`. Zero: off.
+    public var escalateAfter: Duration
+    public init(
+        enabled: Bool = false, heldOpenAfter: Duration = .seconds(30), openGrace: Duration = .seconds(10),
+        warnAfter: Duration = .seconds(15), escalateAfter: Duration = .seconds(120)
+    ) {
         self.enabled = enabled
         self.heldOpenAfter = heldOpenAfter
         self.openGrace = openGrace
+        self.warnAfter = warnAfter
+        self.escalateAfter = escalateAfter
     }
 }
 
@@ -104,6 +117,8 @@ public struct DoorSettings: Equatable, Sendable, Hashable {
     public var schedules: [WeeklySchedule] = []
     /// `door.passage_schedule`: passage mode inside its windows, normal outside.
     public var passageSchedule: String?
+    /// `[request_to_exit]` (docs/policy.md "Door contact"): what a request-to-exit press does.
+    public var requestToExit = RequestToExitPolicy()
 
     public init(
         outputs: [OutputDefinition] = [OutputDefinition(name: "strike")],

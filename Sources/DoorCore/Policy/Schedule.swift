@@ -39,6 +39,9 @@ public struct WeeklySchedule: Hashable, Sendable {
     public var name: String
     public var windows: [ScheduleWindow]
     public var holidays: Set<CivilDate>
+    /// `first_person_in` (FirstPersonIn.swift): as the passage schedule, a
+    /// window unlocks only after a valid grant inside it.
+    public var firstPersonIn = false
     public init(name: String, windows: [ScheduleWindow], holidays: Set<CivilDate> = []) {
         self.name = name
         self.windows = windows

@@ -49,6 +49,7 @@ package enum PolicyExplain {
                     .optional(s.nextChange(after: at, zone: zone).map { zone.local($0).description })
                 ),
                 ("passage", .bool(name == configuration.door.passageSchedule)),
+                ("first_person_in", .bool(s.firstPersonIn)),
             ])
         }
         var fields: [(String, JSONValue)] = [
@@ -79,6 +80,7 @@ package enum PolicyExplain {
             }
         }
         if let note { fields.append(("note", .string(note))) }
+        fields += DoorContactExplain.fields(configuration)
         if let fire, fire != .normal {
             let released = configuration.door.outputs.filter { $0.onFire == .release }.map(\.name)
             fields.append(
@@ -109,7 +111,8 @@ package enum PolicyExplain {
             let state = s["active"]?.boolValue == true ? "inside a window" : "outside every window"
             let next = s["next_change_local"]?.stringValue.map { ", changes at \($0)" } ?? ", no change within 15 days"
             lines.append(
-                "schedule \(name)\(s["passage"]?.boolValue == true ? " (passage mode)" : ""): \(state)\(next)")
+                "schedule \(name)\(s["passage"]?.boolValue == true ? DoorContactExplain.passage(s) : ""): \(state)\(next)"
+            )
         }
         if let approval {
             let by = (approval["by"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
@@ -120,6 +123,7 @@ package enum PolicyExplain {
         if let u = v["uses_left"]?.intValue { lines.append("uses left: \(u)") }
         if let r = v["registry"]?.stringValue { lines.append("registry: \(r)") }
         if let n = v["note"]?.stringValue { lines.append("note: \(n)") }
+        lines += DoorContactExplain.lines(v)
         if let fire = v["fire"], let state = fire["state"]?.stringValue {
             let released = (fire["released"]?.arrayValue ?? []).compactMap(\.stringValue)
             let outputs =
