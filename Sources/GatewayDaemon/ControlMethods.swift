@@ -136,6 +136,8 @@ extension ControlService {
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
         case .fleetStatus, .fleetPublish, .fleetPull: return try answerFleet(method, p)
+        case .lockdownStart, .lockdownEnd, .lockdownStatus, .siteCommand:
+            return try answerLockdown(method, p, peer: peer)  // SiteLockdown.swift
         }
     }
 
@@ -173,6 +175,7 @@ extension ControlService {
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("approval", Self.approvalStatus(m, now: now)),
             ("fire", Self.fireStatus(m)),
+            ("lockdown", DoorRuntime.lockdownStatus(m)),
             ("broker", remote.status()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.

@@ -138,7 +138,8 @@ final class DoorRuntime: Sendable {
         }
         state = Mutex(
             State(
-                machine: DoorMachine(settings: configuration.door), lastAccess: lastAccess,
+                machine: DoorMachine(settings: Self.withPersistedLockdown(configuration.door, store: store, log: log)),
+                lastAccess: lastAccess,
                 clockFloor: ClockFloor(unix: savedClockFloor), savedClockFloor: savedClockFloor, zone: zone))
     }
 
@@ -606,6 +607,7 @@ final class DoorRuntime: Sendable {
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
             ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
+            ("lockdown", Self.lockdownStatus(machine)),
         ])
     }
 
@@ -753,6 +755,8 @@ final class DoorRuntime: Sendable {
             if settings.initialMode == fileMode || running == .lockdown { settings.initialMode = running }
             // A fire alarm nobody has reset outlives the machine it began in.
             settings.initialFire = state.withLock { $0.machine.fire }
+            // So does the site's lockdown (docs/policy.md "Lockdown").
+            settings.initialLockdown = state.withLock { $0.machine.lockdown }
             // With a passage schedule the schedule says when the door stands
             // open: a reload never unlocks it outside the schedule's window (nor
             // with the clock unsynchronised); inside it the tick below opens it.

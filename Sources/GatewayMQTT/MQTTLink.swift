@@ -569,6 +569,15 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         return true
     }
 
+    /// A signed site command (SiteCommand.swift) on this door's fleet topic,
+    /// not retained: it never replaces the retained document, and only the
+    /// doors connected now hear it (each judges it: site key, freshness, replay).
+    public func publishSiteCommand(_ command: [UInt8]) -> Bool {
+        guard isConnected, let fleet else { return false }
+        publishDirect(fleet.publishTopic, command, retain: false)
+        return true
+    }
+
     /// Subscribes the fleet filter again: the broker sends its retained
     /// documents anew (MQTT 3.1.1 §3.8.4). False when not connected.
     public func refreshFleet() -> Bool {

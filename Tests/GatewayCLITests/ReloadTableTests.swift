@@ -70,7 +70,7 @@ final class ReloadTableTests: XCTestCase {
         }
         return lines.joined(separator: "\n")
             + "\n[[actions]]\nindex = 4\nsteps = [{ wait_ms = 1 }, { pulse = \"strike\", ms = 50 }]\n"
-            + "approval = { timeout_s = 120, by = [\"gatewayctl\"] }\nschedule = \"shop\"\n"
+            + "approval = { timeout_s = 120, by = [\"gatewayctl\"] }\nlockdown_exempt = false\nschedule = \"shop\"\n"
             + "[[outputs]]\nname = \"latch\"\nline = \"GPIO16\"\nactive_low = true\nlocked_level = \"deenergised\"\n"
     }()
 
@@ -246,6 +246,7 @@ final class ReloadTableTests: XCTestCase {
                 Row(reload: .live) { $0.replacingOccurrences(of: "wait_ms = 1 }", with: "wait_ms = 2 }") }
             },
             "actions[].credentials": live("[\"ntag424\"]"),
+            "actions[].lockdown_exempt": live("true"),
             "actions[].schedule": { _ in
                 Row(reload: .live) { $0.replacingOccurrences(of: "schedule = \"shop\"\n[[", with: "[[") }
             },
@@ -684,7 +685,9 @@ final class ReloadTableTests: XCTestCase {
             lines.append("zone \(policy.zone.name)")
             lines.append("clock synchronised \(runtime.clockSynchronised())")
             for a in configuration.door.actions {
-                lines.append("action \(a.index) \(a.name) credentials \(a.credentials.map(\.rawValue).sorted())")
+                lines.append(
+                    "action \(a.index) \(a.name) credentials \(a.credentials.map(\.rawValue).sorted()) lockdown_exempt \(a.lockdownExempt)"
+                )
             }
             let judge = commands.policy
             lines.append(
