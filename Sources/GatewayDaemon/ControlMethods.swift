@@ -29,6 +29,7 @@ extension ControlService {
             guard let mode = DoorMode(rawValue: try p.string("mode")) else {
                 throw DaemonError.request("mode must be normal, passage or lockdown")
             }
+            try refuseModeInLockdown(mode)  // SiteLockdown.swift
             runtime.submit(.admin(.setMode(mode)))
             return .object([("mode", .string(mode.rawValue))])
         case .provision:

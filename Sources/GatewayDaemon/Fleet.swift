@@ -337,7 +337,7 @@ extension RemoteService {
         let receiver = FleetReceiver(
             settings: configuration.fleet, publishTopic: publish, subscription: subscription, store: store,
             actions: { [live] in Set(live.current.door.actions.map(\.index)) }, log: log)
-        receiver.siteCommands = makeSiteCommands()
+        receiver.siteCommands = makeSiteCommands(ownTopic: publish)
         fleetReceiver = receiver
         log.info("fleet: site \(configuration.fleet.siteID), reading \(subscription)")
         return receiver

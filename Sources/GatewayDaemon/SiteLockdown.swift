@@ -71,10 +71,24 @@ final class SiteCommands: Sendable {
     let runtime: DoorRuntime
     let live: LiveConfiguration
     let log: Logger
+    /// This door's own fleet topic (or key): a command it sent itself, heard
+    /// back there, is a replay of what it already did, not worth an audit row.
+    let ownTopic: String
     let queue = DispatchQueue(label: "gatewayd.site-commands")
     private let replay: Mutex<ReplayGuard>
+    /// The digests of the commands this door sent (`gatewayctl … --site-key`), the newest 64.
+    private let sent = Mutex<[[UInt8]]>([])
 
-    init(store: GatewayStore, runtime: DoorRuntime, live: LiveConfiguration, log: Logger) throws {
+    /// A command this door sends: heard back on its own topic, it is not audited as a replay.
+    func noteSent(_ payload: [UInt8]) {
+        sent.withLock { s in
+            s.append(Crypto.sha256(payload))
+            if s.count > 64 { s.removeFirst() }
+        }
+    }
+
+    init(store: GatewayStore, runtime: DoorRuntime, live: LiveConfiguration, ownTopic: String, log: Logger) throws {
+        self.ownTopic = ownTopic
         self.store = store
         self.runtime = runtime
         self.live = live
@@ -107,6 +121,10 @@ final class SiteCommands: Sendable {
             }
         }
         switch verdict {
+        case .failure(let refusal)
+        where refusal.code == .replay && source == ownTopic
+            && sent.withLock({ $0.contains(Crypto.sha256(payload)) }):
+            log.debug("site command: this door's own, heard back on \(source)")
         case .failure(let refusal):
             log.warning("site command on \(source) refused: \(refusal)")
             runtime.note(
@@ -140,8 +158,8 @@ final class SiteCommands: Sendable {
 extension RemoteService {
     /// The site commands' handler for the fleet receiver (nil, logged, when
     /// the store cannot give its replay record: commands are then not heard).
-    func makeSiteCommands() -> SiteCommands? {
-        do { return try SiteCommands(store: store, runtime: runtime, live: live, log: log) } catch {
+    func makeSiteCommands(ownTopic: String) -> SiteCommands? {
+        do { return try SiteCommands(store: store, runtime: runtime, live: live, ownTopic: ownTopic, log: log) } catch {
             log.error("site commands: the replay record is unreadable, site commands are not taken: \(error)")
             return nil
         }
@@ -149,6 +167,14 @@ extension RemoteService {
 }
 
 extension ControlService {
+    /// `gatewayctl mode`: no mode but lockdown while the site's lockdown holds.
+    func refuseModeInLockdown(_ mode: DoorMode) throws {
+        guard mode != .lockdown, let held = runtime.sync({ runtime.machine.lockdown }) else { return }
+        throw DaemonError.request(
+            "refused: the lockdown holds (since \(UTCTime.iso8601(held.since)), by \(held.by)); "
+                + "`gatewayctl lockdown end` lifts it")
+    }
+
     /// `gatewayctl lockdown start|end|status`, and `--site-key`'s signed
     /// command: judged here as every door will judge it, applied, then sent
     /// to the site.
@@ -175,6 +201,7 @@ extension ControlService {
             }) {
                 throw DaemonError.request("refused: \(refusal)")
             }
+            handler.noteSent(command)
             guard link.publishSiteCommand(command) else {
                 throw DaemonError.request(
                     "applied here, but not sent to the site: the \(link.transportName) link is not connected")
