@@ -155,6 +155,22 @@ final class SiteCommands: Sendable {
     }
 }
 
+extension HomeAssistantAdmin {
+    /// Home Assistant's lockdown switch (`home_assistant_admin` only): this
+    /// door, audited `by=homeassistant`; the store not taking it is refused.
+    func lockdownSwitch(_ on: Bool) {
+        let who = CommandSource.homeAssistant.rawValue
+        let request: LockdownRequest =
+            on ? .start(by: who, source: who, at: Int64(time(nil))) : .end(by: who, source: who)
+        do { _ = try runtime.lockdown(request) } catch {
+            log.error("home assistant admin: lockdown not saved: \(error)")
+            runtime.submit(
+                .remoteCommand(.rejected(code: "store", detail: "lockdown not saved: \(error)", source: .homeAssistant))
+            )
+        }
+    }
+}
+
 extension RemoteService {
     /// The site commands' handler for the fleet receiver (nil, logged, when
     /// the store cannot give its replay record: commands are then not heard).
