@@ -102,11 +102,13 @@ final class FleetLockdownTests: XCTestCase {
 
         // Door-a signs with the site key; every door locks. Timed: starts and ends.
         var samples: [Double] = []
+        var afterReturn: [Double] = []
         var commands: [Double] = []
         for _ in 0..<Self.rounds {
             for (args, active) in [(["lockdown", "start"], true), (["lockdown", "end"], false)] {
                 let t = try timed(doors, active: active) { try signed(args, at: a) }
                 samples += t.doors
+                afterReturn += t.doors.map { max(0, $0 - t.command) }
                 commands.append(t.command)
             }
         }
@@ -121,7 +123,8 @@ final class FleetLockdownTests: XCTestCase {
             "fleet lockdown (\(transport)): \(Self.rounds) starts and \(Self.rounds) ends at door-a, 5 doors; "
                 + "from `gatewayctl lockdown start|end --site-key` starting to each door's `lockdown status` "
                 + "(polled every ~5 ms per door): \(figures(samples)); the gatewayctl command itself "
-                + "(process start, config, signing, door-a's apply and publish): \(figures(commands))")
+                + "(process start, config, signing, door-a's apply and publish): \(figures(commands)); "
+                + "from its return to each door: \(figures(afterReturn))")
 
         // In force: audited with who at every door, published in the state, explained.
         try signed(["lockdown", "start"], at: a)
@@ -178,9 +181,22 @@ final class FleetLockdownTests: XCTestCase {
         try site.publishAsDoorE(String(decoding: end, as: UTF8.self))
         for g in doors { try waitUntil { try lockdown(g) == false } }
 
+        // A forged fire alarm (it would release every maglock): refused everywhere.
+        let forgedFire = try SiteCommand(
+            site: FleetTests.site, kind: .fireAlarm, by: "mallory", timestamp: Int64(Date().timeIntervalSince1970),
+            nonce: Hex.encode(Array(repeating: 8, count: 16))
+        ).signed(seed: try Crypto.Ed25519.generateSeed())
+        let beforeFire = try doors.map { try $0.eventCount() }
+        try site.publishAsDoorE(String(decoding: forgedFire, as: UTF8.self))
+        for (i, g) in doors.enumerated() {
+            try g.waitForEvent("site_command_refused", reason: "bad_signature", after: beforeFire[i])
+            XCTAssertEqual(try g.status()["fire"]?["state"]?.stringValue, "normal")
+        }
+
         // The site's fire alarm: every door in alarm; its end leaves the outputs
         // released until an operator resets each door.
         try signed(["fire", "signal", "alarm"], at: a)
+        let alarmOnTheWire = try XCTUnwrap(wire().last { $0.contains(#"{"site_command":1"#) })
         for g in doors { try waitUntil { try g.status()["fire"]?["state"]?.stringValue == "alarm" } }
         let fireRow = try XCTUnwrap(
             try b.ctlJSON(["log", "--limit", "500"]).arrayValue?.last { $0["kind"]?.stringValue == "fire_alarm" })
@@ -191,6 +207,13 @@ final class FleetLockdownTests: XCTestCase {
         try b.ctlJSON(["fire", "reset"])
         XCTAssertEqual(try b.status()["fire"]?["state"]?.stringValue, "normal")
         XCTAssertEqual(try c.status()["fire"]?["state"]?.stringValue, "cleared", "each door is reset by its operator")
+        // The alarm captured off the wire and sent again: refused (a replay, or stale once
+        // the window has passed); door-b, reset, stays locked.
+        let beforeReplay = try b.eventCount()
+        try site.publishAsDoorE(alarmOnTheWire)
+        let refused = try b.waitForEvent("site_command_refused", after: beforeReplay)
+        XCTAssertTrue(["replay", "stale"].contains(refused["reason"]?.stringValue ?? ""), "\(refused)")
+        XCTAssertEqual(try b.status()["fire"]?["state"]?.stringValue, "normal", "a replayed alarm released door-b")
         for g in doors { try g.assertChainIntact() }
     }
 }
