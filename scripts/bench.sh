@@ -12,7 +12,9 @@
 #              after N taps, flat or not (scripts/bench-daemon.py);
 #   osdp       an OSDP card → the relay at 115200 and 9600 baud with Secure
 #              Channel, beside libosdp's own control panel on the same kind of
-#              line, and issue 35's goal (scripts/bench-osdp.py; BENCH_OSDP_TAPS).
+#              line, and issue 35's goal (scripts/bench-osdp.py; BENCH_OSDP_TAPS);
+#   lockdown   `gatewayctl lockdown start|end --site-key` at one of five doors →
+#              each door locked down (or not), p50/p99/max, over MQTT and NATS.
 #
 # The default run takes a few minutes on the 2-core build machine (1 000
 # daemon taps, 20 s idle, 2 000 MQTT events); BENCH_FULL=1 is the long run
@@ -65,6 +67,14 @@ BIN="$BIN" python3 scripts/bench-daemon.py
 
 section "osdp: card → relay beside libosdp's control panel, ${BENCH_OSDP_TAPS:-40} taps per row"
 BIN="$BIN" python3 scripts/bench-osdp.py
+section "fleet lockdown: 5 doors, over MQTT and over NATS (FleetLockdownTests on $BIN)"
+# Five gatewayd of the static build, one mosquitto on the shipped ACL or one
+# nats-server; the figures are the test's own printed line (docs/reliability.md).
+# The test build is the debug one `make test` uses (built here when missing).
+"$SWIFT" build --build-tests 2>&1 | tail -n 1
+DOORGATEWAY_E2E_BIN="$BIN" python3 scripts/no-leftovers.py --label fleet-lockdown -- \
+    "$SWIFT" test --skip-build --filter 'FleetLockdownTests' 2>&1 |
+    { grep -E "^fleet lockdown|error:|Executed" || true; }
 
 section "done"
 echo "make bench took $(($(date +%s) - started)) s$([ "${BENCH_FULL:-}" = 1 ] && echo ' (BENCH_FULL=1)' || true)"

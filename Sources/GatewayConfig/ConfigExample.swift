@@ -231,6 +231,8 @@ public enum ConfigExample {
             # An action may ask first (docs/policy.md "Approval"): a tap waits up to
             # timeout_s (10…900) for a yes from one of `by` (home_assistant, phone, gatewayctl):
             #   approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }
+            # In lockdown (docs/policy.md "Lockdown") only an action marked so opens:
+            #   lockdown_exempt = true
             \(actions)
 
             # Feedback patterns. A [feedback.NAME] table overrides any of steps,

@@ -496,6 +496,7 @@ extension GatewayConfiguration {
             let schedule = scheduleName(t, "schedule", schedules: schedules)
             let credentials = readCredentials(t)
             let approval = readApproval(t)
+            let lockdownExempt = t.bool("lockdown_exempt", false)
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -539,6 +540,7 @@ extension GatewayConfiguration {
             var action = ActionDefinition(
                 index: index, name: name, steps: steps, schedule: schedule, approval: approval)
             action.credentials = credentials
+            action.lockdownExempt = lockdownExempt
             actions.append((action, t))
         }
         for (a, t) in actions where a.index >= actions.count {

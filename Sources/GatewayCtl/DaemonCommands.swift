@@ -792,7 +792,8 @@ func parseUTCDate(_ text: String) -> Int64? {
 
 struct FireCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "fire", abstract: "The fire alarm (docs/policy.md \"Fire alarm\").", subcommands: [Reset.self])
+        commandName: "fire", abstract: "The fire alarm (docs/policy.md \"Fire alarm\").",
+        subcommands: [Reset.self, FireSignal.self])
     struct Reset: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "reset",

@@ -29,6 +29,7 @@ extension ControlService {
             guard let mode = DoorMode(rawValue: try p.string("mode")) else {
                 throw DaemonError.request("mode must be normal, passage or lockdown")
             }
+            try refuseModeInLockdown(mode)  // SiteLockdown.swift
             runtime.submit(.admin(.setMode(mode)))
             return .object([("mode", .string(mode.rawValue))])
         case .provision:
@@ -136,6 +137,8 @@ extension ControlService {
         case .logFollow:
             throw DaemonError.request("log.follow is a stream; the control server answers it")
         case .fleetStatus, .fleetPublish, .fleetPull: return try answerFleet(method, p)
+        case .lockdownStart, .lockdownEnd, .lockdownStatus, .siteCommand:
+            return try answerLockdown(method, p, peer: peer)  // SiteLockdown.swift
         }
     }
 
@@ -175,6 +178,7 @@ extension ControlService {
             ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
             ("approval", Self.approvalStatus(m, now: now)),
             ("fire", Self.fireStatus(m)),
+            ("lockdown", DoorRuntime.lockdownStatus(m)),
             ("broker", remote.status()),
             ("store", auditWriter.statusDocument),
             // The schedule Home Assistant is shown (docs/policy.md), or null.

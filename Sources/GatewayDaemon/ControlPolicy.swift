@@ -59,7 +59,8 @@ extension ControlService {
             return try PolicyExplain.explain(
                 configuration: runtime.sync { runtime.configuration }, zone: zone, action: try p.int("action"),
                 tag: tag, at: unix, note: note, registryConsulted: true, revoked: revoked,
-                lockedOutUntil: lockedOutUntil, fire: runtime.sync { runtime.machine.fire })
+                lockedOutUntil: lockedOutUntil, fire: runtime.sync { runtime.machine.fire },
+                lockdown: runtime.sync { (runtime.machine.mode, runtime.machine.lockdown) })
         } catch let error as PolicyExplain.Failure {
             throw DaemonError.request(error.description)
         }

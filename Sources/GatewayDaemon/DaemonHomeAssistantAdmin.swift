@@ -31,8 +31,8 @@ final class HomeAssistantAdmin: Sendable {
     private let store: GatewayStore
     /// Where arming, cancelling and the audited selections go; its
     /// `committed()` is waited for before the tags are read after an event.
-    private let runtime: DoorRuntime
-    private let log: Logger
+    let runtime: DoorRuntime
+    let log: Logger
     /// The configuration's actions now (a reload changes them).
     private let actions: @Sendable () -> [(index: ActionIndex, name: String)]
     /// `[provisioning] action` now (a reload changes it): the selector's
@@ -188,6 +188,8 @@ final class HomeAssistantAdmin: Sendable {
                 detail: "revoked from Home Assistant: \(option)")
             refreshTags()
             publishState()
+        case .lockdown(let on):
+            lockdownSwitch(on)  // SiteLockdown.swift
         }
     }
 

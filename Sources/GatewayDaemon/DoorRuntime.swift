@@ -141,7 +141,8 @@ final class DoorRuntime: Sendable {
         }
         state = Mutex(
             State(
-                machine: DoorMachine(settings: configuration.door), lastAccess: lastAccess,
+                machine: DoorMachine(settings: Self.withPersistedLockdown(configuration.door, store: store, log: log)),
+                lastAccess: lastAccess,
                 clockFloor: ClockFloor(unix: savedClockFloor), savedClockFloor: savedClockFloor, zone: zone))
     }
 
@@ -631,6 +632,7 @@ final class DoorRuntime: Sendable {
             ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
             // docs/policy.md "Door contact": Home Assistant's door alarm.
             ("door_alarm", .string(machine.doorAlarm.rawValue)), ("held_open", .string(machine.heldOpenStage.rawValue)),
+            ("lockdown", Self.lockdownStatus(machine)),
         ])
     }
 
@@ -778,6 +780,8 @@ final class DoorRuntime: Sendable {
             if settings.initialMode == fileMode || running == .lockdown { settings.initialMode = running }
             // A fire alarm nobody has reset outlives the machine it began in.
             settings.initialFire = state.withLock { $0.machine.fire }
+            // So does the site's lockdown (docs/policy.md "Lockdown").
+            settings.initialLockdown = state.withLock { $0.machine.lockdown }
             // With a passage schedule the schedule says when the door stands
             // open: a reload never unlocks it outside the schedule's window (nor
             // with the clock unsynchronised); inside it the tick below opens it.

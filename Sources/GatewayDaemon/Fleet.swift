@@ -53,6 +53,12 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
         set { republishHook.withLock { $0 = newValue } }
     }
     private let republishHook = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
+    /// Where a signed site command heard on the fleet's topics goes (SiteLockdown.swift).
+    var siteCommands: SiteCommands? {
+        get { siteCommandsHook.withLock { $0 } }
+        set { siteCommandsHook.withLock { $0 = newValue } }
+    }
+    private let siteCommandsHook = Mutex<SiteCommands?>(nil)
     /// The newest applied envelope still has to reach this door's own topic
     /// (at start: it may have been applied before doors carried it, and an
     /// empty topic is never heard; later: applied while the publish failed).
@@ -112,6 +118,11 @@ final class FleetReceiver: FleetDocumentHandler, Sendable {
         }
         // An empty retained message clears a topic: nothing to judge.
         guard !payload.isEmpty else { return .alreadyApplied }
+        // A site command is judged as one, never as a document (SiteCommand.swift).
+        if SiteCommand.isEnvelope(payload) {
+            siteCommands?.received(payload, source: source)
+            return .alreadyApplied
+        }
         let now = Int64(time(nil))
         let applied: FleetAppliedRecord?
         do { applied = try store.fleetApplied() } catch {
@@ -326,6 +337,7 @@ extension RemoteService {
         let receiver = FleetReceiver(
             settings: configuration.fleet, publishTopic: publish, subscription: subscription, store: store,
             actions: { [live] in Set(live.current.door.actions.map(\.index)) }, log: log)
+        receiver.siteCommands = makeSiteCommands(ownTopic: publish)
         fleetReceiver = receiver
         log.info("fleet: site \(configuration.fleet.siteID), reading \(subscription)")
         return receiver

@@ -126,6 +126,7 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         case topics.provisionSet: return .homeAssistantProvision
         case topics.revokeTagSet: return .homeAssistantRevokeChoice
         case topics.revokeSet: return .homeAssistantRevoke
+        case topics.lockdownSet: return .homeAssistantLockdown
         case topics.approvalSet: return .homeAssistantApproval
         default: return settings.compatCommandTopics.contains(topic) ? .compat : nil
         }
@@ -469,7 +470,7 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
         commandTopics += [
             topics.provisionActionSet, topics.provisionLabelSet, topics.provisionSet, topics.revokeTagSet,
-            topics.revokeSet, topics.approvalSet,
+            topics.revokeSet, topics.approvalSet, topics.lockdownSet,
         ]
         if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }
@@ -566,6 +567,15 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
     public func publishRetained(topic: String, payload: [UInt8]) -> Bool {
         guard isConnected else { return false }
         publishDirect(topic, payload, retain: true)
+        return true
+    }
+
+    /// A signed site command (SiteCommand.swift) on this door's fleet topic,
+    /// not retained: it never replaces the retained document, and only the
+    /// doors connected now hear it (each judges it: site key, freshness, replay).
+    public func publishSiteCommand(_ command: [UInt8]) -> Bool {
+        guard isConnected, let fleet else { return false }
+        publishDirect(fleet.publishTopic, command, retain: false)
         return true
     }
 

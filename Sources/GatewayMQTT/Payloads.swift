@@ -24,7 +24,7 @@ public enum Payloads {
     public static let homeAssistantAdminEntities: [(component: String, object: String)] = [
         ("select", "provision_action"), ("text", "provision_label"), ("button", "provision_arm"),
         ("button", "provision_cancel"), ("binary_sensor", "provisioning"), ("sensor", "tags"),
-        ("select", "revoke_tag"), ("button", "revoke"), ("sensor", "last_denied"),
+        ("select", "revoke_tag"), ("button", "revoke"), ("sensor", "last_denied"), ("switch", "lockdown"),
     ]
 
     /// Actions 1–3 (the phone app's other buttons) get an HA button when
@@ -322,6 +322,18 @@ public enum Payloads {
                     ("state_topic", .string(topics.denied)),
                     ("value_template", .string("{{ value_json.uid or 'withheld' }}")),
                     ("json_attributes_topic", .string(topics.denied)), ("icon", .string("mdi:tag-hidden")),
+                ]),
+            // The lockdown (docs/policy.md "Lockdown"): on = this door locked down; who and since
+            // in the attributes (the state document's `lockdown`).
+            entry(
+                "switch", "lockdown",
+                common("lockdown", "Lockdown") + [
+                    ("command_topic", .string(topics.lockdownSet)), ("state_topic", .string(topics.state)),
+                    ("value_template", .string("{{ 'ON' if value_json.lockdown.active else 'OFF' }}")),
+                    ("payload_on", .string("ON")), ("payload_off", .string("OFF")),
+                    ("json_attributes_topic", .string(topics.state)),
+                    ("json_attributes_template", .string("{{ value_json.lockdown | tojson }}")),
+                    ("icon", .string("mdi:shield-lock")), config,
                 ]),
         ]
     }

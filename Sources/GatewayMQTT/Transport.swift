@@ -76,6 +76,8 @@ public struct MQTTTopics: Sendable {
     public var provisionSet: String { prefix + "/admin/provision/set" }
     public var revokeTagSet: String { prefix + "/admin/revoke_tag/set" }
     public var revokeSet: String { prefix + "/admin/revoke/set" }
+    /// The lockdown switch (docs/policy.md "Lockdown"); its state is the state document's `lockdown`.
+    public var lockdownSet: String { prefix + "/admin/lockdown/set" }
     /// Consent-first approval (docs/mqtt.md "Approval"): each approval
     /// event, door → (HA's approval event entity), and HA's Approve and
     /// Deny buttons, → door.

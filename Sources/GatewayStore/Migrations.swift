@@ -180,6 +180,13 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "osdp_reader_key" ("reader" TEXT PRIMARY KEY NOT NULL, "key" BLOB NOT NULL CHECK (length(key) = 16), "created" INTEGER NOT NULL, "generation" INTEGER NOT NULL)"#
             ]),
+        // Issue 36: the site's lockdown in force (it survives a restart) and
+        // the replay record of the site's signed commands (SiteCommand.swift).
+        Migration(
+            name: "v16-site-state",
+            statements: [
+                #"CREATE TABLE "site_state" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "lockdown_by" TEXT, "lockdown_source" TEXT, "lockdown_since" INTEGER, "lockdown_mode_before" TEXT, "replay" BLOB)"#
+            ]),
     ]
 
     /// The migration names, in order.

@@ -178,6 +178,17 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         try ha("admin/provision/set", "CANCEL")
         try g.waitForEvent("remote_rejected", reason: "not_armed", after: seen)
 
+        // The lockdown switch (docs/policy.md "Lockdown"): on, the door is locked down
+        // (audited by homeassistant, in the state HA reads); off, it is not.
+        try ha("admin/lockdown/set", "ON")
+        try waitUntil { try g.ctlJSON(["lockdown", "status"])["active"]?.boolValue == true }
+        XCTAssertEqual(try g.ctlJSON(["lockdown", "status"])["by"]?.stringValue, "homeassistant")
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "lockdown")
+        _ = try latest("\(prefix)/state") { $0["lockdown"]?["active"]?.boolValue == true }
+        try ha("admin/lockdown/set", "OFF")
+        try waitUntil { try g.ctlJSON(["lockdown", "status"])["active"]?.boolValue == false }
+        XCTAssertEqual(try g.status()["mode"]?.stringValue, "normal")
+
         // Every change from HA is in the audit log with its source.
         let rows = try XCTUnwrap(try g.ctlJSON(["log", "--limit", "500"]).arrayValue)
         let fromHA = rows.filter { $0["source"]?.stringValue == "homeassistant" }.map {
@@ -186,7 +197,7 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         for expected in [
             "remote_accepted/provision_label", "remote_accepted/provision_action", "provisioning_armed/",
             "provisioning_cancelled/cancelled", "remote_accepted/revoke_tag", "tag_revoked/",
-            "remote_rejected/no_tag_chosen", "remote_rejected/unknown_option",
+            "remote_rejected/no_tag_chosen", "remote_rejected/unknown_option", "lockdown_started/", "lockdown_ended/",
         ] {
             XCTAssertTrue(fromHA.contains(expected), "\(expected) not audited: \(fromHA)")
         }
@@ -198,7 +209,7 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         try g.writeConfig(extra: section)
         let admin = [
             "provision_action", "provision_label", "provision_arm", "provision_cancel", "provisioning",
-            "tags", "revoke_tag", "revoke", "last_denied",
+            "tags", "revoke_tag", "revoke", "last_denied", "lockdown",
         ]
         // While the door is off, the broker still holds what the admin screen published.
         XCTAssertFalse(try retained(tags).isEmpty, "retained before the restart")
@@ -229,11 +240,13 @@ final class HomeAssistantAdminStoryTests: XCTestCase {
         XCTAssertEqual(row["source"]?.stringValue, "homeassistant")
         try ha("admin/revoke_tag/set", "Bob")
         try ha("admin/revoke/set", "REVOKE")
+        try ha("admin/lockdown/set", "ON")
         try waitUntil {
             (try g.ctlJSON(["log", "--limit", "500"]).arrayValue ?? []).filter {
                 $0["reason"]?.stringValue == "ha_admin_disabled" && $0["source"]?.stringValue == "homeassistant"
-            }.count == 3
+            }.count == 4
         }
+        XCTAssertEqual(try g.ctlJSON(["lockdown", "status"])["active"]?.boolValue, false)
         XCTAssertEqual(try g.status()["state"]?.stringValue, "idle")
         let stillActive = try XCTUnwrap(try g.ctlJSON(["tags", "list"])["tags"]?.arrayValue)
         XCTAssertEqual(stillActive.first { $0["uid"]?.stringValue == bob }?["state"]?.stringValue, "active")

@@ -31,6 +31,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_card", "pins.set", "pins.add_code", "pins.remove",
         // Issue 35: gatewayctl reader osdp install NAME | status.
         "reader.osdp.install", "reader.osdp.status",
+        // Issue 36: gatewayctl lockdown start|end|status, and a signed site command (lockdown, fire).
+        "lockdown.start", "lockdown.end", "lockdown.status", "site.command",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -75,6 +77,8 @@ final class ControlMethodTests: XCTestCase {
             "pins.set", "pins.add_code", "pins.remove",
             // An OSDP reader's install window hands it a new key (issue 35).
             "reader.osdp.install",
+            // The site's lockdown, here or signed for every door (issue 36).
+            "lockdown.start", "lockdown.end", "site.command",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

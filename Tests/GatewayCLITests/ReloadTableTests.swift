@@ -71,7 +71,7 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
         }
         return lines.joined(separator: "\n")
             + "\n[[actions]]\nindex = 4\nsteps = [{ wait_ms = 1 }, { pulse = \"strike\", ms = 50 }]\n"
-            + "approval = { timeout_s = 120, by = [\"gatewayctl\"] }\nschedule = \"shop\"\n"
+            + "approval = { timeout_s = 120, by = [\"gatewayctl\"] }\nlockdown_exempt = false\nschedule = \"shop\"\n"
             + "[[outputs]]\nname = \"latch\"\nline = \"GPIO16\"\nactive_low = true\nlocked_level = \"deenergised\"\n"
     }()
 
@@ -252,6 +252,7 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
                 Row(reload: .live) { $0.replacingOccurrences(of: "wait_ms = 1 }", with: "wait_ms = 2 }") }
             },
             "actions[].credentials": live("[\"ntag424\"]"),
+            "actions[].lockdown_exempt": live("true"),
             "actions[].schedule": { _ in
                 Row(reload: .live) { $0.replacingOccurrences(of: "schedule = \"shop\"\n[[", with: "[[") }
             },
@@ -702,7 +703,9 @@ final class ReloadTableTests: TemporaryDirectoryTestCase {
             lines.append("zone \(policy.zone.name)")
             lines.append("clock synchronised \(runtime.clockSynchronised())")
             for a in configuration.door.actions {
-                lines.append("action \(a.index) \(a.name) credentials \(a.credentials.map(\.rawValue).sorted())")
+                lines.append(
+                    "action \(a.index) \(a.name) credentials \(a.credentials.map(\.rawValue).sorted()) lockdown_exempt \(a.lockdownExempt)"
+                )
             }
             let judge = commands.policy
             lines.append(

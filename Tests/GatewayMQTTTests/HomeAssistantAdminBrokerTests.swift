@@ -46,7 +46,7 @@ final class HomeAssistantAdminBrokerTests: BrokerTestCase<MosquittoBroker> {
 
     func testAdminEntitiesAreOfferedOnlyWithTheOptionAndCanBeRemoved() throws {
         let adminObjects = Set(Payloads.homeAssistantAdminEntities.map(\.object))
-        XCTAssertEqual(adminObjects.count, 9)
+        XCTAssertEqual(adminObjects.count, 10)
         XCTAssertTrue(Set(discovery(admin: nil).map { object($0.topic) }).isDisjoint(with: adminObjects))
         let on = discovery(admin: menu)
         XCTAssertEqual(
@@ -91,6 +91,7 @@ final class HomeAssistantAdminBrokerTests: BrokerTestCase<MosquittoBroker> {
         XCTAssertEqual(try entity("text", "provision_label")["max"], .int(HomeAssistantAdminRequest.maximumLabel))
         XCTAssertEqual(try entity("sensor", "tags")["json_attributes_topic"]?.stringValue, topics.tags)
         XCTAssertEqual(try entity("sensor", "last_denied")["state_topic"]?.stringValue, topics.denied)
+        XCTAssertEqual(try entity("switch", "lockdown")["command_topic"]?.stringValue, topics.lockdownSet)
         for e in on {
             let text = String(decoding: e.payload, as: UTF8.self)
             XCTAssertFalse(text.contains(alice.hex) || text.contains(bob.hex), "a raw UID in \(e.topic)")

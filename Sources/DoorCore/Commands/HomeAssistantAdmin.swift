@@ -13,6 +13,8 @@ public enum HomeAssistantAdminRequest: Equatable, Hashable, Sendable {
     case chooseTag(String)
     /// The revoke button: revokes the tag chosen.
     case revoke
+    /// The lockdown switch: ON starts the lockdown, OFF ends it (Lockdown.swift).
+    case lockdown(Bool)
 
     /// The longest option text or label taken from HA (bytes of UTF-8).
     public static let maximumText = 128
@@ -138,6 +140,11 @@ extension RemoteJudge {
         case .homeAssistantRevoke:
             guard text == "REVOKE" else { return refuse("malformed", "revoke payload must be REVOKE") }
             request = .revoke
+        case .homeAssistantLockdown:
+            guard text == "ON" || text == "OFF" else {
+                return refuse("malformed", "lockdown payload must be ON or OFF")
+            }
+            request = .lockdown(text == "ON")
         default: return refuse("malformed", "not an admin topic")
         }
         return RemoteJudgement(outcome: nil, admin: request)

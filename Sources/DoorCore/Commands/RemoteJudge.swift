@@ -21,6 +21,8 @@ public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
     /// (`PREFIX/admin/revoke/set`).
     case homeAssistantProvisionAction, homeAssistantProvisionLabel, homeAssistantProvision
     case homeAssistantRevokeChoice, homeAssistantRevoke
+    /// The lockdown switch (`PREFIX/admin/lockdown/set`: ON, OFF; docs/policy.md "Lockdown").
+    case homeAssistantLockdown
     /// Home Assistant's Approve and Deny buttons (`PREFIX/approval/set`:
     /// `APPROVE` or `DENY`, optionally followed by a space and the code).
     /// Honoured when the waiting action lists `home_assistant` (its
@@ -31,7 +33,7 @@ public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
     public var isHomeAssistantAdmin: Bool {
         switch self {
         case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
-            .homeAssistantRevokeChoice, .homeAssistantRevoke:
+            .homeAssistantRevokeChoice, .homeAssistantRevoke, .homeAssistantLockdown:
             return true
         default: return false
         }
@@ -211,7 +213,7 @@ public enum RemoteJudge {
         case .homeAssistantMode, .homeAssistantLockoutClear, .homeAssistantAction:
             return RemoteJudgement(outcome: homeAssistantControl(message, policy: policy))
         case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
-            .homeAssistantRevokeChoice, .homeAssistantRevoke:
+            .homeAssistantRevokeChoice, .homeAssistantRevoke, .homeAssistantLockdown:
             return homeAssistantAdmin(message, policy: policy)
         case .homeAssistantApproval:
             return RemoteJudgement(outcome: homeAssistantApproval(message))

@@ -22,6 +22,10 @@ public struct DoorMachine: Sendable {
     /// outputs whose `onFire` is `.release` are held unlocked, whatever a
     /// schedule, a lockdown, a lockout or a tap does.
     public private(set) var fire: FireState
+    /// What holds the alarm now: `input` (the door's own), `site` (the site's signal).
+    private var fireSources: Set<String> = []
+    /// The site's lockdown in force, if any (Lockdown.swift, docs/policy.md "Lockdown").
+    public internal(set) var lockdown: Lockdown?
 
     public enum Provisioning: Equatable, Sendable {
         case idle
@@ -131,8 +135,9 @@ public struct DoorMachine: Sendable {
 
     public init(settings: DoorSettings) {
         self.settings = settings
-        mode = settings.initialMode
+        mode = Self.startingMode(settings)
         fire = settings.initialFire
+        lockdown = settings.initialLockdown
     }
 
     // MARK: Status
@@ -218,6 +223,8 @@ public struct DoorMachine: Sendable {
             fx.append(.emit(DoorEvent(.readerFault, reason: why)))
         case .fireAlarm(let active): fireInput(active, &fx)
         case .requestToExit(let pressed): requestToExit(pressed, now.monotonic, &fx)
+        case .siteFire(let active, let by): fireInput(active, source: "site", who: by, &fx)
+        case .lockdown(let request): lockdownRequest(request, now.monotonic, &fx)
         case .readerRecovered:
             guard !readerHealthy else { break }
             readerHealthy = true
@@ -333,7 +340,7 @@ public struct DoorMachine: Sendable {
             case .done:
                 // The runtime answers in the turn it was asked, but the machine
                 // does not rely on it: a lockdown or lockout since then wins.
-                if mode == .lockdown, case .grant(let action, _) = p.verdict {
+                if mode == .lockdown, case .grant(let action, _) = p.verdict, !lockdownExempt(action) {
                     fx.append(.feedback(.denied))
                     fx.append(
                         .emit(
@@ -405,7 +412,7 @@ public struct DoorMachine: Sendable {
         }
         switch p.verdict {
         case .grant(let action, _):
-            if mode == .lockdown {
+            if mode == .lockdown && !lockdownExempt(action) {
                 fx.append(.feedback(.denied))
                 fx.append(
                     .emit(
@@ -712,10 +719,10 @@ public struct DoorMachine: Sendable {
         }
     }
 
-    private mutating func setMode(
+    mutating func setMode(
         _ new: DoorMode, source: String, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
     ) {
-        guard new != mode else { return }
+        guard new != mode, lockdownAllowsMode(new, source: source, &fx) else { return }
         let old = mode
         mode = new
         if new == .passage {
@@ -782,7 +789,11 @@ public struct DoorMachine: Sendable {
     /// by a holder of their own, which no mode change, lockdown, lockout or
     /// tap takes away (they take only their own); the input clearing changes
     /// nothing at the outputs: only a reset after it does.
-    private mutating func fireInput(_ active: Bool, _ fx: inout [DoorEffect]) {
+    private mutating func fireInput(
+        _ active: Bool, source: String = "input", who: String? = nil, _ fx: inout [DoorEffect]
+    ) {
+        // The input and the site's signal each hold the alarm: it clears when both have.
+        if active { fireSources.insert(source) } else { fireSources.remove(source) }
         switch (fire, active) {
         case (.normal, true), (.cleared, true):
             if fire == .normal {
@@ -792,10 +803,11 @@ public struct DoorMachine: Sendable {
             fire = .alarm
             // The reason names what was released ("none": nothing is `release`).
             let released = fireOutputs.map(\.name).joined(separator: ",")
-            fx.append(.emit(DoorEvent(.fireAlarm, reason: released.isEmpty ? "none" : released, source: "input")))
-        case (.alarm, false):
+            fx.append(
+                .emit(DoorEvent(.fireAlarm, reason: released.isEmpty ? "none" : released, source: source, who: who)))
+        case (.alarm, false) where fireSources.isEmpty:
             fire = .cleared
-            fx.append(.emit(DoorEvent(.fireCleared, source: "input")))
+            fx.append(.emit(DoorEvent(.fireCleared, source: source, who: who)))
         default:
             break
         }

@@ -24,6 +24,11 @@ public enum DoorInput: Equatable, Sendable {
     case fireAlarm(active: Bool)
     /// The request-to-exit input's edge (`[inputs.request_to_exit]`, docs/policy.md "Door contact").
     case requestToExit(pressed: Bool)
+    /// Start or end the site's lockdown (Lockdown.swift).
+    case lockdown(LockdownRequest)
+    /// The site's fire alarm (a signed site command, SiteCommand.swift): as the
+    /// door's own input, `by` the command's signer.
+    case siteFire(active: Bool, by: String)
 }
 
 /// A tag in the field, classified (docs/design.md "blank", "ours", foreign) and judged.
@@ -217,6 +222,9 @@ public struct DoorEvent: Equatable, Sendable {
         /// was refused (`reason`: `input_active`, `no_alarm`).
         case fireAlarm = "fire_alarm", fireCleared = "fire_cleared", fireReset = "fire_reset"
         case fireResetRefused = "fire_reset_refused"
+        case lockdownStarted = "lockdown_started", lockdownEnded = "lockdown_ended"
+        case lockdownRefused = "lockdown_refused"
+        case siteCommandRefused = "site_command_refused"
         /// A duress PIN was typed (issue 35): the door opened as asked, and
         /// this silent alarm goes out (MQTT/NATS, Home Assistant); the reader
         /// shows nothing different.

@@ -87,6 +87,8 @@ public struct ActionDefinition: Equatable, Sendable, Hashable {
     /// Consent-first (docs/policy.md "Approval"): a tap that would open
     /// this action waits for an approver's yes instead; nil opens at once.
     public var approval: ApprovalPolicy?
+    /// `lockdown_exempt` (docs/policy.md "Lockdown"): its credentials still open in lockdown.
+    public var lockdownExempt = false
     public init(
         index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil,
         approval: ApprovalPolicy? = nil

@@ -58,6 +58,15 @@ public protocol RemoteTransport: AnyObject, Sendable {
     func publishFleet(_ document: [UInt8]) -> Bool
     /// Reads every door's document again; false when not connected or there is no fleet.
     func refreshFleet() -> Bool
+    /// Sends a signed site command (SiteCommand.swift) where every door of the
+    /// site hears it: this door's fleet topic, not retained (MQTT), or its key (NATS).
+    func publishSiteCommand(_ command: [UInt8]) -> Bool
+}
+
+extension RemoteTransport {
+    /// Where the transport has no lighter way: this door's fleet document's place
+    /// (the door puts its document back once it hears its command there).
+    public func publishSiteCommand(_ command: [UInt8]) -> Bool { publishFleet(command) }
 }
 
 /// What the daemon hands a transport at `start`, the only way to start one:

@@ -63,6 +63,9 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case approvalAnswer = "approval.answer"
     /// `gatewayctl fire reset` (docs/policy.md "Fire alarm").
     case fireReset = "fire.reset"
+    /// `gatewayctl lockdown start|end|status`, and a signed site command (docs/policy.md "Lockdown").
+    case lockdownStart = "lockdown.start", lockdownEnd = "lockdown.end", lockdownStatus = "lockdown.status"
+    case siteCommand = "site.command"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -75,7 +78,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
             .tagsEnrollUID, .tagsEnrollCard, .pinsSet, .pinsAddCode, .pinsRemove, .backup, .clockResetFloor,
-            .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall, .fireReset:
+            .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall, .fireReset, .lockdownStart, .lockdownEnd,
+            .siteCommand:
             return true
         default:
             return false

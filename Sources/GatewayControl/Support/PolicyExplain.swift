@@ -16,7 +16,7 @@ package enum PolicyExplain {
     package static func explain(
         configuration: GatewayConfiguration, zone: TimeZoneRules, action: Int, tag: (uid: TagUID, row: IssuedTagView?)?,
         at: Int64, note: String?, registryConsulted: Bool, revoked: Bool = false, lockedOutUntil: Int64? = nil,
-        fire: FireState? = nil
+        fire: FireState? = nil, lockdown: (mode: DoorMode, held: Lockdown?)? = nil
     ) throws -> JSONValue {
         guard let definition = configuration.door.actions.first(where: { $0.index == action }) else {
             throw Failure(
@@ -34,7 +34,8 @@ package enum PolicyExplain {
                 action: definition, tag: asked,
                 policy: TapPolicy(
                     policy: policy, actions: configuration.door.actions,
-                    wall: WallClock(unixSeconds: at, synchronised: true)))?.reason ?? "granted"
+                    wall: WallClock(unixSeconds: at, synchronised: true)))?.reason
+            ?? Self.lockdownReason(definition, lockdown) ?? "granted"
         var names = [definition.schedule, tag?.row?.schedule].compactMap { $0 }
         if names.isEmpty, let p = configuration.door.passageSchedule { names = [p] }
         let schedules: [JSONValue] = names.map { name in
@@ -81,6 +82,7 @@ package enum PolicyExplain {
         }
         if let note { fields.append(("note", .string(note))) }
         fields += DoorContactExplain.fields(configuration)
+        if let l = Self.lockdownField(definition, lockdown) { fields.append(("lockdown", l)) }
         if let fire, fire != .normal {
             let released = configuration.door.outputs.filter { $0.onFire == .release }.map(\.name)
             fields.append(
@@ -124,6 +126,7 @@ package enum PolicyExplain {
         if let r = v["registry"]?.stringValue { lines.append("registry: \(r)") }
         if let n = v["note"]?.stringValue { lines.append("note: \(n)") }
         lines += DoorContactExplain.lines(v)
+        if let line = lockdownLine(v) { lines.append(line) }
         if let fire = v["fire"], let state = fire["state"]?.stringValue {
             let released = (fire["released"]?.arrayValue ?? []).compactMap(\.stringValue)
             let outputs =

@@ -1,0 +1,53 @@
+import DoorCore
+
+// Issue 36 (docs/policy.md "Lockdown"): the site's lockdown in force, so a
+// restarted door is still locked down, and the replay record of the site's
+// signed commands (SiteCommand.swift), kept apart from the native commands'
+// (their handler owns that one in memory).
+
+extension GatewayStore {
+    /// The lockdown in force (nil: none).
+    public func lockdown() throws -> Lockdown? {
+        try pool.read { db in
+            guard let row = try db.fetchOne(sql: "SELECT * FROM site_state WHERE one = 1"),
+                let by: String = try row.get("lockdown_by")
+            else { return nil }
+            let before: String? = try row.get("lockdown_mode_before")
+            return Lockdown(
+                by: by, source: (try row.get("lockdown_source") as String?) ?? "gatewayctl",
+                since: (try row.get("lockdown_since") as Int64?) ?? 0,
+                modeBefore: before.flatMap(DoorMode.init(rawValue:)) ?? .normal)
+        }
+    }
+
+    /// Records the lockdown in force (nil: none), durably, before the door acts on it.
+    public func saveLockdown(_ lockdown: Lockdown?) throws {
+        try pool.write { db in
+            try db.execute(sql: "INSERT INTO site_state (one) VALUES (1) ON CONFLICT(one) DO NOTHING")
+            try db.execute(
+                sql:
+                    "UPDATE site_state SET lockdown_by = ?, lockdown_source = ?, lockdown_since = ?, lockdown_mode_before = ? WHERE one = 1",
+                arguments: [lockdown?.by, lockdown?.source, lockdown?.since, lockdown?.modeBefore.rawValue])
+        }
+    }
+
+    /// The site commands' replay record, as last saved.
+    public func siteReplayGuard() throws -> ReplayGuard {
+        try pool.read { db in
+            guard let data = try db.scalar([UInt8].self, sql: "SELECT replay FROM site_state WHERE one = 1") else {
+                return ReplayGuard()
+            }
+            return try ReplayRecord.decode(data)
+        }
+    }
+
+    public func saveSiteReplayGuard(_ record: ReplayGuard) throws {
+        let data = ReplayRecord.encode(record)
+        try pool.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO site_state (one, replay) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET replay = excluded.replay",
+                arguments: [data])
+        }
+    }
+}
