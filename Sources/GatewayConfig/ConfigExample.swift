@@ -218,6 +218,12 @@ public enum ConfigExample {
             # An action may ask first (docs/policy.md "Approval"): a tap waits up to
             # timeout_s (10…900) for a yes from one of `by` (home_assistant, phone, gatewayctl):
             #   approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }
+            # Anti-passback (docs/policy.md "Entry, exit and anti-passback"), with an entry
+            # and an exit reader in [[readers]]: "off" (default), "soft" (a second entry
+            # opens, granted passback) or "hard" (denied passback); an entry counts as
+            # out again after passback_reset_minutes (optional):
+            #   passback = "hard"
+            #   passback_reset_minutes = 720
             \(actions)
 
             # Feedback patterns. A [feedback.NAME] table overrides any of steps,

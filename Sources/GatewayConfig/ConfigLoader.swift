@@ -179,6 +179,7 @@ extension GatewayConfiguration {
 
         let door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
         let readers = readReaders(root, actions: door.actions, &lines)
+        checkPassback(root, actions: door.actions, readers: readers)
 
         let clock = root.table("clock")
         let synchronised = clock?.bool("declare_synchronised", false) ?? false
@@ -498,6 +499,7 @@ extension GatewayConfiguration {
             let schedule = scheduleName(t, "schedule", schedules: schedules)
             let credentials = readCredentials(t)
             let approval = readApproval(t)
+            let passback = readPassback(t)
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -541,6 +543,7 @@ extension GatewayConfiguration {
             var action = ActionDefinition(
                 index: index, name: name, steps: steps, schedule: schedule, approval: approval)
             action.credentials = credentials
+            action.passback = passback
             actions.append((action, t))
         }
         for (a, t) in actions where a.index >= actions.count {

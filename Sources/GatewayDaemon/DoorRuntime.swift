@@ -30,6 +30,8 @@ final class DoorRuntime: Sendable {
     let log: Logger
     private let patterns: PatternDriver
     let registry: any TagRegistryView & Sendable
+    /// Who is in, as the state document shows it (Passage.swift, issue 36).
+    let passages = PassageBook()
     /// The reader loop provisioning writes go to (nil: none, unit tests).
     let reader: ReaderLoop?
     /// Audit sink: the store's hash-chained log (event, time, detail, and the
@@ -339,6 +341,7 @@ final class DoorRuntime: Sendable {
     /// handed to the machine, which asks for the store actions the verdict
     /// needs (`storeRequest`) where their place is.
     func tagArrived(_ facts: TapFacts) {
+        let facts = withPassage(facts)  // Passage.swift: the reader's side, who is in
         let ntag424 = facts.ntag424 != nil ? facts.uid : nil
         // An outdoor reader's card or code says nothing about the NFC reader.
         if facts.card == nil && facts.pinCode == nil {
@@ -598,6 +601,8 @@ final class DoorRuntime: Sendable {
         let (machine, readerOK, lastAccess, scheduleInfo) = state.withLock {
             ($0.machine, $0.readerState.isOK, $0.lastAccess, $0.scheduleInfo)
         }
+        let occupancy: [(String, JSONValue)] =
+            configuration.tracksPassage ? [("occupancy", occupancyDocument())] : []  // Passage.swift
         return .object([
             ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
             ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
@@ -606,7 +611,7 @@ final class DoorRuntime: Sendable {
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
             ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
-        ])
+        ] + occupancy)
     }
 
     /// `{"time": ISO 8601, "source": …}` of the newest open; nil before any.
@@ -617,7 +622,7 @@ final class DoorRuntime: Sendable {
     }
 
     /// On `queue`: the state document to the hook, when it changed.
-    private func stateChanged() {
+    func stateChanged() {
         guard let publishState = state.withLock({ $0.hooks.publishState }) else { return }
         let doc = stateDocument()
         let changed = state.withLock {
@@ -641,6 +646,7 @@ final class DoorRuntime: Sendable {
         // reader failing as it closes, is not the door's).
         guard !isStopped else { return }
         let wall = Int64(time(nil))
+        notePassage(event, at: wall)  // Passage.swift: a granted tap's way in or out
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
         ]

@@ -180,6 +180,14 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "osdp_reader_key" ("reader" TEXT PRIMARY KEY NOT NULL, "key" BLOB NOT NULL CHECK (length(key) = 16), "created" INTEGER NOT NULL, "generation" INTEGER NOT NULL)"#
             ]),
+        // Issue 36: each credential's last granted passage at a door with an
+        // entry and an exit reader (Passage.swift): who is in, for
+        // anti-passback and `gatewayctl occupancy`. Per door, never fleet-wide.
+        Migration(
+            name: "v16-passage",
+            statements: [
+                #"CREATE TABLE "passage" ("uid" TEXT PRIMARY KEY NOT NULL, "inside" BOOLEAN NOT NULL, "since" INTEGER NOT NULL, "reader" TEXT NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

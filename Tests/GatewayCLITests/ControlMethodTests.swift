@@ -31,6 +31,8 @@ final class ControlMethodTests: XCTestCase {
         "tags.enroll_card", "pins.set", "pins.add_code", "pins.remove",
         // Issue 35: gatewayctl reader osdp install NAME | status.
         "reader.osdp.install", "reader.osdp.status",
+        // Issue 36: gatewayctl occupancy, gatewayctl passback reset.
+        "occupancy", "passback.reset",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -75,6 +77,8 @@ final class ControlMethodTests: XCTestCase {
             "pins.set", "pins.add_code", "pins.remove",
             // An OSDP reader's install window hands it a new key (issue 35).
             "reader.osdp.install",
+            // A passage forgotten lets a credential in again (issue 36).
+            "passback.reset",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

@@ -70,7 +70,8 @@ final class CardStoreTests: XCTestCase {
         XCTAssertEqual(before.count, 4)
         let store = try GatewayStore(stateDirectory: dir)
         XCTAssertEqual(
-            try store.appliedMigrations().suffix(3), ["v13-card-numbers", "v14-pins", "v15-osdp-reader-key"])
+            try store.appliedMigrations().suffix(4),
+            ["v13-card-numbers", "v14-pins", "v15-osdp-reader-key", "v16-passage"])
         XCTAssertEqual(try Self.rows(store), before, "every row, every column")
         try store.enrollCard(card, action: 0, label: "", now: 7)
         XCTAssertEqual(try store.issuedTag(card.registryKey)?.kind, .wiegand)

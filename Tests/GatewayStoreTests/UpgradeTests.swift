@@ -40,10 +40,10 @@ final class UpgradeTests: XCTestCase {
                 "v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once",
                 "v7-fleet-document", "v8-fleet-removals", "v9-audit-key", "v10-guest-uses",
                 "v11-ntag424", "v12-ntag424-key-issue", "v13-card-numbers", "v14-pins",
-                "v15-osdp-reader-key",
+                "v15-osdp-reader-key", "v16-passage",
             ])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 15,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 16,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 
@@ -123,9 +123,10 @@ final class UpgradeTests: XCTestCase {
         let fresh = try GatewayStore(stateDirectory: dir + "/fresh")
         XCTAssertEqual(try schema(fresh), try schema(upgraded))
         XCTAssertEqual(
-            try schema(fresh).count, 32,
+            try schema(fresh).count, 34,
             "23, v11-ntag424's two tables and sun_counter's key index, v12's ntag424_attempt and its key index, "
-                + "v14's pin table and its key index, v15's osdp_reader_key and its key index")
+                + "v14's pin table and its key index, v15's osdp_reader_key and its key index, "
+                + "v16's passage and its key index")
     }
 
     /// Security review L4: the old, unkeyed chain keeps verifying, and the

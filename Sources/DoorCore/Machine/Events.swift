@@ -219,6 +219,8 @@ public struct DoorEvent: Equatable, Sendable {
         /// this silent alarm goes out (MQTT/NATS, Home Assistant); the reader
         /// shows nothing different.
         case duress
+        /// `gatewayctl passback reset` (issue 36): a credential's passage (or every one) forgotten.
+        case passbackReset = "passback_reset"
     }
     public var kind: Kind
     public var reason: String?

@@ -87,6 +87,8 @@ public struct ActionDefinition: Equatable, Sendable, Hashable {
     /// Consent-first (docs/policy.md "Approval"): a tap that would open
     /// this action waits for an approver's yes instead; nil opens at once.
     public var approval: ApprovalPolicy?
+    /// Anti-passback at a door with an entry and an exit reader (`passback`, issue 36).
+    public var passback: PassbackRule = .off
     public init(
         index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil,
         approval: ApprovalPolicy? = nil

@@ -63,6 +63,10 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     case approvalAnswer = "approval.answer"
     /// `gatewayctl fire reset` (docs/policy.md "Fire alarm").
     case fireReset = "fire.reset"
+    /// `gatewayctl occupancy` and its roll-call export (issue 36): who is in.
+    case occupancy
+    /// `gatewayctl passback reset [UID|--all]` (issue 36).
+    case passbackReset = "passback.reset"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -75,7 +79,8 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
             .secretsRemove,
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
             .tagsEnrollUID, .tagsEnrollCard, .pinsSet, .pinsAddCode, .pinsRemove, .backup, .clockResetFloor,
-            .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall, .fireReset:
+            .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall, .fireReset,
+            .passbackReset:
             return true
         default:
             return false
