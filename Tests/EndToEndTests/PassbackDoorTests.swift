@@ -82,7 +82,7 @@ final class PassbackDoorTests: XCTestCase {
         XCTAssertEqual(try tap(alice, at: street, "street"), "denied passback", "hard: no second entry")
         XCTAssertEqual(try tap(bob, at: street, "street"), "granted osdp_secure_channel")
         XCTAssertEqual(try tap(bob, at: street, "street"), "granted passback", "soft: opens, audited")
-        try waitFor("four pulses: the hard denial none", timeout: 5, interval: 0.05, context: { g.log }) {
+        try waitFor("three pulses: the hard denial none", timeout: 5, interval: 0.05, context: { g.log }) {
             g.outputTransitions("strike", to: "unlocked") == 3 ? true : nil
         }
 
