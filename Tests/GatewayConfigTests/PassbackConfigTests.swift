@@ -48,6 +48,7 @@ final class PassbackConfigTests: XCTestCase {
         XCTAssertEqual(c.passageSide(reader: "street"), .entry)
         XCTAssertEqual(c.passageSide(reader: "yard"), .exit)
         XCTAssertNil(c.passageSide(reader: nil))
+        XCTAssertTrue(c.summary.contains("passback 0 hard (reset 720 min)"), "\(c.summary)")
         let soft = try GatewayConfiguration.load(toml: toml("passback = \"soft\""))
         XCTAssertEqual(soft.door.actions[0].passback, PassbackRule(mode: .soft))
         let off = try GatewayConfiguration.load(toml: toml(""))
