@@ -499,7 +499,7 @@ extension GatewayConfiguration {
             let schedule = scheduleName(t, "schedule", schedules: schedules)
             let credentials = readCredentials(t)
             let approval = readApproval(t)
-            let passback = readPassback(t)
+            let passback = readPassback(t, fileHasReaders: root.has("readers"))
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }

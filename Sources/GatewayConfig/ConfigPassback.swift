@@ -6,8 +6,11 @@ extension GatewayConfiguration {
     ///     passback = "hard"              # "off" (default), "soft" or "hard"
     ///     passback_reset_minutes = 720   # optional: an entry counts as out again after this
     ///
-    /// A reset without a rule is refused (it would do nothing).
-    static func readPassback(_ t: TableReader) -> PassbackRule {
+    /// A reset without a rule is refused (it would do nothing). Read only in a file with
+    /// `[[readers]]` or an action that names them, so a file of before asks for no new key
+    /// (as `[[readers]]` itself, ConfigReaders.swift).
+    static func readPassback(_ t: TableReader, fileHasReaders: Bool) -> PassbackRule {
+        guard fileHasReaders || t.has("passback") || t.has("passback_reset_minutes") else { return .off }
         let mode = t.choice("passback", PassbackMode.off)
         let minutes = t.optionalInt("passback_reset_minutes", 1...525_600)
         if minutes != nil, mode == .off {
