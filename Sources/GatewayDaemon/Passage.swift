@@ -65,7 +65,10 @@ extension DoorRuntime {
                     .array(
                         people.prefix(PassageBook.listedInState).map { p in
                             .object([
-                                ("who", .string(labels && !p.label.isEmpty ? p.label : p.uid.hex)),
+                                (
+                                    "who",
+                                    .string(labels && !p.label.isEmpty ? p.label : p.uid.card?.description ?? p.uid.hex)
+                                ),
                                 ("since", .string(UTCTime.iso8601(p.since))), ("reader", .string(p.reader)),
                             ])
                         })
@@ -109,7 +112,8 @@ extension ControlService {
                 .array(
                     people.map { p in
                         .object([
-                            ("label", .string(p.label)), ("uid", .string(p.uid.hex)),
+                            // A card as `tags list` shows it (26:FACILITY:NUMBER), a tag by its UID.
+                            ("label", .string(p.label)), ("uid", .string(p.uid.card?.description ?? p.uid.hex)),
                             ("since", .string(UTCTime.iso8601(p.since))),
                             ("since_local", .string(zone.local(p.since).description)), ("reader", .string(p.reader)),
                         ])
