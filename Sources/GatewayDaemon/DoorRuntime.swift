@@ -595,14 +595,15 @@ final class DoorRuntime: Sendable {
         }
     }
 
-    /// The retained state document (MQTT `…/state`, Home Assistant's lock).
-    func stateDocument() -> JSONValue {
+    /// The retained state document (MQTT `…/state`, Home Assistant's lock),
+    /// with who is in at a door with an entry and an exit reader (Passage.swift).
+    func stateDocument() -> JSONValue { withOccupancy(doorStateDocument()) }
+
+    private func doorStateDocument() -> JSONValue {
         let first = configuration.outputs.first?.name ?? ""
         let (machine, readerOK, lastAccess, scheduleInfo) = state.withLock {
             ($0.machine, $0.readerState.isOK, $0.lastAccess, $0.scheduleInfo)
         }
-        let occupancy: [(String, JSONValue)] =
-            configuration.tracksPassage ? [("occupancy", occupancyDocument())] : []  // Passage.swift
         return .object([
             ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
             ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
@@ -611,7 +612,7 @@ final class DoorRuntime: Sendable {
             ("last_access_source", .optional(lastAccess?.source)),
             ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
             ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
-        ] + occupancy)
+        ])
     }
 
     /// `{"time": ISO 8601, "source": …}` of the newest open; nil before any.

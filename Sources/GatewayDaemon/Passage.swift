@@ -82,6 +82,12 @@ extension DoorRuntime {
         return doc
     }
 
+    /// The state document with its `occupancy`, when the door records passages.
+    func withOccupancy(_ doc: JSONValue) -> JSONValue {
+        guard configuration.tracksPassage, case .object(let fields) = doc else { return doc }
+        return .object(fields + [("occupancy", occupancyDocument())])
+    }
+
     /// After `gatewayctl passback reset`: the state document shows it.
     func passagesChanged() {
         queue.async { [self] in
