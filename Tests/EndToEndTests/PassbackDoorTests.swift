@@ -27,9 +27,13 @@ final class PassbackDoorTests: XCTestCase {
             yard.stop()
             for link in [base + "-street", base + "-yard"] { try? FileManager.default.removeItem(atPath: link) }
         }
-        let g = try GatewayUnderTest()
+        let broker = try MosquittoBroker()
+        try broker.start()
+        let g = try GatewayUnderTest(deviceID: MosquittoBroker.doorID)
         try g.writeConfig(
-            extra: """
+            extra: broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
+                of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = true\n") + "\n"
+                + """
                 [[readers]]
                 name = "street"
                 kind = "osdp"
@@ -86,6 +90,16 @@ final class PassbackDoorTests: XCTestCase {
             g.outputTransitions("strike", to: "unlocked") == 3 ? true : nil
         }
 
+        // Home Assistant's occupancy sensor reads the retained state document's `occupancy`.
+        func retainedOccupancy() throws -> JSONValue? {
+            let sub = try broker.subscribe("doorgateway/front-door/state", as: "homeassistant")
+            guard let line = sub.wait(timeout: 5, { !$0.isEmpty }).last else { return nil }
+            return try JSONValue.parse(Array(line.split(separator: "|", maxSplits: 2)[2].utf8))["occupancy"]
+        }
+        try waitUntil { try retainedOccupancy()?["count"]?.intValue == 2 }
+        XCTAssertEqual(
+            try retainedOccupancy()?["people"]?.arrayValue?.compactMap { $0["who"]?.stringValue }, ["Alice", "Bob"])
+
         let occupancy = try g.ctlJSON(["occupancy"])
         XCTAssertEqual(occupancy["count"]?.intValue, 2, "\(occupancy)")
         XCTAssertEqual(occupancy["people"]?.arrayValue?.compactMap { $0["label"]?.stringValue }, ["Alice", "Bob"])
@@ -118,6 +132,7 @@ final class PassbackDoorTests: XCTestCase {
         let reset = try g.ctlJSON(["passback", "reset", alice])
         XCTAssertEqual(reset["reset"]?.intValue, 1, "\(reset)")
         try g.waitForEvent("passback_reset")
+        try waitUntil { try retainedOccupancy()?["count"]?.intValue == 1 }
         XCTAssertEqual(try tap(alice, at: street, "street"), "granted osdp_secure_channel")
         try g.assertChainIntact()
     }
