@@ -26,14 +26,33 @@ struct OccupancyCommand: ParsableCommand {
             abstract: "Write the roll call for an evacuation (CSV or JSON) to standard output or --output.",
             discussion: """
                 CSV columns: label, uid, since (UTC, RFC 3339), since_local (the door's zone), reader. \
-                A label that a spreadsheet would read as a formula (=, +, -, @) is written with a leading '.
+                A label that a spreadsheet would read as a formula (=, +, -, @) is written with a leading '. \
+                With --from-store the store is read directly (root, read-only, --config names the file): \
+                the roll call still comes when gatewayd is stopped or does not answer.
                 """)
         @OptionGroup var socket: SocketOptions
+        @OptionGroup var config: ConfigOptions
         @Option(help: "csv or json.") var format: Format = .csv
+        @Flag(
+            help:
+                "Read the door's store itself (as root, read-only) instead of asking gatewayd: when it does not answer."
+        )
+        var fromStore = false
         @Option(help: "Write to this file (created with mode 0600) instead of standard output.") var output: String?
 
         func run() throws {
-            let answer = try socket.request(.occupancy)
+            let answer: JSONValue
+            if fromStore {
+                let configuration = try config.load()
+                do { answer = try OccupancyReport.fromStore(configuration, now: Int64(time(nil))) } catch {
+                    fputs(
+                        "gatewayctl: occupancy export --from-store reads the door's store itself, as root: \(error)\n",
+                        stderr)
+                    throw ExitCode(1)
+                }
+            } else {
+                answer = try socket.request(.occupancy)
+            }
             let text = format == .csv ? OccupancyCommand.csv(answer) : answer.serialized + "\n"
             guard let output else {
                 print(text, terminator: "")

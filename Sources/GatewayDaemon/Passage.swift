@@ -102,30 +102,9 @@ extension ControlService {
     func occupancy() throws -> JSONValue {
         let configuration = runtime.sync { runtime.configuration }
         let zone = runtime.sync { runtime.zone }
-        guard configuration.tracksPassage else {
-            return .object([
-                ("tracked", .bool(false)), ("count", .int(0)), ("people", .array([])),
-                ("note", .string("this door has no entry and exit reader pair in [[readers]]: nobody is counted")),
-            ])
-        }
-        let people = try store.occupants()
-        let now = Int64(time(nil))
-        return .object([
-            ("tracked", .bool(true)), ("at", .string(UTCTime.iso8601(now))), ("zone", .string(zone.name)),
-            ("count", .int(people.count)),
-            (
-                "people",
-                .array(
-                    people.map { p in
-                        .object([
-                            // A card as `tags list` shows it (26:FACILITY:NUMBER), a tag by its UID.
-                            ("label", .string(p.label)), ("uid", .string(p.uid.card?.description ?? p.uid.hex)),
-                            ("since", .string(UTCTime.iso8601(p.since))),
-                            ("since_local", .string(zone.local(p.since).description)), ("reader", .string(p.reader)),
-                        ])
-                    })
-            ),
-        ])
+        guard configuration.tracksPassage else { return OccupancyReport.untracked }
+        return OccupancyReport.json(
+            try store.occupants().map(OccupancyReport.Person.init), zone: zone, now: Int64(time(nil)))
     }
 
     /// `policy explain --reader NAME`: the reader's side and the tag's passage, as a tap there

@@ -33,23 +33,23 @@ final class PassbackDoorTests: XCTestCase {
         try g.writeConfig(
             extra: broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
                 of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = true\n") + "\n"
-                + """
-                [[readers]]
-                name = "street"
-                kind = "osdp"
-                side = "entry"
-                device = "\(base)-street"
-                baud = 115200
-                address = 1
-                [[readers]]
-                name = "yard"
-                kind = "osdp"
-                side = "exit"
-                device = "\(base)-yard"
-                baud = 115200
-                address = 2
+                    + """
+                    [[readers]]
+                    name = "street"
+                    kind = "osdp"
+                    side = "entry"
+                    device = "\(base)-street"
+                    baud = 115200
+                    address = 1
+                    [[readers]]
+                    name = "yard"
+                    kind = "osdp"
+                    side = "exit"
+                    device = "\(base)-yard"
+                    baud = 115200
+                    address = 2
 
-                """,
+                    """,
             actions: GatewayUnderTest.action(0, "members", ms: 300, "credentials = [\"osdp\"]\npassback = \"hard\"")
                 + "\n" + GatewayUnderTest.action(1, "staff", ms: 300, "credentials = [\"osdp\"]\npassback = \"soft\""))
         try g.start()
@@ -119,8 +119,15 @@ final class PassbackDoorTests: XCTestCase {
         XCTAssertEqual(lines.first, "label,uid,since,since_local,reader")
         XCTAssertEqual(lines.dropFirst().map { $0.split(separator: ",").first.map(String.init) }, ["Bob", "Alice"])
 
-        // A restart keeps who is in, and the rule still holds.
+        // A restart keeps who is in, and the rule still holds. While gatewayd is down the roll
+        // call comes from the store itself (root, read-only).
         g.stop()
+        let offline = try g.ctl([
+            "occupancy", "export", "--format", "json", "--from-store", "--config", g.configFile.path,
+        ])
+        XCTAssertEqual(offline.status, 0, offline.stderr)
+        let roll = try JSONValue.parse(Array(offline.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
+        XCTAssertEqual(roll["people"]?.arrayValue?.compactMap { $0["label"]?.stringValue }, ["Bob", "Alice"])
         try g.start()
         try online()
         XCTAssertEqual(
