@@ -233,6 +233,12 @@ public enum ConfigExample {
             #   approval = { timeout_s = 120, by = ["home_assistant", "phone", "gatewayctl"] }
             # In lockdown (docs/policy.md "Lockdown") only an action marked so opens:
             #   lockdown_exempt = true
+            # Anti-passback (docs/policy.md "Entry, exit and anti-passback"), with an entry
+            # and an exit reader in [[readers]]: "off" (default), "soft" (a second entry
+            # opens, granted passback) or "hard" (denied passback); an entry counts as
+            # out again after passback_reset_minutes (optional):
+            #   passback = "hard"
+            #   passback_reset_minutes = 720
             \(actions)
 
             # Feedback patterns. A [feedback.NAME] table overrides any of steps,

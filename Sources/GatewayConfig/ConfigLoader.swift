@@ -184,6 +184,7 @@ extension GatewayConfiguration {
         let actionIndexes = Set(door.actions.map(\.index))
         door.requestToExit = readRequestToExit(root, actionExists: { actionIndexes.contains($0) })
         let readers = readReaders(root, actions: door.actions, &lines)
+        checkPassback(root, actions: door.actions, readers: readers)
 
         let clock = root.table("clock")
         let synchronised = clock?.bool("declare_synchronised", false) ?? false
@@ -497,6 +498,7 @@ extension GatewayConfiguration {
             let credentials = readCredentials(t)
             let approval = readApproval(t)
             let lockdownExempt = t.bool("lockdown_exempt", false)
+            let passback = readPassback(t, fileHasReaders: root.has("readers"))
             var steps: [OutputStep] = []
             if let stepTables = t.tables("steps") {
                 if stepTables.isEmpty { t.fail("steps", "at least one step is needed") }
@@ -541,6 +543,7 @@ extension GatewayConfiguration {
                 index: index, name: name, steps: steps, schedule: schedule, approval: approval)
             action.credentials = credentials
             action.lockdownExempt = lockdownExempt
+            action.passback = passback
             actions.append((action, t))
         }
         for (a, t) in actions where a.index >= actions.count {

@@ -52,6 +52,11 @@ extension GatewayConfiguration {
             "actions "
                 + d.actions.map { "\($0.index) \"\($0.name)\" (\($0.steps.map(step).joined(separator: ", ")))" }.joined(
                     separator: "; "))
+        // Anti-passback (issue 36), only when an action has it.
+        let passback = d.actions.filter { $0.passback.mode != .off }.map { a in
+            "\(a.index) \(a.passback.mode.rawValue)" + (a.passback.resetAfter.map { " (reset \($0 / 60) min)" } ?? "")
+        }
+        if !passback.isEmpty { lines.append("passback " + passback.joined(separator: ", ")) }
         let custom = FeedbackKind.allCases.filter { d.patterns[$0] != FeedbackPattern.defaultPatterns[$0] }
         lines.append(
             "feedback "

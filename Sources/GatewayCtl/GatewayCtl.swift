@@ -13,7 +13,7 @@ public struct GatewayCtl: ParsableCommand {
         version: "gateway \(GatewayVersion.string)",
         subcommands: [
             StatusCommand.self, OpenCommand.self, ModeCommand.self, ProvisionCommand.self, LockoutCommand.self,
-            FireCommand.self, LockdownCommand.self,
+            FireCommand.self, LockdownCommand.self, OccupancyCommand.self, PassbackCommand.self,
             FeedbackCommand.self, SecretsCommand.self, KeysCommand.self, TagsCommand.self, LogCommand.self,
             BackupCommand.self, RestoreCommand.self, ClockCommand.self, SimCommand.self, FleetCommand.self,
             ReaderCommand.self, TagCommand.self, OTPCommand.self, GPIOCommand.self, ConfigCommand.self,

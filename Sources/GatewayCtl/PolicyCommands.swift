@@ -28,6 +28,17 @@ struct PolicyCommand: ParsableCommand {
         @Option(help: "The tag's UID (hex): its schedule, guest window and uses count too.") var tag: String?
         @Option(help: "RFC 3339 time, or a local YYYY-MM-DDTHH:MM[:SS].") var at: String
         @Option(help: "Read this configuration offline instead of asking the daemon.") var config: String?
+        @Option(help: "At this reader of [[readers]]: its side and the tag's passage (anti-passback).")
+        var reader: String?
+
+        /// Offline, `--reader` gives the side only: who is in is the daemon's store.
+        func offlinePassage(_ configuration: GatewayConfiguration) throws -> PassageFacts? {
+            guard let reader else { return nil }
+            guard let side = configuration.passageSide(reader: reader) else {
+                throw ValidationError("\"\(reader)\" is no reader of a door with an entry and an exit reader")
+            }
+            return PassageFacts(side: side, last: nil)
+        }
 
         func validate() throws {
             if let tag, TagUID(hex: tag) == nil { throw ValidationError("--tag must be 4, 7 or 10 bytes of hex") }
@@ -37,7 +48,8 @@ struct PolicyCommand: ParsableCommand {
             guard let config else {
                 try socket.call(
                     .policyExplain,
-                    [("action", .int(action)), ("at", .string(at))] + (tag.map { [("uid", .string($0))] } ?? []),
+                    [("action", .int(action)), ("at", .string(at))] + (tag.map { [("uid", .string($0))] } ?? [])
+                        + (reader.map { [("reader", .string($0))] } ?? []),
                     render: PolicyExplain.render)
                 return
             }
@@ -49,7 +61,7 @@ struct PolicyCommand: ParsableCommand {
                 result = try PolicyExplain.explain(
                     configuration: configuration, zone: zone, action: action,
                     tag: tag.flatMap(TagUID.init(hex:)).map { ($0, nil) }, at: unix, note: note,
-                    registryConsulted: false)
+                    registryConsulted: false, passage: try offlinePassage(configuration))
             } catch {
                 printError("gatewayctl: \(error)\n")
                 throw ExitCode(1)

@@ -18,6 +18,8 @@ extension ControlService {
         case .policyExplain: return try policyExplain(p)
         case .approvalAnswer: return try answerApproval(p, peer: peer)
         case .fireReset: return try fireReset(peer: peer)
+        case .occupancy: return try occupancy()
+        case .passbackReset: return try passbackReset(p, peer: peer)
         case .open:
             let action = try p.int("action", default: 0)
             guard configuration.door.actions.contains(where: { $0.index == action }) else {

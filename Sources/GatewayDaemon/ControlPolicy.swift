@@ -55,12 +55,13 @@ extension ControlService {
                 lockedOutUntil = now.wall.unixSeconds + end.since(now.monotonic).components.seconds + 1
             }
         }
+        let passage = try explainedPassage(p, uid: tag?.0)  // Passage.swift's rule, issue 36
         do {
             return try PolicyExplain.explain(
                 configuration: runtime.sync { runtime.configuration }, zone: zone, action: try p.int("action"),
                 tag: tag, at: unix, note: note, registryConsulted: true, revoked: revoked,
                 lockedOutUntil: lockedOutUntil, fire: runtime.sync { runtime.machine.fire },
-                lockdown: runtime.sync { (runtime.machine.mode, runtime.machine.lockdown) })
+                lockdown: runtime.sync { (runtime.machine.mode, runtime.machine.lockdown) }, passage: passage)
         } catch let error as PolicyExplain.Failure {
             throw DaemonError.request(error.description)
         }

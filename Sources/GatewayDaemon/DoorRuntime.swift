@@ -30,6 +30,8 @@ final class DoorRuntime: Sendable {
     let log: Logger
     private let patterns: PatternDriver
     let registry: any TagRegistryView & Sendable
+    /// Who is in, as the state document shows it (Passage.swift, issue 36).
+    let passages = PassageBook()
     /// The reader loop provisioning writes go to (nil: none, unit tests).
     let reader: ReaderLoop?
     /// Audit sink: the store's hash-chained log (event, time, detail, and the
@@ -362,6 +364,7 @@ final class DoorRuntime: Sendable {
     /// handed to the machine, which asks for the store actions the verdict
     /// needs (`storeRequest`) where their place is.
     func tagArrived(_ facts: TapFacts) {
+        let facts = withPassage(facts)  // Passage.swift: the reader's side, who is in
         let ntag424 = facts.ntag424 != nil ? facts.uid : nil
         // An outdoor reader's card or code says nothing about the NFC reader.
         if facts.card == nil && facts.pinCode == nil {
@@ -616,8 +619,11 @@ final class DoorRuntime: Sendable {
         }
     }
 
-    /// The retained state document (MQTT `…/state`, Home Assistant's lock).
-    func stateDocument() -> JSONValue {
+    /// The retained state document (MQTT `…/state`, Home Assistant's lock),
+    /// with who is in at a door with an entry and an exit reader (Passage.swift).
+    func stateDocument() -> JSONValue { withOccupancy(doorStateDocument()) }
+
+    private func doorStateDocument() -> JSONValue {
         let first = configuration.outputs.first?.name ?? ""
         let (machine, readerOK, lastAccess, scheduleInfo) = state.withLock {
             ($0.machine, $0.readerState.isOK, $0.lastAccess, $0.scheduleInfo)
@@ -644,7 +650,7 @@ final class DoorRuntime: Sendable {
     }
 
     /// On `queue`: the state document to the hook, when it changed.
-    private func stateChanged() {
+    func stateChanged() {
         guard let publishState = state.withLock({ $0.hooks.publishState }) else { return }
         let doc = stateDocument()
         let changed = state.withLock {
@@ -668,6 +674,7 @@ final class DoorRuntime: Sendable {
         // reader failing as it closes, is not the door's).
         guard !isStopped else { return }
         let wall = Int64(time(nil))
+        notePassage(event, at: wall)  // Passage.swift: a granted tap's way in or out
         var fields: [(String, JSONValue)] = [
             ("time", .string(UTCTime.iso8601(wall))), ("kind", .string(event.kind.rawValue)),
         ]

@@ -50,7 +50,7 @@ extension RemoteService {
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
                 eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions(),
                 area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin, approval: approval.entity,
-                approvalButtons: approval.buttons, fireAlarm: c.fireAlarm != nil)
+                approvalButtons: approval.buttons, fireAlarm: c.fireAlarm != nil, occupancy: c.tracksPassage)
         }
         // Home Assistant as the admin screen: its UIDs are always hashed.
         var hashed: @Sendable (TagUID) -> String? = { _ in nil }

@@ -16,6 +16,7 @@ public enum Payloads {
             ("binary_sensor", "door"), ("binary_sensor", "lockout"), ("sensor", "uptime"), ("sensor", "outbox"),
             ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
             ("binary_sensor", "schedule"), ("event", "approval"), ("button", "approve"), ("button", "deny"),
+            ("sensor", "occupancy"),
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") } + homeAssistantAdminEntities
         // docs/policy.md "Door contact".
         + [("binary_sensor", "door_alarm")]
@@ -40,7 +41,7 @@ public enum Payloads {
         device: String, name: String, topics: MQTTTopics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
         actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false,
         admin: HomeAssistantAdminMenu? = nil, approval: Bool = false, approvalButtons: Bool = false,
-        fireAlarm: Bool = false
+        fireAlarm: Bool = false, occupancy: Bool = false
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -204,6 +205,19 @@ public enum Payloads {
                         ("value_template", .string("{{ 'ON' if value_json.fire in ['alarm', 'cleared'] else 'OFF' }}")),
                         ("json_attributes_topic", .string(topics.state)),
                         ("json_attributes_template", .string("{{ {'fire': value_json.fire} | tojson }}")),
+                    ]))
+        }
+        if occupancy {
+            // docs/policy.md "Entry, exit and anti-passback": how many are in, who as attributes.
+            out.append(
+                entry(
+                    "sensor", "occupancy",
+                    common("occupancy", "Occupancy") + [
+                        ("state_topic", .string(topics.state)), ("state_class", .string("measurement")),
+                        ("unit_of_measurement", .string("people")), ("icon", .string("mdi:account-group")),
+                        ("value_template", .string("{{ value_json.occupancy.count if value_json.occupancy else 0 }}")),
+                        ("json_attributes_topic", .string(topics.state)),
+                        ("json_attributes_template", .string("{{ (value_json.occupancy or {}) | tojson }}")),
                     ]))
         }
         if approval {

@@ -187,6 +187,14 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "site_state" ("one" INTEGER PRIMARY KEY CHECK (one = 1), "lockdown_by" TEXT, "lockdown_source" TEXT, "lockdown_since" INTEGER, "lockdown_mode_before" TEXT, "replay" BLOB)"#
             ]),
+        // Issue 36: each credential's last granted passage at a door with an
+        // entry and an exit reader (Passage.swift): who is in, for
+        // anti-passback and `gatewayctl occupancy`. Per door, never fleet-wide.
+        Migration(
+            name: "v17-passage",
+            statements: [
+                #"CREATE TABLE "passage" ("uid" TEXT PRIMARY KEY NOT NULL, "inside" BOOLEAN NOT NULL, "since" INTEGER NOT NULL, "reader" TEXT NOT NULL)"#
+            ]),
     ]
 
     /// The migration names, in order.

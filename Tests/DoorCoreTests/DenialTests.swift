@@ -42,6 +42,7 @@ final class DenialTests: XCTestCase {
             (.lockedOut, "locked_out", false, false),
             (.lockdown, "lockdown", false, false),
             (.notApproved, "not_approved", false, false),
+            (.passback, "passback", false, false),
         ]
         for (denial, wire, counts, proof) in table {
             XCTAssertEqual(denial.reason, wire, "\(denial)")

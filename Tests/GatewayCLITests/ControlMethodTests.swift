@@ -33,6 +33,8 @@ final class ControlMethodTests: XCTestCase {
         "reader.osdp.install", "reader.osdp.status",
         // Issue 36: gatewayctl lockdown start|end|status, and a signed site command (lockdown, fire).
         "lockdown.start", "lockdown.end", "lockdown.status", "site.command",
+        // Issue 36: gatewayctl occupancy, gatewayctl passback reset.
+        "occupancy", "passback.reset",
     ]
 
     func testWireNamesAreTheEnumsRawValues() {
@@ -79,6 +81,8 @@ final class ControlMethodTests: XCTestCase {
             "reader.osdp.install",
             // The site's lockdown, here or signed for every door (issue 36).
             "lockdown.start", "lockdown.end", "site.command",
+            // A passage forgotten lets a credential in again (issue 36).
+            "passback.reset",
         ]
         XCTAssertEqual(Set(ControlMethod.allCases.filter(\.changesState).map(\.rawValue)), logged)
     }

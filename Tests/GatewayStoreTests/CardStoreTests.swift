@@ -67,8 +67,8 @@ final class CardStoreTests: TemporaryDirectoryTestCase {
         XCTAssertEqual(before.count, 4)
         let store = try GatewayStore(stateDirectory: dir)
         XCTAssertEqual(
-            Array(try store.appliedMigrations().drop { $0 != "v13-card-numbers" }.prefix(3)),
-            ["v13-card-numbers", "v14-pins", "v15-osdp-reader-key"])
+            Array(try store.appliedMigrations().drop { $0 != "v13-card-numbers" }.prefix(5)),
+            ["v13-card-numbers", "v14-pins", "v15-osdp-reader-key", "v16-site-state", "v17-passage"])
         XCTAssertEqual(try Self.rows(store), before, "every row, every column")
         try store.enrollCard(card, action: 0, label: "", now: 7)
         XCTAssertEqual(try store.issuedTag(card.registryKey)?.kind, .wiegand)

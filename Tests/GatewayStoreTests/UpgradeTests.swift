@@ -38,7 +38,7 @@ final class UpgradeTests: TemporaryDirectoryTestCase {
                 "v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once",
                 "v7-fleet-document", "v8-fleet-removals", "v9-audit-key", "v10-guest-uses",
                 "v11-ntag424", "v12-ntag424-key-issue", "v13-card-numbers", "v14-pins",
-                "v15-osdp-reader-key", "v16-site-state",
+                "v15-osdp-reader-key", "v16-site-state", "v17-passage",
             ])
         XCTAssertEqual(
             try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 16,
@@ -121,9 +121,10 @@ final class UpgradeTests: TemporaryDirectoryTestCase {
         let fresh = try GatewayStore(stateDirectory: dir + "/fresh")
         XCTAssertEqual(try schema(fresh), try schema(upgraded))
         XCTAssertEqual(
-            try schema(fresh).count, 33,
+            try schema(fresh).count, 35,
             "23, v11-ntag424's two tables and sun_counter's key index, v12's ntag424_attempt and its key index, "
-                + "v14's pin table and its key index, v15's osdp_reader_key and its key index, v16's site_state")
+                + "v14's pin table and its key index, v15's osdp_reader_key and its key index, v16's site_state, "
+                + "v17's passage and its key index")
     }
 
     /// Security review L4: the old, unkeyed chain keeps verifying, and the

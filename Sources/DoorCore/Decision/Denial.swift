@@ -55,6 +55,8 @@ public enum Denial: Equatable, Hashable, Sendable {
     case wrongPIN
     /// A card that needs its PIN, and none came on its reader in time.
     case pinTimeout
+    /// A second entry without an exit under `passback = "hard"` (issue 36, `Passback`).
+    case passback
 
     /// The wire string (audit `reason`, MQTT/NATS event `reason`).
     public var reason: String {
@@ -82,6 +84,7 @@ public enum Denial: Equatable, Hashable, Sendable {
         case .notApproved: return "not_approved"
         case .wrongPIN: return "wrong_pin"
         case .pinTimeout: return "pin_timeout"
+        case .passback: return "passback"
         }
     }
 
@@ -95,6 +98,8 @@ public enum Denial: Equatable, Hashable, Sendable {
         // The keypad counts wrong PINs per reader (`KeypadDesk`): a flood on one
         // reader must not lock the door's other readers or its cards.
         case .wrongPIN, .pinTimeout: return false
+        // An authentic credential that did not leave: not an attack.
+        case .passback: return false
         default: return true
         }
     }
@@ -135,6 +140,8 @@ public enum GrantReason {
     public static let pin = "pin"
     /// A tap an approver let in (docs/policy.md "Approval").
     public static let approved = "approved"
+    /// A second entry without an exit under `passback = "soft"`: opened, audited (issue 36).
+    public static let passback = "passback"
 }
 
 /// The reason strings as they were named before `Denial` (tests and the

@@ -26,6 +26,7 @@ public enum TapDecision {
     ) -> Outcome {
         var outcome = decideCredential(
             facts, secrets: secrets, actionCount: actionCount, registry: registry, now: now, policy: policy)
+        outcome.presentation = Passback.apply(outcome.presentation, passage: facts.passage, policy: policy, now: now)
         outcome.presentation.reader = facts.reader
         // A card read and a keypad code are one event each, never "present" on a reader.
         outcome.presentation.cardRead = facts.card != nil || facts.pinCode != nil

@@ -27,6 +27,9 @@ public struct TapFacts: Equatable, Sendable {
     /// Set when a keypad entry matched a PIN-only code (`KeypadDesk`): `uid`
     /// is the code's key; decided as one (`TapDecision.pinCode`).
     public var pinCode: PINCodeMatch?
+    /// Set at a door with an entry and an exit reader (issue 36): the
+    /// reader's side and the credential's last passage (`Passback`).
+    public var passage: PassageFacts?
     public init(uid: TagUID, message: NDEFMessage? = nil, ntag424: NTAG424Proof? = nil, reader: String? = nil) {
         self.uid = uid
         self.message = message

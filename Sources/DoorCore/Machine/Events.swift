@@ -236,6 +236,8 @@ public struct DoorEvent: Equatable, Sendable {
         /// only shunted the next opening.
         case doorHeldOpenWarning = "door_held_open_warning", doorHeldOpenEscalated = "door_held_open_escalated"
         case doorAlarmCleared = "door_alarm_cleared", requestToExit = "request_to_exit"
+        /// `gatewayctl passback reset` (issue 36): a credential's passage (or every one) forgotten.
+        case passbackReset = "passback_reset"
     }
     public var kind: Kind
     public var reason: String?

@@ -89,6 +89,8 @@ public struct ActionDefinition: Equatable, Sendable, Hashable {
     public var approval: ApprovalPolicy?
     /// `lockdown_exempt` (docs/policy.md "Lockdown"): its credentials still open in lockdown.
     public var lockdownExempt = false
+    /// Anti-passback at a door with an entry and an exit reader (`passback`, issue 36).
+    public var passback: PassbackRule = .off
     public init(
         index: ActionIndex, name: String, steps: [OutputStep], schedule: String? = nil,
         approval: ApprovalPolicy? = nil

@@ -66,6 +66,10 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
     /// `gatewayctl lockdown start|end|status`, and a signed site command (docs/policy.md "Lockdown").
     case lockdownStart = "lockdown.start", lockdownEnd = "lockdown.end", lockdownStatus = "lockdown.status"
     case siteCommand = "site.command"
+    /// `gatewayctl occupancy` and its roll-call export (issue 36): who is in.
+    case occupancy
+    /// `gatewayctl passback reset [UID|--all]` (issue 36).
+    case passbackReset = "passback.reset"
     #if DEBUG
         /// Debug builds' tests only (GATEWAYD_TEST_HOOKS=1): blocks the door queue.
         case debugStall = "debug.stall"
@@ -79,7 +83,7 @@ package enum ControlMethod: String, Codable, CaseIterable, Sendable {
             .secretsImport, .secretsExport, .keysNew, .keysImport, .keysExport, .tagsRevoke, .tagsExpire, .tagsForget,
             .tagsEnrollUID, .tagsEnrollCard, .pinsSet, .pinsAddCode, .pinsRemove, .backup, .clockResetFloor,
             .fleetPublish, .fleetPull, .approvalAnswer, .readerOSDPInstall, .fireReset, .lockdownStart, .lockdownEnd,
-            .siteCommand:
+            .siteCommand, .passbackReset:
             return true
         default:
             return false

@@ -16,7 +16,7 @@ package enum PolicyExplain {
     package static func explain(
         configuration: GatewayConfiguration, zone: TimeZoneRules, action: Int, tag: (uid: TagUID, row: IssuedTagView?)?,
         at: Int64, note: String?, registryConsulted: Bool, revoked: Bool = false, lockedOutUntil: Int64? = nil,
-        fire: FireState? = nil, lockdown: (mode: DoorMode, held: Lockdown?)? = nil
+        fire: FireState? = nil, lockdown: (mode: DoorMode, held: Lockdown?)? = nil, passage: PassageFacts? = nil
     ) throws -> JSONValue {
         guard let definition = configuration.door.actions.first(where: { $0.index == action }) else {
             throw Failure(
@@ -29,13 +29,20 @@ package enum PolicyExplain {
             registryConsulted
                 ? TapDecision.ExplainedTag(row: tag.row, revoked: revoked, lockedOutUntil: lockedOutUntil) : nil
         }
-        let reason =
+        var reason =
             TapDecision.explain(
                 action: definition, tag: asked,
                 policy: TapPolicy(
                     policy: policy, actions: configuration.door.actions,
-                    wall: WallClock(unixSeconds: at, synchronised: true)))?.reason
-            ?? Self.lockdownReason(definition, lockdown) ?? "granted"
+                    wall: WallClock(unixSeconds: at, synchronised: true)))?.reason ?? "granted"
+        // Anti-passback (issue 36): the door's rule on a tap that would open, at the reader asked about.
+        let passback = passage.map { Passback.verdict(definition.passback, passage: $0, now: at) }
+        if reason == "granted" {
+            if passback == .hard { reason = Denial.passback.reason }
+            if passback == .unreadable { reason = Denial.registryUnavailable.reason }
+        }
+        // The lockdown, as the door: only a tap that would open is shut by it.
+        if reason == "granted", let held = Self.lockdownReason(definition, lockdown) { reason = held }
         var names = [definition.schedule, tag?.row?.schedule].compactMap { $0 }
         if names.isEmpty, let p = configuration.door.passageSchedule { names = [p] }
         let schedules: [JSONValue] = names.map { name in
@@ -79,6 +86,26 @@ package enum PolicyExplain {
             if !registryConsulted {
                 fields.append(("registry", .string("not consulted offline: the tag's own limits are the daemon's")))
             }
+        }
+        if let passage {
+            fields.append(
+                (
+                    "passback",
+                    .object([
+                        ("mode", .string(definition.passback.mode.rawValue)), ("side", .string(passage.side.rawValue)),
+                        ("inside", .bool(passage.last?.inside ?? false)),
+                        ("since", .optional(passage.last.map { UTCTime.iso8601($0.since) })),
+                        ("reader", .optional(passage.last?.reader)),
+                        ("reset_after_minutes", definition.passback.resetAfter.map { .int(Int($0 / 60)) } ?? .null),
+                        // "soft": opens, granted `passback` (audited); "hard": denied `passback`.
+                        (
+                            "verdict",
+                            .string(
+                                passback == .soft && reason == "granted"
+                                    ? "soft" : passback == .hard && reason == "passback" ? "hard" : "clear")
+                        ),
+                    ])
+                ))
         }
         if let note { fields.append(("note", .string(note))) }
         fields += DoorContactExplain.fields(configuration)
@@ -124,6 +151,19 @@ package enum PolicyExplain {
         }
         if let u = v["uses_left"]?.intValue { lines.append("uses left: \(u)") }
         if let r = v["registry"]?.stringValue { lines.append("registry: \(r)") }
+        if let p = v["passback"], let mode = p["mode"]?.stringValue {
+            let whereabouts =
+                p["inside"]?.boolValue == true
+                ? "in since \(p["since"]?.stringValue ?? "?") (\(p["reader"]?.stringValue ?? "?"))" : "not in"
+            let verdict: String
+            switch p["verdict"]?.stringValue {
+            case "soft"?: verdict = "a second entry: opens, audited passback"
+            case "hard"?: verdict = "a second entry without an exit: denied"
+            default: verdict = "no passback"
+            }
+            lines.append(
+                "passback \(mode) at an \(p["side"]?.stringValue ?? "?") reader: \(whereabouts) — \(verdict)")
+        }
         if let n = v["note"]?.stringValue { lines.append("note: \(n)") }
         lines += DoorContactExplain.lines(v)
         if let line = lockdownLine(v) { lines.append(line) }
