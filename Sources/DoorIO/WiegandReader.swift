@@ -17,12 +17,20 @@ public struct WiegandLines: Equatable, Sendable {
     public var d0: LineSpec
     public var d1: LineSpec
     public var frameGap: Duration
-    public init(name: String, chip: String, d0: LineSpec, d1: LineSpec, frameGap: Duration = .milliseconds(50)) {
+    /// The card frame length and keypad burst the reader is set to (nil: any), `WiegandDecoder`'s.
+    public var cardBits: Int?
+    public var keypadBurst: Int?
+    public init(
+        name: String, chip: String, d0: LineSpec, d1: LineSpec, frameGap: Duration = .milliseconds(50),
+        cardBits: Int? = nil, keypadBurst: Int? = nil
+    ) {
         self.name = name
         self.chip = chip
         self.d0 = d0
         self.d1 = d1
         self.frameGap = frameGap
+        self.cardBits = cardBits
+        self.keypadBurst = keypadBurst
     }
 }
 
@@ -32,14 +40,17 @@ public struct WiegandLines: Equatable, Sendable {
 /// waits in poll(2) on both and a wake-up pipe, merges the queued edges of
 /// both lines in timestamp order, and feeds the pure `WiegandDecoder`; a
 /// frame ends when no edge came for the frame gap. Frames go to `deliver`
-/// on that thread.
+/// on that thread. A failed poll(2) or edge read ends the thread, its lines
+/// released, and `failed` says why (on that thread, never after `stop`):
+/// the caller reports the reader offline and starts it again.
 public final class WiegandReader: Sendable {
     private let wakeWrite: Int32
     private let thread: Mutex<pthread_t?>
 
     /// Requests both lines and starts the thread.
     public static func start(
-        _ lines: WiegandLines, logger: Logger, deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
+        _ lines: WiegandLines, logger: Logger, deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void,
+        failed: @escaping @Sendable (String) -> Void = { _ in }
     ) throws -> WiegandReader {
         let chip = try GPIOChip(lines.chip)
         let d0 = try FallingEdgeLine(chip: chip, spec: lines.d0, subject: "wiegand '\(lines.name)' D0")
@@ -47,15 +58,20 @@ public final class WiegandReader: Sendable {
         var fds: [Int32] = [-1, -1]
         _ = try gpiodCall("pipe", "wiegand wake-up pipe") { pipe(&fds) }
         let loop = WiegandLoop(
-            wakeRead: fds[0], d0: d0, d1: d1, decoder: WiegandDecoder(frameGap: lines.frameGap), logger: logger,
-            deliver: deliver)
+            wakeRead: fds[0], d0: d0, d1: d1,
+            decoder: WiegandDecoder(frameGap: lines.frameGap, cardBits: lines.cardBits, keypadBurst: lines.keypadBurst),
+            logger: logger, deliver: deliver, failed: failed)
         var tid = pthread_t()
         let context = Unmanaged.passRetained(loop).toOpaque()
         let rc = pthread_create(
             &tid, nil,
             { context in
-                let loop = Unmanaged<WiegandLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.run()
+                var loop: WiegandLoop? = Unmanaged<WiegandLoop>.fromOpaque(context!).takeRetainedValue()
+                let why = loop?.run()
+                let failed = loop?.failed
+                // The lines go with the loop before the caller is told (it requests them again).
+                loop = nil
+                if let why, let failed { failed(why) }
                 return nil
             }, context)
         guard rc == 0 else {
@@ -138,11 +154,13 @@ private final class WiegandLoop {
     private var decoder: WiegandDecoder
     private let logger: Logger
     private let deliver: @Sendable (WiegandDecoder.Frame) -> Void
+    let failed: @Sendable (String) -> Void
 
     init(
         wakeRead: Int32, d0: FallingEdgeLine, d1: FallingEdgeLine, decoder: WiegandDecoder, logger: Logger,
-        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
+        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void, failed: @escaping @Sendable (String) -> Void
     ) {
+        self.failed = failed
         self.wakeRead = wakeRead
         self.d0 = d0
         self.d1 = d1
@@ -153,7 +171,8 @@ private final class WiegandLoop {
 
     deinit { close(wakeRead) }
 
-    func run() {
+    /// Until `stop` (nil) or a failure (why).
+    func run() -> String? {
         _ = door_safety_altstack_for_current_thread()
         let gapMs = Int32(clamping: (decoder.frameGap.nanosecondsClamped + 999_999) / 1_000_000)
         var fds = [
@@ -165,11 +184,11 @@ private final class WiegandLoop {
             // In a frame, wait at most the gap: no edge for that long ends it.
             let n = poll(&fds, 3, decoder.inFrame ? gapMs : -1)
             if n < 0 {
-                if errno == EINTR { continue }
-                logger.error("wiegand thread stops: poll failed, errno \(errno)")
-                return
+                let code = errno
+                if code == EINTR { continue }
+                return "poll failed, errno \(code)"
             }
-            if fds[0].revents != 0 { return }
+            if fds[0].revents != 0 { return nil }
             if n == 0 {
                 for frame in decoder.end() { deliver(frame) }
                 continue
@@ -182,12 +201,11 @@ private final class WiegandLoop {
                     do {
                         edges.append((line, try (i == 1 ? d0 : d1).readEdge()))
                     } catch {
-                        logger.error("\(error)")
+                        return "\(error)"
                     }
                 }
                 for i in 1...2 where ready[i].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                    logger.error("wiegand line's event descriptor failed; the reader stops")
-                    return
+                    return "\(i == 1 ? d0.subject : d1.subject)'s event descriptor failed (the GPIO chip gone?)"
                 }
                 ready[0].fd = -1
                 for i in ready.indices { ready[i].revents = 0 }

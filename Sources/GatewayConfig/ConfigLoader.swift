@@ -178,7 +178,7 @@ extension GatewayConfiguration {
         let fireAlarm = readFireAlarm(root, &lines)
 
         let door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
-        let readers = readReaders(root, actions: door.actions, &lines)
+        let readers = readReaders(root, actions: door.actions, boardChip: chip, &lines)
 
         let clock = root.table("clock")
         let synchronised = clock?.bool("declare_synchronised", false) ?? false

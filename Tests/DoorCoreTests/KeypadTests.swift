@@ -259,8 +259,22 @@ final class KeypadDeskTests: XCTestCase {
             now: wall.unixSeconds,
             policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
         ).presentation
-        XCTAssertEqual(p.verdict, .grant(action: 0, reason: "card_pin"))
+        // Card and PIN both crossed a Wiegand line in clear: weak, audited as the card alone
+        // is there (before: `card_pin`, no weak flag).
+        XCTAssertEqual(p.verdict, .grant(action: 0, reason: "weak_credential"))
         XCTAssertTrue(p.pinRequired)
+        for (link, reason) in [(CardRead.Link.osdpPlain, "weak_credential"), (.osdpSecure, "card_pin")] {
+            var b = a
+            b.credentials = [.cardPIN, .osdp]
+            let over = TapDecision.decide(
+                TapFacts(card: CardRead(number: card, reader: "street", link: link)), secrets: TapSecrets(),
+                actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
+                now: wall.unixSeconds,
+                policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [b], wall: wall)
+            ).presentation
+            XCTAssertEqual(over.verdict, .grant(action: 0, reason: reason), "\(link)")
+            XCTAssertTrue(over.pinRequired, "\(link)")
+        }
         a.credentials = [.cardPIN, .wiegand]
         let alone = TapDecision.decide(
             TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
@@ -271,7 +285,7 @@ final class KeypadDeskTests: XCTestCase {
         // "card+pin" wins over the reader's kind listed beside it: no card
         // opens it alone (review finding: before, the cloned card opened
         // without its PIN, audited weak_credential).
-        XCTAssertEqual(alone.verdict, .grant(action: 0, reason: "card_pin"))
+        XCTAssertEqual(alone.verdict, .grant(action: 0, reason: "weak_credential"))
         XCTAssertTrue(alone.pinRequired, "an action that lists card+pin never opens on the card alone")
     }
 
