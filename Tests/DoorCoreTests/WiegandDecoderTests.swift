@@ -133,11 +133,18 @@ final class WiegandDecoderTests: XCTestCase {
             [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)])
         XCTAssertEqual(decode(bits34, cardBits: nil, keypadBurst: nil), [.card(c34)])
         XCTAssertEqual(
+            decode(bits34, cardBits: 37, keypadBurst: nil),
+            [.invalid(bits: 34, reason: "the reader is set to 37-bit cards")])
+        // Longer than set: cut at the set length (its card ends there), nothing of it a card here.
+        XCTAssertEqual(
             decode(bits34, cardBits: 26, keypadBurst: nil),
-            [.invalid(bits: 34, reason: "the reader is set to 26-bit cards")])
+            [.invalid(bits: 26, reason: "parity"), .invalid(bits: 8, reason: "key nibbles do not match")])
         XCTAssertEqual(
             decode(String(repeating: "10", count: 16), cardBits: 26, keypadBurst: nil),
-            [.invalid(bits: 32, reason: "the reader is set to 26-bit cards")], "no raw bits either")
+            [.invalid(bits: 26, reason: "parity"), .invalid(bits: 6, reason: "too short for a card")], "no raw bits")
+        XCTAssertEqual(
+            decode(String(repeating: "10", count: 15), cardBits: 34, keypadBurst: nil),
+            [.invalid(bits: 30, reason: "the reader is set to 34-bit cards")], "no raw bits either")
         XCTAssertEqual(decode("0101", cardBits: 26, keypadBurst: 4), [.key(.digit(5))])
         XCTAssertEqual(decode("1010 0101", cardBits: 26, keypadBurst: nil), [.key(.digit(5))])
         XCTAssertEqual(
@@ -146,5 +153,29 @@ final class WiegandDecoderTests: XCTestCase {
         XCTAssertEqual(
             decode("0101", cardBits: nil, keypadBurst: 8),
             [.invalid(bits: 4, reason: "the keypad is set to 8-bit bursts")])
+    }
+
+    /// Set to 26-bit cards, the card is decoded at its 26th bit — the door acts without waiting
+    /// out the frame gap (Wiegand last bit → relay, issue 35's bench); a key burst still waits.
+    func testASetCardLengthEndsTheFrameAtItsLastBit() {
+        var d = WiegandDecoder(frameGap: .milliseconds(100), cardBits: 26)
+        let falling = Self.edges("0 00010010 0011000000111001 1").filter(\.low)
+        var frames: [WiegandDecoder.Frame] = []
+        for edge in falling.dropLast() { frames += d.pulse(edge.line, at: edge.at) }
+        XCTAssertEqual(frames, [])
+        XCTAssertTrue(d.inFrame)
+        XCTAssertEqual(
+            d.pulse(falling.last!.line, at: falling.last!.at),
+            [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)], "at the last bit")
+        XCTAssertFalse(d.inFrame)
+        XCTAssertEqual(d.end(), [])
+        // A key: nothing until the gap.
+        let key = Self.edges("0101", start: 2_000_000_000).filter(\.low)
+        XCTAssertEqual(key.flatMap { d.pulse($0.line, at: $0.at) }, [])
+        XCTAssertEqual(d.end(), [.key(.digit(5))])
+        // Unset: the card waits for the gap as before.
+        var any = WiegandDecoder(frameGap: .milliseconds(100))
+        XCTAssertEqual(falling.flatMap { any.pulse($0.line, at: $0.at) }, [])
+        XCTAssertEqual(any.end(), [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)])
     }
 }

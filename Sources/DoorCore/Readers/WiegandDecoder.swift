@@ -39,9 +39,10 @@ public struct WiegandDecoder: Sendable {
     private var overflowed = false
     private var lastLine: Line?
 
-    /// `frameGap` is clamped to 25–100 ms. With `cardBits` a card frame of
-    /// another length is dropped and said so, with `keypadBurst` a key burst
-    /// of the other size (noise on the wires, or a reader set otherwise).
+    /// `frameGap` is clamped to 25–100 ms. With `cardBits` a card frame ends
+    /// at its last bit (no wait for the gap) and one of another length is
+    /// dropped and said so; with `keypadBurst` a key burst of the other size
+    /// is (noise on the wires, or a reader set otherwise).
     public init(frameGap: Duration = .milliseconds(50), cardBits: Int? = nil, keypadBurst: Int? = nil) {
         self.frameGap = min(max(frameGap, Self.frameGaps.lowerBound), Self.frameGaps.upperBound)
         self.cardBits = cardBits
@@ -65,6 +66,9 @@ public struct WiegandDecoder: Sendable {
         guard isLow else { return out }
         if low.d0 && low.d1 { collided = true }
         if bits.count < CardNumber.maxBits { bits.append(line == .d1) } else { overflowed = true }
+        // A reader set to one card length: its card ends with its last bit, not a gap later
+        // (a key burst, shorter, still waits for the gap: it may be a card's first bits).
+        if let cardBits, bits.count == cardBits, cardBits > 8 { out += end() }
         return out
     }
 
