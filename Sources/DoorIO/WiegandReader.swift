@@ -181,8 +181,10 @@ private final class WiegandLoop {
             pollfd(fd: d1.fd, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            // In a frame, wait at most the gap: no edge for that long ends it.
-            let n = poll(&fds, 3, decoder.inFrame ? gapMs : -1)
+            // In a frame, wait at most the gap: no edge for that long ends it. Idle, a second:
+            // a chip that went away shows as POLLHUP/POLLERR at the next poll, which its removal
+            // may not wake (Linux 6.1's line event files).
+            let n = poll(&fds, 3, decoder.inFrame ? gapMs : 1000)
             if n < 0 {
                 let code = errno
                 if code == EINTR { continue }
@@ -190,7 +192,7 @@ private final class WiegandLoop {
             }
             if fds[0].revents != 0 { return nil }
             if n == 0 {
-                for frame in decoder.end() { deliver(frame) }
+                if decoder.inFrame { for frame in decoder.end() { deliver(frame) } }
                 continue
             }
             // Every edge queued on either line now, in kernel time order.
