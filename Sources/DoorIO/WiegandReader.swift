@@ -136,6 +136,12 @@ final class FallingEdgeLine {
         fd = gpiod_line_event_get_fd(line)
     }
 
+    /// Whether the line's chip is still there: gpiod_line_update's line-info ioctl on the chip
+    /// fails (ENODEV) once the chip is gone, whatever poll(2) on the event file says.
+    func checkPresent() throws {
+        _ = try gpiodCall("gpiod_line_update", subject) { gpiod_line_update(line) }
+    }
+
     /// One queued edge's kernel timestamp (ns).
     func readEdge() throws -> UInt64 {
         var event = gpiod_line_event()
@@ -181,9 +187,8 @@ private final class WiegandLoop {
             pollfd(fd: d1.fd, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            // In a frame, wait at most the gap: no edge for that long ends it. Idle, a second:
-            // a chip that went away shows as POLLHUP/POLLERR at the next poll, which its removal
-            // may not wake (Linux 6.1's line event files).
+            // In a frame, wait at most the gap: no edge for that long ends it. Idle, a second,
+            // then a look at the chip: its removal may not wake poll (Linux 6.1's line event files).
             let n = poll(&fds, 3, decoder.inFrame ? gapMs : 1000)
             if n < 0 {
                 let code = errno
@@ -192,7 +197,12 @@ private final class WiegandLoop {
             }
             if fds[0].revents != 0 { return nil }
             if n == 0 {
-                if decoder.inFrame { for frame in decoder.end() { deliver(frame) } }
+                if decoder.inFrame {
+                    for frame in decoder.end() { deliver(frame) }
+                } else {
+                    // Idle for a second: the chip still there? (Its removal need not wake poll.)
+                    do { try d0.checkPresent() } catch { return "\(error)" }
+                }
                 continue
             }
             // Every edge queued on either line now, in kernel time order.
