@@ -7,6 +7,7 @@ import CDoorSafety
 import CGPIOD
 import DoorCore
 import Logging
+import Synchronization
 
 /// Where a Wiegand reader is wired (issue 35): its two data lines on a GPIO
 /// chip, the frame gap, and the name its reads carry (`reader:NAME`).
@@ -16,12 +17,20 @@ public struct WiegandLines: Equatable, Sendable {
     public var d0: LineSpec
     public var d1: LineSpec
     public var frameGap: Duration
-    public init(name: String, chip: String, d0: LineSpec, d1: LineSpec, frameGap: Duration = .milliseconds(50)) {
+    /// The card frame length and keypad burst the reader is set to (nil: any), `WiegandDecoder`'s.
+    public var cardBits: Int?
+    public var keypadBurst: Int?
+    public init(
+        name: String, chip: String, d0: LineSpec, d1: LineSpec, frameGap: Duration = .milliseconds(50),
+        cardBits: Int? = nil, keypadBurst: Int? = nil
+    ) {
         self.name = name
         self.chip = chip
         self.d0 = d0
         self.d1 = d1
         self.frameGap = frameGap
+        self.cardBits = cardBits
+        self.keypadBurst = keypadBurst
     }
 }
 
@@ -31,35 +40,71 @@ public struct WiegandLines: Equatable, Sendable {
 /// waits in poll(2) on both and a wake-up pipe, merges the queued edges of
 /// both lines in timestamp order, and feeds the pure `WiegandDecoder`; a
 /// frame ends when no edge came for the frame gap. Frames go to `deliver`
-/// on that thread.
+/// on that thread. A failed poll(2) or edge read ends the thread, its lines
+/// released, and `failed` says why (on that thread, never after `stop`):
+/// the caller reports the reader offline and starts it again.
 public final class WiegandReader: Sendable {
-    private let thread: WakeableThread
+    private let wakeWrite: Int32
+    private let thread: Mutex<pthread_t?>
 
     /// Requests both lines and starts the thread.
     public static func start(
-        _ lines: WiegandLines, logger: Logger, deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
+        _ lines: WiegandLines, logger: Logger, deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void,
+        failed: @escaping @Sendable (String) -> Void = { _ in }
     ) throws -> WiegandReader {
         let chip = try GPIOChip(lines.chip)
         let d0 = try FallingEdgeLine(chip: chip, spec: lines.d0, subject: "wiegand '\(lines.name)' D0")
         let d1 = try FallingEdgeLine(chip: chip, spec: lines.d1, subject: "wiegand '\(lines.name)' D1")
-        let thread = try WakeableThread.start(name: "wiegand") { wakeRead in
-            WiegandLoop(
-                wakeRead: wakeRead, d0: d0, d1: d1, decoder: WiegandDecoder(frameGap: lines.frameGap), logger: logger,
-                deliver: deliver)
+        var fds: [Int32] = [-1, -1]
+        _ = try gpiodCall("pipe", "wiegand wake-up pipe") { pipe(&fds) }
+        let loop = WiegandLoop(
+            wakeRead: fds[0], d0: d0, d1: d1,
+            decoder: WiegandDecoder(frameGap: lines.frameGap, cardBits: lines.cardBits, keypadBurst: lines.keypadBurst),
+            logger: logger, deliver: deliver, failed: failed)
+        var tid = pthread_t()
+        let context = Unmanaged.passRetained(loop).toOpaque()
+        let rc = pthread_create(
+            &tid, nil,
+            { context in
+                var loop: WiegandLoop? = Unmanaged<WiegandLoop>.fromOpaque(context!).takeRetainedValue()
+                let why = loop?.run()
+                let failed = loop?.failed
+                // The lines go with the loop before the caller is told (it requests them again).
+                loop = nil
+                if let why, let failed { failed(why) }
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<WiegandLoop>.fromOpaque(context).release()
+            close(fds[1])
+            throw GPIOError.call(function: "pthread_create", errno: rc, subject: "wiegand thread")
         }
         logger.info(
             "wiegand reader '\(lines.name)': D0 \(lines.d0), D1 \(lines.d1) on \(chip.name), frame gap \(lines.frameGap)"
         )
-        return WiegandReader(thread: thread)
+        return WiegandReader(wakeWrite: fds[1], thread: tid)
     }
 
-    private init(thread: WakeableThread) {
-        self.thread = thread
+    private init(wakeWrite: Int32, thread: pthread_t) {
+        self.wakeWrite = wakeWrite
+        self.thread = Mutex(thread)
     }
 
     /// Wakes the thread and waits for it to end (its lines are then released). Once.
     public func stop() {
-        thread.stop()
+        guard let thread = thread.withLock({ $0.take() }) else { return }
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
+    }
+
+    deinit {
+        stop()
+        close(wakeWrite)
     }
 }
 
@@ -91,6 +136,12 @@ final class FallingEdgeLine {
         fd = gpiod_line_event_get_fd(line)
     }
 
+    /// Whether the line's chip is still there: gpiod_line_update's line-info ioctl on the chip
+    /// fails (ENODEV) once the chip is gone, whatever poll(2) on the event file says.
+    func checkPresent() throws {
+        _ = try gpiodCall("gpiod_line_update", subject) { gpiod_line_update(line) }
+    }
+
     /// One queued edge's kernel timestamp (ns).
     func readEdge() throws -> UInt64 {
         var event = gpiod_line_event()
@@ -102,18 +153,20 @@ final class FallingEdgeLine {
 }
 
 /// The reader thread's state; handed over whole to it at pthread_create.
-private final class WiegandLoop: WakeableLoop {
+private final class WiegandLoop {
     private let wakeRead: Int32
     private let d0: FallingEdgeLine
     private let d1: FallingEdgeLine
     private var decoder: WiegandDecoder
     private let logger: Logger
     private let deliver: @Sendable (WiegandDecoder.Frame) -> Void
+    let failed: @Sendable (String) -> Void
 
     init(
         wakeRead: Int32, d0: FallingEdgeLine, d1: FallingEdgeLine, decoder: WiegandDecoder, logger: Logger,
-        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
+        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void, failed: @escaping @Sendable (String) -> Void
     ) {
+        self.failed = failed
         self.wakeRead = wakeRead
         self.d0 = d0
         self.d1 = d1
@@ -124,7 +177,8 @@ private final class WiegandLoop: WakeableLoop {
 
     deinit { close(wakeRead) }
 
-    func run() {
+    /// Until `stop` (nil) or a failure (why).
+    func run() -> String? {
         _ = door_safety_altstack_for_current_thread()
         let gapMs = Int32(clamping: (decoder.frameGap.nanosecondsClamped + 999_999) / 1_000_000)
         var fds = [
@@ -133,16 +187,22 @@ private final class WiegandLoop: WakeableLoop {
             pollfd(fd: d1.fd, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            // In a frame, wait at most the gap: no edge for that long ends it.
-            let n = poll(&fds, 3, decoder.inFrame ? gapMs : -1)
+            // In a frame, wait at most the gap: no edge for that long ends it. Idle, a second,
+            // then a look at the chip: its removal may not wake poll (Linux 6.1's line event files).
+            let n = poll(&fds, 3, decoder.inFrame ? gapMs : 1000)
             if n < 0 {
-                if errno == EINTR { continue }
-                logger.error("wiegand thread stops: poll failed, errno \(errno)")
-                return
+                let code = errno
+                if code == EINTR { continue }
+                return "poll failed, errno \(code)"
             }
-            if fds[0].revents != 0 { return }
+            if fds[0].revents != 0 { return nil }
             if n == 0 {
-                for frame in decoder.end() { deliver(frame) }
+                if decoder.inFrame {
+                    for frame in decoder.end() { deliver(frame) }
+                } else {
+                    // Idle for a second: the chip still there? (Its removal need not wake poll.)
+                    do { try d0.checkPresent() } catch { return "\(error)" }
+                }
                 continue
             }
             // Every edge queued on either line now, in kernel time order.
@@ -153,12 +213,11 @@ private final class WiegandLoop: WakeableLoop {
                     do {
                         edges.append((line, try (i == 1 ? d0 : d1).readEdge()))
                     } catch {
-                        logger.error("\(error)")
+                        return "\(error)"
                     }
                 }
                 for i in 1...2 where ready[i].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                    logger.error("wiegand line's event descriptor failed; the reader stops")
-                    return
+                    return "\(i == 1 ? d0.subject : d1.subject)'s event descriptor failed (the GPIO chip gone?)"
                 }
                 ready[0].fd = -1
                 for i in ready.indices { ready[i].revents = 0 }

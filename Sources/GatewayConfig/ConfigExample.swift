@@ -105,8 +105,11 @@ public enum ConfigExample {
             # 38400, 57600 or 115200; readers on one device share it), address (0…126,
             # unique on the device). Secure Channel is enforced with the reader's own
             # key, set by `gatewayctl reader osdp install NAME`; insecure = true is the
-            # explicit opt-out for a reader that cannot do it. A Wiegand reader: d0 and
-            # d1 (GPIO lines), bits (26, 34 or 37), keypad_burst (4 or 8).
+            # explicit opt-out for a reader that cannot do it. A Wiegand reader
+            # (board/wiring.md: D0 and D1 through a 5 V → 3.3 V level shifter): d0 and
+            # d1 (GPIO lines, not used by anything else), chip (default: [board] chip),
+            # frame_gap_ms (the silence that ends a frame, 25…100), bits (the card frame
+            # it sends, 26, 34 or 37; default: any) and keypad_burst (4 or 8; default: both).
             #
             #     [[readers]]
             #     name = "pn532"
@@ -124,13 +127,15 @@ public enum ConfigExample {
             #     insecure = false
             #
             #     [[readers]]
-            #     name = "yard"
+            #     name = "gate"
             #     kind = "wiegand"
-            #     side = "exit"
+            #     side = "entry"
             #     d0 = "GPIO6"
             #     d1 = "GPIO13"
-            #     bits = 26
-            #     keypad_burst = 4
+            #     frame_gap_ms = 50
+            #     # chip = "\(D.chip)"
+            #     # bits = 26
+            #     # keypad_burst = 4
 
             # Relay outputs, one [[outputs]] table each\(board == .pi ? "" : " (default: this one)").
             # line: an offset on the chip (17) or a line name ("GPIO17"). Names are

@@ -183,7 +183,7 @@ extension GatewayConfiguration {
         var door = readDoor(root, outputs: outputs, indicators: indicators, hasDoorContact: doorContact != nil)
         let actionIndexes = Set(door.actions.map(\.index))
         door.requestToExit = readRequestToExit(root, actionExists: { actionIndexes.contains($0) })
-        let readers = readReaders(root, actions: door.actions, &lines)
+        let readers = readReaders(root, actions: door.actions, boardChip: chip, &lines)
         checkPassback(root, actions: door.actions, readers: readers)
 
         let clock = root.table("clock")

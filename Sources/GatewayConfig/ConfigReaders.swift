@@ -21,16 +21,25 @@ public struct ReaderSettings: Equatable, Sendable {
         }
     }
 
-    /// A Wiegand reader on two GPIO input lines.
+    /// A Wiegand reader on two GPIO input lines (board/wiring.md: through a 5 V → 3.3 V level shifter).
     public struct Wiegand: Equatable, Sendable {
         public var d0: LineRef
         public var d1: LineRef
-        /// The card frame length: 26, 34 or 37 bits.
-        public var bits: Int
-        /// The keypad's burst per key: 4 or 8 bits.
-        public var keypadBurst: Int
-        public init(d0: LineRef, d1: LineRef, bits: Int = 26, keypadBurst: Int = 4) {
-            (self.d0, self.d1, self.bits, self.keypadBurst) = (d0, d1, bits, keypadBurst)
+        /// The GPIO chip of D0 and D1; nil: `[board] chip`.
+        public var chip: String?
+        /// The card frame length the reader sends: 26, 34 or 37 bits; nil: any (the named formats
+        /// parity-checked, other lengths of 24 bits or more as raw bits).
+        public var bits: Int?
+        /// The keypad's burst per key: 4 or 8 bits; nil: both.
+        public var keypadBurst: Int?
+        /// The silence that ends a frame, 25…100 ms.
+        public var frameGapMilliseconds: Int
+        public init(
+            d0: LineRef, d1: LineRef, chip: String? = nil, bits: Int? = nil, keypadBurst: Int? = nil,
+            frameGapMilliseconds: Int = 50
+        ) {
+            (self.d0, self.d1, self.chip, self.bits, self.keypadBurst, self.frameGapMilliseconds) =
+                (d0, d1, chip, bits, keypadBurst, frameGapMilliseconds)
         }
     }
 
@@ -65,7 +74,12 @@ public struct ReaderSettings: Equatable, Sendable {
             text +=
                 " \(osdp.device)@\(osdp.baud) #\(osdp.address)" + (osdp.insecure ? " INSECURE (no Secure Channel)" : "")
         }
-        if let wiegand { text += " d0@\(wiegand.d0) d1@\(wiegand.d1) \(wiegand.bits) bits" }
+        if let wiegand {
+            text += " d0@\(wiegand.d0) d1@\(wiegand.d1)" + (wiegand.chip.map { " on \($0)" } ?? "")
+            if let bits = wiegand.bits { text += " \(bits) bits" }
+            if let burst = wiegand.keypadBurst { text += " keys \(burst) bits" }
+            if wiegand.frameGapMilliseconds != 50 { text += " gap \(wiegand.frameGapMilliseconds) ms" }
+        }
         text += " \(side.rawValue)"
         if let actions { text += " actions " + actions.map(String.init).joined(separator: "/") }
         return text
@@ -79,15 +93,22 @@ extension GatewayConfiguration {
     /// The OSDP readers of `[[readers]]`.
     public var osdpReaders: [ReaderSettings] { readers.filter { $0.kind == .osdp } }
 
+    /// The Wiegand readers of `[[readers]]`.
+    public var wiegandReaders: [ReaderSettings] { readers.filter { $0.kind == .wiegand } }
+
     /// `[[readers]]`. Read only when the file has it, so a file without it (every file before
     /// issue 35) asks for no new key and loads exactly as before.
-    static func readReaders(_ root: TableReader, actions: [ActionDefinition], _ lines: inout LineRegistry)
-        -> [ReaderSettings]
-    {
+    /// A Wiegand reader's lines are claimed with the board's (relay, button, fire input…) when
+    /// they are on `boardChip`, else with the other lines of their own chip.
+    static func readReaders(
+        _ root: TableReader, actions: [ActionDefinition], boardChip: String = Defaults.chip,
+        _ lines: inout LineRegistry
+    ) -> [ReaderSettings] {
         guard root.has("readers"), let tables = root.tables("readers") else { return [.legacy] }
         if tables.isEmpty { root.fail("readers", "at least one reader is needed (or leave [[readers]] out)") }
         var readers: [ReaderSettings] = []
         var buses: [String: (baud: Int, addresses: [Int: String])] = [:]
+        var otherChips: [String: LineRegistry] = [:]
         for t in tables {
             let name = t.optionalString("name", Check.identifier(max: 32))
             if !t.has("name") { t.fail("name", "is required: the reader's name in events (letters, digits, - and _)") }
@@ -146,14 +167,28 @@ extension GatewayConfiguration {
                     buses[device] = bus
                 }
             case .wiegand?:
-                let d0 = readLine(t, &lines, key: "d0")
-                let d1 = readLine(t, &lines, key: "d1")
-                let bits = t.int("bits", 26, 26...37)
-                if ![26, 34, 37].contains(bits) { t.fail("bits", "\(bits) is not a Wiegand frame: 26, 34 or 37") }
-                let burst = t.int("keypad_burst", 4, 4...8)
-                if ![4, 8].contains(burst) { t.fail("keypad_burst", "\(burst) is not a keypad burst: 4 or 8") }
+                let chip = t.optionalString("chip", Check.text(max: 4096))
+                let d0: LineRef?
+                let d1: LineRef?
+                if let chip, chip != boardChip {
+                    var own = otherChips[chip] ?? LineRegistry(sink: root.sink)
+                    (d0, d1) = (readLine(t, &own, key: "d0"), readLine(t, &own, key: "d1"))
+                    otherChips[chip] = own
+                } else {
+                    (d0, d1) = (readLine(t, &lines, key: "d0"), readLine(t, &lines, key: "d1"))
+                }
+                let bits = t.optionalInt("bits", 26...37)
+                if let bits, ![26, 34, 37].contains(bits) {
+                    t.fail("bits", "\(bits) is not a Wiegand frame: 26, 34 or 37 (leave it out for any)")
+                }
+                let burst = t.optionalInt("keypad_burst", 4...8)
+                if let burst, ![4, 8].contains(burst) {
+                    t.fail("keypad_burst", "\(burst) is not a keypad burst: 4 or 8 (leave it out for both)")
+                }
+                let gap = t.int("frame_gap_ms", 50, 25...100)
                 reader.wiegand = ReaderSettings.Wiegand(
-                    d0: d0 ?? .offset(0), d1: d1 ?? .offset(0), bits: bits, keypadBurst: burst)
+                    d0: d0 ?? .offset(0), d1: d1 ?? .offset(0), chip: chip, bits: bits, keypadBurst: burst,
+                    frameGapMilliseconds: gap)
             case .pn532?:
                 if readers.contains(where: { $0.kind == .pn532 }) {
                     t.fail("kind", "a second \"pn532\": the door has one PN532, the one of [reader]")

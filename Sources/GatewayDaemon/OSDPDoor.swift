@@ -43,13 +43,6 @@ final class OutdoorReaderService: Sendable {
     }
 
     func startOSDPReaders() {
-        // [[readers]] names Wiegand readers before the Wiegand service reads it: said, not ignored.
-        for reader in configuration.readers where reader.kind == .wiegand {
-            let text =
-                "reader \(reader.name): a Wiegand reader in [[readers]] is not driven from there yet "
-                + "(the Wiegand service takes GATEWAYD_WIEGAND_INTERIM, board/wiring.md)"
-            log.warning("\(text)")
-        }
         guard !osdpReaders.readers.isEmpty else { return }
         runtime.setShowFeedback { [osdpReaders] in osdpReaders.show($0) }
         osdpReaders.start { [self] in osdpReport($0) }

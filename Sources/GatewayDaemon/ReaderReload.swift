@@ -21,6 +21,8 @@ extension LiveConfiguration.Changes {
             key("[[readers]] d1", a.wiegand?.d1 != b.wiegand?.d1)
             key("[[readers]] bits", a.wiegand?.bits != b.wiegand?.bits)
             key("[[readers]] keypad_burst", a.wiegand?.keypadBurst != b.wiegand?.keypadBurst)
+            key("[[readers]] chip", a.wiegand?.chip != b.wiegand?.chip)
+            key("[[readers]] frame_gap_ms", a.wiegand?.frameGapMilliseconds != b.wiegand?.frameGapMilliseconds)
         }
     }
 }

@@ -250,26 +250,42 @@ final class KeypadDeskTests: XCTestCase {
     /// A card whose action lists "card+pin" (and not its reader's kind) is a held grant.
     func testACardPINActionHoldsTheGrant() {
         typealias Registry = TapJudgeTests.Registry
+        var a = ActionDefinition(index: 0, name: "front", steps: [])
+        a.credentials = [.cardPIN]
         let wall = WallClock(unixSeconds: 1_800_000_000, synchronised: true)
-        /// The enrolled card read at "gate", its action listing `credentials`.
-        func present(_ credentials: Set<CredentialKind>) -> TagPresentation {
-            var a = ActionDefinition(index: 0, name: "front", steps: [])
-            a.credentials = credentials
-            return TapDecision.decide(
-                TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
+        let p = TapDecision.decide(
+            TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
+            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
+            now: wall.unixSeconds,
+            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
+        ).presentation
+        // Card and PIN both crossed a Wiegand line in clear: weak, audited as the card alone
+        // is there (before: `card_pin`, no weak flag).
+        XCTAssertEqual(p.verdict, .grant(action: 0, reason: "weak_credential"))
+        XCTAssertTrue(p.pinRequired)
+        for (link, reason) in [(CardRead.Link.osdpPlain, "weak_credential"), (.osdpSecure, "card_pin")] {
+            var b = a
+            b.credentials = [.cardPIN, .osdp]
+            let over = TapDecision.decide(
+                TapFacts(card: CardRead(number: card, reader: "street", link: link)), secrets: TapSecrets(),
                 actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
                 now: wall.unixSeconds,
-                policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
+                policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [b], wall: wall)
             ).presentation
+            XCTAssertEqual(over.verdict, .grant(action: 0, reason: reason), "\(link)")
+            XCTAssertTrue(over.pinRequired, "\(link)")
         }
-        let p = present([.cardPIN])
-        XCTAssertEqual(p.verdict, .grant(action: 0, reason: "card_pin"))
-        XCTAssertTrue(p.pinRequired)
-        let alone = present([.cardPIN, .wiegand])
+        a.credentials = [.cardPIN, .wiegand]
+        let alone = TapDecision.decide(
+            TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
+            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
+            now: wall.unixSeconds,
+            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
+        ).presentation
         // "card+pin" wins over the reader's kind listed beside it: no card
         // opens it alone (review finding: before, the cloned card opened
         // without its PIN, audited weak_credential).
-        XCTAssertEqual(alone.verdict, .grant(action: 0, reason: "card_pin"))
+        XCTAssertEqual(alone.verdict, .grant(action: 0, reason: "weak_credential"))
         XCTAssertTrue(alone.pinRequired, "an action that lists card+pin never opens on the card alone")
     }
 

@@ -117,4 +117,65 @@ final class WiegandDecoderTests: XCTestCase {
             c.pulse(.d0, at: 1_000_000) + c.pulse(.d1, at: 1_040_000) + c.end(),
             [.invalid(bits: 2, reason: "both lines low at once")])
     }
+
+    /// `[[readers]] bits` and `keypad_burst` set: a frame of another card length or the other
+    /// burst size is dropped and said so; unset, every length decodes (the tests above).
+    func testAReaderSetToOneFormatDropsTheOthers() {
+        func decode(_ bits: String, cardBits: Int?, keypadBurst: Int?) -> [WiegandDecoder.Frame] {
+            var d = WiegandDecoder(cardBits: cardBits, keypadBurst: keypadBurst)
+            return Self.edges(bits).flatMap { d.edge($0.line, low: $0.low, at: $0.at) } + d.end()
+        }
+        let card26 = "0 00010010 0011000000111001 1"
+        let c34 = CardNumber(format: .h10306, facility: 0x1234, number: 0x5678)!
+        let bits34 = String((0..<34).map { c34.value! >> (33 - UInt64($0)) & 1 == 1 ? "1" : "0" })
+        XCTAssertEqual(
+            decode(card26, cardBits: 26, keypadBurst: 4),
+            [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)])
+        XCTAssertEqual(decode(bits34, cardBits: nil, keypadBurst: nil), [.card(c34)])
+        XCTAssertEqual(
+            decode(bits34, cardBits: 37, keypadBurst: nil),
+            [.invalid(bits: 34, reason: "the reader is set to 37-bit cards")])
+        // Longer than set: cut at the set length (its card ends there), nothing of it a card here.
+        XCTAssertEqual(
+            decode(bits34, cardBits: 26, keypadBurst: nil),
+            [.invalid(bits: 26, reason: "parity"), .invalid(bits: 8, reason: "key nibbles do not match")])
+        XCTAssertEqual(
+            decode(String(repeating: "10", count: 16), cardBits: 26, keypadBurst: nil),
+            [.invalid(bits: 26, reason: "parity"), .invalid(bits: 6, reason: "too short for a card")], "no raw bits")
+        XCTAssertEqual(
+            decode(String(repeating: "10", count: 15), cardBits: 34, keypadBurst: nil),
+            [.invalid(bits: 30, reason: "the reader is set to 34-bit cards")], "no raw bits either")
+        XCTAssertEqual(decode("0101", cardBits: 26, keypadBurst: 4), [.key(.digit(5))])
+        XCTAssertEqual(decode("1010 0101", cardBits: 26, keypadBurst: nil), [.key(.digit(5))])
+        XCTAssertEqual(
+            decode("1010 0101", cardBits: 26, keypadBurst: 4),
+            [.invalid(bits: 8, reason: "the keypad is set to 4-bit bursts")])
+        XCTAssertEqual(
+            decode("0101", cardBits: nil, keypadBurst: 8),
+            [.invalid(bits: 4, reason: "the keypad is set to 8-bit bursts")])
+    }
+
+    /// Set to 26-bit cards, the card is decoded at its 26th bit — the door acts without waiting
+    /// out the frame gap (Wiegand last bit → relay, issue 35's bench); a key burst still waits.
+    func testASetCardLengthEndsTheFrameAtItsLastBit() {
+        var d = WiegandDecoder(frameGap: .milliseconds(100), cardBits: 26)
+        let falling = Self.edges("0 00010010 0011000000111001 1").filter(\.low)
+        var frames: [WiegandDecoder.Frame] = []
+        for edge in falling.dropLast() { frames += d.pulse(edge.line, at: edge.at) }
+        XCTAssertEqual(frames, [])
+        XCTAssertTrue(d.inFrame)
+        XCTAssertEqual(
+            d.pulse(falling.last!.line, at: falling.last!.at),
+            [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)], "at the last bit")
+        XCTAssertFalse(d.inFrame)
+        XCTAssertEqual(d.end(), [])
+        // A key: nothing until the gap.
+        let key = Self.edges("0101", start: 2_000_000_000).filter(\.low)
+        XCTAssertEqual(key.flatMap { d.pulse($0.line, at: $0.at) }, [])
+        XCTAssertEqual(d.end(), [.key(.digit(5))])
+        // Unset: the card waits for the gap as before.
+        var any = WiegandDecoder(frameGap: .milliseconds(100))
+        XCTAssertEqual(falling.flatMap { any.pulse($0.line, at: $0.at) }, [])
+        XCTAssertEqual(any.end(), [.card(CardNumber(format: .h10301, facility: 18, number: 12345)!)])
+    }
 }

@@ -109,6 +109,21 @@ final class ConfigCLITests: TemporaryDirectoryTestCase {
         XCTAssertFalse(r.stderr.contains("GPIO chip"), r.stderr)
     }
 
+    /// A Wiegand reader of `[[readers]]` wired onto the relay's line, D1 missing, its frame gap too
+    /// short: gatewayd stops at the file (exit 78), each key named, no line touched (issue 35).
+    func testGatewaydRefusesAWiegandReaderOnTheRelaysLine() throws {
+        let file = try write(
+            "wiegand.toml",
+            ConfigExample.text(board: .sim)
+                + "\n[[readers]]\nname = \"gate\"\nkind = \"wiegand\"\nd0 = \"GPIO17\"\nframe_gap_ms = 10\n")
+        let r = try Run.process(Run.product("gateway"), ["daemon", "--config", file])
+        XCTAssertEqual(r.status, 78, r.stderr)
+        XCTAssertTrue(r.stderr.contains("readers[0].d0: line GPIO17 is already used by outputs[0].line"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("readers[0].d1: is required"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("readers[0].frame_gap_ms: 10 is out of range 25…100"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("gatewayd: not started, no GPIO line touched"), r.stderr)
+    }
+
     /// Every command that reads a configuration file reads it one way
     /// (ConfigOptions, issue 34): its --help names the same default file, and
     /// a bad file is refused with each issue as `FILE:LINE: key: message`.

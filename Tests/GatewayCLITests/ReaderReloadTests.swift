@@ -67,12 +67,16 @@ final class ReaderReloadTests: XCTestCase {
         ("readers[].d1", "[[readers]] d1", { $0.replacingOccurrences(of: "d1 = \"GPIO26\"", with: "d1 = \"GPIO21\"") }),
         ("readers[].bits", "[[readers]] bits", { $0 + "bits = 34\n" }),
         ("readers[].keypad_burst", "[[readers]] keypad_burst", { $0 + "keypad_burst = 8\n" }),
+        ("readers[].chip", "[[readers]] chip", { $0 + "chip = \"gpiochip4\"\n" }),
+        ("readers[].frame_gap_ms", "[[readers]] frame_gap_ms", { $0 + "frame_gap_ms = 100\n" }),
     ]
 
     func testEveryReaderKeyHasARow() {
-        let known = GatewayConfiguration.knownKeys(readingSource: Self.base + "bits = 26\nkeypad_burst = 4\n")
-            .filter { $0.hasPrefix("readers") && $0 != "readers" }
-        XCTAssertEqual(known.count, 12, "\(known.sorted())")
+        let known = GatewayConfiguration.knownKeys(
+            readingSource: Self.base + "bits = 26\nkeypad_burst = 4\nchip = \"gpiochip0\"\nframe_gap_ms = 50\n"
+        )
+        .filter { $0.hasPrefix("readers") && $0 != "readers" }
+        XCTAssertEqual(known.count, 14, "\(known.sorted())")
         for key in known.sorted() where !Self.rows.contains(where: { $0.key == key }) {
             XCTFail("\(key) has no row: say whether a reload applies it or refuses it, naming it")
         }

@@ -46,16 +46,25 @@ final class ReadersConfigTests: XCTestCase {
             line.hasPrefix("#     ") ? String(line.dropFirst(6)) : line == "#" ? "" : String(line)
         }.joined(separator: "\n")
         let c = try load(uncommented)
-        XCTAssertEqual(c.readers.map(\.name), ["pn532", "street", "yard"])
+        XCTAssertEqual(c.readers.map(\.name), ["pn532", "street", "gate"])
         XCTAssertEqual(c.readers[1].kind, .osdp)
         XCTAssertEqual(c.readers[1].osdp, .init(device: "/dev/ttyUSB0", baud: 9600, address: 0, insecure: false))
         XCTAssertEqual(c.readers[1].actions, [0])
         XCTAssertFalse(c.readers[1].allows(action: 1))
-        XCTAssertEqual(c.readers[2].wiegand, .init(d0: .name("GPIO6"), d1: .name("GPIO13"), bits: 26, keypadBurst: 4))
-        XCTAssertEqual(c.readers[2].side, .exit)
+        XCTAssertEqual(c.readers[2].wiegand, .init(d0: .name("GPIO6"), d1: .name("GPIO13"), frameGapMilliseconds: 50))
+        XCTAssertEqual(c.readers[2].side, .entry)
+        XCTAssertNil(c.readers[2].actions)
+        // Its commented keys, uncommented as written, load too.
+        let keys = try load(
+            uncommented.replacingOccurrences(of: "# chip = ", with: "chip = ")
+                .replacingOccurrences(of: "# bits = ", with: "bits = ")
+                .replacingOccurrences(of: "# keypad_burst = ", with: "keypad_burst = "))
+        XCTAssertEqual(
+            keys.readers[2].wiegand,
+            .init(d0: .name("GPIO6"), d1: .name("GPIO13"), chip: "gpiochip0", bits: 26, keypadBurst: 4))
         XCTAssertTrue(
             c.summary.contains(
-                "readers pn532 pn532 entry, street osdp /dev/ttyUSB0@9600 #0 entry actions 0, yard wiegand d0@GPIO6 d1@GPIO13 26 bits exit"
+                "readers pn532 pn532 entry, street osdp /dev/ttyUSB0@9600 #0 entry actions 0, gate wiegand d0@GPIO6 d1@GPIO13 entry"
             ), "\(c.summary)")
     }
 
@@ -152,5 +161,73 @@ final class ReadersConfigTests: XCTestCase {
             Set(found.map(\.key)), ["readers[0].name", "readers[0].device", "readers[2].kind", "readers[3].kind"],
             "\(found)")
         XCTAssertEqual(issues("readers = []\n" + Self.base).map(\.key), ["readers"])
+    }
+
+    /// A Wiegand reader's wiring errors, each naming its key: a line missing, the same line for
+    /// D0 and D1, a line the relay, the button or the fire input holds; an unknown chip key type,
+    /// a frame gap out of range. Lines on a chip of their own do not meet the board's.
+    func testWiegandWiringErrorsNameTheKey() throws {
+        let found = issues(
+            Self.base + """
+                [inputs.button]
+                line = "GPIO27"
+                [fire_alarm]
+                line = "GPIO21"
+                [[readers]]
+                name = "a"
+                kind = "wiegand"
+                d1 = "GPIO13"
+                [[readers]]
+                name = "b"
+                kind = "wiegand"
+                d0 = "GPIO19"
+                d1 = "GPIO19"
+                [[readers]]
+                name = "c"
+                kind = "wiegand"
+                d0 = "GPIO27"
+                d1 = "GPIO21"
+                frame_gap_ms = 10
+                [[readers]]
+                name = "d"
+                kind = "wiegand"
+                d0 = "GPIO17"
+                d1 = "GPIO13"
+                chip = 4
+
+                """)
+        func message(_ key: String) -> String? { found.first { $0.key == key }?.message }
+        XCTAssertEqual(message("readers[0].d0"), "is required: an offset on the chip (17) or a line name (\"GPIO17\")")
+        XCTAssertTrue(message("readers[1].d1")?.contains("already used by readers[1].d0") ?? false, "\(found)")
+        XCTAssertTrue(message("readers[2].d0")?.contains("already used by inputs.button.line") ?? false, "\(found)")
+        XCTAssertTrue(message("readers[2].d1")?.contains("already used by fire_alarm.line") ?? false, "\(found)")
+        XCTAssertNotNil(message("readers[2].frame_gap_ms"), "\(found)")
+        XCTAssertTrue(message("readers[3].d0")?.contains("already used by outputs") ?? false, "\(found)")
+        XCTAssertTrue(message("readers[3].d1")?.contains("already used by readers[0].d1") ?? false, "\(found)")
+        XCTAssertTrue(message("readers[3].chip")?.contains("expected a string") ?? false, "\(found)")
+        XCTAssertTrue(found.allSatisfy { $0.line != nil }, "\(found)")
+
+        // On a chip of its own, GPIO17 is not the strike's line; two readers on that chip still
+        // cannot share one.
+        let own = issues(
+            Self.base + """
+                [[readers]]
+                name = "a"
+                kind = "wiegand"
+                chip = "gpio-sim.0"
+                d0 = "GPIO17"
+                d1 = "GPIO27"
+                [[readers]]
+                name = "b"
+                kind = "wiegand"
+                chip = "gpio-sim.0"
+                d0 = "GPIO17"
+                d1 = "GPIO5"
+
+                """)
+        XCTAssertEqual(own.map(\.key), ["readers[1].d0"], "\(own)")
+        XCTAssertEqual(
+            try load(Self.base + "[[readers]]\nname = \"w\"\nkind = \"wiegand\"\nd0 = 6\nd1 = 13\n")
+                .readers[0].wiegand, .init(d0: .offset(6), d1: .offset(13)))
     }
 }

@@ -494,21 +494,29 @@ check_released() {
 }
 
 # --- An outdoor Wiegand reader (issue 35): the harness drives D0/D1 ---
-# gpio-sim lines for a strike and a Wiegand reader's D0 and D1. gatewayd
-# takes the reader from GATEWAYD_WIEGAND_INTERIM (until `[[readers]]` is in
-# the configuration) and requests both lines with a pull-up; each bit is the
-# harness (wiegandtx) pulling its line down then up again — a low pulse as
-# long as two sysfs writes — one bit every 2 ms, inside the 100 ms frame gap
-# unless the VM stalls: under TCG on a loaded host that happens now and then,
-# the frame arrives in pieces and gatewayd drops each piece ("too short for a
-# card"); the frame is then sent again (wg_send, up to 6 times, each
-# attempt's rows told apart by the card's key; the attempts are reported). The enrolled card opens the strike, an unknown card is
-# denied naming the reader, a frame whose parity does not hold is dropped
-# and logged.
+# Two gpio-sim chips: the board's (a strike, the default indicators and
+# button) and the reader's own (GPIO6 and GPIO13, label doorgateway-wgr).
+# The reader is the shipped example's commented Wiegand [[readers]] block
+# (`gatewayctl config example`), uncommented as the file says, with three
+# edits: chip = the reader's chip by label, bits = 26 (the card ends at its
+# last bit) and frame_gap_ms = 100 (see below). gatewayd requests both lines
+# with a pull-up; each bit is the harness (wiegandtx) pulling its line down
+# then up again — a low pulse as long as two sysfs writes — one bit every
+# 2 ms, inside the 100 ms frame gap unless the VM stalls: under TCG on a
+# loaded host that happens now and then, the frame arrives in pieces and
+# gatewayd drops each piece ("too short for a card"); the frame is then sent
+# again (wg_send, up to 6 times, each attempt's rows told apart by the card's
+# key; the attempts are reported). The enrolled card opens the strike, an
+# unknown card is denied naming the reader, a frame whose parity does not
+# hold is dropped and logged; a PIN-only code opens; a card + PIN (4- and
+# 8-bit key bursts) opens, a wrong PIN does not; then the last bit → relay
+# latency (wiegandtx -b) and five wrong PINs lock the keypad; last, the
+# reader's chip is removed and what gatewayd reported is printed (a # line).
 WG=$CFG/doorgateway-wg
+WGR=$CFG/doorgateway-wgr
 
-# wg_frame BITS: each 0 a pulse on D0 (line 1), each 1 on D1 (line 2), 2 ms apart (wiegandtx.c).
-wg_frame() { wiegandtx "$WGSYS/sim_gpio1/pull" "$WGSYS/sim_gpio2/pull" "$1" 2000; }
+# wg_frame BITS: each 0 a pulse on D0 (line 0), each 1 on D1 (line 1), 2 ms apart (wiegandtx.c).
+wg_frame() { wiegandtx "$WGRSYS/sim_gpio0/pull" "$WGRSYS/sim_gpio1/pull" "$1" 2000; }
 
 # wg_send BITS CHECK...: sends the frame until CHECK succeeds (polled 1.5 s after each of 6 attempts).
 wg_send() {
@@ -532,25 +540,65 @@ wg_log() {
     [ -n "$_rows" ]
 }
 
-# wg_pins N: at least N rows of the audit log's newest 20 are grants by a PIN-only code.
-wg_pins() {
-    "$GATEWAY" ctl log --limit 20 --socket "$WORKDIR/wg-run/control.sock" > "$WORKDIR/wg-audit" 2>&1 || return 1
-    [ "$(grep access_granted "$WORKDIR/wg-audit" | grep -c reason=pin)" -ge "$1" ]
+# wg_count N PATTERN...: at least N rows of the audit log's newest 40 match every PATTERN.
+wg_count() {
+    _want=$1
+    shift
+    "$GATEWAY" ctl log --limit 40 --socket "$WORKDIR/wg-run/control.sock" > "$WORKDIR/wg-audit" 2>&1 || return 1
+    _rows=$(cat "$WORKDIR/wg-audit")
+    for _p in "$@"; do _rows=$(echo "$_rows" | grep -- "$_p") || return 1; done
+    [ "$(echo "$_rows" | grep -c .)" -ge "$_want" ]
+}
+
+# wg_keys BURST...: each key burst its own frame, 0.2 s apart.
+wg_keys() { for _k in "$@"; do wg_frame "$_k"; sleep 0.2; done; }
+
+# wg_strike_stays SECONDS: the strike line reads 0 at every look (each 0.05 s) for SECONDS.
+wg_strike_stays() {
+    _n=$(($1 * 20))
+    while [ $_n -gt 0 ]; do
+        [ "$(cat "$WGSYS/sim_gpio0/value")" = 0 ] || return 1
+        sleep 0.05
+        _n=$((_n - 1))
+    done
+}
+
+# wg_reader_toml: the example's commented Wiegand [[readers]] block, uncommented and edited.
+wg_reader_toml() {
+    "$GATEWAY" ctl config example --board pi > "$WORKDIR/wg-example.toml" || return 1
+    awk '/^#     / { l = substr($0, 7); if (l == "[[readers]]") { if (b ~ /kind = "wiegand"/) printf "%s", b; b = "" }
+                    b = b l "\n"; next }
+         { if (b ~ /kind = "wiegand"/) printf "%s", b; b = "" }' "$WORKDIR/wg-example.toml" > "$WORKDIR/wg-block"
+    grep -q '^name = "gate"$' "$WORKDIR/wg-block" && grep -q '^d0 = "GPIO6"$' "$WORKDIR/wg-block" \
+        && grep -q '^d1 = "GPIO13"$' "$WORKDIR/wg-block" && grep -q '^# chip = ' "$WORKDIR/wg-block" \
+        && grep -q '^# bits = 26$' "$WORKDIR/wg-block" && grep -q '^frame_gap_ms = 50$' "$WORKDIR/wg-block" \
+        || return 1
+    sed -e 's/^# chip = .*/chip = "doorgateway-wgr"/' -e 's/^# bits = 26$/bits = 26/' \
+        -e 's/^frame_gap_ms = 50$/frame_gap_ms = 100/' "$WORKDIR/wg-block"
 }
 
 check_wiegand() {
     # The default indicators and button lines too (the configuration names only the strike).
-    gpio_sim_add "$WG" doorgateway-wg 7 STRIKE WG_D0 WG_D1 GPIO22 GPIO23 GPIO24 GPIO27 \
+    gpio_sim_add "$WG" doorgateway-wg 5 STRIKE GPIO22 GPIO23 GPIO24 GPIO27 \
         || { fail wiegand "no gpio-sim chip"; return; }
-    WGSYS=$SIM_SYS
-    for l in 1 2 6; do echo pull-up > "$WGSYS/sim_gpio$l/pull"; done
+    WGSYS=$SIM_SYS WGCHIP=$SIM_CHIP
+    echo pull-up > "$WGSYS/sim_gpio4/pull"
+    gpio_sim_add "$WGR" doorgateway-wgr 2 GPIO6 GPIO13 || { fail wiegand "no gpio-sim chip for the reader"; return; }
+    WGRSYS=$SIM_SYS
+    for l in 0 1; do echo pull-up > "$WGRSYS/sim_gpio$l/pull"; done
     mkdir -p "$WORKDIR/wg-state" "$WORKDIR/wg-run"
+    if ! wg_reader_toml > "$WORKDIR/wg-reader.toml"; then
+        fail wiegand "the example's Wiegand [[readers]] block is not as this check expects: $(tr '\n' '|' < "$WORKDIR/wg-block")"
+        gpio_sim_remove "$WGR"
+        gpio_sim_remove "$WG"
+        return
+    fi
     cat > "$WORKDIR/wg.toml" <<TOML
 [device]
 id = "vm-wiegand"
 [board]
 kind = "real"
-chip = "$SIM_CHIP"
+chip = "$WGCHIP"
 [reader]
 connstring = "pn532_uart:/dev/no-reader-here"
 [[outputs]]
@@ -568,6 +616,11 @@ index = 1
 name = "keypad"
 steps = [{ pulse = "strike", ms = 1500 }]
 credentials = ["pin"]
+[[actions]]
+index = 2
+name = "card-pin"
+steps = [{ pulse = "strike", ms = 1500 }]
+credentials = ["card+pin"]
 [clock]
 declare_synchronised = true
 [control]
@@ -576,18 +629,18 @@ admin_group = "root"
 state_dir = "$WORKDIR/wg-state"
 runtime_dir = "$WORKDIR/wg-run"
 TOML
-    export GATEWAYD_WIEGAND_INTERIM="name=gate,d0=WG_D0,d1=WG_D1,frame_gap_ms=100"
-    start_daemon wiegand "$WORKDIR/wg.toml"
-    ready=$?
-    unset GATEWAYD_WIEGAND_INTERIM
-    if [ $ready -ne 0 ]; then
+    cat "$WORKDIR/wg-reader.toml" >> "$WORKDIR/wg.toml"
+    if ! start_daemon wiegand "$WORKDIR/wg.toml"; then
         fail wiegand "gatewayd not ready: $(tail -3 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
         kill -TERM "$PID" 2> /dev/null
+        status wiegand > /dev/null
+        gpio_sim_remove "$WGR"
         gpio_sim_remove "$WG"
         return
     fi
     problems=""
-    "$GATEWAY" ctl tags enroll-card --action 0 --label vm --socket "$WORKDIR/wg-run/control.sock" 26:18:12345 \
+    ctlw() { "$GATEWAY" ctl "$@" --socket "$WORKDIR/wg-run/control.sock"; }
+    ctlw tags enroll-card --action 0 --label vm 26:18:12345 \
         > "$WORKDIR/wg-enroll.log" 2>&1 || problems="$problems; enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll.log")"
     before=$(cat "$WGSYS/sim_gpio0/value")
     WG_TRIES=""
@@ -610,13 +663,13 @@ TOML
     # (one frame per key, 0.2 s apart) and `#`; hashed with scrypt in the
     # static binary's OpenSSL. A key lost to a stall makes a wrong entry: the
     # entry is typed again (up to 3 times, below the keypad's lockout of 5).
-    printf '246810\n' | "$GATEWAY" ctl pins add-code --action 1 --label vm --socket "$WORKDIR/wg-run/control.sock" \
+    printf '246810\n' | ctlw pins add-code --action 1 --label vm \
         > "$WORKDIR/wg-code.log" 2>&1 || problems="$problems; pins add-code: $(tr '\n' ' ' < "$WORKDIR/wg-code.log")"
     sleep 2
     _try=0
     until [ $_try -ge 3 ]; do
         _try=$((_try + 1))
-        for k in 0010 0100 0110 1000 0001 0000 1011; do wg_frame $k; sleep 0.2; done
+        wg_keys 0010 0100 0110 1000 0001 0000 1011
         poll 20 wg_log access_granted reason=pin source=reader:gate && break
     done
     WG_TRIES="$WG_TRIES pin:$_try"
@@ -626,26 +679,107 @@ TOML
     _try=0
     until [ $_try -ge 3 ]; do
         _try=$((_try + 1))
-        for k in 0010 0100 0110 1000 0001 0000 1011; do wg_frame $k; sleep 0.2; done
-        poll 20 wg_pins 2 && break
+        wg_keys 0010 0100 0110 1000 0001 0000 1011
+        poll 20 wg_count 2 access_granted reason=pin && break
     done
     WG_TRIES="$WG_TRIES pin-again:$_try"
-    wg_pins 2 || problems="$problems; the same code typed again did not open"
-    grep -q 246810 "$WORKDIR/wiegand.log" "$WORKDIR/wg-code.log" && problems="$problems; the PIN is in a log"
-    # Five wrong entries lock this keypad: the lockout names the reader.
-    sleep 2
-    for _ in 1 2 3 4 5 6; do
-        for k in 0001 0001 0001 0001 1011; do wg_frame $k; sleep 0.2; done
+    wg_count 2 access_granted reason=pin || problems="$problems; the same code typed again did not open"
+    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value"
+    kill -0 "$PID" 2> /dev/null || problems="$problems; gatewayd exited: $(tail -3 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
+    detail="strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed); a PIN-only code opened, and again later"
+    if [ -z "$problems" ] && [ "$before" = 0 ] && [ "$stayed" = 0 ]; then
+        pass wiegand "$detail; attempts per frame:$WG_TRIES"
+    else
+        fail wiegand "${problems#; } — $detail; attempts per frame:$WG_TRIES; $(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
+    fi
+
+    # Card + PIN (action 2 lists "card+pin"): 26:18:12347 (key CA19 09181D80…)
+    # with the PIN 4826 typed as mixed bursts — 4 (4-bit 0100), 8 (8-bit
+    # 0111 1000), 2 (4-bit 0010), 6 (8-bit 1001 0110), Enter (8-bit 0100
+    # 1011) — opens, audited weak_credential (card and PIN crossed the wires in
+    # clear). The same card with 4827 (7: 8-bit 1000 0111): denied wrong_pin,
+    # the strike never moves.
+    problems=""
+    WG_TRIES=""
+    ctlw tags enroll-card --action 2 --label vm-pin 26:18:12347 > "$WORKDIR/wg-enroll2.log" 2>&1 \
+        || problems="$problems; enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll2.log")"
+    printf '4826\n' | ctlw pins set 26:18:12347 > "$WORKDIR/wg-pin.log" 2>&1 \
+        || problems="$problems; pins set: $(tr '\n' ' ' < "$WORKDIR/wg-pin.log")"
+    _try=0
+    opened=""
+    until [ $_try -ge 3 ]; do
+        _try=$((_try + 1))
+        wg_frame 00001001000110000001110110
+        sleep 0.3
+        wg_keys 0100 01111000 0010 10010110 01001011
+        if poll 20 grep -q 1 "$WGSYS/sim_gpio0/value"; then opened=yes; break; fi
     done
+    WG_TRIES="$WG_TRIES card+pin:$_try"
+    [ -n "$opened" ] || problems="$problems; card + PIN did not open the strike"
+    poll 30 wg_log access_granted weak_credential CA1909181D80 source=reader:gate \
+        || problems="$problems; no access_granted weak_credential for the card + PIN: $(tr '\n' '|' < "$WORKDIR/wg-audit")"
+    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value" || problems="$problems; the strike did not lock again"
+    sleep 1.2
+    _try=0
+    denied=""
+    until [ $_try -ge 3 ]; do
+        _try=$((_try + 1))
+        wg_frame 00001001000110000001110110
+        sleep 0.3
+        wg_keys 0100 01111000 0010 10000111 01001011
+        wg_strike_stays 2 || { problems="$problems; the strike moved for a wrong PIN"; break; }
+        if poll 20 wg_log access_denied wrong_pin source=reader:gate; then denied=yes; break; fi
+    done
+    WG_TRIES="$WG_TRIES wrong-pin:$_try"
+    [ -n "$denied" ] || problems="$problems; no access_denied wrong_pin from reader:gate"
+    grep -q -e 4826 -e 4827 "$WORKDIR/wiegand.log" "$WORKDIR/wg-pin.log" && problems="$problems; a PIN is in a log"
+    detail="26:18:12347 + PIN in 4- and 8-bit bursts opened (weak_credential), a wrong PIN denied wrong_pin with the strike at 0 throughout; attempts:$WG_TRIES"
+    if [ -z "$problems" ]; then pass wiegand-card-pin "$detail"; else fail wiegand-card-pin "${problems#; } — $detail"; fi
+
+    # Wiegand last bit → relay line: the enrolled card, WG_FRAMES frames
+    # (wiegandtx -b; a frame a stall cut in two is "missed" and not counted:
+    # 4 of 25 in the first full run, so 30 are sent for the 20 the check needs).
+    # Goal (issue 35): p50 ≤ 30 ms; the bound scales with TIME_SCALE (arm64 TCG).
+    sleep 1.2
+    wiegandtx -b "$WGSYS/sim_gpio0/value" 1 "${WG_FRAMES:-30}" "$WGRSYS/sim_gpio0/pull" "$WGRSYS/sim_gpio1/pull" \
+        00001001000110000001110011 2000 > "$WORKDIR/wg-latency.out" 2>&1
+    rc=$?
+    sed 's/^/# wiegand latency: /' "$WORKDIR/wg-latency.out"
+    figures=$(grep '^latency' "$WORKDIR/wg-latency.out")
+    p50=$(echo "$figures" | sed -n 's/.* p50=\([0-9]*\)\..*/\1/p')
+    n=$(echo "$figures" | sed -n 's/.* n=\([0-9]*\) .*/\1/p')
+    bound=$((30 * ${TIME_SCALE:-1}))
+    if [ "$rc" = 0 ] && [ "${n:-0}" -ge 20 ] && [ -n "$p50" ] && [ "$p50" -lt "$bound" ]; then
+        pass wiegand-latency "$figures, p50 bound $bound ms (Wiegand last bit's falling edge → strike line; bits = 26, the card ends at its last bit)"
+    else
+        fail wiegand-latency "exit $rc, ${figures:-no figures}: $(grep -v '^frame' "$WORKDIR/wg-latency.out" | tr '\n' ' ')"
+    fi
+
+    # Five wrong entries lock the keypad: the lockout names the reader.
+    problems=""
+    sleep 2
+    for _ in 1 2 3 4 5 6; do wg_keys 0001 0001 0001 0001 1011; done
     poll 30 wg_log lockout reason=keypad source=reader:gate || problems="$problems; five wrong PINs did not lock the keypad"
+    # Last, not a check: the reader's chip removed under the running reader
+    # (what a reader's GPIO expander lost would be). gatewayd should report
+    # `reader_fault` `wiegand offline` and try again each second
+    # (WiegandServiceTests); in this guest's 6.1 kernel it was not seen
+    # within 5 s in the first run (2026-12-07), so it is printed, not judged.
+    gpio_sim_remove "$WGR"
+    if poll 50 wg_count 1 reader_fault "wiegand offline" source=reader:gate; then
+        echo "# wiegand chip removed: reported ($(grep 'wiegand offline' "$WORKDIR/wg-audit" | head -1))"
+    else
+        echo "# wiegand chip removed: no reader_fault within 5 s; gatewayd's last lines: $(tail -2 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
+    fi
+    dmesg | grep -i -e gpio -e irq | tail -3 | sed 's/^/# wiegand chip removed, kernel: /'
     kill -TERM "$PID"
     status wiegand > /dev/null
+    gpio_sim_remove "$WGR"
     gpio_sim_remove "$WG"
-    detail="strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed); a PIN-only code opened, and again later; wrong PINs locked the keypad; attempts per frame:$WG_TRIES"
-    if [ -z "$problems" ] && [ "$before" = 0 ] && [ "$stayed" = 0 ]; then
-        pass wiegand "$detail"
+    if [ -z "$problems" ]; then
+        pass wiegand-lockout "wrong PINs locked the keypad (lockout reason=keypad source=reader:gate)"
     else
-        fail wiegand "${problems#; } — $detail; $(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
+        fail wiegand-lockout "${problems#; }; $(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
     fi
 }
 

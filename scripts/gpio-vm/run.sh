@@ -39,9 +39,9 @@ PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-2400}              # all checks: 10–17 min warm on a loaded host (the torn writes most, SPI's above all)
 BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
-CHECKS=38                                      # result lines: gateway-checks.sh 13, fire-checks.sh 4, reader-checks.sh 21
-ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh and fire-checks.sh alone (17 results); "fire": fire-checks.sh alone (4)
-case $ONLY in "") ONLY_ARG= ;; gateway) CHECKS=17 ONLY_ARG=" GATEWAY_ONLY" ;; fire) CHECKS=4 ONLY_ARG=" FIRE_ONLY" ;;
+CHECKS=41                                      # result lines: gateway-checks.sh 16, fire-checks.sh 4, reader-checks.sh 21
+ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh and fire-checks.sh alone (20 results); "fire": fire-checks.sh alone (4)
+case $ONLY in "") ONLY_ARG= ;; gateway) CHECKS=20 ONLY_ARG=" GATEWAY_ONLY" ;; fire) CHECKS=4 ONLY_ARG=" FIRE_ONLY" ;;
   *) echo "gpio-vm: GPIO_VM_ONLY is empty, gateway or fire" >&2; exit 2 ;; esac
 log() { echo "gpio-vm: $*" >&2; }
 

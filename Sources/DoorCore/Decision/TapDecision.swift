@@ -192,8 +192,11 @@ public enum TapDecision {
         }
         if let why = RegistryRules.schedule(definition, row: row, policy: policy) { return deny(uid, why) }
         guard let kind else {
-            // "card+pin": granted once its PIN is typed on this reader (`KeypadDesk`).
-            var held = grant(uid, action: action, reason: GrantReason.cardPIN, row: row)
+            // "card+pin": granted once its PIN is typed on this reader (`KeypadDesk`). Read over a
+            // line that cannot be secured (Wiegand, OSDP without Secure Channel) card and PIN both
+            // crossed it in clear: weak, audited `weak_credential` as the card alone is there.
+            let reason = read.link == .osdpSecure ? GrantReason.cardPIN : GrantReason.weakCredential
+            var held = grant(uid, action: action, reason: reason, row: row)
             held.pinRequired = true
             return held
         }

@@ -27,6 +27,11 @@ public struct WiegandDecoder: Sendable {
     public static let frameGaps: ClosedRange<Duration> = .milliseconds(25) ... .milliseconds(100)
 
     public let frameGap: Duration
+    /// The card frame length the reader is set to send (`[[readers]] bits`: 26, 34 or 37);
+    /// nil: any (the named formats parity-checked, other lengths of 24 bits or more raw).
+    public let cardBits: Int?
+    /// The keypad burst the reader is set to send (`[[readers]] keypad_burst`: 4 or 8); nil: both.
+    public let keypadBurst: Int?
     private var bits: [Bool] = []
     private var lastEdge: UInt64?
     private var low: (d0: Bool, d1: Bool) = (false, false)
@@ -34,9 +39,14 @@ public struct WiegandDecoder: Sendable {
     private var overflowed = false
     private var lastLine: Line?
 
-    /// `frameGap` is clamped to 25–100 ms.
-    public init(frameGap: Duration = .milliseconds(50)) {
+    /// `frameGap` is clamped to 25–100 ms. With `cardBits` a card frame ends
+    /// at its last bit (no wait for the gap) and one of another length is
+    /// dropped and said so; with `keypadBurst` a key burst of the other size
+    /// is (noise on the wires, or a reader set otherwise).
+    public init(frameGap: Duration = .milliseconds(50), cardBits: Int? = nil, keypadBurst: Int? = nil) {
         self.frameGap = min(max(frameGap, Self.frameGaps.lowerBound), Self.frameGaps.upperBound)
+        self.cardBits = cardBits
+        self.keypadBurst = keypadBurst
     }
 
     /// One edge: `line` went low (`low` true) or back high, at `nanoseconds`
@@ -56,6 +66,9 @@ public struct WiegandDecoder: Sendable {
         guard isLow else { return out }
         if low.d0 && low.d1 { collided = true }
         if bits.count < CardNumber.maxBits { bits.append(line == .d1) } else { overflowed = true }
+        // A reader set to one card length: its card ends with its last bit, not a gap later
+        // (a key burst, shorter, still waits for the gap: it may be a card's first bits).
+        if let cardBits, bits.count == cardBits, cardBits > 8 { out += end() }
         return out
     }
 
@@ -89,6 +102,13 @@ public struct WiegandDecoder: Sendable {
         guard !bits.isEmpty else { return [] }
         if collided { return [.invalid(bits: bits.count, reason: "both lines low at once")] }
         if overflowed { return [.invalid(bits: bits.count, reason: "longer than \(CardNumber.maxBits) bits")] }
+        if bits.count == 4 || bits.count == 8 {
+            if let keypadBurst, keypadBurst != bits.count {
+                return [.invalid(bits: bits.count, reason: "the keypad is set to \(keypadBurst)-bit bursts")]
+            }
+        } else if let cardBits, cardBits != bits.count, bits.count >= 24 {
+            return [.invalid(bits: bits.count, reason: "the reader is set to \(cardBits)-bit cards")]
+        }
         return [Self.frame(bits)]
     }
 
