@@ -17,6 +17,7 @@ public enum Payloads {
             ("binary_sensor", "clock"), ("select", "mode"), ("button", "clear_lockout"), ("tag", "tag"),
             ("binary_sensor", "schedule"), ("event", "approval"), ("button", "approve"), ("button", "deny"),
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") } + homeAssistantAdminEntities
+        + outdoorReaderCatalog
 
     /// The admin screen's entities (`home_assistant_admin`), as (component, object).
     public static let homeAssistantAdminEntities: [(component: String, object: String)] = [
@@ -38,7 +39,7 @@ public enum Payloads {
         device: String, name: String, topics: MQTTTopics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
         actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false,
         admin: HomeAssistantAdminMenu? = nil, approval: Bool = false, approvalButtons: Bool = false,
-        fireAlarm: Bool = false
+        fireAlarm: Bool = false, outdoorReaders: [OutdoorReader] = []
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -162,6 +163,7 @@ public enum Payloads {
         if let admin {
             out += adminEntries(admin, topics: topics, entry: entry, common: common)
         }
+        out += outdoorReaderEntries(outdoorReaders, topics: topics, entry: entry, common: common)
         if doorContact {
             out.append(
                 entry(
