@@ -126,6 +126,7 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         case topics.provisionSet: return .homeAssistantProvision
         case topics.revokeTagSet: return .homeAssistantRevokeChoice
         case topics.revokeSet: return .homeAssistantRevoke
+        case topics.enrollCardSet: return .homeAssistantEnrollCard
         case topics.approvalSet: return .homeAssistantApproval
         default: return settings.compatCommandTopics.contains(topic) ? .compat : nil
         }
@@ -469,7 +470,7 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
         commandTopics += [
             topics.provisionActionSet, topics.provisionLabelSet, topics.provisionSet, topics.revokeTagSet,
-            topics.revokeSet, topics.approvalSet,
+            topics.revokeSet, topics.approvalSet, topics.enrollCardSet,
         ]
         if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }

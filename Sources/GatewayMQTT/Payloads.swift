@@ -23,7 +23,7 @@ public enum Payloads {
     public static let homeAssistantAdminEntities: [(component: String, object: String)] = [
         ("select", "provision_action"), ("text", "provision_label"), ("button", "provision_arm"),
         ("button", "provision_cancel"), ("binary_sensor", "provisioning"), ("sensor", "tags"),
-        ("select", "revoke_tag"), ("button", "revoke"), ("sensor", "last_denied"),
+        ("select", "revoke_tag"), ("button", "revoke"), ("sensor", "last_denied"), ("text", "enroll_card"),
     ]
 
     /// Actions 1–3 (the phone app's other buttons) get an HA button when
@@ -295,6 +295,15 @@ public enum Payloads {
                 ]),
             select("revoke_tag", "Revoke: tag", topics.revokeTagSet, menu.tagOptions, "mdi:tag-remove"),
             button("revoke", "Revoke: revoke tag", topics.revokeSet, "REVOKE", "mdi:tag-off"),
+            // A card number (26:FACILITY:NUMBER, raw:BITS:HEX) enrolled for the provisioning action and label.
+            entry(
+                "text", "enroll_card",
+                common("enroll_card", "Enroll card: number") + [
+                    ("command_topic", .string(topics.enrollCardSet)), ("state_topic", .string(topics.adminState)),
+                    ("value_template", .string("{{ value_json.enroll_card | default('') }}")), ("min", .int(0)),
+                    ("max", .int(HomeAssistantAdminRequest.maximumText)), ("mode", .string("text")),
+                    ("icon", .string("mdi:card-account-details-outline")), config,
+                ]),
             // The hashed UID of the last tag refused, with reason, time and label.
             entry(
                 "sensor", "last_denied",

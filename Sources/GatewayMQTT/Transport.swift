@@ -76,6 +76,8 @@ public struct MQTTTopics: Sendable {
     public var provisionSet: String { prefix + "/admin/provision/set" }
     public var revokeTagSet: String { prefix + "/admin/revoke_tag/set" }
     public var revokeSet: String { prefix + "/admin/revoke/set" }
+    /// A card number to enroll from HA's admin screen (issue 35).
+    public var enrollCardSet: String { prefix + "/admin/enroll_card/set" }
     /// Consent-first approval (docs/mqtt.md "Approval"): each approval
     /// event, door → (HA's approval event entity), and HA's Approve and
     /// Deny buttons, → door.

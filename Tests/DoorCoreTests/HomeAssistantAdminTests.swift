@@ -10,6 +10,7 @@ final class HomeAssistantAdminTests: XCTestCase {
     let adminChannels: [(RemoteChannel, String)] = [
         (.homeAssistantProvisionAction, "door"), (.homeAssistantProvisionLabel, "Alice"),
         (.homeAssistantProvision, "ARM"), (.homeAssistantRevokeChoice, "Alice"), (.homeAssistantRevoke, "REVOKE"),
+        (.homeAssistantEnrollCard, "26:7:4242"),
     ]
 
     func judge(_ channel: RemoteChannel, _ text: String, admin: Bool, open: Bool = false, retained: Bool = false)
@@ -63,6 +64,7 @@ final class HomeAssistantAdminTests: XCTestCase {
             (.homeAssistantProvision, "ARM", .arm), (.homeAssistantProvision, "CANCEL", .cancel),
             (.homeAssistantRevokeChoice, "(none)", .chooseTag("(none)")),
             (.homeAssistantRevoke, "REVOKE", .revoke),
+            (.homeAssistantEnrollCard, "26:7:4242", .enrollCard("26:7:4242")),
         ]
         for (channel, text, request) in expected {
             let j = judge(channel, text, admin: true)
@@ -72,6 +74,8 @@ final class HomeAssistantAdminTests: XCTestCase {
         let malformed: [(RemoteChannel, [UInt8])] = [
             (.homeAssistantProvision, Array("arm".utf8)), (.homeAssistantProvision, Array("PRESS".utf8)),
             (.homeAssistantRevoke, Array("PRESS".utf8)), (.homeAssistantRevoke, []),
+            (.homeAssistantEnrollCard, Array("26:7".utf8)), (.homeAssistantEnrollCard, Array("4242".utf8)),
+            (.homeAssistantEnrollCard, Array("26:256:1".utf8)),
             (.homeAssistantProvisionLabel, Array(String(repeating: "x", count: 65).utf8)),
             (.homeAssistantProvisionLabel, Array("two\nlines".utf8)),
             (.homeAssistantRevokeChoice, [0xC3, 0x28]),  // not UTF-8

@@ -23,6 +23,7 @@ final class TransportTests: XCTestCase {
             ("doorgateway/front-door/admin/provision/set", .homeAssistantProvision),
             ("doorgateway/front-door/admin/revoke_tag/set", .homeAssistantRevokeChoice),
             ("doorgateway/front-door/admin/revoke/set", .homeAssistantRevoke),
+            ("doorgateway/front-door/admin/enroll_card/set", .homeAssistantEnrollCard),
             ("doorgateway/front-door/approval/set", .homeAssistantApproval),
             ("doorgateway/front-door/approval", nil),
             ("doorgateway/front-door/admin/state", nil), ("doorgateway/front-door/tags", nil),

@@ -13,6 +13,9 @@ public enum HomeAssistantAdminRequest: Equatable, Hashable, Sendable {
     case chooseTag(String)
     /// The revoke button: revokes the tag chosen.
     case revoke
+    /// A card number to enroll (issue 35) for the action and label chosen
+    /// for provisioning: a `CardNumber`'s text, checked by the judge.
+    case enrollCard(String)
 
     /// The longest option text or label taken from HA (bytes of UTF-8).
     public static let maximumText = 128
@@ -138,6 +141,11 @@ extension RemoteJudge {
         case .homeAssistantRevoke:
             guard text == "REVOKE" else { return refuse("malformed", "revoke payload must be REVOKE") }
             request = .revoke
+        case .homeAssistantEnrollCard:
+            guard let card = CardNumber(text: text) else {
+                return refuse("malformed", "a card is 26:FACILITY:NUMBER (also 34 and 37) or raw:BITS:HEX")
+            }
+            request = .enrollCard(card.description)
         default: return refuse("malformed", "not an admin topic")
         }
         return RemoteJudgement(outcome: nil, admin: request)
