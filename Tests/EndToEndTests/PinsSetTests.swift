@@ -24,17 +24,17 @@ final class PinsSetTests: XCTestCase {
             ("26:7:100", "does not list \"card+pin\""), ("04A1B2C3D4E5F6", "not a card number"),
             (codeKey, "PIN-only code"), ("26:7:999", "not enrolled"),
         ] {
-            let r = try g.ctl(["pins", "set", credential], stdin: "2468\n")
+            let r = try g.ctl(["pins", "set", credential], stdin: "97531864\n")
             XCTAssertNotEqual(r.status, 0, "pins set \(credential) was taken")
             XCTAssertTrue(r.stderr.contains(why), "\(credential): \(r.stderr)")
-            XCTAssertFalse(r.stderr.contains("2468"), "a PIN in an error")
+            XCTAssertFalse(r.stderr.contains("97531864"), "a PIN in an error")
         }
-        let set = try g.ctlJSON(["pins", "set", "26:7:200"], stdin: "2468\n")
+        let set = try g.ctlJSON(["pins", "set", "26:7:200"], stdin: "97531864\n")
         XCTAssertNotNil(set["pin_set"]?.stringValue, "\(set)")
         // Only the card + PIN card got a PIN: its removal works, the others have none to remove.
         XCTAssertEqual(try g.ctl(["pins", "remove", "26:7:200"]).status, 0)
         let none = try g.ctl(["pins", "remove", "26:7:100"])
         XCTAssertTrue(none.stderr.contains("has no PIN"), none.stderr)
-        XCTAssertFalse(g.log.contains("2468"), "a PIN in the log")
+        XCTAssertFalse(g.log.contains("97531864"), "a PIN in the log")
     }
 }
