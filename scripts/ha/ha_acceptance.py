@@ -470,6 +470,20 @@ def outdoor_checks(r):
           "the reader's entity names the reader", json.dumps(states[STREET_ONLINE]))
     check(states[DURESS]["state"] == "unknown" and states[DURESS]["attributes"].get("event_types") == ["duress"],
           "the duress alarm: an event entity of duress events, none yet", json.dumps(states[DURESS]))
+    # The duress entity's template (OutdoorReaderDiscoveryTests pins it to the discovery config)
+    # in HA's own template engine: a duress event passes whole, any other renders empty (ignored).
+    template = "{{ value if value_json.event_type == 'duress' else '' }}"
+    for kind, expected in [("duress", True), ("access_granted", False)]:
+        payload = json.dumps({"event_type": kind, "kind": kind, "source": "reader:street"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{r.http_port}/api/template", method="POST",
+            data=json.dumps({"template": template,
+                             "variables": {"value": payload, "value_json": json.loads(payload)}}).encode(),
+            headers={"Authorization": f"Bearer {r.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            rendered = resp.read().decode()
+        check((json.loads(rendered).get("source") == "reader:street") if expected else rendered == "",
+              f"HA renders the duress template for {kind}: {'the event' if expected else 'nothing'}", rendered)
     rows = [x for x in r.audit() if (x.get("source") or "").startswith("reader:")]
     check(all(x["source"] == "reader:street" for x in rows),
           f"the outdoor reader's events name it ({len(rows)} so far)", json.dumps(rows[:3]))
