@@ -397,14 +397,21 @@ final class DoorRuntime: Sendable {
         let at = now().monotonic
         let (outputs, check) = state.withLock { $0.keypad.press(key, reader: reader, at: at) }
         keypadOutputs(outputs)
-        guard let check else { return }
+        if let check { verify(check) }
+    }
+
+    /// An entry hashed on `pinQueue`; its answer back on `queue` as an input
+    /// (the keys typed meanwhile follow it, and may end the next entry).
+    private func verify(_ check: PINCheck) {
         let verifier = StorePINs(store: store)
         pinQueue.async { [self] in
             let result = KeypadDesk.verify(check, verifier: verifier)
             queue.async { [self] in
                 guard !isStopped else { return }
                 let at = now().monotonic
-                keypadOutputs(state.withLock { $0.keypad.checked(check, result, at: at) })
+                let (outputs, next) = state.withLock { $0.keypad.checked(check, result, at: at) }
+                keypadOutputs(outputs)
+                if let next { verify(next) }
             }
         }
     }

@@ -95,6 +95,18 @@ final class KeypadRuntimeTests: DoorRuntimeTestCase {
             ["access_granted osdp_secure_channel reader:yard", "access_denied wrong_pin reader:street"])
     }
 
+    /// Two entries typed back to back on one keypad (the second while the first is
+    /// hashed): both are decided, in the order typed — none lost.
+    func testEntriesTypedDuringACheckAreDecidedInOrder() throws {
+        let (runtime, store, writer) = try makeDoor()
+        let start = try lastID(store, writer)
+        type(runtime, "000000#135790#", reader: "street")
+        let rows = try accessRows(store, writer, after: start, count: 2)
+        XCTAssertEqual(
+            rows.map { "\($0.kind) \($0.reason ?? "-") \($0.source ?? "-")" },
+            ["access_denied wrong_pin reader:street", "access_granted pin reader:street"])
+    }
+
     /// Wrong PINs lock the street keypad (counted as each check comes back);
     /// status and `lockout status` show it with its end; the door's lockout
     /// clear ends it, and the next right code at that reader opens.

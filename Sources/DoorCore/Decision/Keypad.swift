@@ -102,6 +102,8 @@ public struct KeypadDesk: Sendable {
         var lastLockout: (end: MonotonicInstant, length: Duration)?
         /// An entry of this reader is being checked (`press` → `checked`).
         var checking = false
+        /// Keys typed meanwhile, pressed in order once the check is answered.
+        var pending: [(key: KeypadKey, at: MonotonicInstant)] = []
     }
 
     var readers: [String: Reader] = [:]
@@ -161,23 +163,36 @@ public struct KeypadDesk: Sendable {
     public mutating func key(
         _ key: KeypadKey, reader name: String, at now: MonotonicInstant, verifier: some PINVerifier
     ) -> [KeypadOutput] {
-        let (out, check) = press(key, reader: name, at: now)
-        guard let check else { return out }
-        return out + checked(check, Self.verify(check, verifier: verifier), at: now)
+        var (out, check) = press(key, reader: name, at: now)
+        while let c = check {
+            let answer = checked(c, Self.verify(c, verifier: verifier), at: now)
+            out += answer.outputs
+            check = answer.check
+        }
+        return out
     }
+
+    /// At most this many keys wait for a reader's check (a PIN and a half);
+    /// more are dropped: a flood queues no work.
+    public static let pendingKeys = 20
 
     /// A key from `reader`'s keypad, without hashing: a digit, `*` or a
     /// gap change the entry; `#` ends it and returns the entry to check
     /// (`verify`, anywhere, then `checked`, back where the desk lives), with
-    /// the card waiting on that reader. Until that check is answered the
-    /// reader's keys are dropped (one entry at a time per reader: a keypad
-    /// flood queues no hashing), as are a locked keypad's.
+    /// the card waiting on that reader. One entry per reader is checked at a
+    /// time: keys typed meanwhile wait (up to `pendingKeys`) and are pressed,
+    /// with their own times, once it is answered — after a lockout it set, they
+    /// are dropped as a locked keypad's are.
     public mutating func press(_ key: KeypadKey, reader name: String, at now: MonotonicInstant)
         -> (outputs: [KeypadOutput], check: PINCheck?)
     {
         let out = tick(at: now)
         // A locked keypad's keys are dropped unread: a flood costs no hashing.
-        if isLockedOut(name, at: now) || readers[name]?.checking == true { return (out, nil) }
+        if isLockedOut(name, at: now) { return (out, nil) }
+        if readers[name]?.checking == true {
+            if readers[name]!.pending.count < Self.pendingKeys { readers[name]!.pending.append((key, now)) }
+            return (out, nil)
+        }
         var r = readers[name] ?? Reader()
         defer { readers[name] = r }
         if let last = r.lastKey, now.since(last) >= settings.keyGap {
@@ -227,8 +242,25 @@ public struct KeypadDesk: Sendable {
 
     /// An entry's check answered (`verify`'s result for `check`): the card
     /// released or denied, the code to decide, a wrong PIN counted toward
-    /// the reader's lockout; the reader takes keys again.
+    /// the reader's lockout; then the keys typed meanwhile, in order — which
+    /// may end the next entry to check.
     public mutating func checked(_ check: PINCheck, _ result: PINCheck.Result, at now: MonotonicInstant)
+        -> (outputs: [KeypadOutput], check: PINCheck?)
+    {
+        var out = answered(check, result, at: now)
+        let name = check.reader
+        let pending = readers[name]?.pending ?? []
+        readers[name]?.pending = []
+        var next: PINCheck?
+        for p in pending {
+            let (o, c) = press(p.key, reader: name, at: p.at)
+            out += o
+            next = next ?? c
+        }
+        return (out, next)
+    }
+
+    private mutating func answered(_ check: PINCheck, _ result: PINCheck.Result, at now: MonotonicInstant)
         -> [KeypadOutput]
     {
         var out = tick(at: now)
