@@ -99,7 +99,7 @@ final class DoorRuntime: Sendable {
         /// When the earliest keypad tick scheduled fires (nil: none).
         var keypadTickAt: MonotonicInstant?
         /// The OSDP readers' link and tamper as last reported (the state document's `readers`).
-        var outdoorReaders: [String: (online: Bool, tamper: Bool)] = [:]
+        var outdoorReaders: [String: OutdoorReaderReport] = [:]
         /// The `last_seen` of the tap being decided: not written before the relay
         /// (it decides nothing), but with the tap's first event (`record`).
         var lastSeenToSave: (uid: TagUID, time: Int64)?
@@ -423,7 +423,7 @@ final class DoorRuntime: Sendable {
         queue.async { [self] in
             guard !isStopped else { return }
             state.withLock {
-                var r = $0.outdoorReaders[name] ?? (online: false, tamper: false)
+                var r = $0.outdoorReaders[name] ?? OutdoorReaderReport()
                 if let online { r.online = online }
                 if let tamper { r.tamper = tamper }
                 $0.outdoorReaders[name] = r

@@ -3,20 +3,26 @@ import GatewayControl
 import Glibc
 import GatewayConfig
 
+/// An OSDP reader's link and tamper switch as it last reported them.
+struct OutdoorReaderReport: Equatable, Sendable {
+    var online = false
+    var tamper = false
+}
+
 extension DoorRuntime {
     /// The state document's `readers` (issue 35, Home Assistant's reader
     /// entities): per outdoor reader of `[[readers]]`, its keypad's lockout,
     /// and for an OSDP reader its link (`online`) and tamper switch as it
     /// last reported them (offline and untampered until it does).
     static func outdoorReadersDocument(
-        _ readers: [ReaderSettings], _ reported: [String: (online: Bool, tamper: Bool)],
+        _ readers: [ReaderSettings], _ reported: [String: OutdoorReaderReport],
         keypadLocked: [String: MonotonicInstant]
     ) -> JSONValue {
         .object(
-            readers.filter { $0.kind != .pn532 }.map { r in
+            readers.filter { $0.kind != .pn532 }.map { r -> (String, JSONValue) in
                 var fields: [(String, JSONValue)] = [("keypad_lockout", .bool(keypadLocked[r.name] != nil))]
                 if r.kind == .osdp {
-                    let s = reported[r.name] ?? (online: false, tamper: false)
+                    let s = reported[r.name] ?? OutdoorReaderReport()
                     fields = [("online", .bool(s.online)), ("tamper", .bool(s.tamper))] + fields
                 }
                 return (r.name, .object(fields))
