@@ -395,7 +395,11 @@ final class DoorRuntime: Sendable {
     /// outside the state lock (the door queue is the desk's only user).
     private func keypadKey(_ key: KeypadKey, reader: String) {
         let at = now().monotonic
-        let (outputs, check) = state.withLock { $0.keypad.press(key, reader: reader, at: at) }
+        // The desk out of the lock and back (the door queue is its only writer): Swift 6.0.3
+        // aborts lowering a Mutex closure that returns press's labeled tuple.
+        var desk = state.withLock { $0.keypad }
+        let (outputs, check) = desk.press(key, reader: reader, at: at)
+        state.withLock { $0.keypad = desk }
         keypadOutputs(outputs)
         if let check { verify(check) }
     }
@@ -409,7 +413,9 @@ final class DoorRuntime: Sendable {
             queue.async { [self] in
                 guard !isStopped else { return }
                 let at = now().monotonic
-                let (outputs, next) = state.withLock { $0.keypad.checked(check, result, at: at) }
+                var desk = state.withLock { $0.keypad }
+                let (outputs, next) = desk.checked(check, result, at: at)
+                state.withLock { $0.keypad = desk }
                 keypadOutputs(outputs)
                 if let next { verify(next) }
             }
