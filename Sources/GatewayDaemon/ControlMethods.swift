@@ -177,7 +177,13 @@ extension ControlService {
             ("uptime_s", .int(Int(now.since(started).millisecondsClamped / 1000))),
             ("outputs", .object(outputs)),
             ("running", .array(running)),
-            ("lockout", .object([("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count)))])),
+            (
+                "lockout",
+                .object([
+                    ("global_remaining_ms", globalRemaining), ("tags", .int(Int(lock.tags.count))),
+                    ("keypads", .int(runtime.keypadLockouts.count)),
+                ])
+            ),
             ("approval", Self.approvalStatus(m, now: now)),
             ("fire", Self.fireStatus(m)),
             ("lockdown", DoorRuntime.lockdownStatus(m)),
@@ -280,7 +286,10 @@ extension ControlService {
                 ("reader", .string($0.key)), ("remaining_ms", .int(Int($0.value.since(now).millisecondsClamped))),
             ])
         }
-        return .object([("global_remaining_ms", globalRemaining), ("tags", .array(tags)), ("readers", .array(readers))])
+        return .object([
+            ("global_remaining_ms", globalRemaining), ("tags", .array(tags)), ("readers", .array(readers)),
+            ("keypads", keypadLockoutList(now: now)),
+        ])
     }
 
     private func keys(_ method: ControlMethod, _ p: [String: JSONValue]) throws -> JSONValue {

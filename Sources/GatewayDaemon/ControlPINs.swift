@@ -22,6 +22,12 @@ extension ControlService {
         switch method {
         case .pinsSet:
             let u = try credential()
+            // Only a card whose action asks for its PIN takes one (PINRules).
+            if let why = PINRules.refusal(
+                key: u, row: try StoreRegistry(store: store).issuedTag(u), actions: configuration.door.actions)
+            {
+                throw DaemonError.request(why)
+            }
             let hash = try PINHash(pin: try pin(), salt: try Crypto.randomBytes(16))
             do { try store.setPIN(hash, for: u, now: now) } catch let error as PINError {
                 throw DaemonError.request("\(error)")

@@ -190,6 +190,25 @@ final class HomeAssistantAdmin: Sendable {
             publishState()
         case .lockdown(let on):
             lockdownSwitch(on)  // SiteLockdown.swift
+        case .enrollCard(let text):
+            // Issue 35: a card number for the provisioning selector's action and
+            // label (the label is spent), as `gatewayctl tags enroll-card` enrols it.
+            guard let card = CardNumber(text: text) else { return refuse("malformed", "not a card number") }
+            let (action, label) = state.withLock { ($0.action, $0.label) }
+            do {
+                try store.enrollCard(card, action: action, label: label, now: Int64(time(nil)))
+            } catch {
+                log.error("home assistant admin: enrolling a card failed: \(error)")
+                return refuse("store", "card not enrolled: \(error)")
+            }
+            state.withLock { $0.label = "" }
+            runtime.note(
+                DoorEvent(
+                    .provisioningWritten, reason: "card_enrolled", action: action, uid: card.registryKey,
+                    source: Self.source.rawValue),
+                detail: "kind wiegand (weak credential), card \(card), label \"\(label)\", from Home Assistant")
+            refreshTags()
+            publishState()
         }
     }
 

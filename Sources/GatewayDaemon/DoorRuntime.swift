@@ -22,6 +22,10 @@ import Synchronization
 /// watchdog's beats have their own lock.
 final class DoorRuntime: Sendable {
     let queue = DispatchQueue(label: "gatewayd.door")
+    /// Where keypad entries are hashed (scrypt, KeypadDesk.verify), off `queue`:
+    /// a tap at another reader is decided while a PIN is checked; the result
+    /// comes back to `queue` as an input (issue 35).
+    let pinQueue = DispatchQueue(label: "gatewayd.pin")
     /// The configuration in effect; a reload changes it, on `queue`.
     let live: LiveConfiguration
     var configuration: GatewayConfiguration { live.current }
@@ -98,6 +102,8 @@ final class DoorRuntime: Sendable {
         var keypad = KeypadDesk()
         /// When the earliest keypad tick scheduled fires (nil: none).
         var keypadTickAt: MonotonicInstant?
+        /// The OSDP readers' link and tamper as last reported (the state document's `readers`).
+        var outdoorReaders: [String: OutdoorReaderReport] = [:]
         /// The `last_seen` of the tap being decided: not written before the relay
         /// (it decides nothing), but with the tap's first event (`record`).
         var lastSeenToSave: (uid: TagUID, time: Int64)?
@@ -314,7 +320,16 @@ final class DoorRuntime: Sendable {
     /// On `queue`: the machine decides `input` (under the lock), then its
     /// effects run (outside it).
     func handle(_ input: DoorInput) {
-        execute(decide(input))
+        let effects = decide(input)
+        // The door's lockout clear (gatewayctl, Home Assistant, a remote command) ends the keypads' too.
+        let cleared = effects.contains {
+            guard case .emit(let e) = $0 else { return false }
+            return e.kind == .lockoutCleared
+        }
+        if cleared {
+            state.withLock { $0.keypad.clearLockouts() }
+        }
+        execute(effects)
     }
 
     private func decide(_ input: DoorInput) -> [DoorEffect] {
@@ -405,11 +420,52 @@ final class DoorRuntime: Sendable {
     /// decides it — a card's PIN, a PIN-only code, a wrong entry — hashing
     /// outside the state lock (the door queue is the desk's only user).
     private func keypadKey(_ key: KeypadKey, reader: String) {
+        let at = now().monotonic
+        // The desk out of the lock and back (the door queue is its only writer): Swift 6.0.3
+        // aborts lowering a Mutex closure that returns press's labeled tuple.
         var desk = state.withLock { $0.keypad }
-        let outputs = desk.key(key, reader: reader, at: now().monotonic, verifier: StorePINs(store: store))
+        let (outputs, check) = desk.press(key, reader: reader, at: at)
         state.withLock { $0.keypad = desk }
         keypadOutputs(outputs)
+        if let check { verify(check) }
     }
+
+    /// An entry hashed on `pinQueue`; its answer back on `queue` as an input
+    /// (the keys typed meanwhile follow it, and may end the next entry).
+    private func verify(_ check: PINCheck) {
+        let verifier = StorePINs(store: store)
+        pinQueue.async { [self] in
+            let result = KeypadDesk.verify(check, verifier: verifier)
+            queue.async { [self] in
+                guard !isStopped else { return }
+                let at = now().monotonic
+                var desk = state.withLock { $0.keypad }
+                let (outputs, next) = desk.checked(check, result, at: at)
+                state.withLock { $0.keypad = desk }
+                keypadOutputs(outputs)
+                if let next { verify(next) }
+            }
+        }
+    }
+
+    /// An OSDP reader's link or tamper switch changed (OSDPDoor.swift): the
+    /// state document (Home Assistant's reader entities) follows, in order
+    /// with the reader's events.
+    func outdoorReaderStatus(_ name: String, online: Bool? = nil, tamper: Bool? = nil) {
+        queue.async { [self] in
+            guard !isStopped else { return }
+            state.withLock {
+                var r = $0.outdoorReaders[name] ?? OutdoorReaderReport()
+                if let online { r.online = online }
+                if let tamper { r.tamper = tamper }
+                $0.outdoorReaders[name] = r
+            }
+            stateChanged()
+        }
+    }
+
+    /// The readers whose keypads are locked out now, and until when (monotonic).
+    var keypadLockouts: [String: MonotonicInstant] { state.withLock { $0.keypad.lockouts(at: MonotonicClock.now()) } }
 
     /// What the keypad desk decided, acted on; a card it holds is looked at
     /// again when its window ends.
@@ -427,6 +483,8 @@ final class DoorRuntime: Sendable {
             s.keypadTickAt = d
             return d
         }
+        // A keypad lockout begun or ended: the state document's `readers` and `lockout`.
+        stateChanged()
         if let deadline {
             let wait = deadline.since(now().monotonic)
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanosecondsClamped) + 1_000_000)) { [self] in
@@ -628,17 +686,21 @@ final class DoorRuntime: Sendable {
         let (machine, readerOK, lastAccess, scheduleInfo) = state.withLock {
             ($0.machine, $0.readerState.isOK, $0.lastAccess, $0.scheduleInfo)
         }
+        let (outdoor, keypadLocked) = state.withLock {
+            ($0.outdoorReaders, $0.keypad.lockouts(at: MonotonicClock.now()))
+        }
         return .object([
             ("lock", .string(machine.outputState(first) == .unlocked ? "UNLOCKED" : "LOCKED")),
             ("mode", .string(machine.mode.rawValue)), ("state", .string(machine.state.rawValue)),
             ("door_open", .bool(machine.doorOpen)), ("reader", .string(readerOK ? "ok" : "fault")),
             ("last_access", .optional(lastAccess.map { UTCTime.iso8601($0.time) })),
             ("last_access_source", .optional(lastAccess?.source)),
-            ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive)),
+            ("lockout", .bool(machine.lockoutStatus(at: MonotonicClock.now()).isActive || !keypadLocked.isEmpty)),
             ("schedule", scheduleInfo ?? .null), ("fire", .string(machine.fire.rawValue)),
             // docs/policy.md "Door contact": Home Assistant's door alarm.
             ("door_alarm", .string(machine.doorAlarm.rawValue)), ("held_open", .string(machine.heldOpenStage.rawValue)),
             ("lockdown", Self.lockdownStatus(machine)),
+            ("readers", Self.outdoorReadersDocument(configuration.readers, outdoor, keypadLocked: keypadLocked)),
         ])
     }
 
@@ -874,6 +936,8 @@ final class DoorRuntime: Sendable {
 
     /// Lock everything and stop patterns (SIGTERM, errors).
     func shutdown() {
+        // A PIN being checked reads the store: it ends first (its answer, queued after, is dropped).
+        defer { pinQueue.sync {} }
         queue.sync {
             state.withLock {
                 $0.stopped = true

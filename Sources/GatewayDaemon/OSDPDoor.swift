@@ -51,6 +51,13 @@ final class OutdoorReaderService: Sendable {
     /// On the reader's bus thread: each report as the door's event (audited, published), with
     /// the reader's name as its source.
     func osdpReport(_ report: OSDPReaders.Report) {
+        // Home Assistant's reader entities (the state document's `readers`, OutdoorReaderState.swift).
+        switch report {
+        case .online(let reader, _): runtime.outdoorReaderStatus(reader, online: true)
+        case .offline(let reader), .refused(let reader, _): runtime.outdoorReaderStatus(reader, online: false)
+        case .status(let reader, let tamper, _): runtime.outdoorReaderStatus(reader, tamper: tamper)
+        default: break
+        }
         switch report {
         case .online(let reader, let secure):
             runtime.note(

@@ -50,7 +50,10 @@ extension RemoteService {
                 device: device, name: mqtt.homeAssistantName ?? device, topics: topics, doorContact: doorContact,
                 eventTypes: eventTypes, canOpen: mqtt.homeAssistantOpen, actions: actions(),
                 area: mqtt.homeAssistantArea, schedule: hasSchedule, admin: admin, approval: approval.entity,
-                approvalButtons: approval.buttons, fireAlarm: c.fireAlarm != nil, occupancy: c.tracksPassage)
+                approvalButtons: approval.buttons, fireAlarm: c.fireAlarm != nil, occupancy: c.tracksPassage,
+                outdoorReaders: c.readers.filter { $0.kind != .pn532 }.map {
+                    Payloads.OutdoorReader(name: $0.name, reportsStatus: $0.kind == .osdp)
+                })
         }
         // Home Assistant as the admin screen: its UIDs are always hashed.
         var hashed: @Sendable (TagUID) -> String? = { _ in nil }

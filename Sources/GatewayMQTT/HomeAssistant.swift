@@ -51,11 +51,13 @@ final class HomeAssistantDiscovery: Sendable {
     private func announceLocked(_ send: (String, [UInt8]) -> Void) {
         let offered = enabled ? all : []
         for d in offered { send(d.topic, d.payload) }
-        let live = Set(offered.map(\.topic))
+        var live = Set(offered.map(\.topic))
         for (component, object) in Payloads.discoveryCatalog {
             let topic = Payloads.discoveryTopic(device: deviceID, component: component, object: object)
-            if !live.contains(topic) { send(topic, []) }
+            if live.insert(topic).inserted { send(topic, []) }
         }
+        // Entries the catalog cannot list (an outdoor reader's, named by it): emptied with discovery off.
+        for d in all where live.insert(d.topic).inserted { send(d.topic, []) }
     }
 
     /// Replaces the entries with the same topics (adding new ones); sends

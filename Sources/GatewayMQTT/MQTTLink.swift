@@ -127,6 +127,7 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         case topics.revokeTagSet: return .homeAssistantRevokeChoice
         case topics.revokeSet: return .homeAssistantRevoke
         case topics.lockdownSet: return .homeAssistantLockdown
+        case topics.enrollCardSet: return .homeAssistantEnrollCard
         case topics.approvalSet: return .homeAssistantApproval
         default: return settings.compatCommandTopics.contains(topic) ? .compat : nil
         }
@@ -470,7 +471,7 @@ public final class MQTTLink: RemoteTransport, CoreLink, HomeAssistantLink, Senda
         commandTopics += [topics.lockSet, topics.modeSet, topics.lockoutClear, topics.actionSet]
         commandTopics += [
             topics.provisionActionSet, topics.provisionLabelSet, topics.provisionSet, topics.revokeTagSet,
-            topics.revokeSet, topics.approvalSet, topics.lockdownSet,
+            topics.revokeSet, topics.approvalSet, topics.lockdownSet, topics.enrollCardSet,
         ]
         if settings.homeAssistantDiscovery { commandTopics.append(Topics.homeAssistantStatus) }
         for t in commandTopics { mosquitto_subscribe(m, nil, t, 1) }

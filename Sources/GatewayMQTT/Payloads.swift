@@ -20,12 +20,14 @@ public enum Payloads {
         ] + homeAssistantActionButtons.map { ("button", "action_\($0)") } + homeAssistantAdminEntities
         // docs/policy.md "Door contact".
         + [("binary_sensor", "door_alarm")]
+        + outdoorReaderCatalog
 
     /// The admin screen's entities (`home_assistant_admin`), as (component, object).
     public static let homeAssistantAdminEntities: [(component: String, object: String)] = [
         ("select", "provision_action"), ("text", "provision_label"), ("button", "provision_arm"),
         ("button", "provision_cancel"), ("binary_sensor", "provisioning"), ("sensor", "tags"),
         ("select", "revoke_tag"), ("button", "revoke"), ("sensor", "last_denied"), ("switch", "lockdown"),
+        ("text", "enroll_card"),
     ]
 
     /// Actions 1–3 (the phone app's other buttons) get an HA button when
@@ -41,7 +43,7 @@ public enum Payloads {
         device: String, name: String, topics: MQTTTopics, doorContact: Bool, eventTypes: [String], canOpen: Bool,
         actions: [(index: Int, name: String)] = [], area: String? = nil, schedule: Bool = false,
         admin: HomeAssistantAdminMenu? = nil, approval: Bool = false, approvalButtons: Bool = false,
-        fireAlarm: Bool = false, occupancy: Bool = false
+        fireAlarm: Bool = false, occupancy: Bool = false, outdoorReaders: [OutdoorReader] = []
     ) -> [(topic: String, payload: [UInt8])] {
         var devFields: [(String, JSONValue)] = [
             ("identifiers", .array([.string("doorgateway_\(device)")])), ("name", .string(name)),
@@ -165,6 +167,7 @@ public enum Payloads {
         if let admin {
             out += adminEntries(admin, topics: topics, entry: entry, common: common)
         }
+        out += outdoorReaderEntries(outdoorReaders, topics: topics, entry: entry, common: common)
         if doorContact {
             out.append(
                 entry(
@@ -329,6 +332,15 @@ public enum Payloads {
                 ]),
             select("revoke_tag", "Revoke: tag", topics.revokeTagSet, menu.tagOptions, "mdi:tag-remove"),
             button("revoke", "Revoke: revoke tag", topics.revokeSet, "REVOKE", "mdi:tag-off"),
+            // A card number (26:FACILITY:NUMBER, raw:BITS:HEX) enrolled for the provisioning action and label.
+            entry(
+                "text", "enroll_card",
+                common("enroll_card", "Enroll card: number") + [
+                    ("command_topic", .string(topics.enrollCardSet)), ("state_topic", .string(topics.adminState)),
+                    ("value_template", .string("{{ value_json.enroll_card | default('') }}")), ("min", .int(0)),
+                    ("max", .int(HomeAssistantAdminRequest.maximumText)), ("mode", .string("text")),
+                    ("icon", .string("mdi:card-account-details-outline")), config,
+                ]),
             // The hashed UID of the last tag refused, with reason, time and label.
             entry(
                 "sensor", "last_denied",

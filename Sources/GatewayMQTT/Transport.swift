@@ -78,6 +78,8 @@ public struct MQTTTopics: Sendable {
     public var revokeSet: String { prefix + "/admin/revoke/set" }
     /// The lockdown switch (docs/policy.md "Lockdown"); its state is the state document's `lockdown`.
     public var lockdownSet: String { prefix + "/admin/lockdown/set" }
+    /// A card number to enroll from HA's admin screen (issue 35).
+    public var enrollCardSet: String { prefix + "/admin/enroll_card/set" }
     /// Consent-first approval (docs/mqtt.md "Approval"): each approval
     /// event, door → (HA's approval event entity), and HA's Approve and
     /// Deny buttons, → door.

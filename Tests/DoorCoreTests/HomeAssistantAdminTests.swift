@@ -11,6 +11,7 @@ final class HomeAssistantAdminTests: XCTestCase {
         (.homeAssistantProvisionAction, "door"), (.homeAssistantProvisionLabel, "Alice"),
         (.homeAssistantProvision, "ARM"), (.homeAssistantRevokeChoice, "Alice"), (.homeAssistantRevoke, "REVOKE"),
         (.homeAssistantLockdown, "ON"),
+        (.homeAssistantEnrollCard, "26:7:4242"),
     ]
 
     func judge(_ channel: RemoteChannel, _ text: String, admin: Bool, open: Bool = false, retained: Bool = false)
@@ -65,6 +66,7 @@ final class HomeAssistantAdminTests: XCTestCase {
             (.homeAssistantRevokeChoice, "(none)", .chooseTag("(none)")),
             (.homeAssistantRevoke, "REVOKE", .revoke),
             (.homeAssistantLockdown, "ON", .lockdown(true)), (.homeAssistantLockdown, "OFF", .lockdown(false)),
+            (.homeAssistantEnrollCard, "26:7:4242", .enrollCard("26:7:4242")),
         ]
         for (channel, text, request) in expected {
             let j = judge(channel, text, admin: true)
@@ -75,6 +77,8 @@ final class HomeAssistantAdminTests: XCTestCase {
             (.homeAssistantProvision, Array("arm".utf8)), (.homeAssistantProvision, Array("PRESS".utf8)),
             (.homeAssistantRevoke, Array("PRESS".utf8)), (.homeAssistantRevoke, []),
             (.homeAssistantLockdown, Array("on".utf8)), (.homeAssistantLockdown, Array("LOCK".utf8)),
+            (.homeAssistantEnrollCard, Array("26:7".utf8)), (.homeAssistantEnrollCard, Array("4242".utf8)),
+            (.homeAssistantEnrollCard, Array("26:256:1".utf8)),
             (.homeAssistantProvisionLabel, Array(String(repeating: "x", count: 65).utf8)),
             (.homeAssistantProvisionLabel, Array("two\nlines".utf8)),
             (.homeAssistantRevokeChoice, [0xC3, 0x28]),  // not UTF-8

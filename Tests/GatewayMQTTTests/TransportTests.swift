@@ -24,6 +24,7 @@ final class TransportTests: XCTestCase {
             ("doorgateway/front-door/admin/revoke_tag/set", .homeAssistantRevokeChoice),
             ("doorgateway/front-door/admin/revoke/set", .homeAssistantRevoke),
             ("doorgateway/front-door/admin/lockdown/set", .homeAssistantLockdown),
+            ("doorgateway/front-door/admin/enroll_card/set", .homeAssistantEnrollCard),
             ("doorgateway/front-door/approval/set", .homeAssistantApproval),
             ("doorgateway/front-door/approval", nil),
             ("doorgateway/front-door/admin/state", nil), ("doorgateway/front-door/tags", nil),

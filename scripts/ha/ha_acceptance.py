@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -140,7 +141,7 @@ class Run:
 
     # MARK: door
 
-    def door_config(self, ha_open=False, door_contact=True, ha_admin=False):
+    def door_config(self, ha_open=False, door_contact=True, ha_admin=False, outdoor=False):
         example = subprocess.run([self.gateway, "ctl", "config", "example", "--board", "sim"],
                                  check=True, capture_output=True, text=True).stdout
         edits = [
@@ -153,6 +154,17 @@ class Run:
             ('# cert_file = "/etc/doorgateway/door.crt"', f'cert_file = "{self.pki_path(DEVICE + ".crt")}"'),
             ('# key_file = "/run/credentials/gatewayd.service/door.key"', f'key_file = "{self.pki_path(DEVICE + ".key")}"'),
         ]
+        # The example's outdoor readers (issue 35): the PN532 and the OSDP reader "street", on a
+        # pseudo-terminal nobody answers on (offline; Wiegand's "yard" stays commented out).
+        # Events then name their reader (a sticker's source is "reader:pn532").
+        if outdoor:
+            edits.append(('#     [[readers]]\n#     name = "pn532"\n#     kind = "pn532"\n#     side = "entry"\n',
+                          '[[readers]]\nname = "pn532"\nkind = "pn532"\nside = "entry"\n'))
+            edits.append(('#     [[readers]]\n#     name = "street"\n#     kind = "osdp"\n#     side = "entry"\n'
+                          '#     actions = [0]\n#     device = "/dev/ttyUSB0"\n#     baud = 9600\n#     address = 0\n'
+                          '#     insecure = false\n',
+                          '[[readers]]\nname = "street"\nkind = "osdp"\nside = "entry"\nactions = [0]\n'
+                          f'device = "{self.osdp_tty()}"\nbaud = 9600\naddress = 0\ninsecure = false\n'))
         if door_contact:
             edits.append(('# [inputs.door_contact]\n# line = "GPIO5"\n# open_level = "high"\n# bias = "pull-up"',
                           '[inputs.door_contact]\nline = "GPIO5"\nopen_level = "high"\nbias = "pull-up"'))
@@ -167,6 +179,23 @@ class Run:
         if out.returncode != 0:
             raise Failure(f"FAIL door configuration: {out.stderr}")
         return path
+
+    def osdp_tty(self):
+        """A pseudo-terminal for the OSDP reader "street": the test holds the other side and
+        drains it (the door's polls go nowhere, so the reader is offline)."""
+        if getattr(self, "osdp_master", None) is None:
+            self.osdp_master, slave = os.openpty()
+            self.osdp_slave_path = os.ttyname(slave)
+            self.osdp_slave = slave
+
+            def drain():
+                while True:
+                    try:
+                        os.read(self.osdp_master, 4096)
+                    except OSError:
+                        return
+            threading.Thread(target=drain, daemon=True).start()
+        return self.osdp_slave_path
 
     def start_door(self, **kw):
         self.door_config(**kw)
@@ -277,8 +306,13 @@ PROV_ACTION, PROV_LABEL = "select.front_door_provision_action", "text.front_door
 ARM, CANCEL, ARMED = "button.front_door_provision_arm", "button.front_door_provision_cancel", \
     "binary_sensor.front_door_provisioning"
 TAGS, REVOKE_TAG, REVOKE = "sensor.front_door_tags", "select.front_door_revoke_tag", "button.front_door_revoke"
-DENIED = "sensor.front_door_last_denied"
-ADMIN = {PROV_ACTION, PROV_LABEL, ARM, CANCEL, ARMED, TAGS, REVOKE_TAG, REVOKE, DENIED}
+DENIED, ENROLL = "sensor.front_door_last_denied", "text.front_door_enroll_card"
+# The outdoor reader "street" (issue 35): its link, tamper switch and keypad lockout; the duress alarm.
+STREET_ONLINE, STREET_TAMPER = "binary_sensor.front_door_reader_street_online", \
+    "binary_sensor.front_door_reader_street_tamper"
+STREET_KEYPAD, DURESS = "binary_sensor.front_door_reader_street_keypad_lockout", "event.front_door_duress"
+OUTDOOR = {STREET_ONLINE, STREET_TAMPER, STREET_KEYPAD, DURESS}
+ADMIN = {PROV_ACTION, PROV_LABEL, ARM, CANCEL, ARMED, TAGS, REVOKE_TAG, REVOKE, DENIED, ENROLL}
 
 
 def scenario(r):
@@ -309,6 +343,7 @@ def scenario(r):
     check("Invalid state message" not in r.log("hass"), "HA logged no invalid state message")
     check("Found new component: tag doorgateway_front-door tag" in r.log("hass"), "HA took the tag scanner")
     check(states[LOCKOUT]["state"] == "off", "no lockout", json.dumps(states[LOCKOUT]))
+    check(not OUTDOOR & set(states), "no outdoor reader entities without [[readers]]", str(sorted(OUTDOOR & set(states))))
     up = wait_for("uptime from the first telemetry",
                   lambda: (lambda s: s if s["state"] not in ("unknown", "unavailable") else None)(r.state(UPTIME)), 30)
     check(up["attributes"].get("device_class") == "duration" and float(up["state"]) >= 0, "uptime is a duration",
@@ -382,9 +417,11 @@ def scenario(r):
     wait_for("HA shows the lock unavailable after the door stops",
              lambda: r.state(LOCK)["state"] == "unavailable", 30)
 
-    # HA opening enabled: accepted, audited with its source; no door contact any more.
-    r.start_door(ha_open=True, door_contact=False)
+    # HA opening enabled: accepted, audited with its source; no door contact any more; from
+    # here on the example's outdoor readers (the PN532 and the OSDP reader "street").
+    r.start_door(ha_open=True, door_contact=False, outdoor=True)
     wait_for("lock available again", lambda: r.state(LOCK)["state"] == "locked", 60)
+    outdoor_checks(r)
     seen = len(r.audit())
     r.api("POST", "/api/services/lock/unlock", {"entity_id": LOCK})
     r.wait_event("remote_accepted", seen, source="homeassistant")
@@ -429,7 +466,7 @@ def scenario(r):
 
     # Discovery off: every entity leaves HA.
     r.stop("gatewayd")
-    r.door_config(ha_open=True, door_contact=False)
+    r.door_config(ha_open=True, door_contact=False, outdoor=True)
     path = os.path.join(r.work, "gateway.toml")
     with open(path) as f:
         text = f.read()
@@ -441,13 +478,47 @@ def scenario(r):
     check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
 
 
+def outdoor_checks(r):
+    """The example's OSDP reader "street" (issue 35), offline on a silent line: its
+    entities in HA with their device classes and states from the state document, the
+    duress alarm an event entity that no other event fires; the reader's events name it."""
+    states = wait_for("the outdoor reader's entities appear",
+                      lambda: (lambda s: s if OUTDOOR <= set(s) else None)(r.states()), 60)
+    for entity, device_class in [(STREET_ONLINE, "connectivity"), (STREET_TAMPER, "tamper"),
+                                 (STREET_KEYPAD, "problem")]:
+        check(states[entity]["attributes"].get("device_class") == device_class
+              and states[entity]["state"] == "off", f"{entity}: {device_class}, off",
+              json.dumps(states[entity]))
+    check(states[STREET_ONLINE]["attributes"].get("friendly_name", "").endswith("Reader street"),
+          "the reader's entity names the reader", json.dumps(states[STREET_ONLINE]))
+    check(states[DURESS]["state"] == "unknown" and states[DURESS]["attributes"].get("event_types") == ["duress"],
+          "the duress alarm: an event entity of duress events, none yet", json.dumps(states[DURESS]))
+    # The duress entity's template (OutdoorReaderDiscoveryTests pins it to the discovery config)
+    # in HA's own template engine: a duress event passes whole, any other renders empty (ignored).
+    template = "{{ value if value_json.event_type == 'duress' else '' }}"
+    for kind, expected in [("duress", True), ("access_granted", False)]:
+        payload = json.dumps({"event_type": kind, "kind": kind, "source": "reader:street"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{r.http_port}/api/template", method="POST",
+            data=json.dumps({"template": template,
+                             "variables": {"value": payload, "value_json": json.loads(payload)}}).encode(),
+            headers={"Authorization": f"Bearer {r.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            rendered = resp.read().decode()
+        check((json.loads(rendered).get("source") == "reader:street") if expected else rendered == "",
+              f"HA renders the duress template for {kind}: {'the event' if expected else 'nothing'}", rendered)
+    rows = [x for x in r.audit() if (x.get("source") or "").startswith("reader:")]
+    check(all(x["source"] == "reader:street" for x in rows),
+          f"the outdoor reader's events name it ({len(rows)} so far)", json.dumps(rows[:3]))
+
+
 def admin_scenario(r, first_dump):
     """home_assistant_admin = true: HA arms and cancels provisioning, lists the
     issued tags, revokes one by label, and shows the last denied tag; every
     change is audited with source homeassistant. Then the option off again:
     the admin entities leave HA and its commands are refused."""
     check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
-    r.start_door(ha_open=True, door_contact=False, ha_admin=True)
+    r.start_door(ha_open=True, door_contact=False, ha_admin=True, outdoor=True)
     states = wait_for("the admin entities appear", lambda: (lambda s: s if ADMIN <= set(s) else None)(r.states()), 60)
     check(states[PROV_ACTION]["attributes"].get("options") == [f"action {n}" for n in range(4)],
           "the provisioning selector offers the configured actions",
@@ -523,18 +594,31 @@ def admin_scenario(r, first_dump):
     check(last["state"] == alice["uid"] and last["attributes"].get("label") == "Alice",
           "the same hashed UID as in the tag list, and the label", json.dumps(last))
     r.ctl("sim", "remove")
+    check(r.state(DURESS)["state"] == "unknown", "no access event fired the duress alarm",
+          json.dumps(r.state(DURESS)))
+
+    # A card number enrolled from HA (issue 35): for the action and label chosen there.
+    seen = len(r.audit())
+    r.api("POST", "/api/services/text/set_value", {"entity_id": PROV_LABEL, "value": "Gate card"})
+    r.api("POST", "/api/services/text/set_value", {"entity_id": ENROLL, "value": "26:7:4242"})
+    row = r.wait_event("provisioning_written", seen, reason="card_enrolled", source="homeassistant")
+    cards = [t for t in r.ctl("tags", "list")["tags"] if t.get("kind") == "wiegand"]
+    check(len(cards) == 1 and cards[0]["uid"] == row.get("uid") and cards[0]["label"] == "Gate card"
+          and cards[0]["action"] == 1 and cards[0]["state"] == "active",
+          "the card is enrolled for HA's action and label", json.dumps(cards))
 
     ha_rows = [(x["kind"], x.get("reason")) for x in r.audit() if x.get("source") == "homeassistant"]
     for expected in [("remote_accepted", "provision_label"), ("remote_accepted", "provision_action"),
                      ("provisioning_armed", None), ("provisioning_cancelled", "cancelled"),
-                     ("remote_accepted", "revoke_tag"), ("tag_revoked", None)]:
+                     ("remote_accepted", "revoke_tag"), ("tag_revoked", None),
+                     ("provisioning_written", "card_enrolled")]:
         check(expected in ha_rows, f"audited with source homeassistant: {expected[0]} {expected[1] or ''}")
 
     # The option off again: the admin entities leave HA, the commands are refused.
     check(r.stop("gatewayd") == 0, "gatewayd stops cleanly")
     cleared = "'doorgateway/front-door/tags', ... (0 bytes))"
     clears = r.log("mosquitto-broker").count(cleared)
-    r.start_door(ha_open=True, door_contact=False)
+    r.start_door(ha_open=True, door_contact=False, outdoor=True)
     wait_for("with home_assistant_admin off the admin entities leave HA", lambda: not ADMIN & set(r.states()), 60)
     wait_for("the door clears the retained tag list from the broker",
              lambda: r.log("mosquitto-broker").count(cleared) > clears, 30)
@@ -543,6 +627,12 @@ def admin_scenario(r, first_dump):
                                                  "payload": "ARM"})
     r.wait_event("remote_rejected", seen, reason="ha_admin_disabled", source="homeassistant")
     check(r.ctl("status")["state"] == "idle", "not armed")
+    seen = len(r.audit())
+    r.api("POST", "/api/services/mqtt/publish", {"topic": "doorgateway/front-door/admin/enroll_card/set",
+                                                 "payload": "26:7:5555"})
+    r.wait_event("remote_rejected", seen, reason="ha_admin_disabled", source="homeassistant")
+    check(len([t for t in r.ctl("tags", "list")["tags"] if t.get("kind") == "wiegand"]) == 1,
+          "an enroll message without admin rights enrolls nothing")
     check("remote_rejected reason=ha_admin_disabled source=homeassistant" in r.log("gatewayd"),
           "the refusal is in gatewayd's log")
     noise = [line for line in r.log("hass").splitlines()

@@ -15,6 +15,9 @@ public enum HomeAssistantAdminRequest: Equatable, Hashable, Sendable {
     case revoke
     /// The lockdown switch: ON starts the lockdown, OFF ends it (Lockdown.swift).
     case lockdown(Bool)
+    /// A card number to enroll (issue 35) for the action and label chosen
+    /// for provisioning: a `CardNumber`'s text, checked by the judge.
+    case enrollCard(String)
 
     /// The longest option text or label taken from HA (bytes of UTF-8).
     public static let maximumText = 128
@@ -145,6 +148,11 @@ extension RemoteJudge {
                 return refuse("malformed", "lockdown payload must be ON or OFF")
             }
             request = .lockdown(text == "ON")
+        case .homeAssistantEnrollCard:
+            guard let card = CardNumber(text: text) else {
+                return refuse("malformed", "a card is 26:FACILITY:NUMBER (also 34 and 37), raw:BITS:HEX or fmt:DIGITS")
+            }
+            request = .enrollCard(card.description)
         default: return refuse("malformed", "not an admin topic")
         }
         return RemoteJudgement(outcome: nil, admin: request)

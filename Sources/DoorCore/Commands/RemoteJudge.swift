@@ -23,6 +23,10 @@ public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
     case homeAssistantRevokeChoice, homeAssistantRevoke
     /// The lockdown switch (`PREFIX/admin/lockdown/set`: ON, OFF; docs/policy.md "Lockdown").
     case homeAssistantLockdown
+    /// Enrolling a card number from HA's admin screen (issue 35,
+    /// `PREFIX/admin/enroll_card/set`: `26:FACILITY:NUMBER`, `34:…`, `37:…` or
+    /// `raw:BITS:HEX`), for the provisioning selector's action and label.
+    case homeAssistantEnrollCard
     /// Home Assistant's Approve and Deny buttons (`PREFIX/approval/set`:
     /// `APPROVE` or `DENY`, optionally followed by a space and the code).
     /// Honoured when the waiting action lists `home_assistant` (its
@@ -33,7 +37,7 @@ public enum RemoteChannel: Equatable, Hashable, Sendable, CaseIterable {
     public var isHomeAssistantAdmin: Bool {
         switch self {
         case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
-            .homeAssistantRevokeChoice, .homeAssistantRevoke, .homeAssistantLockdown:
+            .homeAssistantRevokeChoice, .homeAssistantRevoke, .homeAssistantLockdown, .homeAssistantEnrollCard:
             return true
         default: return false
         }
@@ -213,7 +217,7 @@ public enum RemoteJudge {
         case .homeAssistantMode, .homeAssistantLockoutClear, .homeAssistantAction:
             return RemoteJudgement(outcome: homeAssistantControl(message, policy: policy))
         case .homeAssistantProvisionAction, .homeAssistantProvisionLabel, .homeAssistantProvision,
-            .homeAssistantRevokeChoice, .homeAssistantRevoke, .homeAssistantLockdown:
+            .homeAssistantRevokeChoice, .homeAssistantRevoke, .homeAssistantLockdown, .homeAssistantEnrollCard:
             return homeAssistantAdmin(message, policy: policy)
         case .homeAssistantApproval:
             return RemoteJudgement(outcome: homeAssistantApproval(message))

@@ -56,6 +56,26 @@ public enum KeypadOutput: Equatable, Sendable {
     case feedback(FeedbackKind)
 }
 
+/// An entry typed on a reader's keypad, to check against the PINs
+/// (`KeypadDesk.press` → `verify` → `checked`). Never printed: it holds a PIN.
+public struct PINCheck: Sendable {
+    public let reader: String
+    /// nil: no PIN (too short, or more keys than a PIN has) — wrong, unhashed.
+    let pin: PIN?
+    /// The card waiting on that reader for its PIN, if any.
+    public let held: TagPresentation?
+
+    public enum Result: Equatable, Sendable {
+        /// The waiting card's own PIN (a duress one raises the silent alarm).
+        case cardPIN(duress: Bool)
+        /// A PIN-only code; for a waiting card only a duress code counts.
+        case code(PINCodeMatch)
+        case wrong
+        /// The PINs could not be read (`registry_unavailable`, nothing counted).
+        case unavailable
+    }
+}
+
 /// The keypads of the door's outdoor readers (issue 35), pure: keys in,
 /// decisions out, one state per reader. An entry is digits then `#`; `*`
 /// or a pause of `keyGap` drops it. With a card waiting on that reader for
@@ -80,6 +100,10 @@ public struct KeypadDesk: Sendable {
         var failures: [MonotonicInstant] = []
         var lockedUntil: MonotonicInstant?
         var lastLockout: (end: MonotonicInstant, length: Duration)?
+        /// An entry of this reader is being checked (`press` → `checked`).
+        var checking = false
+        /// Keys typed meanwhile, pressed in order once the check is answered.
+        var pending: [(key: KeypadKey, at: MonotonicInstant)] = []
     }
 
     var readers: [String: Reader] = [:]
@@ -89,6 +113,24 @@ public struct KeypadDesk: Sendable {
     /// Whether `reader`'s keypad is locked out at `now`.
     public func isLockedOut(_ reader: String, at now: MonotonicInstant) -> Bool {
         readers[reader]?.lockedUntil.map { now < $0 } ?? false
+    }
+
+    /// The readers whose keypads are locked out at `now`, and until when
+    /// (`gatewayctl lockout status`, the state document, Home Assistant).
+    public func lockouts(at now: MonotonicInstant) -> [String: MonotonicInstant] {
+        readers.compactMapValues { r in r.lockedUntil.flatMap { now < $0 ? $0 : nil } }
+    }
+
+    /// Ends every keypad lockout and forgets the wrong PINs counted toward
+    /// the next one (`gatewayctl lockout clear`, Home Assistant's button: the
+    /// door's lockout clear, whoever sends it). A card waiting for its PIN
+    /// and the keys typed so far stay.
+    public mutating func clearLockouts() {
+        for name in readers.keys {
+            readers[name]?.lockedUntil = nil
+            readers[name]?.failures = []
+            readers[name]?.lastLockout = nil
+        }
     }
 
     /// The next time `tick` has something to do (a card's window, a lockout's end).
@@ -115,13 +157,42 @@ public struct KeypadDesk: Sendable {
         return out
     }
 
-    /// A key from `reader`'s keypad.
+    /// A key from `reader`'s keypad, decided at once: `press`, `verify` and
+    /// `checked` in one call (the desk's tests, one thread). The daemon runs
+    /// `verify` — the KDF — off its door queue (DoorRuntime).
     public mutating func key(
         _ key: KeypadKey, reader name: String, at now: MonotonicInstant, verifier: some PINVerifier
     ) -> [KeypadOutput] {
-        var out = tick(at: now)
+        var (out, check) = press(key, reader: name, at: now)
+        while let c = check {
+            let answer = checked(c, Self.verify(c, verifier: verifier), at: now)
+            out += answer.outputs
+            check = answer.check
+        }
+        return out
+    }
+
+    /// At most this many keys wait for a reader's check (a PIN and a half);
+    /// more are dropped: a flood queues no work.
+    public static let pendingKeys = 20
+
+    /// A key from `reader`'s keypad, without hashing: a digit, `*` or a
+    /// gap change the entry; `#` ends it and returns the entry to check
+    /// (`verify`, anywhere, then `checked`, back where the desk lives), with
+    /// the card waiting on that reader. One entry per reader is checked at a
+    /// time: keys typed meanwhile wait (up to `pendingKeys`) and are pressed,
+    /// with their own times, once it is answered — after a lockout it set, they
+    /// are dropped as a locked keypad's are.
+    public mutating func press(_ key: KeypadKey, reader name: String, at now: MonotonicInstant)
+        -> (outputs: [KeypadOutput], check: PINCheck?)
+    {
+        let out = tick(at: now)
         // A locked keypad's keys are dropped unread: a flood costs no hashing.
-        if isLockedOut(name, at: now) { return out }
+        if isLockedOut(name, at: now) { return (out, nil) }
+        if readers[name]?.checking == true {
+            if readers[name]!.pending.count < Self.pendingKeys { readers[name]!.pending.append((key, now)) }
+            return (out, nil)
+        }
         var r = readers[name] ?? Reader()
         defer { readers[name] = r }
         if let last = r.lastKey, now.since(last) >= settings.keyGap {
@@ -133,62 +204,96 @@ public struct KeypadDesk: Sendable {
         case .clear:
             r.keys = []
             r.overflow = false
-            return out
+            return (out, nil)
         case .digit(let d):
             if r.keys.count < PIN.lengths.upperBound { r.keys.append(d) } else { r.overflow = true }
-            return out
+            return (out, nil)
         case .enter:
-            let keys = r.keys
-            let overflow = r.overflow
+            let pin = r.overflow ? nil : PIN(keys: r.keys)
             r.keys = []
             r.overflow = false
             let held = r.held
             r.held = nil
-            let pin = overflow ? nil : PIN(keys: keys)
-            do {
-                if let held {
-                    let p = held.presentation
-                    if let pin, let own = try verifier.pin(for: p.uid), try own.matches(pin) {
-                        var released = p
-                        released.pinRequired = false
-                        if own.duress { out.append(.emit(Self.duress(uid: p.uid, reader: name))) }
-                        return out + [.decided(released)]
-                    }
-                    // A duress code typed for a waiting card raises the alarm and
-                    // is decided as the code it is — its revocation, window,
-                    // schedule and uses, its own action — never as the card's
-                    // PIN: a revoked or expired duress code (or one leaked)
-                    // must not turn card + PIN into card alone.
-                    if let pin, let code = try Self.code(pin, verifier: verifier), code.duress {
-                        return out + [
-                            .emit(Self.duress(uid: p.uid, reader: name)), .decide(TapFacts(code: code, reader: name)),
-                        ]
-                    }
-                    out.append(.decided(TapDecision.deny(p.uid, .wrongPIN).from(p)))
-                } else {
-                    if let pin, let code = try Self.code(pin, verifier: verifier) {
-                        if code.duress { out.append(.emit(Self.duress(uid: code.key, reader: name))) }
-                        return out + [.decide(TapFacts(code: code, reader: name))]
-                    }
-                    out.append(.feedback(.denied))
-                    out.append(
-                        .emit(DoorEvent(.accessDenied, reason: Denial.wrongPIN.reason, source: Self.source(name))))
-                }
-            } catch {
-                if let held {
-                    return out + [
-                        .decided(TapDecision.deny(held.presentation.uid, .registryUnavailable).from(held.presentation))
-                    ]
-                }
-                return out + [
-                    .feedback(.denied),
-                    .emit(
-                        DoorEvent(.accessDenied, reason: Denial.registryUnavailable.reason, source: Self.source(name))),
-                ]
-            }
-            out += countFailure(&r, reader: name, now)
-            return out
+            r.checking = true
+            return (out, PINCheck(reader: name, pin: pin, held: held?.presentation))
         }
+    }
+
+    /// The KDF's part of an entry (scrypt per PIN compared, ≈0.1–0.2 s):
+    /// pure, no desk state, run wherever hashing blocks nobody.
+    public static func verify(_ check: PINCheck, verifier: some PINVerifier) -> PINCheck.Result {
+        guard let pin = check.pin else { return .wrong }
+        do {
+            if let p = check.held {
+                if let own = try verifier.pin(for: p.uid), try own.matches(pin) { return .cardPIN(duress: own.duress) }
+                // A duress code typed for a waiting card raises the alarm and
+                // is decided as the code it is — its revocation, window,
+                // schedule and uses, its own action — never as the card's
+                // PIN: a revoked or expired duress code (or one leaked)
+                // must not turn card + PIN into card alone.
+                if let code = try code(pin, verifier: verifier), code.duress { return .code(code) }
+                return .wrong
+            }
+            return try code(pin, verifier: verifier).map(PINCheck.Result.code) ?? .wrong
+        } catch {
+            return .unavailable
+        }
+    }
+
+    /// An entry's check answered (`verify`'s result for `check`): the card
+    /// released or denied, the code to decide, a wrong PIN counted toward
+    /// the reader's lockout; then the keys typed meanwhile, in order — which
+    /// may end the next entry to check.
+    public mutating func checked(_ check: PINCheck, _ result: PINCheck.Result, at now: MonotonicInstant)
+        -> (outputs: [KeypadOutput], check: PINCheck?)
+    {
+        var out = answered(check, result, at: now)
+        let name = check.reader
+        let pending = readers[name]?.pending ?? []
+        readers[name]?.pending = []
+        var next: PINCheck?
+        for p in pending {
+            let (o, c) = press(p.key, reader: name, at: p.at)
+            out += o
+            next = next ?? c
+        }
+        return (out, next)
+    }
+
+    private mutating func answered(_ check: PINCheck, _ result: PINCheck.Result, at now: MonotonicInstant)
+        -> [KeypadOutput]
+    {
+        var out = tick(at: now)
+        let name = check.reader
+        var r = readers[name] ?? Reader()
+        r.checking = false
+        defer { readers[name] = r }
+        switch (result, check.held) {
+        case (.cardPIN(let duress), let p?):
+            var released = p
+            released.pinRequired = false
+            if duress { out.append(.emit(Self.duress(uid: p.uid, reader: name))) }
+            return out + [.decided(released)]
+        case (.code(let code), let p?):
+            return out + [.emit(Self.duress(uid: p.uid, reader: name)), .decide(TapFacts(code: code, reader: name))]
+        case (.code(let code), nil):
+            if code.duress { out.append(.emit(Self.duress(uid: code.key, reader: name))) }
+            return out + [.decide(TapFacts(code: code, reader: name))]
+        case (.unavailable, let p?):
+            return out + [.decided(TapDecision.deny(p.uid, .registryUnavailable).from(p))]
+        case (.unavailable, nil):
+            return out + [
+                .feedback(.denied),
+                .emit(DoorEvent(.accessDenied, reason: Denial.registryUnavailable.reason, source: Self.source(name))),
+            ]
+        case (.wrong, let p?):
+            out.append(.decided(TapDecision.deny(p.uid, .wrongPIN).from(p)))
+        case (.wrong, nil), (.cardPIN, nil):
+            out.append(.feedback(.denied))
+            out.append(.emit(DoorEvent(.accessDenied, reason: Denial.wrongPIN.reason, source: Self.source(name))))
+        }
+        out += countFailure(&r, reader: name, now)
+        return out
     }
 
     /// Cards whose window passed are denied `pin_timeout`; keypad lockouts that ended say so.
