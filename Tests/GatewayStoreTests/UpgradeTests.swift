@@ -41,7 +41,7 @@ final class UpgradeTests: TemporaryDirectoryTestCase {
                 "v15-osdp-reader-key", "v16-site-state", "v17-passage",
             ])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 16,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 17,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 
