@@ -69,6 +69,8 @@ final class DoorRuntime: Sendable {
     /// anywhere through the accessors below.
     private struct State {
         var machine: DoorMachine
+        /// The credential of the last duress entry, until its grant is seen.
+        var duressUID: TagUID?
         var hooks = Hooks()
         var timers: [TimerID: DispatchSourceTimer] = [:]
         var recentEvents: [JSONValue] = []
@@ -295,8 +297,16 @@ final class DoorRuntime: Sendable {
     }
 
     /// A valid grant (on `queue`): with a first-person-in passage schedule,
-    /// inside its window, the window opens and the tick applies passage.
-    private func firstPersonInGrant() {
+    /// inside its window, the window opens and the tick applies passage. Not
+    /// a grant in lockdown (an exempt action: the responder does not open the
+    /// day) nor one under duress (the person forced in does not either).
+    private func firstPersonInGrant(_ event: DoorEvent) {
+        let (mode, duress) = state.withLock { s -> (DoorMode, Bool) in
+            let forced = s.duressUID != nil && s.duressUID == event.uid
+            if forced { s.duressUID = nil }
+            return (s.machine.mode, forced)
+        }
+        guard mode != .lockdown, !duress else { return }
         guard let name = configuration.door.passageSchedule, let schedule = accessPolicy.schedule(named: name),
             schedule.firstPersonIn
         else { return }
@@ -474,7 +484,10 @@ final class DoorRuntime: Sendable {
             switch output {
             case .decided(let p): handle(.tagArrived(p))
             case .decide(let facts): tagArrived(facts)
-            case .emit(let event): record(event)
+            case .emit(let event):
+                // The grant that follows a duress entry must not open the day (first person in).
+                if event.kind == .duress { state.withLock { $0.duressUID = event.uid } }
+                record(event)
             case .feedback(let kind): execute([.feedback(kind)])
             }
         }
@@ -648,7 +661,7 @@ final class DoorRuntime: Sendable {
                 state.withLock { _ = $0.timers.removeValue(forKey: id)?.cancel() }
             case .emit(let event):
                 record(event)
-                if event.kind == .accessGranted { firstPersonInGrant() }
+                if event.kind == .accessGranted { firstPersonInGrant(event) }
             case .writeTag(let job):
                 beginWrite(job)
             case .publishReport:
@@ -848,7 +861,9 @@ final class DoorRuntime: Sendable {
             let running = state.withLock { $0.machine.mode }
             if settings.initialMode == fileMode || running == .lockdown { settings.initialMode = running }
             // A fire alarm nobody has reset outlives the machine it began in.
-            settings.initialFire = state.withLock { $0.machine.fire }
+            (settings.initialFire, settings.initialFireSources) = state.withLock {
+                ($0.machine.fire, $0.machine.fireSources)
+            }
             // So does the site's lockdown (docs/policy.md "Lockdown").
             settings.initialLockdown = state.withLock { $0.machine.lockdown }
             // With a passage schedule the schedule says when the door stands

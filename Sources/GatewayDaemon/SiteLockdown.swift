@@ -21,7 +21,9 @@ private let lockdownChanges = Mutex(0)
 
 extension DoorRuntime {
     /// The door settings a starting runtime's machine takes: the file's, with
-    /// the store's lockdown (none when unreadable: logged).
+    /// the store's lockdown. Unreadable, the door starts locked down (fail
+    /// closed: a lockdown nobody can see ended is not lifted by a restart);
+    /// `gatewayctl lockdown end` lifts it once the store answers.
     static func withPersistedLockdown(_ door: DoorSettings, store: GatewayStore, log: Logger) -> DoorSettings {
         var settings = door
         do {
@@ -30,7 +32,10 @@ extension DoorRuntime {
                 log.notice("lockdown: in force since \(UTCTime.iso8601(l.since)), by \(l.by) (\(l.source))")
             }
         } catch {
-            log.error("lockdown: the store's lockdown state is unreadable: \(error)")
+            log.error(
+                "lockdown: the store's lockdown state is unreadable (\(error)); starting locked down (gatewayctl lockdown end lifts it)"
+            )
+            settings.initialLockdown = Lockdown(by: "unknown", source: "store", since: Int64(time(nil)))
         }
         return settings
     }

@@ -63,6 +63,21 @@ final class ApprovalMachineTests: XCTestCase {
         XCTAssertEqual(h.machine.state, .idle)
     }
 
+    /// The approved grant names the reader the tap came from (review finding:
+    /// it said `tag`, so an approved visitor at an entry reader never counted
+    /// as in — missing from the roll call, and hard passback never saw them).
+    func testTheApprovedGrantNamesTheTapsReader() throws {
+        var h = harness()
+        h.machine.supplyRandom(bytesFor(h))
+        let fx = h.send(
+            .tagArrived(TagPresentation(uid: TagUID(hex: a)!, content: .ours, verdict: grant, reader: "street")))
+        let code = try XCTUnwrap(fx.events.first { $0.kind == .approvalRequested }?.code)
+        let yes = h.send(answer(code, true, by: .gatewayctl))
+        let granted = try XCTUnwrap(yes.events.first { $0.kind == .accessGranted })
+        XCTAssertEqual(granted.source, "reader:street")
+        XCTAssertEqual(granted.reason, "approved")
+    }
+
     func testEachApproverOverItsOwnTransport() throws {
         for (approver, input) in [
             (Approver.gatewayctl, { (c: String) in self.answer(c, true, by: .gatewayctl) }),

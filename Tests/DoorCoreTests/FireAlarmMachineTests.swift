@@ -149,6 +149,27 @@ final class FireAlarmMachineTests: XCTestCase {
         XCTAssertEqual(h.send(.admin(.fireReset(who: "uid=1000"))).eventKinds, [.fireReset])
     }
 
+    /// A reload's new machine keeps what held the alarm (review finding): with
+    /// the site's signal and the input both in alarm, the input clearing after
+    /// a reload leaves the site's alarm holding; a reset is refused until the
+    /// site's clear (before: the new machine knew no sources, the input's
+    /// clear cleared the alarm and a reset relocked the maglock).
+    func testAReloadKeepsWhatHoldsTheAlarm() {
+        var h = harness()
+        h.send(.siteFire(active: true, by: "site-admin"))
+        h.send(.fireAlarm(active: true))
+        XCTAssertEqual(h.machine.fireSources.count, 2)
+        var s = settings
+        (s.initialFire, s.initialFireSources) = (h.machine.fire, h.machine.fireSources)
+        var reloaded = MachineHarness(settings: s)
+        reloaded.start()
+        XCTAssertEqual(reloaded.send(.fireAlarm(active: false)).eventKinds, [])
+        XCTAssertEqual(reloaded.machine.fire, .alarm, "the site's signal still holds it")
+        XCTAssertEqual(reloaded.send(.admin(.fireReset(who: "uid=0"))).eventKinds, [.fireResetRefused])
+        XCTAssertEqual(reloaded.send(.siteFire(active: false, by: "site-admin")).eventKinds, [.fireCleared])
+        XCTAssertEqual(reloaded.send(.admin(.fireReset(who: "uid=0"))).eventKinds, [.fireReset])
+    }
+
     /// The board delivers the input in alarm before the runtime starts the
     /// machine (a gatewayd started during an alarm): start keeps them released.
     func testAnAlarmBeforeStartIsKeptByStart() {

@@ -23,6 +23,27 @@ final class SiteCommandTests: XCTestCase {
         }
     }
 
+    /// A lockdown end the door missed, replayed after a newer start inside the
+    /// window, is refused (review finding: the window alone let it through and
+    /// unlocked the door); the fire commands are ordered on their own.
+    func testAnOlderCommandOfTheSameStateIsRefusedAfterANewerOne() throws {
+        let seed = try Crypto.Ed25519.generateSeed()
+        let key = try Crypto.Ed25519.publicKey(seed: seed)
+        var replay = ReplayGuard()
+        let missedEnd = try command(.lockdownEnd, ts: 1_799_063_998, nonce: "00000000000000000000000000000011")
+            .signed(seed: seed)
+        let start = try command(.lockdownStart, ts: 1_799_064_000, nonce: "00000000000000000000000000000012")
+            .signed(seed: seed)
+        XCTAssertEqual(judge(start, key: key, replay: &replay), "ok lockdown_start by alice")
+        XCTAssertEqual(judge(missedEnd, key: key, replay: &replay), "older_than_highest")
+        let fire = try command(.fireAlarm, ts: 1_799_063_998, nonce: "00000000000000000000000000000013")
+            .signed(seed: seed)
+        XCTAssertEqual(judge(fire, key: key, replay: &replay), "ok fire_alarm by alice", "another state")
+        let laterEnd = try command(.lockdownEnd, ts: 1_799_064_000, nonce: "00000000000000000000000000000014")
+            .signed(seed: seed)
+        XCTAssertEqual(judge(laterEnd, key: key, replay: &replay), "ok lockdown_end by alice")
+    }
+
     func testOnlyAFreshCommandSignedByTheSiteKeyForThisSitePassesOnce() throws {
         let seed = try Crypto.Ed25519.generateSeed()
         let key = try Crypto.Ed25519.publicKey(seed: seed)

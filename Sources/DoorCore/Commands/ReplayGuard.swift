@@ -51,11 +51,20 @@ public struct ReplayGuard: Equatable, Sendable, Codable {
     /// Checks a fresh-enough message; on success records it. Returns the rejection, if any.
     /// `now` is only recorded (`acceptedAt`); what is refused and what is
     /// forgotten follow the timestamps.
+    /// `orderKey`: commands that set one state (a site's lockdown start and end)
+    /// must also come in order: one older than the newest accepted under that
+    /// key is refused even inside the window, so a missed end replayed after a
+    /// newer start cannot undo it.
     public mutating func admit(
         keyID: String, fingerprint: String, timestamp: Int64, now: Int64,
-        tolerance: Int64
+        tolerance: Int64, orderKey: String? = nil
     ) -> CommandRejection? {
         let window = Self.clamp(tolerance)
+        if let orderKey, let newest = highest[orderKey], timestamp < newest {
+            return CommandRejection(
+                .olderThanHighest,
+                "timestamp \(timestamp) is older than the newest accepted command of its kind (\(newest))")
+        }
         if let top = highest[keyID], case let (limit, false) = top.subtractingReportingOverflow(window),
             timestamp < limit
         {
@@ -75,6 +84,7 @@ public struct ReplayGuard: Equatable, Sendable, Codable {
                 .replayRecordFull, "the replay record is full (\(capacity)); refusing rather than forgetting")
         }
         entries.append(Entry(keyID: keyID, fingerprint: fingerprint, timestamp: timestamp, acceptedAt: now))
+        if let orderKey { highest[orderKey] = max(highest[orderKey] ?? timestamp, timestamp) }
         return nil
     }
 

@@ -21,6 +21,14 @@ public enum SiteCommandKind: String, Equatable, Hashable, Sendable, CaseIterable
     /// The site's alarm is over: the door's outputs stay released until its
     /// own input (if any) is clear and an operator resets (`gatewayctl fire reset`).
     case fireClear = "fire_clear"
+
+    /// The state it sets: commands of one state are accepted in timestamp order.
+    var state: String {
+        switch self {
+        case .lockdownStart, .lockdownEnd: return "lockdown"
+        case .fireAlarm, .fireClear: return "fire"
+        }
+    }
 }
 
 /// One site command, its signature checked.
@@ -140,7 +148,7 @@ public enum SiteCommandRules {
         }
         if let r = replay.admit(
             keyID: replayKey, fingerprint: nonce.lowercased(), timestamp: ts, now: now.unixSeconds,
-            tolerance: window.tolerance)
+            tolerance: window.tolerance, orderKey: replayKey + "/" + kind.state)
         {
             switch r.code {
             case .olderThanHighest: return refuse(.olderThanHighest, r.detail)

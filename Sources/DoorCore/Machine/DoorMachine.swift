@@ -23,7 +23,9 @@ public struct DoorMachine: Sendable {
     /// schedule, a lockdown, a lockout or a tap does.
     public private(set) var fire: FireState
     /// What holds the alarm now: `input` (the door's own), `site` (the site's signal).
-    private var fireSources: Set<String> = []
+    /// What holds the fire alarm now (the input, the site's signal): a reload's
+    /// new machine takes them over (`settings.initialFireSources`).
+    public private(set) var fireSources: Set<String> = []
     /// The site's lockdown in force, if any (Lockdown.swift, docs/policy.md "Lockdown").
     public internal(set) var lockdown: Lockdown?
 
@@ -137,6 +139,7 @@ public struct DoorMachine: Sendable {
         self.settings = settings
         mode = Self.startingMode(settings)
         fire = settings.initialFire
+        fireSources = fire == .alarm ? settings.initialFireSources : []
         lockdown = settings.initialLockdown
     }
 
@@ -450,7 +453,7 @@ public struct DoorMachine: Sendable {
     private mutating func opens(_ p: TagPresentation, _ now: MonotonicInstant, _ fx: inout [DoorEffect]) {
         guard case .grant(let action, let reason) = p.verdict else { return }
         if let policy = settings.action(action)?.approval {
-            requestApproval(uid: p.uid, action: action, policy: policy, now, &fx)
+            requestApproval(uid: p.uid, action: action, policy: policy, source: p.source, now, &fx)
             return
         }
         fx.append(.feedback(.granted))
@@ -895,11 +898,12 @@ public struct DoorMachine: Sendable {
     /// plays the waiting pattern and publishes the request (its event
     /// carries the code). A request already waiting is replaced.
     private mutating func requestApproval(
-        uid: TagUID, action: ActionIndex, policy: ApprovalPolicy, _ now: MonotonicInstant, _ fx: inout [DoorEffect]
+        uid: TagUID, action: ActionIndex, policy: ApprovalPolicy, source: String, _ now: MonotonicInstant,
+        _ fx: inout [DoorEffect]
     ) {
         let bytes = random
         random = []
-        switch approvals.open(uid: uid, action: action, policy: policy, random: bytes, at: now) {
+        switch approvals.open(uid: uid, action: action, policy: policy, random: bytes, at: now, source: source) {
         case .noCode:
             // No randomness was supplied: fail closed.
             fx.append(.feedback(.denied))
@@ -944,7 +948,8 @@ public struct DoorMachine: Sendable {
             fx.append(
                 .emit(
                     DoorEvent(
-                        .accessGranted, reason: "approved", action: request.action, uid: request.uid, source: "tag")))
+                        .accessGranted, reason: "approved", action: request.action, uid: request.uid,
+                        source: request.source)))
             _ = runAction(request.action, source: "tag", now, &fx)
         case .denied(let request, let by):
             fx.append(.cancelTimer(.approvalTimeout(id: request.id)))

@@ -113,6 +113,9 @@ public struct DoorSettings: Equatable, Sendable, Hashable {
     /// The fire alarm at start: a reload carries the running door's (a new
     /// machine must not forget an alarm nobody has reset).
     public var initialFire: FireState = .normal
+    /// What held that alarm (the input, the site's signal): each must clear
+    /// before a reset relocks, across a reload too.
+    public var initialFireSources: Set<String> = []
     /// The site's lockdown at start (the store's, docs/policy.md "Lockdown"):
     /// the machine starts in lockdown mode with it.
     public var initialLockdown: Lockdown? = nil

@@ -36,6 +36,9 @@ public struct ApprovalRequest: Equatable, Sendable {
     public var policy: ApprovalPolicy
     public var created: MonotonicInstant
     public var deadline: MonotonicInstant
+    /// Where the tap came from (`tag`, `reader:NAME`): the approved grant names
+    /// it, so an entry reader's approved visitor counts as in (occupancy).
+    public var source: String = "tag"
 }
 
 /// The requests of one door: at most one pending; a second tap replaces it.
@@ -74,7 +77,8 @@ public struct ApprovalDesk: Sendable {
 
     /// A tap that would be granted for an action needing approval.
     public mutating func open(
-        uid: TagUID, action: ActionIndex, policy: ApprovalPolicy, random: [UInt8], at now: MonotonicInstant
+        uid: TagUID, action: ActionIndex, policy: ApprovalPolicy, random: [UInt8], at now: MonotonicInstant,
+        source: String = "tag"
     ) -> Opened {
         guard var code = Self.code(from: random) else { return .noCode }
         // A code equal to one just settled would read as its replay: draw again from the rest.
@@ -88,7 +92,7 @@ public struct ApprovalDesk: Sendable {
         if let replaced { remember(replaced.code) }
         let request = ApprovalRequest(
             id: nextID, code: code, uid: uid, action: action, policy: policy, created: now,
-            deadline: now + policy.timeout)
+            deadline: now + policy.timeout, source: source)
         nextID += 1
         pending = request
         return .waiting(request, replaced: replaced)
