@@ -220,6 +220,12 @@ class Run:
     def audit(self):
         return self.ctl("log", "--limit", "500")
 
+    def after(self, action, kind, **kw):
+        """action(), then the audit event it causes (wait_event's kind, reason, source)."""
+        seen = len(self.audit())
+        action()
+        return self.wait_event(kind, seen, **kw)
+
     def wait_event(self, kind, after, reason=None, source=None, timeout=30):
         def found():
             rows = self.audit()[after:]
@@ -381,9 +387,7 @@ def scenario(r):
     r.ctl("sim", "dump", dump)
     r.ctl("sim", "remove")
     time.sleep(1.2)
-    seen = len(r.audit())
-    r.ctl("sim", "reinsert")
-    r.wait_event("access_granted", seen)
+    r.after(lambda: r.ctl("sim", "reinsert"), "access_granted")
     ev = r.wait_state("HA's event entity shows access_granted", EVENT,
                       lambda s: s["attributes"].get("event_type") == "access_granted", 30, 0.1)
     check_entity(ev, "the event carries its reason", reason="valid_v2")
@@ -401,9 +405,8 @@ def scenario(r):
     r.wait_value("HA's lock is locked again after the pulse", LOCK, "locked")
 
     # A denied tap: the written image on another UID.
-    seen = len(r.audit())
-    r.ctl("sim", "tap", "--dump", dump, "--uid", "04FFEEDDCCBBAA")
-    r.wait_event("access_denied", seen, reason="uid_mismatch")
+    r.after(lambda: r.ctl("sim", "tap", "--dump", dump, "--uid", "04FFEEDDCCBBAA"),
+            "access_denied", reason="uid_mismatch")
     r.wait_state("HA's event entity shows access_denied", EVENT,
                  lambda s: s["attributes"].get("event_type") == "access_denied")
 
@@ -414,22 +417,16 @@ def scenario(r):
     # The granted tap's pulse ended moments ago: within open_grace_s (10 s) an
     # opening is that grant's, not forced. Wait it out.
     time.sleep(11)
-    seen = len(r.audit())
-    r.ctl("sim", "door", "open")
-    r.wait_event("door_forced_open", seen)
+    r.after(lambda: r.ctl("sim", "door", "open"), "door_forced_open")
     alarm = r.wait_value("HA shows the door alarm on", DOOR_ALARM, "on")
     check_entity(alarm, "the alarm says forced open", door_alarm="forced_open")
-    seen = len(r.audit())
-    r.ctl("sim", "door", "closed")
-    cleared = r.wait_event("door_alarm_cleared", seen)
+    cleared = r.after(lambda: r.ctl("sim", "door", "closed"), "door_alarm_cleared")
     # Past warn_s (15 s) before the close, the held-open stage is cleared with it.
     check(cleared.get("reason", "").startswith("forced_open"), "the clear names forced_open", json.dumps(cleared))
     r.wait_value("HA shows the door alarm off once the door closes", DOOR_ALARM, "off")
 
     # HA unlock refused by default, and audited.
-    seen = len(r.audit())
-    r.call("lock.unlock", LOCK)
-    r.wait_event("remote_rejected", seen, reason="ha_open_disabled", source="homeassistant")
+    r.after(lambda: r.call("lock.unlock", LOCK), "remote_rejected", reason="ha_open_disabled", source="homeassistant")
     check(r.strike() == "locked", "the strike stayed locked")
 
     # Stop → unavailable.
@@ -441,9 +438,7 @@ def scenario(r):
     r.start_door(ha_open=True, door_contact=False, outdoor=True)
     r.wait_value("lock available again", LOCK, "locked", 60)
     outdoor_checks(r)
-    seen = len(r.audit())
-    r.call("lock.unlock", LOCK)
-    r.wait_event("remote_accepted", seen, source="homeassistant")
+    r.after(lambda: r.call("lock.unlock", LOCK), "remote_accepted", source="homeassistant")
     r.wait_value("HA's lock follows the pulse and relocks", LOCK, "locked")
     wait_for("the door contact removed from the configuration leaves HA", lambda: DOOR not in r.states(), 30)
     wait_for("its door alarm leaves HA with it", lambda: DOOR_ALARM not in r.states(), 30)
@@ -457,13 +452,9 @@ def scenario(r):
              and r.state(MODE)["state"] == "passage", 30)
     r.call("select.select_option", MODE, option="normal")
     wait_for("normal from HA locks again", lambda: r.strike() == "locked", 30)
-    seen = len(r.audit())
-    r.call("button.press", ACTION1)
-    row = r.wait_event("remote_accepted", seen, source="homeassistant")
+    row = r.after(lambda: r.call("button.press", ACTION1), "remote_accepted", source="homeassistant")
     check(row.get("action") == 1, "the action 1 button ran action 1", json.dumps(row))
-    seen = len(r.audit())
-    r.call("button.press", CLEAR)
-    r.wait_event("lockout_cleared", seen, source="homeassistant")
+    r.after(lambda: r.call("button.press", CLEAR), "lockout_cleared", source="homeassistant")
     check_entity(r.state(LAST), "last access source is homeassistant", source="homeassistant")
 
     admin_scenario(r)
@@ -582,9 +573,7 @@ def admin_scenario(r):
     r.wait_state("Alice leaves the revoke selector", REVOKE_TAG,
                  lambda s: "Alice" not in s["attributes"]["options"] and s["state"] == "(none)")
     time.sleep(1.2)  # longer than same_tag_quiet_ms since the sticker left
-    seen = len(r.audit())
-    r.ctl("sim", "tap", "--dump", alice_dump)
-    r.wait_event("access_denied", seen, reason="revoked")
+    r.after(lambda: r.ctl("sim", "tap", "--dump", alice_dump), "access_denied", reason="revoked")
     check(r.strike() == "locked", "the strike stayed locked")
     last = r.wait_state("HA's last denied tag is Alice's, with the reason", DENIED,
                         lambda s: s["attributes"].get("reason") == "revoked")
@@ -617,13 +606,11 @@ def admin_scenario(r):
     wait_for("with home_assistant_admin off the admin entities leave HA", lambda: not ADMIN & set(r.states()), 60)
     wait_for("the door clears the retained tag list from the broker",
              lambda: r.log("mosquitto-broker").count(cleared) > clears, 30)
-    seen = len(r.audit())
-    r.call("mqtt.publish", None, topic="doorgateway/front-door/admin/provision/set", payload="ARM")
-    r.wait_event("remote_rejected", seen, reason="ha_admin_disabled", source="homeassistant")
+    r.after(lambda: r.call("mqtt.publish", None, topic="doorgateway/front-door/admin/provision/set", payload="ARM"),
+            "remote_rejected", reason="ha_admin_disabled", source="homeassistant")
     check(r.ctl("status")["state"] == "idle", "not armed")
-    seen = len(r.audit())
-    r.call("mqtt.publish", None, topic="doorgateway/front-door/admin/enroll_card/set", payload="26:7:5555")
-    r.wait_event("remote_rejected", seen, reason="ha_admin_disabled", source="homeassistant")
+    r.after(lambda: r.call("mqtt.publish", None, topic="doorgateway/front-door/admin/enroll_card/set",
+                           payload="26:7:5555"), "remote_rejected", reason="ha_admin_disabled", source="homeassistant")
     check(len([t for t in r.ctl("tags", "list")["tags"] if t.get("kind") == "wiegand"]) == 1,
           "an enroll message without admin rights enrolls nothing")
     check("remote_rejected reason=ha_admin_disabled source=homeassistant" in r.log("gatewayd"),
