@@ -85,7 +85,8 @@ class Help:
 
     def known(self, path):
         """The options a command takes: the global ones, its own and its subcommands'."""
-        return set(GLOBAL_OPTIONS).union(self.options(path), *(self.options(path + [s]) for s in self.subcommands(path)))
+        subs = self.subcommands(path)
+        return set(GLOBAL_OPTIONS).union(self.options(path), *(self.options(path + [s]) for s in subs))
 
     def paths(self):
         """Every command path --help lists, three levels deep (`keys otp new`), `help` included."""
@@ -250,7 +251,8 @@ def check_manpage(help_, rel="board/debian/gatewayctl.1"):
         if subs and rest and rest[0] not in subs:
             fail(where, f"gatewayctl {' '.join(path)} has no subcommand {rest[0]!r} (it has {', '.join(subs)})")
         named.add(tuple(path))
-        check_options(where, tag, help_.known(path), lambda opt: f"option {opt} is not in gatewayctl {' '.join(path)} --help")
+        check_options(where, tag, help_.known(path),
+                      lambda opt: f"option {opt} is not in gatewayctl {' '.join(path)} --help")
     for path in help_.commands():
         # a command whose subcommands are all listed counts as listed itself
         if path not in named and not any(n[: len(path)] == path for n in named):
@@ -310,7 +312,8 @@ def check_legend(example_text, rel="docs/troubleshooting.md"):
         fail(rel, f"repeating patterns: the text says {sorted(said)}, config example {sorted(want)}")
     m = re.search(r"From high to low: (.*?)\.\s", text, re.S)
     groups = [set(re.findall(r"`([a-z_]+)`", g)) for g in m.group(1).split(";")] if m else []
-    want_groups = [{n for n, p in pats.items() if p[2] == k} for k in sorted({p[2] for p in pats.values()}, reverse=True)]
+    prios = sorted({p[2] for p in pats.values()}, reverse=True)
+    want_groups = [{n for n, p in pats.items() if p[2] == k} for k in prios]
     if groups != want_groups:
         fail(rel, f"priority order: the text says {[sorted(g) for g in groups]}, config example "
                   f"{[sorted(g) for g in want_groups]}")
