@@ -30,15 +30,12 @@ BIN="${BIN:-out/static}"
 SWIFT="${SWIFT:-swift}"
 SCRATCH=.build-static
 
-if [ "${BENCH_FULL:-}" = 1 ]; then
-    export BENCH_TAPS="${BENCH_TAPS:-10000}" BENCH_IDLE_S="${BENCH_IDLE_S:-60}"
-    export BENCH_LATENCY_TAPS="${BENCH_LATENCY_TAPS:-200}"
-    READER_TAPS="${BENCH_READER_TAPS:-200}" MQTT_EVENTS="${BENCH_MQTT_EVENTS:-10000}"
-else
-    export BENCH_TAPS="${BENCH_TAPS:-1000}" BENCH_IDLE_S="${BENCH_IDLE_S:-20}"
-    export BENCH_LATENCY_TAPS="${BENCH_LATENCY_TAPS:-100}"
-    READER_TAPS="${BENCH_READER_TAPS:-200}" MQTT_EVENTS="${BENCH_MQTT_EVENTS:-2000}"
-fi
+# daemon taps, idle s, latency taps, MQTT events: the default run's, or BENCH_FULL=1's
+defaults=(1000 20 100 2000)
+[ "${BENCH_FULL:-}" = 1 ] && defaults=(10000 60 200 10000)
+export BENCH_TAPS="${BENCH_TAPS:-${defaults[0]}}" BENCH_IDLE_S="${BENCH_IDLE_S:-${defaults[1]}}"
+export BENCH_LATENCY_TAPS="${BENCH_LATENCY_TAPS:-${defaults[2]}}"
+READER_TAPS="${BENCH_READER_TAPS:-200}" MQTT_EVENTS="${BENCH_MQTT_EVENTS:-${defaults[3]}}"
 
 started=$(date +%s)
 section() { echo; echo "== $* ($(($(date +%s) - started)) s)"; }

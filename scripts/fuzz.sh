@@ -63,7 +63,7 @@ export SWIFT_BACKTRACE=enable=no
 # Symbolized ASan/LSan reports; LSan at exit as well as libFuzzer's per-input check.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:symbolize=1:abort_on_error=0}"
 
-declare -A EXECS RATE FOUND STATUS
+declare -A ROW  # target -> its line of the final table
 failed=0
 for t in $TARGETS; do
     grow="$CACHE/corpus/$t"
@@ -84,10 +84,7 @@ for t in $TARGETS; do
             -dict="Fuzz/dict/$t.dict" -artifact_prefix="$findings/" -print_final_stats=1)
         [[ $CHUNK -lt $FUZZ_S ]] && echo "=== part $part: $slice s" >>"$log"
         t0=$SECONDS
-        set +e
-        FUZZ_TARGET="$t" "$BIN" "${opts[@]}" "$grow" "Fuzz/corpus/$t" >"$log.part" 2>&1
-        rc=$?
-        set -e
+        FUZZ_TARGET="$t" "$BIN" "${opts[@]}" "$grow" "Fuzz/corpus/$t" >"$log.part" 2>&1 || rc=$?
         elapsed=$((elapsed + SECONDS - t0))
         cat "$log.part" >>"$log"
         n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.part" | tail -1)
@@ -101,25 +98,20 @@ for t in $TARGETS; do
     # A leak LeakSanitizer reports only at exit leaves no artifact: count it from the log.
     if [[ $leaks -eq 0 ]] && grep -q 'ERROR: LeakSanitizer' "$log"; then leaks=1; fi
     found="crashes $crashes, leaks $leaks, timeouts $timeouts, oom $ooms"
-    EXECS[$t]="${execs:-?}"
-    RATE[$t]="${rate:-?}"
-    FOUND[$t]="$found"
+    status=ok
     if [[ $rc -ne 0 || $((crashes + leaks + timeouts + ooms)) -gt 0 ]]; then
-        STATUS[$t]="FINDING (exit $rc)"
+        status="FINDING (exit $rc)"
         failed=1
         say "$t: FINDING — $found; new artifacts in $findings:"
         find "$findings" -maxdepth 1 -type f -newer "$marker" | sed 's/^/    /' >&2
         grep -E '^==[0-9]+==ERROR|^SUMMARY|invariant broken|Fatal error|^    #[0-9] ' "$log" | head -25 >&2 || true
         say "$t: full log $log; replay with: FUZZ_TARGET=$t SWIFT_BACKTRACE=enable=no $BIN <artifact>"
-    else
-        STATUS[$t]="ok"
     fi
-    say "$t: ${EXECS[$t]} executions, ${RATE[$t]} exec/s, $found"
+    say "$t: $execs executions, $rate exec/s, $found"
+    ROW[$t]=$(printf '%-8s %12s %8s  %-45s %s' "$t" "$execs" "$rate" "$found" "$status")
 done
 
 printf '\n%-8s %12s %8s  %-45s %s\n' target executions exec/s findings status
-for t in $TARGETS; do
-    printf '%-8s %12s %8s  %-45s %s\n' "$t" "${EXECS[$t]}" "${RATE[$t]}" "${FOUND[$t]}" "${STATUS[$t]}"
-done
+for t in $TARGETS; do echo "${ROW[$t]}"; done
 printf '(%s s per target, %s s in all; grown corpora and findings in %s)\n' "$FUZZ_S" "$((SECONDS - started))" "$CACHE"
 exit $failed

@@ -64,37 +64,32 @@ def cmdline(pid):
         return f"[pid {pid}]"
 
 
-def all_pids():
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
 def reap_zombies():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
 
 
 def leftovers():
     """Living processes whose parent is this reaper, with all their descendants."""
-    me = os.getpid()
-    table = {}
-    for pid in all_pids():
-        s = stat(pid)
-        if s:
-            table[pid] = s
-    found = [pid for pid, (ppid, state) in table.items() if ppid == me and state != "Z"]
-    frontier = list(found)
-    while frontier:
-        parent = frontier.pop()
-        for pid, (ppid, state) in table.items():
-            if ppid == parent and state != "Z" and pid not in found:
-                found.append(pid)
-                frontier.append(pid)
-    return found
+    table = {pid: s for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()) if (s := stat(pid))}
+    found = [os.getpid()]
+    for parent in found:  # grows while it is walked: every descendant, breadth first
+        found += [pid for pid, (ppid, state) in table.items() if ppid == parent and state != "Z" and pid not in found]
+    return found[1:]
+
+
+def settle(seconds, step):
+    """Reaps until no leftover is alive or `seconds` have passed; the leftovers then."""
+    deadline = time.monotonic() + seconds
+    while True:
+        reap_zombies()
+        left = leftovers()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(step)
 
 
 # What `swift test --parallel --verbose` prints: the tests' names as they end
@@ -123,35 +118,27 @@ class XCTestOutput:
     def feed(self, raw):
         line = raw.decode("utf-8", "replace").rstrip("\n")
         if self.block is not None:
-            if self.ended and not line.startswith("\t Executed "):
-                self.close()
-            elif SUITE_START.match(line):  # the last one ended without its suite lines (a crash)
+            # the end, or a new test whose last one ended without its suite lines (a crash)
+            if (self.ended and not line.startswith("\t Executed ")) or SUITE_START.match(line):
                 self.close()
             else:
                 self.block.append(raw)
-                m = CASE_START.match(line)
-                if m and self.case is None:
+                if (m := CASE_START.match(line)) and self.case is None:
                     self.case = m.group(1)
-                m = CASE_END.match(line)
-                if m and m.group(1) == self.case and self.outcome is None:
+                if (m := CASE_END.match(line)) and m.group(1) == self.case and self.outcome is None:
                     self.outcome = m.group(2)
                 if self.ended:
                     self.close()
                 elif SUITE_END.match(line):
                     self.ended = True
                 return
+        drop, self.drop_blank = self.drop_blank, False
         if SUITE_START.match(line):
             self.block, self.case, self.outcome, self.ended = [raw], None, None, False
-            self.drop_blank = False
-            return
-        if self.drop_blank and line == "":
-            self.drop_blank = False
-            return
-        self.drop_blank = False
-        m = PROGRESS.match(line)
-        if m:
-            self.progress.append(m.group(1))
-        self.write(raw)
+        elif not (drop and line == ""):
+            if m := PROGRESS.match(line):
+                self.progress.append(m.group(1))
+            self.write(raw)
 
     def close(self):
         self.results.append((self.case, self.outcome))
@@ -193,11 +180,8 @@ def swift_testing_file(path):
 
 def read_xunit(path):
     """[(classname, name, failed, skipped)] of one xUnit file."""
-    cases = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        failed = case.find("failure") is not None or case.find("error") is not None
-        cases.append((case.get("classname", "?"), case.get("name", "?"), failed, case.find("skipped") is not None))
-    return cases
+    return [(c.get("classname", "?"), c.get("name", "?"), c.find("failure") is not None or c.find("error") is not None,
+             c.find("skipped") is not None) for c in ET.parse(path).getroot().iter("testcase")]
 
 
 def count_xunit(paths, output=None):
@@ -237,22 +221,19 @@ def read_allowed_skips(path):
     return patterns
 
 
-def unexpected_skips(skipped, patterns):
-    return [name for name in skipped if not any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+def err(msg):
+    print(f"no-leftovers: {msg}", file=sys.stderr)
 
 
 def main(argv):
-    xunit, label, allowed_skips = [], "command", None
+    opts = {"--xunit": "", "--allowed-skips": None, "--label": "command"}
     while argv and argv[0] != "--":
         opt = argv.pop(0)
-        if opt == "--xunit" and argv:
-            xunit = argv.pop(0).split(",")
-        elif opt == "--allowed-skips" and argv:
-            allowed_skips = argv.pop(0)
-        elif opt == "--label" and argv:
-            label = argv.pop(0)
-        else:
+        if opt not in opts or not argv:
             sys.exit(f"no-leftovers: unknown option {opt}\n{__doc__}")
+        opts[opt] = argv.pop(0)
+    xunit = opts["--xunit"].split(",") if opts["--xunit"] else []
+    label, allowed_skips = opts["--label"], opts["--allowed-skips"]
     command = argv[1:]
     if not command:
         sys.exit(__doc__)
@@ -281,30 +262,19 @@ def main(argv):
     status = proc.wait()
     status = status if status >= 0 else 128 - status
 
-    deadline = time.monotonic() + GRACE_S
-    while True:
-        reap_zombies()
-        left = leftovers()
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-
+    left = settle(GRACE_S, 0.1)
     result = status
     if left:
-        print(f"no-leftovers: {label} left {len(left)} process(es) running:", file=sys.stderr)
+        err(f"{label} left {len(left)} process(es) running:")
         for pid in left:
             print(f"  {pid} {cmdline(pid)}", file=sys.stderr)
-        for sig, wait_s in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in left:
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
-            end = time.monotonic() + wait_s
-            while time.monotonic() < end and leftovers():
-                reap_zombies()
-                time.sleep(0.05)
-            if not leftovers():
+            if not settle(2.0, 0.05):
                 break
         reap_zombies()
         result = status or 1
@@ -315,30 +285,29 @@ def main(argv):
         try:
             passed, failed, skipped, silent = count_xunit(xunit, output)
         except (OSError, ET.ParseError) as e:
-            print(f"no-leftovers: cannot count the test cases: {e}", file=sys.stderr)
+            err(f"cannot count the test cases: {e}")
             return status or 1
         if passed + failed + len(skipped) == 0:
-            print(f"no-leftovers: {label}: no test case in {', '.join(xunit)}", file=sys.stderr)
+            err(f"{label}: no test case in {', '.join(xunit)}")
             return status or 1
         print(f"{label}: {passed} passed, {failed} failed, {len(skipped)} skipped")
         if failed and not result:
             result = 1
         if silent:
-            print(f"no-leftovers: {label}: the run printed no result for {len(silent)} test case(s), e.g. "
-                  f"{silent[0]}: without `swift test --verbose` a skip cannot be seen", file=sys.stderr)
+            err(f"{label}: the run printed no result for {len(silent)} test case(s), e.g. "
+                f"{silent[0]}: without `swift test --verbose` a skip cannot be seen")
             result = result or 1
         if allowed_skips is not None:
             try:
                 patterns = read_allowed_skips(allowed_skips)
             except (OSError, ValueError) as e:
-                print(f"no-leftovers: {e}", file=sys.stderr)
+                err(e)
                 return result or 1
             for name in skipped:
                 print(f"  skipped: {name}")
-            bad = unexpected_skips(skipped, patterns)
+            bad = [name for name in skipped if not any(fnmatch.fnmatchcase(name, p) for p in patterns)]
             if bad:
-                print(f"no-leftovers: {label}: {len(bad)} skip(s) not on {allowed_skips} "
-                      f"(a skip that hides a failure fails the run):", file=sys.stderr)
+                err(f"{label}: {len(bad)} skip(s) not on {allowed_skips} (a skip that hides a failure fails the run):")
                 for name in bad:
                     print(f"  {name}", file=sys.stderr)
                 result = result or 1
