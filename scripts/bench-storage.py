@@ -54,9 +54,11 @@ MODULES = ("drivers/md/dm-mod", "drivers/md/dm-delay", "drivers/block/loop", "li
 
 
 def kernel_modules_dir():
+    """The modules of the amd64 kernel run.sh unpacked (the guest is x86_64; the cache also holds
+    arm64 kernels, which sort after it)."""
     cache = os.path.join(os.environ.get("DOORGATEWAY_CACHE", "/var/cache/doorgateway"), "gpio-vm")
-    found = sorted(d for d in (os.path.join(cache, k, "root", "lib", "modules") for k in os.listdir(cache))
-                   if os.path.isdir(d))
+    found = sorted(d for d in (os.path.join(cache, k, "root", "lib", "modules") for k in os.listdir(cache)
+                               if k.endswith("-amd64")) if os.path.isdir(d))
     check(found, f"no unpacked kernel in {cache} (run.sh PREPARE unpacks it)")
     top = found[-1]
     return os.path.join(top, sorted(os.listdir(top))[-1])
