@@ -5,11 +5,12 @@ timing, and RSS at the first tap and after N taps of distinct stickers, flat or
 not, against the ≤ 12 MB goal. Runs the static gatewayd on the simulated board
 with its own pn532-sim; prints figures, asserts nothing. Environment: BIN
 (default out/static), BENCH_TAPS (1000; make bench BENCH_FULL=1: 10000),
-BENCH_IDLE_S (20; 60), BENCH_LATENCY_TAPS (100; 200), BENCH_SETTLE_S (0.3: the
+BENCH_IDLE_S (20; 60), BENCH_LATENCY_TAPS (100; 200), BENCH_KEEP=1 keeps the work
+directory (gatewayd.log) under /tmp, BENCH_SETTLE_S (0.3: the
 pause after taking a tag away, so the next tap meets a poll in flight, for the
 latency taps; the others put the next tag on at once: the reader sees the UID
 change at its next presence check, BENCH_FAST_SETTLE_S, default 0)."""
-import hashlib, hmac, os, re, socket, sys, tempfile, time
+import hashlib, hmac, os, re, shutil, socket, sys, tempfile, time
 
 from harness import Control, bench_config, percentile, popen, proc_cpu_s, proc_status, start_sim, stop
 
@@ -155,6 +156,8 @@ def main():
     finally:
         stop(daemon)
         stop(sim)
+        if os.environ.get("BENCH_KEEP") != "1":  # as bench-osdp.py: the work directory (gatewayd.log) kept on request
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
