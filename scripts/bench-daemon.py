@@ -5,13 +5,14 @@ timing, and RSS at the first tap and after N taps of distinct stickers, flat or
 not, against the ≤ 12 MB goal. Runs the static gatewayd on the simulated board
 with its own pn532-sim; prints figures, asserts nothing. Environment: BIN
 (default out/static), BENCH_TAPS (1000; make bench BENCH_FULL=1: 10000),
-BENCH_IDLE_S (20; 60), BENCH_LATENCY_TAPS (100; 200), BENCH_SETTLE_S (0.3: the
+BENCH_IDLE_S (20; 60), BENCH_LATENCY_TAPS (100; 200), BENCH_KEEP=1 keeps the work
+directory (gatewayd.log) under /tmp, BENCH_SETTLE_S (0.3: the
 pause after taking a tag away, so the next tap meets a poll in flight, for the
 latency taps; the others put the next tag on at once: the reader sees the UID
 change at its next presence check, BENCH_FAST_SETTLE_S, default 0)."""
-import hashlib, hmac, json, os, re, socket, statistics, subprocess, sys, tempfile, time
+import hashlib, hmac, os, re, shutil, socket, sys, tempfile, time
 
-from harness import bench_config, percentile
+from harness import Control, bench_config, percentile, popen, proc_cpu_s, proc_status, start_sim, stop
 
 BIN = os.path.abspath(os.environ.get("BIN", "out/static"))
 TAPS = int(os.environ.get("BENCH_TAPS", "1000"))
@@ -21,24 +22,6 @@ SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "0.3"))
 FAST_SETTLE_S = float(os.environ.get("BENCH_FAST_SETTLE_S", "0"))
 RSS_GOAL_MB = 12
 SECRET = bytes(range(32))
-HZ = os.sysconf("SC_CLK_TCK")
-
-
-class Control:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.f = self.s.makefile("rwb")
-        self.n = 0
-
-    def call(self, method, **params):
-        self.n += 1
-        self.f.write((json.dumps({"id": self.n, "method": method, "params": params}) + "\n").encode())
-        self.f.flush()
-        answer = json.loads(self.f.readline())
-        if not answer.get("ok"):
-            raise RuntimeError(f"{method}: {answer.get('error')}")
-        return answer["result"]
 
 
 def sticker(i):
@@ -47,22 +30,10 @@ def sticker(i):
     return f"smp://action?idx=0&ts={ts}&sig={sig}"
 
 
-def cpu_ticks(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def rss_kb(pid, field="VmRSS"):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
 def rss_text(pid):
     """VmRSS in MB, and what it is made of (file-backed pages of the binary, anonymous)."""
-    return (f"{rss_kb(pid) / 1024:.1f} MB (file-backed {rss_kb(pid, 'RssFile') / 1024:.1f} MB, "
-            f"anonymous {rss_kb(pid, 'RssAnon') / 1024:.1f} MB)")
+    return (f"{proc_status(pid) / 1024:.1f} MB (file-backed {proc_status(pid, 'RssFile') / 1024:.1f} MB, "
+            f"anonymous {proc_status(pid, 'RssAnon') / 1024:.1f} MB)")
 
 
 def rss_breakdown(pid):
@@ -86,7 +57,7 @@ def rss_breakdown(pid):
             count[key] = count.get(key, 0) + 1
         elif fields and fields[0] == "Rss:" and key:
             parts[key] = parts.get(key, 0) + int(fields[1])
-    return f"{rss_kb(pid, 'Threads')} threads; " + ", ".join(f"{k} {v / 1024:.2f}" + (f" ({count[k]} mappings)" if k.startswith("other anon") else "")
+    return f"{proc_status(pid, 'Threads')} threads; " + ", ".join(f"{k} {v / 1024:.2f}" + (f" ({count[k]} mappings)" if k.startswith("other anon") else "")
                      for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v)
 
 
@@ -95,10 +66,7 @@ def main():
     run = f"{work}/run"
     os.makedirs(run)
     # The emulator with wire and RF timing, started here so its flags can be chosen.
-    sim = subprocess.Popen([f"{BIN}/pn532-sim", "--link", f"{run}/pty", "--control", f"{run}/sim.sock",
-                            "--baud", "115200", "--rf-timing"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while not (os.path.exists(f"{run}/pty") and os.path.exists(f"{run}/sim.sock")):
-        time.sleep(0.01)
+    sim = start_sim(BIN, run, "--baud", "115200", "--rf-timing")
     with open(f"{work}/gateway.toml", "w") as f:
         f.write(bench_config(f"{work}/state", run))
     notify_path = f"{work}/notify"
@@ -106,8 +74,8 @@ def main():
     notify.bind(notify_path)
     env = dict(os.environ, NOTIFY_SOCKET=notify_path)
     t0 = time.monotonic()
-    daemon = subprocess.Popen([f"{BIN}/gateway", "daemon", "--config", f"{work}/gateway.toml"], env=env,
-                              stderr=open(f"{work}/gatewayd.log", "w"))
+    daemon = popen([f"{BIN}/gateway", "daemon", "--config", f"{work}/gateway.toml"], env=env,
+                   stderr=open(f"{work}/gatewayd.log", "w"))
     try:
         notify.settimeout(10)
         while b"READY=1" not in notify.recv(4096):
@@ -118,10 +86,9 @@ def main():
         ctl.call("secrets.import", link=f"smpshare://secret?idx=0&key={SECRET.hex()}&label=bench")
 
         time.sleep(1)
-        c0, w0 = cpu_ticks(daemon.pid), time.monotonic()
+        c0, w0 = proc_cpu_s(daemon.pid), time.monotonic()
         time.sleep(IDLE_S)
-        c1, w1 = cpu_ticks(daemon.pid), time.monotonic()
-        idle = (c1 - c0) / HZ / (w1 - w0) * 100
+        idle = (proc_cpu_s(daemon.pid) - c0) / (time.monotonic() - w0) * 100
         print(f"idle CPU of gatewayd over {IDLE_S:.0f} s, reader polling: {idle:.2f} % of a core (target ≤ 0.5 %)")
         # gatewayd closes a control connection idle for 10 s: a new one for the taps.
         ctl = Control(f"{run}/control.sock")
@@ -136,11 +103,7 @@ def main():
         t_taps = time.monotonic()
         for i in range(taps):
             uid = "04" + (i + 1).to_bytes(6, "big").hex().upper()
-            # The previous tap's pulse must be over: a grant while the strike is
-            # still unlocked extends nothing visible (it is already unlocked).
-            while ctl.call("status")["outputs"]["strike"] != "locked":
-                time.sleep(0.005)
-            before = status_unlock = ctl.call("status").get("last_unlock_monotonic_ns")
+            before = ctl.unlock_stamp()
             # Take the last tag away and let the reader see it leave (it checks
             # presence every 100 ms), so the next tap meets a poll in flight.
             ctl.call("sim.remove")
@@ -149,13 +112,8 @@ def main():
             sent = ctl.call("sim.tap", url=sticker(i), uid=uid).get("insert_sent_monotonic_ns")
             if i < LAT_TAPS:
                 requests.append((time.clock_gettime_ns(time.CLOCK_MONOTONIC) - start) / 1e6)
-            deadline = time.monotonic() + 5
-            while True:
-                status_unlock = ctl.call("status").get("last_unlock_monotonic_ns")
-                if status_unlock != before or time.monotonic() > deadline:
-                    break
-                time.sleep(0.001)
-            if status_unlock == before:
+            status_unlock = ctl.next_unlock(before)
+            if status_unlock is None:
                 missed += 1
                 print(f"tap {i}: no unlock within 5 s", file=sys.stderr)
             elif i < LAT_TAPS:
@@ -163,7 +121,7 @@ def main():
                 if sent is not None:
                     from_insert.append((status_unlock - sent) / 1e6)
             if i + 1 in checkpoints:
-                rss[i + 1] = rss_kb(daemon.pid)
+                rss[i + 1] = proc_status(daemon.pid)
                 print(f"RSS after {i + 1} taps: {rss_text(daemon.pid)}", flush=True)
                 if i + 1 in (1, taps):
                     print(f"  where (MB): {rss_breakdown(daemon.pid)}", flush=True)
@@ -196,10 +154,10 @@ def main():
                   f"remove and insert; the reader's poll runs meanwhile): p50 {percentile(requests, 50):.1f} ms, "
                   f"p99 {percentile(requests, 99):.1f} ms")
     finally:
-        daemon.terminate()
-        daemon.wait(10)
-        sim.terminate()
-        sim.wait(10)
+        stop(daemon)
+        stop(sim)
+        if os.environ.get("BENCH_KEEP") != "1":  # as bench-osdp.py: the work directory (gatewayd.log) kept on request
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

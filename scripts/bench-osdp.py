@@ -17,9 +17,9 @@ Each tap is a new enrolled card, sent at a random point of the poll cycle.
 Environment: BIN (default out/static), BENCH_OSDP_TAPS (taps per baud and side, 40),
 BENCH_KEEP=1 keeps gatewayd's work directory (its log) under /tmp.
 """
-import json, os, random, select, shutil, socket, subprocess, sys, tempfile, time
+import os, random, select, shutil, subprocess, sys, tempfile, time
 
-from harness import bench_config, percentile, popen
+from harness import Control, Failure, bench_config, percentile, popen, start_sim, stop, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.abspath(os.environ.get("BIN", "out/static"))
@@ -30,23 +30,6 @@ POLL_MS = 50  # ControlPanel.Configuration.pollInterval; libosdp's own default i
 # MAC 4, CRC 2).
 POLL_BYTES, CARD_BYTES = 1 + 14, 1 + 30
 KEY = "30313233343536373839414243444546"
-
-
-class Control:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.f = self.s.makefile("rwb")
-        self.n = 0
-
-    def call(self, method, **params):
-        self.n += 1
-        self.f.write((json.dumps({"id": self.n, "method": method, "params": params}) + "\n").encode())
-        self.f.flush()
-        answer = json.loads(self.f.readline())
-        if not answer.get("ok"):
-            raise RuntimeError(f"{method}: {answer.get('error')}")
-        return answer["result"]
 
 
 class Child:
@@ -82,12 +65,7 @@ class Child:
             self.p.stdin.close()
         except OSError:
             pass
-        self.p.terminate()
-        try:
-            self.p.wait(5)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        stop(self.p, 5)
 
 
 def h10301(facility, number):
@@ -98,25 +76,24 @@ def h10301(facility, number):
     return f"{value:08X}"
 
 
-def reader_line(py, baud, scbk):
+def reader_line(py, baud, scbk, children):
+    """libosdp's reader (pd.py) behind a line paced at `baud` (line.py): (pd, line, the control panel's side)."""
     pd = Child([py, f"{ROOT}/scripts/osdp/pd.py"] + (["--scbk", scbk] if scbk else []))
-    tty = pd.expect("tty ")[4:]
-    line = Child([sys.executable, f"{ROOT}/scripts/osdp/line.py", str(baud), tty])
+    children.append(pd.stop)
+    line = Child([sys.executable, f"{ROOT}/scripts/osdp/line.py", str(baud), pd.expect("tty ")[4:]])
+    children.append(line.stop)
     return pd, line, line.expect("tty ")[4:]
 
 
 def ours(py, baud, children):
     work = tempfile.mkdtemp(prefix="bench-osdp.")
-    children.append(work)  # removed last (BENCH_KEEP=1 keeps it, gatewayd.log with it)
+    # Removed last (BENCH_KEEP=1 keeps it, gatewayd.log with it).
+    children.append(lambda: os.environ.get("BENCH_KEEP") == "1" or shutil.rmtree(work, ignore_errors=True))
     run = f"{work}/run"
     os.makedirs(run)
-    pd, line, device = reader_line(py, baud, None)
-    children += [pd, line]
-    sim = popen([f"{BIN}/pn532-sim", "--link", f"{run}/pty", "--control", f"{run}/sim.sock"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    children.append(sim)
-    while not (os.path.exists(f"{run}/pty") and os.path.exists(f"{run}/sim.sock")):
-        time.sleep(0.01)
+    pd, line, device = reader_line(py, baud, None, children)
+    sim = start_sim(BIN, run)
+    children.append(lambda: stop(sim))
     config = bench_config(f"{work}/state", run).replace(
         'name = "bench"\n', 'name = "bench"\ncredentials = ["osdp"]\n', 1)
     config += f"""[[readers]]
@@ -133,41 +110,36 @@ address = 1
         f.write(config)
     daemon = popen([f"{BIN}/gateway", "daemon", "--config", f"{work}/gateway.toml"],
                    stderr=open(f"{work}/gatewayd.log", "w"))
-    children.append(daemon)
-    deadline = time.monotonic() + 20
-    while not os.path.exists(f"{run}/control.sock"):
-        if time.monotonic() > deadline or daemon.poll() is not None:
-            raise RuntimeError("gatewayd did not start: " + open(f"{work}/gatewayd.log").read()[-2000:])
-        time.sleep(0.05)
+    children.append(lambda: stop(daemon))
+    log = lambda: open(f"{work}/gatewayd.log", errors="replace").read()  # noqa: E731
+
+    def until(condition, timeout, what):
+        """wait_until, with the tail of gatewayd's log in the error."""
+        try:
+            wait_until(condition, timeout, what)
+        except Failure:
+            raise RuntimeError(f"{what}: {log()[-2000:]}") from None
+
+    until(lambda: daemon.poll() is None and os.path.exists(f"{run}/control.sock"), 20, "gatewayd did not start")
     time.sleep(0.3)
     ctl = Control(f"{run}/control.sock")
     ctl.call("reader.osdp.install", reader="street", seconds=30)
-    deadline = time.monotonic() + 30
-    while not any(r.get("secure_channel") for r in ctl.call("reader.osdp.status")):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the OSDP reader never came up secure: " + open(f"{work}/gatewayd.log").read()[-2000:])
-        time.sleep(0.05)
+    until(lambda: any(r.get("secure_channel") for r in ctl.call("reader.osdp.status")), 30,
+          "the OSDP reader never came up secure")
     for i in range(TAPS):
         ctl.call("tags.enroll_card", card=f"26:7:{100 + i}", action=0, label=f"bench-{i}")
     latencies, missed = [], 0
     for i in range(TAPS):
-        while ctl.call("status")["outputs"]["strike"] != "locked":
-            time.sleep(0.005)
-        before = ctl.call("status").get("last_unlock_monotonic_ns")
+        before = ctl.unlock_stamp()
         time.sleep(random.uniform(0.05, 0.05 + POLL_MS / 1000))  # a random point of the poll cycle
         pd.send(f"card 26 {h10301(7, 100 + i)}")
         submitted = int(pd.expect("card-submitted").split()[1])
-        deadline = time.monotonic() + 5
-        unlock = before
-        while unlock == before and time.monotonic() < deadline:
-            unlock = ctl.call("status").get("last_unlock_monotonic_ns")
-            time.sleep(0.001)
-        if unlock == before:
+        unlock = ctl.next_unlock(before)
+        if unlock is None:
             missed += 1
         else:
             latencies.append((unlock - submitted) / 1e6)
-    offline = open(f"{work}/gatewayd.log", errors="replace").read().count("reason=osdp offline")
-    refused = open(f"{work}/gatewayd.log", errors="replace").read().count("reason=osdp refused")
+    offline, refused = log().count("reason=osdp offline"), log().count("reason=osdp refused")
     if offline or refused:
         print(f"  ours at {baud} baud: the reader went offline {offline}×, its session was refused {refused}× "
               f"(replies later than the 200 ms reply timeout: a loaded host)", flush=True)
@@ -175,9 +147,9 @@ address = 1
 
 
 def theirs(py, baud, children):
-    pd, line, device = reader_line(py, baud, KEY)
+    pd, line, device = reader_line(py, baud, KEY, children)
     cp = Child([py, f"{ROOT}/scripts/osdp/cp.py", device, "--scbk", KEY])
-    children += [pd, line, cp]
+    children.append(cp.stop)
     cp.expect("sc-active", timeout=30)
     latencies, missed, in_a_row = [], 0, 0
     for i in range(TAPS):
@@ -212,19 +184,8 @@ def main():
             try:
                 rows[name] = side(py, baud, children)
             finally:
-                for c in reversed(children):
-                    if isinstance(c, str):
-                        if os.environ.get("BENCH_KEEP") != "1":
-                            shutil.rmtree(c, ignore_errors=True)
-                    elif isinstance(c, Child):
-                        c.stop()
-                    else:
-                        c.terminate()
-                        try:
-                            c.wait(10)
-                        except subprocess.TimeoutExpired:
-                            c.kill()
-                            c.wait()
+                for stop_child in reversed(children):
+                    stop_child()
         (o, om), (t, tm) = rows["ours"], rows["theirs"]
         if not o or not t:
             print(f"| {baud} | {bound:.1f} ms | no figure: ours {len(o)} taps ({om} missed), theirs {len(t)} ({tm} missed) |")

@@ -35,13 +35,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts", "faults"))
-from clockjump import Guest  # noqa: E402
-from harness import bench_config, guest_extra, percentile  # noqa: E402
-from lib import Failure, check, remove, wait_until, work_dir  # noqa: E402
+from harness import ROOT, Failure, Guest, bench_config, check, guest_extra, percentile, wait_until
 
 BIN = os.path.abspath(os.environ.get("BIN", os.path.join(ROOT, "out", "static")))
 TAPS = int(os.environ.get("BENCH_TAPS", "60"))
@@ -57,9 +54,11 @@ MODULES = ("drivers/md/dm-mod", "drivers/md/dm-delay", "drivers/block/loop", "li
 
 
 def kernel_modules_dir():
+    """The modules of the amd64 kernel run.sh unpacked (the guest is x86_64; the cache also holds
+    arm64 kernels, which sort after it)."""
     cache = os.path.join(os.environ.get("DOORGATEWAY_CACHE", "/var/cache/doorgateway"), "gpio-vm")
-    found = sorted(d for d in (os.path.join(cache, k, "root", "lib", "modules") for k in os.listdir(cache))
-                   if os.path.isdir(d))
+    found = sorted(d for d in (os.path.join(cache, k, "root", "lib", "modules") for k in os.listdir(cache)
+                               if k.endswith("-amd64")) if os.path.isdir(d))
     check(found, f"no unpacked kernel in {cache} (run.sh PREPARE unpacks it)")
     top = found[-1]
     return os.path.join(top, sorted(os.listdir(top))[-1])
@@ -148,20 +147,14 @@ class Door:
 
 def main():
     check(os.path.exists(os.path.join(BIN, "gateway")), f"no {BIN}/gateway (make static)")
-    work = work_dir("bench-storage")
+    work = tempfile.mkdtemp(prefix="faults-bench-storage-")
     guest = None
     try:
         extra = os.path.join(work, "extra")
-        vm = os.path.join(work, "vm")
-        doors = {}
-        for name, state in (("tmpfs", "/tmp/fast/state"), ("delay", "/slow/state")):
-            doors[name] = Door(None, work, name, state)
+        doors = {name: Door(None, work, name, state) for name, state in (("tmpfs", "/tmp/fast/state"),
+                                                                          ("delay", "/slow/state"))}
         extra_tree(extra, work)
-        prep = subprocess.run([os.path.join(ROOT, "scripts", "gpio-vm", "run.sh"), f"GATEWAY={BIN}/gateway",
-                               f"PREPARE={vm}", f"EXTRA={extra}"], capture_output=True, text=True)
-        check(prep.returncode == 0, f"gpio-vm PREPARE: {prep.stderr.strip()[-600:]}")
-        remove(extra)
-        guest = Guest(work, os.path.join(vm, "vmlinuz"), os.path.join(vm, "initrd.gz"))
+        guest = Guest.boot(work, f"{BIN}/gateway", extra)
         for d in doors.values():
             d.guest = guest
         mods = " ".join(f"insmod /lib/modules/bench/{os.path.basename(m)}.ko &&" for m in MODULES)
@@ -185,8 +178,7 @@ def main():
             guest_pass = [(f"04C2000000{i:04d}", d.provision(f"04C2000000{i:04d}", uses=100000))
                           for i in range(STICKERS)]
             for kind, tags in (("sticker", stickers), ("guest pass", guest_pass)):
-                count = TAPS
-                lat, durable, missed = d.taps(tags, count)
+                lat, durable, missed = d.taps(tags, TAPS)
                 results[(name, kind)] = (lat, durable, missed)
                 after = (f"; relay → audit row durable p50 {percentile(durable, 50):.1f} ms, "
                          f"p99 {percentile(durable, 99):.1f} ms, max {max(durable):.1f} ms" if durable else "")
@@ -217,9 +209,9 @@ def main():
         return 1
     finally:
         if guest:
-            guest.close()
+            guest.stop()
         if os.environ.get("FAULTS_KEEP") != "1":
-            remove(work)
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

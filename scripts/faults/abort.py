@@ -46,9 +46,7 @@ import os
 import subprocess
 import time
 
-from churn import granted_tap, provision, strike_pulses
-from lib import (Broker, Failure, Gateway, Subscriber, check, lost_events, outlast_quiet_window, pid_alive, remove,
-                 sim_control, wait_until, work_dir)
+from lib import Broker, Failure, Gateway, Rig, Subscriber, check, pid_alive, sim_control, wait_until
 
 UID = "04ABAB00000001"
 
@@ -88,19 +86,16 @@ def patched_libnfc(bindir):
 def run(bindir, report, aborts=3):
     missing = patched_libnfc(bindir)
     check(not missing, f"{bindir}/gateway is not linked with the patched libnfc (no {missing})")
-    work = work_dir("abort")
-    broker = Broker(work)
-    broker.start()
-    sub = Subscriber(broker, "doorgateway/front-door/event")
-    g = Gateway(bindir, work, broker=broker)
     outcomes = collections.Counter()
     recover = []
-    try:
-        g.start()
+    with Rig("abort") as rig:
+        broker = rig.add(Broker(rig.work)).start()
+        sub = rig.add(Subscriber(broker))
+        g = rig.add(Gateway(bindir, rig.work, broker=broker)).start()
         g.ctl("keys", "otp", "new")
         otp_key = g.ctl("keys", "otp", "export").stdout
-        dump = provision(g, UID, work)
-        granted_tap(g, dump, UID, "before the faults")
+        dump = g.provision(UID, rig.work)
+        g.granted_tap(dump, UID, "before the faults")
         g.wait_outbox_drained("outbox drained at start")
         pid = g.process.pid
         sims = children(pid)
@@ -109,7 +104,7 @@ def run(bindir, report, aborts=3):
         faults = ["nad"] * aborts + ["mi-empty"]
         for i, fault in enumerate(faults):
             audit0, tags0 = snapshot(g)
-            pulses0 = strike_pulses(g)
+            pulses0 = g.pulses()
             log0 = len(g.log_text())
             answer = spawned_sim(g, fault)
             check(answer.startswith("ok"), f"{fault} {i}: {answer}")
@@ -135,15 +130,15 @@ def run(bindir, report, aborts=3):
                   f"{fault} {i}: the read with the bad answer was decided: {after[:recovered][-600:]}")
             # The sticker is still in the field: the recovered reader reads it
             # afresh and grants (a good read after the bad one).
-            wait_until(lambda: strike_pulses(g) > pulses0, 10, f"{fault} {i}: the re-read after recovery granted")
+            wait_until(lambda: g.pulses() > pulses0, 10, f"{fault} {i}: the re-read after recovery granted")
             g.ctl("sim", "remove")
-            wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, f"{fault} {i}: locked again")
-            outlast_quiet_window(g.gateway)
+            g.wait_locked(f"{fault} {i}")
+            g.outlast()
             after = g.log_text()[log0:]
             check(g.alive() and g.process.pid == pid, f"{fault} {i}: gatewayd exited or was replaced")
             check(children(pid) == sims and all(pid_alive(s) for s in sims),
                   f"{fault} {i}: the spawned pn532-sim changed: {sims} → {children(pid)}")
-            check(strike_pulses(g) == pulses0 + 1, f"{fault} {i}: {strike_pulses(g) - pulses0} strike pulses, not 1")
+            check(g.pulses() == pulses0 + 1, f"{fault} {i}: {g.pulses() - pulses0} strike pulses, not 1")
             audit1, tags1 = snapshot(g)
             new = audit1[len(audit0):]
             check(audit1[: len(audit0)] == audit0, f"{fault} {i}: audit rows written before changed")
@@ -152,13 +147,11 @@ def run(bindir, report, aborts=3):
             check([r[2] for r in new if r[6] == UID] == ["access_granted"],
                   f"{fault} {i}: the sticker's decisions after the bad answer: {new}")
             check(tags1 == tags0 and (UID, "active") in tags1, f"{fault} {i}: registry {tags0} → {tags1}")
-            result = g.integrity()
-            check(result == "ok", f"{fault} {i}: integrity_check: {result}")
-            verify = g.ctl("log", "--verify", check_rc=False)
-            check(verify.returncode == 0, f"{fault} {i}: audit chain: {verify.stdout} {verify.stderr}")
+            g.check_integrity(f"{fault} {i}")
+            g.verify_chain(f"{fault} {i}")
             check(g.ctl("keys", "otp", "export").stdout == otp_key, f"{fault} {i}: the OTP key changed")
             outcomes[fault] += 1
-            granted_tap(g, dump, UID, f"{fault} {i}: a good tap afterwards")
+            g.granted_tap(dump, UID, f"{fault} {i}: a good tap afterwards")
             check(g.process.pid == pid, f"{fault} {i}: gatewayd was replaced")
 
         # The same answer to the PowerDown that nfc_close sends (pn53x_idle)
@@ -179,21 +172,18 @@ def run(bindir, report, aborts=3):
               f"stop: the outputs were not locked before the exit: {after[-400:]}")
         check(LIBNFC_ERRORS["nad"] in after, f"stop: PowerDown's NAD answer was not reported: {after[-400:]}")
         check(stop_code == 0, f"stop: gatewayd exit {stop_code}, not 0")
-        result = g.integrity()
-        check(result == "ok", f"stop: integrity_check: {result}")
+        g.check_integrity("stop")
         g.start()
-        verify = g.ctl("log", "--verify", check_rc=False)
-        check(verify.returncode == 0, f"stop: audit chain: {verify.stdout} {verify.stderr}")
+        g.verify_chain("stop")
         audit1, tags1 = snapshot(g)
         check(audit1[: len(audit0)] == audit0 and tags1 == tags0, "stop: audit or registry changed across the stop")
         check(g.ctl("keys", "otp", "export").stdout == otp_key, "stop: the OTP key changed")
-        granted_tap(g, dump, UID, "a good tap after the stop")
+        g.granted_tap(dump, UID, "a good tap after the stop")
 
         g.wait_outbox_drained()
         time.sleep(1)
         g.stop()
         audit = g.audit()
-        lost, events = lost_events(sub, audit)
         report["libnfc bad answers"] = (
             f"patched libnfc linked; {aborts} taps answered with a NAD status byte, 1 with MI and an empty "
             f"continuation: libnfc reported each ({outcomes['nad']}/{aborts} nad, {outcomes['mi-empty']}/1 "
@@ -203,12 +193,5 @@ def run(bindir, report, aborts=3):
             f"granted, then a further good tap granted after each; integrity ok, chain verified, OTP key and "
             f"sticker intact. SIGTERM with the same "
             f"answer to nfc_close's PowerDown: outputs locked, exit {stop_code}; state intact, a good tap opened "
-            f"after start; {len(audit)} audit rows, {events} distinct events at the broker")
-        check(not lost, f"{sum(lost.values())} audited events never reached the broker: {sorted(lost)[:10]}")
-    finally:
-        if g.alive():
-            g.stop()
-        sub.stop()
-        broker.stop()
-        if os.environ.get("FAULTS_KEEP") != "1":
-            remove(work)
+            f"after start; {len(audit)} audit rows, {len(sub.events())} distinct events at the broker")
+        sub.check_nothing_lost(audit)

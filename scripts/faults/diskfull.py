@@ -13,30 +13,27 @@ while gatewayd runs.
 import os
 import subprocess
 
-from lib import Failure, Gateway, check, outlast_quiet_window, remove, wait_until, work_dir
+from lib import Gateway, Rig, check, wait_until
 
 UID = "04D15CF0111111"
 
 
-def strike_pulses(g):
-    return g.log_text().count("sim output strike → unlocked")
+def unmount(state):
+    """Nothing stays mounted, even if something still holds a file there."""
+    if subprocess.run(["umount", state], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", state], check=False)
 
 
 def run(bindir, report):
-    work = work_dir("diskfull")
-    state = os.path.join(work, "state")
-    os.makedirs(state)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", state], check=True)
-    g = Gateway(bindir, work, state_dir=state)
-    filler = os.path.join(state, "filler")
-    try:
-        g.start()
-        g.ctl("provision", "arm", "--action", "0")
-        g.ctl("sim", "tap", "--blank", "--uid", UID)
-        wait_until(lambda: g.count("provisioning_written") == 1, 20, "the sticker written")
-        dump = os.path.join(work, "sticker.dump")
-        g.ctl("sim", "dump", dump)
-        g.ctl("sim", "remove")
+    with Rig("diskfull") as rig:
+        work = rig.work
+        state = os.path.join(work, "state")
+        os.makedirs(state)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", state], check=True)
+        rig.add(state, lambda: unmount(state))
+        g = rig.add(Gateway(bindir, work, state_dir=state)).start()
+        filler = os.path.join(state, "filler")
+        dump = g.provision(UID, work)
         rows_before = g.count()
 
         # Fill the disk to the last byte.
@@ -53,25 +50,19 @@ def run(bindir, report):
         free = os.statvfs(state)
         check(free.f_bavail == 0, f"tmpfs not full: {free.f_bavail} blocks free")
 
-        outlast_quiet_window(g.gateway)
-        pulses = strike_pulses(g)
         decided = []
         for n in range(3):
-            g.ctl("sim", "tap", "--dump", dump, "--uid", UID)
-            wait_until(lambda: strike_pulses(g) > pulses, 10, f"full disk, tap {n}: the strike pulses")
-            pulses = strike_pulses(g)
-            decided.append("granted")
-            g.ctl("sim", "remove")
             # The 3 s stock pulse ends and the strike is driven back to locked.
-            wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, f"tap {n}: the strike locked again")
+            g.granted_tap(dump, UID, f"full disk, tap {n}")
+            decided.append("granted")
             forged = f"smp://action?idx=0&ts=1760000000&sig={os.urandom(32).hex()}"
             g.ctl("sim", "tap", forged, "--uid", "04" + os.urandom(6).hex().upper())
             wait_until(lambda: (g.status().get("last_tag") or {}).get("verdict", "").startswith("denied"), 10,
                        f"full disk, tap {n}: the forged sticker denied")
             decided.append("denied")
             g.ctl("sim", "remove")
-            outlast_quiet_window(g.gateway)
-        wait_until(lambda: g.status()["outputs"]["strike"] == "locked", 10, "the strike back to locked")
+            g.outlast()
+        g.wait_locked("the strike back to locked")
         st = g.status()["store"]
         check(st["writable"] is False, f"status does not show the full store: {st}")
         check(st["unsaved_events"] >= 6, f"status counts {st['unsaved_events']} waiting events, expected >= 6")
@@ -89,25 +80,10 @@ def run(bindir, report):
         kinds = [k for (k,) in g.query("SELECT kind FROM audit WHERE id > ? ORDER BY id", rows_before)]
         check(kinds.count("access_granted") == 3 and kinds.count("access_denied") == 3,
               f"rows written after the outage: {kinds}")
-        verify = g.ctl("log", "--verify", check_rc=False)
-        check(verify.returncode == 0, f"audit chain after the outage: {verify.stdout}")
+        g.verify_chain("after the outage")
         g.stop()
-        import sqlite3
-        con = sqlite3.connect(os.path.join(state, "gateway.db"))
-        integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
-        con.close()
-        check(integrity == "ok", f"integrity_check: {integrity}")
+        g.check_integrity("after the outage")
         report["disk full"] = (
             f"3 MB tmpfs filled; {len(decided)} taps decided while full ({decided.count('granted')} granted with a "
             f"strike pulse, {decided.count('denied')} denied); {waiting} events waited in memory and were written "
             f"when space returned; chain intact, integrity ok")
-    finally:
-        if g.alive():
-            g.stop()
-        # Nothing stays mounted, even if something still holds a file there.
-        if subprocess.run(["umount", state], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", state], check=False)
-        if os.environ.get("FAULTS_KEEP") != "1":
-            remove(work)
-
-

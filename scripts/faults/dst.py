@@ -24,16 +24,10 @@ the tap's own verdict at that instant.
 """
 import json
 import os
-import shutil
-import subprocess
-import sys
-import time
 
-from clockjump import Door, Guest
-from lib import ROOT, Gateway, check, remove, wait_until, work_dir
-
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from harness import GUEST_ETC, guest_extra  # noqa: E402
+from clockjump import Door
+from harness import GUEST_ETC, guest_extra
+from lib import Gateway, Guest, Rig, check, unix
 
 ZONE = "Europe/Berlin"
 SUNDAY = '["sun"]'
@@ -49,16 +43,9 @@ INSTANTS = [
 ]
 
 
-def _unix(iso):
-    from datetime import datetime
-    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
-
-
 def run(bindir, report):
-    work = work_dir("dst")
-    guest = None
-    t0 = time.monotonic()
-    try:
+    with Rig("dst", report) as rig:
+        work = rig.work
         schedules = (
             f'[[schedules]]\nname = "spring"\nwindows = [{{ days = {SUNDAY}, from = "02:30", to = "04:00" }}]\n'
             f'[[schedules]]\nname = "autumn"\nwindows = [{{ days = {SUNDAY}, from = "02:00", to = "03:00" }}]\n'
@@ -68,25 +55,18 @@ def run(bindir, report):
             ('# time_zone = "Europe/Berlin"', f'time_zone = "{ZONE}"'),
         ])
         extra = os.path.join(work, "extra")
-        guest_extra(extra, work, (), GUEST_ETC)
         zone_file = os.path.join("/usr/share/zoneinfo", ZONE)
-        os.makedirs(os.path.dirname(extra + zone_file), exist_ok=True)
-        shutil.copyfile(zone_file, extra + zone_file)
-        vm = os.path.join(work, "vm")
-        prep = subprocess.run([os.path.join(ROOT, "scripts", "gpio-vm", "run.sh"), f"GATEWAY={g.gateway}",
-                               f"PREPARE={vm}", f"EXTRA={extra}"], capture_output=True, text=True)
-        check(prep.returncode == 0, f"gpio-vm PREPARE: {prep.stderr.strip()[-600:]}")
-        remove(extra)
-        guest = Guest(work, os.path.join(vm, "vmlinuz"), os.path.join(vm, "initrd.gz"))
+        guest_extra(extra, work, (), GUEST_ETC, files=[zone_file])
+        guest = rig.add(Guest.boot(work, g.gateway, extra))
+        guest.keep = [g.log_path]
         door = Door(guest, g, None)
         check(guest.sh(f"test -f {zone_file}", check_rc=False)[0] == 0, f"the guest has no {zone_file}")
         localtime = guest.sh("test -e /etc/localtime", check_rc=False)[0] == 0
 
         # A fixed start before the first instant (not the host's now, which passes 2027 one day).
-        guest.sh(f"clockctl set {_unix('2027-03-27T12:00:00Z')}")
+        guest.sh(f"clockctl set {int(unix('2027-03-27T12:00:00Z'))}")
         guest.sh("clockctl sync")
-        door.pid = int(guest.sh(f"/bin/gateway daemon --config {g.config} >> {g.log_path} 2>&1 & echo $!")[1])
-        wait_until(lambda: door.ctl("status", check_rc=False)[0] == 0, 60, "gatewayd answering status", 0.5)
+        door.start()
         dumps = {}
         for n, name in enumerate(("spring", "autumn")):
             uid = f"04D57000000{n + 1:03d}"
@@ -94,11 +74,11 @@ def run(bindir, report):
 
         seen = []
         for iso, name, expected, local in INSTANTS:
-            guest.sh(f"clockctl set {_unix(iso)}")
+            guest.sh(f"clockctl set {int(unix(iso))}")
             guest.sh("clockctl sync")
             dump, uid = dumps[name]
             explained = json.loads(door.ctl("policy", "explain", "--action", "0", "--tag", uid, "--at", iso,
-                                            "--json")[1])
+                                            "--json").stdout)
             before, after = door.tap(dump, uid, f"{name} at {iso}")
             kind, reason = door.last_access()
             verdict = "granted" if kind == "access_granted" else reason
@@ -109,16 +89,6 @@ def run(bindir, report):
             check(explained.get("reason") == expected and explained.get("allowed") == (expected == "granted"),
                   f"policy explain at {iso}: {explained}, the tap was {verdict}")
             seen.append(f"{iso} {name} {verdict}")
-        check(door.ctl("status", check_rc=False)[0] == 0, "gatewayd still answering")
+        check(door.ctl("status", check_rc=False).returncode == 0, "gatewayd still answering")
         report["dst"] = (f"{ZONE} from the configuration (guest /etc/localtime: {'yes' if localtime else 'none'}), forward through 2027's "
                          f"changes: {'; '.join(seen)}; a pulse per grant, policy explain agreed at each")
-    finally:
-        if guest:
-            if os.environ.get("FAULTS_KEEP") == "1":
-                out = guest.sh(f"tail -c 20000 {g.log_path}", timeout=20, check_rc=False)[1]
-                with open(os.path.join(work, "guest-gatewayd.log"), "w") as f:
-                    f.write(out)
-            guest.close()
-        if os.environ.get("FAULTS_KEEP") != "1":
-            remove(work)
-        report["dst_total"] = f"{time.monotonic() - t0:.0f} s"

@@ -3,7 +3,7 @@ files, gatewayd on the stock example configuration (sim board), gatewayctl,
 and a subscriber that records everything the door publishes.
 
 Every process started here is started with PR_SET_PDEATHSIG (it dies with
-the suite) and is stopped by Rig.close(); run.py runs under
+the suite) and is stopped as its scenario's Rig closes; run.py runs under
 scripts/no-leftovers.py, which fails the run if anything survives.
 """
 import collections
@@ -17,20 +17,50 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROVISIONING = os.path.join(ROOT, "provisioning")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from harness import free_port, popen, shipped_broker_conf  # noqa: E402,F401 (popen: the scenarios import it from here)
+# The scenarios import these from here.
+from harness import (Failure, Guest, check, free_port, popen, proc_cpu_s, proc_status, shipped_broker_conf,  # noqa: E402,F401
+                     stop, wait_until)
+
+KEEP = os.environ.get("FAULTS_KEEP") == "1"
 
 
-class Failure(Exception):
-    pass
+class Rig:
+    """A scenario's work directory and what it started: `with Rig(name) as rig`;
+    on the way out (a failure too) every thing added is stopped, the last first,
+    then the directory is removed unless FAULTS_KEEP=1. With `report`, its
+    NAME_total is the scenario's time."""
 
+    def __init__(self, name, report=None):
+        self.work = tempfile.mkdtemp(prefix=f"faults-{name}-")
+        self.stops = []
+        if report is not None:  # how long the scenario took, passed or not
+            t0 = time.monotonic()
+            self.add(report, lambda: report.__setitem__(f"{name}_total", f"{time.monotonic() - t0:.0f} s"))
 
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
+    def add(self, thing, stop_it=None):
+        """thing, stopped with stop_it() (else thing.stop()) on the way out."""
+        self.stops.append(stop_it or thing.stop)
+        return thing
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        errors = []
+        for fn in reversed(self.stops):
+            try:
+                fn()
+            except Exception as e:  # the others are stopped all the same
+                errors.append(e)
+        if not KEEP:
+            shutil.rmtree(self.work, ignore_errors=True)
+        if errors and kind is None:
+            raise errors[0]
 
 
 def _elf_machine(path):
@@ -72,14 +102,11 @@ def outlast_quiet_window(binary=None):
     time.sleep(2.0 * time_scale(binary))
 
 
-def wait_until(predicate, timeout, what, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise Failure(f"timed out after {timeout} s: {what}")
+def unix(value):
+    """Seconds since the epoch of an event's time (ISO 8601, or a number of s or ms)."""
+    if isinstance(value, (int, float)):
+        return value / 1000 if value > 10**11 else value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
 
 
 class Broker:
@@ -91,23 +118,12 @@ class Broker:
         self.dir = os.path.join(work, "pki")
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
-        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                      "-days", "2", "-subj", "/CN=fault-ca", "-keyout", self.path("ca.key"), "-out", self.path("ca.crt"))
+        self.ca("ca", "fault-ca")
         for name in ("broker",) + self.NAMES:
-            cn = "localhost" if name == "broker" else name
-            self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", f"/CN={cn}",
-                          "-keyout", self.path(f"{name}.key"), "-out", self.path(f"{name}.csr"))
-            with open(self.path(f"{name}.ext"), "w") as f:
-                f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-            self._openssl("x509", "-req", "-in", self.path(f"{name}.csr"), "-CA", self.path("ca.crt"), "-CAkey",
-                          self.path("ca.key"), "-CAcreateserial", "-days", "2", "-extfile", self.path(f"{name}.ext"),
-                          "-out", self.path(f"{name}.crt"))
-            os.chmod(self.path(f"{name}.key"), 0o600)
-        text, missing = shipped_broker_conf(self.port, self.path("ca.crt"), self.path("broker.crt"), self.path("broker.key"),
-                                            ["persistence false", "user root", f"log_dest file {self.path('mosquitto.log')}"])
-        check(not missing, f"shipped broker configuration lacks {missing}")
+            self.issue(name, "localhost" if name == "broker" else name)
+        self.conf = self.conf_text("broker")
         with open(self.path("mosquitto.conf"), "w") as f:
-            f.write(text)
+            f.write(self.conf)
         self.process = None
 
     def path(self, name):
@@ -116,10 +132,37 @@ class Broker:
     def _openssl(self, *args):
         subprocess.run(("openssl",) + args, check=True, capture_output=True)
 
-    def start(self):
+    def ca(self, name, cn):
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                      "-subj", f"/CN={cn}", "-keyout", self.path(f"{name}.key"), "-out", self.path(f"{name}.crt"))
+
+    def issue(self, name, cn, ca="ca"):
+        """name.crt and name.key: CN cn, for localhost and 127.0.0.1, signed by the CA `ca`."""
+        self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", f"/CN={cn}",
+                      "-keyout", self.path(f"{name}.key"), "-out", self.path(f"{name}.csr"))
+        with open(self.path("san.ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        self._openssl("x509", "-req", "-in", self.path(f"{name}.csr"), "-CA", self.path(f"{ca}.crt"), "-CAkey",
+                      self.path(f"{ca}.key"), "-CAcreateserial", "-days", "2", "-extfile", self.path("san.ext"),
+                      "-out", self.path(f"{name}.crt"))
+        os.chmod(self.path(f"{name}.key"), 0o600)
+
+    def conf_text(self, server):
+        """The shipped configuration with the server certificate `server`."""
+        text, missing = shipped_broker_conf(self.port, self.path("ca.crt"), self.path(f"{server}.crt"),
+                                            self.path(f"{server}.key"),
+                                            ["persistence false", "user root", f"log_dest file {self.path('mosquitto.log')}"])
+        check(not missing, f"shipped broker configuration lacks {missing}")
+        return text
+
+    def start(self, conf=None):
+        if conf:
+            with open(self.path("mosquitto.conf"), "w") as f:
+                f.write(conf)
         self.process = popen(["mosquitto", "-c", self.path("mosquitto.conf")], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         wait_until(self._listening, 10, "mosquitto listening")
+        return self
 
     def _listening(self):
         try:
@@ -129,9 +172,8 @@ class Broker:
             return False
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
+        if self.process:
+            stop(self.process)
         self.process = None
 
     def client_args(self, name="phone-alice"):
@@ -143,12 +185,25 @@ class Broker:
                        check=True, capture_output=True, timeout=20)
 
 
-class Subscriber:
-    """mosquitto_sub on a topic, as homeassistant (it may read every door's
-    events), with a persistent session (QoS 1, -c): messages published while
-    it reconnects are kept for it by the broker."""
+def messages(lines, suffix):
+    """The JSON payloads of mosquitto_sub's `%t|%p` lines whose topic ends with suffix."""
+    out = []
+    for line in lines:
+        topic, _, payload = line.partition("|")
+        if topic.endswith(suffix):
+            try:
+                out.append(json.loads(payload))
+            except ValueError:
+                pass
+    return out
 
-    def __init__(self, broker, topic):
+
+class Subscriber:
+    """mosquitto_sub on the door's events, as homeassistant (it may read every
+    door's events), with a persistent session (QoS 1, -c): messages published
+    while it reconnects are kept for it by the broker."""
+
+    def __init__(self, broker, topic="doorgateway/front-door/event"):
         self.lines = []
         self.lock = threading.Lock()
         self.process = popen(
@@ -165,23 +220,67 @@ class Subscriber:
 
     def messages(self, suffix):
         with self.lock:
-            out = []
-            for line in self.lines:
-                topic, _, payload = line.partition("|")
-                if topic.endswith(suffix):
-                    try:
-                        out.append(json.loads(payload))
-                    except ValueError:
-                        pass
-            return out
+            return messages(self.lines, suffix)
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
+        stop(self.process)
+
+    def events(self):
+        """The door's events by seq, the first copy of each."""
+        events = {}
+        for e in self.messages("/event"):
+            events.setdefault(e.get("seq"), e)
+        return events
+
+    def check_nothing_lost(self, audit):
+        """Every audited event (Gateway.audit() rows) reached the broker, at least once."""
+        got = collections.Counter((e.get("time"), e.get("kind"), e.get("reason"), e.get("action"), e.get("source"))
+                                  for e in self.events().values())
+        iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+        lost = collections.Counter((iso(t), k, r, a, s) for _, t, k, r, a, s, _ in audit) - got
+        check(not lost, f"{sum(lost.values())} audited events never reached the broker: {sorted(lost)[:10]}")
 
 
-class Gateway:
+class DoorControls:
+    """What a scenario does at a door through gatewayctl, on the host (Gateway) or in the
+    gpio-vm guest (clockjump.Door): the class gives ctl() (a CompletedProcess), pulses()
+    (how often the sim strike was unlocked) and gateway (the binary, for the time scale)."""
+
+    def status(self):
+        return json.loads(self.ctl("status", "--json").stdout)
+
+    def wait_locked(self, what, timeout=10, interval=0.05):
+        wait_until(lambda: self.status()["outputs"]["strike"] == "locked", timeout, f"{what}: locked again", interval)
+
+    def outlast(self):
+        outlast_quiet_window(self.gateway)
+
+    def provision(self, uid, work, arm=("provision", "arm", "--action", "0")):
+        """A sticker of `uid` written (or issued, `arm`) by the door; its dump."""
+        self.ctl(*arm)
+        self.ctl("sim", "tap", "--blank", "--uid", uid)
+        wait_until(lambda: any(e.get("kind") == "provisioning_written" and uid in json.dumps(e)
+                               for e in self.status().get("last_events", [])), 30, f"sticker {uid} written", 0.1)
+        dump = os.path.join(work, f"sticker-{uid}.dump")
+        self.ctl("sim", "dump", dump)
+        self.ctl("sim", "remove")
+        self.outlast()
+        return dump
+
+    def verify_chain(self, what):
+        r = self.ctl("log", "--verify", check_rc=False)
+        check(r.returncode == 0, f"{what}: audit chain: {r.stdout.strip()} {r.stderr.strip()}")
+
+    def otp_key_file(self, work):
+        """A new timestamp (OTP) key for phone commands, exported to work/otp.key."""
+        self.ctl("keys", "otp", "new")
+        path = os.path.join(work, "otp.key")
+        with open(path, "w") as f:
+            f.write(self.ctl("keys", "otp", "export").stdout)
+        return path
+
+
+class Gateway(DoorControls):
     """gatewayd on the stock sim example, with only paths and the broker
     connection changed (plus `edits`)."""
 
@@ -230,6 +329,7 @@ class Gateway:
                              stderr=self.logfile)
         if ready:
             wait_until(lambda: self.ctl_ok("status"), 20, "gatewayd answering status")
+        return self
 
     def alive(self):
         return self.process is not None and self.process.poll() is None
@@ -276,19 +376,30 @@ class Gateway:
         except subprocess.TimeoutExpired:
             return False
 
-    def status(self):
-        return json.loads(self.ctl("status", "--json").stdout)
+    def connected(self):
+        return self.status().get("broker", {}).get("connected") is True
 
     def wait_outbox_drained(self, what="outbox drained"):
         """Until every event the broker should have is acknowledged (status' outbox 0)."""
         wait_until(lambda: self.status().get("broker", {}).get("outbox", 1) == 0, 30, what)
 
-    def db(self):
-        return sqlite3.connect(f"file:{os.path.join(self.state, 'gateway.db')}?mode=ro", uri=True)
+    def pulses(self, line="sim output strike → unlocked"):
+        """The sim strike's unlocks gatewayd logged (its log spans every restart); locks with
+        line="sim output strike → locked"."""
+        return self.log_text().count(line)
+
+    def granted_tap(self, dump, uid, what):
+        """A tap of the sticker that pulses the strike; then taken away, locked again."""
+        pulses = self.pulses()
+        self.ctl("sim", "tap", "--dump", dump, "--uid", uid)
+        wait_until(lambda: self.pulses() > pulses, 10, f"{what}: the strike pulses")
+        self.ctl("sim", "remove")
+        self.wait_locked(what)
+        self.outlast()
 
     def query(self, sql, *args):
         """The rows of one read-only query of the store."""
-        con = self.db()
+        con = sqlite3.connect(f"file:{os.path.join(self.state, 'gateway.db')}?mode=ro", uri=True)
         try:
             return con.execute(sql, args).fetchall()
         finally:
@@ -304,30 +415,18 @@ class Gateway:
         """Every audit row: (id, time, kind, reason, action, source, uid), in order."""
         return self.query("SELECT id, time, kind, reason, action, source, uid FROM audit ORDER BY id")
 
-    def integrity(self):
-        """SQLite's PRAGMA integrity_check of the store ("ok"), opened read-write as gatewayd does."""
+    def check_integrity(self, what):
+        """SQLite's PRAGMA integrity_check of the store is "ok", opened read-write as gatewayd does."""
         con = sqlite3.connect(os.path.join(self.state, "gateway.db"))
         try:
-            return con.execute("PRAGMA integrity_check").fetchone()[0]
+            result = con.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             con.close()
+        check(result == "ok", f"{what}: integrity_check: {result}")
 
     def log_text(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()
-
-
-def lost_events(sub, audit):
-    """The audited events (Gateway.audit() rows) that never reached the broker
-    (a Counter), and how many distinct events (by seq) the subscriber received."""
-    events = {}
-    for e in sub.messages("/event"):
-        events.setdefault(e.get("seq"), e)
-    got = collections.Counter(
-        (e.get("time"), e.get("kind"), e.get("reason"), e.get("action"), e.get("source")) for e in events.values())
-    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
-    want = collections.Counter((iso(t), k, r, a, s) for _, t, k, r, a, s, _ in audit)
-    return want - got, len(events)
 
 
 def sim_control(sock, line):
@@ -357,23 +456,6 @@ def proc_fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def proc_rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def proc_cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def work_dir(name):
-    return tempfile.mkdtemp(prefix=f"faults-{name}-")
-
-
-def remove(path):
-    shutil.rmtree(path, ignore_errors=True)
+def proc_sample(pid):
+    """(fds, threads, VmRSS kB) of pid."""
+    return proc_fds(pid), len(os.listdir(f"/proc/{pid}/task")), proc_status(pid)

@@ -14,20 +14,16 @@ real bus; each is printed as `collision ADDRESS`. Dies with its parent, or when 
 import os
 import select
 import sys
-import termios
 import time
-import tty
 
-from ptyline import die_with_parent, raw_pty
+from ptyline import die_with_parent, open_raw, raw_pty
 
 
 def main():
     die_with_parent()
     readers = []
     for path in sys.argv[1:]:
-        fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
-        tty.setraw(fd, termios.TCSANOW)
-        readers.append(fd)
+        readers.append(open_raw(path))
     master, slave = raw_pty()
     sys.stdout.write("tty " + os.ttyname(slave) + "\n")
     sys.stdout.flush()

@@ -10,50 +10,16 @@ the reader sends: `card NS HEX`, NS the CLOCK_MONOTONIC nanoseconds at which lib
 the event to its callback. Stops on `quit` or when stdin closes; dies with its parent.
 """
 import argparse
-import ctypes
-import os
 import select
-import signal
 import sys
-import termios
 import time
-import tty
 
 from osdp import Channel, ControlPanel, Event, LibFlag, LogLevel, PDInfo
+from ptyline import FdIO, die_with_parent, open_raw, say
 
 
-def die_with_parent():
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        sys.exit(1)
-
-
-class TtyChannel(Channel):
-    def __init__(self, fd):
-        super().__init__()
-        self.fd = fd
-
-    def read(self, max_bytes):
-        try:
-            return os.read(self.fd, max_bytes)
-        except (BlockingIOError, OSError):
-            return b""
-
-    def write(self, buf):
-        try:
-            return os.write(self.fd, bytes(buf))
-        except (BlockingIOError, OSError):
-            return 0
-
-    def flush(self):
-        pass
-
-
-def say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+class TtyChannel(FdIO, Channel):
+    pass
 
 
 def main():
@@ -63,8 +29,7 @@ def main():
     p.add_argument("--scbk", required=True)
     p.add_argument("--address", type=int, default=1)
     args = p.parse_args()
-    fd = os.open(args.device, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
-    tty.setraw(fd, termios.TCSANOW)
+    fd = open_raw(args.device)
 
     def on_event(pd, event):
         if event.get("event") == Event.CardRead:

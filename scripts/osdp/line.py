@@ -13,33 +13,19 @@ free and is delivered whole once its last byte would have arrived (len × 10 / B
 it started). Dies with its parent, or when stdin closes. LINE_TRACE=FILE writes one line per
 chunk read (time, which side sent it, its length), to see a control panel's poll cycle.
 """
-import ctypes
 import os
 import select
-import signal
 import sys
-import termios
 import time
-import tty
 
-
-def die_with_parent():
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        sys.exit(1)
+from ptyline import die_with_parent, open_raw, raw_pty
 
 
 def main():
     die_with_parent()
     baud = int(sys.argv[1])
-    reader = os.open(sys.argv[2], os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
-    tty.setraw(reader, termios.TCSANOW)
-    master, slave = os.openpty()
-    tty.setraw(master, termios.TCSANOW)
-    tty.setraw(slave, termios.TCSANOW)
-    os.set_blocking(master, False)
+    reader = open_raw(sys.argv[2])
+    master, slave = raw_pty()
     sys.stdout.write("tty " + os.ttyname(slave) + "\n")
     sys.stdout.flush()
     stdin = sys.stdin.fileno()

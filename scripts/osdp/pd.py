@@ -33,7 +33,7 @@ import time
 
 from osdp import (Capability, CardFormat, Channel, Command, Event, LibFlag, LogLevel, PDCapabilities, PDInfo,
                   PeripheralDevice)
-from ptyline import die_with_parent, raw_pty
+from ptyline import FdIO, die_with_parent, raw_pty, say
 
 
 def crc16(data):
@@ -53,10 +53,15 @@ def with_crc(packet):
     return body + bytes([crc & 0xFF, crc >> 8])
 
 
-class PtyChannel(Channel):
+def reply(address, ctrl, code, payload):
+    """A whole reply packet: header, code, payload and its CRC."""
+    length = 6 + len(payload) + 2
+    return with_crc(bytes([0x53, address, length & 0xFF, length >> 8, ctrl, code]) + payload + b"\x00\x00")
+
+
+class PtyChannel(FdIO, Channel):
     def __init__(self, fd):
-        super().__init__()
-        self.fd = fd
+        super().__init__(fd)
         self.attack = None
         self.attack_arg = None
         self.last_card = None
@@ -80,17 +85,12 @@ class PtyChannel(Channel):
             # is one whose osdp_PDCAP does not (function 9 left out).
             caps = packet[6:-2]
             kept = b"".join(caps[i:i + 3] for i in range(0, len(caps) - 2, 3) if caps[i] != 9)
-            length = 6 + len(kept) + 2
-            packet = with_crc(bytes([0x53, packet[1], length & 0xFF, length >> 8, ctrl, 0x46]) + kept + b"\x00\x00")
-            return mark + packet
+            return mark + reply(packet[1], ctrl, 0x46, kept)
         if self.attack == "fmt-card" and not scb and packet[5] == 0x40:
             self.attack = None
             chars = self.attack_arg.encode()
-            payload = bytes([0x00, 0x00, len(chars)]) + chars
-            length = 6 + len(payload) + 2
-            head = bytes([0x53, packet[1], length & 0xFF, length >> 8, ctrl, 0x51]) + payload
             say("attack fmt-card")
-            return mark + with_crc(head + b"\x00\x00")
+            return mark + reply(packet[1], ctrl, 0x51, bytes([0x00, 0x00, len(chars)]) + chars)
         if not mac or self.attack is None:
             return data
         name, self.attack = self.attack, None
@@ -112,26 +112,8 @@ class PtyChannel(Channel):
         say("attack " + name)
         return mark + packet
 
-    def read(self, max_bytes):
-        try:
-            return os.read(self.fd, max_bytes)
-        except (BlockingIOError, OSError):
-            return b""
-
     def write(self, buf):
-        try:
-            os.write(self.fd, self.tamper(buf))
-            return len(buf)
-        except (BlockingIOError, OSError):
-            return 0
-
-    def flush(self):
-        pass
-
-
-def say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+        return len(buf) if super().write(self.tamper(buf)) else 0
 
 
 def main():

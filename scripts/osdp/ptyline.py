@@ -1,5 +1,8 @@
-"""What the OSDP test scripts share (pd.py, bus.py): dying with the parent, and
-a raw pseudo-terminal pair for a line. Imported, never run."""
+"""What the OSDP test scripts share (pd.py, cp.py, bus.py, line.py): dying with
+the parent, raw serial lines (a pseudo-terminal pair, or a device opened raw),
+printing a line, and the byte I/O of libosdp's Channel on a file descriptor.
+Imported, never run (without libosdp: bus.py and line.py run on the system's
+Python)."""
 import ctypes
 import os
 import signal
@@ -24,3 +27,38 @@ def raw_pty():
     tty.setraw(master, termios.TCSANOW)
     os.set_blocking(master, False)
     return master, slave
+
+
+def open_raw(path):
+    """A serial device (another script's pty) opened raw and non-blocking."""
+    fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    tty.setraw(fd, termios.TCSANOW)
+    return fd
+
+
+def say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+class FdIO:
+    """read/write/flush of a libosdp Channel on the non-blocking fd `fd`: `class C(FdIO, Channel)`."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self.fd = fd
+
+    def read(self, max_bytes):
+        try:
+            return os.read(self.fd, max_bytes)
+        except (BlockingIOError, OSError):
+            return b""
+
+    def write(self, buf):
+        try:
+            return os.write(self.fd, bytes(buf))
+        except (BlockingIOError, OSError):
+            return 0
+
+    def flush(self):
+        pass
