@@ -75,20 +75,11 @@ public struct Option<Value>: SlotProvider {
 
 extension Option where Value: ExpressibleByArgument {
     public init(wrappedValue: Value, name: NameSpecification = .long, help: ArgumentHelp? = nil) {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, defaultDescription: describe(wrappedValue),
-            allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.option, names: name, help: help, default: wrappedValue)
     }
 
     public init(name: NameSpecification = .long, help: ArgumentHelp? = nil) {
-        let box = Box<Value>(nil)
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, required: true, allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.option, names: name, help: help, default: nil)
     }
 }
 
@@ -100,24 +91,13 @@ extension Option {
 
     public init<T: ExpressibleByArgument>(wrappedValue: T?, name: NameSpecification = .long, help: ArgumentHelp? = nil)
     where Value == T? {
-        let box = Box<Value>(.some(wrappedValue))
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, defaultDescription: wrappedValue.map(describe),
-            allValues: T.allValueStrings,
-            assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.optional(.option, names: name, help: help, default: wrappedValue)
     }
 
     public init<T: ExpressibleByArgument>(
         wrappedValue: [T] = [], name: NameSpecification = .long, help: ArgumentHelp? = nil
     ) where Value == [T] {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, repeats: true, allValues: T.allValueStrings,
-            // The first one given replaces a default list.
-            assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
-            wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.list(.option, names: name, help: help, default: wrappedValue)
     }
 }
 
@@ -164,39 +144,68 @@ public struct Argument<Value>: SlotProvider {
 
 extension Argument where Value: ExpressibleByArgument {
     public init(wrappedValue: Value, help: ArgumentHelp? = nil) {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, defaultDescription: describe(wrappedValue), allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.argument, help: help, default: wrappedValue)
     }
 
     public init(help: ArgumentHelp? = nil) {
-        let box = Box<Value>(nil)
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, required: true, allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.argument, help: help, default: nil)
     }
 }
 
 extension Argument {
     public init<T: ExpressibleByArgument>(help: ArgumentHelp? = nil) where Value == T? {
-        let box = Box<Value>(.some(nil))
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, allValues: T.allValueStrings,
-            assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.optional(.argument, help: help, default: nil)
     }
 
     public init<T: ExpressibleByArgument>(wrappedValue: [T] = [], help: ArgumentHelp? = nil) where Value == [T] {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, repeats: true, allValues: T.allValueStrings,
-            // The first one given replaces a default list.
-            assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
-            wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.list(.argument, help: help, default: wrappedValue)
+    }
+}
+
+/// The box and slot of an option or an argument (`kind`: they differ only in
+/// names, which an argument has none of), for each kind of value it holds.
+extension Box {
+    /// One value: `value` the default, or nil when it must be given.
+    static func one(
+        _ kind: Slot.Kind, names: NameSpecification = .long, help: ArgumentHelp?, default value: Value?
+    ) -> (Box, Slot) where Value: ExpressibleByArgument {
+        let box = Box(value)
+        return (
+            box,
+            Slot(
+                kind: kind, names: names, help: help, required: value == nil,
+                defaultDescription: value.map(describe), allValues: Value.allValueStrings,
+                assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        )
+    }
+
+    /// An optional value: nil unless given (or `value`).
+    static func optional<T: ExpressibleByArgument>(
+        _ kind: Slot.Kind, names: NameSpecification = .long, help: ArgumentHelp?, default value: T?
+    ) -> (Box, Slot) where Value == T? {
+        let box = Box(.some(value))
+        return (
+            box,
+            Slot(
+                kind: kind, names: names, help: help, defaultDescription: value.map(describe),
+                allValues: T.allValueStrings,
+                assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
+        )
+    }
+
+    /// A repeated option, or an argument that takes every remaining word.
+    static func list<T: ExpressibleByArgument>(
+        _ kind: Slot.Kind, names: NameSpecification = .long, help: ArgumentHelp?, default value: [T]
+    ) -> (Box, Slot) where Value == [T] {
+        let box = Box(value)
+        return (
+            box,
+            Slot(
+                kind: kind, names: names, help: help, repeats: true, allValues: T.allValueStrings,
+                // The first one given replaces a default list.
+                assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
+                wasGiven: box.givenReader)
+        )
     }
 }
 
