@@ -196,14 +196,13 @@ final class Daemon: Sendable {
         osdpReaders = OSDPReaders(readers: configuration.readers, keys: StoreOSDPKeys(store: store), log: log)
         outdoor = OutdoorReaderService(
             live: live, environment: environment, runtime: runtime, osdpReaders: osdpReaders, log: log)
-        remote = RemoteService(
-            live: live, environment: environment, store: store, runtime: runtime, auditWriter: auditWriter,
-            eventOutbox: eventOutbox, started: started, log: log)
+        let parts = ServiceParts(
+            log: log, live: live, environment: environment, store: store, runtime: runtime,
+            auditWriter: auditWriter, started: started)
+        remote = RemoteService(parts: parts, eventOutbox: eventOutbox)
         control = ControlService(
-            live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
-            simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
-            auditWriter: auditWriter, remote: remote, osdpReaders: osdpReaders, notify: notify, started: started,
-            log: log)
+            parts: parts, readerLoop: readerLoop, simulator: simulator, simulatedBoard: simulatedBoard,
+            simulatorControl: simulatorControl, remote: remote, osdpReaders: osdpReaders, notify: notify)
         timers = TimerService(runtime: runtime, store: store, auditWriter: auditWriter, notify: notify, log: log)
     }
 
