@@ -21,8 +21,9 @@ struct DoorService: Sendable {
     var stopsFirst = false
 }
 
-/// What the daemon hands alike to the services that answer for the door
-/// (the control socket, the remote transport): made once in `Daemon.init`.
+/// What the daemon hands alike to its services (the control socket, the
+/// remote transport and its site commands, the OSDP readers, the timers):
+/// made once in `Daemon.init`.
 struct ServiceParts: Sendable {
     let log: Logger
     /// The configuration in effect (the daemon's one owner).
