@@ -42,8 +42,8 @@ final class PolicyStoryTests: XCTestCase {
         let scheduled = [
             (0, "front", "always"), (1, "office", "closed"), (2, "staff", "staff"),
             (3, "spring", "spring"), (4, "autumn", "autumn"),
-        ].map { index, name, schedule in GatewayUnderTest.action(index, name, "schedule = \"\(schedule)\"") }
-        let guest = GatewayUnderTest.action(5, "guest", ms: 3000)
+        ].map { index, name, schedule in ConfigText.action(index, name, "schedule = \"\(schedule)\"") }
+        let guest = ConfigText.action(5, "guest", ms: 3000)
         try g.writeConfig(
             extra: schedules, door: door, clock: "time_zone = \"\(zone)\"",
             actions: (scheduled + [guest]).joined(separator: "\n"))
