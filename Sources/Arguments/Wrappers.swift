@@ -62,18 +62,32 @@ protocol GroupProvider {
 private func describe<T: ExpressibleByArgument>(_ value: T) -> String { value.defaultValueDescription }
 
 /// `--name value`, `--name=value`, `-n value`.
+public typealias Option<Value> = Declaration<Value, OptionDeclaration>
+/// `--name` (and `--no-name` with `inversion: .prefixedNo`).
+public typealias Flag<Value> = Declaration<Value, FlagDeclaration>
+/// A positional word, in declaration order.
+public typealias Argument<Value> = Declaration<Value, ArgumentDeclaration>
+
+/// Which of the three a declaration is, and how a message names it.
+public protocol DeclarationKind { static var word: String { get } }
+public enum OptionDeclaration: DeclarationKind { public static let word = "an @Option" }
+public enum FlagDeclaration: DeclarationKind { public static let word = "a @Flag" }
+public enum ArgumentDeclaration: DeclarationKind { public static let word = "an @Argument" }
+
+/// One declared option, flag or argument (`Kind`): the value the parser
+/// keeps in its box, and its slot. The initialisers of each kind follow.
 @propertyWrapper
-public struct Option<Value>: SlotProvider {
+public struct Declaration<Value, Kind: DeclarationKind>: SlotProvider {
     let box: Box<Value>
     let slot: Slot
 
     public var wrappedValue: Value {
-        get { box.parsedValue(else: "an @Option read before it was parsed") }
+        get { box.parsedValue(else: "\(Kind.word) read before it was parsed") }
         nonmutating set { box.value = newValue }
     }
 }
 
-extension Option where Value: ExpressibleByArgument {
+extension Declaration where Kind == OptionDeclaration, Value: ExpressibleByArgument {
     public init(wrappedValue: Value, name: NameSpecification = .long, help: ArgumentHelp? = nil) {
         (box, slot) = Box<Value>.one(.option, names: name, help: help, default: wrappedValue)
     }
@@ -83,7 +97,7 @@ extension Option where Value: ExpressibleByArgument {
     }
 }
 
-extension Option {
+extension Declaration where Kind == OptionDeclaration {
     public init<T: ExpressibleByArgument>(name: NameSpecification = .long, help: ArgumentHelp? = nil)
     where Value == T? {
         self.init(wrappedValue: nil, name: name, help: help)
@@ -101,19 +115,7 @@ extension Option {
     }
 }
 
-/// `--name` (and `--no-name` with `inversion: .prefixedNo`).
-@propertyWrapper
-public struct Flag<Value>: SlotProvider {
-    let box: Box<Value>
-    let slot: Slot
-
-    public var wrappedValue: Value {
-        get { box.parsedValue(else: "a @Flag read before it was parsed") }
-        nonmutating set { box.value = newValue }
-    }
-}
-
-extension Flag where Value == Bool {
+extension Declaration where Kind == FlagDeclaration, Value == Bool {
     public init(
         wrappedValue: Bool = false, name: NameSpecification = .long, inversion: FlagInversion? = nil,
         help: ArgumentHelp? = nil
@@ -130,19 +132,7 @@ extension Flag where Value == Bool {
     }
 }
 
-/// A positional word, in declaration order.
-@propertyWrapper
-public struct Argument<Value>: SlotProvider {
-    let box: Box<Value>
-    let slot: Slot
-
-    public var wrappedValue: Value {
-        get { box.parsedValue(else: "an @Argument read before it was parsed") }
-        nonmutating set { box.value = newValue }
-    }
-}
-
-extension Argument where Value: ExpressibleByArgument {
+extension Declaration where Kind == ArgumentDeclaration, Value: ExpressibleByArgument {
     public init(wrappedValue: Value, help: ArgumentHelp? = nil) {
         (box, slot) = Box<Value>.one(.argument, help: help, default: wrappedValue)
     }
@@ -152,7 +142,7 @@ extension Argument where Value: ExpressibleByArgument {
     }
 }
 
-extension Argument {
+extension Declaration where Kind == ArgumentDeclaration {
     public init<T: ExpressibleByArgument>(help: ArgumentHelp? = nil) where Value == T? {
         (box, slot) = Box<Value>.optional(.argument, help: help, default: nil)
     }
