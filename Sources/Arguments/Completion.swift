@@ -12,31 +12,20 @@ func completionScript(shell: String, root: any ParsableCommand.Type) -> String? 
     case "bash":
         var s = "# bash completion for \(name)\n\(function)() {\n"
         s += "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" path=\"\" i\n"
-        s += "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-        s += "        case \"$path ${COMP_WORDS[i]}\" in\n"
-        if !paths.isEmpty {
-            s += "            \(paths.map(quoted).joined(separator: "|"))) path=\"$path ${COMP_WORDS[i]}\" ;;\n"
-        }
-        s += "        esac\n    done\n    local words\n    case \"$path\" in\n"
-        for entry in table {
-            s += "        \(quoted(entry.path))) words=\(quoted(entry.words.joined(separator: " "))) ;;\n"
-        }
-        s += "    esac\n"
+        s += shellWalk(
+            table, paths, path: "path", word: "${COMP_WORDS[i]}", first: 1, count: "COMP_CWORD",
+            local: "local words"
+        ) { "words=\(quoted($0.words.joined(separator: " ")))" }
         s += "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
         s += "    [[ ${#COMPREPLY[@]} -eq 0 ]] && COMPREPLY=($(compgen -f -- \"$cur\"))\n"
         s += "    return 0\n}\ncomplete -F \(function) \(name)\n"
         return s
     case "zsh":
         var s = "#compdef \(name)\n\(function)() {\n    local path_=\"\" i\n"
-        s += "    for ((i = 2; i < CURRENT; i++)); do\n        case \"$path_ ${words[i]}\" in\n"
-        if !paths.isEmpty {
-            s += "            \(paths.map(quoted).joined(separator: "|"))) path_=\"$path_ ${words[i]}\" ;;\n"
-        }
-        s += "        esac\n    done\n    local -a candidates\n    case \"$path_\" in\n"
-        for entry in table {
-            s += "        \(quoted(entry.path))) candidates=(\(entry.words.map(quoted).joined(separator: " "))) ;;\n"
-        }
-        s += "    esac\n    compadd -- $candidates\n    _files\n}\n\(function) \"$@\"\n"
+        s += shellWalk(
+            table, paths, path: "path_", word: "${words[i]}", first: 2, count: "CURRENT", local: "local -a candidates"
+        ) { "candidates=(\($0.words.map(quoted).joined(separator: " ")))" }
+        s += "    compadd -- $candidates\n    _files\n}\n\(function) \"$@\"\n"
         return s
     case "fish":
         var s = "# fish completion for \(name)\nfunction \(function)\n    set -l path \"\"\n"
@@ -54,6 +43,27 @@ func completionScript(shell: String, root: any ParsableCommand.Type) -> String? 
     default:
         return nil
     }
+}
+
+/// What bash's and zsh's scripts share: the loop that walks the words typed
+/// so far (`word`, from index `first` to below `count`) down the known
+/// subcommand `paths` into the variable `path`, then a `case` on it that
+/// sets the candidates (`local`, then `assign` for each entry).
+private func shellWalk(
+    _ table: [CompletionEntry], _ paths: [String], path: String, word: String, first: Int, count: String,
+    local: String, assign: (CompletionEntry) -> String
+) -> String {
+    var s = "    for ((i = \(first); i < \(count); i++)); do\n"
+    s += "        case \"$\(path) \(word)\" in\n"
+    if !paths.isEmpty {
+        s += "            \(paths.map(quoted).joined(separator: "|"))) \(path)=\"$\(path) \(word)\" ;;\n"
+    }
+    s += "        esac\n    done\n    \(local)\n    case \"$\(path)\" in\n"
+    for entry in table {
+        s += "        \(quoted(entry.path))) \(assign(entry)) ;;\n"
+    }
+    s += "    esac\n"
+    return s
 }
 
 private struct CompletionEntry {

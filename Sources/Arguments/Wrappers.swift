@@ -62,37 +62,42 @@ protocol GroupProvider {
 private func describe<T: ExpressibleByArgument>(_ value: T) -> String { value.defaultValueDescription }
 
 /// `--name value`, `--name=value`, `-n value`.
+public typealias Option<Value> = Declaration<Value, OptionDeclaration>
+/// `--name` (and `--no-name` with `inversion: .prefixedNo`).
+public typealias Flag<Value> = Declaration<Value, FlagDeclaration>
+/// A positional word, in declaration order.
+public typealias Argument<Value> = Declaration<Value, ArgumentDeclaration>
+
+/// Which of the three a declaration is, and how a message names it.
+public protocol DeclarationKind { static var word: String { get } }
+public enum OptionDeclaration: DeclarationKind { public static let word = "an @Option" }
+public enum FlagDeclaration: DeclarationKind { public static let word = "a @Flag" }
+public enum ArgumentDeclaration: DeclarationKind { public static let word = "an @Argument" }
+
+/// One declared option, flag or argument (`Kind`): the value the parser
+/// keeps in its box, and its slot. The initialisers of each kind follow.
 @propertyWrapper
-public struct Option<Value>: SlotProvider {
+public struct Declaration<Value, Kind: DeclarationKind>: SlotProvider {
     let box: Box<Value>
     let slot: Slot
 
     public var wrappedValue: Value {
-        get { box.parsedValue(else: "an @Option read before it was parsed") }
+        get { box.parsedValue(else: "\(Kind.word) read before it was parsed") }
         nonmutating set { box.value = newValue }
     }
 }
 
-extension Option where Value: ExpressibleByArgument {
+extension Declaration where Kind == OptionDeclaration, Value: ExpressibleByArgument {
     public init(wrappedValue: Value, name: NameSpecification = .long, help: ArgumentHelp? = nil) {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, defaultDescription: describe(wrappedValue),
-            allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.option, names: name, help: help, default: wrappedValue)
     }
 
     public init(name: NameSpecification = .long, help: ArgumentHelp? = nil) {
-        let box = Box<Value>(nil)
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, required: true, allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.option, names: name, help: help, default: nil)
     }
 }
 
-extension Option {
+extension Declaration where Kind == OptionDeclaration {
     public init<T: ExpressibleByArgument>(name: NameSpecification = .long, help: ArgumentHelp? = nil)
     where Value == T? {
         self.init(wrappedValue: nil, name: name, help: help)
@@ -100,40 +105,17 @@ extension Option {
 
     public init<T: ExpressibleByArgument>(wrappedValue: T?, name: NameSpecification = .long, help: ArgumentHelp? = nil)
     where Value == T? {
-        let box = Box<Value>(.some(wrappedValue))
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, defaultDescription: wrappedValue.map(describe),
-            allValues: T.allValueStrings,
-            assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.optional(.option, names: name, help: help, default: wrappedValue)
     }
 
     public init<T: ExpressibleByArgument>(
         wrappedValue: [T] = [], name: NameSpecification = .long, help: ArgumentHelp? = nil
     ) where Value == [T] {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .option, names: name, help: help, repeats: true, allValues: T.allValueStrings,
-            // The first one given replaces a default list.
-            assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
-            wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.list(.option, names: name, help: help, default: wrappedValue)
     }
 }
 
-/// `--name` (and `--no-name` with `inversion: .prefixedNo`).
-@propertyWrapper
-public struct Flag<Value>: SlotProvider {
-    let box: Box<Value>
-    let slot: Slot
-
-    public var wrappedValue: Value {
-        get { box.parsedValue(else: "a @Flag read before it was parsed") }
-        nonmutating set { box.value = newValue }
-    }
-}
-
-extension Flag where Value == Bool {
+extension Declaration where Kind == FlagDeclaration, Value == Bool {
     public init(
         wrappedValue: Bool = false, name: NameSpecification = .long, inversion: FlagInversion? = nil,
         help: ArgumentHelp? = nil
@@ -150,53 +132,70 @@ extension Flag where Value == Bool {
     }
 }
 
-/// A positional word, in declaration order.
-@propertyWrapper
-public struct Argument<Value>: SlotProvider {
-    let box: Box<Value>
-    let slot: Slot
-
-    public var wrappedValue: Value {
-        get { box.parsedValue(else: "an @Argument read before it was parsed") }
-        nonmutating set { box.value = newValue }
-    }
-}
-
-extension Argument where Value: ExpressibleByArgument {
+extension Declaration where Kind == ArgumentDeclaration, Value: ExpressibleByArgument {
     public init(wrappedValue: Value, help: ArgumentHelp? = nil) {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, defaultDescription: describe(wrappedValue), allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.argument, help: help, default: wrappedValue)
     }
 
     public init(help: ArgumentHelp? = nil) {
-        let box = Box<Value>(nil)
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, required: true, allValues: Value.allValueStrings,
-            assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.one(.argument, help: help, default: nil)
     }
 }
 
-extension Argument {
+extension Declaration where Kind == ArgumentDeclaration {
     public init<T: ExpressibleByArgument>(help: ArgumentHelp? = nil) where Value == T? {
-        let box = Box<Value>(.some(nil))
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, allValues: T.allValueStrings,
-            assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.optional(.argument, help: help, default: nil)
     }
 
     public init<T: ExpressibleByArgument>(wrappedValue: [T] = [], help: ArgumentHelp? = nil) where Value == [T] {
-        let box = Box<Value>(wrappedValue)
-        self.box = box
-        self.slot = Slot(
-            kind: .argument, help: help, repeats: true, allValues: T.allValueStrings,
-            // The first one given replaces a default list.
-            assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
-            wasGiven: box.givenReader)
+        (box, slot) = Box<Value>.list(.argument, help: help, default: wrappedValue)
+    }
+}
+
+/// The box and slot of an option or an argument (`kind`: they differ only in
+/// names, which an argument has none of), for each kind of value it holds.
+extension Box {
+    /// One value: `value` the default, or nil when it must be given.
+    static func one(
+        _ kind: Slot.Kind, names: NameSpecification = .long, help: ArgumentHelp?, default value: Value?
+    ) -> (Box, Slot) where Value: ExpressibleByArgument {
+        let box = Box(value)
+        return (
+            box,
+            Slot(
+                kind: kind, names: names, help: help, required: value == nil,
+                defaultDescription: value.map(describe), allValues: Value.allValueStrings,
+                assign: box.reader(Value.self) { _, _, new in new }, wasGiven: box.givenReader)
+        )
+    }
+
+    /// An optional value: nil unless given (or `value`).
+    static func optional<T: ExpressibleByArgument>(
+        _ kind: Slot.Kind, names: NameSpecification = .long, help: ArgumentHelp?, default value: T?
+    ) -> (Box, Slot) where Value == T? {
+        let box = Box(.some(value))
+        return (
+            box,
+            Slot(
+                kind: kind, names: names, help: help, defaultDescription: value.map(describe),
+                allValues: T.allValueStrings,
+                assign: box.reader(T.self) { _, _, new in .some(new) }, wasGiven: box.givenReader)
+        )
+    }
+
+    /// A repeated option, or an argument that takes every remaining word.
+    static func list<T: ExpressibleByArgument>(
+        _ kind: Slot.Kind, names: NameSpecification = .long, help: ArgumentHelp?, default value: [T]
+    ) -> (Box, Slot) where Value == [T] {
+        let box = Box(value)
+        return (
+            box,
+            Slot(
+                kind: kind, names: names, help: help, repeats: true, allValues: T.allValueStrings,
+                // The first one given replaces a default list.
+                assign: box.reader(T.self) { old, given, new in (given ? old ?? [] : []) + [new] },
+                wasGiven: box.givenReader)
+        )
     }
 }
 

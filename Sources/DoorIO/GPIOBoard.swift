@@ -247,7 +247,7 @@ private final class InputLoop: WakeableLoop {
 
     deinit { close(wakeRead) }
 
-    func run() {
+    func run() -> String? {
         _ = door_safety_altstack_for_current_thread()
         var fds =
             [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
@@ -264,9 +264,9 @@ private final class InputLoop: WakeableLoop {
             if poll(&fds, nfds_t(fds.count), timeout) < 0 {
                 if errno == EINTR { continue }
                 logger.error("input thread stops: poll failed, errno \(errno)")
-                return
+                return nil
             }
-            if fds[0].revents != 0 { return }
+            if fds[0].revents != 0 { return nil }
             for i in inputs.indices {
                 let revents = fds[i + 1].revents
                 if revents & Int16(POLLIN) != 0 {

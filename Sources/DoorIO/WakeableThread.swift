@@ -7,9 +7,10 @@ import Synchronization
 
 /// The state a `WakeableThread` runs: it owns the wake-up pipe's read end
 /// (and closes it in its deinit), waits in poll(2) on it beside its own
-/// descriptors, and returns from `run()` once a byte arrives on it.
+/// descriptors, and returns from `run()` once a byte arrives on it (nil),
+/// or earlier with why it cannot go on.
 protocol WakeableLoop: AnyObject {
-    func run()
+    func run() -> String?
 }
 
 /// One thread that waits in poll(2) and a wake-up pipe to end it: the
@@ -23,18 +24,29 @@ final class WakeableThread: Sendable {
 
     /// Opens the wake-up pipe, makes the loop with its read end and starts
     /// the thread; `name` names the pipe and the thread in an error
-    /// ("input" → "input wake-up pipe", "input thread").
-    static func start(name: String, loop makeLoop: (_ wakeRead: Int32) -> any WakeableLoop) throws -> WakeableThread {
+    /// ("input" → "input wake-up pipe", "input thread"). When the loop ends
+    /// on its own (a why, not the wake-up), `ended` is told on the thread,
+    /// after the loop and what it owns are released (the caller may request
+    /// its lines again).
+    static func start(
+        name: String, loop makeLoop: (_ wakeRead: Int32) -> any WakeableLoop,
+        ended: (@Sendable (String) -> Void)? = nil
+    ) throws -> WakeableThread {
         var fds: [Int32] = [-1, -1]
         _ = try gpiodCall("pipe", "\(name) wake-up pipe") { pipe(&fds) }
         // The loop owns the read end (its deinit closes it) and its lines.
-        let handover = Handover(makeLoop(fds[0]))
+        let handover = Handover(makeLoop(fds[0]), ended: ended)
         var tid = pthread_t()
         let context = Unmanaged.passRetained(handover).toOpaque()
         let rc = pthread_create(
             &tid, nil,
             { context in
-                Unmanaged<Handover>.fromOpaque(context!).takeRetainedValue().loop.run()
+                var handover: Handover? = Unmanaged<Handover>.fromOpaque(context!).takeRetainedValue()
+                let why = handover?.loop.run()
+                let ended = handover?.ended
+                // The loop (its lines) goes before the caller is told.
+                handover = nil
+                if let why, let ended { ended(why) }
                 return nil
             }, context)
         guard rc == 0 else {
@@ -48,7 +60,11 @@ final class WakeableThread: Sendable {
     /// The loop on its way to the new thread (a class, for Unmanaged).
     private final class Handover {
         let loop: any WakeableLoop
-        init(_ loop: any WakeableLoop) { self.loop = loop }
+        let ended: (@Sendable (String) -> Void)?
+        init(_ loop: any WakeableLoop, ended: (@Sendable (String) -> Void)?) {
+            self.loop = loop
+            self.ended = ended
+        }
     }
 
     private init(wakeWrite: Int32, thread: pthread_t) {

@@ -7,7 +7,6 @@ import CDoorSafety
 import CGPIOD
 import DoorCore
 import Logging
-import Synchronization
 
 /// Where a Wiegand reader is wired (issue 35): its two data lines on a GPIO
 /// chip, the frame gap, and the name its reads carry (`reader:NAME`).
@@ -44,8 +43,7 @@ public struct WiegandLines: Equatable, Sendable {
 /// released, and `failed` says why (on that thread, never after `stop`):
 /// the caller reports the reader offline and starts it again.
 public final class WiegandReader: Sendable {
-    private let wakeWrite: Int32
-    private let thread: Mutex<pthread_t?>
+    private let thread: WakeableThread
 
     /// Requests both lines and starts the thread.
     public static func start(
@@ -55,57 +53,26 @@ public final class WiegandReader: Sendable {
         let chip = try GPIOChip(lines.chip)
         let d0 = try FallingEdgeLine(chip: chip, spec: lines.d0, subject: "wiegand '\(lines.name)' D0")
         let d1 = try FallingEdgeLine(chip: chip, spec: lines.d1, subject: "wiegand '\(lines.name)' D1")
-        var fds: [Int32] = [-1, -1]
-        _ = try gpiodCall("pipe", "wiegand wake-up pipe") { pipe(&fds) }
-        let loop = WiegandLoop(
-            wakeRead: fds[0], d0: d0, d1: d1,
-            decoder: WiegandDecoder(frameGap: lines.frameGap, cardBits: lines.cardBits, keypadBurst: lines.keypadBurst),
-            logger: logger, deliver: deliver, failed: failed)
-        var tid = pthread_t()
-        let context = Unmanaged.passRetained(loop).toOpaque()
-        let rc = pthread_create(
-            &tid, nil,
-            { context in
-                var loop: WiegandLoop? = Unmanaged<WiegandLoop>.fromOpaque(context!).takeRetainedValue()
-                let why = loop?.run()
-                let failed = loop?.failed
-                // The lines go with the loop before the caller is told (it requests them again).
-                loop = nil
-                if let why, let failed { failed(why) }
-                return nil
-            }, context)
-        guard rc == 0 else {
-            Unmanaged<WiegandLoop>.fromOpaque(context).release()
-            close(fds[1])
-            throw GPIOError.call(function: "pthread_create", errno: rc, subject: "wiegand thread")
-        }
+        // The lines go with the loop before `failed` is told (it requests them again).
+        let thread = try WakeableThread.start(
+            name: "wiegand",
+            loop: { wakeRead in
+                WiegandLoop(
+                    wakeRead: wakeRead, d0: d0, d1: d1,
+                    decoder: WiegandDecoder(
+                        frameGap: lines.frameGap, cardBits: lines.cardBits, keypadBurst: lines.keypadBurst),
+                    deliver: deliver)
+            }, ended: failed)
         logger.info(
             "wiegand reader '\(lines.name)': D0 \(lines.d0), D1 \(lines.d1) on \(chip.name), frame gap \(lines.frameGap)"
         )
-        return WiegandReader(wakeWrite: fds[1], thread: tid)
+        return WiegandReader(thread: thread)
     }
 
-    private init(wakeWrite: Int32, thread: pthread_t) {
-        self.wakeWrite = wakeWrite
-        self.thread = Mutex(thread)
-    }
+    private init(thread: WakeableThread) { self.thread = thread }
 
     /// Wakes the thread and waits for it to end (its lines are then released). Once.
-    public func stop() {
-        guard let thread = thread.withLock({ $0.take() }) else { return }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
-        if pthread_equal(thread, pthread_self()) != 0 {
-            pthread_detach(thread)
-        } else {
-            pthread_join(thread, nil)
-        }
-    }
-
-    deinit {
-        stop()
-        close(wakeWrite)
-    }
+    public func stop() { thread.stop() }
 }
 
 /// One input line requested for falling-edge events with a pull-up.
@@ -153,25 +120,21 @@ final class FallingEdgeLine {
 }
 
 /// The reader thread's state; handed over whole to it at pthread_create.
-private final class WiegandLoop {
+private final class WiegandLoop: WakeableLoop {
     private let wakeRead: Int32
     private let d0: FallingEdgeLine
     private let d1: FallingEdgeLine
     private var decoder: WiegandDecoder
-    private let logger: Logger
     private let deliver: @Sendable (WiegandDecoder.Frame) -> Void
-    let failed: @Sendable (String) -> Void
 
     init(
-        wakeRead: Int32, d0: FallingEdgeLine, d1: FallingEdgeLine, decoder: WiegandDecoder, logger: Logger,
-        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void, failed: @escaping @Sendable (String) -> Void
+        wakeRead: Int32, d0: FallingEdgeLine, d1: FallingEdgeLine, decoder: WiegandDecoder,
+        deliver: @escaping @Sendable (WiegandDecoder.Frame) -> Void
     ) {
-        self.failed = failed
         self.wakeRead = wakeRead
         self.d0 = d0
         self.d1 = d1
         self.decoder = decoder
-        self.logger = logger
         self.deliver = deliver
     }
 

@@ -11,48 +11,30 @@ import Synchronization
 /// server and answers its methods (ControlMethods.swift, and beside it the
 /// registry, policy, approval and fleet ones) from the door runtime, the
 /// store, the reader and the remote transport it is handed.
-final class ControlService: Sendable {
-    let log: Logger
-    /// The configuration in effect (the daemon's one owner).
-    let live: LiveConfiguration
-    var configuration: GatewayConfiguration { live.current }
-    let environment: [String: String]
-    let store: GatewayStore
-    let runtime: DoorRuntime
+final class ControlService: Sendable, MadeWithParts {
+    let parts: ServiceParts
     let readerLoop: ReaderLoop
     let simulator: SimulatorChild?
     let simulatedBoard: SimulatedBoard?
     let simulatorControl: String?
-    let auditWriter: AuditWriter
     let remote: RemoteService
     /// The OSDP readers (`reader.osdp.install`, `reader.osdp.status`).
     let osdpReaders: OSDPReaders
     let notify: SDNotify
-    /// When gatewayd started (`status`'s uptime).
-    let started: MonotonicInstant
     private let server = Mutex<ControlServer?>(nil)
 
     init(
-        live: LiveConfiguration, environment: [String: String], store: GatewayStore, runtime: DoorRuntime,
-        readerLoop: ReaderLoop, simulator: SimulatorChild?, simulatedBoard: SimulatedBoard?,
-        simulatorControl: String?, auditWriter: AuditWriter, remote: RemoteService, osdpReaders: OSDPReaders,
-        notify: SDNotify,
-        started: MonotonicInstant, log: Logger
+        parts: ServiceParts, readerLoop: ReaderLoop, simulator: SimulatorChild?, simulatedBoard: SimulatedBoard?,
+        simulatorControl: String?, remote: RemoteService, osdpReaders: OSDPReaders, notify: SDNotify
     ) {
-        self.live = live
-        self.environment = environment
-        self.store = store
-        self.runtime = runtime
+        self.parts = parts
         self.readerLoop = readerLoop
         self.simulator = simulator
         self.simulatedBoard = simulatedBoard
         self.simulatorControl = simulatorControl
-        self.auditWriter = auditWriter
         self.remote = remote
         self.osdpReaders = osdpReaders
         self.notify = notify
-        self.started = started
-        self.log = log
     }
 
     /// Its place in the daemon's service list; `refuse` stops gatewayd when

@@ -194,17 +194,15 @@ final class Daemon: Sendable {
             log: log, zone: zone)
         board.setInputHandler { [runtime] in runtime.boardInput($0) }
         osdpReaders = OSDPReaders(readers: configuration.readers, keys: StoreOSDPKeys(store: store), log: log)
-        outdoor = OutdoorReaderService(
-            live: live, environment: environment, runtime: runtime, osdpReaders: osdpReaders, log: log)
-        remote = RemoteService(
-            live: live, environment: environment, store: store, runtime: runtime, auditWriter: auditWriter,
-            eventOutbox: eventOutbox, started: started, log: log)
+        let parts = ServiceParts(
+            log: log, live: live, environment: environment, store: store, runtime: runtime,
+            auditWriter: auditWriter, started: started)
+        outdoor = OutdoorReaderService(parts: parts, osdpReaders: osdpReaders)
+        remote = RemoteService(parts: parts, eventOutbox: eventOutbox)
         control = ControlService(
-            live: live, environment: environment, store: store, runtime: runtime, readerLoop: readerLoop,
-            simulator: simulator, simulatedBoard: simulatedBoard, simulatorControl: simulatorControl,
-            auditWriter: auditWriter, remote: remote, osdpReaders: osdpReaders, notify: notify, started: started,
-            log: log)
-        timers = TimerService(runtime: runtime, store: store, auditWriter: auditWriter, notify: notify, log: log)
+            parts: parts, readerLoop: readerLoop, simulator: simulator, simulatedBoard: simulatedBoard,
+            simulatorControl: simulatorControl, remote: remote, osdpReaders: osdpReaders, notify: notify)
+        timers = TimerService(parts: parts, notify: notify)
     }
 
     /// A few seconds after READY (the reader probed, the first connection

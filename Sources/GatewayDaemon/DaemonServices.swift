@@ -1,7 +1,9 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
+import GatewayStore
 import Glibc
+import Logging
 import RemoteLink
 
 /// One part of the running door (swift-service-lifecycle's Service, without
@@ -17,6 +19,37 @@ struct DoorService: Sendable {
     /// or command arriving while the others stop (the transport flushes for up
     /// to 2 s) moves the relay after the stop began.
     var stopsFirst = false
+}
+
+/// What the daemon hands alike to its services (the control socket, the
+/// remote transport and its site commands, the OSDP readers, the timers):
+/// made once in `Daemon.init`.
+struct ServiceParts: Sendable {
+    let log: Logger
+    /// The configuration in effect (the daemon's one owner).
+    let live: LiveConfiguration
+    let environment: [String: String]
+    let store: GatewayStore
+    let runtime: DoorRuntime
+    let auditWriter: AuditWriter
+    /// When gatewayd started (`status`'s and telemetry's uptime).
+    let started: MonotonicInstant
+}
+
+/// A service made with the daemon's `ServiceParts`: their names read as its own.
+protocol MadeWithParts {
+    var parts: ServiceParts { get }
+}
+
+extension MadeWithParts {
+    var log: Logger { parts.log }
+    var live: LiveConfiguration { parts.live }
+    var configuration: GatewayConfiguration { parts.live.current }
+    var environment: [String: String] { parts.environment }
+    var store: GatewayStore { parts.store }
+    var runtime: DoorRuntime { parts.runtime }
+    var auditWriter: AuditWriter { parts.auditWriter }
+    var started: MonotonicInstant { parts.started }
 }
 
 /// The daemon's services in order (ServiceGroup's rule): `start` starts them

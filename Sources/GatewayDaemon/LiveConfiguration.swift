@@ -127,22 +127,25 @@ final class LiveConfiguration: Sendable {
                 }
             }
             input("[inputs.button]", old.button, new.button, level: "active_low")
-            switch (old.doorContact, new.doorContact) {
-            case (nil, nil): break
-            case (let a?, let b?): input("[inputs.door_contact]", a, b, level: "open_level")
-            default: names.append("[inputs.door_contact]")
+            optional("[inputs.door_contact]", old.doorContact, new.doorContact) { changes, a, b in
+                changes.input("[inputs.door_contact]", a, b, level: "open_level")
             }
-            switch (old.requestToExit, new.requestToExit) {
-            case (nil, nil): break
-            case (let a?, let b?): input("[inputs.request_to_exit]", a, b, level: "active_low")
-            default: names.append("[inputs.request_to_exit]")
+            optional("[inputs.request_to_exit]", old.requestToExit, new.requestToExit) { changes, a, b in
+                changes.input("[inputs.request_to_exit]", a, b, level: "active_low")
             }
-            switch (old.fireAlarm, new.fireAlarm) {
+            optional("[fire_alarm]", old.fireAlarm, new.fireAlarm) { changes, a, b in
+                changes.input("[fire_alarm]", a.input, b.input, level: "alarm_level")
+                changes.key("[fire_alarm] supervised", a.supervised != b.supervised)
+            }
+        }
+
+        /// A section that may be absent: added or removed, it is named whole;
+        /// there before and after, `keys` names its changed keys.
+        mutating func optional<T>(_ table: String, _ a: T?, _ b: T?, keys: (inout Changes, T, T) -> Void) {
+            switch (a, b) {
             case (nil, nil): break
-            case (let a?, let b?):
-                input("[fire_alarm]", a.input, b.input, level: "alarm_level")
-                key("[fire_alarm] supervised", a.supervised != b.supervised)
-            default: names.append("[fire_alarm]")
+            case (let a?, let b?): keys(&self, a, b)
+            default: names.append(table)
             }
         }
 

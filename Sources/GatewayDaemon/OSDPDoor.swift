@@ -6,23 +6,13 @@ import Logging
 /// The OSDP readers wired to the door (issue 35): their news as audit events naming the
 /// reader, the door's feedback on their LED and buzzer, and their card reads handed to
 /// `osdpCard` — the port the tap decision takes them from.
-final class OutdoorReaderService: Sendable {
-    let live: LiveConfiguration
-    var configuration: GatewayConfiguration { live.current }
-    let environment: [String: String]
-    let runtime: DoorRuntime
+final class OutdoorReaderService: Sendable, MadeWithParts {
+    let parts: ServiceParts
     let osdpReaders: OSDPReaders
-    let log: Logger
 
-    init(
-        live: LiveConfiguration, environment: [String: String], runtime: DoorRuntime, osdpReaders: OSDPReaders,
-        log: Logger
-    ) {
-        self.live = live
-        self.environment = environment
-        self.runtime = runtime
+    init(parts: ServiceParts, osdpReaders: OSDPReaders) {
+        self.parts = parts
         self.osdpReaders = osdpReaders
-        self.log = log
     }
 
     /// The OSDP readers' place in the daemon's service list.

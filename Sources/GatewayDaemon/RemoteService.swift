@@ -18,19 +18,10 @@ import Synchronization
 /// and its telemetry timer. Made and wired before the door starts (`prepare`),
 /// started and stopped in the daemon's service list (`service`); the control
 /// socket reads its status, its fleet and its Home Assistant admin.
-final class RemoteService: Sendable {
-    let log: Logger
-    /// The configuration in effect (the daemon's one owner).
-    let live: LiveConfiguration
-    var configuration: GatewayConfiguration { live.current }
-    let environment: [String: String]
-    let store: GatewayStore
-    let runtime: DoorRuntime
-    let auditWriter: AuditWriter
+final class RemoteService: Sendable, MadeWithParts {
+    let parts: ServiceParts
     /// The audit writer's hook: each event's outbox message, once a transport is made.
     let eventOutbox: EventOutbox
-    /// When gatewayd started (telemetry's uptime).
-    let started: MonotonicInstant
     /// Home Assistant's entities redrawn after each reload, in reload order.
     private let redrawQueue = DispatchQueue(label: "gatewayd.discovery")
 
@@ -49,18 +40,9 @@ final class RemoteService: Sendable {
     }
     private let made = Mutex(Made())
 
-    init(
-        live: LiveConfiguration, environment: [String: String], store: GatewayStore, runtime: DoorRuntime,
-        auditWriter: AuditWriter, eventOutbox: EventOutbox, started: MonotonicInstant, log: Logger
-    ) {
-        self.live = live
-        self.environment = environment
-        self.store = store
-        self.runtime = runtime
-        self.auditWriter = auditWriter
+    init(parts: ServiceParts, eventOutbox: EventOutbox) {
+        self.parts = parts
         self.eventOutbox = eventOutbox
-        self.started = started
-        self.log = log
     }
 
     /// Its place in the daemon's service list.

@@ -71,11 +71,8 @@ extension DoorRuntime {
 /// window and replay record, the record saved before the door acts, then
 /// handed to the door. A refusal is audited (`site_command_refused`, the
 /// reason and where it came from). One serial queue, in the order heard.
-final class SiteCommands: Sendable {
-    let store: GatewayStore
-    let runtime: DoorRuntime
-    let live: LiveConfiguration
-    let log: Logger
+final class SiteCommands: Sendable, MadeWithParts {
+    let parts: ServiceParts
     /// This door's own fleet topic (or key): a command it sent itself, heard
     /// back there, is a replay of what it already did, not worth an audit row.
     let ownTopic: String
@@ -92,13 +89,10 @@ final class SiteCommands: Sendable {
         }
     }
 
-    init(store: GatewayStore, runtime: DoorRuntime, live: LiveConfiguration, ownTopic: String, log: Logger) throws {
+    init(parts: ServiceParts, ownTopic: String) throws {
+        self.parts = parts
         self.ownTopic = ownTopic
-        self.store = store
-        self.runtime = runtime
-        self.live = live
-        self.log = log
-        replay = Mutex(try store.siteReplayGuard())
+        replay = Mutex(try parts.store.siteReplayGuard())
     }
 
     func received(_ payload: [UInt8], source: String) {
@@ -180,7 +174,7 @@ extension RemoteService {
     /// The site commands' handler for the fleet receiver (nil, logged, when
     /// the store cannot give its replay record: commands are then not heard).
     func makeSiteCommands(ownTopic: String) -> SiteCommands? {
-        do { return try SiteCommands(store: store, runtime: runtime, live: live, ownTopic: ownTopic, log: log) } catch {
+        do { return try SiteCommands(parts: parts, ownTopic: ownTopic) } catch {
             log.error("site commands: the replay record is unreadable, site commands are not taken: \(error)")
             return nil
         }

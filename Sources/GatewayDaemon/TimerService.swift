@@ -9,24 +9,18 @@ import Synchronization
 /// The daemon's timers as one service (the last in the list, the first
 /// stopped): the watchdog, fed while the door queue answers; the audit log's
 /// retention; the retry of events that waited for a full store.
-final class TimerService: Sendable {
-    let runtime: DoorRuntime
-    let store: GatewayStore
-    let auditWriter: AuditWriter
+final class TimerService: Sendable, MadeWithParts {
+    let parts: ServiceParts
     let notify: SDNotify
-    let log: Logger
 
     /// The timers kept running (each stops when cancelled or dropped).
     enum Name: Hashable { case retention, auditRetry }
     /// A Dispatch source is not Sendable: each is made inside the lock (`keep`).
     private let sources = Mutex<[Name: any DispatchSourceProtocol]>([:])
 
-    init(runtime: DoorRuntime, store: GatewayStore, auditWriter: AuditWriter, notify: SDNotify, log: Logger) {
-        self.runtime = runtime
-        self.store = store
-        self.auditWriter = auditWriter
+    init(parts: ServiceParts, notify: SDNotify) {
+        self.parts = parts
         self.notify = notify
-        self.log = log
     }
 
     /// Its place in the daemon's service list.

@@ -2,21 +2,31 @@ import DoorCore
 
 extension GatewayStore {
     /// The replay record and highest accepted timestamps (docs/formats.md §3), as last saved.
-    public func replayGuard() throws -> ReplayGuard {
+    public func replayGuard() throws -> ReplayGuard { try replayRecord(in: .remote) }
+
+    public func saveReplayGuard(_ guardState: ReplayGuard) throws { try saveReplayRecord(guardState, in: .remote) }
+
+    /// The one-row tables that keep a replay record in their `replay` column:
+    /// the native commands' and the site commands' (SiteState.swift).
+    enum ReplayTable: String {
+        case remote = "remote_state"
+        case site = "site_state"
+    }
+
+    func replayRecord(in table: ReplayTable) throws -> ReplayGuard {
         try pool.read { db in
-            guard let data = try db.scalar([UInt8].self, sql: "SELECT replay FROM remote_state WHERE one = 1") else {
-                return ReplayGuard()
-            }
+            guard let data = try db.scalar([UInt8].self, sql: "SELECT replay FROM \(table.rawValue) WHERE one = 1")
+            else { return ReplayGuard() }
             return try ReplayRecord.decode(data)
         }
     }
 
-    public func saveReplayGuard(_ guardState: ReplayGuard) throws {
-        let data = ReplayRecord.encode(guardState)
+    func saveReplayRecord(_ record: ReplayGuard, in table: ReplayTable) throws {
+        let data = ReplayRecord.encode(record)
         try pool.write { db in
             try db.execute(
                 sql:
-                    "INSERT INTO remote_state (one, replay) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET replay = excluded.replay",
+                    "INSERT INTO \(table.rawValue) (one, replay) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET replay = excluded.replay",
                 arguments: [data])
         }
     }

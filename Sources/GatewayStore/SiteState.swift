@@ -32,22 +32,7 @@ extension GatewayStore {
     }
 
     /// The site commands' replay record, as last saved.
-    public func siteReplayGuard() throws -> ReplayGuard {
-        try pool.read { db in
-            guard let data = try db.scalar([UInt8].self, sql: "SELECT replay FROM site_state WHERE one = 1") else {
-                return ReplayGuard()
-            }
-            return try ReplayRecord.decode(data)
-        }
-    }
+    public func siteReplayGuard() throws -> ReplayGuard { try replayRecord(in: .site) }
 
-    public func saveSiteReplayGuard(_ record: ReplayGuard) throws {
-        let data = ReplayRecord.encode(record)
-        try pool.write { db in
-            try db.execute(
-                sql:
-                    "INSERT INTO site_state (one, replay) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET replay = excluded.replay",
-                arguments: [data])
-        }
-    }
+    public func saveSiteReplayGuard(_ record: ReplayGuard) throws { try saveReplayRecord(record, in: .site) }
 }

@@ -10,20 +10,7 @@ final class TapJudgeTests: XCTestCase {
     let key = [UInt8](repeating: 7, count: 32)
     var secrets: [StickerSecret] { [StickerSecret(id: 1, action: 1, key: key, origin: .generated)] }
 
-    struct Registry: TagRegistryView {
-        var row: IssuedTagView?
-        var revoked = false
-        var unreadable = false
-        struct Down: Error {}
-        func issuedTag(_ uid: TagUID) throws -> IssuedTagView? {
-            if unreadable { throw Down() }
-            return row
-        }
-        func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool {
-            if unreadable { throw Down() }
-            return revoked
-        }
-    }
+    typealias Registry = FixedRegistry
 
     func sticker(_ uid: TagUID) -> NDEFMessage {
         NDEFMessage(records: [.uri(StickerSigner.signV2(action: 1, timestamp: 1_700_000_000, key: key, uid: uid).text)])

@@ -253,12 +253,16 @@ final class KeypadDeskTests: XCTestCase {
         var a = ActionDefinition(index: 0, name: "front", steps: [])
         a.credentials = [.cardPIN]
         let wall = WallClock(unixSeconds: 1_800_000_000, synchronised: true)
-        let p = TapDecision.decide(
-            TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
-            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
-            now: wall.unixSeconds,
-            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
-        ).presentation
+        /// The enrolled card read at `reader` over `link`, for `action` alone.
+        func decide(_ action: ActionDefinition, at reader: String, _ link: CardRead.Link) -> TagPresentation {
+            TapDecision.decide(
+                TapFacts(card: CardRead(number: card, reader: reader, link: link)), secrets: TapSecrets(),
+                actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
+                now: wall.unixSeconds,
+                policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [action], wall: wall)
+            ).presentation
+        }
+        let p = decide(a, at: "gate", .wiegand)
         // Card and PIN both crossed a Wiegand line in clear: weak, audited as the card alone
         // is there (before: `card_pin`, no weak flag).
         XCTAssertEqual(p.verdict, .grant(action: 0, reason: "weak_credential"))
@@ -266,22 +270,12 @@ final class KeypadDeskTests: XCTestCase {
         for (link, reason) in [(CardRead.Link.osdpPlain, "weak_credential"), (.osdpSecure, "card_pin")] {
             var b = a
             b.credentials = [.cardPIN, .osdp]
-            let over = TapDecision.decide(
-                TapFacts(card: CardRead(number: card, reader: "street", link: link)), secrets: TapSecrets(),
-                actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
-                now: wall.unixSeconds,
-                policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [b], wall: wall)
-            ).presentation
+            let over = decide(b, at: "street", link)
             XCTAssertEqual(over.verdict, .grant(action: 0, reason: reason), "\(link)")
             XCTAssertTrue(over.pinRequired, "\(link)")
         }
         a.credentials = [.cardPIN, .wiegand]
-        let alone = TapDecision.decide(
-            TapFacts(card: CardRead(number: card, reader: "gate", link: .wiegand)), secrets: TapSecrets(),
-            actionCount: 1, registry: Registry(row: IssuedTagView(state: .active, kind: .wiegand, action: 0)),
-            now: wall.unixSeconds,
-            policy: TapPolicy(policy: AccessPolicy(schedules: [], zone: .utc), actions: [a], wall: wall)
-        ).presentation
+        let alone = decide(a, at: "gate", .wiegand)
         // "card+pin" wins over the reader's kind listed beside it: no card
         // opens it alone (review finding: before, the cloned card opened
         // without its PIN, audited weak_credential).

@@ -1,4 +1,5 @@
 import DoorCore
+import TestSupport
 import XCTest
 
 /// Anti-passback (issue 36): the tap's decision with the reader's side and the credential's last
@@ -9,12 +10,7 @@ final class PassbackTests: XCTestCase {
     let uid = TagUID(hex: "04A1B2C3D4E5F6")!
     let now: Int64 = 1_800_000_000
 
-    struct Registry: TagRegistryView {
-        func issuedTag(_ uid: TagUID) throws -> IssuedTagView? {
-            IssuedTagView(state: .active, kind: .uid, action: 0)
-        }
-        func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool { false }
-    }
+    let registry = FixedRegistry(row: IssuedTagView(state: .active, kind: .uid, action: 0))
 
     func policy(_ rule: PassbackRule) -> TapPolicy {
         var action = ActionDefinition(index: 0, name: "club", steps: [.pulse(output: "strike", duration: .seconds(3))])
@@ -29,7 +25,7 @@ final class PassbackTests: XCTestCase {
         var facts = TapFacts(uid: uid, reader: passage?.side == .exit ? "yard" : "street")
         facts.passage = passage
         let p = TapDecision.decide(
-            facts, secrets: TapSecrets(), actionCount: 1, registry: Registry(), now: now, policy: policy(rule)
+            facts, secrets: TapSecrets(), actionCount: 1, registry: registry, now: now, policy: policy(rule)
         ).presentation
         switch p.verdict {
         case .grant(let action, let reason):

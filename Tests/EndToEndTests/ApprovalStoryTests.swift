@@ -22,10 +22,10 @@ final class ApprovalStoryTests: XCTestCase {
 
     /// Action 0 asks anyone (60 s), action 1 only gatewayctl (`cleanerTimeout`).
     static let actions =
-        GatewayUnderTest.action(
+        ConfigText.action(
             0, "visitors", #"approval = { timeout_s = 60, by = ["home_assistant", "phone", "gatewayctl"] }"#)
         + "\n"
-        + GatewayUnderTest.action(1, "cleaner", #"approval = { timeout_s = \#(cleanerTimeout), by = ["gatewayctl"] }"#)
+        + ConfigText.action(1, "cleaner", #"approval = { timeout_s = \#(cleanerTimeout), by = ["gatewayctl"] }"#)
 
     func startDoor(_ broker: MosquittoBroker) throws -> GatewayUnderTest {
         let g = try GatewayUnderTest(deviceID: MosquittoBroker.doorID)

@@ -173,7 +173,7 @@ final class DoorStoryTests: XCTestCase {
     }
 
     /// A third action, appended after `[paths]` (an array of tables may come anywhere).
-    static let thirdAction = GatewayUnderTest.action(2, "side")
+    static let thirdAction = ConfigText.action(2, "side")
 
     /// `[fleet]` on, over an MQTT broker that is not there (the fleet's
     /// receiver is made all the same), with this site key and admin group.

@@ -113,18 +113,6 @@ final class GatewayUnderTest {
         (try ctlJSON(["tags", "list"])["tags"]?.arrayValue ?? []).first { $0["uid"]?.stringValue == uid }
     }
 
-    /// One `[[actions]]` table: action `index` named `name`, a pulse of the
-    /// strike for `ms`, and the lines `more` (a schedule, an approval, credentials).
-    static func action(_ index: Int, _ name: String, ms: Int = 300, _ more: String = "") -> String {
-        """
-        [[actions]]
-        index = \(index)
-        name = "\(name)"
-        steps = [{ pulse = "strike", ms = \(ms) }]
-        \(more)
-        """
-    }
-
     /// `[fleet]` on (site `main-site`, `publicKey`), over an MQTT broker that
     /// is not there (port 9, plain TCP): the fleet's receiver is made all the same.
     static func fleetWithoutBroker(publicKey: String) -> String {
@@ -143,7 +131,7 @@ final class GatewayUnderTest {
     }
 
     /// The base configuration's two actions: 0 "front" (a 300 ms pulse), 1 "long" (3 s).
-    static let baseActions = action(0, "front") + "\n" + action(1, "long", ms: 3000)
+    static let baseActions = ConfigText.action(0, "front") + "\n" + ConfigText.action(1, "long", ms: 3000)
 
     /// The base configuration with `actions` (`[[actions]]` tables) in place
     /// of its two, `clock` lines added to its `[clock]`, and `reader` the

@@ -10,37 +10,17 @@ import XCTest
 /// opens), and — like the door's tag lockouts, kept in memory — a restart ends it too.
 final class KeypadLockoutTests: XCTestCase {
     func testAKeypadLockoutIsShownClearedAndEndedByARestart() throws {
-        let pd = try LibosdpReader(scbk: nil, address: 1)
-        let link = "\(FileManager.default.temporaryDirectory.path)/osdp-e2e-keypad-\(getpid())"
-        try? FileManager.default.removeItem(atPath: link)
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pd.tty)
-        defer {
-            pd.stop()
-            try? FileManager.default.removeItem(atPath: link)
-        }
+        let osdp = try OSDPReaderFixture("keypad", [.init(name: "street", address: 1)])
+        defer { osdp.stop() }
+        let pd = try XCTUnwrap(osdp.pd["street"])
         let g = try GatewayUnderTest()
         try g.writeConfig(
-            extra: """
-                [[readers]]
-                name = "pn532"
-                kind = "pn532"
-                [[readers]]
-                name = "street"
-                kind = "osdp"
-                device = "\(link)"
-                baud = 115200
-                address = 1
-
-                """,
-            actions: GatewayUnderTest.action(0, "front", ms: 300, "credentials = [\"osdp\", \"pin\"]"))
+            extra: osdp.section(),
+            actions: ConfigText.action(0, "front", ms: 300, "credentials = [\"osdp\", \"pin\"]"))
         try g.start()
         defer { g.stop() }
-        try g.ctlJSON(["reader", "osdp", "install", "street", "--seconds", "20"])
-        try waitFor("street online", timeout: 10, interval: 0.05, context: { g.log }) {
-            try g.ctlJSON(["reader", "osdp", "status"]).arrayValue?.first {
-                $0["reader"]?.stringValue == "street" && $0["secure_channel"]?.boolValue == true
-            }
-        }
+        try osdp.install(g)
+        try osdp.waitOnline(g)
         try g.ctlJSON(["pins", "add-code", "--action", "0", "--label", "courier"], stdin: "135790\n")
 
         for n in 1...5 {

@@ -20,7 +20,7 @@ final class NATSApprovalTests: XCTestCase {
         let g = try GatewayUnderTest(deviceID: NATSServer.device)
         try g.writeConfig(
             extra: try server.configurationSection(accountKeys: false),
-            actions: GatewayUnderTest.action(0, "visitors", #"approval = { timeout_s = 60, by = ["phone"] }"#))
+            actions: ConfigText.action(0, "visitors", #"approval = { timeout_s = 60, by = ["phone"] }"#))
         defer { g.stop() }
         let dir = g.dir
         func ctl(_ args: [String]) throws -> ProcessResult { try g.ctl(args) }

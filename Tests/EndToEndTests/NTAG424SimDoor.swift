@@ -36,7 +36,7 @@ final class NTAG424SimDoor {
 
     /// Action 0 "front" (the default credentials) and action 1 `second` with `credentials` (TOML).
     static func actions(second: String, credentials: String) -> String {
-        GatewayUnderTest.action(0, "front") + "\n" + GatewayUnderTest.action(1, second, "credentials = \(credentials)")
+        ConfigText.action(0, "front") + "\n" + ConfigText.action(1, second, "credentials = \(credentials)")
     }
 
     /// The door's store (the door stopped), given the site key as the fleet

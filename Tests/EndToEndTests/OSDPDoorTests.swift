@@ -24,28 +24,10 @@ final class OSDPDoorTests: XCTestCase {
     }
 
     func testAnOSDPReaderIsInstalledComesUpSecureShowsTheDoorsFeedbackAndGoesOffline() throws {
-        let pd = try LibosdpReader(scbk: nil, address: 3)
-        let g = try GatewayUnderTest(
-            extra: """
-                [[readers]]
-                name = "pn532"
-                kind = "pn532"
-                [[readers]]
-                name = "street"
-                kind = "osdp"
-                side = "entry"
-                device = "\(FileManager.default.temporaryDirectory.path)/osdp-e2e-\(getpid())"
-                baud = 115200
-                address = 3
-
-                """)
-        let link = "\(FileManager.default.temporaryDirectory.path)/osdp-e2e-\(getpid())"
-        try? FileManager.default.removeItem(atPath: link)
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pd.tty)
-        defer {
-            pd.stop()
-            try? FileManager.default.removeItem(atPath: link)
-        }
+        let osdp = try OSDPReaderFixture("door", [.init(name: "street", address: 3, keys: ["side = \"entry\""])])
+        defer { osdp.stop() }
+        let pd = try XCTUnwrap(osdp.pd["street"])
+        let g = try GatewayUnderTest(extra: osdp.section())
         try g.start()
         defer { g.stop() }
         XCTAssertTrue(g.log.contains("readers pn532 pn532 entry, street osdp "), g.log)
@@ -106,52 +88,24 @@ final class OSDPDoorTests: XCTestCase {
     /// `actions` leave out action 0: denied `credential_not_allowed`, the strike untouched. A
     /// PIN-only code typed on the reader's keypad opens its action.
     func testACardAtTheOSDPReaderOpensWhereItsReaderAndActionAllowIt() throws {
-        let street = try LibosdpReader(scbk: nil, address: 1)
-        let yard = try LibosdpReader(scbk: nil, address: 2)
-        let base = "\(FileManager.default.temporaryDirectory.path)/osdp-e2e-card-\(getpid())"
-        for (link, pd) in [(base + "-street", street), (base + "-yard", yard)] {
-            try? FileManager.default.removeItem(atPath: link)
-            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pd.tty)
-        }
-        defer {
-            street.stop()
-            yard.stop()
-            for link in [base + "-street", base + "-yard"] { try? FileManager.default.removeItem(atPath: link) }
-        }
+        let osdp = try OSDPReaderFixture(
+            "card",
+            [
+                .init(name: "street", address: 1),
+                .init(name: "yard", address: 2, keys: ["side = \"exit\"", "actions = [1]"]),
+            ])
+        defer { osdp.stop() }
+        let street = try XCTUnwrap(osdp.pd["street"])
+        let yard = try XCTUnwrap(osdp.pd["yard"])
         let g = try GatewayUnderTest()
         try g.writeConfig(
-            extra: """
-                [[readers]]
-                name = "pn532"
-                kind = "pn532"
-                [[readers]]
-                name = "street"
-                kind = "osdp"
-                device = "\(base)-street"
-                baud = 115200
-                address = 1
-                [[readers]]
-                name = "yard"
-                kind = "osdp"
-                side = "exit"
-                actions = [1]
-                device = "\(base)-yard"
-                baud = 115200
-                address = 2
-
-                """,
-            actions: GatewayUnderTest.action(0, "front", ms: 300, "credentials = [\"osdp\", \"sticker-v2\"]") + "\n"
-                + GatewayUnderTest.action(1, "long", ms: 3000, "credentials = [\"osdp\", \"pin\"]"))
+            extra: osdp.section(),
+            actions: ConfigText.action(0, "front", ms: 300, "credentials = [\"osdp\", \"sticker-v2\"]") + "\n"
+                + ConfigText.action(1, "long", ms: 3000, "credentials = [\"osdp\", \"pin\"]"))
         try g.start()
         defer { g.stop() }
-        for name in ["street", "yard"] {
-            try g.ctlJSON(["reader", "osdp", "install", name, "--seconds", "20"])
-            try waitFor("\(name) online", timeout: 10, interval: 0.05, context: { g.log }) {
-                try g.ctlJSON(["reader", "osdp", "status"]).arrayValue?.first {
-                    $0["reader"]?.stringValue == name && $0["secure_channel"]?.boolValue == true
-                }
-            }
-        }
+        try osdp.install(g)
+        try osdp.waitOnline(g)
         try g.ctlJSON(["tags", "enroll-card", "--action", "0", "--label", "alice", "raw:26:AABBCCC0"])
 
         var seen = try g.eventCount()

@@ -15,56 +15,27 @@ final class PassbackDoorTests: XCTestCase {
     let bob = "raw:26:11223340"
 
     func testASecondEntryIsJudgedByItsActionAndWhoIsInSurvivesARestart() throws {
-        let street = try LibosdpReader(scbk: nil, address: 1)
-        let yard = try LibosdpReader(scbk: nil, address: 2)
-        let base = "\(FileManager.default.temporaryDirectory.path)/osdp-e2e-passback-\(getpid())"
-        for (link, pd) in [(base + "-street", street), (base + "-yard", yard)] {
-            try? FileManager.default.removeItem(atPath: link)
-            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pd.tty)
-        }
-        defer {
-            street.stop()
-            yard.stop()
-            for link in [base + "-street", base + "-yard"] { try? FileManager.default.removeItem(atPath: link) }
-        }
+        let osdp = try OSDPReaderFixture(
+            "passback",
+            [
+                .init(name: "street", address: 1, keys: ["side = \"entry\""]),
+                .init(name: "yard", address: 2, keys: ["side = \"exit\""]),
+            ])
+        defer { osdp.stop() }
+        let street = try XCTUnwrap(osdp.pd["street"])
+        let yard = try XCTUnwrap(osdp.pd["yard"])
         let broker = try MosquittoBroker()
         try broker.start()
         let g = try GatewayUnderTest(deviceID: MosquittoBroker.doorID)
         try g.writeConfig(
             extra: broker.configurationSection(compatTopic: "phone/front-door").replacingOccurrences(
-                of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = true\n") + "\n"
-                    + """
-                    [[readers]]
-                    name = "street"
-                    kind = "osdp"
-                    side = "entry"
-                    device = "\(base)-street"
-                    baud = 115200
-                    address = 1
-                    [[readers]]
-                    name = "yard"
-                    kind = "osdp"
-                    side = "exit"
-                    device = "\(base)-yard"
-                    baud = 115200
-                    address = 2
-
-                    """,
-            actions: GatewayUnderTest.action(0, "members", ms: 300, "credentials = [\"osdp\"]\npassback = \"hard\"")
-                + "\n" + GatewayUnderTest.action(1, "staff", ms: 300, "credentials = [\"osdp\"]\npassback = \"soft\""))
+                of: "[mqtt]\n", with: "[mqtt]\nlabel_in_events = true\n") + "\n" + osdp.section(pn532: false),
+            actions: ConfigText.action(0, "members", ms: 300, "credentials = [\"osdp\"]\npassback = \"hard\"")
+                + "\n" + ConfigText.action(1, "staff", ms: 300, "credentials = [\"osdp\"]\npassback = \"soft\""))
         try g.start()
         defer { g.stop() }
-        func online() throws {
-            for name in ["street", "yard"] {
-                try waitFor("\(name) online", timeout: 15, interval: 0.05, context: { g.log }) {
-                    try g.ctlJSON(["reader", "osdp", "status"]).arrayValue?.first {
-                        $0["reader"]?.stringValue == name && $0["secure_channel"]?.boolValue == true
-                    }
-                }
-            }
-        }
-        for name in ["street", "yard"] { try g.ctlJSON(["reader", "osdp", "install", name, "--seconds", "20"]) }
-        try online()
+        try osdp.install(g)
+        try osdp.waitOnline(g, timeout: 15)
         try g.ctlJSON(["tags", "enroll-card", "--action", "0", "--label", "Alice", alice])
         try g.ctlJSON(["tags", "enroll-card", "--action", "1", "--label", "Bob", bob])
 
@@ -129,7 +100,7 @@ final class PassbackDoorTests: XCTestCase {
         let roll = try JSONValue.parse(Array(offline.stdout.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
         XCTAssertEqual(roll["people"]?.arrayValue?.compactMap { $0["label"]?.stringValue }, ["Bob", "Alice"])
         try g.start()
-        try online()
+        try osdp.waitOnline(g, timeout: 15)
         XCTAssertEqual(
             try g.ctlJSON(["occupancy"])["people"]?.arrayValue?.compactMap { $0["label"]?.stringValue },
             ["Bob", "Alice"])

@@ -10,8 +10,8 @@ final class PinsSetTests: XCTestCase {
     func testPinsSetTakesOnlyACardWhoseActionAsksForItsPIN() throws {
         let g = try GatewayUnderTest()
         try g.writeConfig(
-            actions: GatewayUnderTest.action(0, "front", ms: 300, "credentials = [\"wiegand\", \"uid\", \"pin\"]")
-                + "\n" + GatewayUnderTest.action(1, "gate", ms: 300, "credentials = [\"card+pin\"]"))
+            actions: ConfigText.action(0, "front", ms: 300, "credentials = [\"wiegand\", \"uid\", \"pin\"]")
+                + "\n" + ConfigText.action(1, "gate", ms: 300, "credentials = [\"card+pin\"]"))
         try g.start()
         defer { g.stop() }
         try g.ctlJSON(["tags", "enroll-card", "--action", "0", "26:7:100"])

@@ -42,8 +42,8 @@ final class PolicyStoryTests: XCTestCase {
         let scheduled = [
             (0, "front", "always"), (1, "office", "closed"), (2, "staff", "staff"),
             (3, "spring", "spring"), (4, "autumn", "autumn"),
-        ].map { index, name, schedule in GatewayUnderTest.action(index, name, "schedule = \"\(schedule)\"") }
-        let guest = GatewayUnderTest.action(5, "guest", ms: 3000)
+        ].map { index, name, schedule in ConfigText.action(index, name, "schedule = \"\(schedule)\"") }
+        let guest = ConfigText.action(5, "guest", ms: 3000)
         try g.writeConfig(
             extra: schedules, door: door, clock: "time_zone = \"\(zone)\"",
             actions: (scheduled + [guest]).joined(separator: "\n"))
@@ -66,6 +66,16 @@ final class PolicyStoryTests: XCTestCase {
         XCTAssertEqual(status, 0, stderr, file: file, line: line)
         XCTAssertEqual(json?["allowed"]?.boolValue, allowed, "\(at): \(json?.serialized ?? "")", file: file, line: line)
         XCTAssertEqual(json?["reason"]?.stringValue, reason, "\(at)", file: file, line: line)
+    }
+
+    /// A local time in the spring-forward gap of `zone`: refused (exit 1), naming the zone.
+    func assertGap(
+        _ g: GatewayUnderTest, at: String, zone: String, offline: Bool, file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
+        let (status, _, stderr) = try explain(g, ["--action", "3", "--at", at], offline: offline)
+        XCTAssertEqual(status, 1, file: file, line: line)
+        XCTAssertTrue(stderr.contains("does not exist in \(zone)"), stderr, file: file, line: line)
     }
 
     /// Europe/Berlin: the staff window's edges (RFC 3339 and local), its
@@ -94,9 +104,7 @@ final class PolicyStoryTests: XCTestCase {
                 g, action: 0, at: "2026-12-25T10:00:00Z", allowed: true, reason: "granted", offline: offline)
 
             // Spring forward, Sunday 2026-03-29: 02:00 CET → 03:00 CEST.
-            let (gap, _, gapError) = try explain(g, ["--action", "3", "--at", "2026-03-29T02:30"], offline: offline)
-            XCTAssertEqual(gap, 1)
-            XCTAssertTrue(gapError.contains("does not exist in Europe/Berlin"), gapError)
+            try assertGap(g, at: "2026-03-29T02:30", zone: "Europe/Berlin", offline: offline)
             try assertExplain(g, action: 3, at: "2026-03-29T03:00", allowed: true, reason: "granted", offline: offline)
             try assertExplain(
                 g, action: 3, at: "2026-03-29T00:59:59Z", allowed: false, reason: "outside_schedule", offline: offline)
@@ -165,9 +173,7 @@ final class PolicyStoryTests: XCTestCase {
         try assertExplain(g, action: 2, at: "2026-03-09T12:30:00Z", allowed: true, reason: "granted", offline: true)
         try assertExplain(
             g, action: 2, at: "2026-03-09T11:30:00Z", allowed: false, reason: "outside_schedule", offline: true)
-        let (gap, _, gapError) = try explain(g, ["--action", "3", "--at", "2026-03-08T02:30"], offline: true)
-        XCTAssertEqual(gap, 1)
-        XCTAssertTrue(gapError.contains("does not exist in America/New_York"), gapError)
+        try assertGap(g, at: "2026-03-08T02:30", zone: "America/New_York", offline: true)
         try assertExplain(g, action: 3, at: "2026-03-08T03:00", allowed: true, reason: "granted", offline: true)
         let (_, twice, _) = try explain(g, ["--action", "0", "--at", "2026-11-01T01:30"], offline: true)
         XCTAssertEqual(twice?["at"]?.stringValue, "2026-11-01T05:30:00Z", "the first 01:30 (EDT)")

@@ -1,37 +1,31 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
+import TestSupport
 import XCTest
 
 /// `policy explain` for the office with a maglock (docs/policy.md
 /// "Walkthroughs"): the held-open stages, forced open, the request to exit,
 /// and a passage schedule that waits for its first person.
 final class DoorContactExplainTests: XCTestCase {
-    let office = """
-        [device]
-        id = "office"
-        [board]
-        kind = "sim"
-        [[outputs]]
-        name = "maglock"
-        line = 5
-        locked_level = "energised"
-        [inputs.door_contact]
-        line = 6
-        [inputs.request_to_exit]
-        line = 7
-        [door_contact]
-        warn_s = 15
-        alert_s = 30
-        escalate_s = 120
-        [[schedules]]
-        name = "office"
-        windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], from = "08:00", to = "18:00" }]
-        first_person_in = true
-        [door]
-        passage_schedule = "office"
+    let office =
+        ConfigText.simMaglock(id: "office") + """
+            [inputs.door_contact]
+            line = 6
+            [inputs.request_to_exit]
+            line = 7
+            [door_contact]
+            warn_s = 15
+            alert_s = 30
+            escalate_s = 120
+            [[schedules]]
+            name = "office"
+            windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], from = "08:00", to = "18:00" }]
+            first_person_in = true
+            [door]
+            passage_schedule = "office"
 
-        """
+            """
 
     func testTheOfficeWithAMaglock() throws {
         let c = try GatewayConfiguration.load(toml: office)

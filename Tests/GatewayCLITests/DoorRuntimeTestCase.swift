@@ -26,6 +26,16 @@ class DoorRuntimeTestCase: TemporaryDirectoryTestCase {
         try super.tearDownWithError()  // the directory, after the runtime
     }
 
+    /// A simulated door `id` for `makeRuntime`: `tables` (its `[door]`,
+    /// actions, readers …), the clock declared synchronised, and its paths
+    /// in the test's directory.
+    func doorConfiguration(id: String, _ tables: String) throws -> GatewayConfiguration {
+        try GatewayConfiguration.load(
+            toml: ConfigText.sim(id: id) + tables
+                + "\n[clock]\ndeclare_synchronised = true\n[paths]\nstate_dir = \"\(stateDirectory)\"\nruntime_dir = \"\(dir!)/run\"\n"
+        )
+    }
+
     /// The runtime of `configuration` (not started yet; shut down after the
     /// test) on a CuttingBoard, the store in `stateDirectory` and its audit
     /// writer; each audit record is in the board's trace before the writer has it.

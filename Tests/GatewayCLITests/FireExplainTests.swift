@@ -1,6 +1,7 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
+import TestSupport
 import XCTest
 
 /// `policy explain` says fire (docs/policy.md "Fire alarm"): asked of a door
@@ -9,15 +10,7 @@ import XCTest
 final class FireExplainTests: XCTestCase {
     func testExplainNamesTheReleasedOutputsDuringAnAlarmOnly() throws {
         let c = try GatewayConfiguration.load(
-            toml: """
-                [device]
-                id = "fire"
-                [board]
-                kind = "sim"
-                [[outputs]]
-                name = "maglock"
-                line = 5
-                locked_level = "energised"
+            toml: ConfigText.simMaglock(id: "fire") + """
                 [[outputs]]
                 name = "strike"
                 line = 6

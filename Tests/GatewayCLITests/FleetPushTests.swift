@@ -65,15 +65,8 @@ final class FleetPushTests: XCTestCase {
 
     func writeConfig(sitePublicKey: [UInt8]) throws {
         let text =
-            ConfigText.simWithPlainMQTT(id: "door-b") + """
-                [[actions]]
-                index = 0
-                name = "front"
-                steps = [{ pulse = "strike", ms = 300 }]
-                [[actions]]
-                index = 1
-                name = "back"
-                steps = [{ pulse = "strike", ms = 300 }]
+            ConfigText.simWithPlainMQTT(id: "door-b") + ConfigText.action(0, "front") + "\n"
+            + ConfigText.action(1, "back") + "\n" + """
                 [fleet]
                 enabled = true
                 site_id = "\(Self.site)"

@@ -2,6 +2,7 @@ import DoorCore
 import Foundation
 import GatewayConfig
 import GatewayStore
+import TestSupport
 import XCTest
 
 @testable import GatewayDaemon
@@ -15,35 +16,27 @@ final class KeypadRuntimeTests: DoorRuntimeTestCase {
     let card = CardNumber(format: .h10301, facility: 7, number: 4242)!
 
     func makeDoor() throws -> (DoorRuntime, GatewayStore, AuditWriter) {
-        let configuration = try GatewayConfiguration.load(
-            toml: """
-                [device]
-                id = "keypad-runtime"
-                [board]
-                kind = "sim"
-                [door]
-                same_tag_quiet_ms = 1000
-                [[actions]]
-                index = 0
-                name = "front"
-                steps = [{ pulse = "strike", ms = 300 }]
-                credentials = ["osdp", "pin"]
-                [[readers]]
-                name = "street"
-                kind = "osdp"
-                device = "/dev/null"
-                address = 1
-                [[readers]]
-                name = "yard"
-                kind = "osdp"
-                device = "/dev/null"
-                address = 2
-                [clock]
-                declare_synchronised = true
-                [paths]
-                state_dir = "\(stateDirectory)"
-                runtime_dir = "\(dir!)/run"
-                """)
+        let configuration = try doorConfiguration(
+            id: "keypad-runtime",
+            """
+            [door]
+            same_tag_quiet_ms = 1000
+            [[actions]]
+            index = 0
+            name = "front"
+            steps = [{ pulse = "strike", ms = 300 }]
+            credentials = ["osdp", "pin"]
+            [[readers]]
+            name = "street"
+            kind = "osdp"
+            device = "/dev/null"
+            address = 1
+            [[readers]]
+            name = "yard"
+            kind = "osdp"
+            device = "/dev/null"
+            address = 2
+            """)
         let (runtime, _, store, writer) = try makeRuntime(configuration, label: "keypad-runtime")
         try store.enrollCard(card, action: 0, label: "yard card", now: 1)
         let salt = try Crypto.randomBytes(16)

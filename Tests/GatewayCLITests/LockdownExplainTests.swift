@@ -11,15 +11,7 @@ import XCTest
 final class LockdownExplainTests: XCTestCase {
     func testExplainAndTheDoorAgreeOnALockdownDenial() throws {
         let c = try GatewayConfiguration.load(
-            toml: """
-                [device]
-                id = "lockdown"
-                [board]
-                kind = "sim"
-                [[outputs]]
-                name = "maglock"
-                line = 5
-                locked_level = "energised"
+            toml: ConfigText.simMaglock(id: "lockdown") + """
                 [[actions]]
                 index = 0
                 name = "staff"

@@ -1,6 +1,7 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
+import TestSupport
 import XCTest
 
 /// `gatewayctl policy explain --reader NAME` and the door judge a second entry with the same rule
@@ -10,49 +11,17 @@ final class PassbackExplainAgreementTests: XCTestCase {
     let uid = TagUID(hex: "04A1B2C3D4E5F6")!
     let at: Int64 = 1_799_064_000
 
-    struct Registry: TagRegistryView {
-        var row: IssuedTagView?
-        func issuedTag(_ uid: TagUID) throws -> IssuedTagView? { row }
-        func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool { false }
-    }
+    typealias Registry = FixedRegistry
 
     func configuration() throws -> GatewayConfiguration {
         try GatewayConfiguration.load(
-            toml: """
-                [device]
-                id = "club"
-                [board]
-                kind = "sim"
-                [[actions]]
-                index = 0
-                name = "members"
-                steps = [{ pulse = "strike", ms = 3000 }]
-                credentials = ["uid"]
-                passback = "hard"
-                passback_reset_minutes = 60
-                [[actions]]
-                index = 1
-                name = "staff"
-                steps = [{ pulse = "strike", ms = 3000 }]
-                credentials = ["uid"]
-                passback = "soft"
-                [[actions]]
-                index = 2
-                name = "visitors"
-                steps = [{ pulse = "strike", ms = 3000 }]
-                credentials = ["uid"]
-                [[readers]]
-                name = "street"
-                kind = "pn532"
-                side = "entry"
-                [[readers]]
-                name = "yard"
-                kind = "osdp"
-                side = "exit"
-                device = "/dev/ttyUSB0"
-                [clock]
-                declare_synchronised = true
-                """)
+            toml: ConfigText.sim(id: "club")
+                + ConfigText.action(
+                    0, "members", ms: 3000,
+                    "credentials = [\"uid\"]\npassback = \"hard\"\npassback_reset_minutes = 60\n")
+                + ConfigText.action(1, "staff", ms: 3000, "credentials = [\"uid\"]\npassback = \"soft\"\n")
+                + ConfigText.action(2, "visitors", ms: 3000, "credentials = [\"uid\"]\n")
+                + ConfigText.entryAndExitReaders + "[clock]\ndeclare_synchronised = true\n")
     }
 
     struct Case {

@@ -1,6 +1,7 @@
 import DoorCore
 import GatewayConfig
 import GatewayControl
+import TestSupport
 import XCTest
 
 /// `gatewayctl policy explain` and the door call the same rules (issue 34
@@ -18,12 +19,7 @@ final class PolicyExplainAgreementTests: XCTestCase {
     let monday: Int64 = 1_799_064_000
     var sunday: Int64 { monday - 86_400 }
 
-    struct Registry: TagRegistryView {
-        var row: IssuedTagView?
-        var revoked: Bool
-        func issuedTag(_ uid: TagUID) throws -> IssuedTagView? { row }
-        func isRevoked(uid: TagUID, signature: [UInt8]?) throws -> Bool { revoked }
-    }
+    typealias Registry = FixedRegistry
 
     func configuration() throws -> GatewayConfiguration {
         try GatewayConfiguration.load(

@@ -5,6 +5,7 @@ import GatewayConfig
 import GatewayStore
 import Logging
 import Synchronization
+import TestSupport
 import XCTest
 
 @testable import GatewayDaemon
@@ -32,24 +33,8 @@ final class RelayOrderTests: DoorRuntimeTestCase {
 
     func makeDoor(pulseMs: Int = 10000) throws -> Door {
         let state = stateDirectory
-        let configuration = try GatewayConfiguration.load(
-            toml: """
-                [device]
-                id = "relay-order"
-                [board]
-                kind = "sim"
-                [door]
-                same_tag_quiet_ms = 1000
-                [[actions]]
-                index = 0
-                name = "strike"
-                steps = [{ pulse = "strike", ms = \(pulseMs) }]
-                [clock]
-                declare_synchronised = true
-                [paths]
-                state_dir = "\(state)"
-                runtime_dir = "\(dir!)/run"
-                """)
+        let configuration = try doorConfiguration(
+            id: "relay-order", "[door]\nsame_tag_quiet_ms = 1000\n" + ConfigText.action(0, "strike", ms: pulseMs))
         let (runtime, board, store, writer) = try makeRuntime(configuration, label: "relay-order")
         runtime.start()
         runtime.committed()

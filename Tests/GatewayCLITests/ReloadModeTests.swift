@@ -4,6 +4,7 @@ import Foundation
 import GatewayConfig
 import GatewayStore
 import Logging
+import TestSupport
 import XCTest
 
 @testable import GatewayDaemon
@@ -20,22 +21,14 @@ final class ReloadModeTests: DoorRuntimeTestCase {
     }
 
     func configuration(mode: String, schedule: Bool) throws -> GatewayConfiguration {
-        try GatewayConfiguration.load(
-            toml: """
-                [device]
-                id = "reload-mode"
-                [board]
-                kind = "sim"
-                [door]
-                mode = "\(mode)"
-                \(schedule ? "passage_schedule = \"open-hours\"" : "")
-                \(schedule ? "[[schedules]]\nname = \"open-hours\"\nwindows = [{ days = [\"\(closedDay)\"], from = \"00:00\", to = \"23:59\" }]" : "")
-                [clock]
-                declare_synchronised = true
-                [paths]
-                state_dir = "\(dir!)/state"
-                runtime_dir = "\(dir!)/run"
-                """)
+        try doorConfiguration(
+            id: "reload-mode",
+            """
+            [door]
+            mode = "\(mode)"
+            \(schedule ? "passage_schedule = \"open-hours\"" : "")
+            \(schedule ? "[[schedules]]\nname = \"open-hours\"\nwindows = [{ days = [\"\(closedDay)\"], from = \"00:00\", to = \"23:59\" }]" : "")
+            """)
     }
 
     func makeDoor(_ configuration: GatewayConfiguration) throws -> (DoorRuntime, CuttingBoard) {

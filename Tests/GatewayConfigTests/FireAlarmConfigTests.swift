@@ -64,25 +64,22 @@ final class FireAlarmConfigTests: XCTestCase {
     }
 
     func testOnFireDefaultsByLockedLevelAndCanBeSaid() throws {
-        let outputs = """
-            [[outputs]]
-            name = "maglock"
-            line = 5
-            locked_level = "energised"
-            [[outputs]]
-            name = "strike"
-            line = 6
-            [[outputs]]
-            name = "gate"
-            line = 12
-            on_fire = "release"
-            [[outputs]]
-            name = "mag2"
-            line = 13
-            locked_level = "energised"
-            on_fire = "keep"
+        let outputs =
+            ConfigText.maglock + """
+                [[outputs]]
+                name = "strike"
+                line = 6
+                [[outputs]]
+                name = "gate"
+                line = 12
+                on_fire = "release"
+                [[outputs]]
+                name = "mag2"
+                line = 13
+                locked_level = "energised"
+                on_fire = "keep"
 
-            """
+                """
         let c = try GatewayConfiguration.load(toml: Self.base + outputs)
         XCTAssertEqual(c.door.outputs.map(\.onFire), [.release, .keep, .release, .keep])
         XCTAssertEqual(

@@ -1,35 +1,14 @@
 import DoorCore
 import GatewayConfig
+import TestSupport
 import XCTest
 
 /// `passback` and `passback_reset_minutes` on an action (issue 36): read strictly, and only at a
 /// door that has an entry and an exit reader.
 final class PassbackConfigTests: XCTestCase {
     func toml(_ action: String, readers: Bool = true) -> String {
-        """
-        [device]
-        id = "club"
-        [board]
-        kind = "sim"
-        [[actions]]
-        index = 0
-        name = "members"
-        steps = [{ pulse = "strike", ms = 3000 }]
-        \(action)
-        """
-            + (readers
-                ? """
-
-                [[readers]]
-                name = "street"
-                kind = "pn532"
-                side = "entry"
-                [[readers]]
-                name = "yard"
-                kind = "osdp"
-                side = "exit"
-                device = "/dev/ttyUSB0"
-                """ : "")
+        ConfigText.sim(id: "club") + ConfigText.action(0, "members", ms: 3000, action)
+            + (readers ? "\n" + ConfigText.entryAndExitReaders : "")
     }
 
     func errors(_ text: String) -> String {

@@ -30,15 +30,24 @@ public enum CommandTarget: Equatable, Hashable, Sendable, CustomStringConvertibl
 }
 
 /// Why a remote command was refused. Codes are stable (events, `--json`).
-public struct CommandRejection: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable, CaseIterable {
-        case retained, deviceReport = "device_report", malformed
-        case unknownCommand = "unknown_command", unknownAction = "unknown_action"
-        case badChecksum = "bad_checksum", stale, future, replay
-        case olderThanHighest = "older_than_highest", replayRecordFull = "replay_record_full"
-        case badMAC = "bad_mac", wrongDevice = "wrong_device"
-        case clockUnsynchronised = "clock_unsynchronised", noKey = "no_key"
-    }
+public typealias CommandRejection = Refusal<CommandRejectionCode>
+
+public enum CommandRejectionCode: String, Sendable, Hashable, CaseIterable {
+    case retained, deviceReport = "device_report", malformed
+    case unknownCommand = "unknown_command", unknownAction = "unknown_action"
+    case badChecksum = "bad_checksum", stale, future, replay
+    case olderThanHighest = "older_than_highest", replayRecordFull = "replay_record_full"
+    case badMAC = "bad_mac", wrongDevice = "wrong_device"
+    case clockUnsynchronised = "clock_unsynchronised", noKey = "no_key"
+}
+
+/// A refusal with a stable code (its raw value is what events and the audit
+/// say) and a detail for people: remote commands' (`CommandRejection`) and
+/// site commands' (`SiteCommandRefusal`).
+public struct Refusal<C: RawRepresentable & Hashable & Sendable>: Error, Hashable, Sendable,
+    CustomStringConvertible
+where C.RawValue == String {
+    public typealias Code = C
     public var code: Code
     public var detail: String
     public init(_ code: Code, _ detail: String) {
@@ -63,6 +72,13 @@ public struct CommandVerdict: Equatable, Sendable {
     public var rejection: CommandRejection?
 
     public var accepted: Bool { rejection == nil }
+
+    /// This verdict, refused with `rejection`.
+    func rejected(_ rejection: CommandRejection) -> CommandVerdict {
+        var v = self
+        v.rejection = rejection
+        return v
+    }
 }
 
 /// Judges remote commands, docs/formats.md §3 (compat) and §5 (native). The replay
@@ -95,40 +111,41 @@ public struct CommandJudge: Equatable, Sendable {
         replay: inout ReplayGuard
     ) -> CommandVerdict {
         var v = CommandVerdict(kind: .compat)
-        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
         let json: JSONValue
-        do { json = try Self.screenedJSON(payload: payload, retained: retained) } catch { return reject(error) }
-        guard case .object(let members) = json else { return reject(CommandRejection(.malformed, "not a JSON object")) }
+        do { json = try Self.screenedJSON(payload: payload, retained: retained) } catch { return v.rejected(error) }
+        guard case .object(let members) = json else {
+            return v.rejected(CommandRejection(.malformed, "not a JSON object"))
+        }
         guard case .int(let number)? = json["command"] else {
-            return reject(CommandRejection(.malformed, "\"command\" must be an integer"))
+            return v.rejected(CommandRejection(.malformed, "\"command\" must be an integer"))
         }
         if let extra = members.first(where: { $0.0 != "command" && $0.0 != "otp-auth" }) {
-            return reject(CommandRejection(.malformed, "unexpected key \"\(extra.0.prefix(32))\""))
+            return v.rejected(CommandRejection(.malformed, "unexpected key \"\(extra.0.prefix(32))\""))
         }
         v.command = Int(clamping: number)
         guard let target = mapping[Int(clamping: number)] else {
-            return reject(CommandRejection(.unknownCommand, "command \(number) is not mapped"))
+            return v.rejected(CommandRejection(.unknownCommand, "command \(number) is not mapped"))
         }
         v.target = target
         if target == .report { return v }
         guard case .string(let otp)? = json["otp-auth"] else {
-            return reject(CommandRejection(.malformed, "\"otp-auth\" must be a string"))
+            return v.rejected(CommandRejection(.malformed, "\"otp-auth\" must be a string"))
         }
-        guard let key else { return reject(CommandRejection(.noKey, "no timestamp key is configured")) }
+        guard let key else { return v.rejected(CommandRejection(.noKey, "no timestamp key is configured")) }
         let block: OTPBlock
-        do { block = try OTPBlock.decrypt(hex: otp, key: key) } catch { return reject(error) }
+        do { block = try OTPBlock.decrypt(hex: otp, key: key) } catch { return v.rejected(error) }
         v.checksumOK = block.checksumOK
         guard block.checksumOK else {
-            return reject(CommandRejection(.badChecksum, "checksum does not match (wrong key or damaged block)"))
+            return v.rejected(CommandRejection(.badChecksum, "checksum does not match (wrong key or damaged block)"))
         }
         v.timestamp = block.timestamp
         v.skew = Self.skew(now: now.unixSeconds, ts: block.timestamp)
-        if let r = fresh(block.timestamp, now: now) { return reject(r) }
+        if let r = fresh(block.timestamp, now: now) { return v.rejected(r) }
         if let r = replay.admit(
             keyID: "compat", fingerprint: otp.lowercased(), timestamp: block.timestamp,
             now: now.unixSeconds, tolerance: tolerance)
         {
-            return reject(r)
+            return v.rejected(r)
         }
         return v
     }
@@ -151,10 +168,9 @@ public struct CommandJudge: Equatable, Sendable {
         payload: [UInt8], retained: Bool, key: [UInt8]?, now: WallClock,
         replay: inout ReplayGuard
     ) -> CommandVerdict {
-        var v = CommandVerdict(kind: .native)
-        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
+        let v = CommandVerdict(kind: .native)
         let json: JSONValue
-        do { json = try Self.screenedJSON(payload: payload, retained: retained) } catch { return reject(error) }
+        do { json = try Self.screenedJSON(payload: payload, retained: retained) } catch { return v.rejected(error) }
         if json["approval"] != nil {
             return judgeNativeApproval(json, key: key, now: now, replay: &replay)
         }
@@ -163,7 +179,7 @@ public struct CommandJudge: Equatable, Sendable {
             case .string(let nonce)? = json["nonce"], case .string(let device)? = json["device"],
             case .string(let macHex)? = json["mac"]
         else {
-            return reject(
+            return v.rejected(
                 CommandRejection(.malformed, "expected exactly action, ts (integers), nonce, device, mac (strings)"))
         }
         return verifySigned(
@@ -184,24 +200,24 @@ public struct CommandJudge: Equatable, Sendable {
     func judgeNativeApproval(
         _ json: JSONValue, key: [UInt8]?, now: WallClock, replay: inout ReplayGuard
     ) -> CommandVerdict {
-        var v = CommandVerdict(kind: .native)
-        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
+        let v = CommandVerdict(kind: .native)
         guard case .object(let members) = json, members.count == 6,
             case .string(let code)? = json["approval"], case .string(let answer)? = json["answer"],
             case .int(let ts)? = json["ts"], case .string(let nonce)? = json["nonce"],
             case .string(let device)? = json["device"], case .string(let macHex)? = json["mac"]
         else {
-            return reject(
+            return v.rejected(
                 CommandRejection(
                     .malformed, "expected exactly approval, answer, nonce, device, mac (strings) and ts (integer)"))
         }
         guard code.utf8.count == ApprovalDesk.codeLength,
             code.uppercased().allSatisfy({ ApprovalDesk.alphabet.contains($0) })
         else {
-            return reject(CommandRejection(.malformed, "approval must be a \(ApprovalDesk.codeLength)-character code"))
+            return v.rejected(
+                CommandRejection(.malformed, "approval must be a \(ApprovalDesk.codeLength)-character code"))
         }
         guard answer == "approve" || answer == "deny" else {
-            return reject(CommandRejection(.malformed, "answer must be \"approve\" or \"deny\""))
+            return v.rejected(CommandRejection(.malformed, "answer must be \"approve\" or \"deny\""))
         }
         return verifySigned(
             v, ts: ts, nonce: nonce, device: device, macHex: macHex, key: key, now: now, replay: &replay,
@@ -223,32 +239,31 @@ public struct CommandJudge: Equatable, Sendable {
         target: () -> Result<CommandTarget, CommandRejection>
     ) -> CommandVerdict {
         var v = verdict
-        func reject(_ r: CommandRejection) -> CommandVerdict { v.rejection = r; return v }
         guard nonce.utf8.count == 32, Hex.decode(nonce) != nil else {
-            return reject(CommandRejection(.malformed, "nonce must be 32 hex digits"))
+            return v.rejected(CommandRejection(.malformed, "nonce must be 32 hex digits"))
         }
         guard macHex.utf8.count == 64, let mac = Hex.decode(macHex) else {
-            return reject(CommandRejection(.malformed, "mac must be 64 hex digits"))
+            return v.rejected(CommandRejection(.malformed, "mac must be 64 hex digits"))
         }
         v.timestamp = ts
         v.skew = Self.skew(now: now.unixSeconds, ts: ts)
         guard device == deviceID else {
-            return reject(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
+            return v.rejected(CommandRejection(.wrongDevice, "addressed to \(device.prefix(64)), this is \(deviceID)"))
         }
-        guard let key else { return reject(CommandRejection(.noKey, "no command key is configured")) }
+        guard let key else { return v.rejected(CommandRejection(.noKey, "no command key is configured")) }
         guard Crypto.constantTimeEqual(Crypto.hmacSHA256(key: key, message: message()), mac) else {
-            return reject(CommandRejection(.badMAC, "the MAC does not verify"))
+            return v.rejected(CommandRejection(.badMAC, "the MAC does not verify"))
         }
         switch target() {
-        case .failure(let r): return reject(r)
+        case .failure(let r): return v.rejected(r)
         case .success(let t): v.target = t
         }
-        if let r = fresh(ts, now: now) { return reject(r) }
+        if let r = fresh(ts, now: now) { return v.rejected(r) }
         if let r = replay.admit(
             keyID: "native", fingerprint: nonce.lowercased(), timestamp: ts,
             now: now.unixSeconds, tolerance: tolerance)
         {
-            return reject(r)
+            return v.rejected(r)
         }
         return v
     }

@@ -80,19 +80,12 @@ public struct SiteCommand: Equatable, Hashable, Sendable {
 }
 
 /// Why a site command was refused (the audit's `reason`, `site_command_refused`).
-public struct SiteCommandRefusal: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable, CaseIterable {
-        case malformed, badSignature = "bad_signature", wrongSite = "wrong_site"
-        case stale, future, replay, olderThanHighest = "older_than_highest"
-        case replayRecordFull = "replay_record_full", clockUnsynchronised = "clock_unsynchronised"
-    }
-    public var code: Code
-    public var detail: String
-    public init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
-    public var description: String { "\(code.rawValue): \(detail)" }
+public typealias SiteCommandRefusal = Refusal<SiteCommandRefusalCode>
+
+public enum SiteCommandRefusalCode: String, Sendable, CaseIterable {
+    case malformed, badSignature = "bad_signature", wrongSite = "wrong_site"
+    case stale, future, replay, olderThanHighest = "older_than_highest"
+    case replayRecordFull = "replay_record_full", clockUnsynchronised = "clock_unsynchronised"
 }
 
 /// Judges the bytes of a site command. Pure; the daemon persists the new
