@@ -742,7 +742,7 @@ public struct DoorMachine: Sendable {
             disarm(reason: "lockdown", &fx)
             cancelApproval(reason: "lockdown", &fx)
         }
-        if settings.doorContact.enabled { contact.modeChanged(timed: mode != .passage, settings.doorContact, &fx) }
+        superviseHeldOpen(&fx)
         fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: source)))
     }
 
@@ -799,7 +799,8 @@ public struct DoorMachine: Sendable {
         if active { fireSources.insert(source) } else { fireSources.remove(source) }
         switch (fire, active) {
         case (.normal, true), (.cleared, true):
-            if fire == .normal {
+            let wasNormal = fire == .normal
+            if wasNormal {
                 fx.append(.fireHold(true))
                 for o in fireOutputs { acquire(o.name, .fire, &fx) }
             }
@@ -808,6 +809,8 @@ public struct DoorMachine: Sendable {
             let released = fireOutputs.map(\.name).joined(separator: ",")
             fx.append(
                 .emit(DoorEvent(.fireAlarm, reason: released.isEmpty ? "none" : released, source: source, who: who)))
+            // People leave, doors are propped: the held-open count stops.
+            if wasNormal { superviseHeldOpen(&fx) }
         case (.alarm, false) where fireSources.isEmpty:
             fire = .cleared
             fx.append(.emit(DoorEvent(.fireCleared, source: source, who: who)))
@@ -831,10 +834,23 @@ public struct DoorMachine: Sendable {
             for o in fireOutputs { release(o.name, .fire, &fx) }
             fx.append(.fireHold(false))
             fx.append(.emit(DoorEvent(.fireReset, source: "gatewayctl", who: who)))
+            // Supervision again: a door still open counts afresh from the reset.
+            superviseHeldOpen(&fx)
         }
     }
 
     // MARK: Door contact (DoorContact.swift, docs/policy.md "Door contact")
+
+    /// Whether an open door is counted towards held open: not in passage
+    /// mode, and not while a fire alarm holds the outputs released (until its
+    /// reset): people leave and doors are propped for the evacuation, and its
+    /// alarms would only hide real ones.
+    var heldOpenTimed: Bool { mode != .passage && fire == .normal }
+
+    /// After the mode or the fire state changed: the held-open count follows `heldOpenTimed`.
+    private mutating func superviseHeldOpen(_ fx: inout [DoorEffect]) {
+        if settings.doorContact.enabled { contact.modeChanged(timed: heldOpenTimed, settings.doorContact, &fx) }
+    }
 
     /// The door contact's alarm now (the state document's `door_alarm`).
     public var doorAlarm: DoorAlarm { contact.alarm }
@@ -850,7 +866,7 @@ public struct DoorMachine: Sendable {
             let expected =
                 !runs.isEmpty || mode == .passage || fire != .normal || contact.exitRequested(now)
                 || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
-            contact.opened(expected: expected, timed: mode != .passage, policy, &fx)
+            contact.opened(expected: expected, timed: heldOpenTimed, policy, &fx)
         } else {
             contact.closed(&fx)
         }
