@@ -795,6 +795,7 @@ public struct DoorMachine: Sendable {
     private mutating func fireInput(
         _ active: Bool, source: String = "input", who: String? = nil, _ fx: inout [DoorEffect]
     ) {
+        let before = fireLatch
         // The input and the site's signal each hold the alarm: it clears when both have.
         if active { fireSources.insert(source) } else { fireSources.remove(source) }
         switch (fire, active) {
@@ -805,6 +806,7 @@ public struct DoorMachine: Sendable {
                 for o in fireOutputs { acquire(o.name, .fire, &fx) }
             }
             fire = .alarm
+            saveFire(before, &fx)
             // The reason names what was released ("none": nothing is `release`).
             let released = fireOutputs.map(\.name).joined(separator: ",")
             fx.append(
@@ -813,10 +815,17 @@ public struct DoorMachine: Sendable {
             if wasNormal { superviseHeldOpen(&fx) }
         case (.alarm, false) where fireSources.isEmpty:
             fire = .cleared
+            saveFire(before, &fx)
             fx.append(.emit(DoorEvent(.fireCleared, source: source, who: who)))
         default:
-            break
+            // The site's signal joining or leaving an alarm the input holds too.
+            saveFire(before, &fx)
         }
+    }
+
+    /// `.saveFire` (before the events) when what a restart must keep changed since `before`.
+    private mutating func saveFire(_ before: FireLatch, _ fx: inout [DoorEffect]) {
+        if fireLatch != before { fx.append(.saveFire(fireLatch)) }
     }
 
     /// `gatewayctl fire reset`: refused while the input is still in alarm
@@ -833,6 +842,7 @@ public struct DoorMachine: Sendable {
             fire = .normal
             for o in fireOutputs { release(o.name, .fire, &fx) }
             fx.append(.fireHold(false))
+            fx.append(.saveFire(.normal))
             fx.append(.emit(DoorEvent(.fireReset, source: "gatewayctl", who: who)))
             // Supervision again: a door still open counts afresh from the reset.
             superviseHeldOpen(&fx)
