@@ -47,6 +47,9 @@ final class DoorRuntime: Sendable {
     let flushAudit: @Sendable () -> Void
     /// First person in: the window a grant opened (FirstPersonInKeeper.swift).
     let firstPersonIn: FirstPersonInKeeper
+    /// Why the store could not say whether a fire alarm holds (ControlFire.swift):
+    /// audited once the door starts, released.
+    let fireUnknown: String?
 
     /// Where the door's news goes (the remote transport, Home Assistant's
     /// admin screen): set while wiring (`setHooks`), before `start()`, but for
@@ -149,9 +152,12 @@ final class DoorRuntime: Sendable {
         } catch {
             log.error("last access not read from the audit log: \(error)")
         }
+        var door = Self.withPersistedLockdown(configuration.door, store: store, log: log)
+        fireUnknown = Self.restoreFire(
+            &door, store: store, canAlarm: configuration.fireAlarm != nil || configuration.fleet.enabled, log: log)
         state = Mutex(
             State(
-                machine: DoorMachine(settings: Self.withPersistedLockdown(configuration.door, store: store, log: log)),
+                machine: DoorMachine(settings: door),
                 lastAccess: lastAccess,
                 clockFloor: ClockFloor(unix: savedClockFloor), savedClockFloor: savedClockFloor, zone: zone))
     }
@@ -220,6 +226,7 @@ final class DoorRuntime: Sendable {
             guard !self.isStopped else { return }
             let now = self.now()
             self.execute(self.state.withLock { $0.machine.start(at: now) })
+            if let why = self.fireUnknown { self.recordFireUnknown(why) }
             // The floor as the door starts, on the queue's first turn: a
             // timer firing "now" ran this store write whenever Dispatch got to
             // it — under load, between a tap's relay and its pulse's end.
@@ -670,6 +677,8 @@ final class DoorRuntime: Sendable {
                 storeRequest(request)
             case .fireHold(let released):
                 board.fireHold(released)
+            case .saveFire(let latch):
+                saveFire(latch)
             }
         }
     }

@@ -149,6 +149,15 @@ final class SiteCommands: Sendable, MadeWithParts {
                     detail: "lockdown not saved: \(error)".prefix(256).description)
             }
         case .fireAlarm, .fireClear:
+            // The alarm saved before the door acts, as its replay record was:
+            // a stop between the two must not leave a command that counts as
+            // heard and an alarm that a restart forgets (the machine saves it
+            // again after the release; a failure here is logged, not waited on).
+            if command.kind == .fireAlarm {
+                do { try store.saveFireLatch(FireLatch(state: .alarm, site: true)) } catch {
+                    log.error("fire: the site's alarm not saved before it acts: \(error)")
+                }
+            }
             _ = runtime.handleNow(.siteFire(active: command.kind == .fireAlarm, by: command.by))
         }
     }

@@ -195,6 +195,15 @@ public enum StoreMigrations {
             statements: [
                 #"CREATE TABLE "passage" ("uid" TEXT PRIMARY KEY NOT NULL, "inside" BOOLEAN NOT NULL, "since" INTEGER NOT NULL, "reader" TEXT NOT NULL)"#
             ]),
+        // Issue 36's follow-up: a fire alarm not yet reset (`alarm`, `cleared`;
+        // NULL: none) and whether the site's signal holds it (FireLatch.swift),
+        // so a restart during the site's alarm keeps the door released.
+        Migration(
+            name: "v18-site-fire",
+            statements: [
+                #"ALTER TABLE "site_state" ADD COLUMN "fire_state" TEXT CHECK (fire_state IS NULL OR fire_state IN ('alarm', 'cleared'))"#,
+                #"ALTER TABLE "site_state" ADD COLUMN "fire_site" BOOLEAN NOT NULL DEFAULT 0"#,
+            ]),
     ]
 
     /// The migration names, in order.

@@ -166,6 +166,49 @@ final class DoorContactTests: XCTestCase {
         XCTAssertEqual(h.advance(.seconds(15)).eventKinds, [.doorHeldOpen], "the count went on through lockdown")
     }
 
+    /// A fire alarm (issue 36 follow-up): doors stand propped for the
+    /// evacuation, so no held-open stage runs while the alarm holds the
+    /// outputs released, cleared but not reset included; the reset starts
+    /// the count afresh for a door still open (before: the warning, the alert
+    /// and the escalation went out during the fire).
+    func testNoHeldOpenStageDuringAFireAlarmAndTheCountStartsAfreshAtItsReset() {
+        var h = harness()
+        h.send(.fireAlarm(active: true))
+        XCTAssertEqual(h.send(.doorContact(open: true)).eventKinds, [.doorOpened], "not forced in a fire")
+        let during = h.advance(.seconds(3600))
+        XCTAssertEqual(during.eventKinds, [], "\(during)")
+        XCTAssertFalse(during.contains(.feedback(.heldOpen)), "no buzzer during the evacuation")
+        XCTAssertEqual(h.machine.heldOpenStage, .none)
+        XCTAssertEqual(h.machine.doorAlarm, .none)
+        XCTAssertEqual(h.send(.fireAlarm(active: false)).eventKinds, [.fireCleared])
+        XCTAssertEqual(h.advance(.seconds(3600)).eventKinds, [], "cleared, not reset: still released, still no count")
+        XCTAssertEqual(h.send(.admin(.fireReset(who: "uid=1000"))).eventKinds, [.fireReset])
+        XCTAssertEqual(h.advance(.seconds(9)).eventKinds, [])
+        XCTAssertEqual(h.advance(.seconds(1)).eventKinds, [.doorHeldOpenWarning], "counted from the reset")
+        XCTAssertEqual(h.advance(.seconds(20)).eventKinds, [.doorHeldOpen])
+        XCTAssertEqual(h.advance(.seconds(90)).eventKinds, [.doorHeldOpenEscalated])
+    }
+
+    /// A door already held open when the alarm comes: the pattern stops, the
+    /// stage reached is cleared (published), nothing escalates; the site's
+    /// signal does the same as the door's own input.
+    func testAFireAlarmStopsAHeldOpenCountAlreadyRunning() {
+        for alarm in [DoorInput.fireAlarm(active: true), .siteFire(active: true, by: "alice")] {
+            var h = harness()
+            h.send(MachineHarness.tag(uid, grant))
+            h.send(.doorContact(open: true))
+            XCTAssertEqual(h.advance(.seconds(30)).eventKinds, [.actionCompleted, .doorHeldOpenWarning, .doorHeldOpen])
+            XCTAssertEqual(h.machine.doorAlarm, .heldOpen)
+            let fire = h.send(alarm)
+            XCTAssertTrue(fire.contains(.stopFeedback(.heldOpen)), "\(fire)")
+            XCTAssertEqual(fire.eventKinds, [.fireAlarm, .doorAlarmCleared], "\(alarm)")
+            XCTAssertEqual(fire.events.last?.reason, "held_open")
+            XCTAssertEqual(h.machine.doorAlarm, .none)
+            XCTAssertEqual(h.machine.ambientFeedback, .heartbeat)
+            XCTAssertEqual(h.advance(.seconds(3600)).eventKinds, [], "no escalation during the fire (\(alarm))")
+        }
+    }
+
     /// The stages in time order whatever their names' order, zero ones left out.
     func testStagesAreOrderedByTime() {
         let p = DoorContactPolicy(

@@ -41,6 +41,7 @@ final class FireAlarmMachineTests: XCTestCase {
             alarm,
             [
                 .fireHold(true), .drive(output: "maglock", .unlocked), .drive(output: "gate", .unlocked),
+                .saveFire(FireLatch(state: .alarm)),
                 .emit(DoorEvent(.fireAlarm, reason: "maglock,gate", source: "input")),
             ])
         XCTAssertEqual(h.machine.fire, .alarm)
@@ -49,7 +50,8 @@ final class FireAlarmMachineTests: XCTestCase {
         // Hours later, the panel clears: nothing moves.
         XCTAssertEqual(h.advance(.seconds(7200)), [])
         let cleared = h.send(.fireAlarm(active: false))
-        XCTAssertEqual(cleared, [.emit(DoorEvent(.fireCleared, source: "input"))])
+        XCTAssertEqual(
+            cleared, [.saveFire(FireLatch(state: .cleared)), .emit(DoorEvent(.fireCleared, source: "input"))])
         XCTAssertEqual(h.machine.fire, .cleared)
         XCTAssertEqual(h.outputs["maglock"], .unlocked)
 
@@ -58,7 +60,7 @@ final class FireAlarmMachineTests: XCTestCase {
             reset,
             [
                 .drive(output: "maglock", .locked), .drive(output: "gate", .locked), .fireHold(false),
-                .emit(DoorEvent(.fireReset, source: "gatewayctl", who: "uid=1000")),
+                .saveFire(.normal), .emit(DoorEvent(.fireReset, source: "gatewayctl", who: "uid=1000")),
             ])
         XCTAssertEqual(h.machine.fire, .normal)
         XCTAssertEqual(reset.events.first?.approvalDetail, "by=uid=1000", "the audit row names who reset")
@@ -178,6 +180,89 @@ final class FireAlarmMachineTests: XCTestCase {
         let fx = h.start()
         XCTAssertFalse(fx.contains(.drive(output: "maglock", .locked)), "\(fx)")
         XCTAssertEqual(h.outputs["maglock"], .unlocked)
+    }
+
+    /// What a restart must keep (FireLatch.swift) is saved each time it
+    /// changes, after the outputs moved and before the events: the site's
+    /// signal joining an alarm the input holds and leaving it, the clear, the
+    /// reset; nothing for what changes nothing (a refused reset, a second alarm).
+    func testEachChangeOfWhatARestartKeepsIsSavedAfterTheOutputsMoved() throws {
+        var h = harness()
+        func saves(_ fx: [DoorEffect]) -> [FireLatch] {
+            fx.compactMap { if case .saveFire(let l) = $0 { return l } else { return nil } }
+        }
+        let alarm = h.send(.fireAlarm(active: true))
+        XCTAssertEqual(saves(alarm), [FireLatch(state: .alarm)])
+        XCTAssertLessThan(
+            try XCTUnwrap(alarm.lastIndex(of: .drive(output: "gate", .unlocked))),
+            try XCTUnwrap(alarm.firstIndex(of: .saveFire(FireLatch(state: .alarm)))),
+            "the release waits for no store")
+        XCTAssertEqual(saves(h.send(.siteFire(active: true, by: "alice"))), [FireLatch(state: .alarm, site: true)])
+        XCTAssertEqual(saves(h.send(.siteFire(active: true, by: "alice"))), [], "nothing changed")
+        XCTAssertEqual(saves(h.send(.fireAlarm(active: false))), [], "the site's signal still holds it")
+        XCTAssertEqual(saves(h.send(.admin(.fireReset(who: "uid=0")))), [], "refused")
+        XCTAssertEqual(saves(h.send(.siteFire(active: false, by: "alice"))), [FireLatch(state: .cleared)])
+        XCTAssertEqual(saves(h.send(.admin(.fireReset(who: "uid=0")))), [.normal])
+        XCTAssertEqual(saves(h.send(.admin(.fireReset(who: "uid=0")))), [], "no alarm")
+        // The site first, then the input, then the site's clear while the input holds.
+        h.send(.siteFire(active: true, by: "alice"))
+        h.send(.fireAlarm(active: true))
+        XCTAssertEqual(saves(h.send(.siteFire(active: false, by: "alice"))), [FireLatch(state: .alarm)])
+    }
+
+    /// A machine started on a saved latch (a restart): the site's alarm holds
+    /// the outputs released from the first effect on, a reset is refused
+    /// until the site's clear; an alarm cleared and not reset waits for the
+    /// reset; an alarm the input held starts cleared (the board reads the
+    /// input again and puts it back in alarm if it still is); a store that
+    /// could not say starts released, waiting for a reset.
+    func testAMachineStartedOnASavedLatchKeepsTheOutputsReleasedUntilTheSitesClearAndAReset() {
+        func started(_ latch: FireLatch) -> (MachineHarness, [DoorEffect]) {
+            var s = settings
+            s.restoreFire(latch)
+            var h = MachineHarness(settings: s)
+            let fx = h.start()
+            return (h, fx)
+        }
+        let fx: [DoorEffect]
+        var site: MachineHarness
+        (site, fx) = started(FireLatch(state: .alarm, site: true))
+        XCTAssertEqual(
+            Array(fx.prefix(3)),
+            [.fireHold(true), .drive(output: "maglock", .unlocked), .drive(output: "gate", .unlocked)])
+        XCTAssertFalse(fx.contains(.drive(output: "maglock", .locked)), "\(fx)")
+        XCTAssertEqual(site.machine.fire, .alarm)
+        XCTAssertEqual(site.machine.fireLatch, FireLatch(state: .alarm, site: true))
+        XCTAssertEqual(site.send(.admin(.fireReset(who: "uid=0"))).eventKinds, [.fireResetRefused])
+        XCTAssertEqual(site.outputs["maglock"], .unlocked)
+        XCTAssertEqual(site.send(.siteFire(active: false, by: "alice")).eventKinds, [.fireCleared])
+        XCTAssertEqual(site.outputs["maglock"], .unlocked, "the clear alone locks nothing")
+        XCTAssertEqual(
+            site.send(.admin(.fireReset(who: "uid=0"))).drives.filter { $0 == .drive(output: "maglock", .locked) }
+                .count, 1)
+
+        for latch in [FireLatch(state: .cleared), FireLatch(state: .alarm), FireLatch.unknown] {
+            let fx: [DoorEffect]
+            var h: MachineHarness
+            (h, fx) = started(latch)
+            XCTAssertFalse(fx.contains(.drive(output: "maglock", .locked)), "\(latch): \(fx)")
+            XCTAssertEqual(h.machine.fire, .cleared, "\(latch)")
+            XCTAssertEqual(h.outputs["maglock"], .unlocked)
+            XCTAssertEqual(h.outputs["strike"], .locked, "on_fire keep stays locked (\(latch))")
+            XCTAssertEqual(h.send(.admin(.fireReset(who: "uid=0"))).eventKinds, [.fireReset], "\(latch)")
+            XCTAssertEqual(h.outputs["maglock"], .locked)
+        }
+        // The input still in alarm at the restart: in alarm again, a reset refused.
+        var input = started(FireLatch(state: .alarm)).0
+        XCTAssertEqual(input.send(.fireAlarm(active: true)).eventKinds, [.fireAlarm])
+        XCTAssertEqual(input.send(.admin(.fireReset(who: "uid=0"))).eventKinds, [.fireResetRefused])
+
+        let start: [DoorEffect]
+        var none: MachineHarness
+        (none, start) = started(.normal)
+        XCTAssertEqual(none.machine.fire, .normal)
+        XCTAssertTrue(start.contains(.drive(output: "maglock", .locked)))
+        XCTAssertEqual(none.send(.admin(.fireReset(who: "uid=0"))).eventKinds, [.fireResetRefused])
     }
 
     /// People leave through the door in an alarm: it opening is not forced.

@@ -44,7 +44,7 @@ final class DoorContactExplainTests: XCTestCase {
             text)
         XCTAssertTrue(
             text.contains(
-                "door contact: held open, it warns at the door after 15 s, alerts after 30 s, escalates to the site after 120 s; an opening without a grant (or 10 s after one), passage, a fire alarm or a request to exit is forced: an alarm until it closes; a request to exit (shunt only) makes an opening within 10 s an exit"
+                "door contact: held open (not in passage nor in a fire alarm), it warns at the door after 15 s, alerts after 30 s, escalates to the site after 120 s; an opening without a grant (or 10 s after one), passage, a fire alarm or a request to exit is forced: an alarm until it closes; a request to exit (shunt only) makes an opening within 10 s an exit"
             ), text)
         // Without a door contact nothing is said of it.
         let plain = try GatewayConfiguration.load(toml: "[device]\nid = \"d\"\n[board]\nkind = \"sim\"\n")

@@ -21,7 +21,7 @@ final class PassageStoreTests: XCTestCase {
     func testAnOlderStoreGainsPassagesThatSurviveAReopen() throws {
         do {
             let store = try GatewayStore(stateDirectory: dir)
-            XCTAssertEqual(try store.appliedMigrations().last, "v17-passage")
+            XCTAssertTrue(try store.appliedMigrations().contains("v17-passage"))
             XCTAssertNil(try store.presence(alice))
             XCTAssertEqual(try store.occupants(), [])
             try store.recordPassage(alice, Presence(inside: true, since: 1_800_000_000, reader: "street"))

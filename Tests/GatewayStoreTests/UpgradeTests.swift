@@ -38,10 +38,10 @@ final class UpgradeTests: TemporaryDirectoryTestCase {
                 "v1-foundation", "v2-registry", "v3-remote", "v4-fleet", "v5-clock-floor", "v6-secret-key-once",
                 "v7-fleet-document", "v8-fleet-removals", "v9-audit-key", "v10-guest-uses",
                 "v11-ntag424", "v12-ntag424-key-issue", "v13-card-numbers", "v14-pins",
-                "v15-osdp-reader-key", "v16-site-state", "v17-passage",
+                "v15-osdp-reader-key", "v16-site-state", "v17-passage", "v18-site-fire",
             ])
         XCTAssertEqual(
-            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 17,
+            try store.pool.read { try $0.scalar(Int.self, sql: "SELECT COUNT(*) FROM grdb_migrations") }, 18,
             "nothing recorded twice")
         XCTAssertEqual(try store.verifyAudit(), .intact(rows: 8, from: 5), "the chain from its anchor")
 

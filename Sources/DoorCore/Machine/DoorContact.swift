@@ -4,8 +4,8 @@
 /// request-to-exit input and its one timer (`TimerID.doorHeldOpen`), and it
 /// appends the effects.
 ///
-/// Held open (the door stays open outside passage mode), in stages, each
-/// off when its time is zero:
+/// Held open (the door stays open outside passage mode and outside a fire
+/// alarm not yet reset), in stages, each off when its time is zero:
 /// - T1 `warn`: the `held_open` pattern at the door (buzzer and red LED), repeating
 ///   until the door closes; event `door_held_open_warning`.
 /// - T2 `alert`: event `door_held_open` (as before the stages), and the state's
@@ -112,9 +112,10 @@ struct DoorContactWatch: Equatable, Sendable {
         endAlarms(forcedToo: true, &fx)
     }
 
-    /// After a mode change with the door open: passage expects it open (the
-    /// count stops, a held-open stage reached is cleared); leaving passage
-    /// starts the count afresh. Other mode changes leave a running count alone.
+    /// After a mode change (or a fire alarm's start or reset) with the door
+    /// open: passage and a fire alarm expect it open (the count stops, a
+    /// held-open stage reached is cleared); leaving them starts the count
+    /// afresh. Other changes leave a running count alone.
     mutating func modeChanged(timed: Bool, _ policy: DoorContactPolicy, _ fx: inout [DoorEffect]) {
         guard open, timed != timing else { return }
         fx.append(.cancelTimer(.doorHeldOpen(generation: generation)))

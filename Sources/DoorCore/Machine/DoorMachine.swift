@@ -742,7 +742,7 @@ public struct DoorMachine: Sendable {
             disarm(reason: "lockdown", &fx)
             cancelApproval(reason: "lockdown", &fx)
         }
-        if settings.doorContact.enabled { contact.modeChanged(timed: mode != .passage, settings.doorContact, &fx) }
+        superviseHeldOpen(&fx)
         fx.append(.emit(DoorEvent(.modeChanged, reason: new.rawValue, source: source)))
     }
 
@@ -795,25 +795,37 @@ public struct DoorMachine: Sendable {
     private mutating func fireInput(
         _ active: Bool, source: String = "input", who: String? = nil, _ fx: inout [DoorEffect]
     ) {
+        let before = fireLatch
         // The input and the site's signal each hold the alarm: it clears when both have.
         if active { fireSources.insert(source) } else { fireSources.remove(source) }
         switch (fire, active) {
         case (.normal, true), (.cleared, true):
-            if fire == .normal {
+            let wasNormal = fire == .normal
+            if wasNormal {
                 fx.append(.fireHold(true))
                 for o in fireOutputs { acquire(o.name, .fire, &fx) }
             }
             fire = .alarm
+            saveFire(before, &fx)
             // The reason names what was released ("none": nothing is `release`).
             let released = fireOutputs.map(\.name).joined(separator: ",")
             fx.append(
                 .emit(DoorEvent(.fireAlarm, reason: released.isEmpty ? "none" : released, source: source, who: who)))
+            // People leave, doors are propped: the held-open count stops.
+            if wasNormal { superviseHeldOpen(&fx) }
         case (.alarm, false) where fireSources.isEmpty:
             fire = .cleared
+            saveFire(before, &fx)
             fx.append(.emit(DoorEvent(.fireCleared, source: source, who: who)))
         default:
-            break
+            // The site's signal joining or leaving an alarm the input holds too.
+            saveFire(before, &fx)
         }
+    }
+
+    /// `.saveFire` (before the events) when what a restart must keep changed since `before`.
+    private mutating func saveFire(_ before: FireLatch, _ fx: inout [DoorEffect]) {
+        if fireLatch != before { fx.append(.saveFire(fireLatch)) }
     }
 
     /// `gatewayctl fire reset`: refused while the input is still in alarm
@@ -830,11 +842,25 @@ public struct DoorMachine: Sendable {
             fire = .normal
             for o in fireOutputs { release(o.name, .fire, &fx) }
             fx.append(.fireHold(false))
+            fx.append(.saveFire(.normal))
             fx.append(.emit(DoorEvent(.fireReset, source: "gatewayctl", who: who)))
+            // Supervision again: a door still open counts afresh from the reset.
+            superviseHeldOpen(&fx)
         }
     }
 
     // MARK: Door contact (DoorContact.swift, docs/policy.md "Door contact")
+
+    /// Whether an open door is counted towards held open: not in passage
+    /// mode, and not while a fire alarm holds the outputs released (until its
+    /// reset): people leave and doors are propped for the evacuation, and its
+    /// alarms would only hide real ones.
+    var heldOpenTimed: Bool { mode != .passage && fire == .normal }
+
+    /// After the mode or the fire state changed: the held-open count follows `heldOpenTimed`.
+    private mutating func superviseHeldOpen(_ fx: inout [DoorEffect]) {
+        if settings.doorContact.enabled { contact.modeChanged(timed: heldOpenTimed, settings.doorContact, &fx) }
+    }
 
     /// The door contact's alarm now (the state document's `door_alarm`).
     public var doorAlarm: DoorAlarm { contact.alarm }
@@ -850,7 +876,7 @@ public struct DoorMachine: Sendable {
             let expected =
                 !runs.isEmpty || mode == .passage || fire != .normal || contact.exitRequested(now)
                 || (lastRunEnd.map { now.since($0) < policy.openGrace } ?? false)
-            contact.opened(expected: expected, timed: mode != .passage, policy, &fx)
+            contact.opened(expected: expected, timed: heldOpenTimed, policy, &fx)
         } else {
             contact.closed(&fx)
         }

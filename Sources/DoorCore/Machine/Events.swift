@@ -184,6 +184,9 @@ public enum DoorEffect: Equatable, Sendable {
     /// machine's drives (false, after a reset). The board latches by itself
     /// on its input's edge; this tells it what the machine decided.
     case fireHold(Bool)
+    /// Save what a restart must keep of the fire alarm (FireLatch.swift):
+    /// after the outputs moved, each time it changes.
+    case saveFire(FireLatch)
 }
 
 /// An event for the audit log and MQTT: kind, reason and context.

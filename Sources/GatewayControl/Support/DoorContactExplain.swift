@@ -38,7 +38,11 @@ package enum DoorContactExplain {
             .compactMap { what, key in
                 (d[key]?.intValue).flatMap { $0 > 0 ? "\(what) after \($0) s" : nil }
             }
-        let held = stages.isEmpty ? "no held-open alarm" : "held open, it " + stages.joined(separator: ", ")
+        // Not counted in passage mode nor during a fire alarm (until its reset).
+        let held =
+            stages.isEmpty
+            ? "no held-open alarm"
+            : "held open (not in passage nor in a fire alarm), it " + stages.joined(separator: ", ")
         let rex: String
         if let how = d["request_to_exit"]?.stringValue {
             rex =
