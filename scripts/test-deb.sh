@@ -156,18 +156,20 @@ expect "relay chosen (active-low strike): config check ok, firmware hold gpio=17
         echo ok $(grep "^gpio=17=" /tmp/config.txt)'
 
 # ... and it must not even try: no libnss_* is opened (strace from the host).
-command -v strace >/dev/null || echo "SKIP NSS trace: strace not installed"
-for cmd in "config check" "status" "version"; do
-    command -v strace >/dev/null || break
-    rc=0
-    strace -f -qq -e trace=execve,open,openat -o "$RUN/strace.log" \
-        unshare --mount --pid --fork --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i PATH=/usr/bin:/bin \
-        $AS_USER gatewayctl $cmd >/dev/null 2>&1 || rc=$?
-    # Only what gatewayctl itself opened (after its execve), not setpriv's own lookups.
-    nss=$(awk '/execve\("\/usr\/bin\/gatewayctl"/ { seen = 1 } seen && /libnss_/' "$RUN/strace.log" | head -3)
-    grep -q 'execve("/usr/bin/gatewayctl"' "$RUN/strace.log" || nss="gatewayctl not traced"
-    [ -z "$nss" ] && [ "$rc" -lt 128 ] && pass "gatewayctl $cmd opens no NSS module (exit $rc)" || fail "gatewayctl $cmd" "exit $rc; $nss"
-done
+if command -v strace >/dev/null; then
+    for cmd in "config check" "status" "version"; do
+        rc=0
+        strace -f -qq -e trace=execve,open,openat -o "$RUN/strace.log" \
+            unshare --mount --pid --fork --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i PATH=/usr/bin:/bin \
+            $AS_USER gatewayctl $cmd >/dev/null 2>&1 || rc=$?
+        # Only what gatewayctl itself opened (after its execve), not setpriv's own lookups.
+        nss=$(awk '/execve\("\/usr\/bin\/gatewayctl"/ { seen = 1 } seen && /libnss_/' "$RUN/strace.log" | head -3)
+        grep -q 'execve("/usr/bin/gatewayctl"' "$RUN/strace.log" || nss="gatewayctl not traced"
+        [ -z "$nss" ] && [ "$rc" -lt 128 ] && pass "gatewayctl $cmd opens no NSS module (exit $rc)" || fail "gatewayctl $cmd" "exit $rc; $nss"
+    done
+else
+    echo "SKIP NSS trace: strace not installed"
+fi
 
 echo "== the unit on the installed root"
 out=$(systemd-analyze verify --man=no --root="$ROOT" gatewayd.service 2>&1) && [ -z "$out" ] \

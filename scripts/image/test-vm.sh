@@ -68,10 +68,7 @@ install_missing_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk
 IMG=$(readlink -f "$IMG")
 
 VM=$IMG_CACHE/vm
-QEMU_PID=
-BROKER_PID=
-MDNS_PID=
-BROKER2_PID=
+QEMU_PID= BROKER_PID= MDNS_PID= BROKER2_PID=
 # The second NIC's host side (the mDNS check): a tap of this run's own.
 TAP=dgvm$$
 TAP_NET=10.253.19
@@ -86,7 +83,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 rm -rf "$VM"
 mkdir -p "$VM/fb" "$VM/pki"
-
 
 # --- the copy and its partitions -----------------------------------------------------
 IMG_BYTES=$(stat -c %s "$IMG")
@@ -126,9 +122,7 @@ BROKER_PID=$!
 ssh-keygen -q -t ed25519 -N '' -C vm-test -f "$VM/id_test"
 echo vm-door > "$VM/fb/device-id"
 echo "mqtts://10.0.2.2:$BROKER_PORT" > "$VM/fb/mqtt-broker"
-cp "$VM/pki/ca.crt" "$VM/fb/ca.crt"
-cp "$VM/pki/vm-door.crt" "$VM/fb/door.crt"
-cp "$VM/pki/vm-door.key" "$VM/fb/door.key"
+for f in ca.crt:ca.crt vm-door.crt:door.crt vm-door.key:door.key; do cp "$VM/pki/${f%:*}" "$VM/fb/${f#*:}"; done
 # The simulated board: the sim example as a whole gateway.toml (the test's
 # device-id and broker go on top of it, as on a door).
 # Written by the image's own gateway binary (read out with debugfs, run with
@@ -214,21 +208,18 @@ timeout 3 qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -display none -S 
     -serial none > /dev/null 2>&1 || rc=$?
 [ "$rc" = 124 ] && CPU=max,pauth-impdef=on
 # qemu_start CONSOLE NET [APPEND...]: boot the copy; NET is user (slirp: DHCP
-# answers, ssh forwarded), nodhcp (a NIC with carrier on an empty hub: no DHCP
-# answer ever, as when the router is down too) or none (no network device).
+# answers, ssh forwarded), usertap (user, and a second NIC on the host's tap
+# $TAP: the mDNS check's link) or nodhcp (a NIC with carrier on an empty hub:
+# no DHCP answer ever, as when the router is down too).
 # A hard limit on QEMU itself, even if this script is killed with SIGKILL and
 # its trap never runs: timeout(1) ends it (SIGTERM, then SIGKILL 10 s later).
 # QEMU_PID is timeout's; the trap's SIGTERM to it reaches QEMU.
 qemu_start() {
-    local console=$1 net=$2 netargs=()
+    local console=$1 net=$2 netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0)
     shift 2
     case $net in
-    user) netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0) ;;
-    # usertap: user, and a second NIC on the host's tap $TAP (the mDNS check's link)
-    usertap) netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0
-        -netdev "tap,id=n1,ifname=$TAP,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:d0:0d:01") ;;
+    usertap) netargs+=(-netdev "tap,id=n1,ifname=$TAP,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:d0:0d:01") ;;
     nodhcp) netargs=(-netdev hubport,id=n0,hubid=0 -device virtio-net-pci,netdev=n0) ;;
-    none) netargs=(-nic none) ;;
     esac
     QEMU_START=$SECONDS
     timeout -k 10 $((VM_TIMEOUT + 300)) qemu-system-aarch64 -M virt -cpu "$CPU" -accel tcg,thread=multi -smp 2 -m 1024 \

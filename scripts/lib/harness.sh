@@ -40,7 +40,7 @@ retry() {
 gone() { ! kill -0 "$1" 2>/dev/null; }
 reap() {
     kill "$1" 2>/dev/null || true
-    retry $((${2:-5} * 2)) 0.5 gone "$1" || kill -9 "$1" 2>/dev/null || true
+    retry $((${2:-5} * 2 + 1)) 0.5 gone "$1" || kill -9 "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
 }
 
