@@ -358,7 +358,7 @@ vm "cp /etc/doorgateway/gateway.toml /root/gateway.toml.before-mdns &&
     || fail "gateway.toml with host = doorbroker.local"
 connected_via() { retry "$1" 1 broker_connected && echo True || echo False; } # SECONDS: until connected, or the time is up
 gw_journal() { vm journalctl -u gatewayd -b --no-pager -o cat; }                # gatewayd's, this boot
-broker_check() { vm "gatewayctl config check --broker --while-running $1 2>&1; echo \"exit=\$?\""; } # [--outside-sandbox]
+broker_check() { vm "gatewayctl config check --broker --while-running ${1:-} 2>&1; echo \"exit=\$?\""; } # [--outside-sandbox]
 brief() { tail_of "$(printf '%s\n' "$1" | grep -v '^  ')" "$2"; } # TEXT N: its last N unindented lines
 # The 0.2.0 unit's allow list (no mDNS group), as a drop-in over the shipped unit.
 vm "printf '[Service]\nIPAddressAllow=\nIPAddressAllow=localhost link-local 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7\n' \
