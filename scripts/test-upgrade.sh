@@ -55,11 +55,9 @@ if out=$(./scripts/check-version.sh 2>&1); then pass "$out"; else fail "versions
 NEW_MIGRATIONS_LIST=$(sed -n 's/^ *name: "\(v[0-9][^"]*\)",* *$/\1/p' Sources/GatewayStore/Migrations.swift)
 OLD_MIGRATIONS_LIST=$(cat "$OLD_MIGRATIONS")
 old_n=$(printf '%s\n' "$OLD_MIGRATIONS_LIST" | wc -l)
-if [ "$(printf '%s\n' "$NEW_MIGRATIONS_LIST" | head -n "$old_n")" = "$OLD_MIGRATIONS_LIST" ]; then
-    pass "$OLD_VERSION's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order"
-else
-    fail "shipped migrations changed" "$OLD_VERSION: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
-fi
+[ "$(printf '%s\n' "$NEW_MIGRATIONS_LIST" | head -n "$old_n")" = "$OLD_MIGRATIONS_LIST" ] \
+    && pass "$OLD_VERSION's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order" \
+    || fail "shipped migrations changed" "$OLD_VERSION: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
 
 # --- the container ------------------------------------------------------------------
 BROKER_PID= PKI=
@@ -141,11 +139,8 @@ echo "== apt install ./doorgateway_${NEW_VERSION}_amd64.deb over the running doo
 out=$(inside apt-get install -y -q "/root/doorgateway_${NEW_VERSION}_amd64.deb" < /dev/null 2>&1) \
     && pass "apt-get install ./doorgateway_${NEW_VERSION}_amd64.deb: no prompt, exit 0" || fail "upgrade" "$(tail_of "$out" 8)"
 printf '%s\n' "$out" | sed 's/^/  apt: /'
-if printf '%s\n' "$out" | grep -c >/dev/null -i "configuration file\|conffile"; then
-    fail "dpkg spoke of the conffile" "$(printf '%s\n' "$out" | grep -i 'configuration file\|conffile')"
-else
-    pass "dpkg asked nothing about the configuration file"
-fi
+conffile=$(printf '%s\n' "$out" | grep -i 'configuration file\|conffile' || true)
+[ -z "$conffile" ] && pass "dpkg asked nothing about the configuration file" || fail "dpkg spoke of the conffile" "$conffile"
 expect "$NEW_VERSION installed" "install ok installed $NEW_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 expect "gateway.toml kept byte for byte (the admin's edits)" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
 expect "no .dpkg-new / .dpkg-dist / .dpkg-old left beside it" "gateway.toml" sh -c 'ls /etc/doorgateway | grep -e "\.dpkg-" -e "^gateway\.toml$"'
