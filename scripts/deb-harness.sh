@@ -43,7 +43,7 @@ container_base() {
     [ -f "$BASE/.doorgateway-stamp" ] || { echo "$HARNESS_NAME: no $BASE (run make test-deb once)" >&2; exit 2; }
 }
 
-# container_root NAME PN532_SIM: RUN (a fresh directory in CACHE) and ROOT,
+# container_root NAME [PN532_SIM]: RUN (a fresh directory in CACHE) and ROOT,
 # its copy of BASE with PN532_SIM as /usr/bin/pn532-sim (the package does not
 # ship it). Set the EXIT trap (container_cleanup, or a function calling it)
 # before: RUN is removed there. Then copy the packages in and container_boot.
@@ -52,7 +52,7 @@ container_root() {
     RUN=$(mktemp -d "$CACHE/$1.XXXXXX")
     ROOT=$RUN/root
     cp -a "$BASE" "$ROOT"
-    install -m 0755 "$2" "$ROOT/usr/bin/pn532-sim"
+    [ -z "${2:-}" ] || install -m 0755 "$2" "$ROOT/usr/bin/pn532-sim"
 }
 
 # container_boot MACHINE_PREFIX: boots ROOT with systemd 252 as PID 1
@@ -69,19 +69,19 @@ container_boot() {
     # nspawn's first child (the "outer child", in ours) lives only until it
     # has cloned init, and taking it for init failed a run (its pid gone by
     # the time nsenter used it).
-    i=0 ours=$(readlink /proc/self/ns/pid)
-    while [ -z "$INIT" ] && [ $i -lt 60 ]; do
-        for p in $(pgrep -P "$NSPAWN" || true); do
-            ns=$(readlink "/proc/$p/ns/pid" 2>/dev/null || true)
-            if [ -n "$ns" ] && [ "$ns" != "$ours" ]; then INIT=$p && break; fi
-        done
-        [ -n "$INIT" ] || sleep 0.5
-        i=$((i + 1))
-    done
-    [ -n "$INIT" ] || { cat "$RUN/console.log" >&2; echo "$HARNESS_NAME: the container did not start" >&2; exit 1; }
+    ours=$(readlink /proc/self/ns/pid)
+    retry 60 0.5 container_init || { cat "$RUN/console.log" >&2; echo "$HARNESS_NAME: the container did not start" >&2; exit 1; }
     state=$(timeout 90 nsenter -t "$INIT" -a systemctl is-system-running --wait 2>/dev/null || true)
     echo "$HARNESS_NAME: container booted ($state)"
     inside() { container_inside "$@"; }
+}
+
+container_init() { # INIT: the child of nspawn in a PID namespace not ours
+    for p in $(pgrep -P "$NSPAWN" || true); do
+        ns=$(readlink "/proc/$p/ns/pid" 2>/dev/null || true)
+        if [ -n "$ns" ] && [ "$ns" != "$ours" ]; then INIT=$p && return 0; fi
+    done
+    return 1
 }
 
 # A command in the container, with a clean environment (PATH: CONTAINER_PATH).
@@ -96,13 +96,9 @@ container_cleanup() {
     [ -n "${RUN:-}" ] || return 0
     if [ -n "${NSPAWN:-}" ] && kill -0 "$NSPAWN" 2>/dev/null; then
         [ -n "${INIT:-}" ] && nsenter -t "$INIT" -a systemctl poweroff >/dev/null 2>&1 || true
-        i=0
-        while kill -0 "$NSPAWN" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-        kill "$NSPAWN" 2>/dev/null || true
-        sleep 1
-        kill -9 "$NSPAWN" 2>/dev/null || true
+        retry 20 0.5 gone "$NSPAWN" || true
     fi
-    [ -z "${NSPAWN:-}" ] || wait "$NSPAWN" 2>/dev/null || true
+    [ -z "${NSPAWN:-}" ] || reap "$NSPAWN" 1
     for m in $(awk -v r="$RUN" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
         umount -l "$m" 2>/dev/null || true
     done

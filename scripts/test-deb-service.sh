@@ -52,11 +52,10 @@ expect "runs as doorgateway:doorgateway with gpio i2c spi dialout" "doorgateway:
         for g in \$(awk '/^Groups:/ { \$1 = \"\"; print }' /proc/$PID/status); do getent group \$g | cut -d: -f1; done | sort | tr '\n' ' ' | sed 's/ \$//'"
 # Without the host's view of the pid, the sandbox and clock checks below cannot run: that is a
 # failure of this harness, never a silent pass.
-[ -n "$HOSTPID" ] || fail "gatewayd's pid seen from the host" "pgrep found no /usr/bin/gatewayd outside the container"
-if [ -n "$HOSTPID" ]; then
-    expect "sandbox: no capabilities, no_new_privs, seccomp filter" "CapEff:0000000000000000 CapBnd:0000000000000000 NoNewPrivs:1 Seccomp:2" \
-        sh -c "awk '/^(CapEff|CapBnd|NoNewPrivs|Seccomp):/ { printf \"%s%s \", \$1, \$2 }' /proc/$PID/status | sed 's/ \$//'"
-fi
+[ -n "$HOSTPID" ] && expect "sandbox: no capabilities, no_new_privs, seccomp filter" \
+    "CapEff:0000000000000000 CapBnd:0000000000000000 NoNewPrivs:1 Seccomp:2" \
+    sh -c "awk '/^(CapEff|CapBnd|NoNewPrivs|Seccomp):/ { printf \"%s%s \", \$1, \$2 }' /proc/$PID/status | sed 's/ \$//'" \
+    || fail "gatewayd's pid seen from the host" "pgrep found no /usr/bin/gatewayd outside the container"
 expect "modes of socket, runtime and state" \
     "755 doorgateway:doorgateway /run/doorgateway
 660 doorgateway:doorgateway /run/doorgateway/control.sock
@@ -94,7 +93,12 @@ check "audit key: read at start, then no descriptor of gatewayd on it (fd 0 is /
     done"
 
 # The clock read under the unit's filter (traced from the host).
-if command -v strace >/dev/null && [ -n "$HOSTPID" ]; then
+if [ -z "$HOSTPID" ]; then
+    fail "clock trace" "no host pid of gatewayd to trace"
+elif ! command -v strace >/dev/null; then
+    # make deb-tools installs strace: its absence is this harness's setup failing, not a skip.
+    fail "clock trace" "strace missing (make deb-tools installs it)"
+else
     timeout 4 strace -f -qq -p "$HOSTPID" -e trace=clock_adjtime,adjtimex -o "$RUN/clock.log" &
     tracer=$!
     sleep 1
@@ -105,11 +109,6 @@ if command -v strace >/dev/null && [ -n "$HOSTPID" ]; then
     *"modes=0"*"= "[0-9]*) pass "clock flag read (clock_adjtime modes=0 allowed): ${line##*= }" ;;
     *) fail "clock flag read" "${line:-no clock_adjtime seen}" ;;
     esac
-elif [ -n "$HOSTPID" ]; then
-    # make deb-tools installs strace: its absence is this harness's setup failing, not a skip.
-    fail "clock trace" "strace missing (make deb-tools installs it)"
-else
-    fail "clock trace" "no host pid of gatewayd to trace"
 fi
 
 check "reload (SIGHUP through ExecReload=)" sh -c 'systemctl reload gatewayd && sleep 0.5 &&
@@ -133,7 +132,7 @@ IPAccounting=yes
 ExecStartPre=-/bin/bash -c "timeout 5 bash -c \"exec 3<>/dev/tcp/1.1.1.1/53\" 2>&1 | sed \"s/^/probe public: /\"; timeout 5 bash -c \"exec 3<>/dev/tcp/127.0.0.1/9\" 2>&1 | sed \"s/^/probe loopback: /\"; true"
 EOF
     systemctl daemon-reload && systemctl restart gatewayd' 2>&1) \
-    || { setup=failed; fail "IP allow list: the probe drop-in and restart" "$(printf '%s' "$out" | tail -5)"; }
+    || { setup=failed; fail "IP allow list: the probe drop-in and restart" "$(tail_of "$out" 5)"; }
 counters=$(inside systemctl show -p IPEgressBytes --value gatewayd 2>&1) \
     || { setup=failed; fail "IP allow list: systemctl show IPEgressBytes" "$counters"; }
 probe=$(inside sh -c 'journalctl -u gatewayd -o cat --no-pager | grep "^probe"' || true)
@@ -142,17 +141,12 @@ out=$(inside sh -c 'rm -r /etc/systemd/system/gatewayd.service.d && systemctl da
 case "$setup:$counters" in
 failed:*) ;;
 ok:[0-9]*)
-    if printf '%s\n' "$probe" | grep -c >/dev/null "probe public: .*Operation not permitted" \
-        && printf '%s\n' "$probe" | grep -c >/dev/null "probe loopback: .*Connection refused"; then
-        pass "IP allow list: public address refused (EPERM), loopback allowed"
-    else
-        fail "IP allow list" "$probe"
-    fi ;;
+    has "$probe" "probe public: .*Operation not permitted" "probe loopback: .*Connection refused" \
+        && pass "IP allow list: public address refused (EPERM), loopback allowed" || fail "IP allow list" "$probe" ;;
 "ok:[no data]")
     echo "SKIP IP allow list: systemd has no cgroup BPF here (IPAccounting: '$counters'), IPAddressDeny= is not enforced in this container" ;;
 *)
     fail "IP allow list: IPEgressBytes neither a count nor [no data]" "'$counters'" ;;
 esac
 
-echo "test-deb-service: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+tally test-deb-service

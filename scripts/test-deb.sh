@@ -42,13 +42,11 @@ if [ "$(cat "$BASE/.doorgateway-stamp" 2>/dev/null || true)" != "$STAMP" ]; then
     mv "$BASE.tmp" "$BASE"
 fi
 
-RUN=$(mktemp -d "$CACHE/run.XXXXXX")
-ROOT=$RUN/root
 # No container here (NSPAWN unset): the cleanup undoes RUN's mounts (they live in
 # the per-command namespaces; this only catches the impossible) and removes RUN.
 trap container_cleanup EXIT
 trap 'exit 130' INT TERM HUP
-cp -a "$BASE" "$ROOT"
+container_root run
 exec 9>&-   # the copy is ours; let other runs use the base
 
 # Run a command inside the chroot, in fresh mount + PID namespaces with /proc.
@@ -66,13 +64,9 @@ echo "== install $(basename "$DEB")"
 if out=$(inside dpkg -i /tmp/doorgateway.deb 2>&1); then pass "dpkg -i"; else fail "dpkg -i" "$(printf '%s' "$out" | tail -3)"; fi
 # The stock configuration leaves the relay's polarity to the user: the
 # postinst says that gatewayd waits for it, and what to choose.
-if printf '%s\n' "$out" | grep -c >/dev/null 'gatewayd will not start until /etc/doorgateway/gateway.toml is complete' \
-    && printf '%s\n' "$out" | grep -c >/dev/null 'outputs\[0\]\.active_low: output "strike": is required on a real board' \
-    && printf '%s\n' "$out" | grep -c >/dev/null 'opto-isolated relay'; then
-    pass "postinst: gatewayd waits for the relay's active_low and locked_level, both choices named"
-else
-    fail "postinst message" "$out"
-fi
+has "$out" 'gatewayd will not start until /etc/doorgateway/gateway.toml is complete' 'opto-isolated relay' \
+    'outputs\[0\]\.active_low: output "strike": is required on a real board' \
+    && pass "postinst: gatewayd waits for the relay's active_low and locked_level, both choices named" || fail "postinst message" "$out"
 expect "package installed" "install ok installed $VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 
 echo "== user and groups"
@@ -135,21 +129,16 @@ expect "gatewayctl version" "gateway ${VERSION%-*}" gatewayctl version
 # The stock configuration, checked as root and as the service user, with
 # nsswitch.conf listing systemd: the static binary must give its verdict, not
 # die of a signal (it must never reach glibc's NSS).
+AS_USER="setpriv --reuid=doorgateway --regid=doorgateway --init-groups"
 for who in root doorgateway; do
-    if [ $who = root ]; then
-        set -- gatewayctl config check
-    else
-        set -- setpriv --reuid=doorgateway --regid=doorgateway --init-groups gatewayctl config check
-    fi
+    as=; [ $who = root ] || as=$AS_USER
     rc=0
-    out=$(inside "$@" 2>&1) || rc=$?
+    out=$(inside $as gatewayctl config check 2>&1) || rc=$?
     # The stock file is refused for the relay's polarity (no default on a real board): exit 1
     # naming it, for both users. Any other outcome — a signal, another error — fails.
-    if [ "$rc" = 1 ] && printf '%s\n' "$out" | grep -c >/dev/null 'outputs\[0\]\.active_low'; then
-        pass "config check as $who refuses the stock file for the relay's polarity (exit 1, no signal)"
-    else
-        fail "config check as $who" "exit $rc: $(printf '%s' "$out" | tail -2)"
-    fi
+    [ "$rc" = 1 ] && has "$out" 'outputs\[0\]\.active_low' \
+        && pass "config check as $who refuses the stock file for the relay's polarity (exit 1, no signal)" \
+        || fail "config check as $who" "exit $rc: $(tail_of "$out" 2)"
 done
 
 # The stock file is refused for the relay's two choices and nothing else;
@@ -172,38 +161,27 @@ if command -v strace >/dev/null; then
         rc=0
         strace -f -qq -e trace=execve,open,openat -o "$RUN/strace.log" \
             unshare --mount --pid --fork --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i PATH=/usr/bin:/bin \
-            setpriv --reuid=doorgateway --regid=doorgateway --init-groups gatewayctl $cmd >/dev/null 2>&1 || rc=$?
+            $AS_USER gatewayctl $cmd >/dev/null 2>&1 || rc=$?
         # Only what gatewayctl itself opened (after its execve), not setpriv's own lookups.
         nss=$(awk '/execve\("\/usr\/bin\/gatewayctl"/ { seen = 1 } seen && /libnss_/' "$RUN/strace.log" | head -3)
         grep -q 'execve("/usr/bin/gatewayctl"' "$RUN/strace.log" || nss="gatewayctl not traced"
-        if [ -z "$nss" ] && [ "$rc" -lt 128 ]; then
-            pass "gatewayctl $cmd opens no NSS module (exit $rc)"
-        else
-            fail "gatewayctl $cmd" "exit $rc; $nss"
-        fi
+        [ -z "$nss" ] && [ "$rc" -lt 128 ] && pass "gatewayctl $cmd opens no NSS module (exit $rc)" || fail "gatewayctl $cmd" "exit $rc; $nss"
     done
 else
     echo "SKIP NSS trace: strace not installed"
 fi
 
 echo "== the unit on the installed root"
-if out=$(systemd-analyze verify --man=no --root="$ROOT" gatewayd.service 2>&1) && [ -z "$out" ]; then
-    pass "systemd-analyze verify --root"
-else
-    fail "systemd-analyze verify --root" "$out"
-fi
+out=$(systemd-analyze verify --man=no --root="$ROOT" gatewayd.service 2>&1) && [ -z "$out" ] \
+    && pass "systemd-analyze verify --root" || fail "systemd-analyze verify --root" "$out"
 exposure=$(systemd-analyze security --offline=true --root="$ROOT" gatewayd.service 2>/dev/null \
     | sed -n 's/.*Overall exposure level for gatewayd.service: \([0-9.]*\).*/\1/p')
-if [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 3.0) }'; then
-    pass "systemd-analyze security exposure $exposure <= 3.0"
-else
-    fail "systemd-analyze security" "exposure '$exposure'"
-fi
+[ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 3.0) }' \
+    && pass "systemd-analyze security exposure $exposure <= 3.0" || fail "systemd-analyze security" "exposure '$exposure'"
 
 echo "== remove keeps state, configuration and user"
 # State as the daemon would leave it, and a file the admin added.
-check "state written as doorgateway" \
-    setpriv --reuid=doorgateway --regid=doorgateway --init-groups sh -c 'echo state > /var/lib/doorgateway/gateway.db'
+check "state written as doorgateway" $AS_USER sh -c 'echo state > /var/lib/doorgateway/gateway.db'
 check "admin file in /etc/doorgateway" sh -c 'umask 077; echo key > /etc/doorgateway/door.key'
 check "dpkg -r" dpkg -r doorgateway
 expect "status after remove" "deinstall ok config-files" dpkg-query -W -f='${Status}' doorgateway
@@ -230,5 +208,4 @@ check "the edited gateway.toml kept by the reinstall" sh -c 'tail -1 /etc/doorga
 check "user back" getent passwd doorgateway
 check "dpkg -P again" dpkg -P doorgateway
 
-echo "test-deb: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+tally test-deb

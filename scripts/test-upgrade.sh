@@ -55,16 +55,15 @@ if out=$(./scripts/check-version.sh 2>&1); then pass "$out"; else fail "versions
 NEW_MIGRATIONS_LIST=$(sed -n 's/^ *name: "\(v[0-9][^"]*\)",* *$/\1/p' Sources/GatewayStore/Migrations.swift)
 OLD_MIGRATIONS_LIST=$(cat "$OLD_MIGRATIONS")
 old_n=$(printf '%s\n' "$OLD_MIGRATIONS_LIST" | wc -l)
-if [ "$(printf '%s\n' "$NEW_MIGRATIONS_LIST" | head -n "$old_n")" = "$OLD_MIGRATIONS_LIST" ]; then
-    pass "$OLD_VERSION's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order"
-else
-    fail "shipped migrations changed" "$OLD_VERSION: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
-fi
+[ "$(printf '%s\n' "$NEW_MIGRATIONS_LIST" | head -n "$old_n")" = "$OLD_MIGRATIONS_LIST" ] \
+    && pass "$OLD_VERSION's $old_n store migrations are the first $old_n of this tree's $(printf '%s\n' "$NEW_MIGRATIONS_LIST" | wc -l), unchanged and in order" \
+    || fail "shipped migrations changed" "$OLD_VERSION: $(echo $OLD_MIGRATIONS_LIST) / now: $(echo $NEW_MIGRATIONS_LIST)"
 
 # --- the container ------------------------------------------------------------------
+BROKER_PID= PKI=
+stop_broker() { [ -z "$BROKER_PID" ] || reap "$BROKER_PID"; BROKER_PID=; [ -z "$PKI" ] || rm -rf "$PKI"; }
 cleanup() {
-    [ -z "${BROKER_PID:-}" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
-    [ -z "${PKI:-}" ] || rm -rf "$PKI"
+    stop_broker
     container_cleanup
 }
 trap cleanup EXIT
@@ -84,6 +83,7 @@ print("\n".join(r[0] for r in db.execute("SELECT identifier FROM grdb_migrations
         "$ROOT/var/lib/doorgateway/gateway.db"
 }
 verify_field() { printf '%s\n' "$1" | sed -n "s/^$2: //p"; }
+chain_ok() { [ "$(verify_field "$1" intact)" = true ] && [ "$(verify_field "$1" macs_checked)" = true ]; } # gatewayctl log --verify's
 # recipe NAME: the commands of docs/upgrade.md's block marked
 # <!-- test-upgrade: NAME --> … <!-- end --> (its indented lines, comments
 # dropped), run in the container as a user would type them, stopping at the
@@ -121,17 +121,14 @@ check "bob's sticker revoked under $OLD_VERSION" gatewayctl tags revoke 04B0B000
 before=$(inside gatewayctl log --verify 2>&1 || true)
 ROWS_BEFORE=$(verify_field "$before" rows)
 HEAD_BEFORE=$(verify_field "$before" head_row)
-[ "$(verify_field "$before" intact)" = true ] && [ "$(verify_field "$before" macs_checked)" = true ] \
-    && pass "audit chain verifies under $OLD_VERSION with the key ($ROWS_BEFORE rows)" || fail "audit under $OLD_VERSION" "$before"
+chain_ok "$before" && pass "audit chain verifies under $OLD_VERSION with the key ($ROWS_BEFORE rows)" || fail "audit under $OLD_VERSION" "$before"
 MIG_BEFORE=$(migrations)
 [ "$MIG_BEFORE" = "$OLD_MIGRATIONS_LIST" ] && pass "the $OLD_VERSION store holds its release's migrations ($(echo $MIG_BEFORE | wc -w))" \
     || fail "store migrations under $OLD_VERSION" "$(echo $MIG_BEFORE)"
 # The backup before the upgrade, as docs/upgrade.md tells a 0.2.0 door to take it.
-if out=$(recipe backup-0.2.0 2>&1) && inside test -s /root/door-before-0.3.0.backup; then
-    pass "docs/upgrade.md's 0.2.0 backup lines under $OLD_VERSION's unit: /root/door-before-0.3.0.backup"
-else
-    fail "docs/upgrade.md's 0.2.0 backup lines" "$(printf '%s' "$out" | tail -4 | tr '\n' '|')"
-fi
+out=$(recipe backup-0.2.0 2>&1) && inside test -s /root/door-before-0.3.0.backup \
+    && pass "docs/upgrade.md's 0.2.0 backup lines under $OLD_VERSION's unit: /root/door-before-0.3.0.backup" \
+    || fail "docs/upgrade.md's 0.2.0 backup lines" "$(tail_of "$out" 4)"
 PID_BEFORE=$(inside systemctl show -P MainPID gatewayd)
 JOURNAL_FROM=$(inside sh -c 'journalctl -u gatewayd -o cat --no-pager | wc -l')
 
@@ -139,47 +136,32 @@ JOURNAL_FROM=$(inside sh -c 'journalctl -u gatewayd -o cat --no-pager | wc -l')
 echo "== apt install ./doorgateway_${NEW_VERSION}_amd64.deb over the running door"
 # No terminal and nothing on standard input: a conffile question would end
 # dpkg with an error (and the test with it); nothing forces the old or new file.
-if out=$(inside apt-get install -y -q "/root/doorgateway_${NEW_VERSION}_amd64.deb" < /dev/null 2>&1); then
-    pass "apt-get install ./doorgateway_${NEW_VERSION}_amd64.deb: no prompt, exit 0"
-else
-    fail "upgrade" "$(printf '%s' "$out" | tail -8)"
-fi
+out=$(inside apt-get install -y -q "/root/doorgateway_${NEW_VERSION}_amd64.deb" < /dev/null 2>&1) \
+    && pass "apt-get install ./doorgateway_${NEW_VERSION}_amd64.deb: no prompt, exit 0" || fail "upgrade" "$(tail_of "$out" 8)"
 printf '%s\n' "$out" | sed 's/^/  apt: /'
-if printf '%s\n' "$out" | grep -c >/dev/null -i "configuration file\|conffile"; then
-    fail "dpkg spoke of the conffile" "$(printf '%s\n' "$out" | grep -i 'configuration file\|conffile')"
-else
-    pass "dpkg asked nothing about the configuration file"
-fi
+conffile=$(printf '%s\n' "$out" | grep -i 'configuration file\|conffile' || true)
+[ -z "$conffile" ] && pass "dpkg asked nothing about the configuration file" || fail "dpkg spoke of the conffile" "$conffile"
 expect "$NEW_VERSION installed" "install ok installed $NEW_VERSION" dpkg-query -W -f='${Status} ${Version}' doorgateway
 expect "gateway.toml kept byte for byte (the admin's edits)" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
 expect "no .dpkg-new / .dpkg-dist / .dpkg-old left beside it" "gateway.toml" sh -c 'ls /etc/doorgateway | grep -e "\.dpkg-" -e "^gateway\.toml$"'
 PID_AFTER=$(inside systemctl show -P MainPID gatewayd)
 NEW_UPSTREAM=${NEW_VERSION%-*}
-if [ "$(inside systemctl is-active gatewayd)" = active ] && [ "$PID_AFTER" != "$PID_BEFORE" ] && [ "$PID_AFTER" != 0 ] \
-    && [ "$(inside gatewayctl version)" = "gateway $NEW_UPSTREAM" ]; then
-    pass "gatewayd restarted by the package (pid $PID_BEFORE -> $PID_AFTER), active, gatewayctl version: gateway $NEW_UPSTREAM"
-else
-    fail "gatewayd after the upgrade" "$(inside systemctl status gatewayd --no-pager 2>&1 | tail -5)"
-fi
+[ "$(inside systemctl is-active gatewayd)" = active ] && [ "$PID_AFTER" != "$PID_BEFORE" ] && [ "$PID_AFTER" != 0 ] \
+    && [ "$(inside gatewayctl version)" = "gateway $NEW_UPSTREAM" ] \
+    && pass "gatewayd restarted by the package (pid $PID_BEFORE -> $PID_AFTER), active, gatewayctl version: gateway $NEW_UPSTREAM" \
+    || fail "gatewayd after the upgrade" "$(inside systemctl status gatewayd --no-pager 2>&1 | tail -5)"
 # The restart, as the journal tells it: the old daemon locks every output on
 # SIGTERM; the new one sets each to locked first and nothing else up to READY.
 restart=$(inside sh -c "journalctl -u gatewayd -o cat --no-pager | tail -n +$((JOURNAL_FROM + 1))")
 printf '%s\n' "$restart" > "$RUN/restart.log"
 old_part=$(printf '%s\n' "$restart" | sed -n "/starting gatewayd $NEW_UPSTREAM/q;p")
 new_part=$(printf '%s\n' "$restart" | sed -n "/starting gatewayd $NEW_UPSTREAM/,/ready in /p")
-if printf '%s\n' "$old_part" | grep -c >/dev/null 'signal 15: stopping' \
-    && printf '%s\n' "$old_part" | grep -c >/dev/null 'stopped; outputs locked'; then
-    pass "the $OLD_VERSION daemon locked the outputs on SIGTERM: $(printf '%s\n' "$old_part" | grep 'signal 15\|outputs locked' | tr '\n' '|')"
-else
-    fail "old daemon's stop" "$old_part"
-fi
-if printf '%s\n' "$new_part" | grep -c >/dev/null 'sim output strike → locked' \
-    && printf '%s\n' "$new_part" | grep -c >/dev/null 'ready in ' \
-    && ! printf '%s\n' "$restart" | grep -c >/dev/null '→ unlocked'; then
-    pass "the $NEW_UPSTREAM daemon set the strike locked before READY; no output unlocked during the restart"
-else
-    fail "new daemon's start" "$new_part"
-fi
+has "$old_part" 'signal 15: stopping' 'stopped; outputs locked' \
+    && pass "the $OLD_VERSION daemon locked the outputs on SIGTERM: $(printf '%s\n' "$old_part" | grep 'signal 15\|outputs locked' | tr '\n' '|')" \
+    || fail "old daemon's stop" "$old_part"
+has "$new_part" 'sim output strike → locked' 'ready in ' && ! has "$restart" '→ unlocked' \
+    && pass "the $NEW_UPSTREAM daemon set the strike locked before READY; no output unlocked during the restart" \
+    || fail "new daemon's start" "$new_part"
 # The figure: old daemon's SIGTERM -> new daemon's READY (journal timestamps).
 gap=$(inside sh -c "journalctl -u gatewayd -o short-unix --no-pager | tail -n +$((JOURNAL_FROM + 1))" |
     awk -v v="$NEW_UPSTREAM" '/signal 15: stopping/ && !t0 { t0 = $1 } index($0, "starting gatewayd " v) { s = 1 }
@@ -199,12 +181,9 @@ expect "bob's sticker, revoked under $OLD_VERSION, stays refused" access_denied 
 check "tags list: alice active, bob revoked (the registry kept)" sh -c \
     'gatewayctl tags list | grep -c >/dev/null "^04A11CE0000001 *active .*alice" && gatewayctl tags list | grep -c >/dev/null "^04B0B000000002 *revoked .*bob"'
 after=$(inside gatewayctl log --verify 2>&1 || true)
-if [ "$(verify_field "$after" intact)" = true ] && [ "$(verify_field "$after" macs_checked)" = true ] \
-    && [ "$(verify_field "$after" first)" = 1 ] && [ "$(verify_field "$after" rows)" -gt "$ROWS_BEFORE" ]; then
-    pass "audit chain verifies with the key across both versions: rows 1..$(verify_field "$after" head_row) ($ROWS_BEFORE written by $OLD_VERSION, head was $HEAD_BEFORE)"
-else
-    fail "audit chain after the upgrade" "$after"
-fi
+chain_ok "$after" && [ "$(verify_field "$after" first)" = 1 ] && [ "$(verify_field "$after" rows)" -gt "$ROWS_BEFORE" ] \
+    && pass "audit chain verifies with the key across both versions: rows 1..$(verify_field "$after" head_row) ($ROWS_BEFORE written by $OLD_VERSION, head was $HEAD_BEFORE)" \
+    || fail "audit chain after the upgrade" "$after"
 # --- backup and restore under the unit ---------------------------------------------------
 echo "== backup and restore under the $NEW_UPSTREAM unit"
 # gatewayd runs with ProtectHome=yes and PrivateTmp=yes: the daemon streams the
@@ -222,25 +201,19 @@ check "gatewayctl backup refuses an existing file and leaves it as it was" sh -c
 check "no snapshot left in the state directory" sh -c '! ls -A /var/lib/doorgateway | grep -c >/dev/null "backup"'
 # The restore, as docs/upgrade.md writes it, with the backup the 0.2.0 door made.
 RESTARTS_FROM=$(inside systemctl show -P NRestarts gatewayd)
-if out=$(recipe restore 2>&1); then
-    pass "docs/upgrade.md's restore lines ran: $(printf '%s\n' "$out" | grep '^restored' | head -1)"
-else
-    fail "docs/upgrade.md's restore lines" "$(printf '%s' "$out" | tail -4 | tr '\n' '|')"
-fi
+out=$(recipe restore 2>&1) && pass "docs/upgrade.md's restore lines ran: $(printf '%s\n' "$out" | grep '^restored' | head -1)" \
+    || fail "docs/upgrade.md's restore lines" "$(tail_of "$out" 4)"
 expect "the restored store belongs to gatewayd's user, 0600" "600 doorgateway doorgateway" \
     stat -c '%a %U %G' /var/lib/doorgateway/gateway.db
 # Type=notify: the recipe's `systemctl start` returned only after READY=1, which
 # gatewayd sends once its store is open (one it cannot open fails the start).
-if [ "$(inside systemctl is-active gatewayd)" = active ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = "$RESTARTS_FROM" ]; then
-    pass "gatewayd active on the restored store, not restarted"
-else
-    fail "gatewayd after the restore" "$(inside sh -c 'systemctl show -P NRestarts gatewayd; journalctl -u gatewayd -o cat --no-pager | tail -4' | tr '\n' '|')"
-fi
+[ "$(inside systemctl is-active gatewayd)" = active ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = "$RESTARTS_FROM" ] \
+    && pass "gatewayd active on the restored store, not restarted" || fail "gatewayd after the restore" \
+    "$(inside sh -c 'systemctl show -P NRestarts gatewayd; journalctl -u gatewayd -o cat --no-pager | tail -4' | tr '\n' '|')"
 expect "alice's sticker opens on the restored store" access_granted door tap /root/alice.dump
 expect "bob's stays refused on the restored store" access_denied door tap /root/bob.dump
 restored=$(inside gatewayctl log --verify 2>&1 || true)
-[ "$(verify_field "$restored" intact)" = true ] && [ "$(verify_field "$restored" macs_checked)" = true ] \
-    && pass "audit chain of the restored store verifies with the key ($(verify_field "$restored" rows) rows)" \
+chain_ok "$restored" && pass "audit chain of the restored store verifies with the key ($(verify_field "$restored" rows) rows)" \
     || fail "audit chain after the restore" "$restored"
 
 # --- the broker's name does not resolve yet (power cut: DNS not up) ---------------------
@@ -249,8 +222,6 @@ restored=$(inside gatewayctl log --verify 2>&1 || true)
 # /etc/hosts lacks at first: gatewayd must start, decide taps, and connect once
 # the name resolves, without a restart (the network thread's backoff retries).
 PKI=$(mktemp -d "$CACHE/upg-pki.XXXXXX")
-BROKER_PID=
-stop_broker() { [ -z "$BROKER_PID" ] || { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=; }; rm -rf "$PKI"; }
 pki_ca "$PKI" upgrade-test-ca
 for n in broker upgrade-door; do pki_cert "$PKI" $n DNS:broker.door.test; done
 BROKER_PORT=$(free_port)
@@ -271,18 +242,16 @@ check "broker.door.test does not resolve: gatewayd still starts (READY)" sh -c \
     'systemctl restart gatewayd && systemctl is-active gatewayd >/dev/null'
 retry 300 0.1 inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -c >/dev/null "connect to broker.door.test:"' || true
 err=$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -m1 "connect to broker.door.test:"' || true)
-[ -n "$err" ] && [ "$(broker_connected)" = '"connected":false' ] && pass "the unresolvable name is an error logged, not fatal: $err" \
-    || fail "no connect error logged for broker.door.test" "$(broker_connected)"
+[ -n "$err" ] && [ "$(broker_connected)" = '"connected":false' ] \
+    && pass "the unresolvable name is an error logged, not fatal: $err" || fail "no connect error logged for broker.door.test" "$(broker_connected)"
 expect "the door decides while the broker is unreachable: alice opens" access_granted door tap /root/alice.dump
 echo "127.0.0.1 broker.door.test" >> "$ROOT/etc/hosts"
 # The backoff doubles from 1 s to 60 s: the next attempt is at most a minute away.
 i=0
-while [ "$(broker_connected)" != '"connected":true' ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
-if [ "$(broker_connected)" = '"connected":true' ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = 0 ]; then
-    pass "once the name resolves, gatewayd connects by itself (${i} s after /etc/hosts gained it; no restart)"
-else
-    fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
-fi
+until [ "$(broker_connected)" = '"connected":true' ] || [ $i -ge 90 ]; do sleep 1; i=$((i + 1)); done
+[ "$(broker_connected)" = '"connected":true' ] && [ "$(inside systemctl show -P NRestarts gatewayd)" = 0 ] \
+    && pass "once the name resolves, gatewayd connects by itself (${i} s after /etc/hosts gained it; no restart)" \
+    || fail "not connected after the name resolved" "$(inside sh -c 'journalctl -u gatewayd -b -o cat --no-pager | grep -i mqtt | tail -3')"
 # config check --broker as the door sees the broker: inside the unit's sandbox
 # (systemd-run with its user, filters and credentials). gateway.toml names the
 # key by the unit's credential path, which exists only for the unit: with
@@ -290,23 +259,17 @@ fi
 # needs D-Bus, which a stock Debian 12 has (systemd recommends it) and this
 # minbase container lacks: installed first, without it gatewayctl says so.
 nodbus=$(inside sh -c 'systemctl stop gatewayd; gatewayctl config check --broker 2>&1; systemctl start gatewayd' || true)
-if printf '%s\n' "$nodbus" | grep -c >/dev/null 'no D-Bus system bus.*outside gatewayd.service'; then
-    pass "without D-Bus, config check --broker says it checks outside the unit's sandbox: $(printf '%s\n' "$nodbus" | grep 'D-Bus')"
-else
-    fail "config check --broker without D-Bus" "$(printf '%s' "$nodbus" | tail -3 | tr '\n' '|')"
-fi
-if inside apt-get install -y -q --no-install-recommends dbus < /dev/null > "$RUN/dbus.log" 2>&1 \
-    && inside sh -c 'systemctl start dbus.socket dbus.service && test -S /run/dbus/system_bus_socket' >> "$RUN/dbus.log" 2>&1; then
-    pass "D-Bus installed and running in the container (as on a stock Debian 12)"
-else
-    fail "D-Bus in the container" "$(tail -3 "$RUN/dbus.log" | tr '\n' '|')"
-fi
-if out=$(inside sh -c 'systemctl stop gatewayd && gatewayctl config check --broker 2>&1; rc=$?; systemctl start gatewayd; exit $rc') \
-    && printf '%s\n' "$out" | grep -c >/dev/null "checking inside gatewayd.service's sandbox"; then
-    pass "config check --broker ran in the unit's sandbox and passed (key from the unit's credential): $(printf '%s\n' "$out" | tail -1)"
-else
-    fail "config check --broker in the unit's sandbox" "$(printf '%s\n' "$out" | grep -v '^  ' | tail -6 | tr '\n' '|')"
-fi
+has "$nodbus" 'no D-Bus system bus.*outside gatewayd.service' \
+    && pass "without D-Bus, config check --broker says it checks outside the unit's sandbox: $(printf '%s\n' "$nodbus" | grep 'D-Bus')" \
+    || fail "config check --broker without D-Bus" "$(tail_of "$nodbus")"
+inside apt-get install -y -q --no-install-recommends dbus < /dev/null > "$RUN/dbus.log" 2>&1 \
+    && inside sh -c 'systemctl start dbus.socket dbus.service && test -S /run/dbus/system_bus_socket' >> "$RUN/dbus.log" 2>&1 \
+    && pass "D-Bus installed and running in the container (as on a stock Debian 12)" \
+    || fail "D-Bus in the container" "$(tail -3 "$RUN/dbus.log" | tr '\n' '|')"
+out=$(inside sh -c 'systemctl stop gatewayd && gatewayctl config check --broker 2>&1; rc=$?; systemctl start gatewayd; exit $rc') \
+    && has "$out" "checking inside gatewayd.service's sandbox" \
+    && pass "config check --broker ran in the unit's sandbox and passed (key from the unit's credential): $(printf '%s\n' "$out" | tail -1)" \
+    || fail "config check --broker in the unit's sandbox" "$(tail_of "$(printf '%s\n' "$out" | grep -v '^  ')" 6)"
 stop_broker
 # The admin's file now, broker settings included, for the next upgrade.
 CONF_SUM=$(inside sha256sum /etc/doorgateway/gateway.toml | cut -d' ' -f1)
@@ -321,12 +284,10 @@ echo "# a changed default in $NEXT_VERSION" >> "$RUN/next/usr/share/doorgateway/
 sed -i "s/^Version: .*/Version: $NEXT_VERSION/" "$RUN/next/DEBIAN/control"
 (cd "$RUN/next" && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums)
 dpkg-deb -b --root-owner-group "$RUN/next" "$ROOT/root/doorgateway_${NEXT_VERSION}_amd64.deb" > /dev/null
-if out=$(inside apt-get install -y -q "/root/doorgateway_${NEXT_VERSION}_amd64.deb" < /dev/null 2>&1) \
-    && ! printf '%s\n' "$out" | grep -c >/dev/null -i "configuration file\|conffile"; then
-    pass "a next upgrade with a changed stock gateway.toml ($NEXT_VERSION): no question, exit 0"
-else
-    fail "upgrade with a changed stock file" "$(printf '%s' "$out" | tail -8)"
-fi
+out=$(inside apt-get install -y -q "/root/doorgateway_${NEXT_VERSION}_amd64.deb" < /dev/null 2>&1) \
+    && ! printf '%s\n' "$out" | grep -c >/dev/null -i "configuration file\|conffile" \
+    && pass "a next upgrade with a changed stock gateway.toml ($NEXT_VERSION): no question, exit 0" \
+    || fail "upgrade with a changed stock file" "$(tail_of "$out" 8)"
 expect "gateway.toml still the admin's, byte for byte" "$CONF_SUM" sh -c 'sha256sum /etc/doorgateway/gateway.toml | cut -d" " -f1'
 check "the new stock file is in /usr/share/doorgateway for comparison" \
     sh -c "tail -1 /usr/share/doorgateway/gateway.toml | grep -c >/dev/null 'a changed default in $NEXT_VERSION'"
@@ -343,5 +304,4 @@ check "a broken gateway.toml: exit 78 (EX_CONFIG), the unit failed, not restarte
     [ "$(systemctl show -P ActiveState gatewayd)" = failed ] && [ "$(systemctl show -P ExecMainStatus gatewayd)" = 78 ] &&
     [ "$(systemctl show -P NRestarts gatewayd)" = 0 ]'
 
-echo "test-upgrade: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+tally test-upgrade

@@ -22,8 +22,9 @@ SWIFT="${SWIFT:-swift}"
 # .build once `make test` has built the tests there, so the tests are built once.
 SCRATCH="${E2E_SCRATCH:-.build-e2e-arm64}"
 BINFMT=/proc/sys/fs/binfmt_misc
-say() { echo "test-e2e-arm64: $*" >&2; }
-die() { say "error: $*"; exit 1; }
+BUILD_NAME=test-e2e-arm64
+# shellcheck source=scripts/build-lib.sh
+. scripts/build-lib.sh # say, die, install_missing_packages
 
 [ -x "$BIN/gateway" ] || die "no $BIN/gateway (run make static-arm64)"
 file -b "$BIN/gateway" | grep -c >/dev/null 'ARM aarch64' || die "$BIN/gateway is not an aarch64 binary"
@@ -63,11 +64,7 @@ trap 'exit 130' INT TERM
 # mounts it and registers its handlers (postinst), so that counts as ours too.
 was_mounted=0
 [ -e "$BINFMT/register" ] && was_mounted=1
-if ! dpkg-query -W -f='${Status}' binfmt-support 2>/dev/null | grep -c >/dev/null 'ok installed'; then
-    say "installing binfmt-support"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binfmt-support >/dev/null
-fi
+install_missing_packages binfmt-support
 [ "$was_mounted" = 1 ] || [ ! -e "$BINFMT/register" ] || mounted_binfmt=1
 
 if [ ! -e "$BINFMT/register" ]; then
@@ -81,11 +78,8 @@ if [ ! -e "$BINFMT/qemu-aarch64" ]; then
         # update-binfmts could not: register what qemu-user-static's
         # /usr/share/binfmts/qemu-aarch64 describes, flags F (fixed
         # interpreter) and P (argv[0] kept: the multi-call binary reads it).
-        local_def=/usr/share/binfmts/qemu-aarch64
-        magic="$(awk '$1 == "magic" {print $2}' "$local_def")"
-        mask="$(awk '$1 == "mask" {print $2}' "$local_def")"
-        interp="$(awk '$1 == "interpreter" {print $2}' "$local_def")"
-        printf ':qemu-aarch64:M::%s:%s:%s:PF\n' "$magic" "$mask" "$interp" >"$BINFMT/register"
+        awk '{ v[$1] = $2 } END { printf ":qemu-aarch64:M::%s:%s:%s:PF\n", v["magic"], v["mask"], v["interpreter"] }' \
+            /usr/share/binfmts/qemu-aarch64 >"$BINFMT/register"
     fi
     registered=1
 fi
@@ -112,16 +106,16 @@ elif [ "${E2E_ALL:-0}" = 1 ]; then
 else
     "$SWIFT" test list --skip-build --scratch-path "$SCRATCH" >out/e2e-arm64-list.txt 2>/dev/null \
         || die "swift test list failed"
-    missing=0
+    unknown=0
     while read -r name _; do
         case $name in '' | '#'*) continue ;; esac
         if ! grep -c >/dev/null "^EndToEndTests\.$name\(/\|\$\)" out/e2e-arm64-list.txt; then
             say "Tests/aarch64-e2e.txt names $name, which is no test of EndToEndTests"
-            missing=1
+            unknown=1
         fi
         filters+=(--filter "^EndToEndTests\.$name(/|\$)")
     done <Tests/aarch64-e2e.txt
-    [ "$missing" = 0 ] || die "Tests/aarch64-e2e.txt is out of date"
+    [ "$unknown" = 0 ] || die "Tests/aarch64-e2e.txt is out of date"
     say "the aarch64 set: $((${#filters[@]} / 2)) entries of Tests/aarch64-e2e.txt ($(grep -c '^EndToEndTests\.' out/e2e-arm64-list.txt) end-to-end tests in all; E2E_ALL=1 runs them all)"
 fi
 say "swift test ${filters[*]} against $BIN (aarch64, qemu-user, time scale ${DOORGATEWAY_E2E_TIME_SCALE:-3})"

@@ -68,23 +68,13 @@ install_missing_packages qemu-system-arm qemu-user-static mtools e2fsprogs fdisk
 IMG=$(readlink -f "$IMG")
 
 VM=$IMG_CACHE/vm
-QEMU_PID=
-BROKER_PID=
-MDNS_PID=
-BROKER2_PID=
+QEMU_PID= BROKER_PID= MDNS_PID= BROKER2_PID=
 # The second NIC's host side (the mDNS check): a tap of this run's own.
 TAP=dgvm$$
 TAP_NET=10.253.19
 cleanup() {
     local rc=$?
-    for p in $QEMU_PID $BROKER_PID $MDNS_PID $BROKER2_PID; do
-        if kill -0 "$p" 2>/dev/null; then
-            kill "$p" 2>/dev/null || true
-            for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
-            kill -9 "$p" 2>/dev/null || true
-        fi
-        wait "$p" 2>/dev/null || true
-    done
+    for p in $QEMU_PID $BROKER_PID $MDNS_PID $BROKER2_PID; do reap "$p"; done
     ip link del "$TAP" 2>/dev/null || true
     rm -rf "$VM"
     exit $rc
@@ -94,16 +84,14 @@ trap 'exit 130' INT TERM HUP
 rm -rf "$VM"
 mkdir -p "$VM/fb" "$VM/pki"
 
-
 # --- the copy and its partitions -----------------------------------------------------
 IMG_BYTES=$(stat -c %s "$IMG")
 IMG_ALLOC=$(du -B1 "$IMG" | cut -f1)
 DISK=$VM/disk.img
 cp --sparse=always "$IMG" "$DISK"
 truncate -s +512M "$DISK"
-part() { sfdisk -J "$DISK" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][$1]; print(p['start'], p['size'])"; }
-read -r FAT_START FAT_SIZE <<< "$(part 0)"
-read -r ROOT_START ROOT_SIZE <<< "$(part 1)"
+read -r FAT_START FAT_SIZE <<< "$(image_part "$DISK" 0)"
+read -r ROOT_START ROOT_SIZE <<< "$(image_part "$DISK" 1)"
 FATI="$DISK@@$((FAT_START * 512))"
 export MTOOLS_SKIP_CHECK=1
 mtype -i "$FATI" ::/config.txt > "$VM/config.txt"
@@ -134,9 +122,7 @@ BROKER_PID=$!
 ssh-keygen -q -t ed25519 -N '' -C vm-test -f "$VM/id_test"
 echo vm-door > "$VM/fb/device-id"
 echo "mqtts://10.0.2.2:$BROKER_PORT" > "$VM/fb/mqtt-broker"
-cp "$VM/pki/ca.crt" "$VM/fb/ca.crt"
-cp "$VM/pki/vm-door.crt" "$VM/fb/door.crt"
-cp "$VM/pki/vm-door.key" "$VM/fb/door.key"
+for f in ca.crt:ca.crt vm-door.crt:door.crt vm-door.key:door.key; do cp "$VM/pki/${f%:*}" "$VM/fb/${f#*:}"; done
 # The simulated board: the sim example as a whole gateway.toml (the test's
 # device-id and broker go on top of it, as on a door).
 # Written by the image's own gateway binary (read out with debugfs, run with
@@ -177,39 +163,30 @@ cat > "$VM/vmtest.conf" <<'EOF'
 DeviceAllow=/dev/ptmx rw
 DeviceAllow=char-pts rw
 EOF
-cp "$PN532_SIM" "$VM/pn532-sim"
-chmod 0755 "$VM/pn532-sim"
 # The boot figures (scripts/image/vm/): a unit after gatewayd prints guest-clock
 # figures on the console, read from the serial log with or without a network.
-cat > "$VM/debugfs.cmds" <<EOF
-write $VM/pn532-sim /usr/bin/pn532-sim
-set_inode_field /usr/bin/pn532-sim mode 0100755
-mkdir /usr/local/sbin
-write $REPO/scripts/image/vm/vmtest-figures.sh /usr/local/sbin/vmtest-figures
-set_inode_field /usr/local/sbin/vmtest-figures mode 0100755
-write $REPO/scripts/image/vm/vmtest-figures.service /etc/systemd/system/vmtest-figures.service
-set_inode_field /etc/systemd/system/vmtest-figures.service mode 0100644
-mkdir /etc/systemd/system/multi-user.target.wants
-symlink /etc/systemd/system/multi-user.target.wants/vmtest-figures.service /etc/systemd/system/vmtest-figures.service
-write $REPO/scripts/image/vm/vmtest-relay.sh /usr/local/sbin/vmtest-relay
-set_inode_field /usr/local/sbin/vmtest-relay mode 0100755
-mkdir /usr/local/lib/vmtest
-write $VM/gpio-sim-ext.ko /usr/local/lib/vmtest/gpio-sim-ext.ko
-set_inode_field /usr/local/lib/vmtest/gpio-sim-ext.ko mode 0100644
-write $REPO/scripts/gpio-vm/checks-lib.sh /usr/local/lib/vmtest/checks-lib.sh
-set_inode_field /usr/local/lib/vmtest/checks-lib.sh mode 0100644
-mkdir /etc/systemd/system/gatewayd.service.d
-write $VM/vmtest.conf /etc/systemd/system/gatewayd.service.d/vmtest.conf
-set_inode_field /etc/systemd/system/gatewayd.service.d/vmtest.conf mode 0100644
+# Each row: a file here, where it goes, its mode.
+{
+    printf 'mkdir %s\n' /usr/local/sbin /etc/systemd/system/multi-user.target.wants /usr/local/lib/vmtest \
+        /etc/systemd/system/gatewayd.service.d
+    while read -r src dst mode; do printf 'write %s %s\nset_inode_field %s mode 0100%s\n' "$src" "$dst" "$dst" "$mode"; done <<EOF
+$(readlink -f "$PN532_SIM") /usr/bin/pn532-sim 755
+$REPO/scripts/image/vm/vmtest-figures.sh /usr/local/sbin/vmtest-figures 755
+$REPO/scripts/image/vm/vmtest-figures.service /etc/systemd/system/vmtest-figures.service 644
+$REPO/scripts/image/vm/vmtest-relay.sh /usr/local/sbin/vmtest-relay 755
+$VM/gpio-sim-ext.ko /usr/local/lib/vmtest/gpio-sim-ext.ko 644
+$REPO/scripts/gpio-vm/checks-lib.sh /usr/local/lib/vmtest/checks-lib.sh 644
+$VM/vmtest.conf /etc/systemd/system/gatewayd.service.d/vmtest.conf 644
 EOF
+    echo "symlink /etc/systemd/system/multi-user.target.wants/vmtest-figures.service /etc/systemd/system/vmtest-figures.service"
+} > "$VM/debugfs.cmds"
 debugfs -w -f "$VM/debugfs.cmds" "$ROOTFS" > "$VM/debugfs.log" 2>&1 || { cat "$VM/debugfs.log" >&2; die "debugfs failed"; }
-debugfs -R 'stat /usr/bin/pn532-sim' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 'Mode:  0755' || { cat "$VM/debugfs.log" >&2; die "pn532-sim not written"; }
-debugfs -R 'stat /etc/systemd/system/multi-user.target.wants/vmtest-figures.service' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 'Type: symlink' \
-    || { cat "$VM/debugfs.log" >&2; die "vmtest-figures.service not enabled"; }
+for f in '/usr/bin/pn532-sim Mode:  0755' '/etc/systemd/system/multi-user.target.wants/vmtest-figures.service Type: symlink' \
+    '/usr/local/lib/vmtest/gpio-sim-ext.ko Mode:  0644'; do
+    debugfs -R "stat ${f%% *}" "$ROOTFS" 2>/dev/null | grep -c >/dev/null "${f#* }" || { cat "$VM/debugfs.log" >&2; die "${f%% *} not written"; }
+done
 dd if="$ROOTFS" of="$DISK" bs=512 seek="$ROOT_START" conv=notrunc,sparse status=none
-debugfs -R 'stat /usr/local/lib/vmtest/gpio-sim-ext.ko' "$ROOTFS" 2>/dev/null | grep -c >/dev/null 'Mode:  0644' \
-    || { cat "$VM/debugfs.log" >&2; die "gpio-sim-ext.ko not written"; }
-rm -f "$ROOTFS" "$VM/pn532-sim" "$VM/gpio-sim-ext.ko"
+rm -f "$ROOTFS" "$VM/gpio-sim-ext.ko"
 # Two next versions of this package (VERSION+vmtest1, +vmtest2: upgrades as
 # apt sees them, the same files), one for each relay polarity's `apt install`.
 dpkg-deb -R "$NEXT_DEB_FROM" "$VM/next"
@@ -231,21 +208,18 @@ timeout 3 qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -display none -S 
     -serial none > /dev/null 2>&1 || rc=$?
 [ "$rc" = 124 ] && CPU=max,pauth-impdef=on
 # qemu_start CONSOLE NET [APPEND...]: boot the copy; NET is user (slirp: DHCP
-# answers, ssh forwarded), nodhcp (a NIC with carrier on an empty hub: no DHCP
-# answer ever, as when the router is down too) or none (no network device).
+# answers, ssh forwarded), usertap (user, and a second NIC on the host's tap
+# $TAP: the mDNS check's link) or nodhcp (a NIC with carrier on an empty hub:
+# no DHCP answer ever, as when the router is down too).
 # A hard limit on QEMU itself, even if this script is killed with SIGKILL and
 # its trap never runs: timeout(1) ends it (SIGTERM, then SIGKILL 10 s later).
 # QEMU_PID is timeout's; the trap's SIGTERM to it reaches QEMU.
 qemu_start() {
-    local console=$1 net=$2 netargs=()
+    local console=$1 net=$2 netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0)
     shift 2
     case $net in
-    user) netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0) ;;
-    # usertap: user, and a second NIC on the host's tap $TAP (the mDNS check's link)
-    usertap) netargs=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22" -device virtio-net-pci,netdev=n0
-        -netdev "tap,id=n1,ifname=$TAP,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:d0:0d:01") ;;
+    usertap) netargs+=(-netdev "tap,id=n1,ifname=$TAP,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:d0:0d:01") ;;
     nodhcp) netargs=(-netdev hubport,id=n0,hubid=0 -device virtio-net-pci,netdev=n0) ;;
-    none) netargs=(-nic none) ;;
     esac
     QEMU_START=$SECONDS
     timeout -k 10 $((VM_TIMEOUT + 300)) qemu-system-aarch64 -M virt -cpu "$CPU" -accel tcg,thread=multi -smp 2 -m 1024 \
@@ -375,46 +349,38 @@ BROKER2_PID=$!
 /usr/bin/python3 "$REPO/scripts/mdns/responder.py" doorbroker.local "$TAP_NET.1" "$BROKER2_PORT" "$TAP_NET.1" > "$VM/responder.log" 2>&1 &
 MDNS_PID=$!
 retry 100 0.2 grep -q '^ready' "$VM/responder.log"
-if mdns_address && grep -q '^ready' "$VM/responder.log"; then
-    pass "mDNS link: guest $TAP_NET.2 on its second NIC, responder for doorbroker.local -> $TAP_NET.1, broker on :$BROKER2_PORT"
-else
-    fail "mDNS link set-up" "$(vm 'ip -4 -o addr show' | tr '\n' '|') $(tr '\n' '|' < "$VM/responder.log")"
-fi
+mdns_address && grep -q '^ready' "$VM/responder.log" \
+    && pass "mDNS link: guest $TAP_NET.2 on its second NIC, responder for doorbroker.local -> $TAP_NET.1, broker on :$BROKER2_PORT" \
+    || fail "mDNS link set-up" "$(vm 'ip -4 -o addr show' | tr '\n' '|') $(tr '\n' '|' < "$VM/responder.log")"
 vm "cp /etc/doorgateway/gateway.toml /root/gateway.toml.before-mdns &&
     sed -i '/^\[mqtt\]\$/,/^\[/ { s/^host = .*/host = \"doorbroker.local\"/; s/^port = .*/port = $BROKER2_PORT/ }' /etc/doorgateway/gateway.toml &&
     grep -c '^host = \"doorbroker.local\"' /etc/doorgateway/gateway.toml" > /dev/null \
     || fail "gateway.toml with host = doorbroker.local"
 connected_via() { retry "$1" 1 broker_connected && echo True || echo False; } # SECONDS: until connected, or the time is up
+gw_journal() { vm journalctl -u gatewayd -b --no-pager -o cat; }                # gatewayd's, this boot
+broker_check() { vm "gatewayctl config check --broker --while-running ${1:-} 2>&1; echo \"exit=\$?\""; } # [--outside-sandbox]
+brief() { tail_of "$(printf '%s\n' "$1" | grep -v '^  ')" "$2"; } # TEXT N: its last N unindented lines
 # The 0.2.0 unit's allow list (no mDNS group), as a drop-in over the shipped unit.
 vm "printf '[Service]\nIPAddressAllow=\nIPAddressAllow=localhost link-local 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7\n' \
     > /etc/systemd/system/gatewayd.service.d/zz-old-allow.conf && systemctl daemon-reload && systemctl restart gatewayd" > /dev/null 2>&1
 old_allow=$(vm systemctl show -P IPAddressAllow gatewayd)
-if [ "$(connected_via 45)" = False ] && vm journalctl -u gatewayd -b --no-pager -o cat | grep -c >/dev/null 'doorbroker\.local\|224\.0\.0\.251'; then
-    pass "with 0.2.0's allow list (IPAddressAllow=$old_allow) doorbroker.local never resolves: $(vm journalctl -u gatewayd -b --no-pager -o cat | grep 'doorbroker\.local\|224\.0\.0\.251' | tail -1 | cut -c1-160)"
-else
-    fail "the old allow list did not stop the mDNS query (is IPAddressDeny= enforced in this guest?)" "$old_allow"
-fi
-inside_old=$(vm 'gatewayctl config check --broker --while-running 2>&1; echo "exit=$?"')
-outside_old=$(vm 'gatewayctl config check --broker --while-running --outside-sandbox 2>&1; echo "exit=$?"')
-if printf '%s\n' "$inside_old" | grep -c >/dev/null "checking inside gatewayd.service's sandbox" \
-    && ! printf '%s\n' "$inside_old" | grep -c >/dev/null '^exit=0$' && printf '%s\n' "$outside_old" | grep -c >/dev/null '^exit=0$'; then
-    pass "config check --broker in the unit's sandbox fails as gatewayd does; from outside it passes: $(printf '%s\n' "$inside_old" | grep '^broker:' | tail -1 | cut -c1-160)"
-else
-    fail "config check --broker under the old allow list" "inside: $(printf '%s\n' "$inside_old" | grep -v '^  ' | tail -4 | tr '\n' '|') outside: $(printf '%s\n' "$outside_old" | grep -v '^  ' | tail -3 | tr '\n' '|')"
-fi
+[ "$(connected_via 45)" = False ] && gw_journal | grep -c >/dev/null 'doorbroker\.local\|224\.0\.0\.251' \
+    && pass "with 0.2.0's allow list (IPAddressAllow=$old_allow) doorbroker.local never resolves: $(gw_journal | grep 'doorbroker\.local\|224\.0\.0\.251' | tail -1 | cut -c1-160)" \
+    || fail "the old allow list did not stop the mDNS query (is IPAddressDeny= enforced in this guest?)" "$old_allow"
+inside_old=$(broker_check)
+outside_old=$(broker_check --outside-sandbox)
+has "$inside_old" "checking inside gatewayd.service's sandbox" && ! has "$inside_old" '^exit=0$' && has "$outside_old" '^exit=0$' \
+    && pass "config check --broker in the unit's sandbox fails as gatewayd does; from outside it passes: $(printf '%s\n' "$inside_old" | grep '^broker:' | tail -1 | cut -c1-160)" \
+    || fail "config check --broker under the old allow list" "inside: $(brief "$inside_old" 4) outside: $(brief "$outside_old" 3)"
 # The shipped unit: the mDNS group allowed.
 vm "rm /etc/systemd/system/gatewayd.service.d/zz-old-allow.conf && systemctl daemon-reload && systemctl restart gatewayd" > /dev/null 2>&1
-if [ "$(connected_via 60)" = True ] && grep -c >/dev/null "$TAP_NET.2" "$VM/mosquitto-mdns.log"; then
-    pass "the shipped unit (IPAddressAllow=$(vm systemctl show -P IPAddressAllow gatewayd)): gatewayd reached doorbroker.local through mDNS"
-else
-    fail "gatewayd under the shipped unit did not reach doorbroker.local" "$(vm journalctl -u gatewayd -b --no-pager -o cat | grep -i 'mqtt\|doorbroker' | tail -4 | tr '\n' '|')"
-fi
-inside_new=$(vm 'gatewayctl config check --broker --while-running 2>&1; echo "exit=$?"')
-if printf '%s\n' "$inside_new" | grep -c >/dev/null "checking inside gatewayd.service's sandbox" && printf '%s\n' "$inside_new" | grep -c >/dev/null '^exit=0$'; then
-    pass "config check --broker in the shipped unit's sandbox reaches doorbroker.local"
-else
-    fail "config check --broker under the shipped unit" "$(printf '%s\n' "$inside_new" | grep -v '^  ' | tail -4 | tr '\n' '|')"
-fi
+[ "$(connected_via 60)" = True ] && grep -c >/dev/null "$TAP_NET.2" "$VM/mosquitto-mdns.log" \
+    && pass "the shipped unit (IPAddressAllow=$(vm systemctl show -P IPAddressAllow gatewayd)): gatewayd reached doorbroker.local through mDNS" \
+    || fail "gatewayd under the shipped unit did not reach doorbroker.local" "$(gw_journal | grep -i 'mqtt\|doorbroker' | tail -4 | tr '\n' '|')"
+inside_new=$(broker_check)
+has "$inside_new" "checking inside gatewayd.service's sandbox" '^exit=0$' \
+    && pass "config check --broker in the shipped unit's sandbox reaches doorbroker.local" \
+    || fail "config check --broker under the shipped unit" "$(brief "$inside_new" 4)"
 vm "cp /root/gateway.toml.before-mdns /etc/doorgateway/gateway.toml && systemctl restart gatewayd" > /dev/null 2>&1 \
     || fail "gateway.toml back to the first-boot broker"
 
@@ -429,33 +395,17 @@ vm "cp /root/gateway.toml.before-mdns /etc/doorgateway/gateway.toml && systemctl
 vm "cp /etc/doorgateway/gateway.toml /root/gateway.toml.before-relay"
 vm cat /root/gateway.toml.before-relay > "$VM/gateway-firstboot.toml"
 RELAY_CHIP=$(vm vmtest-relay chip)
-if [ -n "$RELAY_CHIP" ]; then
-    pass "gpio-sim on the image's kernel $KREL: $RELAY_CHIP, lines GPIO17 GPIO22 GPIO23 GPIO24 GPIO27 (node $(vm "stat -c '%U:%G %a' /dev/$RELAY_CHIP") by the shipped udev rule)"
-else
-    fail "gpio-sim chip in the image" "$(vm 'dmesg | tail -5' | tr '\n' '|')"
-fi
+[ -n "$RELAY_CHIP" ] \
+    && pass "gpio-sim on the image's kernel $KREL: $RELAY_CHIP, lines GPIO17 GPIO22 GPIO23 GPIO24 GPIO27 (node $(vm "stat -c '%U:%G %a' /dev/$RELAY_CHIP") by the shipped udev rule)" \
+    || fail "gpio-sim chip in the image" "$(vm 'dmesg | tail -5' | tr '\n' '|')"
 relay_config() { # ACTIVE_LOW [bad]: the first-boot file on the chip; bad: active_low left out (exit 78)
-    python3 - "$VM/gateway-firstboot.toml" "$RELAY_CHIP" "$1" "${2:-}" <<'EOF'
-import sys
-src, chip, active_low, bad = sys.argv[1:]
-out, section = [], None
-for line in open(src).read().splitlines():
-    s = line.strip()
-    if s.startswith('['):
-        section = s
-    if section == '[board]' and s.startswith('kind ='):
-        line = 'kind = "real"'
-    elif section == '[board]' and s.startswith('chip ='):
-        line = f'chip = "{chip}"'
-    elif section == '[reader]' and s.startswith('simulator ='):
-        continue
-    elif section == '[[outputs]]' and s.startswith('active_low ='):
-        if bad:
-            continue
-        line = f'active_low = {active_low}'
-    out.append(line)
-print('\n'.join(out))
-EOF
+    awk -v chip="$RELAY_CHIP" -v al="$1" -v bad="${2:-}" '{ s = $0; gsub(/^[ \t\r]+|[ \t\r]+$/, "", s) }
+        s ~ /^\[/ { sec = s }
+        sec == "[board]" && s ~ /^kind =/ { print "kind = \"real\""; next }
+        sec == "[board]" && s ~ /^chip =/ { print "chip = \"" chip "\""; next }
+        sec == "[reader]" && s ~ /^simulator =/ { next }
+        sec == "[[outputs]]" && s ~ /^active_low =/ { if (bad == "") print "active_low = " al; next }
+        { print }' "$VM/gateway-firstboot.toml"
 }
 put_relay_config() { relay_config "$@" | vm "cat > /etc/doorgateway/gateway.toml"; }
 until_active() { # SECONDS [NOT_PID]: until gatewayd is active (with a main pid other than NOT_PID)
@@ -469,19 +419,30 @@ until_active() { # SECONDS [NOT_PID]: until gatewayd is active (with a main pid 
     echo "${st:-unknown}"
 }
 main_pid() { vm systemctl show -P MainPID gatewayd; }
+# sampled TAG NOT_PID COMMAND...: the relay line sampled (TAG) while COMMAND runs
+# on the guest (its output in $VM/TAG.log) and until gatewayd is active again
+# with a main pid other than NOT_PID; sets st and levels.
+sampled() {
+    local tag=$1 not=$2
+    shift 2
+    vm vmtest-relay start "$tag"
+    vm "$@" > "$VM/$tag.log" 2>&1
+    st=$(until_active 90 "$not")
+    levels=$(vm vmtest-relay stop "$tag")
+}
 relay_polarity() { # ACTIVE_LOW LOCKED N: one polarity through stop, restart, kill, exit 78, apt install
-    local al=$1 locked=$2 n=$3 name st v levels pid strike journal
+    local al=$1 locked=$2 n=$3 name st v levels strike journal
     name="relay active-$([ "$al" = true ] && echo low || echo high)"
     put_relay_config "$al"
     vm systemctl restart gatewayd > /dev/null 2>&1
     st=$(until_active 90)
     v=$(vm vmtest-relay value)
     strike=$(status_of "['outputs']['strike']")
-    journal=$(vm journalctl -u gatewayd -b --no-pager -o cat | grep 'gpio board ready' | tail -1)
+    journal=$(gw_journal | grep 'gpio board ready' | tail -1)
     if [ "$st" = active ] && [ "$v" = "$locked" ] && [ "$strike" = locked ]; then
         pass "$name: gatewayd on $RELAY_CHIP under the shipped unit, strike locked, line at $v, pull $(vm vmtest-relay pull): $(printf '%s' "$journal" | grep -o 'strike=.*' | cut -c1-90)"
     else
-        fail "$name: gatewayd on gpio-sim" "state $st, line $v (locked is $locked), strike $strike; $(vm journalctl -u gatewayd -b --no-pager -o cat | tail -4 | tr '\n' '|')"
+        fail "$name: gatewayd on gpio-sim" "state $st, line $v (locked is $locked), strike $strike; $(gw_journal | tail -4 | tr '\n' '|')"
         return
     fi
     # The sampler sees a change when there is one: an open pulses the relay.
@@ -498,18 +459,11 @@ relay_polarity() { # ACTIVE_LOW LOCKED N: one polarity through stop, restart, ki
     vm systemctl start gatewayd > /dev/null 2>&1
     st=$(until_active 90)
     # systemctl restart: stop, the line released, start again (READY).
-    vm vmtest-relay start restart
-    vm systemctl restart gatewayd > /dev/null 2>&1
-    st=$(until_active 90)
-    levels=$(vm vmtest-relay stop restart)
+    sampled restart "" systemctl restart gatewayd
     [ "$st" = active ] && [ "$levels" = "$locked" ] && pass "$name: the line through systemctl restart, sampled: $levels" \
         || fail "$name: systemctl restart" "state $st, levels $levels (locked is $locked)"
     # SIGKILL: nothing of gatewayd runs; systemd starts it again (Restart=always).
-    pid=$(main_pid)
-    vm vmtest-relay start kill
-    vm systemctl kill -s KILL gatewayd > /dev/null 2>&1
-    st=$(until_active 90 "$pid")
-    levels=$(vm vmtest-relay stop kill)
+    sampled kill "$(main_pid)" systemctl kill -s KILL gatewayd
     [ "$st" = active ] && [ "$levels" = "$locked" ] && pass "$name: the line through a SIGKILL and systemd's restart of gatewayd, sampled: $levels" \
         || fail "$name: SIGKILL and restart" "state $st, levels $levels (locked is $locked)"
     # An edit gatewayd refuses: exit 78, not restarted (RestartPreventExitStatus=78).
@@ -525,16 +479,12 @@ relay_polarity() { # ACTIVE_LOW LOCKED N: one polarity through stop, restart, ki
     vm "systemctl reset-failed gatewayd; systemctl start gatewayd" > /dev/null 2>&1
     st=$(until_active 90)
     # apt install of the next version: prerm stops gatewayd, dpkg unpacks, postinst starts it.
-    pid=$(main_pid)
     vm "cat > /root/next$n.deb" < "$VM/next$n.deb"
-    vm vmtest-relay start upgrade
-    vm "DEBIAN_FRONTEND=noninteractive apt-get install -y /root/next$n.deb" > "$VM/apt-$n.log" 2>&1
-    st=$(until_active 90 "$pid")
-    levels=$(vm vmtest-relay stop upgrade)
+    sampled upgrade "$(main_pid)" "DEBIAN_FRONTEND=noninteractive apt-get install -y /root/next$n.deb"
     v=$(vm "dpkg-query -W -f '\${Version}' doorgateway")
     [ "$st" = active ] && [ "$v" = "$DEB_VERSION+vmtest$n" ] && [ "$levels" = "$locked" ] \
         && pass "$name: the line through apt install of $v (gatewayd stopped, unpacked, started), sampled: $levels" \
-        || fail "$name: apt install of the next version" "state $st, version $v, levels $levels (locked is $locked); $(tail -3 "$VM/apt-$n.log" | tr '\n' '|')"
+        || fail "$name: apt install of the next version" "state $st, version $v, levels $levels (locked is $locked); $(tail -3 "$VM/upgrade.log" | tr '\n' '|')"
 }
 # An opto module (active-low: locked is high) and a plain relay board (active-high: locked is low).
 relay_polarity true 1 1
@@ -554,12 +504,10 @@ vm systemctl stop gatewayd.service || true
 stop_s=$((SECONDS - stop_t0))
 journal=$(vm journalctl -b -u gatewayd.service --no-pager -o cat | tail -15)
 echo "$journal" > "$VM/gatewayd-tail.log"
-if echo "$journal" | grep -c >/dev/null 'signal 15: stopping' && echo "$journal" | grep -c >/dev/null 'stopped; outputs locked' \
-    && echo "$journal" | sed -n '/signal 15: stopping/,$p' | grep -c >/dev/null 'strike → locked\|sim all outputs locked'; then
-    pass "systemctl stop gatewayd (${stop_s} s) locked the relay: $(echo "$journal" | sed -n '/signal 15/,$p' | tr '\n' '|' | cut -c1-200)"
-else
-    fail "stop did not log the relay locked" "$journal"
-fi
+has "$journal" 'signal 15: stopping' 'stopped; outputs locked' \
+    && has "$(echo "$journal" | sed -n '/signal 15: stopping/,$p')" 'strike → locked\|sim all outputs locked' \
+    && pass "systemctl stop gatewayd (${stop_s} s) locked the relay: $(echo "$journal" | sed -n '/signal 15/,$p' | tr '\n' '|' | cut -c1-200)" \
+    || fail "stop did not log the relay locked" "$journal"
 [ "$(vm systemctl is-active gatewayd.service || true)" = inactive ] && pass "gatewayd inactive after stop" || fail "gatewayd still active"
 # pgrep exits 1 when nothing matches; anything else (a match, or ssh failing) is not a pass.
 sim_left=$(vm 'pgrep -x pn532-sim > /dev/null; echo "pgrep=$?"' || true)
@@ -568,8 +516,7 @@ firstboot_log=$(vm journalctl -b -u doorgateway-firstboot.service --no-pager -o 
 
 # --- power off ------------------------------------------------------------------------------
 vm systemctl poweroff > /dev/null 2>&1 || true
-for _ in $(seq 1 120); do alive || break; sleep 1; done
-if alive; then fail "VM did not power off within 120 s (killed)"; else pass "VM powered off"; fi
+retry 120 1 gone "$QEMU_PID" && pass "VM powered off" || fail "VM did not power off within 120 s (killed)"
 wait "$QEMU_PID" 2>/dev/null || true
 QEMU_PID=
 
@@ -601,18 +548,13 @@ figures_of() { # NAME UNIT NET LOG HOST_S: check and record one boot's figures l
     [ "$(fig "$line" strike)" = locked ] && pass "$name: strike locked at READY" || fail "$name: strike at READY" "$line"
     # Every level gatewayd set from its start to READY is the locked one (the
     # sim board logs each; on a Pi the firmware's gpio= hold covers the time before).
-    if printf '%s' "$outs" | grep -c >/dev/null 'strike_→_locked' && ! printf '%s' "$outs" | grep -c >/dev/null 'unlocked'; then
-        pass "$name: the relay only ever set to locked up to READY ($outs)"
-    else
-        fail "$name: relay levels before READY" "$outs"
-    fi
+    has "$outs" 'strike_→_locked' && ! has "$outs" 'unlocked' \
+        && pass "$name: the relay only ever set to locked up to READY ($outs)" || fail "$name: relay levels before READY" "$outs"
+    # The point of the change: the door is up while the network is not.
     if [ "$unit" = new ] && [ "$net" = nodhcp ]; then
-        # The point of the change: the door is up while the network is not.
-        if [ -z "$online" ] || [ "$online" = 0 ] || [ "$ready" -lt "$online" ]; then
-            pass "$name: READY before network-online.target (reached at $(ms "$online") ms guest; no DHCP answer)"
-        else
-            fail "$name: gatewayd waited for network-online.target" "$line"
-        fi
+        [ -z "$online" ] || [ "$online" = 0 ] || [ "$ready" -lt "$online" ] \
+            && pass "$name: READY before network-online.target (reached at $(ms "$online") ms guest; no DHCP answer)" \
+            || fail "$name: gatewayd waited for network-online.target" "$line"
     fi
     FIGURES+=("$(printf '%-22s %-4s %-7s %8s %8s %8s %8s %8s %7s' "$name" "$unit" "$net" "$(ms "$user")" "$(ms "$exec_us")" \
         "$(fig "$line" gatewayd_ready_in_ms)" "$(ms "$ready")" "$(ms "$online")" "${host_s}")")
@@ -628,11 +570,7 @@ power_cut_boot() { # NAME UNIT NET NEXT: boot, wait until the guest powers itsel
         grep -a -c >/dev/null 'VMTEST-DONE' "$log" && break
         sleep 0.5
     done
-    for _ in $(seq 1 120); do alive || break; sleep 1; done
-    if alive; then
-        fail "$name: VM did not power off within 120 s of its figures (killed)"
-        kill "$QEMU_PID" 2>/dev/null
-    fi
+    retry 120 1 gone "$QEMU_PID" || { fail "$name: VM did not power off within 120 s of its figures (killed)"; kill "$QEMU_PID" 2>/dev/null; }
     wait "$QEMU_PID" 2>/dev/null || true
     QEMU_PID=
     figures_of "$name" "$unit" "$net" "$log" "$seen"
@@ -651,20 +589,16 @@ status_later=$(mtype -i "$FATI" ::/doorgateway/STATUS.txt 2>/dev/null | tr -d '\
 [ "$fat_later" = "README.TXT STATUS.TXT " ] || [ "$fat_later" = "README.txt STATUS.txt " ] \
     && pass "files put on the card after the first boot are gone from the FAT partition after the next boot" \
     || fail "later first-boot files left on the FAT partition" "$fat_later"
-if printf '%s\n' "$status_later" | grep -c >/dev/null 'NOT applied' && printf '%s\n' "$status_later" | grep -c >/dev/null 'wifi.conf' \
-    && printf '%s\n' "$status_later" | grep -c >/dev/null 'door.key' && ! printf '%s\n' "$status_later" | grep -c >/dev/null 'a-later-passphrase'; then
-    pass "STATUS.txt: wifi.conf and door.key not applied, deleted ($(printf '%s\n' "$status_later" | sed -n 2p))"
-else
-    fail "STATUS.txt after later files" "$(printf '%s' "$status_later" | tr '\n' '|')"
-fi
-read -r ROOT_START ROOT_SIZE <<< "$(part 1)" # grown by the first boot
+has "$status_later" 'NOT applied' 'wifi.conf' 'door.key' && ! has "$status_later" 'a-later-passphrase' \
+    && pass "STATUS.txt: wifi.conf and door.key not applied, deleted ($(printf '%s\n' "$status_later" | sed -n 2p))" \
+    || fail "STATUS.txt after later files" "$(printf '%s' "$status_later" | tr '\n' '|')"
+read -r ROOT_START ROOT_SIZE <<< "$(image_part "$DISK" 1)" # grown by the first boot
 dd if="$DISK" of="$VM/root-after.ext4" bs=512 skip="$ROOT_START" count="$ROOT_SIZE" status=none
-if [ "$(debugfs -R 'cat /etc/doorgateway/door.key' "$VM/root-after.ext4" 2>/dev/null | sha256sum)" = "$DOOR_KEY_SUM" ] \
-    && ! debugfs -R 'cat /etc/wpa_supplicant/wpa_supplicant-wlan0.conf' "$VM/root-after.ext4" 2>/dev/null | grep -c >/dev/null 'later-net\|6c617465722d6e6574'; then
-    pass "the later door.key and wifi.conf were not applied (door.key and the Wi-Fi network those of the first boot)"
-else
-    fail "later first-boot files were applied" "$(debugfs -R 'cat /etc/wpa_supplicant/wpa_supplicant-wlan0.conf' "$VM/root-after.ext4" 2>/dev/null | grep ssid)"
-fi
+wpa_after=$(debugfs -R 'cat /etc/wpa_supplicant/wpa_supplicant-wlan0.conf' "$VM/root-after.ext4" 2>/dev/null)
+[ "$(debugfs -R 'cat /etc/doorgateway/door.key' "$VM/root-after.ext4" 2>/dev/null | sha256sum)" = "$DOOR_KEY_SUM" ] \
+    && ! has "$wpa_after" 'later-net\|6c617465722d6e6574' \
+    && pass "the later door.key and wifi.conf were not applied (door.key and the Wi-Fi network those of the first boot)" \
+    || fail "later first-boot files were applied" "$(printf '%s\n' "$wpa_after" | grep ssid)"
 rm -f "$VM/root-after.ext4"
 if [ "${VM_COMPARE_OLD_UNIT:-0}" = 1 ]; then
     power_cut_boot "power cut, no DHCP" new nodhcp old

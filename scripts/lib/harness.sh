@@ -1,7 +1,8 @@
 #!/bin/sh
 # harness.sh — sourced, never run (POSIX sh): what the shell harnesses on the
 # host share (scripts/deb-harness.sh and the package tests, scripts/image/test-vm.sh,
-# scripts/run-demo.sh): the PASS/FAIL tally, a bounded wait, and a test's own
+# scripts/raspi3b/run.sh, scripts/run-demo.sh): the PASS/FAIL tally, a bounded
+# wait, reaping a process, an image's partitions, and a test's own
 # certificates with a mosquitto on the shipped provisioning/ configuration and
 # ACL (the Python harnesses have scripts/faults/lib.py's Broker). sh has no
 # locals: the names here start with an underscore.
@@ -11,6 +12,16 @@ passed=0
 failed=0
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+# has TEXT PATTERN...: every PATTERN (grep's basic regex) matches a line of TEXT.
+has() {
+    _text=$1
+    shift
+    for _p in "$@"; do printf '%s\n' "$_text" | grep -c >/dev/null -e "$_p" || return 1; done
+}
+# tally NAME [MORE]: the counts line; fails when any check did.
+tally() { echo "$1: $passed passed, $failed failed${2:+, $2}"; [ "$failed" = 0 ]; }
+# tail_of TEXT [N]: TEXT's last N lines (3), joined by '|', for a FAIL line.
+tail_of() { printf '%s\n' "$1" | tail -n "${2:-3}" | tr '\n' '|'; }
 
 # retry TRIES PAUSE COMMAND...: COMMAND until it succeeds, at most TRIES times,
 # PAUSE seconds apart; 1 when it never did.
@@ -22,6 +33,20 @@ retry() {
         [ "$_tries" -gt 0 ] || return 1
         sleep "$_pause"
     done
+}
+
+# gone PID: PID has ended. reap PID [SECONDS]: SIGTERM, SIGKILL if it has not
+# ended after SECONDS (5), then reaped (on an ended PID: only reaped).
+gone() { ! kill -0 "$1" 2>/dev/null; }
+reap() {
+    kill "$1" 2>/dev/null || true
+    retry $((${2:-5} * 2 + 1)) 0.5 gone "$1" || kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+# image_part IMG N: the start and size (in 512-byte sectors) of IMG's partition N (0: the first).
+image_part() {
+    sfdisk -J "$1" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][$2]; print(p['start'], p['size'])"
 }
 
 # free_port: a TCP port free on 127.0.0.1 now.

@@ -44,12 +44,8 @@ passed = failed = 0
 
 def check(ok, what, detail=""):
     global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS {what}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL {what}{': ' + detail if detail else ''}", flush=True)
+    passed, failed = passed + bool(ok), failed + (not ok)
+    print(f"PASS {what}" if ok else f"FAIL {what}{': ' + detail if detail else ''}", flush=True)
 
 
 class QTest:
@@ -208,13 +204,9 @@ def sd_boot(o):
 
 def main():
     a = argparse.ArgumentParser()
-    a.add_argument("--qemu", required=True)
-    a.add_argument("--kernel", required=True)
-    a.add_argument("--dtb", required=True)
-    a.add_argument("--initrd", required=True)
-    a.add_argument("--pn532-sim", required=True)
+    for name in ("--qemu", "--kernel", "--dtb", "--initrd", "--pn532-sim", "--workdir"):
+        a.add_argument(name, required=True)
     a.add_argument("--polarity", choices=["low", "high"], required=True)
-    a.add_argument("--workdir", required=True)
     a.add_argument("--buses", action="store_true")
     a.add_argument("--glitch", action="store_true")
     a.add_argument("--timeout", type=int, default=240)

@@ -25,25 +25,17 @@ say "kernel $(uname -r), gpio $(cat /sys/bus/gpio/devices/gpiochip0/of_node/comp
 if [ "$(arg buses)" = 1 ]; then
     # I2C: the header's bus is /dev/i2c-1 (BSC1, i2c-bus.1 in QEMU), where the
     # host put a 24c02 EEPROM at 0x50. Written and read back through i2c-dev.
-    if [ -c /dev/i2c-1 ] && i2cset -y 1 0x50 0x10 0xa5 && [ "$(i2cget -y 1 0x50 0x10)" = 0xa5 ] \
-        && i2cset -y 1 0x50 0x10 0x5a && [ "$(i2cget -y 1 0x50 0x10)" = 0x5a ]; then
-        say "PASS i2c: /dev/i2c-1 reaches the EEPROM at 0x50 on the header's bus (wrote and read back 0xa5, 0x5a)"
-    else
-        say "FAIL i2c: /dev/i2c-1 $(ls -l /dev/i2c-1 2>&1); $(i2cget -y 1 0x50 0x10 2>&1)"
-    fi
-    if ! i2cget -y 0 0x50 0x10 > /dev/null 2>&1; then
-        say "PASS i2c: nothing answers at 0x50 on /dev/i2c-0 (the EEPROM is on bus 1 only)"
-    else
-        say "FAIL i2c: /dev/i2c-0 answered at 0x50: the buses are numbered otherwise"
-    fi
+    [ -c /dev/i2c-1 ] && i2cset -y 1 0x50 0x10 0xa5 && [ "$(i2cget -y 1 0x50 0x10)" = 0xa5 ] \
+        && i2cset -y 1 0x50 0x10 0x5a && [ "$(i2cget -y 1 0x50 0x10)" = 0x5a ] \
+        && say "PASS i2c: /dev/i2c-1 reaches the EEPROM at 0x50 on the header's bus (wrote and read back 0xa5, 0x5a)" \
+        || say "FAIL i2c: /dev/i2c-1 $(ls -l /dev/i2c-1 2>&1); $(i2cget -y 1 0x50 0x10 2>&1)"
+    ! i2cget -y 0 0x50 0x10 > /dev/null 2>&1 && say "PASS i2c: nothing answers at 0x50 on /dev/i2c-0 (the EEPROM is on bus 1 only)" \
+        || say "FAIL i2c: /dev/i2c-0 answered at 0x50: the buses are numbered otherwise"
     # SPI: /dev/spidev0.0 exists only with the project's overlay (spi0 is
     # disabled in Debian's device tree); QEMU's w25q64 answers its JEDEC ID.
     id=$(spi-jedec-id /dev/spidev0.0 2>&1)
-    if [ "$id" = "ef 40 17" ]; then
-        say "PASS spi: /dev/spidev0.0 (the overlay's spidev on SPI0 CE0) reads the flash's JEDEC ID $id"
-    else
-        say "FAIL spi: /dev/spidev0.0: $id ($(ls /dev/spidev* 2>&1 | tr '\n' ' '))"
-    fi
+    [ "$id" = "ef 40 17" ] && say "PASS spi: /dev/spidev0.0 (the overlay's spidev on SPI0 CE0) reads the flash's JEDEC ID $id" \
+        || say "FAIL spi: /dev/spidev0.0: $id ($(ls /dev/spidev* 2>&1 | tr '\n' ' '))"
 fi
 
 if [ "$(arg glitch)" = 1 ]; then
