@@ -424,19 +424,24 @@ WGR=$CFG/doorgateway-wgr
 # wg_frame BITS: each 0 a pulse on D0 (line 0), each 1 on D1 (line 1), 2 ms apart (wiegandtx.c).
 wg_frame() { wiegandtx "$WGRSYS/sim_gpio0/pull" "$WGRSYS/sim_gpio1/pull" "$1" 2000; }
 
-# wg_send BITS CHECK...: sends the frame until CHECK succeeds (polled 1.5 s after each of 6 attempts).
-wg_send() {
-    _frame=$1
-    shift
-    _try=0
-    while [ $_try -lt 6 ]; do
+# wg_retry TIMES TENTHS LABEL SEND CHECK...: SEND (one word: a function) then
+# CHECK polled for TENTHS, up to TIMES until CHECK holds; the attempts go to
+# WG_TRIES after LABEL; the status is CHECK's last.
+wg_retry() {
+    _times=$1 _tenths=$2 _label=$3 _send=$4 _held=1 _try=0
+    shift 4
+    while [ $_try -lt "$_times" ] && [ $_held = 1 ]; do
         _try=$((_try + 1))
-        wg_frame "$_frame"
-        poll 15 "$@" && { WG_TRIES="$WG_TRIES $_try"; return 0; }
+        "$_send"
+        poll "$_tenths" "$@" && _held=0
     done
-    WG_TRIES="$WG_TRIES $_try"
-    return 1
+    WG_TRIES="$WG_TRIES $_label$_try"
+    return $_held
 }
+
+# wg_send BITS CHECK...: sends the frame until CHECK succeeds (polled 1.5 s after each of 6 attempts).
+wg_send() { WG_BITS=$1; shift; wg_retry 6 15 "" wg_bits "$@"; }
+wg_bits() { wg_frame "$WG_BITS"; }
 
 # wg_log PATTERN...: the audit log's newest 5 rows hold one line matching every PATTERN.
 # wg_count N PATTERN...: at least N rows of the audit log's newest 40 match every PATTERN.
@@ -447,20 +452,9 @@ wg_count() { audit_rows "$WORKDIR/wg-audit" "$WORKDIR/wg-run/control.sock" 40 "$
 wg_keys() { for _k in "$@"; do wg_frame "$_k"; sleep 0.2; done; }
 
 # wg_tries LABEL ENTRY CHECK...: ENTRY (a function that types one) then CHECK
-# polled for 2 s, up to 3 times until CHECK holds: a key lost to a stall makes
-# a wrong entry, so it is typed again (below the keypad's lockout of 5). The
-# attempts go to WG_TRIES; the status is CHECK's last.
-wg_tries() {
-    _label=$1 _entry=$2 _held=1 _try=0
-    shift 2
-    while [ $_try -lt 3 ] && [ $_held = 1 ]; do
-        _try=$((_try + 1))
-        "$_entry"
-        poll 20 "$@" && _held=0
-    done
-    WG_TRIES="$WG_TRIES $_label:$_try"
-    return $_held
-}
+# polled for 2 s, up to 3 times: a key lost to a stall makes a wrong entry, so
+# it is typed again (below the keypad's lockout of 5).
+wg_tries() { _l=$1; shift; wg_retry 3 20 "$_l:" "$@"; }
 
 # The entries: the PIN-only code 246810 and `#` (4-bit bursts); the card
 # 26:18:12347 with 4826 and Enter as mixed bursts, or with the wrong 4827

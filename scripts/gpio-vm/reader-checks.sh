@@ -522,19 +522,16 @@ bench() {
     # pn532-sim's UART front is a pty: the guest needs devpts.
     [ -e /dev/pts/ptmx ] || { mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
     roundtrip
-    for t in "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:100000 --i2c-speed 100000" \
-        "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000" \
-        "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000 --i2c-nack-after-write 1000" \
-        "spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:1000000 spi:1000000" \
-        "uart - pn532_uart:$WORKDIR/pn532 uart:115200 --baud 115200"; do
+    # Each wire: pn532-sim's front and its device, the connstring, the wire, pn532-sim's options.
+    for t in "--i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:100000 --i2c-speed 100000" \
+        "--i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000" \
+        "--i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000 --i2c-nack-after-write 1000" \
+        "--spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:1000000 spi:1000000" \
+        "--link $WORKDIR/pn532 pn532_uart:$WORKDIR/pn532 uart:115200 --baud 115200"; do
         set -- $t
-        bus=$1 dev=$2 conn=$3 wire=$4; shift 4
+        front=$1 dev=$2 conn=$3 wire=$4; shift 4
         rm -f "$WORKDIR/sim.sock"
-        if [ "$bus" = uart ]; then
-            "$PN532SIM" --link "$WORKDIR/pn532" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
-        else
-            "$PN532SIM" "--$bus" "$dev" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
-        fi
+        "$PN532SIM" "$front" "$dev" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
         SIMPID=$!
         poll 300 test -S "$WORKDIR/sim.sock"
         [ $# = 0 ] || echo "  (pn532-sim $*)"
