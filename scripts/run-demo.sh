@@ -23,13 +23,9 @@ cleanup() {
   trap - EXIT INT TERM
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  echo
-  if [ "${DEMO_KEEP:-0}" = 1 ]; then
-    echo "run: stopped gatewayd, pn532-sim, the OSDP reader and mosquitto; files kept in $WORK"
-  else
-    rm -rf "$WORK"
-    echo "run: stopped gatewayd, pn532-sim, the OSDP reader and mosquitto; removed $WORK (DEMO_KEEP=1 keeps it)"
-  fi
+  local left="files kept in $WORK"
+  [ "${DEMO_KEEP:-0}" = 1 ] || { rm -rf "$WORK"; left="removed $WORK (DEMO_KEEP=1 keeps it)"; }
+  printf '\nrun: stopped gatewayd, pn532-sim, the OSDP reader and mosquitto; %s\n' "$left"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -42,11 +38,16 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 ctl() { DOORGATEWAY_SOCKET="$WORK/run/control.sock" "$GATEWAY" ctl "$@"; }
 # shellcheck source=scripts/lib/harness.sh
 . "$(dirname "$0")/lib/harness.sh"
-# wait_log KIND [N]: until the audit log holds at least N (default 1) more KIND events than before.
+# expect KIND COMMAND...: COMMAND (its output dropped), then until the audit log
+# holds one more KIND event than before it (15 s at most).
 count() { ctl log --limit 100000 --json | python3 -c "import json,sys; print(sum(1 for r in json.load(sys.stdin) if r.get('kind')=='$1'))"; }
-wait_for() {
-  local kind=$1 want=$(( $2 + 1 )) n=0
-  while [ "$(count "$kind")" -lt "$want" ]; do sleep 0.1; n=$((n + 1)); [ $n -lt 150 ] || { echo "run: no $kind event" >&2; return 1; }; done
+more() { [ "$(count "$1")" -gt "$2" ]; }
+expect() {
+  local kind=$1 n
+  n=$(count "$kind")
+  shift
+  "$@" >/dev/null
+  retry 150 0.1 more "$kind" "$n" || { echo "run: no $kind event" >&2; return 1; }
 }
 
 # 1. Certificates: a CA, the broker, the door and a phone (client certificates).
@@ -92,7 +93,7 @@ actions = [1]
 device = \"$WORK/osdp-street\"
 baud = 115200
 address = 1"
-  for _ in $(seq 100); do [ -L "$WORK/osdp-street" ] && break; sleep 0.1; done
+  retry 100 0.1 test -L "$WORK/osdp-street" || true
   say "an outdoor OSDP reader with a keypad (libosdp's peripheral device) on $WORK/osdp-street"
 else
   say "no libosdp venv (scripts/osdp/venv.sh failed, see $WORK/osdp-venv.log): the outdoor reader is left out"
@@ -136,8 +137,7 @@ $OSDP_READERS
 CONF
 "${CHILD[@]}" "$GATEWAY" daemon --config "$WORK/gateway.toml" 2> "$WORK/gatewayd.log" &
 PIDS+=($!)
-for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
-ctl status >/dev/null || { cat "$WORK/gatewayd.log"; exit 1; }
+retry 100 0.1 ctl status >/dev/null 2>&1 || { cat "$WORK/gatewayd.log"; exit 1; }
 say "gatewayd is up (log: $WORK/gatewayd.log)"
 ctl status | sed 's/^/   /' | head -12
 
@@ -155,57 +155,40 @@ ctl keys otp new >/dev/null
 ctl keys otp export > "$WORK/otp.key"
 
 say "holding the door's button for 6 s: provisioning is armed (the hold opens nothing)"
-n=$(count provisioning_armed)
-ctl sim press --hold 6 >/dev/null
-sleep 6.3
-wait_for provisioning_armed "$n"
+expect provisioning_armed ctl sim press --hold 6
 
 say "a blank sticker on the reader: written, read back and verified"
-n=$(count provisioning_written)
-ctl sim tap --blank --uid 04D00D00C0FFEE >/dev/null
-wait_for provisioning_written "$n"
+expect provisioning_written ctl sim tap --blank --uid 04D00D00C0FFEE
 ctl sim dump "$WORK/sticker.dump" >/dev/null
 ctl tags list | sed 's/^/   /'
 
 say "that sticker tapped again: granted (relay pulse, double beep)"
 ctl sim remove >/dev/null; sleep 1.2
-n=$(count access_granted)
-ctl sim reinsert >/dev/null
-wait_for access_granted "$n"
+expect access_granted ctl sim reinsert
 ctl status --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print("   strike:", s["outputs"]["strike"], " indicators:", s.get("board",{}).get("indicators"))'
 
 say "a copy of it on another tag (another UID): denied"
 ctl sim remove >/dev/null; sleep 1.2
-n=$(count access_denied)
-ctl sim tap --dump "$WORK/sticker.dump" --uid 04BADC0FFEE000 >/dev/null
-wait_for access_denied "$n"
+expect access_denied ctl sim tap --dump "$WORK/sticker.dump" --uid 04BADC0FFEE000
 
 say "a forged sticker: denied"
 ctl sim remove >/dev/null; sleep 1.2
-n=$(count access_denied)
-ctl sim tap "smp://action?idx=0&ts=1760000000&sig=$(openssl rand -hex 32)&u=$(openssl rand -base64 16 | tr '+/' '-_' | tr -d '=')" >/dev/null
-wait_for access_denied "$n"
+expect access_denied ctl sim tap "smp://action?idx=0&ts=1760000000&sig=$(openssl rand -hex 32)&u=$(openssl rand -base64 16 | tr '+/' '-_' | tr -d '=')"
 ctl sim remove >/dev/null
 
 say "a phone-style OTP command over MQTT: granted"
 MSG=$(ctl otp make --key-file "$WORK/otp.key" --command 1)
 echo "   $MSG"
-n=$(count remote_accepted)
-mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
-wait_for remote_accepted "$n"
+expect remote_accepted mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
 
 say "the same message replayed: rejected"
-n=$(count remote_rejected)
-mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
-wait_for remote_rejected "$n"
+expect remote_rejected mosquitto_pub "${MQ[@]}" -q 1 -t phone/front-door -m "$MSG"
 
 if [ -n "$OSDP_READERS" ]; then
   say "the outdoor reader: its install window (the door hands it its own Secure Channel key)"
   ctl reader osdp install street --seconds 30 >/dev/null
-  for _ in $(seq 150); do
-    ctl reader osdp status --json | python3 -c 'import json,sys; sys.exit(0 if any(r.get("secure_channel") for r in json.load(sys.stdin)) else 1)' && break
-    sleep 0.1
-  done
+  secure() { ctl reader osdp status --json | python3 -c 'import json,sys; sys.exit(0 if any(r.get("secure_channel") for r in json.load(sys.stdin)) else 1)'; }
+  retry 150 0.1 secure || true
   ctl reader osdp status | sed 's/^/   /'
 
   say "a card enrolled for the street gate (card + PIN), its PIN set"
@@ -213,13 +196,14 @@ if [ -n "$OSDP_READERS" ]; then
   echo 2468 | ctl pins set 26:7:1234 >/dev/null
 
   say "the card tapped on the outdoor reader, then its PIN typed on the reader's keypad: granted"
-  n=$(count access_granted)
-  echo "card 26 $(python3 -c 'b=[(7<<16|1234)>>(23-i)&1 for i in range(24)]; v=int("".join(map(str,[sum(b[:12])%2]+b+[1-sum(b[12:])%2])),2)<<6; print(f"{v:08X}")')" >&7
-  sleep 0.5
-  echo "keys 2468#" >&7
-  wait_for access_granted "$n"
+  card_and_pin() {
+    echo "card 26 $(python3 -c 'b=[(7<<16|1234)>>(23-i)&1 for i in range(24)]; v=int("".join(map(str,[sum(b[:12])%2]+b+[1-sum(b[12:])%2])),2)<<6; print(f"{v:08X}")')" >&7
+    sleep 0.5
+    echo "keys 2468#" >&7
+  }
+  expect access_granted card_and_pin
   ctl log --limit 5 --json | python3 -c 'import json,sys; r=[r for r in json.load(sys.stdin) if r.get("kind")=="access_granted"][-1]; print("   %s, reason %s, action %s, %s (the card waited for its PIN)" % (r["kind"], r.get("reason"), r.get("action"), r.get("source")))'
-  for _ in $(seq 30); do grep -c "'on_color', 2" "$WORK/osdp.out" >/dev/null && break; sleep 0.1; done
+  retry 30 0.1 grep -c "'on_color', 2" "$WORK/osdp.out" >/dev/null || true
   echo "   the reader was told: $(grep -c "'on_color', 2" "$WORK/osdp.out" || true) osdp_LED green, $(grep -c "'rep_count', 2" "$WORK/osdp.out" || true) osdp_BUZ double beep"
 fi
 

@@ -33,20 +33,8 @@ rm -rf "$WORKDIR" && mkdir -p "$WORKDIR"
 . "$(dirname "$0")/checks-lib.sh"
 ctl() { "$GATEWAY" ctl gpio "$@"; }
 
-# --- a simulated chip with named lines -------------------------------------
+# --- a simulated chip with named lines (main makes it) ------------------------
 # line 0 RELAY, 1 LED_GREEN, 2 LED_RED, 3 BUZZER, 4 BUTTON, 5 DOOR
-setup_sim() {
-    modprobe gpio-sim 2>/dev/null || true
-    if [ ! -d "$CFG" ]; then
-        mountpoint -q /sys/kernel/config 2>/dev/null || mount -t configfs none /sys/kernel/config
-    fi
-    [ -d "$CFG" ] || { echo "FAIL setup: no gpio-sim configfs at $CFG (CONFIG_GPIO_SIM)"; exit 1; }
-    gpio_sim_add "$SIMDEV" doorgateway-sim 8 RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR \
-        || { echo "FAIL setup: no gpio-sim chip at $SIMDEV (sim_gpio0/value missing)"; exit 1; }
-    CHIP=$SIM_CHIP SYS=$SIM_SYS
-    echo "# gpio-sim chip $CHIP (label doorgateway-sim) at $SYS"
-}
-
 value() { cat "$SYS/sim_gpio$1/value"; }
 set_pull() { echo "$2" > "$SYS/sim_gpio$1/pull"; }
 
@@ -59,15 +47,9 @@ set_pull() { echo "$2" > "$SYS/sim_gpio$1/pull"; }
 # resting level).
 
 # sample LINE MS NAME: background sampler of a line's value file into
-# $WORKDIR/NAME for MS × TIME_SCALE.
-sample() {
-    ctl sample --file "$SYS/sim_gpio$1/value" --duration-ms "$(( $2 * ${TIME_SCALE:-1} ))" > "$WORKDIR/$3" &
-    SAMPLER=$!
-    wait_for "$WORKDIR/$3" . 50 || true
-}
-
-# values NAME: the sampled levels in order, e.g. "1 0 1 0 1".
-values() { grep -v end "$WORKDIR/$1" | awk '{ printf "%s%s", sep, $2; sep=" " }'; }
+# $WORKDIR/NAME for MS × TIME_SCALE; values NAME: its levels, e.g. "1 0 1 0 1".
+sample() { sampler "$SYS/sim_gpio$1/value" "$2" "$WORKDIR/$3"; }
+values() { levels "$WORKDIR/$1"; }
 
 # nth_time NAME N: the time (µs) of the N-th sample line.
 nth_time() { sed -n "${2}p" "$WORKDIR/$1" | awk '{ print $1 }'; }
@@ -116,20 +98,16 @@ check_pulse() {
     done
     # 1: the unlocked pull before the request, 0: requested locked (its bias
     # pulls down), 1/0: the pulse; released, it stays at the pull the request set.
-    if [ "$seq" = "1 0 1 0" ] && [ "$(cat "$SYS/sim_gpio0/pull")" = pull-down ]; then
-        pass no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq; released at the request's pull-down; attempt $attempt)"
-    else
-        fail no-glitch "expected levels 1 0 1 0 and pull-down after release, sampled: $seq, pull $(cat "$SYS/sim_gpio0/pull")"
-    fi
+    [ "$seq" = "1 0 1 0" ] && [ "$(cat "$SYS/sim_gpio0/pull")" = pull-down ]
+    verdict $? no-glitch "relay went from its pull straight to locked at request and stayed locked for the 400 ms delay (levels: $seq; released at the request's pull-down; attempt $attempt)" \
+        "expected levels 1 0 1 0 and pull-down after release, sampled: $seq, pull $(cat "$SYS/sim_gpio0/pull")"
     # The gateway's own figure is strict (timed from the unlocking ioctl's
     # return to the locking one's). The sampler confirms it on the line; it
     # polls every ~0.2 ms but can be descheduled for a few ms under TCG, so
     # it may see the rising edge late: allow it 20 ms short.
-    if [ $reported_ok = 1 ] && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ]; then
-        pass pulse-length "requested $requested ms, reported $reported ms, sampled on the line $seen ms"
-    else
-        fail pulse-length "requested $requested ms, reported ${reported:-none} ms, sampled ${seen} ms"
-    fi
+    [ $reported_ok = 1 ] && [ "$seen" -ge $((requested - 20)) ] && [ "$seen" -le $((requested + 250)) ]
+    verdict $? pulse-length "requested $requested ms, reported $reported ms, sampled on the line $seen ms" \
+        "requested $requested ms, reported ${reported:-none} ms, sampled ${seen} ms"
 }
 
 # The granted pattern (two 100 ms beeps and green blinks) plays on the LED and
@@ -139,24 +117,20 @@ check_pulse() {
 # is checked here; exact pattern timing is the unit tests' (manual clock).
 check_pattern() {
     for l in 1 2 3; do set_pull $l pull-down; done
-    sample 1 3000 green.samples
-    green_pid=$SAMPLER
-    sample 3 3000 buzzer.samples
-    buzzer_pid=$SAMPLER
-    sample 2 3000 red.samples
-    red_pid=$SAMPLER
+    sample 1 3000 green.samples; samplers=$SAMPLER
+    sample 3 3000 buzzer.samples; samplers="$samplers $SAMPLER"
+    sample 2 3000 red.samples; samplers="$samplers $SAMPLER"
     ctl pulse --chip doorgateway-sim --output 0 --ms 100 --led LED_GREEN --led LED_RED --buzzer BUZZER --pattern granted \
         > "$WORKDIR/pattern.out" 2> "$WORKDIR/pattern.err"
     rc=$?
-    wait "$green_pid" "$buzzer_pid" "$red_pid"
+    # shellcheck disable=SC2086 # three pids
+    wait $samplers
     g=$(values green.samples) b=$(values buzzer.samples) r=$(values red.samples)
     on1=$(( ($(nth_time green.samples 3) - $(nth_time green.samples 2)) / 1000 ))
-    if [ $rc -eq 0 ] && [ "$g" = "0 1 0 1 0" ] && [ "$b" = "0 1 0 1 0" ] && [ "$r" = "0" ] \
-        && [ $on1 -ge 50 ] && [ $on1 -le 300 ] && grep -q pattern-end "$WORKDIR/pattern.out"; then
-        pass pattern "granted on chip found by label: green $g, buzzer $b, red $r; first blink $on1 ms"
-    else
-        fail pattern "exit $rc; green: $g; buzzer: $b; red: $r; first blink ${on1} ms; $(cat "$WORKDIR/pattern.err")"
-    fi
+    [ $rc -eq 0 ] && [ "$g" = "0 1 0 1 0" ] && [ "$b" = "0 1 0 1 0" ] && [ "$r" = "0" ] \
+        && [ $on1 -ge 50 ] && [ $on1 -le 300 ] && grep -q pattern-end "$WORKDIR/pattern.out"
+    verdict $? pattern "granted on chip found by label: green $g, buzzer $b, red $r; first blink $on1 ms" \
+        "exit $rc; green: $g; buzzer: $b; red: $r; first blink ${on1} ms; $(cat "$WORKDIR/pattern.err")"
 }
 
 # A press made by flipping the simulated pull, with bounces shorter than the
@@ -182,8 +156,7 @@ check_button() {
     set_pull 4 pull-up; set_pull 4 pull-down; set_pull 4 pull-up     # bounce, then released
     sleep 0.1
     set_pull 5 pull-down                                             # door opens
-    n=50
-    while kill -0 $pid 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+    poll 50 not kill -0 $pid 2>/dev/null
     kill $pid 2>/dev/null
     presses=$(grep -c 'button pressed' "$WORKDIR/button.out")
     releases=$(grep -c 'button released' "$WORKDIR/button.out")
@@ -191,44 +164,17 @@ check_button() {
     t2=$(awk '/button released/ { print $3; exit }' "$WORKDIR/button.out")
     held=$(( ${t2:-0} - ${t1:-0} ))
     opened=$(grep -c 'door_contact open' "$WORKDIR/button.out")
-    if [ "$presses" = 1 ] && [ "$releases" = 1 ] && [ $held -ge 250 ] && [ $held -le 600 ] && [ "$opened" = 1 ]; then
-        pass button "one press and one release after bounces, held $held ms; door contact opened once"
-    else
-        fail button "presses $presses, releases $releases, held $held ms: $(tr '\n' ';' < "$WORKDIR/button.out")"
-    fi
+    [ "$presses" = 1 ] && [ "$releases" = 1 ] && [ $held -ge 250 ] && [ $held -le 600 ] && [ "$opened" = 1 ]
+    verdict $? button "one press and one release after bounces, held $held ms; door contact opened once" \
+        "presses $presses, releases $releases, held $held ms: $(tr '\n' ';' < "$WORKDIR/button.out")"
 }
 
-# spawn NAME ARGS...: `gatewayctl gpio ARGS` in the background; its pid in
-# $PID (exec keeps it: the core probe names the file by it), its stdout and
-# stderr in NAME.out/.err, and its exit status in NAME.status once it ends.
-spawn() {
-    name=$1
-    shift
-    rm -f "$WORKDIR/$name.pid" "$WORKDIR/$name.status"
-    (
-        sh -c 'echo $$ > "$0"; exec "$@"' "$WORKDIR/$name.pid" "$GATEWAY" ctl gpio "$@" \
-            > "$WORKDIR/$name.out" 2> "$WORKDIR/$name.err"
-        echo $? > "$WORKDIR/$name.status"
-    ) &
-    n=50
-    while [ ! -s "$WORKDIR/$name.pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-    PID=$(cat "$WORKDIR/$name.pid")
-}
-
-# status NAME: wait (up to STATUS_WAIT_S, default 10 s) for the spawned command
-# to end; print its exit status. run.sh ARCH=arm64 sets 90: under TCG the
-# aarch64 stack-overflow case is locked at once but takes 15-40 s to die.
-status() {
-    n=$(( ${STATUS_WAIT_S:-10} * 10 ))
-    while [ ! -s "$WORKDIR/$1.status" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-    cat "$WORKDIR/$1.status" 2>/dev/null
-}
-
-# start_pulse NAME ARGS...: a long relay pulse in the background; waits for pulse-start.
+# start_pulse NAME ARGS...: a long relay pulse in the background (run_bg:
+# $PID, NAME.status; its stdout and stderr in NAME.out/.err); waits for pulse-start.
 start_pulse() {
     job=$1
     shift
-    spawn "$job" pulse --chip "$CHIP" --output RELAY --ms 5000 "$@"
+    run_bg "$job" "$GATEWAY" ctl gpio pulse --chip "$CHIP" --output RELAY --ms 5000 "$@" > "$WORKDIR/$job.out" 2> "$WORKDIR/$job.err"
     wait_for "$WORKDIR/$job.out" '^pulse-start'
 }
 
@@ -247,11 +193,9 @@ check_sigterm() {
     locked=$(value 0)
     rc=$(status sigterm)
     released=$(value 0)
-    if [ "$during" = 1 ] && [ "$locked" = 0 ] && [ "$rc" = 143 ] && [ "$released" = 0 ]; then
-        pass sigterm "mid-pulse SIGTERM: line $during -> $locked (locked) before exit, exit status $rc, $released after exit"
-    else
-        fail sigterm "during pulse $during, after SIGTERM $locked, exit status $rc, after exit $released"
-    fi
+    [ "$during" = 1 ] && [ "$locked" = 0 ] && [ "$rc" = 143 ] && [ "$released" = 0 ]
+    verdict $? sigterm "mid-pulse SIGTERM: line $during -> $locked (locked) before exit, exit status $rc, $released after exit" \
+        "during pulse $during, after SIGTERM $locked, exit status $rc, after exit $released"
 }
 
 # SIGKILL mid-pulse: nothing runs, the released line falls to its pull — the
@@ -281,11 +225,9 @@ check_sigkill_restart() {
     wait $pid
     wait "$SAMPLER"
     seq=$(values restart.samples)
-    if [ "$after_kill" = 0 ] && [ "$at_ready" = 0 ] && [ "$seq" = "1 0 1 0" ]; then
-        pass sigkill-restart "killed mid-pulse: line fell to its pull, the locked level ($after_kill); pulled up again, restart locked it at request ($at_ready), levels $seq"
-    else
-        fail sigkill-restart "after SIGKILL $after_kill (want 0, the request's pull), at ready $at_ready, levels after restart: $seq (want 1 0 1 0)"
-    fi
+    [ "$after_kill" = 0 ] && [ "$at_ready" = 0 ] && [ "$seq" = "1 0 1 0" ]
+    verdict $? sigkill-restart "killed mid-pulse: line fell to its pull, the locked level ($after_kill); pulled up again, restart locked it at request ($at_ready), levels $seq" \
+        "after SIGKILL $after_kill (want 0, the request's pull), at ready $at_ready, levels after restart: $seq (want 1 0 1 0)"
 }
 
 # Clear errors: a missing chip, a missing line, and a busy line naming its
@@ -300,13 +242,11 @@ check_errors() {
     rc_busy=$?
     kill -TERM "$PID"
     status holder > /dev/null
-    if [ $rc_chip -ne 0 ] && grep -q "GPIO chip 'no-such-chip' not found.*$CHIP \[doorgateway-sim\]" "$WORKDIR/err-chip" \
+    [ $rc_chip -ne 0 ] && grep -q "GPIO chip 'no-such-chip' not found.*$CHIP \[doorgateway-sim\]" "$WORKDIR/err-chip" \
         && [ $rc_line -ne 0 ] && grep -q "GPIO line 'NO_SUCH_LINE' not found on chip $CHIP" "$WORKDIR/err-line" \
-        && [ $rc_busy -ne 0 ] && grep -q "is busy: already requested by 'gatewayd'" "$WORKDIR/err-busy"; then
-        pass errors "missing chip, missing line and busy line (consumer gatewayd) are named"
-    else
-        fail errors "$(cat "$WORKDIR/err-chip" "$WORKDIR/err-line" "$WORKDIR/err-busy" | tr '\n' ';')"
-    fi
+        && [ $rc_busy -ne 0 ] && grep -q "is busy: already requested by 'gatewayd'" "$WORKDIR/err-busy"
+    verdict $? errors "missing chip, missing line and busy line (consumer gatewayd) are named" \
+        "$(cat "$WORKDIR/err-chip" "$WORKDIR/err-line" "$WORKDIR/err-busy" | tr '\n' ';')"
 }
 
 # Fatal signals: the line must be locked while the process dies. A piped
@@ -341,11 +281,9 @@ check_fatal() {
     probe=$(cat "$WORKDIR/core-value.$PID" 2>/dev/null)
     case " $expected " in *" $rc "*) ok_status=yes ;; *) ok_status=no ;; esac
     after=$(value 0)
-    if [ "$probe" = 0 ] && [ $ok_status = yes ] && [ "$after" = 0 ]; then
-        pass "$name" "line locked (0) while the process died, exit status $rc; after exit $after (the request's pull)"
-    else
-        fail "$name" "line while dying: ${probe:-no probe ran}, exit status ${rc:-?} (want $expected), after exit ${after} (want 0); $(tail -3 "$WORKDIR/$name.err" | tr '\n' ';')"
-    fi
+    [ "$probe" = 0 ] && [ $ok_status = yes ] && [ "$after" = 0 ]
+    verdict $? "$name" "line locked (0) while the process died, exit status $rc; after exit $after (the request's pull)" \
+        "line while dying: ${probe:-no probe ran}, exit status ${rc:-?} (want $expected), after exit ${after} (want 0); $(tail -3 "$WORKDIR/$name.err" | tr '\n' ';')"
 }
 
 # --- gatewayd released: the relay while gatewayd is not running (issue 33) ---
@@ -373,24 +311,12 @@ setup_pi() {
 
 pi_value() { cat "$PISYS/sim_gpio$1/value"; }
 
-# pi_config FILE ACTIVE_LOW: the image's door, a strike on GPIO17.
+# pi_config ACTIVE_LOW: the image's door, a strike on GPIO17, in $good, and
+# in $bad with the relay's polarity left out, as a half-edited file would.
 pi_config() {
     mkdir -p "$WORKDIR/pi-state" "$WORKDIR/pi-run"
-    pi_door_toml vm-released "$PICHIP" pn532_uart:/dev/no-reader-here "$2" "$WORKDIR/pi-state" "$WORKDIR/pi-run" > "$1"
-}
-
-# start_daemon NAME CONFIG: gatewayd in the background (pid in $PID, exit
-# status in NAME.status once it ends); waits for "ready".
-start_daemon() {
-    rm -f "$WORKDIR/$1.pid" "$WORKDIR/$1.status"
-    (
-        sh -c 'echo $$ > "$0"; exec "$@"' "$WORKDIR/$1.pid" "$GATEWAY" daemon --config "$2" > "$WORKDIR/$1.log" 2>&1
-        echo $? > "$WORKDIR/$1.status"
-    ) &
-    n=50
-    while [ ! -s "$WORKDIR/$1.pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-    PID=$(cat "$WORKDIR/$1.pid")
-    wait_for "$WORKDIR/$1.log" 'ready in' 300
+    pi_door_toml vm-released "$PICHIP" "$NO_READER" "$1" "$WORKDIR/pi-state" "$WORKDIR/pi-run" > "$good"
+    grep -v '^active_low' "$good" > "$bad"
 }
 
 # check_released ACTIVE_LOW: the relay's level while gatewayd is not running.
@@ -402,9 +328,7 @@ check_released() {
     problems=""
     setup_pi || { fail "$name" "no gpio-sim chip"; return; }
     reset=$(pi_value 0)
-    pi_config "$good" "$al"
-    # Bad: the relay's polarity left out, as a half-edited file would.
-    grep -v '^active_low' "$good" > "$bad"
+    pi_config "$al"
 
     if ! start_daemon "$name-1" "$good"; then
         fail "$name" "gatewayd not ready: $(tail -3 "$WORKDIR/$name-1.log" | tr '\n' ' ')"
@@ -413,84 +337,66 @@ check_released() {
         return
     fi
     running=$(pi_value 0)
-    [ "$running" = "$locked" ] || problems="$problems; running: $running"
+    [ "$running" = "$locked" ] || problem "running: $running"
     # Its start-up line names the pull it requested (the locked level's).
     want_pull=$([ "$locked" = 1 ] && echo pull-up || echo pull-down)
     grep -q "strike=line GPIO17.* locked deenergised $want_pull" "$WORKDIR/$name-1.log" \
-        || problems="$problems; start-up line without '$want_pull': $(grep 'gpio board ready' "$WORKDIR/$name-1.log")"
-    ! grep -q 'kernel refused' "$WORKDIR/$name-1.log" || problems="$problems; $(grep 'kernel refused' "$WORKDIR/$name-1.log")"
+        || problem "start-up line without '$want_pull': $(grep 'gpio board ready' "$WORKDIR/$name-1.log")"
+    ! grep -q 'kernel refused' "$WORKDIR/$name-1.log" || problem "$(grep 'kernel refused' "$WORKDIR/$name-1.log")"
     # SIGTERM, then a start again: sampled from before the stop until the new
     # process is ready.
-    samples=$WORKDIR/$name-restart.samples
-    # Not through ctl(): $! must be the sampler itself, which is killed below.
-    "$GATEWAY" ctl gpio sample --file "$PISYS/sim_gpio0/value" --duration-ms "$((60000 * ${TIME_SCALE:-1}))" > "$samples" &
-    sampler=$!
-    wait_for "$samples" . 50 || true
+    sampler "$PISYS/sim_gpio0/value" 60000 "$WORKDIR/$name-restart.samples"
     kill -TERM "$PID"
     rc_term=$(status "$name-1")
     after_term=$(pi_value 0)
-    [ "$rc_term" = 0 ] || problems="$problems; SIGTERM exit status $rc_term"
-    [ "$after_term" = "$locked" ] || problems="$problems; after SIGTERM: $after_term"
-    start_daemon "$name-2" "$good" || problems="$problems; restart not ready: $(tail -2 "$WORKDIR/$name-2.log" | tr '\n' ' ')"
+    [ "$rc_term" = 0 ] || problem "SIGTERM exit status $rc_term"
+    [ "$after_term" = "$locked" ] || problem "after SIGTERM: $after_term"
+    start_daemon "$name-2" "$good" || problem "restart not ready: $(tail -2 "$WORKDIR/$name-2.log" | tr '\n' ' ')"
     sleep 0.5
-    kill "$sampler" 2>/dev/null
-    wait "$sampler" 2>/dev/null
-    across=$(grep -v end "$samples" | awk '{ printf "%s%s", sep, $2; sep=" " }')
-    [ "$across" = "$locked" ] || problems="$problems; across stop → start: levels $across"
+    sampler_stop
+    across=$(levels "$WORKDIR/$name-restart.samples")
+    [ "$across" = "$locked" ] || problem "across stop → start: levels $across"
     # SIGKILL: nothing of gatewayd runs.
     kill -KILL "$PID"
     rc_kill=$(status "$name-2")
     after_kill=$(pi_value 0)
-    [ "$after_kill" = "$locked" ] || problems="$problems; after SIGKILL: $after_kill"
+    [ "$after_kill" = "$locked" ] || problem "after SIGKILL: $after_kill"
     indicators="$(pi_value 1)$(pi_value 2)$(pi_value 3)"
-    [ "$indicators" = 000 ] || problems="$problems; indicators after SIGKILL: $indicators"
+    [ "$indicators" = 000 ] || problem "indicators after SIGKILL: $indicators"
     # Exit 78 after gatewayd has run on this boot (a crash loop after an edit).
     "$GATEWAY" daemon --config "$bad" > "$WORKDIR/$name-bad.log" 2>&1
     rc_bad=$?
     after_bad=$(pi_value 0)
-    [ "$rc_bad" = 78 ] || problems="$problems; bad configuration: exit status $rc_bad"
-    [ "$after_bad" = "$locked" ] || problems="$problems; after exit 78: $after_bad"
+    [ "$rc_bad" = 78 ] || problem "bad configuration: exit status $rc_bad"
+    [ "$after_bad" = "$locked" ] || problem "after exit 78: $after_bad"
     grep -q 'no GPIO line touched' "$WORKDIR/$name-bad.log" \
-        || problems="$problems; exit 78 without its message: $(tail -2 "$WORKDIR/$name-bad.log" | tr '\n' ' ')"
+        || problem "exit 78 without its message: $(tail -2 "$WORKDIR/$name-bad.log" | tr '\n' ' ')"
 
     # A fresh boot: the line at reset (pull-down), then the firmware hold's pull.
     if ! setup_pi; then
         fail "$name" "no gpio-sim chip for the boot case"
         return
     fi
-    pi_config "$good" "$al"
-    grep -v '^active_low' "$good" > "$bad"
+    pi_config "$al"
     fresh=$(pi_value 0)
     "$GATEWAY" daemon --config "$bad" > "$WORKDIR/$name-boot.log" 2>&1
     rc_unheld=$?
     unheld=$(pi_value 0)
     hold=$("$GATEWAY" ctl config firmware --config-txt /dev/null "$good" 2> /dev/null | grep '^gpio=17=')
-    case $hold in
-        *,pu) pull="pull-up" ;;
-        *,pd) pull="pull-down" ;;
-        *) pull="" ;;   # no pull in the hold: the line keeps its reset pull
-    esac
-    case $hold in
-        gpio=17=op,dh*) drive=1 ;;
-        gpio=17=op,dl*) drive=0 ;;
-        *) drive="?" ;;
-    esac
-    [ "$drive" = "$locked" ] || problems="$problems; firmware hold '$hold' drives $drive"
+    # No pull in the hold: the line keeps its reset pull.
+    pull=$(echo "$hold" | sed -n 's/.*,pu$/pull-up/p; s/.*,pd$/pull-down/p')
+    drive=$(echo "$hold" | sed -n 's/^gpio=17=op,dh.*/1/p; s/^gpio=17=op,dl.*/0/p')
+    [ "$drive" = "$locked" ] || problem "firmware hold '$hold' drives ${drive:-?}"
     [ -n "$pull" ] && echo "$pull" > "$PISYS/sim_gpio0/pull"
     "$GATEWAY" daemon --config "$bad" > "$WORKDIR/$name-boot.log" 2>&1
     rc_held=$?
     held=$(pi_value 0)
-    [ "$rc_held" = 78 ] || problems="$problems; bad configuration at boot: exit status $rc_held"
-    [ "$held" = "$locked" ] || problems="$problems; fresh line with the hold's pull ('$hold'), after exit 78: $held"
+    [ "$rc_held" = 78 ] || problem "bad configuration at boot: exit status $rc_held"
+    [ "$held" = "$locked" ] || problem "fresh line with the hold's pull ('$hold'), after exit 78: $held"
     gpio_sim_remove "$PI"
 
     echo "# $name: no hold (the image before relay and lock are chosen, gpio=17=ip,pd): fresh line $fresh, after exit $rc_unheld $unheld (the reset pull-down)"
-    detail="locked level $locked (line at reset $reset): running $running (start-up line checked for $want_pull); after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
-    if [ -z "$problems" ]; then
-        pass "$name" "$detail"
-    else
-        fail "$name" "${problems#; } — $detail"
-    fi
+    judge "$name" "locked level $locked (line at reset $reset): running $running (start-up line checked for $want_pull); after SIGTERM $after_term (exit $rc_term); across stop → start levels '$across'; after SIGKILL $after_kill (exit $rc_kill, indicators $indicators); after exit $rc_bad (bad configuration) $after_bad; fresh line with the hold's pull ($hold), after exit $rc_held $held"
 }
 
 # --- An outdoor Wiegand reader (issue 35): the harness drives D0/D1 ---
@@ -518,49 +424,46 @@ WGR=$CFG/doorgateway-wgr
 # wg_frame BITS: each 0 a pulse on D0 (line 0), each 1 on D1 (line 1), 2 ms apart (wiegandtx.c).
 wg_frame() { wiegandtx "$WGRSYS/sim_gpio0/pull" "$WGRSYS/sim_gpio1/pull" "$1" 2000; }
 
-# wg_send BITS CHECK...: sends the frame until CHECK succeeds (polled 1.5 s after each of 6 attempts).
-wg_send() {
-    _frame=$1
-    shift
-    _try=0
-    while [ $_try -lt 6 ]; do
+# wg_retry TIMES TENTHS LABEL SEND CHECK...: SEND (one word: a function) then
+# CHECK polled for TENTHS, up to TIMES until CHECK holds; the attempts go to
+# WG_TRIES after LABEL; the status is CHECK's last.
+wg_retry() {
+    _times=$1 _tenths=$2 _label=$3 _send=$4 _held=1 _try=0
+    shift 4
+    while [ $_try -lt "$_times" ] && [ $_held = 1 ]; do
         _try=$((_try + 1))
-        wg_frame "$_frame"
-        poll 15 "$@" && { WG_TRIES="$WG_TRIES $_try"; return 0; }
+        "$_send"
+        poll "$_tenths" "$@" && _held=0
     done
-    WG_TRIES="$WG_TRIES $_try"
-    return 1
+    WG_TRIES="$WG_TRIES $_label$_try"
+    return $_held
 }
 
-# wg_log PATTERN...: the audit log's newest rows hold one line matching every PATTERN.
-wg_log() {
-    "$GATEWAY" ctl log --limit 5 --socket "$WORKDIR/wg-run/control.sock" > "$WORKDIR/wg-audit" 2>&1 || return 1
-    _rows=$(cat "$WORKDIR/wg-audit")
-    for _p in "$@"; do _rows=$(echo "$_rows" | grep -- "$_p") || return 1; done
-    [ -n "$_rows" ]
-}
+# wg_send BITS CHECK...: sends the frame until CHECK succeeds (polled 1.5 s after each of 6 attempts).
+wg_send() { WG_BITS=$1; shift; wg_retry 6 15 "" wg_bits "$@"; }
+wg_bits() { wg_frame "$WG_BITS"; }
 
+# wg_log PATTERN...: the audit log's newest 5 rows hold one line matching every PATTERN.
 # wg_count N PATTERN...: at least N rows of the audit log's newest 40 match every PATTERN.
-wg_count() {
-    _want=$1
-    shift
-    "$GATEWAY" ctl log --limit 40 --socket "$WORKDIR/wg-run/control.sock" > "$WORKDIR/wg-audit" 2>&1 || return 1
-    _rows=$(cat "$WORKDIR/wg-audit")
-    for _p in "$@"; do _rows=$(echo "$_rows" | grep -- "$_p") || return 1; done
-    [ "$(echo "$_rows" | grep -c .)" -ge "$_want" ]
-}
+wg_log() { audit_rows "$WORKDIR/wg-audit" "$WORKDIR/wg-run/control.sock" 5 1 "$@"; }
+wg_count() { audit_rows "$WORKDIR/wg-audit" "$WORKDIR/wg-run/control.sock" 40 "$@"; }
 
 # wg_keys BURST...: each key burst its own frame, 0.2 s apart.
 wg_keys() { for _k in "$@"; do wg_frame "$_k"; sleep 0.2; done; }
 
-# wg_strike_stays SECONDS: the strike line reads 0 at every look (each 0.05 s) for SECONDS.
-wg_strike_stays() {
-    _n=$(($1 * 20))
-    while [ $_n -gt 0 ]; do
-        [ "$(cat "$WGSYS/sim_gpio0/value")" = 0 ] || return 1
-        sleep 0.05
-        _n=$((_n - 1))
-    done
+# wg_tries LABEL ENTRY CHECK...: ENTRY (a function that types one) then CHECK
+# polled for 2 s, up to 3 times: a key lost to a stall makes a wrong entry, so
+# it is typed again (below the keypad's lockout of 5).
+wg_tries() { _l=$1; shift; wg_retry 3 20 "$_l:" "$@"; }
+
+# The entries: the PIN-only code 246810 and `#` (4-bit bursts); the card
+# 26:18:12347 with 4826 and Enter as mixed bursts, or with the wrong 4827
+# (WG_MOVED set when the strike did not read 0 at every look for 2 s).
+wg_code() { wg_keys 0010 0100 0110 1000 0001 0000 1011; }
+wg_card_pin() { wg_frame 00001001000110000001110110; sleep 0.3; wg_keys 0100 01111000 0010 10010110 01001011; }
+wg_card_wrong_pin() {
+    wg_frame 00001001000110000001110110; sleep 0.3; wg_keys 0100 01111000 0010 10000111 01001011
+    holds "$WGSYS/sim_gpio0/value" 0 40 || WG_MOVED=yes
 }
 
 # wg_reader_toml: the example's commented Wiegand [[readers]] block, uncommented and edited.
@@ -569,12 +472,19 @@ wg_reader_toml() {
     awk '/^#     / { l = substr($0, 7); if (l == "[[readers]]") { if (b ~ /kind = "wiegand"/) printf "%s", b; b = "" }
                     b = b l "\n"; next }
          { if (b ~ /kind = "wiegand"/) printf "%s", b; b = "" }' "$WORKDIR/wg-example.toml" > "$WORKDIR/wg-block"
-    grep -q '^name = "gate"$' "$WORKDIR/wg-block" && grep -q '^d0 = "GPIO6"$' "$WORKDIR/wg-block" \
-        && grep -q '^d1 = "GPIO13"$' "$WORKDIR/wg-block" && grep -q '^# chip = ' "$WORKDIR/wg-block" \
-        && grep -q '^# bits = 26$' "$WORKDIR/wg-block" && grep -q '^frame_gap_ms = 50$' "$WORKDIR/wg-block" \
-        || return 1
+    for _l in '^name = "gate"$' '^d0 = "GPIO6"$' '^d1 = "GPIO13"$' '^# chip = ' '^# bits = 26$' '^frame_gap_ms = 50$'; do
+        grep -q "$_l" "$WORKDIR/wg-block" || return 1
+    done
     sed -e 's/^# chip = .*/chip = "doorgateway-wgr"/' -e 's/^# bits = 26$/bits = 26/' \
         -e 's/^frame_gap_ms = 50$/frame_gap_ms = 100/' "$WORKDIR/wg-block"
+}
+
+# wg_stop: gatewayd stopped, both chips gone.
+wg_stop() {
+    kill -TERM "$PID" 2> /dev/null
+    status wiegand > /dev/null
+    gpio_sim_remove "$WGR"
+    gpio_sim_remove "$WG"
 }
 
 check_wiegand() {
@@ -593,105 +503,57 @@ check_wiegand() {
         gpio_sim_remove "$WG"
         return
     fi
-    cat > "$WORKDIR/wg.toml" <<TOML
-[device]
-id = "vm-wiegand"
-[board]
-kind = "real"
-chip = "$WGCHIP"
-[reader]
-connstring = "pn532_uart:/dev/no-reader-here"
-[[outputs]]
-name = "strike"
-line = "STRIKE"
-active_low = false
-locked_level = "deenergised"
-[[actions]]
-index = 0
-name = "gate"
-steps = [{ pulse = "strike", ms = 1500 }]
-credentials = ["wiegand"]
-[[actions]]
-index = 1
-name = "keypad"
-steps = [{ pulse = "strike", ms = 1500 }]
-credentials = ["pin"]
-[[actions]]
-index = 2
-name = "card-pin"
-steps = [{ pulse = "strike", ms = 1500 }]
-credentials = ["card+pin"]
-[clock]
-declare_synchronised = true
-[control]
-admin_group = "root"
-[paths]
-state_dir = "$WORKDIR/wg-state"
-runtime_dir = "$WORKDIR/wg-run"
-TOML
-    cat "$WORKDIR/wg-reader.toml" >> "$WORKDIR/wg.toml"
+    {
+        door_toml vm-wiegand "$WGCHIP" "$NO_READER" "$WORKDIR/wg-state" "$WORKDIR/wg-run"
+        toml_output strike STRIKE false deenergised
+        toml_action 0 gate wiegand
+        toml_action 1 keypad pin
+        toml_action 2 card-pin card+pin
+        cat "$WORKDIR/wg-reader.toml"
+    } > "$WORKDIR/wg.toml"
     if ! start_daemon wiegand "$WORKDIR/wg.toml"; then
         fail wiegand "gatewayd not ready: $(tail -3 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
-        kill -TERM "$PID" 2> /dev/null
-        status wiegand > /dev/null
-        gpio_sim_remove "$WGR"
-        gpio_sim_remove "$WG"
+        wg_stop
         return
     fi
     problems=""
     ctlw() { "$GATEWAY" ctl "$@" --socket "$WORKDIR/wg-run/control.sock"; }
     ctlw tags enroll-card --action 0 --label vm 26:18:12345 \
-        > "$WORKDIR/wg-enroll.log" 2>&1 || problems="$problems; enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll.log")"
+        > "$WORKDIR/wg-enroll.log" 2>&1 || problem "enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll.log")"
     before=$(cat "$WGSYS/sim_gpio0/value")
+    [ "$before" = 0 ] || problem "the strike read $before before any card"
     WG_TRIES=""
     # 26:18:12345 (H10301): even parity, facility 00010010, card 0011000000111001, odd parity;
     # its registry key CA19 09181CC0…. The strike pulses 1.5 s.
     wg_send 00001001000110000001110011 grep -q 1 "$WGSYS/sim_gpio0/value" \
-        || problems="$problems; the strike did not open for the enrolled card"
+        || problem "the strike did not open for the enrolled card"
     poll 30 wg_log access_granted weak_credential CA1909181CC0 source=reader:gate \
-        || problems="$problems; no access_granted for 26:18:12345 from reader:gate"
-    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value" || problems="$problems; the strike did not lock again"
+        || problem "no access_granted for 26:18:12345 from reader:gate"
+    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value" || problem "the strike did not lock again"
     sleep 1.2
     # 26:18:12346 (key CA19 09181D40…): its parity holds, nobody enrolled it.
     wg_send 00001001000110000001110101 wg_log access_denied unknown_tag CA1909181D40 source=reader:gate \
-        || problems="$problems; the unknown card was not denied from reader:gate"
+        || problem "the unknown card was not denied from reader:gate"
     # The enrolled card with its first parity bit flipped: dropped, logged, never a tap.
     wg_send 10001001000110000001110011 grep -q "26-bit frame dropped (parity)" "$WORKDIR/wiegand.log" \
-        || problems="$problems; a bad-parity frame was not logged as dropped"
+        || problem "a bad-parity frame was not logged as dropped"
     stayed=$(cat "$WGSYS/sim_gpio0/value")
+    [ "$stayed" = 0 ] || problem "the strike read $stayed after the bad-parity frame"
     # The keypad: a PIN-only code for action 1, typed as 4-bit key bursts
     # (one frame per key, 0.2 s apart) and `#`; hashed with scrypt in the
-    # static binary's OpenSSL. A key lost to a stall makes a wrong entry: the
-    # entry is typed again (up to 3 times, below the keypad's lockout of 5).
+    # static binary's OpenSSL.
     printf '246810\n' | ctlw pins add-code --action 1 --label vm \
-        > "$WORKDIR/wg-code.log" 2>&1 || problems="$problems; pins add-code: $(tr '\n' ' ' < "$WORKDIR/wg-code.log")"
+        > "$WORKDIR/wg-code.log" 2>&1 || problem "pins add-code: $(tr '\n' ' ' < "$WORKDIR/wg-code.log")"
     sleep 2
-    _try=0
-    until [ $_try -ge 3 ]; do
-        _try=$((_try + 1))
-        wg_keys 0010 0100 0110 1000 0001 0000 1011
-        poll 20 wg_log access_granted reason=pin source=reader:gate && break
-    done
-    WG_TRIES="$WG_TRIES pin:$_try"
-    wg_log access_granted reason=pin uid=C0DE source=reader:gate || problems="$problems; the PIN-only code did not open"
+    wg_tries pin wg_code wg_log access_granted reason=pin source=reader:gate
+    wg_log access_granted reason=pin uid=C0DE source=reader:gate || problem "the PIN-only code did not open"
     # The same code again, later: a code is one event, it opens again.
     sleep 2
-    _try=0
-    until [ $_try -ge 3 ]; do
-        _try=$((_try + 1))
-        wg_keys 0010 0100 0110 1000 0001 0000 1011
-        poll 20 wg_count 2 access_granted reason=pin && break
-    done
-    WG_TRIES="$WG_TRIES pin-again:$_try"
-    wg_count 2 access_granted reason=pin || problems="$problems; the same code typed again did not open"
+    wg_tries pin-again wg_code wg_count 2 access_granted reason=pin || problem "the same code typed again did not open"
     poll 40 grep -q 0 "$WGSYS/sim_gpio0/value"
-    kill -0 "$PID" 2> /dev/null || problems="$problems; gatewayd exited: $(tail -3 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
-    detail="strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed); a PIN-only code opened, and again later"
-    if [ -z "$problems" ] && [ "$before" = 0 ] && [ "$stayed" = 0 ]; then
-        pass wiegand "$detail; attempts per frame:$WG_TRIES"
-    else
-        fail wiegand "${problems#; } — $detail; attempts per frame:$WG_TRIES; $(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
-    fi
+    kill -0 "$PID" 2> /dev/null || problem "gatewayd exited: $(tail -3 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
+    judge wiegand "strike $before before, opened then locked again for 26:18:12345; the unknown card denied; bad parity dropped (strike $stayed); a PIN-only code opened, and again later; attempts per frame:$WG_TRIES" \
+        "$(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
 
     # Card + PIN (action 2 lists "card+pin"): 26:18:12347 (key CA19 09181D80…)
     # with the PIN 4826 typed as mixed bursts — 4 (4-bit 0100), 8 (8-bit
@@ -702,39 +564,20 @@ TOML
     problems=""
     WG_TRIES=""
     ctlw tags enroll-card --action 2 --label vm-pin 26:18:12347 > "$WORKDIR/wg-enroll2.log" 2>&1 \
-        || problems="$problems; enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll2.log")"
+        || problem "enroll-card: $(tr '\n' ' ' < "$WORKDIR/wg-enroll2.log")"
     printf '4826\n' | ctlw pins set 26:18:12347 > "$WORKDIR/wg-pin.log" 2>&1 \
-        || problems="$problems; pins set: $(tr '\n' ' ' < "$WORKDIR/wg-pin.log")"
-    _try=0
-    opened=""
-    until [ $_try -ge 3 ]; do
-        _try=$((_try + 1))
-        wg_frame 00001001000110000001110110
-        sleep 0.3
-        wg_keys 0100 01111000 0010 10010110 01001011
-        if poll 20 grep -q 1 "$WGSYS/sim_gpio0/value"; then opened=yes; break; fi
-    done
-    WG_TRIES="$WG_TRIES card+pin:$_try"
-    [ -n "$opened" ] || problems="$problems; card + PIN did not open the strike"
+        || problem "pins set: $(tr '\n' ' ' < "$WORKDIR/wg-pin.log")"
+    wg_tries card+pin wg_card_pin grep -q 1 "$WGSYS/sim_gpio0/value" || problem "card + PIN did not open the strike"
     poll 30 wg_log access_granted weak_credential CA1909181D80 source=reader:gate \
-        || problems="$problems; no access_granted weak_credential for the card + PIN: $(tr '\n' '|' < "$WORKDIR/wg-audit")"
-    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value" || problems="$problems; the strike did not lock again"
+        || problem "no access_granted weak_credential for the card + PIN: $(tr '\n' '|' < "$WORKDIR/wg-audit")"
+    poll 40 grep -q 0 "$WGSYS/sim_gpio0/value" || problem "the strike did not lock again"
     sleep 1.2
-    _try=0
-    denied=""
-    until [ $_try -ge 3 ]; do
-        _try=$((_try + 1))
-        wg_frame 00001001000110000001110110
-        sleep 0.3
-        wg_keys 0100 01111000 0010 10000111 01001011
-        wg_strike_stays 2 || { problems="$problems; the strike moved for a wrong PIN"; break; }
-        if poll 20 wg_log access_denied wrong_pin source=reader:gate; then denied=yes; break; fi
-    done
-    WG_TRIES="$WG_TRIES wrong-pin:$_try"
-    [ -n "$denied" ] || problems="$problems; no access_denied wrong_pin from reader:gate"
-    grep -q -e 4826 -e 4827 "$WORKDIR/wiegand.log" "$WORKDIR/wg-pin.log" && problems="$problems; a PIN is in a log"
-    detail="26:18:12347 + PIN in 4- and 8-bit bursts opened (weak_credential), a wrong PIN denied wrong_pin with the strike at 0 throughout; attempts:$WG_TRIES"
-    if [ -z "$problems" ]; then pass wiegand-card-pin "$detail"; else fail wiegand-card-pin "${problems#; } — $detail"; fi
+    WG_MOVED=""
+    wg_tries wrong-pin wg_card_wrong_pin wg_log access_denied wrong_pin source=reader:gate \
+        || problem "no access_denied wrong_pin from reader:gate"
+    [ -z "$WG_MOVED" ] || problem "the strike moved for a wrong PIN"
+    grep -q -e 4826 -e 4827 "$WORKDIR/wiegand.log" "$WORKDIR/wg-pin.log" && problem "a PIN is in a log"
+    judge wiegand-card-pin "26:18:12347 + PIN in 4- and 8-bit bursts opened (weak_credential), a wrong PIN denied wrong_pin with the strike at 0 throughout; attempts:$WG_TRIES"
 
     # Wiegand last bit → relay line: the enrolled card, WG_FRAMES frames
     # (wiegandtx -b; a frame a stall cut in two is "missed" and not counted:
@@ -743,23 +586,14 @@ TOML
     sleep 1.2
     wiegandtx -b "$WGSYS/sim_gpio0/value" 1 "${WG_FRAMES:-30}" "$WGRSYS/sim_gpio0/pull" "$WGRSYS/sim_gpio1/pull" \
         00001001000110000001110011 2000 > "$WORKDIR/wg-latency.out" 2>&1
-    rc=$?
-    sed 's/^/# wiegand latency: /' "$WORKDIR/wg-latency.out"
-    figures=$(grep '^latency' "$WORKDIR/wg-latency.out")
-    p50=$(echo "$figures" | sed -n 's/.* p50=\([0-9]*\)\..*/\1/p')
-    n=$(echo "$figures" | sed -n 's/.* n=\([0-9]*\) .*/\1/p')
-    bound=$((30 * ${TIME_SCALE:-1}))
-    if [ "$rc" = 0 ] && [ "${n:-0}" -ge 20 ] && [ -n "$p50" ] && [ "$p50" -lt "$bound" ]; then
-        pass wiegand-latency "$figures, p50 bound $bound ms (Wiegand last bit's falling edge → strike line; bits = 26, the card ends at its last bit)"
-    else
-        fail wiegand-latency "exit $rc, ${figures:-no figures}: $(grep -v '^frame' "$WORKDIR/wg-latency.out" | tr '\n' ' ')"
-    fi
+    latency_verdict $? wiegand-latency "$WORKDIR/wg-latency.out" p50 30 frame \
+        "Wiegand last bit's falling edge → strike line; bits = 26, the card ends at its last bit"
 
     # Five wrong entries lock the keypad: the lockout names the reader.
     problems=""
     sleep 2
     for _ in 1 2 3 4 5 6; do wg_keys 0001 0001 0001 0001 1011; done
-    poll 30 wg_log lockout reason=keypad source=reader:gate || problems="$problems; five wrong PINs did not lock the keypad"
+    poll 30 wg_log lockout reason=keypad source=reader:gate || problem "five wrong PINs did not lock the keypad"
     # Last, not a check: the reader's chip removed under the running reader
     # (what a reader's GPIO expander lost would be). gatewayd should report
     # `reader_fault` `wiegand offline` and try again each second
@@ -772,15 +606,9 @@ TOML
         echo "# wiegand chip removed: no reader_fault within 5 s; gatewayd's last lines: $(tail -2 "$WORKDIR/wiegand.log" | tr '\n' ' ')"
     fi
     dmesg | grep -i -e gpio -e irq | tail -3 | sed 's/^/# wiegand chip removed, kernel: /'
-    kill -TERM "$PID"
-    status wiegand > /dev/null
-    gpio_sim_remove "$WGR"
-    gpio_sim_remove "$WG"
-    if [ -z "$problems" ]; then
-        pass wiegand-lockout "wrong PINs locked the keypad (lockout reason=keypad source=reader:gate)"
-    else
-        fail wiegand-lockout "${problems#; }; $(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
-    fi
+    wg_stop
+    judge wiegand-lockout "wrong PINs locked the keypad (lockout reason=keypad source=reader:gate)" \
+        "$(grep -i wiegand "$WORKDIR/wiegand.log" | tail -3 | tr '\n' ' ')"
 }
 
 # check_exit: docs/policy.md "Door contact" on real edges. A door contact
@@ -792,13 +620,8 @@ TOML
 # close clears them.
 EX=$CFG/doorgateway-ex
 
-# ex_log PATTERN...: the audit log's newest rows hold one line matching every PATTERN.
-ex_log() {
-    "$GATEWAY" ctl log --limit 8 --socket "$WORKDIR/ex-run/control.sock" > "$WORKDIR/ex-audit" 2>&1 || return 1
-    _rows=$(cat "$WORKDIR/ex-audit")
-    for _p in "$@"; do _rows=$(echo "$_rows" | grep -- "$_p") || return 1; done
-    [ -n "$_rows" ]
-}
+# ex_log PATTERN...: the audit log's newest 8 rows hold one line matching every PATTERN.
+ex_log() { audit_rows "$WORKDIR/ex-audit" "$WORKDIR/ex-run/control.sock" 8 1 "$@"; }
 
 check_exit() {
     gpio_sim_add "$EX" doorgateway-ex 7 STRIKE GPIO22 GPIO23 GPIO24 GPIO27 DOOR REX \
@@ -808,37 +631,12 @@ check_exit() {
     echo pull-down > "$EXSYS/sim_gpio5/pull"   # the door: closed
     echo pull-up > "$EXSYS/sim_gpio6/pull"     # REX: released
     mkdir -p "$WORKDIR/ex-state" "$WORKDIR/ex-run"
-    cat > "$WORKDIR/ex.toml" <<TOML
-[device]
-id = "vm-exit"
-[board]
-kind = "real"
-chip = "$SIM_CHIP"
-[reader]
-connstring = "pn532_uart:/dev/no-reader-here"
-[[outputs]]
-name = "strike"
-line = "STRIKE"
-active_low = false
-locked_level = "deenergised"
-[inputs.door_contact]
-line = "DOOR"
-open_level = "high"
-[inputs.request_to_exit]
-line = "REX"
-active_low = true
-[door_contact]
-warn_s = 1
-alert_s = 2
-escalate_s = 3
-[clock]
-declare_synchronised = true
-[control]
-admin_group = "root"
-[paths]
-state_dir = "$WORKDIR/ex-state"
-runtime_dir = "$WORKDIR/ex-run"
-TOML
+    {
+        door_toml vm-exit "$SIM_CHIP" "$NO_READER" "$WORKDIR/ex-state" "$WORKDIR/ex-run"
+        toml_output strike STRIKE false deenergised
+        printf '[inputs.door_contact]\nline = "DOOR"\nopen_level = "high"\n[inputs.request_to_exit]\nline = "REX"\nactive_low = true\n'
+        printf '[door_contact]\nwarn_s = 1\nalert_s = 2\nescalate_s = 3\n'
+    } > "$WORKDIR/ex.toml"
     if ! start_daemon exit "$WORKDIR/ex.toml"; then
         fail exit "gatewayd not ready: $(tail -3 "$WORKDIR/exit.log" | tr '\n' ' ')"
         kill -TERM "$PID" 2> /dev/null
@@ -852,39 +650,38 @@ TOML
     echo pull-up > "$EXSYS/sim_gpio6/pull"
     sleep 0.5
     echo pull-up > "$EXSYS/sim_gpio5/pull"     # opened without a grant
-    poll 50 ex_log door_forced_open || problems="$problems; no door_forced_open"
+    poll 50 ex_log door_forced_open || problem "no door_forced_open"
     echo pull-down > "$EXSYS/sim_gpio5/pull"
-    poll 50 ex_log door_alarm_cleared reason=forced_open || problems="$problems; no door_alarm_cleared forced_open"
+    poll 50 ex_log door_alarm_cleared reason=forced_open || problem "no door_alarm_cleared forced_open"
     echo pull-down > "$EXSYS/sim_gpio6/pull"   # REX pressed and released
     sleep 0.2
     echo pull-up > "$EXSYS/sim_gpio6/pull"
-    poll 50 ex_log request_to_exit reason=shunt || problems="$problems; no request_to_exit"
+    poll 50 ex_log request_to_exit reason=shunt || problem "no request_to_exit"
     echo pull-up > "$EXSYS/sim_gpio5/pull"     # the exit
-    poll 50 ex_log door_opened || problems="$problems; no door_opened after the request to exit"
-    poll 80 ex_log door_held_open_escalated || problems="$problems; no door_held_open_escalated"
+    poll 50 ex_log door_opened || problem "no door_opened after the request to exit"
+    poll 80 ex_log door_held_open_escalated || problem "no door_held_open_escalated"
     "$GATEWAY" ctl log --limit 5 --socket "$WORKDIR/ex-run/control.sock" > "$WORKDIR/ex-stages" 2>&1
     stages=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^door_/) { printf "%s%s", sep, $i; sep = " "; break } }' "$WORKDIR/ex-stages")
     echo pull-down > "$EXSYS/sim_gpio5/pull"
-    poll 50 ex_log door_alarm_cleared reason=held_open || problems="$problems; no door_alarm_cleared held_open"
+    poll 50 ex_log door_alarm_cleared reason=held_open || problem "no door_alarm_cleared held_open"
     "$GATEWAY" ctl log --limit 12 --socket "$WORKDIR/ex-run/control.sock" > "$WORKDIR/ex-all" 2>&1
     [ "$(grep -c door_forced_open "$WORKDIR/ex-all")" = 1 ] \
-        || problems="$problems; door_forced_open $(grep -c door_forced_open "$WORKDIR/ex-all") times (want 1: the exit is not forced)"
+        || problem "door_forced_open $(grep -c door_forced_open "$WORKDIR/ex-all") times (want 1: the exit is not forced)"
     strike=$(cat "$EXSYS/sim_gpio0/value")
-    [ "$strike" = 0 ] || problems="$problems; the strike is $strike (shunt only: never moved)"
+    [ "$strike" = 0 ] || problem "the strike is $strike (shunt only: never moved)"
     kill -TERM "$PID"
     status exit > /dev/null
     gpio_sim_remove "$EX"
-    detail="forced open then cleared; request_to_exit shunted the next opening; stages: $stages; strike $strike"
-    if [ -z "$problems" ]; then
-        pass exit "$detail"
-    else
-        fail exit "${problems#; } — $detail; $(tail -3 "$WORKDIR/exit.log" | tr '\n' ' ')"
-    fi
+    judge exit "forced open then cleared; request_to_exit shunted the next opening; stages: $stages; strike $strike" \
+        "$(tail -3 "$WORKDIR/exit.log" | tr '\n' ' ')"
 }
 
 main() {
-    [ -x "$GATEWAY" ] || { echo "FAIL setup: gateway binary $GATEWAY not executable"; exit 1; }
-    setup_sim
+    guest_setup "$GATEWAY"
+    gpio_sim_add "$SIMDEV" doorgateway-sim 8 RELAY LED_GREEN LED_RED BUZZER BUTTON DOOR \
+        || { echo "FAIL setup: no gpio-sim chip at $SIMDEV (sim_gpio0/value missing)"; exit 1; }
+    CHIP=$SIM_CHIP SYS=$SIM_SYS
+    echo "# gpio-sim chip $CHIP (label doorgateway-sim) at $SYS"
     check_pulse
     check_pattern
     check_button
@@ -898,8 +695,6 @@ main() {
     # A stack overflow: the handler runs on its alternate stack (sigaltstack).
     check_fatal stack-overflow 139 overflow
     restore_core_pattern
-    # gatewayd reads the admin group from /etc/group (never NSS).
-    [ -f /etc/group ] || { mkdir -p /etc && echo "root:x:0:" > /etc/group && echo "root:x:0:0:root:/:/bin/sh" > /etc/passwd; }
     check_released false
     check_released true
     check_wiegand

@@ -125,31 +125,25 @@ check_reader() {
     rc_absent=$rc
     simctl present > /dev/null
     scan present "$conn" --timeout 1
-    if [ $rc_absent = 2 ] && [ $rc = 1 ]; then
-        pass "$bus-absent" "chip off the bus: exit 2 ($(errs absent)); on the bus, no tag: exit 1"
-    else
-        fail "$bus-absent" "absent: exit $rc_absent ($(errs absent)), present without tag: exit $rc (want 2, 1) $(errs present)"
-    fi
+    [ $rc_absent = 2 ] && [ $rc = 1 ]
+    verdict $? "$bus-absent" "chip off the bus: exit 2 ($(errs absent)); on the bus, no tag: exit 1" \
+        "absent: exit $rc_absent ($(errs absent)), present without tag: exit $rc (want 2, 1) $(errs present)"
 
     # v1, then v2 password-protected over it, read back each time.
     simctl insert $V2UID ntag213 > /dev/null
-    ok=yes detail=
+    problems=""
     scan blank "$conn" --timeout 20 --json
-    grep -q '"content" *: *"blank"' "$WORKDIR/blank.out" || { ok=no; detail="$detail blank scan: $(cat "$WORKDIR/blank.out") $(errs blank);"; }
+    grep -q '"content" *: *"blank"' "$WORKDIR/blank.out" || problem "blank scan: $(cat "$WORKDIR/blank.out") $(errs blank)"
     write_tag v1 "$conn" --url "$V1"
-    [ $rc = 0 ] || { ok=no; detail="$detail v1 write exit $rc $(errs v1);"; }
+    [ $rc = 0 ] || problem "v1 write exit $rc $(errs v1)"
     scan v1scan "$conn" --timeout 20
-    grep -qF "$V1" "$WORKDIR/v1scan.out" || { ok=no; detail="$detail v1 not read back: $(cat "$WORKDIR/v1scan.out") $(errs v1scan);"; }
+    grep -qF "$V1" "$WORKDIR/v1scan.out" || problem "v1 not read back: $(cat "$WORKDIR/v1scan.out") $(errs v1scan)"
     write_tag v2 "$conn" --url "$V2" --overwrite --protect --state-dir "$WORKDIR/state"
-    grep -q "password-protected" "$WORKDIR/v2.out" || { ok=no; detail="$detail v2 write exit $rc $(errs v2);"; }
+    grep -q "password-protected" "$WORKDIR/v2.out" || problem "v2 write exit $rc $(errs v2)"
     scan v2scan "$conn" --timeout 20 --json
     grep -qF "u=Kxpen2V3lbY5yg2NFWxRgA" "$WORKDIR/v2scan.out" && grep -q '"password_protected_from_page" *: *4' "$WORKDIR/v2scan.out" \
-        || { ok=no; detail="$detail v2 not read back protected: $(cat "$WORKDIR/v2scan.out") $(errs v2scan);"; }
-    if [ $ok = yes ]; then
-        pass "$bus-v1-v2" "blank read, v1 written and read back, v2 written password-protected and read back (UID $V2UID)"
-    else
-        fail "$bus-v1-v2" "$detail"
-    fi
+        || problem "v2 not read back protected: $(cat "$WORKDIR/v2scan.out") $(errs v2scan)"
+    judge "$bus-v1-v2" "blank read, v1 written and read back, v2 written password-protected and read back (UID $V2UID)"
 
     # Wire trace of one tap: what libnfc does on this bus for the v2 sticker.
     simctl remove > /dev/null
@@ -159,11 +153,9 @@ check_reader() {
     scan tap "$conn" --timeout 20
     wait $!
     stats=$(simctl stats)
-    if [ $rc = 0 ] && grep -qF "$V2" "$WORKDIR/tap.out"; then
-        pass "$bus-tap-trace" "a tap read while waiting; chip and bus counters: ${stats#ok }"
-    else
-        fail "$bus-tap-trace" "exit $rc $(errs tap); ${stats#ok }"
-    fi
+    [ $rc = 0 ] && grep -qF "$V2" "$WORKDIR/tap.out"
+    verdict $? "$bus-tap-trace" "a tap read while waiting; chip and bus counters: ${stats#ok }" \
+        "exit $rc $(errs tap); ${stats#ok }"
     # From the InAutoPoll that found the tag (the last one sent) to the end.
     tail -n +"$((before + 1))" "$WORKDIR/sim.log" | grep -v "control:" > "$WORKDIR/tap.trace"
     from=$(grep -n "d4 60 " "$WORKDIR/tap.trace" | tail -1 | cut -d: -f1)
@@ -176,12 +168,10 @@ check_reader() {
     simctl insert 04A1B2C3D4E5F6 ntag215 > /dev/null
     write_tag multi "$conn" --ndef "$MULTI"
     scan multiscan "$conn" --timeout 20
-    if [ $rc = 0 ] && grep -q "Front door" "$WORKDIR/multiscan.out" && grep -qF "$V2" "$WORKDIR/multiscan.out" \
-        && grep -q "NTAG215" "$WORKDIR/multiscan.out"; then
-        pass "$bus-multi-record" "Text + URI + External written and read back on an NTAG215: $(grep -c '^  \[' "$WORKDIR/multiscan.out") records"
-    else
-        fail "$bus-multi-record" "exit $rc: $(cat "$WORKDIR/multi.out" "$WORKDIR/multiscan.out" | tr '\n' ' ') $(errs multiscan)"
-    fi
+    [ $rc = 0 ] && grep -q "Front door" "$WORKDIR/multiscan.out" && grep -qF "$V2" "$WORKDIR/multiscan.out" \
+        && grep -q "NTAG215" "$WORKDIR/multiscan.out"
+    verdict $? "$bus-multi-record" "Text + URI + External written and read back on an NTAG215: $(grep -c '^  \[' "$WORKDIR/multiscan.out") records" \
+        "exit $rc: $(cat "$WORKDIR/multi.out" "$WORKDIR/multiscan.out" | tr '\n' ' ') $(errs multiscan)"
 
     check_tear_scan "$bus" "$conn"
     check_tear_write "$bus" "$conn"
@@ -191,19 +181,16 @@ check_reader() {
     t0=$(date +%s)
     scan muted "$conn" --timeout 2 &
     SCANPID=$!
-    n=$((900 * S))
-    while [ $n -gt 0 ] && kill -0 $SCANPID 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+    poll 900 not kill -0 $SCANPID 2>/dev/null
     if kill -0 $SCANPID 2>/dev/null; then
         kill $SCANPID; wait $SCANPID
         fail "$bus-muted" "gatewayctl reader scan still running after 90 s on a muted chip"
     else
         wait $SCANPID; rc=$?
         # A muted chip must end in a non-zero exit *and* a message saying why.
-        if [ $rc != 0 ] && [ -s "$WORKDIR/muted.err" ]; then
-            pass "$bus-muted" "muted chip: gave up after $(( $(date +%s) - t0 )) s with exit $rc ($(errs muted))"
-        else
-            fail "$bus-muted" "muted chip: exit $rc, stderr $(wc -c < "$WORKDIR/muted.err") bytes: $(cat "$WORKDIR/muted.out")"
-        fi
+        [ $rc != 0 ] && [ -s "$WORKDIR/muted.err" ]
+        verdict $? "$bus-muted" "muted chip: gave up after $(( $(date +%s) - t0 )) s with exit $rc ($(errs muted))" \
+            "muted chip: exit $rc, stderr $(wc -c < "$WORKDIR/muted.err") bytes: $(cat "$WORKDIR/muted.out")"
     fi
     simctl unmute > /dev/null
     stop_sim
@@ -220,7 +207,7 @@ check_reader() {
 check_tear_scan() {
     bus=$1 conn=$2
     t0=$(date +%s)
-    ok=yes detail= kinds=
+    problems="" kinds=
     n=1
     while [ $n -le 12 ]; do
         simctl insert "$WORKDIR/v2.mfd" > /dev/null
@@ -231,20 +218,20 @@ check_tear_scan() {
         0)
             kind=read
             grep -qxF "  [0] $V2" "$out" && grep -q "content: *1 record" "$out" \
-                || { ok=no; detail="$detail N=$n: exit 0 without the whole v2 message: $(cat "$out" | tr '\n' ' ');"; } ;;
+                || problem "N=$n: exit 0 without the whole v2 message: $(cat "$out" | tr '\n' ' ')" ;;
         1)
             kind=no-tag
-            grep -q "no tag within" "$err" || { ok=no; detail="$detail N=$n: exit 1 without 'no tag': $(errs "tear-scan-$n");"; } ;;
+            grep -q "no tag within" "$err" || problem "N=$n: exit 1 without 'no tag': $(errs "tear-scan-$n")" ;;
         2)
             kind=tag-left
             grep -q "the tag left the reader" "$err" \
-                || { ok=no; detail="$detail N=$n: exit 2 without 'the tag left': $(errs "tear-scan-$n");"; } ;;
+                || problem "N=$n: exit 2 without 'the tag left': $(errs "tear-scan-$n")" ;;
         *)
             kind=exit$rc
-            ok=no detail="$detail N=$n: exit $rc $(errs "tear-scan-$n");" ;;
+            problem "N=$n: exit $rc $(errs "tear-scan-$n")" ;;
         esac
         # Nothing on standard output unless the whole tag was read.
-        [ $rc = 0 ] || [ ! -s "$out" ] || { ok=no; detail="$detail N=$n: printed on a failed scan: $(head -c 200 "$out");"; }
+        [ $rc = 0 ] || [ ! -s "$out" ] || problem "N=$n: printed on a failed scan: $(head -c 200 "$out")"
         kinds="$kinds $kind"
         n=$((n + 1))
     done
@@ -252,16 +239,12 @@ check_tear_scan() {
     simctl reinsert > /dev/null
     scan tear-scan-back "$conn" --timeout 20
     [ $rc = 0 ] && grep -qF "$V2" "$WORKDIR/tear-scan-back.out" \
-        || { ok=no; detail="$detail reinserted, not read whole: exit $rc $(errs tear-scan-back);"; }
+        || problem "reinserted, not read whole: exit $rc $(errs tear-scan-back)"
     # The range reached each phase: activation, the reads, and past the end.
     for k in no-tag tag-left read; do
-        [ "$(count $k "$kinds")" -gt 0 ] || { ok=no; detail="$detail no scan ended '$k' (N=1..12:$kinds);"; }
+        [ "$(count $k "$kinds")" -gt 0 ] || problem "no scan ended '$k' (N=1..12:$kinds)"
     done
-    if [ $ok = yes ]; then
-        pass "$bus-tear-scan" "torn after N=1..12 exchanges:$kinds ($(count no-tag "$kinds") no tag, $(count tag-left "$kinds") tag left, $(count read "$kinds") whole), never a partial message; reinserted: read whole ($(($(date +%s) - t0)) s)"
-    else
-        fail "$bus-tear-scan" "$detail"
-    fi
+    judge "$bus-tear-scan" "torn after N=1..12 exchanges:$kinds ($(count no-tag "$kinds") no tag, $(count tag-left "$kinds") tag left, $(count read "$kinds") whole), never a partial message; reinserted: read whole ($(($(date +%s) - t0)) s)"
 }
 
 # A write torn at each exchange: a sticker holding v1 (the old message) is
@@ -275,7 +258,7 @@ check_tear_scan() {
 check_tear_write() {
     bus=$1 conn=$2
     t0=$(date +%s)
-    ok=yes detail= kinds=
+    problems="" kinds=
     old=$(uri_value "$V1") new=$(uri_value "$V2")
     uid=04D1E2F3A4B5C$( [ "$bus" = i2c ] && echo 1 || echo 2 )
     simctl insert $uid ntag213 > /dev/null
@@ -299,33 +282,29 @@ check_tear_write() {
         empty) kinds="$kinds empty" ;;
         *)
             kinds="$kinds HALF"
-            ok=no detail="$detail N=$n: the tag holds part of a message or another one ($(echo "$value" | cut -c1-24)…, exit $rc);" ;;
+            problem "N=$n: the tag holds part of a message or another one ($(echo "$value" | cut -c1-24)…, exit $rc)" ;;
         esac
         if [ $rc = 0 ]; then
             grep -q "written and verified" "$WORKDIR/tear-write.out" && [ "$value" = "$new" ] \
-                || { ok=no; detail="$detail N=$n: exit 0 ($(cat "$WORKDIR/tear-write.out")) with the tag holding $(echo "$value" | cut -c1-24)…;"; }
+                || problem "N=$n: exit 0 ($(cat "$WORKDIR/tear-write.out")) with the tag holding $(echo "$value" | cut -c1-24)…"
             done=yes
             break
         fi
         # Torn: exit 1 with the reason, never "written", never a crash.
         [ $rc = 1 ] && grep -q "the tag left the reader\|no tag within" "$WORKDIR/tear-write.err" \
             && ! grep -q "written" "$WORKDIR/tear-write.out" \
-            || { ok=no; detail="$detail N=$n: exit $rc $(cat "$WORKDIR/tear-write.out") $(errs tear-write);"; }
+            || problem "N=$n: exit $rc $(cat "$WORKDIR/tear-write.out") $(errs tear-write)"
         n=$((n + 1))
     done
-    [ $done = yes ] || { ok=no; detail="$detail no write went untorn within 80 exchanges;"; }
+    [ $done = yes ] || problem "no write went untorn within 80 exchanges"
     # Out and back in: the count left of the last tear-after goes with it.
     simctl remove > /dev/null 2>&1
     simctl reinsert > /dev/null
     scan tear-write-back "$conn" --timeout 20
     [ $rc = 0 ] && grep -qxF "  [0] $V2" "$WORKDIR/tear-write-back.out" \
-        || { ok=no; detail="$detail read back: exit $rc $(errs tear-write-back);"; }
+        || problem "read back: exit $rc $(errs tear-write-back)"
     summary="N=1..$n: $(count old "$kinds") old, $(count empty "$kinds") empty, $(count new "$kinds") new"
-    if [ $ok = yes ]; then
-        pass "$bus-tear-write" "v1 → v2 torn after each exchange, $summary (N=$n not torn: written and verified); never part of a message, no crash; read back: v2 ($(($(date +%s) - t0)) s)"
-    else
-        fail "$bus-tear-write" "$summary;$detail"
-    fi
+    judge "$bus-tear-write" "v1 → v2 torn after each exchange, $summary (N=$n not torn: written and verified); never part of a message, no crash; read back: v2 ($(($(date +%s) - t0)) s)"
 }
 
 # I2C clock stretching beyond wake-up: pn532-sim holds SCL on a read while
@@ -345,17 +324,17 @@ check_stretch() {
         return
     fi
     conn=pn532_i2c:/dev/i2c-1
-    ok=yes detail=
+    problems=""
     long="smp://stretch/$(head -c 700 /dev/zero | tr '\0' x)"
     simctl insert "$WORKDIR/v2.mfd" > /dev/null
     scan stretch-v2 "$conn" --timeout 20
-    grep -qxF "  [0] $V2" "$WORKDIR/stretch-v2.out" || { ok=no; detail="$detail v2: exit $rc $(errs stretch-v2);"; }
+    grep -qxF "  [0] $V2" "$WORKDIR/stretch-v2.out" || problem "v2: exit $rc $(errs stretch-v2)"
     simctl insert 04A1B2C3D4E5F7 ntag216 > /dev/null
     write_tag stretch-long "$conn" --url "$long"
-    [ $rc = 0 ] || { ok=no; detail="$detail 700-byte write: exit $rc $(errs stretch-long);"; }
+    [ $rc = 0 ] || problem "700-byte write: exit $rc $(errs stretch-long)"
     scan stretch-longscan "$conn" --timeout 20
     grep -qxF "  [0] $long" "$WORKDIR/stretch-longscan.out" \
-        || { ok=no; detail="$detail 700-byte read back: exit $rc $(errs stretch-longscan);"; }
+        || problem "700-byte read back: exit $rc $(errs stretch-longscan)"
     # Whether libnfc's reads catch the chip busy depends on how fast the guest
     # runs: read the message again (up to 5 times) until one stretched read
     # has delivered its answer.
@@ -364,19 +343,15 @@ check_stretch() {
         again=$((again + 1))
         scan stretch-again "$conn" --timeout 20
         grep -qxF "  [0] $long" "$WORKDIR/stretch-again.out" \
-            || { ok=no; detail="$detail 700-byte read $again: exit $rc $(errs stretch-again);"; }
+            || problem "700-byte read $again: exit $rc $(errs stretch-again)"
         ready=$(grep -c "busy): 01" "$WORKDIR/sim.log")
     done
     stats=$(simctl stats)
     stretches=$(echo "$stats" | sed -n 's/.*bus_busy_stretches=\([0-9]*\).*/\1/p')
     [ "${stretches:-0}" -gt 0 ] && [ "$ready" -gt 0 ] \
-        || { ok=no; detail="$detail no stretched read delivered an answer (stretches ${stretches:-?}, with the answer $ready);"; }
+        || problem "no stretched read delivered an answer (stretches ${stretches:-?}, with the answer $ready)"
     longest=$(sed -n 's/.*SCL held \([0-9]*\) µs, busy.*/\1/p' "$WORKDIR/sim.log" | sort -n | tail -1)
-    if [ $ok = yes ]; then
-        pass "i2c-stretch" "400 kHz, SCL held on $stretches reads while busy (longest ${longest:-?} µs), $ready of them ended with the answer; v2 read, 700-byte message written and read back $((again + 1)) time(s) on an NTAG216 ($(($(date +%s) - t0)) s); ${stats#ok }"
-    else
-        fail "i2c-stretch" "$detail ${stats#ok }"
-    fi
+    judge "i2c-stretch" "400 kHz, SCL held on $stretches reads while busy (longest ${longest:-?} µs), $ready of them ended with the answer; v2 read, 700-byte message written and read back $((again + 1)) time(s) on an NTAG216 ($(($(date +%s) - t0)) s); ${stats#ok }"
     stop_sim
 }
 
@@ -391,73 +366,26 @@ setup_gpio() {
 write_config() {
     D=$WORKDIR/daemon-$1
     rm -rf "$D" && mkdir -p "$D/state" "$D/run"
-    cat > "$D/gateway.toml" <<EOF
-[device]
-id = "vm-$1"
-[board]
-kind = "real"
-chip = "$CHIP"
-[reader]
-connstring = "$2"
-[[outputs]]
-name = "strike"
-line = "RELAY"
-active_low = false
-locked_level = "deenergised"
-[indicators.buzzer]
-line = "BUZZER"
-[indicators.green]
-line = "LED_GREEN"
-[indicators.red]
-line = "LED_RED"
-[inputs.button]
-line = "BUTTON"
-active_low = true
-bias = "pull-up"
-[[actions]]
-index = 0
-name = "door"
-steps = [{ pulse = "strike", ms = 1500 }]
-[clock]
-declare_synchronised = true
-[control]
-admin_group = "root"
-[paths]
-state_dir = "$D/state"
-runtime_dir = "$D/run"
-EOF
+    {
+        door_toml "vm-$1" "$CHIP" "$2" "$D/state" "$D/run"
+        toml_output strike RELAY false deenergised
+        toml_panel LED_GREEN LED_RED BUZZER BUTTON
+        toml_action 0 door
+    } > "$D/gateway.toml"
 }
 
 dctl() { DOORGATEWAY_SOCKET="$D/run/control.sock" "$GATEWAY" ctl "$@"; }
 
-# relay_pulse_seen TENTHS: the RELAY line goes to 1 (unlocked) within the time.
-# (sh has no locals: _rn, not the callers' n, which tear-tap's messages name)
-relay_pulse_seen() {
-    _rn=$1
-    while [ "$_rn" -gt 0 ]; do
-        [ "$(cat "$SYS/sim_gpio0/value")" = 1 ] && return 0
-        sleep 0.05
-        _rn=$((_rn - 1))
-    done
-    return 1
-}
-
+# relay_opens: the RELAY line goes to 1 (unlocked) within 20 s (× TIME_SCALE).
 # relay_quiet TENTHS: the RELAY line stays 0 (locked) all that time.
-relay_quiet() {
-    _rn=$(($1 * 2))
-    while [ "$_rn" -gt 0 ]; do
-        [ "$(cat "$SYS/sim_gpio0/value")" = 0 ] || return 1
-        sleep 0.05
-        _rn=$((_rn - 1))
-    done
-}
+relay_opens() { poll 200 grep -q 1 "$SYS/sim_gpio0/value"; }
+relay_quiet() { holds "$SYS/sim_gpio0/value" 0 $(($1 * 2)); }
 
 # What check_daemon polls for: a tag active, a grant among the last 5 rows,
-# the reader lost; `not CMD`, CMD's status inverted.
+# the reader lost.
 tag_active() { dctl tags list 2>/dev/null | grep -c >/dev/null active; }
 recently_granted() { dctl log --limit 5 2>/dev/null | grep -c >/dev/null granted; }
 reader_lost() { dctl reader info 2>/dev/null | grep -c >/dev/null lost; }
-not() { ! "$@"; }
 
 # hung: what the daemon and pn532-sim wait on when a call of a check did not
 # return (their threads' wait channels, their logs' last lines).
@@ -490,49 +418,45 @@ tgranted() {
     _log=$(tdctl log --limit 100 2> /dev/null) || return 1
     printf '%s\n' "$_log" | grep -c granted || true
 }
+# tag_gone: pn532-sim's status says the tag left, or did not answer (ST_HUNG).
+tag_gone() {
+    _st=$(tsimctl status) || { ST_HUNG=yes; return 0; }
+    case $_st in *tag=none*) return 0 ;; esac
+    return 1
+}
+granted_since() { [ "$(tgranted)" -gt "$1" ]; }
 
 check_tear_tap() {
     bus=$1
     t0=$(date +%s)
-    ok=yes detail= left=0
+    problems="" left=0
     tsimctl remove > /dev/null 2>&1
     sleep 2  # gone for longer than same_tag_quiet_ms
-    granted=$(tgranted) || { ok=no; detail="$detail log did not answer:$(hung);"; }
+    granted=$(tgranted) || problem "log did not answer:$(hung)"
     left_before=$(grep -c "the tag left the reader" "$D/daemon.log")
     for n in 1 2 3 4 5 6; do
-        [ $ok = yes ] || break
-        tsimctl tear-after $n > /dev/null || { ok=no; detail="$detail N=$n: tear-after refused or hung:$(hung);"; break; }
-        tsimctl reinsert > /dev/null || { ok=no; detail="$detail N=$n: reinsert refused or hung:$(hung);"; break; }
-        m=$((100 * S)) gone=no
-        while [ $m -gt 0 ]; do
-            st=$(tsimctl status) || { ok=no; detail="$detail N=$n: pn532-sim's status did not answer:$(hung);"; break; }
-            case $st in *tag=none*) gone=yes && break ;; esac
-            sleep 0.1
-            m=$((m - 1))
-        done
-        [ $ok = yes ] || break
-        [ $gone = yes ] || { ok=no; detail="$detail N=$n: the tag never left;"; break; }
-        relay_quiet 20 || { ok=no; detail="$detail N=$n: the relay unlocked;"; }
+        [ -z "$problems" ] || break
+        tsimctl tear-after $n > /dev/null || { problem "N=$n: tear-after refused or hung:$(hung)"; break; }
+        tsimctl reinsert > /dev/null || { problem "N=$n: reinsert refused or hung:$(hung)"; break; }
+        ST_HUNG=
+        poll 100 tag_gone || { problem "N=$n: the tag never left"; break; }
+        [ -z "$ST_HUNG" ] || { problem "N=$n: pn532-sim's status did not answer:$(hung)"; break; }
+        relay_quiet 20 || problem "N=$n: the relay unlocked"
     done
-    now=$(tgranted) || { ok=no; detail="$detail log did not answer:$(hung);"; }
-    [ "$now" = "$granted" ] || { ok=no; detail="$detail $((now - granted)) grant(s) for torn taps;"; }
+    now=$(tgranted) || problem "log did not answer:$(hung)"
+    [ "$now" = "$granted" ] || problem "$((now - granted)) grant(s) for torn taps"
     left=$(($(grep -c "the tag left the reader" "$D/daemon.log") - left_before))
     # N = 5..6 tear the read: at least one must say so (else they tore elsewhere).
-    [ $ok = no ] || [ "$left" -ge 1 ] || { ok=no; detail="$detail no tear logged 'the tag left the reader' (N = 5..6 should tear the read);"; }
-    if [ $ok = yes ]; then
+    [ -n "$problems" ] || [ "$left" -ge 1 ] || problem "no tear logged 'the tag left the reader' (N = 5..6 should tear the read)"
+    if [ -z "$problems" ]; then
         sleep 1
-        tsimctl reinsert > /dev/null || { ok=no; detail="$detail the whole tap: reinsert refused or hung:$(hung);"; }
-        relay_pulse_seen $((400 * S)) || { ok=no; detail="$detail the whole tap after them: no relay pulse;"; }
-        m=$((100 * S))
-        while [ $m -gt 0 ] && [ "$(tgranted)" -le "$granted" ]; do sleep 0.1; m=$((m - 1)); done
-        [ "$(tgranted)" -gt "$granted" ] || { ok=no; detail="$detail the whole tap after them: no grant;"; }
+        tsimctl reinsert > /dev/null || problem "the whole tap: reinsert refused or hung:$(hung)"
+        relay_opens || problem "the whole tap after them: no relay pulse"
+        poll 100 granted_since "$granted" || problem "the whole tap after them: no grant"
     fi
-    if [ $ok = yes ]; then
-        pass "$bus-tear-tap" "torn after N=1..6 exchanges: no grant, relay locked throughout ($left torn in the read: 'the tag left the reader'); the whole tap then granted and pulsed the relay ($(($(date +%s) - t0)) s)"
-    else
-        kill -0 "$SIMPID" 2> /dev/null || detail="pn532-sim exited: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ');$detail"
-        fail "$bus-tear-tap" "$detail $(tail -3 "$D/daemon.log" | tr '\n' ' ')"
-    fi
+    [ -z "$problems" ] || kill -0 "$SIMPID" 2> /dev/null || problem "pn532-sim exited: $(tail -3 "$WORKDIR/sim.log" | tr '\n' ' ')"
+    judge "$bus-tear-tap" "torn after N=1..6 exchanges: no grant, relay locked throughout ($left torn in the read: 'the tag left the reader'); the whole tap then granted and pulsed the relay ($(($(date +%s) - t0)) s)" \
+        "$(tail -3 "$D/daemon.log" | tr '\n' ' ')"
 }
 
 check_daemon() {
@@ -549,34 +473,26 @@ check_daemon() {
     DAEMONPID=$!
     wait_for "$D/daemon.log" "reader" 300
     poll 300 dctl status > /dev/null 2>&1
-    ok=yes detail=
+    problems=""
     # Provisioning: arm, present a blank sticker; the daemon writes and verifies it.
-    dctl provision --action 0 --label "vm $bus" > "$D/provision.out" 2>&1 || { ok=no; detail="provision: $(cat "$D/provision.out");"; }
+    dctl provision --action 0 --label "vm $bus" > "$D/provision.out" 2>&1 || problem "provision: $(cat "$D/provision.out")"
     # shellcheck disable=SC2046 # one word: the UID has no spaces
     simctl insert 04C0FFEE00$( [ "$bus" = i2c ] && echo 0001 || echo 0002 ) ntag213 > /dev/null
     poll 600 tag_active
     dctl tags list > "$D/tags.out" 2>&1
-    grep -q active "$D/tags.out" || { ok=no; detail="$detail no active tag after provisioning: $(cat "$D/tags.out" | tr '\n' ' ');"; }
+    grep -q active "$D/tags.out" || problem "no active tag after provisioning: $(cat "$D/tags.out" | tr '\n' ' ')"
     simctl remove > /dev/null
     sleep 2  # longer than same_tag_quiet_ms: the next tap is a new one
-    [ "$(cat "$SYS/sim_gpio0/value")" = 0 ] || { ok=no; detail="$detail relay not locked before the tap;"; }
+    [ "$(cat "$SYS/sim_gpio0/value")" = 0 ] || problem "relay not locked before the tap"
     simctl stats reset > /dev/null
     simctl reinsert > /dev/null
-    if relay_pulse_seen $((400 * S)); then
-        pulse=yes
-    else
-        pulse=no
-        ok=no detail="$detail no relay pulse on RELAY within 20 s;"
-    fi
+    relay_opens || problem "no relay pulse on RELAY within 20 s"
     stats=$(simctl stats)
     poll 100 recently_granted
     dctl log --limit 5 > "$D/log.out" 2>&1
-    grep -q granted "$D/log.out" || { ok=no; detail="$detail no 'granted' in the audit log: $(tail -3 "$D/log.out" | tr '\n' ' ');"; }
-    if [ $ok = yes ]; then
-        pass "$bus-daemon" "gatewayd on $conn: provisioned sticker tapped → granted → relay pulse on $CHIP RELAY; ${stats#ok }"
-    else
-        fail "$bus-daemon" "$detail $(tail -5 "$D/daemon.log" | tr '\n' ' ')"
-    fi
+    grep -q granted "$D/log.out" || problem "no 'granted' in the audit log: $(tail -3 "$D/log.out" | tr '\n' ' ')"
+    judge "$bus-daemon" "gatewayd on $conn: provisioned sticker tapped → granted → relay pulse on $CHIP RELAY; ${stats#ok }" \
+        "$(tail -5 "$D/daemon.log" | tr '\n' ' ')"
     check_tear_tap "$bus"
     # Reader loss and recovery: the chip leaves the bus and comes back; the
     # daemon reopens it without restarting and without leaking descriptors.
@@ -589,11 +505,9 @@ check_daemon() {
     poll 300 not reader_lost
     back=$(dctl reader info 2>&1 | grep -i health | tr '\n' ' ')
     fds_after=$(ls /proc/$DAEMONPID/fd | wc -l)
-    if echo "$lost" | grep -c >/dev/null lost && ! echo "$back" | grep -c >/dev/null lost && [ "$fds_after" -le "$fds_before" ]; then
-        pass "$bus-recovery" "chip off the bus: $lost; back on it: $back; daemon fds $fds_before → $fds_after"
-    else
-        fail "$bus-recovery" "off: ${lost:-?}; back: ${back:-?}; fds $fds_before → $fds_after; $(tail -4 "$D/daemon.log" | tr '\n' ' ')"
-    fi
+    echo "$lost" | grep -c >/dev/null lost && ! echo "$back" | grep -c >/dev/null lost && [ "$fds_after" -le "$fds_before" ]
+    verdict $? "$bus-recovery" "chip off the bus: $lost; back on it: $back; daemon fds $fds_before → $fds_after" \
+        "off: ${lost:-?}; back: ${back:-?}; fds $fds_before → $fds_after; $(tail -4 "$D/daemon.log" | tr '\n' ' ')"
     kill "$DAEMONPID" 2>/dev/null
     wait "$DAEMONPID" 2>/dev/null
     DAEMONPID=
@@ -608,19 +522,16 @@ bench() {
     # pn532-sim's UART front is a pty: the guest needs devpts.
     [ -e /dev/pts/ptmx ] || { mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
     roundtrip
-    for t in "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:100000 --i2c-speed 100000" \
-        "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000" \
-        "i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000 --i2c-nack-after-write 1000" \
-        "spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:1000000 spi:1000000" \
-        "uart - pn532_uart:$WORKDIR/pn532 uart:115200 --baud 115200"; do
+    # Each wire: pn532-sim's front and its device, the connstring, the wire, pn532-sim's options.
+    for t in "--i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:100000 --i2c-speed 100000" \
+        "--i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000" \
+        "--i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1 i2c:400000 --i2c-speed 400000 --i2c-nack-after-write 1000" \
+        "--spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:1000000 spi:1000000" \
+        "--link $WORKDIR/pn532 pn532_uart:$WORKDIR/pn532 uart:115200 --baud 115200"; do
         set -- $t
-        bus=$1 dev=$2 conn=$3 wire=$4; shift 4
+        front=$1 dev=$2 conn=$3 wire=$4; shift 4
         rm -f "$WORKDIR/sim.sock"
-        if [ "$bus" = uart ]; then
-            "$PN532SIM" --link "$WORKDIR/pn532" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
-        else
-            "$PN532SIM" "--$bus" "$dev" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
-        fi
+        "$PN532SIM" "$front" "$dev" --control "$WORKDIR/sim.sock" --rf-timing "$@" > /dev/null 2> "$WORKDIR/sim.log" &
         SIMPID=$!
         poll 300 test -S "$WORKDIR/sim.sock"
         [ $# = 0 ] || echo "  (pn532-sim $*)"
@@ -659,11 +570,8 @@ main() {
         bench
         return 0
     fi
-    [ -x "$GATEWAY" ] || { echo "FAIL setup: gateway binary $GATEWAY not executable"; exit 1; }
-    [ -x "$PN532SIM" ] || { echo "FAIL setup: pn532-sim binary $PN532SIM not executable"; exit 1; }
+    guest_setup "$GATEWAY" "$PN532SIM"
     [ -c /dev/cuse ] || { echo "FAIL setup: no /dev/cuse (cuse.ko)"; exit 1; }
-    # gatewayd reads the admin group from /etc/group (never NSS).
-    [ -f /etc/group ] || { mkdir -p /etc && echo "root:x:0:" > /etc/group && echo "root:x:0:0:root:/:/bin/sh" > /etc/passwd; }
     if [ "${READER_CHECKS_ONLY:-}" != daemon ]; then
         check_reader i2c /dev/i2c-1 pn532_i2c:/dev/i2c-1
         check_reader spi /dev/spidev0.0 pn532_spi:/dev/spidev0.0:500000

@@ -39,19 +39,19 @@ PN532SIM=${PN532SIM:-$(dirname "$GATEWAY")/pn532-sim}
 CACHE=${DOORGATEWAY_CACHE:-/var/cache/doorgateway}/gpio-vm
 TIMEOUT=${GPIO_VM_TIMEOUT:-2400}              # all checks: 10–17 min warm on a loaded host (the torn writes most, SPI's above all)
 BENCH=${GPIO_VM_BENCH:-}                       # set: the I2C/SPI/UART reader benchmark instead (make bench-bus)
-CHECKS=41                                      # result lines: gateway-checks.sh 16, fire-checks.sh 4, reader-checks.sh 21
-ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh and fire-checks.sh alone (20 results); "fire": fire-checks.sh alone (4)
-case $ONLY in "") ONLY_ARG= ;; gateway) CHECKS=20 ONLY_ARG=" GATEWAY_ONLY" ;; fire) CHECKS=4 ONLY_ARG=" FIRE_ONLY" ;;
+CHECKS=42                                      # result lines: gateway-checks.sh 17, fire-checks.sh 4, reader-checks.sh 21
+ONLY=${GPIO_VM_ONLY:-}                         # "gateway": gateway-checks.sh and fire-checks.sh alone (21 results); "fire": fire-checks.sh alone (4)
+case $ONLY in "") ONLY_ARG= ;; gateway) CHECKS=21 ONLY_ARG=" GATEWAY_ONLY" ;; fire) CHECKS=4 ONLY_ARG=" FIRE_ONLY" ;;
   *) echo "gpio-vm: GPIO_VM_ONLY is empty, gateway or fire" >&2; exit 2 ;; esac
 log() { echo "gpio-vm: $*" >&2; }
 
-# What differs per architecture: emulator and machine, console, strip, the
-# kernel build's cross settings, and gateway-checks.sh's time bounds: how long
+# What differs per architecture: emulator and machine, console, strip and the
+# compiler of the guest's C tools, the kernel build's cross settings, and gateway-checks.sh's time bounds: how long
 # it waits for a dying process (under TCG on arm64 the stack-overflow case
 # took 15-40 s to die with SIGSEGV; 10 s is plenty on amd64) and TIME_SCALE
 # for its other waits and its line samplers' windows (each aarch64 gateway
 # process takes seconds to start under TCG on a loaded host).
-APT=(apt-get) APT_CACHE=(apt-cache) KMAKE=() STRIP=strip
+APT=(apt-get) APT_CACHE=(apt-cache) KMAKE=() STRIP=strip GUEST_CC=gcc
 case $ARCH in
 amd64)
   QEMU=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 512 -smp 2) CONSOLE=ttyS0 STATUS_WAIT_S=10 TIME_SCALE=1
@@ -59,7 +59,7 @@ amd64)
 arm64)
   QEMU=(qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max -m 1024 -smp 2) CONSOLE=ttyAMA0 STATUS_WAIT_S=90 TIME_SCALE=3
   TOOLS=(qemu-system-arm gcc-aarch64-linux-gnu)
-  KMAKE=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) STRIP=aarch64-linux-gnu-strip
+  KMAKE=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) STRIP=aarch64-linux-gnu-strip GUEST_CC=aarch64-linux-gnu-gcc
   [ -n "${GPIO_VM_TIMEOUT:-}" ] || TIMEOUT=5400 ;;  # GPIO checks 3.5 min loaded; the reader checks ×3 of amd64's (not re-measured since the tear checks)
 esac
 
@@ -155,23 +155,17 @@ cp "$D/root/bin/busybox" "$R/bin/"
 for a in $("$R/bin/busybox" --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 $STRIP -o "$R/bin/gateway" "$GATEWAY"
 printf 'STATUS_WAIT_S=%s\nTIME_SCALE=%s\n' "$STATUS_WAIT_S" "$TIME_SCALE" > "$R/checks.env"
-cp "$HERE/gateway-checks.sh" "$HERE/fire-checks.sh" "$HERE/checks-lib.sh" "$R/"
-# firebench: fire-checks.sh's edge → release timer, static for the guest's architecture.
-case $ARCH in amd64) FIRE_CC=gcc ;; arm64) FIRE_CC=aarch64-linux-gnu-gcc ;; esac
-$FIRE_CC -static -O2 -Wall -o "$R/bin/firebench" "$HERE/firebench.c"
+cp "$HERE/gateway-checks.sh" "$HERE/fire-checks.sh" "$HERE/reader-checks.sh" "$HERE/checks-lib.sh" "$R/"
+# firebench: fire-checks.sh's edge → release timer; wiegandtx: check_wiegand's
+# reader. Static, for the guest's architecture.
+for t in firebench wiegandtx; do "$GUEST_CC" -static -O2 -Wall -o "$R/bin/$t" "$HERE/$t.c"; done
 $STRIP -o "$R/bin/pn532-sim" "$PN532SIM"
-cp "$HERE/reader-checks.sh" "$R/reader-checks.sh"
-for m in fuse cuse; do
+for m in fuse cuse configfs; do
   K=$(find "$D/root/lib/modules/$KREL" -name "$m.ko*" | head -1)
   [ -n "$K" ] || { log "no $m.ko in linux-image-$KREL"; exit 1; }
   case $K in *.xz) xz -dc "$K" > "$R/lib/modules/$m.ko";; *) cp "$K" "$R/lib/modules/$m.ko";; esac
 done
-CFS=$(find "$D/root/lib/modules/$KREL" -name 'configfs.ko*' | head -1)
-case $CFS in *.xz) xz -dc "$CFS" > "$R/lib/modules/configfs.ko";; *) cp "$CFS" "$R/lib/modules/configfs.ko";; esac
 cp "$MOD" "$R/lib/modules/"
-# check_wiegand's reader (wiegandtx.c), for the guest's architecture.
-case $ARCH in amd64) GUEST_CC=gcc ;; arm64) GUEST_CC=aarch64-linux-gnu-gcc ;; esac
-"$GUEST_CC" -static -O2 -Wall -o "$R/bin/wiegandtx" "$HERE/wiegandtx.c"
 if [ -n "$PREPARE" ]; then
   cp "$HERE/agent.sh" "$R/agent.sh"
   gcc -static -O2 -Wall -o "$R/bin/clockctl" "$HERE/clockctl.c"
@@ -231,16 +225,17 @@ if [ -n "$BENCH" ]; then
   tr -d '\r' < "$W/console.log" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | grep -E '^(reader bench|  |bench )' || true
   grep -q '=== bench exit 0' "$W/console.log"; exit
 fi
-tr -d '\r' < "$W/console.log" | grep -E '^(PASS|FAIL|#)' || true
-pass=$(tr -d '\r' < "$W/console.log" | grep -c '^PASS' || true)
-fail=$(tr -d '\r' < "$W/console.log" | grep -c '^FAIL' || true)
+tr -d '\r' < "$W/console.log" > "$W/console.txt"
+grep -E '^(PASS|FAIL|#)' "$W/console.txt" || true
+pass=$(grep -c '^PASS' "$W/console.txt" || true)
+fail=$(grep -c '^FAIL' "$W/console.txt" || true)
 # Every check must report, and the checks script must exit 0: a VM that hangs
 # or a script that stops early is a failure even with no FAIL line.
 if [ "$qrc" = 124 ] || ! grep -c >/dev/null '=== checks exit 0' "$W/console.log" \
   || { [ -z "$ONLY" ] && ! grep -c >/dev/null '=== reader checks exit 0' "$W/console.log"; } \
   || [ $((pass + fail)) -lt "$CHECKS" ]; then
   log "checks incomplete (qemu rc $qrc, $((pass + fail)) of $CHECKS results); console tail:"
-  tr -d '\r' < "$W/console.log" | tail -25 >&2
+  tail -25 "$W/console.txt" >&2
   cp "$W/console.log" "$CACHE/last-console.log"
   fail=$((fail + 1))
 fi
